@@ -1,0 +1,199 @@
+//! The scheduling-policy interface and the policies that implement it.
+//!
+//! # One policy, two worlds
+//! A policy is plain, single-threaded code driven by events. The deterministic
+//! simulator (`sluice-sim`) and the io_uring engine drive the very same objects. A
+//! policy never reads a clock, sleeps, spawns a thread or does I/O: every method is
+//! given `now_ns`, and a policy that needs to act later asks for a timer through
+//! [`Policy::next_timer_ns`].
+//!
+//! # The life of a request, as a policy sees it
+//! ```text
+//!   app submits ──► admit() ──Wait──► (engine parks it; asks again after completions/timers)
+//!                      │Admit
+//!                      ▼
+//!                  enqueue()            (the policy may keep it, split it, reorder it)
+//!                      ▼
+//!   engine loop:   dispatch(view) ──► Some(Dispatch{req, queue}) ──► device queue `queue`
+//!                      ▼                 (None: nothing may go now)
+//!                  complete()           (one call per dispatched piece)
+//!   any time:      timer() at next_timer_ns(); promote(id) on demand
+//! ```
+//!
+//! What the five papers need from this interface:
+//! * **admission** that can refuse for now — RCP's per-class admission slots;
+//! * **dispatch opportunities with a device view** (in-flight count per queue class) —
+//!   LD's token pool, RCP's outstanding limit, MQFQ's depth D, SFQ(D);
+//! * **the target queue class** of each dispatch — D2FQ's high/medium/low choice;
+//! * **completion with its latency** — D2FQ's virtual time advances at completion, kyber's
+//!   latency histograms, FIOS's service-time averages;
+//! * **timers** — FIOS anticipation, RCP's starvation timer, mq-deadline expiry, D2FQ's
+//!   H/L adjustment period;
+//! * **splitting** — FastResponse LD's 32 KB children ([`Request::split`]); the engine
+//!   completes the parent when all its pieces have completed;
+//! * **promotion** — RCP's priority inheritance raises a queued request to critical.
+
+mod none;
+mod params;
+
+pub use none::NonePolicy;
+pub use params::{ParamError, Params, PolicySpec};
+
+use crate::types::{Flow, Nanos, QueueClass, Request};
+
+/// Answer of [`Policy::admit`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admission {
+    /// The request may enter the scheduler now; the engine calls `enqueue` next.
+    Admit,
+    /// Not now (e.g. no free admission slot). The engine parks the request and asks
+    /// again after a completion or a timer.
+    Wait,
+}
+
+/// What the policy knows of the device at a dispatch opportunity.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceView {
+    /// Pieces dispatched and not yet completed, over all queue classes.
+    pub inflight: u32,
+    /// The same, per [`QueueClass`] index.
+    pub inflight_per_class: [u32; 4],
+    /// How many commands the engine can have outstanding at the device at most
+    /// (submission-queue space); a dispatch beyond it is not offered.
+    pub max_inflight: u32,
+}
+
+/// A request (or a piece of one) released to the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dispatch {
+    /// The request or piece; `req.parts` says how many pieces its parent has.
+    pub req: Request,
+    /// The device queue class to submit to (D2FQ chooses; most policies use `Medium`).
+    pub queue: QueueClass,
+}
+
+impl Dispatch {
+    /// Dispatch to the default (medium) queue class.
+    pub fn medium(req: Request) -> Self {
+        Dispatch {
+            req,
+            queue: QueueClass::Medium,
+        }
+    }
+}
+
+/// A dispatched piece has completed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Completion {
+    /// The piece as it was dispatched.
+    pub req: Request,
+    /// The queue class it was dispatched to.
+    pub queue: QueueClass,
+    /// When the policy released it.
+    pub dispatch_ns: Nanos,
+    /// When the device reported it complete.
+    pub complete_ns: Nanos,
+    /// False when the device reported an error.
+    pub ok: bool,
+}
+
+impl Completion {
+    /// Time on the device: completion minus dispatch.
+    #[inline]
+    pub fn device_ns(&self) -> Nanos {
+        self.complete_ns.saturating_sub(self.dispatch_ns)
+    }
+}
+
+/// A block-layer scheduling policy. See the module documentation for the protocol.
+///
+/// Implementations keep their tunables (with units and defaults) at the top of their
+/// file and state their invariant and formulas with the paper's names.
+pub trait Policy: Send {
+    /// The policy's registered name (as given to `--policy`).
+    fn name(&self) -> &'static str;
+
+    /// Called once per flow before any request of it arrives, and again when a flow's
+    /// weight changes.
+    fn add_flow(&mut self, _flow: &Flow) {}
+
+    /// May the request enter the scheduler now?
+    fn admit(&mut self, _now_ns: Nanos, _req: &Request) -> Admission {
+        Admission::Admit
+    }
+
+    /// Take an admitted request.
+    fn enqueue(&mut self, now_ns: Nanos, req: Request);
+
+    /// A dispatch opportunity: return the next piece to send to the device, or `None`
+    /// when nothing may go now. The engine calls it repeatedly until `None` or until the
+    /// device is full, and again after every completion, arrival and timer.
+    fn dispatch(&mut self, now_ns: Nanos, view: &DeviceView) -> Option<Dispatch>;
+
+    /// A dispatched piece completed.
+    fn complete(&mut self, _now_ns: Nanos, _done: &Completion) {}
+
+    /// The earliest time the policy wants [`Policy::timer`] called, if any. The engine
+    /// asks after every call into the policy.
+    fn next_timer_ns(&self) -> Option<Nanos> {
+        None
+    }
+
+    /// The timer asked for by `next_timer_ns` is due (`now_ns` ≥ that time).
+    fn timer(&mut self, _now_ns: Nanos) {}
+
+    /// Raise a queued request (all its queued pieces) to the critical class, e.g. because
+    /// a critical task waits on it (RCP's I/O priority inheritance). Returns whether the
+    /// policy held such a request. Requests still waiting for admission are promoted by
+    /// the engine, which then calls `admit` again.
+    fn promote(&mut self, _now_ns: Nanos, _id: crate::types::ReqId) -> bool {
+        false
+    }
+
+    /// How many requests (or pieces) the policy holds, not yet dispatched.
+    fn queued(&self) -> usize;
+}
+
+/// Error building a policy from its specification.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PolicyError {
+    /// No policy has that name.
+    #[error("unknown policy '{name}'; known policies: {known}")]
+    Unknown {
+        /// The name given.
+        name: String,
+        /// Comma-separated list of the known names.
+        known: String,
+    },
+    /// A parameter was wrong.
+    #[error("policy '{policy}': {source}")]
+    Param {
+        /// The policy name.
+        policy: String,
+        /// What was wrong.
+        #[source]
+        source: ParamError,
+    },
+}
+
+/// The names of the policies [`build`] knows, in the order `--help` lists them.
+pub const POLICY_NAMES: &[&str] = &["none"];
+
+/// Build a policy from a parsed specification (`NAME[:key=value,...]`).
+pub fn build(spec: &PolicySpec) -> Result<Box<dyn Policy>, PolicyError> {
+    let mut params = spec.params.clone();
+    let policy: Box<dyn Policy> = match spec.name.as_str() {
+        "none" => Box::new(NonePolicy::new()),
+        other => {
+            return Err(PolicyError::Unknown {
+                name: other.to_string(),
+                known: POLICY_NAMES.join(", "),
+            })
+        }
+    };
+    params.finish().map_err(|source| PolicyError::Param {
+        policy: spec.name.clone(),
+        source,
+    })?;
+    Ok(policy)
+}
