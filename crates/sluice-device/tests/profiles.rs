@@ -1,0 +1,180 @@
+//! Profile loading and validation errors: each says what, where, and how to fix.
+
+use sluice_device::{DeviceProfile, ProfileError};
+
+const ZSSD: &str = include_str!("../profiles/zssd.toml");
+
+/// The zssd profile text with the first line starting with `key =` replaced.
+fn with_line(key: &str, replacement: &str) -> (String, usize) {
+    let mut lineno = 0;
+    let text = ZSSD
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            if lineno == 0 && l.starts_with(&format!("{key} =")) {
+                lineno = i + 1;
+                replacement.to_string()
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(lineno > 0, "no line for {key}");
+    (text, lineno)
+}
+
+fn invalid_field(text: &str) -> (String, String) {
+    match DeviceProfile::from_toml_str(text, "my.toml") {
+        Err(e @ ProfileError::Invalid { .. }) => {
+            let msg = e.to_string();
+            let ProfileError::Invalid { field, .. } = e else {
+                unreachable!()
+            };
+            (field, msg)
+        }
+        other => panic!("expected an Invalid error, got {other:?}"),
+    }
+}
+
+#[test]
+fn malformed_toml_names_the_line() {
+    let (text, line) = with_line("units", "units = = 16");
+    let err = DeviceProfile::from_toml_str(&text, "broken.toml").unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        matches!(err, ProfileError::Parse { line: l, .. } if l == line),
+        "{err:?}"
+    );
+    assert!(msg.contains(&format!("line {line}")), "{msg}");
+    assert!(msg.contains("broken.toml"), "{msg}");
+}
+
+#[test]
+fn unknown_or_mistyped_fields_name_the_line() {
+    let (text, line) = with_line("units", "unitz = 16");
+    let err = DeviceProfile::from_toml_str(&text, "typo.toml").unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("unitz"), "{msg}");
+    assert!(
+        matches!(err, ProfileError::Parse { line: l, .. } if l == line),
+        "{msg}"
+    );
+
+    let (text, line) = with_line("read_ns", "read_ns = \"fast\"");
+    let err = DeviceProfile::from_toml_str(&text, "type.toml").unwrap_err();
+    assert!(
+        matches!(err, ProfileError::Parse { line: l, .. } if l == line),
+        "{err}"
+    );
+}
+
+#[test]
+fn zero_units_is_rejected() {
+    let (text, _) = with_line("units", "units = 0");
+    let (field, msg) = invalid_field(&text);
+    assert_eq!(field, "media.units");
+    assert!(msg.contains("my.toml") && msg.contains("positive"), "{msg}");
+}
+
+#[test]
+fn zero_times_are_rejected() {
+    for key in ["read_ns", "write_ns"] {
+        let (text, _) = with_line(key, &format!("{key} = 0"));
+        let (field, _) = invalid_field(&text);
+        assert_eq!(field, format!("media.{key}"));
+    }
+    let (text, _) = with_line("ack_ns", "ack_ns = 0");
+    assert_eq!(invalid_field(&text).0, "write_buffer.ack_ns");
+    let (text, _) = with_line("max_outstanding", "max_outstanding = 0");
+    assert_eq!(invalid_field(&text).0, "controller.max_outstanding");
+}
+
+#[test]
+fn weights_out_of_range_are_rejected() {
+    for bad in ["0", "257"] {
+        let (text, _) = with_line("hpw", &format!("hpw = {bad}"));
+        let (field, msg) = invalid_field(&text);
+        assert_eq!(field, "arbitration.hpw");
+        assert!(msg.contains("1..=256"), "{msg}");
+    }
+    let (text, _) = with_line("lpw", "lpw = 256");
+    DeviceProfile::from_toml_str(&text, "ok.toml").unwrap();
+}
+
+#[test]
+fn burst_must_be_a_power_of_two_or_unlimited() {
+    let (text, _) = with_line("burst", "burst = 3");
+    assert_eq!(invalid_field(&text).0, "arbitration.burst");
+    let (text, _) = with_line("burst", "burst = 256");
+    assert_eq!(invalid_field(&text).0, "arbitration.burst");
+    let (text, _) = with_line("burst", "burst = \"unlimited\"");
+    DeviceProfile::from_toml_str(&text, "ok.toml").unwrap();
+    let (text, line) = with_line("burst", "burst = \"lots\"");
+    let err = DeviceProfile::from_toml_str(&text, "b.toml").unwrap_err();
+    assert!(
+        matches!(err, ProfileError::Parse { line: l, .. } if l == line),
+        "{err}"
+    );
+}
+
+#[test]
+fn geometry_must_match_units() {
+    let text = include_str!("../profiles/nand.toml").replace("units = 64", "units = 32");
+    let (field, msg) = invalid_field(&text);
+    assert_eq!(field, "media.units");
+    assert!(msg.contains("64 dies"), "{msg}");
+}
+
+#[test]
+fn resolve_unknown_name_lists_builtins() {
+    let err = DeviceProfile::resolve("optane").unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, ProfileError::UnknownName { .. }));
+    for b in DeviceProfile::BUILTIN {
+        assert!(msg.contains(b), "{msg}");
+    }
+    assert!(msg.contains("optane") && msg.contains(".toml"), "{msg}");
+}
+
+#[test]
+fn resolve_loads_builtins_and_files() {
+    assert_eq!(DeviceProfile::resolve("nand").unwrap().name, "nand");
+    let dir = std::env::temp_dir().join(format!("sluice-device-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("mine.toml");
+    std::fs::write(&path, ZSSD.replace("name = \"zssd\"", "name = \"mine\"")).unwrap();
+    let p = DeviceProfile::resolve(path.to_str().unwrap()).unwrap();
+    assert_eq!(p.name, "mine");
+    assert_eq!(p, DeviceProfile::load(&path).unwrap());
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    let err = DeviceProfile::resolve("/nonexistent/dir/x.toml").unwrap_err();
+    assert!(matches!(err, ProfileError::Io { .. }));
+    assert!(err.to_string().contains("/nonexistent/dir/x.toml"));
+}
+
+#[test]
+fn arbitration_can_be_overridden() {
+    let p = DeviceProfile::builtin("ull")
+        .unwrap()
+        .with_arbitration("wrr:8,4,2,4".parse().unwrap());
+    assert_eq!(
+        (p.arbitration.hpw, p.arbitration.mpw, p.arbitration.lpw),
+        (8, 4, 2)
+    );
+    p.validate().unwrap();
+    let err = "wrr:300,1,1"
+        .parse::<sluice_device::Arbitration>()
+        .unwrap_err();
+    assert!(err.to_string().contains("1..=256"), "{err}");
+}
+
+#[test]
+fn profiles_round_trip_through_toml() {
+    for name in DeviceProfile::BUILTIN {
+        let p = DeviceProfile::builtin(name).unwrap();
+        let text = toml::to_string(&p).unwrap();
+        assert_eq!(DeviceProfile::from_toml_str(&text, "rt").unwrap(), p);
+    }
+}
