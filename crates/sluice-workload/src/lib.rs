@@ -1,1 +1,125 @@
-//! placeholder until written
+//! # sluice-workload
+//!
+//! sluice's workload language — a well-defined subset of [fio] job files — and the
+//! deterministic I/O generators and pacers that turn a job into a stream of requests.
+//!
+//! ```
+//! use sluice_workload::{parse_str, IoGen, ParseOptions};
+//!
+//! let text = "[global]\nbs=4k\nsize=64m\n\n[reader]\nrw=randread\niodepth=8\n";
+//! let parsed = parse_str(text, "example.fio", &ParseOptions::default()).unwrap();
+//! let job = &parsed.jobs[0];
+//! let mut gen = IoGen::new(job, 0, 0, 42);
+//! let io = gen.next_io();
+//! assert_eq!(io.len, 4096);
+//! assert_eq!(io.offset % 4096, 0);
+//! ```
+//!
+//! ## File format
+//!
+//! * Sections start with `[name]`. `[global]` sets defaults for the job sections that
+//!   follow it; several `[global]` sections accumulate, each affecting only the jobs
+//!   after it (as in fio). Every other section is a job; its options override the
+//!   inherited ones. Options before the first section are an error.
+//! * `key=value` (spaces around `=` allowed) or a bare flag (`time_based`,
+//!   `stonewall`; flags also take `=0`/`=1`). A later assignment of an option wins.
+//! * Comments: lines whose first non-blank character is `;` or `#`, and trailing
+//!   comments starting with `;` or `#` after whitespace. Blank lines are ignored.
+//! * Sizes: a whole number of bytes, optionally with a suffix `k`, `m`, `g`, `t`, `p`
+//!   (any case, also `KiB`, `kb`, `KB`, …) — always powers of 1024, fio's default
+//!   (`kb_base=1024`); `b` for bytes; `0x` hex. No decimals, no percentages.
+//! * Times: a whole number with `ns`, `us`, `ms`, `s`, `m` (minutes), `h`, `d`; a bare
+//!   number is seconds for `runtime`, `ramp_time` and `startdelay`, microseconds for
+//!   `thinktime`, as in fio.
+//!
+//! ## Options
+//!
+//! | option | meaning | default |
+//! |---|---|---|
+//! | `name` | job name (overrides the section name) | section name |
+//! | `rw`, `readwrite` | `read`, `write`, `randread`, `randwrite`, `rw`/`readwrite`, `randrw`; trim modes and `:N` modifiers are rejected | `read` |
+//! | `rwmixread`, `rwmixwrite` | percent of reads (writes) in mixed modes; the last one given wins | 50 |
+//! | `bs`, `blocksize` | block size, or `read,write` pair (an empty part keeps that direction; a third, trim, part is ignored) | 4k |
+//! | `bssplit` | `4k/50:8k/30:64k/20`, optionally `reads,writes`; percentages (up to 4 decimals) must add up to 100, entries with an empty percentage (`64k/` or `64k`) share the rest equally; overrides `bs` | — |
+//! | `size` | bytes of the region each thread works on | **1 GiB** (fio requires it) |
+//! | `offset` | start of the region | 0 |
+//! | `iodepth` | I/Os in flight per thread (1–65535) | 1 |
+//! | `numjobs` | threads of the job (1–65535) | 1 |
+//! | `runtime` | time limit; 0 = none | none |
+//! | `time_based` | keep going (wrapping around) until `runtime` | off |
+//! | `ramp_time` | warm-up excluded from results | 0 |
+//! | `startdelay` | delay before the job starts | 0 |
+//! | `thinktime` | pause after each completion before the next I/O | 0 |
+//! | `rate` | bytes/s cap; one value caps reads+writes together, `read,write` each direction; 0 = none | none |
+//! | `rate_iops` | I/Os per second cap, same forms as `rate` | none |
+//! | `randseed` | mixed into each thread's random stream | — |
+//! | `prio` | I/O priority level 0 (highest) … 7 | 4 for weights |
+//! | `prioclass` | 0 none, 1 real time, 2 best effort, 3 idle | — |
+//! | `stonewall`, `wait_for_previous` | wait for all earlier jobs to finish first | off |
+//! | `filename` | jobs with the same file share an address range | own range |
+//! | `sluice_critical` | 1 = latency-critical ([`IoClass::Critical`]) | 0 |
+//! | `sluice_weight` | flow weight (≥ 1), overrides the weight from `prio` | from prio |
+//! | `sluice_flow` | flow name; jobs with the same name share one flow (and must agree on its weight) | job name |
+//!
+//! Accepted and recorded in [`JobSpec::passthrough`] but not acted on, because sluice
+//! decides them itself: `ioengine` (the engine is the simulator or io_uring), `direct`
+//! (always direct; `direct=0` gives a warning), `group_reporting` (sluice reports per
+//! job and per flow), `thread`, `norandommap` (random offsets are always drawn with
+//! replacement), `randrepeat` (streams are always repeatable), `description`.
+//!
+//! Any other option is an error naming file, line and option (with a suggestion for
+//! likely typos), unless [`ParseOptions::ignore_unknown`] turns it into a warning.
+//!
+//! ## Classes and weights
+//!
+//! * Class: `sluice_critical=1` or `prioclass=1` (real time) → [`IoClass::Critical`];
+//!   `prioclass=3` → [`IoClass::Idle`]; otherwise [`IoClass::Normal`]. Critical wins
+//!   over `prioclass=3` (with a warning).
+//! * Weight (D2FQ/BFQ style) when no `sluice_weight` is given: best effort 8 − `prio`
+//!   (prio 0 → 8 … 7 → 1; prio 4, the kernel's default level, → 4); real time → 8
+//!   whatever the level; idle → 1. See [`weight_from_prio`].
+//!
+//! ## Where sluice differs from fio
+//!
+//! * One job section is one flow by default, and its `numjobs` threads share that flow.
+//! * `size` defaults to 1 GiB instead of being required.
+//! * Random I/O is drawn with replacement (as fio's `norandommap`), so a size-based
+//!   random job issues `size` bytes but need not touch every block. A size-based job
+//!   ends once it has issued at least `size` bytes; the last I/O may pass `size` by
+//!   less than a block.
+//! * Mixed modes choose each I/O's direction independently at random with the
+//!   `rwmixread` probability; sequential mixed jobs keep one position per direction.
+//! * Random offsets are aligned to the drawn block size (absolutely when the region
+//!   holds such a block, otherwise relative to `offset`), i.e. fio's `blockalign` is
+//!   always the block size.
+//! * A single `rate`/`rate_iops` value caps the job's reads and writes together.
+//!   Pacing is fio's default linear process (no `rate_process=poisson`), per thread.
+//! * A `bs` (or any `bssplit` entry) larger than `size` is an error rather than a
+//!   silent clamp.
+//!
+//! Not supported: `include`, environment-variable expansion, `$`-expressions,
+//! `offset_increment`, `bsrange`, `zonemode`, `fsync`/`fdatasync`, trim, verification
+//! and logging options.
+//!
+//! ## Generation
+//!
+//! [`IoGen`] produces one thread's I/Os deterministically from the run seed, the job's
+//! `randseed`, the job index and the thread index ([`stream_seed`]). [`Pacer`] spaces
+//! I/Os for `rate`/`rate_iops`. Both are allocation-free per call.
+//!
+//! [fio]: https://fio.readthedocs.io/en/latest/fio_doc.html
+#![warn(missing_docs, missing_debug_implementations)]
+
+mod error;
+mod gen;
+mod job;
+mod parse;
+pub mod units;
+
+pub use error::WorkloadError;
+pub use gen::{stream_seed, IoGen, IoSpec, Pacer};
+pub use job::{weight_from_prio, BlockSize, BlockSizes, BsEntry, JobSpec, RwMode};
+pub use parse::{parse_file, parse_str, ParseOptions, Parsed, Warning};
+
+#[doc(no_inline)]
+pub use sluice_core::IoClass;

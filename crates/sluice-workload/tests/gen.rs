@@ -1,0 +1,286 @@
+//! Generator and pacer tests: distributions, alignment, wrap-around, determinism,
+//! pacing.
+
+use proptest::prelude::*;
+use sluice_core::Op;
+use sluice_workload::{
+    parse_str, BlockSize, BlockSizes, BsEntry, IoGen, JobSpec, Pacer, ParseOptions, RwMode,
+};
+
+fn job(text: &str) -> JobSpec {
+    let mut p = parse_str(text, "g.fio", &ParseOptions::default()).unwrap();
+    p.jobs.remove(0)
+}
+
+#[test]
+fn bssplit_empirical_distribution() {
+    let j = job("[j]\nrw=randread\nsize=16m\nbssplit=4k/50:8k/30:64k/20\n");
+    let mut g = IoGen::new(&j, 0, 0, 7);
+    let n = 100_000;
+    let mut counts = [0u32; 3];
+    for _ in 0..n {
+        let io = g.next_io();
+        let i = match io.len {
+            4096 => 0,
+            8192 => 1,
+            65536 => 2,
+            other => panic!("unexpected size {other}"),
+        };
+        counts[i] += 1;
+    }
+    for (c, want) in counts.iter().zip([50.0, 30.0, 20.0]) {
+        let got = *c as f64 * 100.0 / n as f64;
+        assert!((got - want).abs() < 1.0, "{got}% vs {want}% ({counts:?})");
+    }
+}
+
+#[test]
+fn rwmix_empirical_ratio() {
+    for (mix, mode) in [(70u8, "randrw"), (25, "rw")] {
+        let j = job(&format!("[j]\nrw={mode}\nrwmixread={mix}\nsize=1g\n"));
+        let mut g = IoGen::new(&j, 0, 0, 11);
+        let n = 100_000;
+        let reads = (0..n).filter(|_| g.next_io().op == Op::Read).count();
+        let got = reads as f64 * 100.0 / n as f64;
+        assert!(
+            (got - mix as f64).abs() < 1.0,
+            "{mode}: {got}% reads, want {mix}%"
+        );
+    }
+    // Pure modes never mix.
+    let mut g = IoGen::new(&job("[j]\nrw=randwrite\n"), 0, 0, 1);
+    assert!((0..1000).all(|_| g.next_io().op == Op::Write));
+    let mut g = IoGen::new(&job("[j]\nrw=read\n"), 0, 0, 1);
+    assert!((0..1000).all(|_| g.next_io().op == Op::Read));
+}
+
+#[test]
+fn mixed_directions_use_their_own_block_sizes() {
+    let j = job("[j]\nrw=randrw\nbs=4k,64k\nsize=1m\n");
+    let mut g = IoGen::new(&j, 0, 0, 3);
+    for _ in 0..1000 {
+        let io = g.next_io();
+        let want = if io.op == Op::Read { 4096 } else { 65536 };
+        assert_eq!(io.len, want);
+        assert_eq!(io.offset % want as u64, 0);
+    }
+}
+
+fn split_job(offset: u64, size: u64, entries: &[(u32, u32)], seed_mix: u8) -> JobSpec {
+    let table = entries
+        .iter()
+        .map(|&(len, ppm)| BsEntry { len, ppm })
+        .collect::<Vec<_>>();
+    JobSpec {
+        rw: if seed_mix & 1 == 0 {
+            RwMode::RandRead
+        } else {
+            RwMode::RandRw
+        },
+        offset,
+        size,
+        bs: BlockSizes {
+            read: BlockSize::Split(table.clone()),
+            write: BlockSize::Split(table),
+        },
+        ..JobSpec::default()
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Random offsets are aligned to the I/O's size and the whole I/O lies in
+    /// [offset, offset+size).
+    #[test]
+    fn random_offsets_aligned_and_inside(
+        offset_blocks in 0u64..1_000_000,
+        odd in 0u64..4,
+        size_kib in 64u64..(1 << 22),
+        shift_a in 9u32..17,
+        shift_b in 9u32..17,
+        seed in any::<u64>(),
+        thread in 0u32..8,
+    ) {
+        // Offsets that are 512-aligned, sometimes not aligned to the larger sizes.
+        let offset = offset_blocks * 4096 + odd * 512;
+        let size = size_kib * 1024;
+        let (a, b) = (1u32 << shift_a, 1u32 << shift_b);
+        let j = split_job(offset, size, &[(a, 600_000), (b, 400_000)], thread as u8);
+        let mut g = IoGen::new(&j, 1, thread, seed);
+        for _ in 0..200 {
+            let io = g.next_io();
+            prop_assert!(io.len == a || io.len == b);
+            prop_assert!(io.offset >= offset, "{io:?} before {offset}");
+            prop_assert!(io.offset + io.len as u64 <= offset + size, "{io:?} past the end");
+            // Absolute alignment when the region holds an aligned block (always here:
+            // size >= 64 KiB = the largest block), so both forms hold.
+            prop_assert_eq!(io.offset % io.len as u64, 0, "{:?} unaligned", io);
+        }
+    }
+
+    /// A region too small for an absolutely aligned block still gets I/Os inside it,
+    /// aligned relative to the region's start; smaller sizes that fit stay absolutely
+    /// aligned.
+    #[test]
+    fn small_unaligned_regions_stay_inside(off in 1u64..64, seed in any::<u64>()) {
+        let offset = off * 512;
+        let j = split_job(offset, 65536, &[(65536, 500_000), (4096, 500_000)], 0);
+        let mut g = IoGen::new(&j, 0, 0, seed);
+        for _ in 0..100 {
+            let io = g.next_io();
+            prop_assert!(io.offset >= offset);
+            prop_assert!(io.offset + io.len as u64 <= offset + 65536);
+            if io.len == 65536 {
+                // No 64 KiB-aligned block fits: relative alignment, i.e. the start.
+                prop_assert_eq!(io.offset, offset);
+            } else {
+                prop_assert_eq!(io.offset % 4096, 0);
+            }
+        }
+    }
+}
+
+#[test]
+fn random_offsets_cover_the_region() {
+    // 16 blocks of 4k: with 2000 draws every block is hit, none outside.
+    let j = job("[j]\nrw=randread\nsize=64k\noffset=1m\n");
+    let mut g = IoGen::new(&j, 0, 0, 5);
+    let mut hit = [0u32; 16];
+    for _ in 0..2000 {
+        let io = g.next_io();
+        hit[((io.offset - (1 << 20)) / 4096) as usize] += 1;
+    }
+    assert!(hit.iter().all(|&h| h > 60), "{hit:?}");
+}
+
+#[test]
+fn sequential_wraps_around() {
+    let j = job("[j]\nrw=write\nbs=4k\nsize=16k\noffset=8k\ntime_based\nruntime=1s\n");
+    let mut g = IoGen::new(&j, 0, 0, 1);
+    let offsets: Vec<u64> = (0..10).map(|_| g.next_io().offset).collect();
+    let k = 4096;
+    assert_eq!(
+        offsets,
+        vec![
+            2 * k,
+            3 * k,
+            4 * k,
+            5 * k,
+            2 * k,
+            3 * k,
+            4 * k,
+            5 * k,
+            2 * k,
+            3 * k
+        ]
+    );
+    assert!(!g.exhausted(), "time-based jobs are never exhausted");
+    assert_eq!(g.issued_bytes(), 10 * k);
+
+    // A block that does not fit at the end wraps rather than crossing it.
+    let j = job("[j]\nrw=read\nbs=12k\nsize=32k\ntime_based\n");
+    let mut g = IoGen::new(&j, 0, 0, 1);
+    let offsets: Vec<u64> = (0..5).map(|_| g.next_io().offset).collect();
+    assert_eq!(offsets, vec![0, 3 * k, 0, 3 * k, 0]);
+}
+
+#[test]
+fn sequential_mixed_keeps_a_position_per_direction() {
+    let j = job("[j]\nrw=rw\nsize=1m\n");
+    let mut g = IoGen::new(&j, 0, 0, 9);
+    let mut next = [0u64; 2];
+    for _ in 0..1000 {
+        let io = g.next_io();
+        let d = usize::from(io.op == Op::Write);
+        assert_eq!(io.offset, next[d]);
+        next[d] = (next[d] + 4096) % (1 << 20);
+    }
+}
+
+#[test]
+fn size_based_end() {
+    let j = job("[j]\nrw=randread\nsize=40k\n");
+    let mut g = IoGen::new(&j, 0, 0, 1);
+    let mut n = 0;
+    while !g.exhausted() {
+        g.next_io();
+        n += 1;
+    }
+    assert_eq!(n, 10);
+    assert_eq!(g.issued_bytes(), 40 << 10);
+}
+
+#[test]
+fn determinism() {
+    let j = job("[j]\nrw=randrw\nbssplit=4k/50:16k/50\nsize=1g\n");
+    let take = |g: &mut IoGen| (0..1000).map(|_| g.next_io()).collect::<Vec<_>>();
+    let a = take(&mut IoGen::new(&j, 2, 1, 1234));
+    let b = take(&mut IoGen::new(&j, 2, 1, 1234));
+    assert_eq!(a, b, "same inputs, same stream");
+    let other_thread = take(&mut IoGen::new(&j, 2, 0, 1234));
+    let other_job = take(&mut IoGen::new(&j, 3, 1, 1234));
+    let other_seed = take(&mut IoGen::new(&j, 2, 1, 1235));
+    for other in [&other_thread, &other_job, &other_seed] {
+        let same = a.iter().zip(other.iter()).filter(|(x, y)| x == y).count();
+        assert!(same < 50, "streams should differ ({same} equal I/Os)");
+    }
+    // randseed changes the stream too.
+    let mut j2 = j.clone();
+    j2.randseed = Some(99);
+    let seeded = take(&mut IoGen::new(&j2, 2, 1, 1234));
+    assert_ne!(a, seeded);
+    assert_eq!(seeded, take(&mut IoGen::new(&j2, 2, 1, 1234)));
+}
+
+#[test]
+fn pacer_spacing_by_bandwidth() {
+    let j = job("[j]\nrw=randread\nrate=4m\n");
+    let mut p = Pacer::new(&j).expect("rate set");
+    let n = 10_000u64;
+    let times: Vec<u64> = (0..n).map(|_| p.next_issue_ns(Op::Read, 4096)).collect();
+    assert_eq!(times[0], 0);
+    // 4 MiB/s of 4 KiB = 1024 IOPS = 976 562.5 ns apart on average.
+    let avg = (times[n as usize - 1] - times[0]) as f64 / (n - 1) as f64;
+    assert!((avg - 976_562.5).abs() < 0.01, "average spacing {avg}");
+    for w in times.windows(2) {
+        let d = w[1] - w[0];
+        assert!(d == 976_562 || d == 976_563, "spacing {d}");
+    }
+}
+
+#[test]
+fn pacer_by_iops_and_per_direction() {
+    let j = job("[j]\nrw=randrw\nrate_iops=1000\n");
+    let mut p = Pacer::new(&j).unwrap();
+    // One value: reads and writes together, 1 ms apart.
+    assert_eq!(p.next_issue_ns(Op::Read, 4096), 0);
+    assert_eq!(p.next_issue_ns(Op::Write, 4096), 1_000_000);
+    assert_eq!(p.next_issue_ns(Op::Read, 4096), 2_000_000);
+
+    let j = job("[j]\nrw=randrw\nrate=1m,2m\n");
+    let mut p = Pacer::new(&j).unwrap();
+    assert_eq!(p.next_issue_ns(Op::Read, 1 << 20), 0);
+    assert_eq!(p.next_issue_ns(Op::Write, 1 << 20), 0);
+    assert_eq!(p.next_issue_ns(Op::Read, 1 << 20), 1_000_000_000);
+    assert_eq!(p.next_issue_ns(Op::Write, 1 << 20), 500_000_000);
+    assert_eq!(p.next_issue_ns(Op::Flush, 0), 0);
+
+    // Only writes limited.
+    let j = job("[j]\nrw=randrw\nrate=,1m\n");
+    let mut p = Pacer::new(&j).unwrap();
+    for _ in 0..10 {
+        assert_eq!(p.next_issue_ns(Op::Read, 1 << 20), 0);
+    }
+
+    // Both limits: the later wins.
+    let j = job("[j]\nrw=randread\nrate=1m\nrate_iops=10\n");
+    let mut p = Pacer::new(&j).unwrap();
+    p.next_issue_ns(Op::Read, 4096);
+    assert_eq!(p.next_issue_ns(Op::Read, 4096), 100_000_000);
+    p.next_issue_ns(Op::Read, 1 << 20);
+    assert_eq!(p.next_issue_ns(Op::Read, 4096), 1_007_812_500);
+
+    assert!(Pacer::new(&job("[j]\n")).is_none());
+    assert!(Pacer::new(&job("[j]\nrate=0\n")).is_none());
+}
