@@ -1,0 +1,581 @@
+//! The hot-path collector: one [`Collector::record`] per completed I/O.
+
+use crate::jain_index;
+use crate::report::{
+    BwSeries, ClassReport, DirReport, Fairness, FlowReport, FlowSeries, JobReport, LatReport,
+    Percentiles, RunReport, FIO_PERCENTILES,
+};
+use hdrhistogram::Histogram;
+use sluice_core::{IoClass, Nanos, Op};
+
+/// Latencies are clamped at one hour before they go into a histogram, which bounds the
+/// histograms' memory whatever an engine reports.
+const MAX_LAT_NS: u64 = 3_600_000_000_000;
+
+/// Bandwidth bin used when [`RunSetup::interval_ns`] is 0.
+pub const DEFAULT_INTERVAL_NS: Nanos = 100_000_000;
+
+/// What the collector needs to know about a run before it starts.
+#[derive(Clone, Debug, Default)]
+pub struct RunSetup {
+    /// The jobs, indexed by [`Sample::job`].
+    pub jobs: Vec<JobInfo>,
+    /// The flows, indexed by [`JobInfo::flow`].
+    pub flows: Vec<FlowInfo>,
+    /// Width of one bandwidth-over-time bin; 0 means 100 ms. [`RunSetup::interval_for`]
+    /// picks one from the planned run length.
+    pub interval_ns: Nanos,
+}
+
+impl RunSetup {
+    /// A bandwidth bin for a run of `duration_ns`: a 200th of it, clamped to 1 ms … 1 s.
+    pub fn interval_for(duration_ns: Nanos) -> Nanos {
+        (duration_ns / 200).clamp(1_000_000, 1_000_000_000)
+    }
+}
+
+/// One job (one fio job section).
+#[derive(Clone, Debug)]
+pub struct JobInfo {
+    /// The job's name (`jobname` in the report).
+    pub name: String,
+    /// Index of the job's flow in [`RunSetup::flows`].
+    pub flow: usize,
+    /// The job's I/O class.
+    pub class: IoClass,
+    /// How many threads (fio `numjobs`) issue the job's I/O; reported only.
+    pub threads: u32,
+}
+
+/// One flow (tenant).
+#[derive(Clone, Debug)]
+pub struct FlowInfo {
+    /// The flow's name.
+    pub name: String,
+    /// Its proportional-share weight (at least 1; 0 is treated as 1).
+    pub weight: u32,
+}
+
+/// One completed I/O, with the four instants of its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sample {
+    /// Index of the job in [`RunSetup::jobs`].
+    pub job: usize,
+    /// Read, write or flush.
+    pub op: Op,
+    /// The request's class (normally the job's).
+    pub class: IoClass,
+    /// Bytes transferred.
+    pub bytes: u32,
+    /// When the application submitted it.
+    pub submit_ns: Nanos,
+    /// When the scheduler dispatched it to the device.
+    pub dispatch_ns: Nanos,
+    /// When the device completed it.
+    pub device_done_ns: Nanos,
+    /// When the application reaped the completion.
+    pub reaped_ns: Nanos,
+    /// Whether it succeeded. A failed sample counts as an error, not as an I/O.
+    pub ok: bool,
+}
+
+/// Exact count, sum, sum of squares, min and max of one latency part, with an optional
+/// HdrHistogram for percentiles.
+#[derive(Debug, Clone)]
+pub(crate) struct Lat {
+    n: u64,
+    sum: u128,
+    sum_sq: u128,
+    min: u64,
+    max: u64,
+    hist: Option<Histogram<u64>>,
+}
+
+impl Lat {
+    fn new(with_hist: bool) -> Lat {
+        Lat {
+            n: 0,
+            sum: 0,
+            sum_sq: 0,
+            min: u64::MAX,
+            max: 0,
+            // Auto-resizing: starts tiny and grows (a bounded number of times, values are
+            // clamped at one hour) to the largest value seen.
+            hist: with_hist.then(|| Histogram::new(3).expect("3 significant digits is valid")),
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, v: u64) {
+        self.n += 1;
+        self.sum += v as u128;
+        self.sum_sq += (v as u128) * (v as u128);
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+        if let Some(h) = &mut self.hist {
+            // Cannot fail: auto-resize is on and the value is bounded.
+            let _ = h.record(v.min(MAX_LAT_NS));
+        }
+    }
+
+    fn report(&self) -> LatReport {
+        if self.n == 0 {
+            return LatReport::default();
+        }
+        let n = self.n as f64;
+        let mean = self.sum as f64 / n;
+        let stddev = if self.n > 1 {
+            // Sample standard deviation, as fio reports it.
+            let var = (self.sum_sq as f64 - (self.sum as f64) * mean) / (n - 1.0);
+            var.max(0.0).sqrt()
+        } else {
+            0.0
+        };
+        let percentile = match &self.hist {
+            Some(h) => Percentiles(
+                FIO_PERCENTILES
+                    .iter()
+                    .map(|&p| (p, h.value_at_percentile(p)))
+                    .collect(),
+            ),
+            None => Percentiles::default(),
+        };
+        LatReport {
+            min: self.min,
+            max: self.max,
+            mean,
+            stddev,
+            n: self.n,
+            percentile,
+        }
+    }
+
+    /// `(latency, fraction of samples above it)` at every recorded histogram bucket, with
+    /// `(min, 1.0)` in front.
+    fn ccdf(&self) -> Vec<(u64, f64)> {
+        let Some(h) = &self.hist else {
+            return Vec::new();
+        };
+        if self.n == 0 {
+            return Vec::new();
+        }
+        let total = h.len() as f64;
+        let mut out = vec![(self.min, 1.0)];
+        let mut seen = 0u64;
+        for it in h.iter_recorded() {
+            seen += it.count_at_value();
+            let above = (h.len() - seen) as f64 / total;
+            out.push((it.value_iterated_to().max(self.min), above));
+        }
+        out
+    }
+}
+
+/// The four latency parts of one group of samples.
+#[derive(Debug, Clone)]
+struct Breakdown {
+    clat: Lat,
+    sched: Lat,
+    device: Lat,
+    post: Lat,
+}
+
+impl Breakdown {
+    fn new(clat_hist: bool, parts_hist: bool) -> Breakdown {
+        Breakdown {
+            clat: Lat::new(clat_hist),
+            sched: Lat::new(parts_hist),
+            device: Lat::new(parts_hist),
+            post: Lat::new(parts_hist),
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, clat: u64, sched: u64, device: u64, post: u64) {
+        self.clat.add(clat);
+        self.sched.add(sched);
+        self.device.add(device);
+        self.post.add(post);
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Dir {
+    ios: u64,
+    bytes: u64,
+    lat: Breakdown,
+}
+
+impl Dir {
+    fn new() -> Dir {
+        Dir {
+            ios: 0,
+            bytes: 0,
+            lat: Breakdown::new(true, true),
+        }
+    }
+
+    fn report(&self, runtime_ns: u64) -> DirReport {
+        let secs = runtime_ns as f64 / 1e9;
+        let (bw_bytes, iops) = if runtime_ns > 0 {
+            (self.bytes as f64 / secs, self.ios as f64 / secs)
+        } else {
+            (0.0, 0.0)
+        };
+        DirReport {
+            io_bytes: self.bytes,
+            io_kbytes: self.bytes / 1024,
+            bw_bytes: bw_bytes.round() as u64,
+            bw: (bw_bytes / 1024.0).round() as u64,
+            iops,
+            runtime: runtime_ns / 1_000_000,
+            total_ios: self.ios,
+            clat_ns: self.lat.clat.report(),
+            sched_ns: self.lat.sched.report(),
+            device_ns: self.lat.device.report(),
+            post_ns: self.lat.post.report(),
+            clat_ccdf: self.lat.clat.ccdf(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct JobAcc {
+    /// Read, write, sync (flush), indexed by [`dir_index`].
+    dirs: [Dir; 3],
+    errors: u64,
+    start_ns: Nanos,
+    done_ns: Option<Nanos>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct FlowAcc {
+    ios: u64,
+    bytes: u64,
+    /// Bytes completed per bandwidth bin, from the collector's origin.
+    bins: Vec<u64>,
+}
+
+#[derive(Debug, Clone)]
+struct ClassAcc {
+    ios: u64,
+    bytes: u64,
+    lat: Breakdown,
+}
+
+#[inline]
+fn dir_index(op: Op) -> usize {
+    match op {
+        Op::Read => 0,
+        Op::Write => 1,
+        Op::Flush => 2,
+    }
+}
+
+/// Accumulates the samples of one run. See the crate documentation for the definitions.
+///
+/// Indexing: [`Sample::job`] must be an index into [`RunSetup::jobs`] and every
+/// [`JobInfo::flow`] an index into [`RunSetup::flows`]; otherwise the collector panics.
+#[derive(Debug, Clone)]
+pub struct Collector {
+    setup: RunSetup,
+    jobs: Vec<JobAcc>,
+    flows: Vec<FlowAcc>,
+    classes: [ClassAcc; 3],
+    /// Start of the measurement window and origin of the bandwidth bins.
+    origin_ns: Nanos,
+    interval_ns: Nanos,
+}
+
+impl Collector {
+    /// A collector for the run described by `setup`, measuring from time 0 until
+    /// [`Collector::set_window`] says otherwise.
+    ///
+    /// # Panics
+    /// If a job names a flow that is not in `setup.flows`.
+    pub fn new(setup: RunSetup) -> Collector {
+        for j in &setup.jobs {
+            assert!(
+                j.flow < setup.flows.len(),
+                "job {} names flow {} but there are {} flows",
+                j.name,
+                j.flow,
+                setup.flows.len()
+            );
+        }
+        let interval_ns = if setup.interval_ns == 0 {
+            DEFAULT_INTERVAL_NS
+        } else {
+            setup.interval_ns
+        };
+        let jobs = setup
+            .jobs
+            .iter()
+            .map(|_| JobAcc {
+                dirs: [Dir::new(), Dir::new(), Dir::new()],
+                errors: 0,
+                start_ns: 0,
+                done_ns: None,
+            })
+            .collect();
+        let flows = vec![FlowAcc::default(); setup.flows.len()];
+        let class = || ClassAcc {
+            ios: 0,
+            bytes: 0,
+            lat: Breakdown::new(true, false),
+        };
+        Collector {
+            setup,
+            jobs,
+            flows,
+            classes: [class(), class(), class()],
+            origin_ns: 0,
+            interval_ns,
+        }
+    }
+
+    /// The bandwidth bin width in use.
+    pub fn interval_ns(&self) -> Nanos {
+        self.interval_ns
+    }
+
+    /// Start measuring at `start_ns` (fio's `ramp_time`): samples reaped earlier are not
+    /// counted. Sets the start of *every* job (overriding earlier
+    /// [`Collector::set_job_window`] calls), the start of the run's duration and the origin
+    /// of the bandwidth-over-time bins. Call it before recording samples of the window.
+    pub fn set_window(&mut self, start_ns: Nanos) {
+        self.origin_ns = start_ns;
+        for j in &mut self.jobs {
+            j.start_ns = start_ns;
+        }
+    }
+
+    /// Start measuring job `job` at `start_ns` (a job with its own `startdelay` or
+    /// `ramp_time`). Its runtime counts from there. Samples it completes before the run's
+    /// origin (set by [`Collector::set_window`]) land in the first bandwidth bin.
+    pub fn set_job_window(&mut self, job: usize, start_ns: Nanos) {
+        self.jobs[job].start_ns = start_ns;
+    }
+
+    /// Job `job` finished (a size-based job completed its bytes) at `now_ns`: its runtime
+    /// ends there instead of at the end of the run. The first call wins.
+    pub fn job_done(&mut self, job: usize, now_ns: Nanos) {
+        let j = &mut self.jobs[job];
+        if j.done_ns.is_none() {
+            j.done_ns = Some(now_ns);
+        }
+    }
+
+    /// Count an error of job `job` that produced no sample (e.g. a failed submission).
+    /// `op` is accepted for the engines' convenience; errors are counted per job, as fio's
+    /// `error` field.
+    pub fn record_error(&mut self, job: usize, op: Op) {
+        let _ = op;
+        self.jobs[job].errors += 1;
+    }
+
+    /// Record one completed I/O. O(1); allocates only when a histogram or the bandwidth
+    /// series has to grow. Samples reaped before their job's window start are ignored;
+    /// failed samples (`ok == false`) count as errors only. Instants out of order are
+    /// treated as zero-length parts (saturating subtraction).
+    #[inline]
+    pub fn record(&mut self, s: &Sample) {
+        let job = &mut self.jobs[s.job];
+        if s.reaped_ns < job.start_ns {
+            return;
+        }
+        if !s.ok {
+            job.errors += 1;
+            return;
+        }
+        let clat = s.reaped_ns.saturating_sub(s.submit_ns);
+        let sched = s.dispatch_ns.saturating_sub(s.submit_ns);
+        let device = s.device_done_ns.saturating_sub(s.dispatch_ns);
+        let post = s.reaped_ns.saturating_sub(s.device_done_ns);
+        let bytes = s.bytes as u64;
+
+        let dir = &mut job.dirs[dir_index(s.op)];
+        dir.ios += 1;
+        dir.bytes += bytes;
+        dir.lat.add(clat, sched, device, post);
+
+        let class = &mut self.classes[s.class.index()];
+        class.ios += 1;
+        class.bytes += bytes;
+        class.lat.add(clat, sched, device, post);
+
+        let flow = &mut self.flows[self.setup.jobs[s.job].flow];
+        flow.ios += 1;
+        flow.bytes += bytes;
+        let bin = (s.reaped_ns.saturating_sub(self.origin_ns) / self.interval_ns) as usize;
+        if bin >= flow.bins.len() {
+            flow.bins.resize(bin + 1, 0);
+        }
+        flow.bins[bin] += bytes;
+    }
+
+    /// Close the run at `end_ns` and build its report under the name `policy`.
+    ///
+    /// The run's `duration_ns` is `end_ns` minus the window start; a job's runtime runs
+    /// from its own window start to [`Collector::job_done`] or `end_ns`. The report's
+    /// `extra` map is empty, for the engine to fill.
+    pub fn finish(self, end_ns: Nanos, policy: &str) -> RunReport {
+        let duration_ns = end_ns.saturating_sub(self.origin_ns);
+        let dur_s = duration_ns as f64 / 1e9;
+        let per_s = |v: u64| {
+            if duration_ns > 0 {
+                v as f64 / dur_s
+            } else {
+                0.0
+            }
+        };
+
+        let jobs = self
+            .setup
+            .jobs
+            .iter()
+            .zip(&self.jobs)
+            .map(|(info, acc)| {
+                let runtime_ns = acc.done_ns.unwrap_or(end_ns).saturating_sub(acc.start_ns);
+                JobReport {
+                    jobname: info.name.clone(),
+                    flow: self.setup.flows[info.flow].name.clone(),
+                    class: info.class,
+                    threads: info.threads,
+                    runtime_ns,
+                    read: acc.dirs[0].report(runtime_ns),
+                    write: acc.dirs[1].report(runtime_ns),
+                    sync: acc.dirs[2].report(runtime_ns),
+                    error: acc.errors,
+                }
+            })
+            .collect();
+
+        let total_bytes: u64 = self.flows.iter().map(|f| f.bytes).sum();
+        let weight = |i: usize| self.setup.flows[i].weight.max(1) as f64;
+        let active_weight: f64 = (0..self.flows.len())
+            .filter(|&i| self.flows[i].ios > 0)
+            .map(weight)
+            .sum();
+        let flows: Vec<FlowReport> = self
+            .setup
+            .flows
+            .iter()
+            .zip(&self.flows)
+            .enumerate()
+            .map(|(i, (info, acc))| {
+                let active = acc.ios > 0;
+                let share = if total_bytes > 0 {
+                    acc.bytes as f64 / total_bytes as f64
+                } else {
+                    0.0
+                };
+                let weight_share = if active {
+                    weight(i) / active_weight
+                } else {
+                    0.0
+                };
+                let share_error = if active {
+                    share / weight_share - 1.0
+                } else {
+                    0.0
+                };
+                FlowReport {
+                    name: info.name.clone(),
+                    weight: info.weight,
+                    active,
+                    ios: acc.ios,
+                    io_bytes: acc.bytes,
+                    iops: per_s(acc.ios),
+                    bw_bytes: per_s(acc.bytes).round() as u64,
+                    share,
+                    weight_share,
+                    share_error,
+                }
+            })
+            .collect();
+
+        let normalized: Vec<f64> = (0..self.flows.len())
+            .filter(|&i| self.flows[i].ios > 0)
+            .map(|i| per_s(self.flows[i].bytes) / weight(i))
+            .collect();
+        let fairness = Fairness {
+            jain_index: jain_index(&normalized),
+            active_flows: normalized.len(),
+            max_abs_share_error: flows
+                .iter()
+                .filter(|f| f.active)
+                .map(|f| f.share_error.abs())
+                .fold(0.0, f64::max),
+        };
+
+        let used: Vec<bool> = IoClass::ALL
+            .iter()
+            .map(|c| {
+                self.classes[c.index()].ios > 0 || self.setup.jobs.iter().any(|j| j.class == *c)
+            })
+            .collect();
+        let classes = IoClass::ALL
+            .iter()
+            .filter(|c| used[c.index()])
+            .map(|&c| {
+                let acc = &self.classes[c.index()];
+                ClassReport {
+                    class: c,
+                    ios: acc.ios,
+                    io_bytes: acc.bytes,
+                    iops: per_s(acc.ios),
+                    bw_bytes: per_s(acc.bytes).round() as u64,
+                    clat_ns: acc.lat.clat.report(),
+                    sched_ns: acc.lat.sched.report(),
+                    device_ns: acc.lat.device.report(),
+                    post_ns: acc.lat.post.report(),
+                    clat_ccdf: acc.lat.clat.ccdf(),
+                }
+            })
+            .collect();
+
+        let interval = self.interval_ns;
+        let nbins = (duration_ns.div_ceil(interval) as usize)
+            .max(self.flows.iter().map(|f| f.bins.len()).max().unwrap_or(0));
+        let bin_width = |b: usize| {
+            let start = b as u64 * interval;
+            let w = duration_ns.saturating_sub(start).min(interval);
+            if w == 0 {
+                interval
+            } else {
+                w
+            }
+        };
+        let bw_series = BwSeries {
+            interval_ns: interval,
+            start_ns: self.origin_ns,
+            flows: self
+                .setup
+                .flows
+                .iter()
+                .zip(&self.flows)
+                .map(|(info, acc)| FlowSeries {
+                    name: info.name.clone(),
+                    bw_bytes: (0..nbins)
+                        .map(|b| {
+                            let bytes = acc.bins.get(b).copied().unwrap_or(0);
+                            (bytes as f64 * 1e9 / bin_width(b) as f64).round() as u64
+                        })
+                        .collect(),
+                })
+                .collect(),
+        };
+
+        RunReport {
+            policy: policy.to_string(),
+            duration_ns,
+            jobs,
+            flows,
+            classes,
+            fairness,
+            bw_series,
+            extra: serde_json::Map::new(),
+        }
+    }
+}

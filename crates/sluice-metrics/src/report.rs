@@ -1,0 +1,276 @@
+//! The report types and their JSON form.
+
+use crate::MetricsError;
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
+use sluice_core::IoClass;
+use std::io::Write as _;
+use std::path::Path;
+
+/// fio's default completion-latency percentile list.
+pub const FIO_PERCENTILES: [f64; 17] = [
+    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,
+    99.99,
+];
+
+/// The results of one run under one policy.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunReport {
+    /// The scheduling policy's name.
+    pub policy: String,
+    /// Length of the measurement window (end minus window start), ns.
+    pub duration_ns: u64,
+    /// One entry per job, in job order.
+    pub jobs: Vec<JobReport>,
+    /// One entry per flow, in flow order.
+    pub flows: Vec<FlowReport>,
+    /// One entry per I/O class that a job uses or that completed I/O, most urgent first.
+    pub classes: Vec<ClassReport>,
+    /// Fairness among the active flows.
+    pub fairness: Fairness,
+    /// Bandwidth over time per flow.
+    pub bw_series: BwSeries,
+    /// Engine facts (device statistics, events/s, Little's-law check, …); the collector
+    /// leaves it empty.
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+/// One job's results, in fio's shape.
+#[derive(Clone, Debug, Serialize)]
+pub struct JobReport {
+    /// The job's name.
+    pub jobname: String,
+    /// The name of the job's flow.
+    pub flow: String,
+    /// The job's I/O class.
+    pub class: IoClass,
+    /// Threads (fio `numjobs`) that issued the job's I/O.
+    pub threads: u32,
+    /// The job's runtime: from its window start to its end, ns.
+    pub runtime_ns: u64,
+    /// Reads.
+    pub read: DirReport,
+    /// Writes.
+    pub write: DirReport,
+    /// Flushes (fio's `sync` section; `io_bytes` is 0).
+    pub sync: DirReport,
+    /// Failed I/Os (failed samples plus [`crate::Collector::record_error`] calls).
+    pub error: u64,
+}
+
+impl JobReport {
+    /// The read, write and sync sections with their names.
+    pub fn dirs(&self) -> [(&'static str, &DirReport); 3] {
+        [
+            ("read", &self.read),
+            ("write", &self.write),
+            ("sync", &self.sync),
+        ]
+    }
+}
+
+/// One direction (read, write or sync) of one job, with fio's field names.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct DirReport {
+    /// Bytes transferred.
+    pub io_bytes: u64,
+    /// KiB transferred (rounded down).
+    pub io_kbytes: u64,
+    /// Bandwidth, bytes/s.
+    pub bw_bytes: u64,
+    /// Bandwidth, KiB/s (fio's `bw`).
+    pub bw: u64,
+    /// I/Os per second.
+    pub iops: f64,
+    /// The job's runtime, ms.
+    pub runtime: u64,
+    /// Completed I/Os.
+    pub total_ios: u64,
+    /// Completion latency as the application saw it: reaped − submit.
+    pub clat_ns: LatReport,
+    /// Time queued in the scheduler: dispatch − submit.
+    pub sched_ns: LatReport,
+    /// Time on the device: device_done − dispatch.
+    pub device_ns: LatReport,
+    /// Time after the device until reaped: reaped − device_done.
+    pub post_ns: LatReport,
+    /// Completion-latency CCDF for plots: `(latency ns, fraction of I/Os slower)`.
+    #[serde(skip)]
+    pub clat_ccdf: Vec<(u64, f64)>,
+}
+
+/// Latency statistics in ns. Mean, min, max and stddev are exact; percentiles come from an
+/// HdrHistogram with 3 significant digits (absent when the part keeps no histogram or
+/// nothing was recorded, as in fio).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LatReport {
+    /// Smallest value (0 when empty).
+    pub min: u64,
+    /// Largest value.
+    pub max: u64,
+    /// Mean.
+    pub mean: f64,
+    /// Sample standard deviation.
+    pub stddev: f64,
+    /// Number of values.
+    #[serde(rename = "N")]
+    pub n: u64,
+    /// Percentiles, keyed like fio (`"99.900000"`).
+    #[serde(skip_serializing_if = "Percentiles::is_empty")]
+    pub percentile: Percentiles,
+}
+
+/// `(percentile, value)` pairs in fio's order; serialises as a JSON object whose keys are
+/// the percentiles with six decimals (`"1.000000"`, …, `"99.990000"`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Percentiles(pub Vec<(f64, u64)>);
+
+impl Percentiles {
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The value at percentile `p` (one of [`FIO_PERCENTILES`]).
+    pub fn get(&self, p: f64) -> Option<u64> {
+        self.0.iter().find(|(q, _)| *q == p).map(|&(_, v)| v)
+    }
+
+    /// fio's key for percentile `p`.
+    pub fn key(p: f64) -> String {
+        format!("{p:.6}")
+    }
+}
+
+impl Serialize for Percentiles {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (p, v) in &self.0 {
+            m.serialize_entry(&Percentiles::key(*p), v)?;
+        }
+        m.end()
+    }
+}
+
+/// One flow's service.
+#[derive(Clone, Debug, Serialize)]
+pub struct FlowReport {
+    /// The flow's name.
+    pub name: String,
+    /// Its weight.
+    pub weight: u32,
+    /// Whether it completed any I/O in the window.
+    pub active: bool,
+    /// Completed I/Os.
+    pub ios: u64,
+    /// Bytes transferred.
+    pub io_bytes: u64,
+    /// I/Os per second over the run's duration.
+    pub iops: f64,
+    /// Bytes per second over the run's duration.
+    pub bw_bytes: u64,
+    /// Its fraction of all bytes served.
+    pub share: f64,
+    /// Its weight over the total weight of the active flows (0 when inactive).
+    pub weight_share: f64,
+    /// `share / weight_share − 1` (0 when inactive).
+    pub share_error: f64,
+}
+
+/// Fairness among the active flows.
+#[derive(Clone, Debug, Serialize)]
+pub struct Fairness {
+    /// Jain's index over the active flows' `bw / weight`.
+    pub jain_index: f64,
+    /// Number of active flows.
+    pub active_flows: usize,
+    /// Largest `|share_error|` of an active flow.
+    pub max_abs_share_error: f64,
+}
+
+/// Latency of one I/O class, so critical and other I/O can be compared.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClassReport {
+    /// The class.
+    pub class: IoClass,
+    /// Completed I/Os.
+    pub ios: u64,
+    /// Bytes transferred.
+    pub io_bytes: u64,
+    /// I/Os per second over the run's duration.
+    pub iops: f64,
+    /// Bytes per second over the run's duration.
+    pub bw_bytes: u64,
+    /// Completion latency (with percentiles).
+    pub clat_ns: LatReport,
+    /// Time queued in the scheduler (no percentiles).
+    pub sched_ns: LatReport,
+    /// Time on the device (no percentiles).
+    pub device_ns: LatReport,
+    /// Time after the device (no percentiles).
+    pub post_ns: LatReport,
+    /// Completion-latency CCDF for plots: `(latency ns, fraction of I/Os slower)`.
+    #[serde(skip)]
+    pub clat_ccdf: Vec<(u64, f64)>,
+}
+
+/// Bandwidth over time: bin `i` covers `start_ns + i·interval_ns` onwards. The last bin is
+/// divided by the part of it inside the run.
+#[derive(Clone, Debug, Serialize)]
+pub struct BwSeries {
+    /// Bin width, ns.
+    pub interval_ns: u64,
+    /// Start of the first bin (the window start), ns.
+    pub start_ns: u64,
+    /// One series per flow, in flow order.
+    pub flows: Vec<FlowSeries>,
+}
+
+/// One flow's bandwidth over time.
+#[derive(Clone, Debug, Serialize)]
+pub struct FlowSeries {
+    /// The flow's name.
+    pub name: String,
+    /// Bytes/s in each bin.
+    pub bw_bytes: Vec<u64>,
+}
+
+#[derive(Serialize)]
+struct Runs<'a> {
+    runs: &'a [RunReport],
+}
+
+/// The JSON of the runs: one run is the run object itself; zero or several are
+/// `{"runs": [...]}`, each with its `"policy"`.
+///
+/// A [`serde_json::Value`] sorts object keys; [`write_json`] keeps the declared field
+/// order instead.
+pub fn to_json(runs: &[RunReport]) -> serde_json::Value {
+    let v = if runs.len() == 1 {
+        serde_json::to_value(&runs[0])
+    } else {
+        serde_json::to_value(Runs { runs })
+    };
+    v.expect("reports serialise (string keys, finite or null numbers)")
+}
+
+/// Write [`to_json`]'s document, pretty-printed in fio's field order, to `path`.
+pub fn write_json(runs: &[RunReport], path: &Path) -> Result<(), MetricsError> {
+    let json = if runs.len() == 1 {
+        serde_json::to_vec_pretty(&runs[0])
+    } else {
+        serde_json::to_vec_pretty(&Runs { runs })
+    }
+    .map_err(|source| MetricsError::Json {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let write_err = |source| MetricsError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut f = std::fs::File::create(path).map_err(write_err)?;
+    f.write_all(&json).map_err(write_err)?;
+    f.write_all(b"\n").map_err(write_err)?;
+    Ok(())
+}

@@ -1,0 +1,388 @@
+//! Aligned text tables for the terminal.
+
+use crate::report::{DirReport, LatReport, RunReport};
+use std::io::{self, Write};
+
+/// A table of text cells; `None` rows are rules between groups.
+struct Table {
+    /// Whether rules between row groups are drawn (only useful with several runs).
+    groups: bool,
+    header: Vec<&'static str>,
+    /// Whether each column is right-aligned (numbers) or left-aligned (names).
+    right: Vec<bool>,
+    rows: Vec<Option<Vec<String>>>,
+}
+
+impl Table {
+    fn new(cols: &[(&'static str, bool)], groups: bool) -> Table {
+        Table {
+            groups,
+            header: cols.iter().map(|c| c.0).collect(),
+            right: cols.iter().map(|c| c.1).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    fn row(&mut self, cells: Vec<String>) {
+        debug_assert_eq!(cells.len(), self.header.len());
+        self.rows.push(Some(cells));
+    }
+
+    fn rule(&mut self) {
+        if self.groups && matches!(self.rows.last(), Some(Some(_))) {
+            self.rows.push(None);
+        }
+    }
+
+    fn write(&self, out: &mut dyn Write) -> io::Result<()> {
+        let width = |s: &str| s.chars().count();
+        let mut w: Vec<usize> = self.header.iter().map(|h| width(h)).collect();
+        for r in self.rows.iter().flatten() {
+            for (i, c) in r.iter().enumerate() {
+                w[i] = w[i].max(width(c));
+            }
+        }
+        let line = |out: &mut dyn Write, cells: &mut dyn Iterator<Item = &str>| {
+            let mut s = String::new();
+            for (i, c) in cells.enumerate() {
+                if i > 0 {
+                    s.push_str("  ");
+                }
+                let pad = " ".repeat(w[i] - width(c));
+                if self.right[i] {
+                    s.push_str(&pad);
+                    s.push_str(c);
+                } else {
+                    s.push_str(c);
+                    s.push_str(&pad);
+                }
+            }
+            writeln!(out, "{}", s.trim_end())
+        };
+        line(out, &mut self.header.iter().copied())?;
+        let total: usize = w.iter().sum::<usize>() + 2 * (w.len().saturating_sub(1));
+        let rule = "-".repeat(total);
+        writeln!(out, "{rule}")?;
+        for r in &self.rows {
+            match r {
+                Some(cells) => line(out, &mut cells.iter().map(String::as_str))?,
+                None => writeln!(out, "{rule}")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A latency in ns with a unit chosen for readability: `850ns`, `97.3µs`, `1.25ms`, `2.00s`.
+pub(crate) fn fmt_ns(ns: f64) -> String {
+    if !ns.is_finite() {
+        return "-".into();
+    }
+    let (v, unit) = if ns < 1e3 {
+        return format!("{ns:.0}ns");
+    } else if ns < 1e6 {
+        (ns / 1e3, "µs")
+    } else if ns < 1e9 {
+        (ns / 1e6, "ms")
+    } else {
+        (ns / 1e9, "s")
+    };
+    if v < 10.0 {
+        format!("{v:.2}{unit}")
+    } else if v < 100.0 {
+        format!("{v:.1}{unit}")
+    } else {
+        format!("{v:.0}{unit}")
+    }
+}
+
+fn fmt_count(v: f64) -> String {
+    if v < 10_000.0 {
+        format!("{v:.0}")
+    } else if v < 10_000_000.0 {
+        format!("{:.1}k", v / 1e3)
+    } else {
+        format!("{:.2}M", v / 1e6)
+    }
+}
+
+fn fmt_mib(bytes_per_s: f64) -> String {
+    let v = bytes_per_s / (1024.0 * 1024.0);
+    if v < 10.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+fn fmt_pct(v: f64) -> String {
+    format!("{:.1}%", v * 100.0)
+}
+
+fn pct(l: &LatReport, p: f64) -> String {
+    l.percentile
+        .get(p)
+        .map(|v| fmt_ns(v as f64))
+        .unwrap_or_else(|| "-".into())
+}
+
+fn lat_cells(l: &LatReport) -> Vec<String> {
+    if l.n == 0 {
+        return vec!["-".into(); 5];
+    }
+    vec![
+        fmt_ns(l.mean),
+        pct(l, 50.0),
+        pct(l, 99.0),
+        pct(l, 99.9),
+        fmt_ns(l.max as f64),
+    ]
+}
+
+fn mean_cell(l: &LatReport) -> String {
+    if l.n == 0 {
+        "-".into()
+    } else {
+        fmt_ns(l.mean)
+    }
+}
+
+fn dir_cells(d: &DirReport) -> Vec<String> {
+    let mut c = vec![fmt_count(d.iops), fmt_mib(d.bw_bytes as f64)];
+    c.extend(lat_cells(&d.clat_ns));
+    c.push(mean_cell(&d.sched_ns));
+    c.push(mean_cell(&d.device_ns));
+    c.push(mean_cell(&d.post_ns));
+    c
+}
+
+/// Names in first-seen order over all runs.
+fn union_names<'a>(lists: impl Iterator<Item = Vec<&'a str>>) -> Vec<&'a str> {
+    let mut names: Vec<&str> = Vec::new();
+    for list in lists {
+        for n in list {
+            if !names.contains(&n) {
+                names.push(n);
+            }
+        }
+    }
+    names
+}
+
+/// Print the runs as aligned tables: jobs (per direction with I/O: IOPS, MiB/s, latency
+/// mean/p50/p99/p99.9/max, and the mean scheduler/device/post-device parts), classes,
+/// flows (weight, MiB/s, share, weight share, share error) and fairness. With several
+/// runs every row is repeated once per policy, next to each other, so the policies
+/// compare line by line.
+pub fn print_table(runs: &[RunReport], out: &mut dyn Write) -> io::Result<()> {
+    if runs.is_empty() {
+        return writeln!(out, "(no runs)");
+    }
+    let multi = runs.len() > 1;
+    for r in runs {
+        writeln!(
+            out,
+            "policy {}: {:.3} s measured, {} jobs, {} flows",
+            r.policy,
+            r.duration_ns as f64 / 1e9,
+            r.jobs.len(),
+            r.flows.len()
+        )?;
+    }
+    writeln!(out)?;
+
+    // Jobs.
+    let mut cols: Vec<(&'static str, bool)> =
+        vec![("job", false), ("class", false), ("dir", false)];
+    if multi {
+        cols.push(("policy", false));
+    }
+    cols.extend([
+        ("IOPS", true),
+        ("MiB/s", true),
+        ("lat mean", true),
+        ("p50", true),
+        ("p99", true),
+        ("p99.9", true),
+        ("max", true),
+        ("sched", true),
+        ("device", true),
+        ("post", true),
+    ]);
+    let mut t = Table::new(&cols, multi);
+    let names = union_names(
+        runs.iter()
+            .map(|r| r.jobs.iter().map(|j| j.jobname.as_str()).collect()),
+    );
+    for name in &names {
+        let per_run: Vec<_> = runs
+            .iter()
+            .map(|r| (r, r.jobs.iter().find(|j| j.jobname == *name)))
+            .collect();
+        let class = per_run
+            .iter()
+            .find_map(|(_, j)| j.map(|j| j.class.name()))
+            .unwrap_or("-");
+        let mut dirs: Vec<&str> = ["read", "write", "sync"]
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| {
+                per_run
+                    .iter()
+                    .any(|(_, j)| j.is_some_and(|j| j.dirs()[*i].1.total_ios > 0))
+            })
+            .map(|(_, d)| d)
+            .collect();
+        if dirs.is_empty() {
+            dirs.push("read");
+        }
+        t.rule();
+        for dir in dirs {
+            for (r, j) in &per_run {
+                let mut row = vec![name.to_string(), class.to_string(), dir.to_string()];
+                if multi {
+                    row.push(r.policy.clone());
+                }
+                match j {
+                    Some(j) => {
+                        let d = j.dirs().into_iter().find(|(n, _)| *n == dir).unwrap().1;
+                        row.extend(dir_cells(d));
+                    }
+                    None => row.extend(vec!["-".to_string(); 10]),
+                }
+                t.row(row);
+            }
+        }
+    }
+    writeln!(
+        out,
+        "Jobs (latency = reaped - submit; sched/device/post = mean parts)"
+    )?;
+    t.write(out)?;
+    writeln!(out)?;
+
+    // Classes.
+    let mut cols: Vec<(&'static str, bool)> = vec![("class", false)];
+    if multi {
+        cols.push(("policy", false));
+    }
+    cols.extend([
+        ("IOPS", true),
+        ("MiB/s", true),
+        ("lat mean", true),
+        ("p50", true),
+        ("p99", true),
+        ("p99.9", true),
+        ("max", true),
+        ("sched", true),
+        ("device", true),
+        ("post", true),
+    ]);
+    let mut t = Table::new(&cols, multi);
+    for c in sluice_core::IoClass::ALL {
+        if !runs.iter().any(|r| r.classes.iter().any(|k| k.class == c)) {
+            continue;
+        }
+        t.rule();
+        for r in runs {
+            let mut row = vec![c.name().to_string()];
+            if multi {
+                row.push(r.policy.clone());
+            }
+            match r.classes.iter().find(|k| k.class == c) {
+                Some(k) => {
+                    row.push(fmt_count(k.iops));
+                    row.push(fmt_mib(k.bw_bytes as f64));
+                    row.extend(lat_cells(&k.clat_ns));
+                    row.push(mean_cell(&k.sched_ns));
+                    row.push(mean_cell(&k.device_ns));
+                    row.push(mean_cell(&k.post_ns));
+                }
+                None => row.extend(vec!["-".to_string(); 10]),
+            }
+            t.row(row);
+        }
+    }
+    writeln!(out, "Classes")?;
+    t.write(out)?;
+    writeln!(out)?;
+
+    // Flows.
+    let mut cols: Vec<(&'static str, bool)> = vec![("flow", false), ("weight", true)];
+    if multi {
+        cols.push(("policy", false));
+    }
+    cols.extend([
+        ("IOPS", true),
+        ("MiB/s", true),
+        ("share", true),
+        ("weight share", true),
+        ("share error", true),
+    ]);
+    let mut t = Table::new(&cols, multi);
+    let names = union_names(
+        runs.iter()
+            .map(|r| r.flows.iter().map(|f| f.name.as_str()).collect()),
+    );
+    for name in &names {
+        t.rule();
+        for r in runs {
+            let f = r.flows.iter().find(|f| f.name == *name);
+            let mut row = vec![
+                name.to_string(),
+                f.map_or("-".into(), |f| f.weight.to_string()),
+            ];
+            if multi {
+                row.push(r.policy.clone());
+            }
+            match f {
+                Some(f) if f.active => row.extend([
+                    fmt_count(f.iops),
+                    fmt_mib(f.bw_bytes as f64),
+                    fmt_pct(f.share),
+                    fmt_pct(f.weight_share),
+                    format!("{:+.1}%", f.share_error * 100.0),
+                ]),
+                Some(_) => row.extend([
+                    "0".into(),
+                    "0".into(),
+                    "idle".into(),
+                    "-".into(),
+                    "-".into(),
+                ]),
+                None => row.extend(vec!["-".to_string(); 5]),
+            }
+            t.row(row);
+        }
+    }
+    writeln!(
+        out,
+        "Flows (share of bytes vs. weight share of active flows)"
+    )?;
+    t.write(out)?;
+    writeln!(out)?;
+
+    // Fairness.
+    let mut t = Table::new(
+        &[
+            ("policy", false),
+            ("Jain index", true),
+            ("active flows", true),
+            ("max |share error|", true),
+        ],
+        false,
+    );
+    for r in runs {
+        t.row(vec![
+            r.policy.clone(),
+            format!("{:.4}", r.fairness.jain_index),
+            r.fairness.active_flows.to_string(),
+            fmt_pct(r.fairness.max_abs_share_error),
+        ]);
+    }
+    writeln!(
+        out,
+        "Fairness (Jain's index over bw/weight of active flows)"
+    )?;
+    t.write(out)
+}

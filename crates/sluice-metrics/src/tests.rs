@@ -1,0 +1,530 @@
+use super::*;
+
+const MS: u64 = 1_000_000;
+const US: u64 = 1_000;
+
+fn setup(flows: &[(&str, u32)], jobs: &[(&str, usize, IoClass)]) -> RunSetup {
+    RunSetup {
+        jobs: jobs
+            .iter()
+            .map(|&(name, flow, class)| JobInfo {
+                name: name.into(),
+                flow,
+                class,
+                threads: 1,
+            })
+            .collect(),
+        flows: flows
+            .iter()
+            .map(|&(name, weight)| FlowInfo {
+                name: name.into(),
+                weight,
+            })
+            .collect(),
+        interval_ns: 100 * MS,
+    }
+}
+
+/// A sample of job `job` reaped at `reaped` with parts (sched, device, post).
+fn sample(job: usize, op: Op, bytes: u32, reaped: u64, parts: (u64, u64, u64)) -> Sample {
+    let (sched, device, post) = parts;
+    let submit = reaped - sched - device - post;
+    Sample {
+        job,
+        op,
+        class: IoClass::Normal,
+        bytes,
+        submit_ns: submit,
+        dispatch_ns: submit + sched,
+        device_done_ns: submit + sched + device,
+        reaped_ns: reaped,
+        ok: true,
+    }
+}
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * b.abs().max(1e-12)
+}
+
+#[test]
+fn jain_exact_cases() {
+    assert_eq!(jain_index(&[1.0, 1.0, 1.0]), 1.0);
+    assert_eq!(jain_index(&[1.0, 0.0]), 0.5);
+    assert_eq!(jain_index(&[5.0, 0.0, 0.0, 0.0]), 0.25);
+    assert_eq!(jain_index(&[]), 1.0);
+    assert_eq!(jain_index(&[0.0, 0.0]), 1.0);
+    // (1+2)^2 / (2 * (1+4)) = 9/10
+    assert!(close(jain_index(&[1.0, 2.0]), 0.9, 1e-12));
+    // Weighted: bandwidths 200 and 100 with weights 2 and 1 are perfectly fair.
+    let bw = [200.0, 100.0];
+    let w = [2.0, 1.0];
+    let x: Vec<f64> = bw.iter().zip(&w).map(|(b, w)| b / w).collect();
+    assert_eq!(jain_index(&x), 1.0);
+    // Equal bandwidths with weights 2 and 1: x = (50, 100) → 150²/(2·12500) = 0.9.
+    assert!(close(jain_index(&[100.0 / 2.0, 100.0]), 0.9, 1e-12));
+}
+
+#[test]
+fn percentiles_of_uniform_distribution() {
+    let mut c = Collector::new(setup(&[("f", 1)], &[("j", 0, IoClass::Normal)]));
+    for us in 1..=100_000u64 {
+        let lat = us * US;
+        c.record(&sample(0, Op::Read, 4096, 200_000 * US + us, (0, lat, 0)));
+    }
+    let r = c.finish(400_000 * US, "none");
+    let clat = &r.jobs[0].read.clat_ns;
+    assert_eq!(clat.n, 100_000);
+    assert_eq!(clat.min, US);
+    assert_eq!(clat.max, 100_000 * US);
+    assert!(close(clat.mean, 50_000.5 * US as f64, 1e-12));
+    // Population stddev of 1..=n is sqrt((n²-1)/12); sample stddev slightly larger.
+    let n = 100_000f64;
+    let sd = ((n * n - 1.0) / 12.0 * n / (n - 1.0)).sqrt() * US as f64;
+    assert!(close(clat.stddev, sd, 1e-6), "{} vs {sd}", clat.stddev);
+    for &(p, expect_us) in &[
+        (50.0, 50_000.0),
+        (90.0, 90_000.0),
+        (99.0, 99_000.0),
+        (99.9, 99_900.0),
+        (99.99, 99_990.0),
+        (1.0, 1_000.0),
+    ] {
+        let got = clat.percentile.get(p).unwrap() as f64;
+        assert!(
+            close(got, expect_us * US as f64, 1e-3),
+            "p{p}: {got} vs {expect_us} us"
+        );
+    }
+    assert_eq!(clat.percentile.0.len(), FIO_PERCENTILES.len());
+    // Device part carries the whole latency here.
+    assert_eq!(
+        r.jobs[0].read.device_ns.percentile.get(99.0),
+        clat.percentile.get(99.0)
+    );
+    assert_eq!(r.jobs[0].read.sched_ns.max, 0);
+}
+
+#[test]
+fn breakdown_sums_to_clat() {
+    let mut c = Collector::new(setup(&[("f", 1)], &[("j", 0, IoClass::Critical)]));
+    let mut x = 12345u64;
+    for i in 0..10_000u64 {
+        // A cheap LCG for varied parts.
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let parts = (
+            (x >> 20) % 50_000,
+            (x >> 40) % 200_000 + 1_000,
+            (x >> 8) % 7_000,
+        );
+        c.record(&sample(0, Op::Write, 8192, MS + i * US * 10, parts));
+    }
+    let r = c.finish(200 * MS, "p");
+    let w = &r.jobs[0].write;
+    assert_eq!(w.total_ios, 10_000);
+    let sum = w.sched_ns.mean + w.device_ns.mean + w.post_ns.mean;
+    assert!(
+        close(sum, w.clat_ns.mean, 1e-12),
+        "{sum} vs {}",
+        w.clat_ns.mean
+    );
+    assert!(w.clat_ns.max <= w.sched_ns.max + w.device_ns.max + w.post_ns.max);
+    assert!(w.device_ns.min >= 1_000);
+    // The class view agrees with the job view.
+    let crit = r
+        .classes
+        .iter()
+        .find(|k| k.class == IoClass::Normal)
+        .unwrap();
+    assert_eq!(crit.ios, 10_000); // samples carry class Normal
+    assert!(close(crit.clat_ns.mean, w.clat_ns.mean, 1e-12));
+    let sum = crit.sched_ns.mean + crit.device_ns.mean + crit.post_ns.mean;
+    assert!(close(sum, crit.clat_ns.mean, 1e-12));
+    // The job's own class is listed even without I/O; idle is not.
+    assert!(r
+        .classes
+        .iter()
+        .any(|k| k.class == IoClass::Critical && k.ios == 0));
+    assert!(!r.classes.iter().any(|k| k.class == IoClass::Idle));
+}
+
+#[test]
+fn classes_are_kept_apart() {
+    let mut c = Collector::new(setup(
+        &[("f", 1)],
+        &[("fg", 0, IoClass::Critical), ("bg", 0, IoClass::Idle)],
+    ));
+    for i in 0..100 {
+        let mut s = sample(0, Op::Read, 4096, MS + i, (0, 10 * US, 0));
+        s.class = IoClass::Critical;
+        c.record(&s);
+        let mut s = sample(1, Op::Read, 4096, MS + i, (0, 1000 * US, 0));
+        s.class = IoClass::Idle;
+        c.record(&s);
+    }
+    let r = c.finish(10 * MS, "p");
+    let get = |cl| r.classes.iter().find(|k| k.class == cl).unwrap();
+    assert_eq!(get(IoClass::Critical).clat_ns.max, 10 * US);
+    assert_eq!(get(IoClass::Idle).clat_ns.min, 1000 * US);
+    assert_eq!(r.classes.len(), 2);
+}
+
+#[test]
+fn shares_exclude_inactive_flows() {
+    let mut c = Collector::new(setup(
+        &[("a", 1), ("b", 3), ("idle", 4)],
+        &[
+            ("ja", 0, IoClass::Normal),
+            ("jb", 1, IoClass::Normal),
+            ("jidle", 2, IoClass::Normal),
+        ],
+    ));
+    // a gets 1/2 of the bytes, b 1/2; weights 1:3 among active flows.
+    for i in 0..100 {
+        c.record(&sample(0, Op::Read, 4096, MS + i * US, (0, 50 * US, 0)));
+        c.record(&sample(1, Op::Read, 4096, MS + i * US, (0, 50 * US, 0)));
+    }
+    let r = c.finish(1000 * MS, "p");
+    let (a, b, idle) = (&r.flows[0], &r.flows[1], &r.flows[2]);
+    assert!(a.active && b.active && !idle.active);
+    assert_eq!(a.share, 0.5);
+    assert_eq!(b.share, 0.5);
+    assert_eq!(idle.share, 0.0);
+    assert_eq!(a.weight_share, 0.25);
+    assert_eq!(b.weight_share, 0.75);
+    assert_eq!(idle.weight_share, 0.0);
+    assert_eq!(a.share_error, 1.0);
+    assert!(close(b.share_error, -1.0 / 3.0, 1e-12));
+    assert_eq!(idle.share_error, 0.0);
+    assert_eq!(r.fairness.active_flows, 2);
+    // x = (bw, bw/3): (4/3)² / (2 · 10/9) = 0.8
+    assert!(close(r.fairness.jain_index, 0.8, 1e-12));
+    assert_eq!(r.fairness.max_abs_share_error, 1.0);
+    assert_eq!(a.ios, 100);
+    assert_eq!(a.io_bytes, 409_600);
+    assert_eq!(a.bw_bytes, 409_600);
+    assert!(close(a.iops, 100.0, 1e-12));
+}
+
+#[test]
+fn ramp_window_excludes_early_samples() {
+    let mut c = Collector::new(setup(&[("f", 1)], &[("j", 0, IoClass::Normal)]));
+    c.set_window(100 * MS);
+    // Early, slow samples that must not count.
+    for i in 0..50 {
+        c.record(&sample(0, Op::Read, 4096, 10 * MS + i * MS, (0, 5 * MS, 0)));
+    }
+    // Reaped exactly at the window start counts.
+    c.record(&sample(0, Op::Read, 4096, 100 * MS, (0, 100 * US, 0)));
+    for i in 1..100 {
+        c.record(&sample(
+            0,
+            Op::Read,
+            4096,
+            100 * MS + i * MS,
+            (0, 100 * US, 0),
+        ));
+    }
+    // Errors during the ramp are not counted either.
+    let mut bad = sample(0, Op::Read, 4096, 50 * MS, (0, US, 0));
+    bad.ok = false;
+    c.record(&bad);
+    bad.reaped_ns = 150 * MS;
+    c.record(&bad);
+    c.record_error(0, Op::Write);
+    let r = c.finish(300 * MS, "p");
+    let j = &r.jobs[0];
+    assert_eq!(j.read.total_ios, 100);
+    assert_eq!(j.read.clat_ns.max, 100 * US);
+    assert_eq!(j.error, 2);
+    assert_eq!(r.duration_ns, 200 * MS);
+    assert_eq!(j.runtime_ns, 200 * MS);
+    assert_eq!(j.read.runtime, 200);
+    assert!(close(j.read.iops, 500.0, 1e-12));
+    assert_eq!(j.read.bw_bytes, 500 * 4096);
+    assert_eq!(j.read.bw, 500 * 4);
+    assert_eq!(r.flows[0].ios, 100);
+    // Bandwidth series starts at the window: two bins of 100 ms, all 100 I/Os in the
+    // first (the ramp's 50 are not there).
+    let s = &r.bw_series;
+    assert_eq!(s.start_ns, 100 * MS);
+    assert_eq!(s.flows[0].bw_bytes, vec![100 * 4096 * 10, 0]);
+}
+
+#[test]
+fn per_job_window_and_done() {
+    let mut c = Collector::new(setup(
+        &[("f", 1)],
+        &[("a", 0, IoClass::Normal), ("b", 0, IoClass::Normal)],
+    ));
+    c.set_job_window(1, 50 * MS);
+    c.record(&sample(0, Op::Read, 4096, 10 * MS, (0, US, 0)));
+    c.record(&sample(1, Op::Read, 4096, 10 * MS, (0, US, 0)));
+    c.record(&sample(1, Op::Read, 4096, 60 * MS, (0, US, 0)));
+    c.job_done(1, 80 * MS);
+    c.job_done(1, 90 * MS); // first call wins
+    let r = c.finish(200 * MS, "p");
+    assert_eq!(r.jobs[0].read.total_ios, 1);
+    assert_eq!(r.jobs[0].runtime_ns, 200 * MS);
+    assert_eq!(r.jobs[1].read.total_ios, 1);
+    assert_eq!(r.jobs[1].runtime_ns, 30 * MS);
+    assert!(close(r.jobs[1].read.iops, 1.0 / 0.03, 1e-9));
+}
+
+#[test]
+fn flushes_go_to_sync() {
+    let mut c = Collector::new(setup(&[("f", 1)], &[("j", 0, IoClass::Normal)]));
+    c.record(&sample(0, Op::Flush, 0, MS, (0, 300 * US, 0)));
+    c.record(&sample(0, Op::Write, 4096, MS, (0, 20 * US, 0)));
+    let r = c.finish(10 * MS, "p");
+    assert_eq!(r.jobs[0].sync.total_ios, 1);
+    assert_eq!(r.jobs[0].sync.clat_ns.max, 300 * US);
+    assert_eq!(r.jobs[0].write.total_ios, 1);
+    assert_eq!(r.jobs[0].write.clat_ns.max, 20 * US);
+}
+
+fn small_run(policy: &str, lat: u64) -> RunReport {
+    let mut c = Collector::new(setup(
+        &[("tenant-a", 2), ("tenant-b", 1)],
+        &[
+            ("reader", 0, IoClass::Critical),
+            ("writer", 1, IoClass::Normal),
+        ],
+    ));
+    for i in 0..1000u64 {
+        let mut s = sample(
+            0,
+            Op::Read,
+            4096,
+            MS + i * 100 * US,
+            (US, lat + i * 10, 2 * US),
+        );
+        s.class = IoClass::Critical;
+        c.record(&s);
+        c.record(&sample(
+            1,
+            Op::Write,
+            65536,
+            MS + i * 100 * US,
+            (5 * US, 3 * lat, US),
+        ));
+    }
+    c.finish(101 * MS, policy)
+}
+
+#[test]
+fn json_field_names() {
+    let v = to_json(&[small_run("mqfq", 80 * US)]);
+    assert_eq!(v["policy"], "mqfq");
+    let job = &v["jobs"][0];
+    assert_eq!(job["jobname"], "reader");
+    assert_eq!(job["flow"], "tenant-a");
+    assert_eq!(job["class"], "critical");
+    assert_eq!(job["error"], 0);
+    let read = &job["read"];
+    for key in [
+        "io_bytes",
+        "io_kbytes",
+        "bw_bytes",
+        "bw",
+        "iops",
+        "runtime",
+        "total_ios",
+        "clat_ns",
+        "sched_ns",
+        "device_ns",
+        "post_ns",
+    ] {
+        assert!(read.get(key).is_some(), "missing read.{key}");
+    }
+    assert_eq!(read["total_ios"], 1000);
+    assert_eq!(read["io_bytes"], 4096 * 1000);
+    assert_eq!(read["io_kbytes"], 4000);
+    assert_eq!(read["runtime"], 101);
+    let clat = &read["clat_ns"];
+    for key in ["min", "max", "mean", "stddev", "N", "percentile"] {
+        assert!(clat.get(key).is_some(), "missing clat_ns.{key}");
+    }
+    let pct = clat["percentile"].as_object().unwrap();
+    let keys: Vec<&str> = pct.keys().map(String::as_str).collect();
+    for k in [
+        "1.000000",
+        "5.000000",
+        "10.000000",
+        "50.000000",
+        "99.000000",
+        "99.500000",
+        "99.900000",
+        "99.950000",
+        "99.990000",
+    ] {
+        assert!(keys.contains(&k), "missing percentile {k}: {keys:?}");
+    }
+    assert_eq!(pct.len(), 17);
+    // Empty sections carry no percentiles, as in fio.
+    assert!(job["write"]["clat_ns"].get("percentile").is_none());
+    assert_eq!(job["write"]["clat_ns"]["N"], 0);
+    let flow = &v["flows"][0];
+    for key in [
+        "name",
+        "weight",
+        "ios",
+        "iops",
+        "bw_bytes",
+        "share",
+        "weight_share",
+        "share_error",
+    ] {
+        assert!(flow.get(key).is_some(), "missing flow.{key}");
+    }
+    assert!(v["fairness"]["jain_index"].as_f64().unwrap() > 0.0);
+    assert_eq!(v["bw_series"]["interval_ns"], 100 * MS);
+    assert_eq!(v["bw_series"]["flows"][1]["name"], "tenant-b");
+    assert!(
+        v["bw_series"]["flows"][0]["bw_bytes"]
+            .as_array()
+            .unwrap()
+            .len()
+            >= 2
+    );
+    assert!(v["extra"].as_object().unwrap().is_empty());
+    assert!(v["classes"][0]["clat_ns"]["percentile"]["99.900000"].is_u64());
+    // The percentile serialiser keeps fio's numeric order (to_json's Value sorts keys).
+    let text = serde_json::to_string(&small_run("x", US).jobs[0].read.clat_ns).unwrap();
+    let i5 = text.find("\"5.000000\"").unwrap();
+    let i10 = text.find("\"10.000000\"").unwrap();
+    assert!(i5 < i10);
+}
+
+#[test]
+fn several_runs_nest_under_runs() {
+    let runs = [small_run("none", 80 * US), small_run("d2fq", 40 * US)];
+    let v = to_json(&runs);
+    let arr = v["runs"].as_array().unwrap();
+    assert_eq!(arr.len(), 2);
+    assert_eq!(arr[0]["policy"], "none");
+    assert_eq!(arr[1]["policy"], "d2fq");
+    assert_eq!(arr[1]["jobs"][1]["jobname"], "writer");
+    assert!(v.get("policy").is_none());
+
+    let dir = temp_dir("json");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("out.json");
+    write_json(&runs, &path).unwrap();
+    let back: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    // Floats may differ in the last bit after a text round trip; compare the rest.
+    assert_eq!(back["runs"][1]["policy"], "d2fq");
+    assert_eq!(back["runs"][0]["jobs"], v["runs"][0]["jobs"].clone());
+    assert_eq!(
+        back["runs"][1]["jobs"][0]["read"]["clat_ns"]["percentile"],
+        v["runs"][1]["jobs"][0]["read"]["clat_ns"]["percentile"]
+    );
+    let err = write_json(&runs, &dir.join("no/such/dir/out.json")).unwrap_err();
+    assert!(err.to_string().contains("no/such/dir/out.json"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn table_shows_jobs_and_policies() {
+    let runs = [small_run("none", 80 * US), small_run("d2fq", 40 * US)];
+    let mut out = Vec::new();
+    print_table(&runs, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    for needle in [
+        "reader", "writer", "none", "d2fq", "tenant-a", "tenant-b", "critical", "Jain", "µs",
+    ] {
+        assert!(text.contains(needle), "missing {needle} in\n{text}");
+    }
+    // Rows of one table have the same width of their label columns: the header line and
+    // each job row start aligned; check that every "reader" row has the policy in the same
+    // column.
+    let cols: Vec<usize> = text
+        .lines()
+        .filter(|l| l.starts_with("reader"))
+        .map(|l| l.find("read ").unwrap())
+        .collect();
+    assert_eq!(cols.len(), 2);
+    assert_eq!(cols[0], cols[1]);
+    // Single run: no policy column, the policy named in the heading.
+    let mut out = Vec::new();
+    print_table(&runs[..1], &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.starts_with("policy none:"));
+    assert!(text.contains("reader") && text.contains("writer"));
+}
+
+#[test]
+fn latency_units() {
+    assert_eq!(table::fmt_ns(850.0), "850ns");
+    assert_eq!(table::fmt_ns(97_300.0), "97.3µs");
+    assert_eq!(table::fmt_ns(1_250_000.0), "1.25ms");
+    assert_eq!(table::fmt_ns(2e9), "2.00s");
+}
+
+fn temp_dir(tag: &str) -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let d = std::env::temp_dir().join(format!(
+        "sluice-metrics-{tag}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+#[test]
+fn plots_are_svg_files() {
+    let runs = [small_run("none", 80 * US), small_run("d2fq", 40 * US)];
+    let dir = temp_dir("plot").join("nested");
+    let files = plot(&runs, &dir).unwrap();
+    // Two jobs' CCDFs and one bandwidth plot per run.
+    assert_eq!(files.len(), 4, "{files:?}");
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        assert!(text.trim_start().starts_with("<svg"), "{}", f.display());
+        assert!(text.trim_end().ends_with("</svg>"));
+        assert!(text.contains("<polyline") || text.contains("<path"));
+    }
+    let names: Vec<String> = files
+        .iter()
+        .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.contains(&"lat_ccdf_reader.svg".to_string()));
+    assert!(names.contains(&"bw_none.svg".to_string()));
+    assert!(names.contains(&"bw_d2fq.svg".to_string()));
+    let ccdf = std::fs::read_to_string(dir.join("lat_ccdf_reader.svg")).unwrap();
+    assert!(ccdf.contains("none") && ccdf.contains("d2fq"));
+
+    // A path under a regular file cannot be a directory: the error names it.
+    let blocker = dir.join("file");
+    std::fs::write(&blocker, "x").unwrap();
+    let err = plot(&runs, &blocker.join("sub")).unwrap_err();
+    assert!(matches!(err, MetricsError::CreateDir { .. }));
+    assert!(err.to_string().contains("file/sub"), "{err}");
+    std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
+}
+
+#[test]
+fn ccdf_is_monotone() {
+    let r = small_run("p", 80 * US);
+    let c = &r.jobs[0].read.clat_ccdf;
+    assert_eq!(c[0].1, 1.0);
+    assert!(c.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 >= w[1].1));
+    assert_eq!(c.last().unwrap().1, 0.0);
+}
+
+#[test]
+fn interval_default_and_choice() {
+    let c = Collector::new(RunSetup::default());
+    assert_eq!(c.interval_ns(), DEFAULT_INTERVAL_NS);
+    assert_eq!(RunSetup::interval_for(60_000 * MS), 300 * MS);
+    assert_eq!(RunSetup::interval_for(10 * MS), MS);
+    assert_eq!(RunSetup::interval_for(3_600_000 * MS), 1000 * MS);
+    let r = c.finish(0, "empty");
+    assert_eq!(r.fairness.jain_index, 1.0);
+    let mut out = Vec::new();
+    print_table(&[r], &mut out).unwrap();
+}
