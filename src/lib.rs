@@ -1,1 +1,20 @@
-//! sluice
+//! # sluice
+//!
+//! A userspace I/O scheduling stack for fast SSDs. The crates of the workspace, by
+//! layer (see `ARCHITECTURE.md`):
+//!
+//! * [`core`] — the vocabulary (requests, flows, classes) and the policy interface;
+//! * [`device`] — device models: the simulated NVMe SSD and its profiles;
+//! * [`workload`] — fio job files and deterministic I/O generators;
+//! * [`sim`] — the deterministic discrete-event simulator;
+//! * [`metrics`] — latency histograms with breakdown, shares, fairness, JSON, plots;
+//! * [`cli`] — the parts of the `sluice` command that are worth testing as a library.
+#![warn(missing_docs, missing_debug_implementations)]
+
+pub use sluice_core as core;
+pub use sluice_device as device;
+pub use sluice_metrics as metrics;
+pub use sluice_sim as sim;
+pub use sluice_workload as workload;
+
+pub mod cli;

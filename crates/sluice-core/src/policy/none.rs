@@ -7,7 +7,7 @@
 
 use std::collections::VecDeque;
 
-use super::{Dispatch, DeviceView, Policy};
+use super::{DeviceView, Dispatch, Policy};
 use crate::types::{Nanos, Request};
 
 /// FIFO pass-through policy.
@@ -70,7 +70,8 @@ mod tests {
         }
         assert_eq!(p.queued(), 3);
         let v = DeviceView::default();
-        let order: Vec<u64> = std::iter::from_fn(|| p.dispatch(10, &v).map(|d| d.req.id.0)).collect();
+        let order: Vec<u64> =
+            std::iter::from_fn(|| p.dispatch(10, &v).map(|d| d.req.id.0)).collect();
         assert_eq!(order, vec![3, 1, 2]);
         assert_eq!(p.queued(), 0);
     }

@@ -139,6 +139,11 @@ impl FromStr for PolicySpec {
         if name.is_empty() {
             return Err(ParamError::EmptyName);
         }
+        if name.contains('=') {
+            return Err(ParamError::Malformed(format!(
+                "{s} (parameters follow the policy name after ':', e.g. d2fq:mode=static)"
+            )));
+        }
         Ok(PolicySpec {
             name: name.to_string(),
             params: Params::parse(rest)?,

@@ -1,0 +1,909 @@
+//! The simulation loop. See the crate documentation for the model.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use sluice_core::policy::{Admission, Completion, DeviceView, Dispatch, Policy};
+use sluice_core::{Flow, FlowId, IoClass, Nanos, Op, QueueClass, ReqId, Request};
+use sluice_device::{Command, DeviceCompletion, DeviceProfile, NvmeSsd};
+use sluice_metrics::{Collector, FlowInfo, JobInfo, RunReport, RunSetup, Sample};
+use sluice_workload::{IoGen, IoSpec, JobSpec, Pacer};
+
+use crate::events::{Event, EventQueue};
+
+/// Simulation settings that are not part of the job file.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// Seed of every random stream (combined with each job's `randseed` and thread).
+    pub seed: u64,
+    /// Host cores: threads are placed on cores round robin, and each core has its own
+    /// submission/completion queue pairs (one per queue class) on the device.
+    pub cores: u16,
+    /// Width of one bandwidth-over-time bin; `None` picks about 1/100 of the expected
+    /// run length (at least 1 ms).
+    pub interval_ns: Option<Nanos>,
+    /// Hard cap on simulated time, a guard against a job that would never end.
+    pub max_sim_ns: Nanos,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            seed: 1,
+            cores: 8,
+            interval_ns: None,
+            max_sim_ns: 24 * 3600 * 1_000_000_000,
+        }
+    }
+}
+
+/// Why a simulation could not run.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SimError {
+    /// The job list was empty.
+    #[error("no jobs to run")]
+    NoJobs,
+    /// `cores` was zero.
+    #[error("--cores must be at least 1")]
+    NoCores,
+    /// Two jobs name the same flow with different weights.
+    #[error(
+        "jobs '{a}' and '{b}' share flow '{flow}' but give it weights {wa} and {wb}; \
+         give every job of a flow the same sluice_weight/prio"
+    )]
+    WeightConflict {
+        /// Flow name.
+        flow: String,
+        /// First job.
+        a: String,
+        /// Its weight.
+        wa: u32,
+        /// Second job.
+        b: String,
+        /// Its weight.
+        wb: u32,
+    },
+    /// More threads than the simulator can index.
+    #[error("too many threads ({0}); at most 65535 over all jobs")]
+    TooManyThreads(u64),
+    /// Requests are outstanding but nothing can happen any more: a policy holds
+    /// requests without dispatching them and without asking for a timer.
+    #[error(
+        "simulation stalled at {now_ns} ns: {queued} request(s) held by policy '{policy}', \
+         {waiting} waiting for admission, nothing in flight and no timer — a policy bug"
+    )]
+    Stalled {
+        /// Virtual time.
+        now_ns: Nanos,
+        /// Policy name.
+        policy: String,
+        /// Requests the policy holds.
+        queued: usize,
+        /// Requests refused admission.
+        waiting: usize,
+    },
+    /// The run reached `max_sim_ns`.
+    #[error("simulated time reached the cap of {0} ns before the jobs ended")]
+    TimeCap(Nanos),
+}
+
+/// Little's law check over the whole run: L (time-average number of requests in the
+/// system, integrated event by event) against λ·W (completed requests per time × their
+/// mean latency, plus the residence of requests still in flight at the end).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LittleCheck {
+    /// Time-average number of requests in the system.
+    pub l: f64,
+    /// Arrival rate times mean time in system, from the per-request latencies.
+    pub lambda_w: f64,
+    /// |L − λW| / L (0 when L is 0).
+    pub rel_error: f64,
+}
+
+/// Facts about the simulation itself.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimStats {
+    /// Events processed (loop iterations).
+    pub events: u64,
+    /// Requests completed (all jobs, inside and outside the measurement window).
+    pub ios: u64,
+    /// Simulated time at the end.
+    pub sim_ns: Nanos,
+    /// Little's law check.
+    pub little: LittleCheck,
+    /// Commands the device's controller fetched per queue class (urgent, high, medium, low).
+    pub fetched_per_class: [u64; 4],
+}
+
+/// The result of one run.
+#[derive(Debug)]
+pub struct SimOutput {
+    /// The report (jobs, flows, classes, fairness, device facts in `extra`).
+    pub report: RunReport,
+    /// Facts about the simulation.
+    pub stats: SimStats,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ThreadState {
+    /// Its job has not started.
+    Waiting,
+    /// Issuing.
+    Running,
+    /// No longer issues; done once its outstanding requests complete.
+    Stopping,
+    /// Finished.
+    Done,
+}
+
+#[derive(Debug)]
+struct Thread {
+    job: u32,
+    gen: IoGen,
+    pacer: Option<Pacer>,
+    /// The next I/O, generated but held until its pacer slot (the second field).
+    pending: Option<(IoSpec, Nanos)>,
+    base: u64,
+    hwq: u16,
+    outstanding: u32,
+    iodepth: u32,
+    state: ThreadState,
+    wake_at: Option<Nanos>,
+}
+
+#[derive(Debug)]
+struct JobRt {
+    flow: FlowId,
+    class: IoClass,
+    group: usize,
+    start_ns: Nanos,
+    threads: std::ops::Range<u32>,
+    live: u32,
+    done: bool,
+    /// When its `runtime` ran out, if it did.
+    ended_ns: Option<Nanos>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct ReqState {
+    thread: u32,
+    op: Op,
+    len: u32,
+    submit_ns: Nanos,
+    dispatch_ns: Option<Nanos>,
+    remaining: u16,
+    ok: bool,
+    live: bool,
+}
+
+impl Default for ReqState {
+    fn default() -> Self {
+        ReqState {
+            thread: 0,
+            op: Op::Read,
+            len: 0,
+            submit_ns: 0,
+            dispatch_ns: None,
+            remaining: 0,
+            ok: true,
+            live: false,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Piece {
+    req: Request,
+    queue: QueueClass,
+    dispatch_ns: Nanos,
+}
+
+struct Sim<'a> {
+    specs: &'a [JobSpec],
+    cfg: &'a SimConfig,
+    policy: Box<dyn Policy>,
+    device: NvmeSsd,
+    collector: Collector,
+    events: EventQueue,
+    threads: Vec<Thread>,
+    jobs: Vec<JobRt>,
+    groups: Vec<Vec<u32>>,
+    group: usize,
+    reqs: Vec<ReqState>,
+    free_reqs: Vec<u32>,
+    pieces: Vec<Option<Piece>>,
+    free_tags: Vec<u32>,
+    waiting: VecDeque<Request>,
+    stalled: Option<Dispatch>,
+    completions: Vec<DeviceCompletion>,
+    inflight_per_class: [u32; 4],
+    inflight: u32,
+    max_inflight: u32,
+    timer_armed: Option<Nanos>,
+    now: Nanos,
+    /// When the last job ended (the end of the measurement; draining comes after).
+    last_job_end: Nanos,
+    // Little's law bookkeeping.
+    in_system: u64,
+    area_ns: u128,
+    last_t: Nanos,
+    latency_sum_ns: u128,
+    ios: u64,
+    n_events: u64,
+}
+
+impl std::fmt::Debug for Sim<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sim").field("now", &self.now).finish()
+    }
+}
+
+/// Run `jobs` under `policy` on a simulated device with `profile`.
+///
+/// `progress` is called now and then with the fraction done (0..=1).
+pub fn run(
+    jobs: &[JobSpec],
+    profile: &DeviceProfile,
+    policy: Box<dyn Policy>,
+    cfg: &SimConfig,
+    progress: &mut dyn FnMut(f64),
+) -> Result<SimOutput, SimError> {
+    let mut sim = Sim::new(jobs, profile, policy, cfg)?;
+    sim.run(progress)?;
+    Ok(sim.finish())
+}
+
+impl<'a> Sim<'a> {
+    fn new(
+        specs: &'a [JobSpec],
+        profile: &DeviceProfile,
+        mut policy: Box<dyn Policy>,
+        cfg: &'a SimConfig,
+    ) -> Result<Self, SimError> {
+        if specs.is_empty() {
+            return Err(SimError::NoJobs);
+        }
+        if cfg.cores == 0 {
+            return Err(SimError::NoCores);
+        }
+        let total_threads: u64 = specs.iter().map(|j| j.numjobs as u64).sum();
+        if total_threads > u16::MAX as u64 {
+            return Err(SimError::TooManyThreads(total_threads));
+        }
+
+        // Flows: one per distinct flow name, in order of first appearance.
+        let mut flows: Vec<(Flow, usize)> = Vec::new();
+        let mut job_flow = Vec::with_capacity(specs.len());
+        for (j, spec) in specs.iter().enumerate() {
+            match flows.iter().position(|(f, _)| f.name == spec.flow) {
+                Some(i) => {
+                    let (f, first) = &flows[i];
+                    if f.weight != spec.weight {
+                        return Err(SimError::WeightConflict {
+                            flow: spec.flow.clone(),
+                            a: specs[*first].name.clone(),
+                            wa: f.weight,
+                            b: spec.name.clone(),
+                            wb: spec.weight,
+                        });
+                    }
+                    job_flow.push(FlowId(i as u32));
+                }
+                None => {
+                    let id = FlowId(flows.len() as u32);
+                    flows.push((
+                        Flow {
+                            id,
+                            name: spec.flow.clone(),
+                            weight: spec.weight.max(1),
+                        },
+                        j,
+                    ));
+                    job_flow.push(id);
+                }
+            }
+        }
+        for (f, _) in &flows {
+            policy.add_flow(f);
+        }
+
+        // Stonewall groups: a job with `stonewall` starts a new group that waits for
+        // every job before it.
+        let mut groups: Vec<Vec<u32>> = Vec::new();
+        for (j, spec) in specs.iter().enumerate() {
+            if groups.is_empty() || (spec.stonewall && j > 0) {
+                groups.push(Vec::new());
+            }
+            groups.last_mut().expect("pushed above").push(j as u32);
+        }
+
+        // Threads and their address ranges: every (job, thread) has its own region
+        // unless jobs name the same `filename`, which then share one.
+        let mut bases: BTreeMap<String, u64> = BTreeMap::new();
+        let mut next_base: u64 = 0;
+        let align = |x: u64| x.div_ceil(1 << 20) << 20;
+        let mut threads = Vec::with_capacity(total_threads as usize);
+        let mut jobs_rt = Vec::with_capacity(specs.len());
+        for (j, spec) in specs.iter().enumerate() {
+            let first = threads.len() as u32;
+            let group = groups
+                .iter()
+                .position(|g| g.contains(&(j as u32)))
+                .unwrap_or(0);
+            for t in 0..spec.numjobs {
+                let key = match &spec.filename {
+                    Some(f) => f.clone(),
+                    None => format!("\u{0}{j}.{t}"),
+                };
+                let base = *bases.entry(key).or_insert_with(|| {
+                    let b = next_base;
+                    next_base = align(next_base + spec.offset + spec.size);
+                    b
+                });
+                let global = threads.len() as u32;
+                threads.push(Thread {
+                    job: j as u32,
+                    gen: IoGen::new(spec, j, t, cfg.seed),
+                    pacer: Pacer::new(spec),
+                    pending: None,
+                    base,
+                    hwq: (global % cfg.cores as u32) as u16,
+                    outstanding: 0,
+                    iodepth: spec.iodepth.max(1),
+                    state: ThreadState::Waiting,
+                    wake_at: None,
+                });
+            }
+            jobs_rt.push(JobRt {
+                flow: job_flow[j],
+                class: spec.class,
+                group,
+                start_ns: 0,
+                threads: first..threads.len() as u32,
+                live: spec.numjobs,
+                done: false,
+                ended_ns: None,
+            });
+        }
+
+        let expected_ns: Nanos = specs
+            .iter()
+            .map(|s| s.startdelay_ns + s.ramp_ns + s.runtime_ns.unwrap_or(1_000_000_000))
+            .max()
+            .unwrap_or(1_000_000_000);
+        let interval_ns = cfg
+            .interval_ns
+            .unwrap_or_else(|| RunSetup::interval_for(expected_ns));
+        let setup = RunSetup {
+            jobs: specs
+                .iter()
+                .zip(&job_flow)
+                .map(|(s, f)| JobInfo {
+                    name: s.name.clone(),
+                    flow: f.index(),
+                    class: s.class,
+                    threads: s.numjobs,
+                })
+                .collect(),
+            flows: flows
+                .iter()
+                .map(|(f, _)| FlowInfo {
+                    name: f.name.clone(),
+                    weight: f.weight,
+                })
+                .collect(),
+            interval_ns,
+        };
+
+        let device = NvmeSsd::new(profile, cfg.cores);
+        let sq_total: u64 = (0..cfg.cores)
+            .flat_map(|c| QueueClass::ALL.map(|q| (c, q)))
+            .map(|(c, q)| device.sq_free(device.queue_id(c, q)) as u64)
+            .sum();
+        let max_inflight = sq_total.min(u32::MAX as u64) as u32;
+        let cap: usize = threads.iter().map(|t| t.iodepth as usize).sum();
+
+        Ok(Sim {
+            specs,
+            cfg,
+            policy,
+            device,
+            collector: Collector::new(setup),
+            events: EventQueue::new(),
+            threads,
+            jobs: jobs_rt,
+            groups,
+            group: 0,
+            reqs: Vec::with_capacity(cap),
+            free_reqs: Vec::with_capacity(cap),
+            pieces: Vec::with_capacity(cap),
+            free_tags: Vec::with_capacity(cap),
+            waiting: VecDeque::new(),
+            stalled: None,
+            completions: Vec::with_capacity(256),
+            inflight_per_class: [0; 4],
+            inflight: 0,
+            max_inflight,
+            timer_armed: None,
+            now: 0,
+            last_job_end: 0,
+            in_system: 0,
+            area_ns: 0,
+            last_t: 0,
+            latency_sum_ns: 0,
+            ios: 0,
+            n_events: 0,
+        })
+    }
+
+    fn run(&mut self, progress: &mut dyn FnMut(f64)) -> Result<(), SimError> {
+        self.start_group(0);
+        progress(0.0);
+        loop {
+            if self.group >= self.groups.len() {
+                break;
+            }
+            let t_dev = self.device.next_event_ns();
+            let t_ev = self.events.peek_ns();
+            let take_device = match (t_dev, t_ev) {
+                (None, None) => {
+                    return Err(SimError::Stalled {
+                        now_ns: self.now,
+                        policy: self.policy.name().to_string(),
+                        queued: self.policy.queued(),
+                        waiting: self.waiting.len(),
+                    })
+                }
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (Some(d), Some(e)) => d <= e,
+            };
+            let t = if take_device { t_dev } else { t_ev }.expect("checked above");
+            debug_assert!(t >= self.now, "time went backwards");
+            if t > self.cfg.max_sim_ns {
+                return Err(SimError::TimeCap(self.cfg.max_sim_ns));
+            }
+            self.advance_clock(t);
+            self.n_events += 1;
+            if take_device {
+                self.device_events();
+            } else {
+                let (_, ev) = self.events.pop().expect("peeked");
+                self.handle(ev);
+            }
+            self.pump();
+            if self.n_events & 0xFFFF == 0 {
+                progress(self.progress());
+            }
+        }
+        progress(1.0);
+        Ok(())
+    }
+
+    fn advance_clock(&mut self, t: Nanos) {
+        self.area_ns += self.in_system as u128 * (t - self.last_t) as u128;
+        self.last_t = t;
+        self.now = t;
+    }
+
+    fn progress(&self) -> f64 {
+        let mut sum = 0.0;
+        for (j, spec) in self.specs.iter().enumerate() {
+            let rt = &self.jobs[j];
+            let f = if rt.done {
+                1.0
+            } else if rt.group > self.group {
+                0.0
+            } else {
+                let by_time = spec.runtime_ns.map_or(0.0, |r| {
+                    let total = (spec.ramp_ns + r) as f64;
+                    (self.now.saturating_sub(rt.start_ns) as f64 / total).min(1.0)
+                });
+                let by_size = if spec.time_based {
+                    0.0
+                } else {
+                    let issued: u64 = rt
+                        .threads
+                        .clone()
+                        .map(|t| self.threads[t as usize].gen.issued_bytes())
+                        .sum();
+                    issued as f64 / (spec.size as f64 * spec.numjobs as f64)
+                };
+                by_time.max(by_size).min(1.0)
+            };
+            sum += f;
+        }
+        sum / self.specs.len() as f64
+    }
+
+    fn start_group(&mut self, g: usize) {
+        self.group = g;
+        if g >= self.groups.len() {
+            return;
+        }
+        let now = self.now;
+        if g == 0 {
+            // Bandwidth bins and flow rates count from the end of the first ramp.
+            let first = self.groups[0]
+                .iter()
+                .map(|&j| self.specs[j as usize].startdelay_ns + self.specs[j as usize].ramp_ns)
+                .min()
+                .unwrap_or(0);
+            self.collector.set_window(now + first);
+        }
+        for &j in &self.groups[g].clone() {
+            let spec = &self.specs[j as usize];
+            let start = now + spec.startdelay_ns;
+            self.jobs[j as usize].start_ns = start;
+            self.collector
+                .set_job_window(j as usize, start + spec.ramp_ns);
+            if let Some(rt) = spec.runtime_ns {
+                self.events
+                    .push(start + spec.ramp_ns + rt, Event::JobEnd(j));
+            }
+            for t in self.jobs[j as usize].threads.clone() {
+                self.threads[t as usize].state = ThreadState::Running;
+                self.wake(t, start);
+            }
+        }
+    }
+
+    fn wake(&mut self, t: u32, at: Nanos) {
+        let th = &mut self.threads[t as usize];
+        if th.wake_at.is_some_and(|w| w <= at) {
+            return;
+        }
+        th.wake_at = Some(at);
+        self.events.push(at, Event::ThreadWake(t));
+    }
+
+    fn handle(&mut self, ev: Event) {
+        match ev {
+            Event::ThreadWake(t) => {
+                let th = &mut self.threads[t as usize];
+                if th.wake_at != Some(self.now) {
+                    return; // superseded by an earlier wake
+                }
+                th.wake_at = None;
+                self.try_issue(t);
+            }
+            Event::JobEnd(j) => {
+                let rt = &mut self.jobs[j as usize];
+                if rt.done {
+                    return;
+                }
+                rt.ended_ns = Some(self.now);
+                self.last_job_end = self.last_job_end.max(self.now);
+                self.collector.job_done(j as usize, self.now);
+                for t in self.jobs[j as usize].threads.clone() {
+                    let th = &mut self.threads[t as usize];
+                    if th.state == ThreadState::Running {
+                        th.state = ThreadState::Stopping;
+                    }
+                    self.maybe_thread_done(t);
+                }
+            }
+            Event::PolicyTimer => {
+                if self.timer_armed == Some(self.now) {
+                    self.timer_armed = None;
+                    self.policy.timer(self.now);
+                    self.retry_admission();
+                }
+            }
+        }
+    }
+
+    /// Issue from thread `t` as far as its depth, pacer and size allow.
+    fn try_issue(&mut self, t: u32) {
+        loop {
+            let now = self.now;
+            let th = &mut self.threads[t as usize];
+            if th.state != ThreadState::Running {
+                return;
+            }
+            if th.outstanding >= th.iodepth {
+                return;
+            }
+            if th.pending.is_none() {
+                if th.gen.exhausted() {
+                    th.state = ThreadState::Stopping;
+                    self.maybe_thread_done(t);
+                    return;
+                }
+                let io = th.gen.next_io();
+                // The pacer's slot is taken once per I/O, when it is generated.
+                let at = match th.pacer.as_mut() {
+                    Some(p) => self.jobs[th.job as usize].start_ns + p.next_issue_ns(io.op, io.len),
+                    None => 0,
+                };
+                th.pending = Some((io, at));
+            }
+            let (io, at) = th.pending.expect("set above");
+            if at > now {
+                self.wake(t, at);
+                return;
+            }
+            th.pending = None;
+            th.outstanding += 1;
+            let (job, base, hwq) = (th.job, th.base, th.hwq);
+            self.submit(t, job, base, hwq, io);
+        }
+    }
+
+    fn submit(&mut self, thread: u32, job: u32, base: u64, hwq: u16, io: IoSpec) {
+        let rt = &self.jobs[job as usize];
+        let idx = match self.free_reqs.pop() {
+            Some(i) => i,
+            None => {
+                self.reqs.push(ReqState::default());
+                (self.reqs.len() - 1) as u32
+            }
+        };
+        self.reqs[idx as usize] = ReqState {
+            thread,
+            op: io.op,
+            len: io.len,
+            submit_ns: self.now,
+            dispatch_ns: None,
+            remaining: 0,
+            ok: true,
+            live: true,
+        };
+        self.in_system += 1;
+        let req = Request {
+            id: ReqId(idx as u64),
+            flow: rt.flow,
+            op: io.op,
+            offset: base + io.offset,
+            len: io.len,
+            class: rt.class,
+            submit_ns: self.now,
+            hwq,
+            parts: 1,
+        };
+        if self.waiting.is_empty() && self.policy.admit(self.now, &req) == Admission::Admit {
+            self.policy.enqueue(self.now, req);
+        } else {
+            self.waiting.push_back(req);
+        }
+    }
+
+    /// Ask the policy again for every request refused admission, in arrival order.
+    fn retry_admission(&mut self) {
+        let n = self.waiting.len();
+        for _ in 0..n {
+            let req = self.waiting.pop_front().expect("counted");
+            if self.policy.admit(self.now, &req) == Admission::Admit {
+                self.policy.enqueue(self.now, req);
+            } else {
+                self.waiting.push_back(req);
+            }
+        }
+    }
+
+    /// Offer dispatch opportunities until the policy has nothing or the device is full,
+    /// then keep the policy's timer armed.
+    fn pump(&mut self) {
+        loop {
+            let d = match self.stalled.take() {
+                Some(d) => d,
+                None => {
+                    let view = DeviceView {
+                        inflight: self.inflight,
+                        inflight_per_class: self.inflight_per_class,
+                        max_inflight: self.max_inflight,
+                    };
+                    match self.policy.dispatch(self.now, &view) {
+                        Some(d) => d,
+                        None => break,
+                    }
+                }
+            };
+            let qid = self.device.queue_id(d.req.hwq % self.cfg.cores, d.queue);
+            if self.device.sq_free(qid) == 0 {
+                // The submission queue is full: hold this dispatch until a completion.
+                self.stalled = Some(d);
+                break;
+            }
+            self.send(qid, d);
+        }
+        if let Some(t) = self.policy.next_timer_ns() {
+            if self.timer_armed != Some(t) {
+                let at = t.max(self.now);
+                self.timer_armed = Some(at);
+                self.events.push(at, Event::PolicyTimer);
+            }
+        }
+    }
+
+    fn send(&mut self, qid: u16, d: Dispatch) {
+        let tag = match self.free_tags.pop() {
+            Some(t) => t,
+            None => {
+                self.pieces.push(None);
+                (self.pieces.len() - 1) as u32
+            }
+        };
+        let rs = &mut self.reqs[d.req.id.0 as usize];
+        debug_assert!(rs.live, "dispatch of an unknown request {:?}", d.req.id);
+        if rs.dispatch_ns.is_none() {
+            rs.dispatch_ns = Some(self.now);
+            rs.remaining = d.req.parts.max(1);
+        }
+        self.pieces[tag as usize] = Some(Piece {
+            req: d.req,
+            queue: d.queue,
+            dispatch_ns: self.now,
+        });
+        self.inflight += 1;
+        self.inflight_per_class[d.queue.index()] += 1;
+        let cmd = Command {
+            tag,
+            op: d.req.op,
+            offset: d.req.offset,
+            len: d.req.len,
+        };
+        self.device
+            .submit(self.now, qid, cmd)
+            .expect("checked sq_free before submitting");
+    }
+
+    fn device_events(&mut self) {
+        let mut done = std::mem::take(&mut self.completions);
+        self.device.advance(self.now, &mut done);
+        for c in done.drain(..) {
+            self.piece_done(c);
+        }
+        self.completions = done;
+        if !self.waiting.is_empty() {
+            self.retry_admission();
+        }
+    }
+
+    fn piece_done(&mut self, c: DeviceCompletion) {
+        let piece = self.pieces[c.tag as usize]
+            .take()
+            .expect("completion for a tag not in flight");
+        self.free_tags.push(c.tag);
+        self.inflight -= 1;
+        self.inflight_per_class[piece.queue.index()] -= 1;
+        self.policy.complete(
+            self.now,
+            &Completion {
+                req: piece.req,
+                queue: piece.queue,
+                dispatch_ns: piece.dispatch_ns,
+                complete_ns: self.now,
+                ok: c.ok,
+            },
+        );
+        let idx = piece.req.id.0 as usize;
+        let rs = &mut self.reqs[idx];
+        rs.ok &= c.ok;
+        rs.remaining -= 1;
+        if rs.remaining == 0 {
+            self.request_done(idx as u32);
+        }
+    }
+
+    fn request_done(&mut self, idx: u32) {
+        let rs = std::mem::take(&mut self.reqs[idx as usize]);
+        self.free_reqs.push(idx);
+        self.in_system -= 1;
+        self.ios += 1;
+        self.latency_sum_ns += (self.now - rs.submit_ns) as u128;
+        let t = rs.thread;
+        let th = &mut self.threads[t as usize];
+        th.outstanding -= 1;
+        let job = th.job as usize;
+        // Completions after a job's time-based end are not counted, as in fio.
+        if self.jobs[job].ended_ns.is_none() {
+            self.collector.record(&Sample {
+                job,
+                op: rs.op,
+                class: self.jobs[job].class,
+                bytes: rs.len,
+                submit_ns: rs.submit_ns,
+                dispatch_ns: rs.dispatch_ns.unwrap_or(self.now),
+                device_done_ns: self.now,
+                reaped_ns: self.now,
+                ok: rs.ok,
+            });
+        }
+        let think = self.specs[job].thinktime_ns;
+        if self.threads[t as usize].state == ThreadState::Running {
+            if think > 0 {
+                self.wake(t, self.now + think);
+            } else {
+                self.try_issue(t);
+            }
+        } else {
+            self.maybe_thread_done(t);
+        }
+    }
+
+    fn maybe_thread_done(&mut self, t: u32) {
+        let th = &mut self.threads[t as usize];
+        if th.state != ThreadState::Stopping || th.outstanding > 0 {
+            return;
+        }
+        th.state = ThreadState::Done;
+        let j = th.job as usize;
+        let rt = &mut self.jobs[j];
+        rt.live -= 1;
+        if rt.live > 0 {
+            return;
+        }
+        rt.done = true;
+        if rt.ended_ns.is_none() {
+            self.last_job_end = self.last_job_end.max(self.now);
+            self.collector.job_done(j, self.now);
+        }
+        let g = rt.group;
+        if self.groups[g].iter().all(|&j| self.jobs[j as usize].done) {
+            self.start_group(g + 1);
+        }
+    }
+
+    fn finish(mut self) -> SimOutput {
+        // Residence of requests still in the system (none after a normal end; kept so
+        // the check stays exact if a run is cut short).
+        let residual: u128 = self
+            .reqs
+            .iter()
+            .filter(|r| r.live)
+            .map(|r| (self.now - r.submit_ns) as u128)
+            .sum();
+        let t = self.now.max(1) as f64;
+        let l = self.area_ns as f64 / t;
+        let lambda_w = (self.latency_sum_ns + residual) as f64 / t;
+        let rel_error = if l > 0.0 {
+            (l - lambda_w).abs() / l
+        } else {
+            0.0
+        };
+        let little = LittleCheck {
+            l,
+            lambda_w,
+            rel_error,
+        };
+        let fetched = self.device.stats().fetched_per_class;
+        let mut report = std::mem::replace(
+            &mut self.collector,
+            Collector::new(RunSetup {
+                jobs: Vec::new(),
+                flows: Vec::new(),
+                interval_ns: 1,
+            }),
+        )
+        .finish(self.last_job_end, self.policy.name());
+        let extra = &mut report.extra;
+        extra.insert("engine".into(), "sim".into());
+        extra.insert("device".into(), self.device.profile().name.clone().into());
+        extra.insert("seed".into(), self.cfg.seed.into());
+        extra.insert("cores".into(), self.cfg.cores.into());
+        extra.insert("sim_ns".into(), self.now.into());
+        extra.insert("sim_events".into(), self.n_events.into());
+        extra.insert("sim_ios".into(), self.ios.into());
+        let per_class: serde_json::Map<String, serde_json::Value> = QueueClass::ALL
+            .iter()
+            .map(|q| (q.name().to_string(), fetched[q.index()].into()))
+            .collect();
+        extra.insert("device_fetched_per_class".into(), per_class.into());
+        extra.insert("littles_law_l".into(), round6(l).into());
+        extra.insert("littles_law_lambda_w".into(), round6(lambda_w).into());
+        SimOutput {
+            report,
+            stats: SimStats {
+                events: self.n_events,
+                ios: self.ios,
+                sim_ns: self.now,
+                little,
+                fetched_per_class: fetched,
+            },
+        }
+    }
+}
+
+fn round6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}

@@ -1,0 +1,123 @@
+//! Command-line plumbing shared by the `sluice` subcommands: loading jobs, reading
+//! policy lists, and one error type that knows its exit code.
+
+use std::path::Path;
+
+use sluice_core::policy::{ParamError, PolicyError, PolicySpec};
+use sluice_workload::{JobSpec, ParseOptions, WorkloadError};
+
+/// sluice's embedded default job: a latency-critical 4 KB random reader beside
+/// throughput writers (run on the simulated `ull` device unless told otherwise).
+pub const DEFAULT_JOB: &str = include_str!("../jobs/default.fio");
+
+/// Name under which the embedded default job reports errors and appears in output.
+pub const DEFAULT_JOB_NAME: &str = "<embedded default job>";
+
+/// Everything that can stop a command. Bad input exits with 2, a failed run with 1.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// The job file is wrong or unreadable.
+    #[error("{0}")]
+    Workload(#[from] WorkloadError),
+    /// The device profile is wrong or unknown.
+    #[error("{0}")]
+    Device(#[from] sluice_device::ProfileError),
+    /// A `--policy` value is malformed.
+    #[error("--policy: {0}")]
+    PolicySpec(#[from] ParamError),
+    /// A policy name or parameter is wrong.
+    #[error("--policy: {0}")]
+    Policy(#[from] PolicyError),
+    /// The simulation could not run.
+    #[error("{0}")]
+    Sim(#[from] sluice_sim::SimError),
+    /// Writing results failed.
+    #[error("{0}")]
+    Metrics(#[from] sluice_metrics::MetricsError),
+    /// Writing to stdout failed.
+    #[error("output: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl CliError {
+    /// The process exit code: 2 for bad input (job, device, policy), 1 otherwise.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Workload(_)
+            | CliError::Device(_)
+            | CliError::PolicySpec(_)
+            | CliError::Policy(_) => 2,
+            CliError::Sim(e) => match e {
+                sluice_sim::SimError::NoJobs
+                | sluice_sim::SimError::NoCores
+                | sluice_sim::SimError::WeightConflict { .. }
+                | sluice_sim::SimError::TooManyThreads(_) => 2,
+                _ => 1,
+            },
+            CliError::Metrics(_) | CliError::Io(_) => 1,
+        }
+    }
+}
+
+/// Load the jobs of `path`, or the embedded default job when `path` is `None`.
+/// Returns the jobs and the parser's warnings.
+pub fn load_jobs(
+    path: Option<&Path>,
+    ignore_unknown: bool,
+) -> Result<(Vec<JobSpec>, Vec<String>), CliError> {
+    let opts = ParseOptions { ignore_unknown };
+    let parsed = match path {
+        Some(p) => sluice_workload::parse_file(p, &opts)?,
+        None => sluice_workload::parse_str(DEFAULT_JOB, DEFAULT_JOB_NAME, &opts)?,
+    };
+    Ok((parsed.jobs, parsed.warnings))
+}
+
+/// Read `--policy` values: each value is a comma list of `NAME[:key=value,...]`; a
+/// comma-separated piece that holds `=` but no `:` continues the parameters of the
+/// policy before it, so `d2fq:mode=static,hl=4,none` is two policies.
+pub fn parse_policy_list(values: &[String]) -> Result<Vec<PolicySpec>, CliError> {
+    let mut texts: Vec<String> = Vec::new();
+    for v in values {
+        for piece in v.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let continues = piece.contains('=') && !piece.contains(':');
+            match texts.last_mut() {
+                Some(last) if continues && last.contains(':') => {
+                    last.push(',');
+                    last.push_str(piece);
+                }
+                _ => texts.push(piece.to_string()),
+            }
+        }
+    }
+    if texts.is_empty() {
+        return Err(CliError::PolicySpec(ParamError::EmptyName));
+    }
+    let mut specs = Vec::with_capacity(texts.len());
+    for t in texts {
+        specs.push(t.parse::<PolicySpec>()?);
+    }
+    Ok(specs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policy_lists() {
+        let names = |v: &[&str]| -> Vec<String> {
+            parse_policy_list(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+                .unwrap()
+                .into_iter()
+                .map(|s| s.text)
+                .collect()
+        };
+        assert_eq!(names(&["none"]), vec!["none"]);
+        assert_eq!(
+            names(&["d2fq:mode=static,hl=4,none", "mqfq"]),
+            vec!["d2fq:mode=static,hl=4", "none", "mqfq"]
+        );
+        assert!(parse_policy_list(&["x=1".to_string()]).is_err());
+    }
+}

@@ -1,0 +1,202 @@
+//! End-to-end tests of the `sluice` command: output formats and bad input.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn sluice(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(args)
+        .output()
+        .expect("sluice runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+const SHORT: &str = "[global]\nsize=64m\ntime_based\nruntime=20ms\n\
+[crit]\nrw=randread\nbs=4k\nsluice_critical=1\n\
+[bulk]\nrw=randwrite\nbs=64k\niodepth=16\nprio=2\n";
+
+/// Bad input: exit status 2, a message naming what and where, no panic.
+fn assert_bad_input(o: &Output, needles: &[&str]) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "exit status; stderr: {err}");
+    assert!(!err.contains("panicked"), "panic: {err}");
+    for n in needles {
+        assert!(err.contains(n), "stderr lacks {n:?}: {err}");
+    }
+}
+
+#[test]
+fn default_job_runs() {
+    let o = sluice(&["sim", "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("critical-reader") && out.contains("writers"),
+        "{out}"
+    );
+}
+
+#[test]
+fn json_has_fio_fields_flows_and_fairness() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(dir.path(), "j.fio", SHORT);
+    let json = dir.path().join("out.json");
+    let o = sluice(&["sim", &job, "-q", "--json", json.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let jobs = v["jobs"].as_array().unwrap();
+    assert_eq!(jobs[0]["jobname"], "crit");
+    assert!(jobs[0]["read"]["iops"].as_f64().unwrap() > 0.0);
+    assert!(
+        jobs[0]["read"]["clat_ns"]["percentile"]["99.900000"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    assert!(jobs[1]["write"]["bw_bytes"].as_f64().unwrap() > 0.0);
+    let flows = v["flows"].as_array().unwrap();
+    assert_eq!(flows.len(), 2);
+    assert_eq!(flows[1]["weight"], 6);
+    let total: f64 = flows.iter().map(|f| f["share"].as_f64().unwrap()).sum();
+    assert!((total - 1.0).abs() < 1e-9);
+    assert!(v["fairness"]["jain_index"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn several_policies_give_runs_side_by_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(dir.path(), "j.fio", SHORT);
+    let json = dir.path().join("out.json");
+    let o = sluice(&[
+        "sim",
+        &job,
+        "-q",
+        "--policy",
+        "none,none",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0]["policy"], "none");
+    // The same job, seed and policy: identical results.
+    assert_eq!(runs[0]["jobs"], runs[1]["jobs"]);
+}
+
+#[test]
+fn plots_are_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(dir.path(), "j.fio", SHORT);
+    let plots = dir.path().join("plots");
+    let o = sluice(&["sim", &job, "-q", "--plot", plots.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let svgs: Vec<_> = std::fs::read_dir(&plots)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "svg"))
+        .collect();
+    assert!(
+        svgs.len() >= 3,
+        "one CCDF per job and a bandwidth plot: {svgs:?}"
+    );
+    for s in svgs {
+        let text = std::fs::read_to_string(&s).unwrap();
+        assert!(text.contains("<svg"), "{}", s.display());
+    }
+}
+
+#[test]
+fn output_is_deterministic() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(dir.path(), "j.fio", SHORT);
+    let a = sluice(&["sim", &job, "-q", "--seed", "9"]);
+    let b = sluice(&["sim", &job, "-q", "--seed", "9"]);
+    assert!(a.status.success());
+    assert_eq!(a.stdout, b.stdout);
+}
+
+#[test]
+fn malformed_job_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(
+        dir.path(),
+        "bad.fio",
+        "[a]\nrw=read\nthis line is not an option\n",
+    );
+    assert_bad_input(&sluice(&["sim", &job]), &["bad.fio", ":3"]);
+}
+
+#[test]
+fn unknown_option_names_file_line_option() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(dir.path(), "u.fio", "[a]\nrw=read\nsize=1m\nfrobnicate=3\n");
+    assert_bad_input(&sluice(&["sim", &job]), &["u.fio", ":4", "frobnicate"]);
+    let o = sluice(&["sim", &job, "-q", "--ignore-unknown"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("frobnicate"), "warning expected");
+}
+
+#[test]
+fn zero_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(dir.path(), "z.fio", "[a]\nrw=read\nsize=0\n");
+    assert_bad_input(&sluice(&["sim", &job]), &["z.fio", "size"]);
+}
+
+#[test]
+fn negative_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(dir.path(), "n.fio", "[a]\nrw=read\nsize=-4k\n");
+    assert_bad_input(&sluice(&["sim", &job]), &["n.fio", "size"]);
+}
+
+#[test]
+fn bs_larger_than_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(dir.path(), "b.fio", "[a]\nrw=read\nsize=64k\nbs=128k\n");
+    assert_bad_input(&sluice(&["sim", &job]), &["b.fio", "bs"]);
+}
+
+#[test]
+fn unknown_device() {
+    assert_bad_input(&sluice(&["sim", "--device", "floppy"]), &["floppy", "ull"]);
+}
+
+#[test]
+fn bad_device_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "dev.toml", "name = \n");
+    assert_bad_input(&sluice(&["sim", "--device", &p]), &["dev.toml"]);
+}
+
+#[test]
+fn unknown_policy() {
+    assert_bad_input(
+        &sluice(&["sim", "--policy", "fastest"]),
+        &["fastest", "none"],
+    );
+}
+
+#[test]
+fn unknown_policy_parameter() {
+    assert_bad_input(&sluice(&["sim", "--policy", "none:depth=3"]), &["depth"]);
+}
+
+#[test]
+fn unreadable_job_file() {
+    assert_bad_input(
+        &sluice(&["sim", "/nonexistent/dir/job.fio"]),
+        &["/nonexistent/dir/job.fio"],
+    );
+}
