@@ -34,6 +34,12 @@ pub enum CliError {
     /// Writing results failed.
     #[error("{0}")]
     Metrics(#[from] sluice_metrics::MetricsError),
+    /// A repro experiment could not run.
+    #[error("{0}")]
+    Repro(#[from] sluice_repro::ReproError),
+    /// Repro goals were missed.
+    #[error("{0} goal(s) failed")]
+    GoalsFailed(usize),
     /// Writing to stdout failed.
     #[error("output: {0}")]
     Io(#[from] std::io::Error),
@@ -54,6 +60,8 @@ impl CliError {
                 | sluice_sim::SimError::TooManyThreads(_) => 2,
                 _ => 1,
             },
+            CliError::Repro(sluice_repro::ReproError::UnknownSuite { .. }) => 2,
+            CliError::Repro(_) | CliError::GoalsFailed(_) => 1,
             CliError::Metrics(_) | CliError::Io(_) => 1,
         }
     }

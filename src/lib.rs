@@ -8,12 +8,14 @@
 //! * [`workload`] — fio job files and deterministic I/O generators;
 //! * [`sim`] — the deterministic discrete-event simulator;
 //! * [`metrics`] — latency histograms with breakdown, shares, fairness, JSON, plots;
+//! * [`repro`] — paper experiments with goals (`sluice repro`);
 //! * [`cli`] — the parts of the `sluice` command that are worth testing as a library.
 #![warn(missing_docs, missing_debug_implementations)]
 
 pub use sluice_core as core;
 pub use sluice_device as device;
 pub use sluice_metrics as metrics;
+pub use sluice_repro as repro;
 pub use sluice_sim as sim;
 pub use sluice_workload as workload;
 

@@ -30,8 +30,28 @@ struct Cli {
 enum Cmd {
     /// Run a fio job file in the deterministic simulator.
     Sim(SimArgs),
-    /// List the built-in device profiles and the policies.
+    /// Run a paper's experiments in the simulator and check their goals (pass/fail).
+    Repro(ReproArgs),
+    /// List the built-in device profiles, the policies and the repro suites.
     List,
+}
+
+#[derive(clap::Args, Debug)]
+struct ReproArgs {
+    /// Suites to run (see `sluice repro --list`); all when none is given.
+    suites: Vec<String>,
+    /// List the suites and their experiments, run nothing.
+    #[arg(long)]
+    list: bool,
+    /// Only the experiments whose id contains this text.
+    #[arg(long)]
+    only: Option<String>,
+    /// Seed of every simulation.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// No progress lines on stderr.
+    #[arg(long, short = 'q')]
+    quiet: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -73,6 +93,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.cmd {
         Cmd::Sim(args) => cmd_sim(args),
+        Cmd::Repro(args) => cmd_repro(args),
         Cmd::List => cmd_list(),
     };
     match result {
@@ -94,6 +115,59 @@ fn cmd_list() -> Result<(), CliError> {
     writeln!(out, "policies (--policy NAME[:key=value,...]):")?;
     for name in POLICY_NAMES {
         writeln!(out, "  {name}")?;
+    }
+    writeln!(out, "repro suites (sluice repro NAME):")?;
+    for s in sluice::repro::suites() {
+        writeln!(out, "  {:<20} {}", s.name, s.about)?;
+    }
+    Ok(())
+}
+
+fn cmd_repro(args: ReproArgs) -> Result<(), CliError> {
+    let suites = if args.suites.is_empty() {
+        sluice::repro::suites()
+    } else {
+        args.suites
+            .iter()
+            .map(|n| sluice::repro::suite(n))
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    let mut out = std::io::stdout().lock();
+    if args.list {
+        for s in &suites {
+            writeln!(out, "{} — {}", s.name, s.about)?;
+            for e in s.experiments {
+                writeln!(out, "  {:<12} {}  ({})", e.id, e.title, e.file)?;
+            }
+        }
+        return Ok(());
+    }
+    let quiet = args.quiet;
+    let mut all = Vec::new();
+    for s in &suites {
+        for e in s.experiments {
+            if args.only.as_deref().is_some_and(|o| !e.id.contains(o)) {
+                continue;
+            }
+            if !quiet {
+                eprintln!("sluice repro {}: {} — {}", s.name, e.id, e.title);
+            }
+            let on_run = |label: &str| {
+                if !quiet {
+                    eprintln!("  running {label}");
+                }
+            };
+            let ctx = sluice::repro::Ctx {
+                seed: args.seed,
+                on_run: &on_run,
+            };
+            let goals = (e.run)(&ctx)?;
+            all.extend(goals);
+        }
+    }
+    write!(out, "{}", sluice::repro::format_table(&all))?;
+    if all.iter().any(|g| !g.pass) {
+        return Err(CliError::GoalsFailed(all.iter().filter(|g| !g.pass).count()));
     }
     Ok(())
 }

@@ -17,6 +17,8 @@ pub enum Event {
     /// The policy's timer. Stale entries (the policy asked for another time since) are
     /// recognised by comparing with the policy's current request.
     PolicyTimer,
+    /// Sample the policy's counters (once per bandwidth interval).
+    SampleCounters,
 }
 
 /// Min-heap of events.

@@ -229,6 +229,10 @@ struct Sim<'a> {
     latency_sum_ns: u128,
     ios: u64,
     n_events: u64,
+    interval_ns: Nanos,
+    /// Policy counters sampled once per interval: names, then (time, values) rows.
+    counter_names: Vec<&'static str>,
+    counter_rows: Vec<(Nanos, Vec<f64>)>,
 }
 
 impl std::fmt::Debug for Sim<'_> {
@@ -432,11 +436,18 @@ impl<'a> Sim<'a> {
             latency_sum_ns: 0,
             ios: 0,
             n_events: 0,
+            interval_ns,
+            counter_names: Vec::new(),
+            counter_rows: Vec::new(),
         })
     }
 
     fn run(&mut self, progress: &mut dyn FnMut(f64)) -> Result<(), SimError> {
         self.start_group(0);
+        self.counter_names = self.policy.counters().iter().map(|(n, _)| *n).collect();
+        if !self.counter_names.is_empty() {
+            self.events.push(0, Event::SampleCounters);
+        }
         progress(0.0);
         loop {
             if self.group >= self.groups.len() {
@@ -580,6 +591,16 @@ impl<'a> Sim<'a> {
                         th.state = ThreadState::Stopping;
                     }
                     self.maybe_thread_done(t);
+                }
+            }
+            Event::SampleCounters => {
+                let values = self.policy.counters().into_iter().map(|(_, v)| v).collect();
+                self.counter_rows.push((self.now, values));
+                // Keep sampling only while something else can still happen, so a stuck
+                // policy is still reported as stalled.
+                if !self.events.is_empty() || self.device.next_event_ns().is_some() {
+                    self.events
+                        .push(self.now + self.interval_ns, Event::SampleCounters);
                 }
             }
             Event::PolicyTimer => {
@@ -889,6 +910,28 @@ impl<'a> Sim<'a> {
             .map(|q| (q.name().to_string(), fetched[q.index()].into()))
             .collect();
         extra.insert("device_fetched_per_class".into(), per_class.into());
+        if !self.counter_names.is_empty() {
+            let last: serde_json::Map<String, serde_json::Value> = self
+                .policy
+                .counters()
+                .into_iter()
+                .map(|(n, v)| (n.to_string(), round6(v).into()))
+                .collect();
+            extra.insert("policy".into(), last.into());
+            let mut series = serde_json::Map::new();
+            let t: Vec<serde_json::Value> =
+                self.counter_rows.iter().map(|(t, _)| (*t).into()).collect();
+            series.insert("t_ns".into(), t.into());
+            for (i, name) in self.counter_names.iter().enumerate() {
+                let v: Vec<serde_json::Value> = self
+                    .counter_rows
+                    .iter()
+                    .map(|(_, row)| row.get(i).map_or(0.0, |x| round6(*x)).into())
+                    .collect();
+                series.insert((*name).to_string(), v.into());
+            }
+            extra.insert("policy_series".into(), series.into());
+        }
         extra.insert("littles_law_l".into(), round6(l).into());
         extra.insert("littles_law_lambda_w".into(), round6(lambda_w).into());
         SimOutput {

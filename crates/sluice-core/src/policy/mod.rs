@@ -152,6 +152,14 @@ pub trait Policy: Send {
 
     /// How many requests (or pieces) the policy holds, not yet dispatched.
     fn queued(&self) -> usize;
+
+    /// The policy's own state worth showing (e.g. D2FQ's H/L ratio, LD's free tokens),
+    /// as named numbers. Engines sample it once per bandwidth interval into the report
+    /// (`extra.policy_series`) and once at the end (`extra.policy`). Names are
+    /// `snake_case` with units where they have one.
+    fn counters(&self) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
 }
 
 /// Error building a policy from its specification.

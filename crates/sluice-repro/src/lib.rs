@@ -1,0 +1,244 @@
+//! # sluice-repro — paper reproductions with goals
+//!
+//! Each *suite* (one per paper part: `d2fq`, `fios`, `fastresponse-block`, `rcp-block`)
+//! is a list of *experiments*. An experiment is a job file under `experiments/<suite>/`
+//! whose header names the paper figure, the scenario, the goal and the command that
+//! checks it, plus a Rust function here that runs it in the simulator (under the
+//! policies and devices the figure compares) and turns the measurements into
+//! [`Goal`]s with pass/fail. `sluice repro SUITE` runs a suite and prints the table.
+//!
+//! The job files are embedded with `include_str!`, so the `sluice` binary carries its
+//! experiments; the same files run by hand with `sluice sim experiments/<suite>/<file>`.
+#![warn(missing_docs, missing_debug_implementations)]
+
+use std::fmt::Write as _;
+
+use sluice_core::policy::{self, PolicySpec};
+use sluice_device::DeviceProfile;
+use sluice_sim::{SimConfig, SimOutput};
+use sluice_workload::{parse_str, JobSpec, ParseOptions};
+
+/// One checked goal of an experiment.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Goal {
+    /// Experiment id (e.g. `fig11a`).
+    pub experiment: String,
+    /// The goal in words (e.g. "d2fq bandwidth ratio 1 ± 0.05").
+    pub goal: String,
+    /// What was measured, in words and figures.
+    pub measured: String,
+    /// Whether the goal was met.
+    pub pass: bool,
+}
+
+/// An experiment: a job file with a header and the function that checks its goals.
+#[derive(Clone, Copy)]
+pub struct Experiment {
+    /// Short id, unique in its suite (e.g. `fig11a`).
+    pub id: &'static str,
+    /// The paper figure and a one-line scenario.
+    pub title: &'static str,
+    /// Path of the job file relative to the repository root.
+    pub file: &'static str,
+    /// Runs the experiment and returns its goals.
+    pub run: fn(&Ctx) -> Result<Vec<Goal>, ReproError>,
+}
+
+impl std::fmt::Debug for Experiment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Experiment")
+            .field("id", &self.id)
+            .field("file", &self.file)
+            .finish()
+    }
+}
+
+/// A named list of experiments.
+#[derive(Clone, Copy, Debug)]
+pub struct Suite {
+    /// Name given to `sluice repro`.
+    pub name: &'static str,
+    /// One line about the suite.
+    pub about: &'static str,
+    /// Its experiments, in order.
+    pub experiments: &'static [Experiment],
+}
+
+/// Why an experiment could not run (as opposed to running and missing a goal).
+#[derive(Debug, thiserror::Error)]
+pub enum ReproError {
+    /// An embedded job file does not parse (a bug in the experiment).
+    #[error("experiment job {file}: {source}")]
+    Job {
+        /// File.
+        file: String,
+        /// Parser error.
+        #[source]
+        source: sluice_workload::WorkloadError,
+    },
+    /// A policy spec is wrong (a bug in the experiment).
+    #[error("experiment policy '{spec}': {message}")]
+    Policy {
+        /// The spec.
+        spec: String,
+        /// What was wrong.
+        message: String,
+    },
+    /// A device name is wrong (a bug in the experiment).
+    #[error("experiment device: {0}")]
+    Device(#[from] sluice_device::ProfileError),
+    /// The simulation failed.
+    #[error("simulation: {0}")]
+    Sim(#[from] sluice_sim::SimError),
+    /// No suite has that name.
+    #[error("unknown repro suite '{name}'; known suites: {known}")]
+    UnknownSuite {
+        /// Name given.
+        name: String,
+        /// Known names.
+        known: String,
+    },
+}
+
+/// What every experiment is given: the seed and a progress callback.
+#[allow(missing_debug_implementations)]
+pub struct Ctx<'a> {
+    /// Seed of every simulation the experiment runs.
+    pub seed: u64,
+    /// Called with a short label before each simulation starts.
+    pub on_run: &'a dyn Fn(&str),
+}
+
+impl Ctx<'_> {
+    /// Parse an embedded job file.
+    pub fn jobs(&self, file: &str, text: &str) -> Result<Vec<JobSpec>, ReproError> {
+        parse_str(text, file, &ParseOptions::default())
+            .map(|p| p.jobs)
+            .map_err(|source| ReproError::Job {
+                file: file.to_string(),
+                source,
+            })
+    }
+
+    /// Run `jobs` on `device` (a builtin name, or a profile) under `policy`
+    /// (`NAME[:k=v,...]`) with the context's seed and default simulator settings.
+    pub fn sim(
+        &self,
+        jobs: &[JobSpec],
+        device: &DeviceProfile,
+        policy: &str,
+    ) -> Result<SimOutput, ReproError> {
+        self.sim_with(jobs, device, policy, &SimConfig::default())
+    }
+
+    /// [`Ctx::sim`] with explicit simulator settings (its seed is replaced by the
+    /// context's).
+    pub fn sim_with(
+        &self,
+        jobs: &[JobSpec],
+        device: &DeviceProfile,
+        policy: &str,
+        cfg: &SimConfig,
+    ) -> Result<SimOutput, ReproError> {
+        (self.on_run)(&format!("{policy} on {}", device.name));
+        let bad = |message: String| ReproError::Policy {
+            spec: policy.to_string(),
+            message,
+        };
+        let spec: PolicySpec = policy.parse().map_err(|e| bad(format!("{e}")))?;
+        let pol = policy::build(&spec).map_err(|e| bad(format!("{e}")))?;
+        let cfg = SimConfig {
+            seed: self.seed,
+            ..cfg.clone()
+        };
+        let mut out = sluice_sim::run(jobs, device, pol, &cfg, &mut |_| {})?;
+        out.report.policy = policy.to_string();
+        Ok(out)
+    }
+
+    /// A builtin device profile by name.
+    pub fn device(&self, name: &str) -> Result<DeviceProfile, ReproError> {
+        Ok(DeviceProfile::resolve(name)?)
+    }
+}
+
+/// Every suite, in the order `sluice repro --list` shows them.
+pub fn suites() -> Vec<Suite> {
+    vec![]
+}
+
+/// Find a suite by name.
+pub fn suite(name: &str) -> Result<Suite, ReproError> {
+    let all = suites();
+    all.iter()
+        .find(|s| s.name == name)
+        .copied()
+        .ok_or_else(|| ReproError::UnknownSuite {
+            name: name.to_string(),
+            known: all.iter().map(|s| s.name).collect::<Vec<_>>().join(", "),
+        })
+}
+
+/// Format goals as an aligned pass/fail table.
+pub fn format_table(goals: &[Goal]) -> String {
+    let w_exp = goals.iter().map(|g| g.experiment.len()).max().unwrap_or(0).max(10);
+    let w_goal = goals.iter().map(|g| g.goal.len()).max().unwrap_or(0).max(4);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<w_exp$}  {:<w_goal$}  {:<4}  measured",
+        "experiment", "goal", "pass"
+    );
+    let _ = writeln!(s, "{}", "-".repeat(w_exp + w_goal + 20));
+    for g in goals {
+        let _ = writeln!(
+            s,
+            "{:<w_exp$}  {:<w_goal$}  {:<4}  {}",
+            g.experiment,
+            g.goal,
+            if g.pass { "PASS" } else { "FAIL" },
+            g.measured
+        );
+    }
+    let passed = goals.iter().filter(|g| g.pass).count();
+    let _ = writeln!(s, "{} passed, {} failed", passed, goals.len() - passed);
+    s
+}
+
+/// Helper for goals on a ratio: pass when `|value − target| ≤ tol`.
+pub fn goal_within(
+    experiment: &str,
+    goal: impl Into<String>,
+    value: f64,
+    target: f64,
+    tol: f64,
+) -> Goal {
+    Goal {
+        experiment: experiment.to_string(),
+        goal: goal.into(),
+        measured: format!("{value:.4}"),
+        pass: (value - target).abs() <= tol,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_counts_pass_and_fail() {
+        let goals = vec![
+            goal_within("e1", "ratio 1 ± 0.05", 1.02, 1.0, 0.05),
+            goal_within("e1", "ratio 1 ± 0.05", 1.2, 1.0, 0.05),
+        ];
+        let t = format_table(&goals);
+        assert!(t.contains("PASS") && t.contains("FAIL"));
+        assert!(t.contains("1 passed, 1 failed"));
+    }
+
+    #[test]
+    fn unknown_suite_lists_known() {
+        let e = suite("nope").unwrap_err();
+        assert!(e.to_string().contains("unknown repro suite 'nope'"));
+    }
+}
