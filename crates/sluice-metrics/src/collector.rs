@@ -69,6 +69,8 @@ pub struct Sample {
     pub bytes: u32,
     /// When the application submitted it.
     pub submit_ns: Nanos,
+    /// When the policy admitted it (equal to `submit_ns` when admission never waited).
+    pub admit_ns: Nanos,
     /// When the scheduler dispatched it to the device.
     pub dispatch_ns: Nanos,
     /// When the device completed it.
@@ -261,6 +263,8 @@ struct ClassAcc {
     ios: u64,
     bytes: u64,
     lat: Breakdown,
+    /// Admission wait (admit − submit), with percentiles: RCP's isolation goal.
+    admit: Lat,
 }
 
 #[inline]
@@ -323,6 +327,7 @@ impl Collector {
             ios: 0,
             bytes: 0,
             lat: Breakdown::new(true, false),
+            admit: Lat::new(true),
         };
         Collector {
             setup,
@@ -403,6 +408,7 @@ impl Collector {
         class.ios += 1;
         class.bytes += bytes;
         class.lat.add(clat, sched, device, post);
+        class.admit.add(s.admit_ns.saturating_sub(s.submit_ns));
 
         let flow = &mut self.flows[self.setup.jobs[s.job].flow];
         flow.ios += 1;
@@ -530,6 +536,7 @@ impl Collector {
                     sched_ns: acc.lat.sched.report(),
                     device_ns: acc.lat.device.report(),
                     post_ns: acc.lat.post.report(),
+                    admit_wait_ns: acc.admit.report(),
                     clat_ccdf: acc.lat.clat.ccdf(),
                 }
             })

@@ -209,6 +209,8 @@ pub struct ClassReport {
     pub device_ns: LatReport,
     /// Time after the device (no percentiles).
     pub post_ns: LatReport,
+    /// Time waiting for admission (admit − submit; part of `sched_ns`), with percentiles.
+    pub admit_wait_ns: LatReport,
     /// Completion-latency CCDF for plots: `(latency ns, fraction of I/Os slower)`.
     #[serde(skip)]
     pub clat_ccdf: Vec<(u64, f64)>,

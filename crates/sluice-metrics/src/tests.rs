@@ -35,6 +35,7 @@ fn sample(job: usize, op: Op, bytes: u32, reaped: u64, parts: (u64, u64, u64)) -
         class: IoClass::Normal,
         bytes,
         submit_ns: submit,
+        admit_ns: submit,
         dispatch_ns: submit + sched,
         device_done_ns: submit + sched + device,
         reaped_ns: reaped,

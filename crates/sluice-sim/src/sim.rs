@@ -169,6 +169,7 @@ struct ReqState {
     op: Op,
     len: u32,
     submit_ns: Nanos,
+    admit_ns: Nanos,
     dispatch_ns: Option<Nanos>,
     remaining: u16,
     ok: bool,
@@ -182,6 +183,7 @@ impl Default for ReqState {
             op: Op::Read,
             len: 0,
             submit_ns: 0,
+            admit_ns: 0,
             dispatch_ns: None,
             remaining: 0,
             ok: true,
@@ -664,6 +666,7 @@ impl<'a> Sim<'a> {
             op: io.op,
             len: io.len,
             submit_ns: self.now,
+            admit_ns: self.now,
             dispatch_ns: None,
             remaining: 0,
             ok: true,
@@ -694,6 +697,7 @@ impl<'a> Sim<'a> {
         for _ in 0..n {
             let req = self.waiting.pop_front().expect("counted");
             if self.policy.admit(self.now, &req) == Admission::Admit {
+                self.reqs[req.id.0 as usize].admit_ns = self.now;
                 self.policy.enqueue(self.now, req);
             } else {
                 self.waiting.push_back(req);
@@ -824,6 +828,7 @@ impl<'a> Sim<'a> {
                 class: self.jobs[job].class,
                 bytes: rs.len,
                 submit_ns: rs.submit_ns,
+                admit_ns: rs.admit_ns,
                 dispatch_ns: rs.dispatch_ns.unwrap_or(self.now),
                 device_done_ns: self.now,
                 reaped_ns: self.now,
