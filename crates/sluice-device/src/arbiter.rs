@@ -122,6 +122,22 @@ impl Arbiter {
         }
     }
 
+    /// Take new settings at run time (NVMe Set Features "Arbitration"). With the same
+    /// kind the round in progress goes on: weights and burst change, and a class's
+    /// remaining credits are capped by its new weight. A change of kind starts afresh
+    /// (the caller re-marks the non-empty SQs).
+    pub(crate) fn reconfigure(&mut self, arb: &Arbitration, cores: u16) {
+        if arb.kind != self.kind {
+            *self = Arbiter::new(arb, cores);
+            return;
+        }
+        self.burst = arb.burst.count();
+        self.weights = [0, arb.hpw, arb.mpw, arb.lpw];
+        for c in 1..4 {
+            self.credits[c] = self.credits[c].min(self.weights[c]);
+        }
+    }
+
     #[inline]
     fn locate(&self, qid: u16) -> (usize, u32) {
         match self.kind {

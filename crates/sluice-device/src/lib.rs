@@ -45,8 +45,11 @@
 //!    unit_bandwidth_bytes`. Pieces of a multi-stripe command reach their units as the
 //!    front-end transfer progresses, and the command ends with its last piece. Reads
 //!    and writes share the units, so a read queued behind a write or program waits
-//!    (the read/write interference of FIOS's devices; later FIOS profiles only need
-//!    their own unit counts and read/write times).
+//!    (the read/write interference of FIOS's devices). With `media.write_units = k`
+//!    an unbuffered write piece holds an aligned group of `k` units for its whole
+//!    program (the write pointer moves group by group): `k = units` makes every
+//!    program block the whole device, as on the X25-M, Mtron and CompactFlash FIOS
+//!    measured (`x25m`, `mtron`, `cf`); `vertex` programs on 4 of 12 units.
 //! 5. **Write buffer** (optional `[write_buffer]`). A write is admitted into the
 //!    buffer when its data has passed the front end and there is room, and completes
 //!    `ack_ns` later. Its pieces wait in per-unit destage queues (placed as above) and

@@ -236,7 +236,7 @@ impl Arbitration {
     }
 
     /// Check ranges; `origin` names the profile in the error.
-    fn validate(&self, origin: &str) -> Result<(), ProfileError> {
+    pub(crate) fn validate(&self, origin: &str) -> Result<(), ProfileError> {
         for (field, w) in [
             ("arbitration.hpw", self.hpw),
             ("arbitration.mpw", self.mpw),
@@ -404,6 +404,19 @@ pub struct Media {
     /// Where writes go (default `lba`).
     #[serde(default = "default_placement")]
     pub write_placement: WritePlacement,
+    /// Units one unbuffered write stripe occupies for its whole program (default 1).
+    /// Units form aligned groups of this size; a write piece goes to the group of the
+    /// unit it is placed on (the write pointer then advances by a whole group) and
+    /// starts when every unit of the group is free. With `write_units = units` a
+    /// program blocks the whole device — reads queue behind it and writes never
+    /// overlap — as on FIOS's X25-M, Mtron and CompactFlash. Must divide `units`;
+    /// only for profiles without a write buffer.
+    #[serde(default = "default_write_units")]
+    pub write_units: u32,
+}
+
+fn default_write_units() -> u32 {
+    1
 }
 
 /// A DRAM write buffer: writes are acknowledged once buffered and destaged by programs;
@@ -432,10 +445,15 @@ fn invalid(origin: &str, field: &str, problem: String) -> ProfileError {
 const ULL_TOML: &str = include_str!("../profiles/ull.toml");
 const ZSSD_TOML: &str = include_str!("../profiles/zssd.toml");
 const NAND_TOML: &str = include_str!("../profiles/nand.toml");
+const X25M_TOML: &str = include_str!("../profiles/x25m.toml");
+const MTRON_TOML: &str = include_str!("../profiles/mtron.toml");
+const VERTEX_TOML: &str = include_str!("../profiles/vertex.toml");
+const CF_TOML: &str = include_str!("../profiles/cf.toml");
 
 impl DeviceProfile {
     /// Names of the builtin profiles.
-    pub const BUILTIN: &'static [&'static str] = &["ull", "zssd", "nand"];
+    pub const BUILTIN: &'static [&'static str] =
+        &["ull", "zssd", "nand", "x25m", "mtron", "vertex", "cf"];
 
     /// A builtin profile by name (`None` for other names).
     pub fn builtin(name: &str) -> Option<DeviceProfile> {
@@ -443,6 +461,10 @@ impl DeviceProfile {
             "ull" => ULL_TOML,
             "zssd" => ZSSD_TOML,
             "nand" => NAND_TOML,
+            "x25m" => X25M_TOML,
+            "mtron" => MTRON_TOML,
+            "vertex" => VERTEX_TOML,
+            "cf" => CF_TOML,
             _ => return None,
         };
         Some(
@@ -609,6 +631,26 @@ impl DeviceProfile {
             m.bus_bandwidth_bytes,
             "bytes per second",
         )?;
+        if m.write_units == 0 || m.write_units > m.units || !m.units.is_multiple_of(m.write_units) {
+            return Err(invalid(
+                o,
+                "media.write_units",
+                format!(
+                    "is {} with {} units; it must be a divisor of media.units (1 = a write occupies one unit, {} = the whole device)",
+                    m.write_units, m.units, m.units
+                ),
+            ));
+        }
+        if m.write_units > 1 && self.write_buffer.is_some() {
+            return Err(invalid(
+                o,
+                "media.write_units",
+                format!(
+                    "is {} but the profile has a write buffer, whose destage programs occupy one unit each; use 1, or remove [write_buffer]",
+                    m.write_units
+                ),
+            ));
+        }
         if let Some(g) = &m.geometry {
             positive("media.geometry.channels", g.channels as u64, "a count")?;
             positive(

@@ -2,7 +2,7 @@
 //! write buffer. See the crate docs for the model.
 
 use crate::arbiter::Arbiter;
-use crate::profile::{DeviceProfile, WritePlacement};
+use crate::profile::{Arbitration, DeviceProfile, ProfileError, WritePlacement};
 use sluice_core::{Nanos, Op, QueueClass};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -223,6 +223,8 @@ pub struct NvmeSsd {
     write_ns: Nanos,
     stripe: u64,
     units: u32,
+    /// Units one unbuffered write piece occupies (an aligned group; 1 = one unit).
+    write_units: u32,
     placement: WritePlacement,
     front_free: Nanos,
     unit_free: Vec<Nanos>,
@@ -287,6 +289,7 @@ impl NvmeSsd {
             write_ns: m.write_ns,
             stripe: m.stripe_bytes as u64,
             units: m.units,
+            write_units: m.write_units,
             placement: m.write_placement,
             front_free: 0,
             unit_free: vec![0; m.units as usize],
@@ -433,7 +436,27 @@ impl NvmeSsd {
         &self.stats
     }
 
-    /// The profile the device was built from.
+    /// Change the arbitration at run time, as the NVMe Set Features "Arbitration"
+    /// command does (D2FQ retunes its WRR weights this way). Commands already fetched
+    /// are unaffected; later fetches follow the new settings. With the same kind the
+    /// weighted round in progress continues (credits capped by the new weights).
+    /// [`NvmeSsd::profile`] reports the new arbitration afterwards.
+    pub fn set_arbitration(&mut self, arbitration: Arbitration) -> Result<(), ProfileError> {
+        arbitration.validate("set_arbitration")?;
+        let same_kind = arbitration.kind == self.profile.arbitration.kind;
+        self.profile.arbitration = arbitration;
+        self.arbiter.reconfigure(&arbitration, self.cores);
+        if !same_kind {
+            for qid in 0..self.queues {
+                if !self.sqs[qid as usize].is_empty() {
+                    self.arbiter.mark_nonempty(qid);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The profile the device was built from (with any later [`NvmeSsd::set_arbitration`]).
     pub fn profile(&self) -> &DeviceProfile {
         &self.profile
     }
@@ -603,13 +626,15 @@ impl NvmeSsd {
 
     /// The next piece of a command: its unit and length. Pieces are cut at stripe
     /// boundaries and placed by LBA, or, with `round_robin`, given whole stripes on
-    /// successive units from the write pointer.
+    /// successive units from the write pointer (which moves by a whole group of
+    /// `write_units`; only writes are placed round robin).
     #[inline]
     fn next_piece(&mut self, pos: &mut u64, left: &mut u64, round_robin: bool) -> (u32, u64) {
         let stripe = self.stripe;
         let (unit, bytes) = if round_robin {
             let u = self.write_ptr;
-            self.write_ptr = if u + 1 == self.units { 0 } else { u + 1 };
+            let next = u + self.write_units;
+            self.write_ptr = if next >= self.units { 0 } else { next };
             (u, (*left).min(stripe))
         } else {
             let s = *pos / stripe;
@@ -623,7 +648,8 @@ impl NvmeSsd {
 
     /// Book a read or unbuffered write on the units, FIFO per unit. Piece `i` of `n`
     /// arrives at `fs + (fe - fs)(i + 1)/n` (the front-end transfer is pipelined with the
-    /// media). Returns when the last piece ends.
+    /// media). A write piece holds the whole aligned group of `write_units` units around
+    /// its unit, from when all of them are free. Returns when the last piece ends.
     fn media(&mut self, fs: Nanos, fe: Nanos, offset: u64, len: u64, write: bool) -> Nanos {
         let stripe = self.stripe;
         let round_robin = write && self.placement == WritePlacement::RoundRobin;
@@ -646,11 +672,20 @@ impl NvmeSsd {
                 fs + (fe - fs) * (i + 1) / n
             };
             let cost = fixed + self.unit_xfer.ns(bytes);
-            let u = unit as usize;
-            let start = arrival.max(self.unit_free[u]);
+            let span = if write { self.write_units as usize } else { 1 };
+            let g0 = unit as usize / span * span;
+            let group = g0..g0 + span;
+            let free = self.unit_free[group.clone()]
+                .iter()
+                .copied()
+                .max()
+                .unwrap_or(0);
+            let start = arrival.max(free);
             let e = start + cost;
-            self.unit_free[u] = e;
-            self.stats.unit_busy_ns[u] += cost;
+            for u in group {
+                self.unit_free[u] = e;
+                self.stats.unit_busy_ns[u] += cost;
+            }
             end = end.max(e);
         }
         end

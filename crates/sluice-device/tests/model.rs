@@ -57,8 +57,12 @@ fn identical_runs_are_identical() {
         let (b, sb) = run(5);
         assert_eq!(a, b, "{name}: completion sequences differ");
         assert_eq!(sa, sb);
-        let (c, _) = run(6);
-        assert_ne!(a, c, "{name}: a different seed should change the run");
+        // Offsets only choose units, so on a single-unit device (mtron, cf) the seed
+        // cannot matter; elsewhere it must.
+        if p.media.units > 1 {
+            let (c, _) = run(6);
+            assert_ne!(a, c, "{name}: a different seed should change the run");
+        }
         // Completions come out in time order.
         assert!(a.windows(2).all(|w| w[0].complete_ns <= w[1].complete_ns));
         assert!(a
