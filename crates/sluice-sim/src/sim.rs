@@ -4,7 +4,9 @@ use std::collections::{BTreeMap, VecDeque};
 
 use sluice_core::policy::{Admission, Completion, DeviceView, Dispatch, Policy};
 use sluice_core::{Flow, FlowId, IoClass, Nanos, Op, QueueClass, ReqId, Request};
-use sluice_device::{Command, DeviceCompletion, DeviceProfile, NvmeSsd};
+use sluice_device::{
+    Arbitration, ArbitrationKind, Command, DeviceCompletion, DeviceProfile, NvmeSsd,
+};
 use sluice_metrics::{Collector, FlowInfo, JobInfo, RunReport, RunSetup, Sample};
 use sluice_workload::{IoGen, IoSpec, JobSpec, Pacer};
 
@@ -215,12 +217,19 @@ struct Sim<'a> {
     pieces: Vec<Option<Piece>>,
     free_tags: Vec<u32>,
     waiting: VecDeque<Request>,
+    /// Requests in `waiting` per I/O class. Admission is FIFO *within a class*: a new
+    /// request is parked without asking the policy only while an earlier request of its
+    /// own class waits, so a policy with per-class admission slots (RCP) can admit a
+    /// critical request at once while a non-critical burst waits.
+    waiting_per_class: [u32; 3],
     stalled: Option<Dispatch>,
     completions: Vec<DeviceCompletion>,
     inflight_per_class: [u32; 4],
     inflight: u32,
     max_inflight: u32,
     timer_armed: Option<Nanos>,
+    /// The WRR weights last asked for by the policy ([`Policy::wrr_weights`]).
+    wrr_applied: Option<[u32; 3]>,
     now: Nanos,
     /// When the last job ended (the end of the measurement; draining comes after).
     last_job_end: Nanos,
@@ -424,12 +433,14 @@ impl<'a> Sim<'a> {
             pieces: Vec::with_capacity(cap),
             free_tags: Vec::with_capacity(cap),
             waiting: VecDeque::new(),
+            waiting_per_class: [0; 3],
             stalled: None,
             completions: Vec::with_capacity(256),
             inflight_per_class: [0; 4],
             inflight: 0,
             max_inflight,
             timer_armed: None,
+            wrr_applied: None,
             now: 0,
             last_job_end: 0,
             in_system: 0,
@@ -684,9 +695,12 @@ impl<'a> Sim<'a> {
             hwq,
             parts: 1,
         };
-        if self.waiting.is_empty() && self.policy.admit(self.now, &req) == Admission::Admit {
+        if self.waiting_per_class[req.class.index()] == 0
+            && self.policy.admit(self.now, &req) == Admission::Admit
+        {
             self.policy.enqueue(self.now, req);
         } else {
+            self.waiting_per_class[req.class.index()] += 1;
             self.waiting.push_back(req);
         }
     }
@@ -697,6 +711,7 @@ impl<'a> Sim<'a> {
         for _ in 0..n {
             let req = self.waiting.pop_front().expect("counted");
             if self.policy.admit(self.now, &req) == Admission::Admit {
+                self.waiting_per_class[req.class.index()] -= 1;
                 self.reqs[req.id.0 as usize].admit_ns = self.now;
                 self.policy.enqueue(self.now, req);
             } else {
@@ -731,12 +746,32 @@ impl<'a> Sim<'a> {
             }
             self.send(qid, d);
         }
+        self.apply_wrr_weights();
         if let Some(t) = self.policy.next_timer_ns() {
             if self.timer_armed != Some(t) {
                 let at = t.max(self.now);
                 self.timer_armed = Some(at);
                 self.events.push(at, Event::PolicyTimer);
             }
+        }
+    }
+
+    /// Reprogram the device's WRR weights when the policy asks for new ones (D2FQ's
+    /// H/L ratio). A round-robin device ignores queue classes, so it is left alone.
+    fn apply_wrr_weights(&mut self) {
+        let want = self.policy.wrr_weights();
+        if want.is_none() || want == self.wrr_applied {
+            return;
+        }
+        self.wrr_applied = want;
+        let [h, m, l] = want.expect("checked above");
+        let arb = self.device.profile().arbitration;
+        if arb.kind == ArbitrationKind::Wrr {
+            // Weights outside 1..=256 are a policy bug; the device keeps its settings.
+            let res = self
+                .device
+                .set_arbitration(Arbitration::wrr(h, m, l, arb.burst));
+            debug_assert!(res.is_ok(), "policy asked for bad WRR weights {want:?}");
         }
     }
 
@@ -915,6 +950,10 @@ impl<'a> Sim<'a> {
             .map(|q| (q.name().to_string(), fetched[q.index()].into()))
             .collect();
         extra.insert("device_fetched_per_class".into(), per_class.into());
+        if let Some([h, m, l]) = self.wrr_applied {
+            // The last WRR weights a policy programmed (D2FQ's H/L ratio at the end).
+            extra.insert("device_wrr_weights".into(), vec![h, m, l].into());
+        }
         if !self.counter_names.is_empty() {
             let last: serde_json::Map<String, serde_json::Value> = self
                 .policy

@@ -33,11 +33,31 @@
 //!   completes the parent when all its pieces have completed;
 //! * **promotion** — RCP's priority inheritance raises a queued request to critical.
 
+mod cfq;
+mod d2fq;
+mod fios;
+mod kyber;
+mod ld;
+mod mq_deadline;
+mod mqfq;
 mod none;
 mod params;
+mod quanta;
+mod rcp;
+mod sfqd;
 
+pub use cfq::Cfq;
+pub use fios::{Anticipation, CostModel, Fios, FiosConfig};
+pub use quanta::Quanta;
+pub use d2fq::{d2fq_wrr_weights, D2fq, D2fqConfig, D2fqMode, D2fqThresholds, SloppyGvt};
+pub use kyber::KyberPolicy;
+pub use ld::LdPolicy;
+pub use mq_deadline::MqDeadlinePolicy;
+pub use mqfq::Mqfq;
 pub use none::NonePolicy;
+pub use sfqd::{SfqCost, Sfqd};
 pub use params::{ParamError, Params, PolicySpec};
+pub use rcp::RcpPolicy;
 
 use crate::types::{Flow, Nanos, QueueClass, Request};
 
@@ -160,6 +180,17 @@ pub trait Policy: Send {
     fn counters(&self) -> Vec<(&'static str, f64)> {
         Vec::new()
     }
+
+    /// The NVMe weighted-round-robin weights `[high, medium, low]` (commands per round,
+    /// 1..=256 each) the policy wants the device to use, or `None` to leave the device's
+    /// arbitration alone (the default). D2FQ tunes its H/L ratio through this. Engines
+    /// poll it after every call into the policy and, when the value changes and the
+    /// device does weighted round robin, reprogram the device (the simulator with
+    /// `NvmeSsd::set_arbitration`, the real engine with the NVMe Set Features
+    /// "Arbitration" command where it may). On a round-robin device it has no effect.
+    fn wrr_weights(&self) -> Option<[u32; 3]> {
+        None
+    }
 }
 
 /// Error building a policy from its specification.
@@ -185,13 +216,29 @@ pub enum PolicyError {
 }
 
 /// The names of the policies [`build`] knows, in the order `--help` lists them.
-pub const POLICY_NAMES: &[&str] = &["none"];
+pub const POLICY_NAMES: &[&str] = &["none", "d2fq", "mqfq", "sfqd", "ld", "rcp", "mq-deadline", "kyber", "fios", "quanta", "cfq"];
 
 /// Build a policy from a parsed specification (`NAME[:key=value,...]`).
 pub fn build(spec: &PolicySpec) -> Result<Box<dyn Policy>, PolicyError> {
     let mut params = spec.params.clone();
+    let param_err = |source| PolicyError::Param {
+        policy: spec.name.clone(),
+        source,
+    };
     let policy: Box<dyn Policy> = match spec.name.as_str() {
         "none" => Box::new(NonePolicy::new()),
+        "d2fq" => Box::new(D2fq::from_params(&mut params).map_err(param_err)?),
+        "mqfq" => Box::new(Mqfq::from_params(&mut params).map_err(param_err)?),
+        "sfqd" => Box::new(Sfqd::from_params(&mut params).map_err(param_err)?),
+        "ld" => Box::new(LdPolicy::from_params(&mut params).map_err(param_err)?),
+        "rcp" => Box::new(RcpPolicy::from_params(&mut params).map_err(param_err)?),
+        "mq-deadline" => Box::new(
+            MqDeadlinePolicy::from_params(&mut params).map_err(param_err)?,
+        ),
+        "kyber" => Box::new(KyberPolicy::from_params(&mut params).map_err(param_err)?),
+        "fios" => Box::new(Fios::from_params(&mut params).map_err(param_err)?),
+        "quanta" => Box::new(Quanta::from_params(&mut params).map_err(param_err)?),
+        "cfq" => Box::new(Cfq::from_params(&mut params).map_err(param_err)?),
         other => {
             return Err(PolicyError::Unknown {
                 name: other.to_string(),

@@ -1,0 +1,358 @@
+//! Suite `d2fq`: D2FQ (Woo et al., FAST '21) fairness experiments in the simulator on
+//! `zssd` (a Samsung Z-SSD-like device with NVMe weighted round robin).
+//!
+//! | id | paper | what is checked |
+//! |---|---|---|
+//! | `fig11a` | Fig. 11a | 4 KB vs 8 KB flows: bandwidth ratio 1 ± 0.05 under the fair policies |
+//! | `fig11b` | Fig. 11b | 2 vs 6 threads: ratio 1 ± 0.05 |
+//! | `fig11c` | Fig. 11c | weights 8/6/4/2: each share within 5 % of its weight share |
+//! | `fig6` | Fig. 6 | 1 × w1 + 7 × w3: static H/L 4 unfair, dynamic fair; the H/L it settles at |
+//! | `fig15` | Fig. 15 | flows joining in phases: dynamic keeps 1:3, static 3 does not, static 128 has a longer tail |
+//!
+//! Left out here (they need the real io_uring engine): Fig. 12/16 (CPU cost per I/O)
+//! and the real-device run. Fig. 17 (gvt tracking scalability) is the criterion
+//! benchmark `crates/sluice-core/benches/gvt.rs`.
+
+use sluice_metrics::RunReport;
+
+use crate::{goal_within, Ctx, Experiment, Goal, ReproError, Suite};
+
+/// The policies compared for fairness in Fig. 11 (the paper's D2FQ, MQFQ and BFQ).
+const FAIR: &[&str] = &["d2fq", "mqfq"];
+
+/// The suite.
+pub(crate) const SUITE: Suite = Suite {
+    name: "d2fq",
+    about: "D2FQ (FAST '21): device-direct fair queueing on NVMe WRR vs none, MQFQ and BFQ",
+    experiments: &[
+        Experiment {
+            id: "fig11a",
+            title: "Fig. 11a: 4 KB vs 8 KB requests, equal weights",
+            file: "experiments/d2fq/fig11a.fio",
+            run: fig11a,
+        },
+        Experiment {
+            id: "fig11b",
+            title: "Fig. 11b: 2 vs 6 threads, equal weights",
+            file: "experiments/d2fq/fig11b.fio",
+            run: fig11b,
+        },
+        Experiment {
+            id: "fig11c",
+            title: "Fig. 11c: weights 8, 6, 4, 2",
+            file: "experiments/d2fq/fig11c.fio",
+            run: fig11c,
+        },
+        Experiment {
+            id: "fig6",
+            title: "Fig. 6: one weight-1 and seven weight-3 flows, static vs dynamic H/L",
+            file: "experiments/d2fq/fig6.fio",
+            run: fig6,
+        },
+        Experiment {
+            id: "fig15",
+            title: "Fig. 15: flows join in phases; dynamic vs static-3 vs static-128",
+            file: "experiments/d2fq/fig15.fio",
+            run: fig15,
+        },
+    ],
+};
+
+const FIG11A: &str = include_str!("../../../experiments/d2fq/fig11a.fio");
+const FIG11B: &str = include_str!("../../../experiments/d2fq/fig11b.fio");
+const FIG11C: &str = include_str!("../../../experiments/d2fq/fig11c.fio");
+const FIG6: &str = include_str!("../../../experiments/d2fq/fig6.fio");
+const FIG15: &str = include_str!("../../../experiments/d2fq/fig15.fio");
+
+/// Bandwidth of flow `b` over flow `a`.
+fn bw_ratio(r: &RunReport, a: usize, b: usize) -> f64 {
+    r.flows[b].bw_bytes as f64 / (r.flows[a].bw_bytes as f64).max(1.0)
+}
+
+/// The H/L ratio a D2FQ run ended with (0 when the policy reports none).
+fn final_hl(r: &RunReport) -> f64 {
+    r.extra
+        .get("policy")
+        .and_then(|p| p.get("hl_ratio"))
+        .and_then(|v| v.as_f64())
+        .unwrap_or(0.0)
+}
+
+/// The H/L ratio sampled at the last sample time `≤ t_ns` (0 when absent).
+fn hl_at(r: &RunReport, t_ns: u64) -> f64 {
+    let Some(series) = r.extra.get("policy_series") else {
+        return 0.0;
+    };
+    let (Some(t), Some(hl)) = (
+        series.get("t_ns").and_then(|v| v.as_array()),
+        series.get("hl_ratio").and_then(|v| v.as_array()),
+    ) else {
+        return 0.0;
+    };
+    t.iter()
+        .zip(hl)
+        .rfind(|(ti, _)| ti.as_u64().is_some_and(|x| x <= t_ns))
+        .and_then(|(_, h)| h.as_f64())
+        .unwrap_or(0.0)
+}
+
+/// The first H/L value that differs from the initial one (the first adjustment).
+fn first_hl_change(r: &RunReport) -> Option<f64> {
+    let hl = r.extra.get("policy_series")?.get("hl_ratio")?.as_array()?;
+    let first = hl.first()?.as_f64()?;
+    hl.iter().filter_map(|v| v.as_f64()).find(|&v| v != first)
+}
+
+/// Mean bandwidth (bytes/s) of each flow over the bins lying wholly in `[from, to)`.
+fn phase_bw(r: &RunReport, from_ns: u64, to_ns: u64) -> Vec<f64> {
+    let s = &r.bw_series;
+    s.flows
+        .iter()
+        .map(|f| {
+            let v: Vec<u64> = f
+                .bw_bytes
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| {
+                    let start = s.start_ns + *i as u64 * s.interval_ns;
+                    start >= from_ns && start + s.interval_ns <= to_ns
+                })
+                .map(|(_, &b)| b)
+                .collect();
+            v.iter().sum::<u64>() as f64 / v.len().max(1) as f64
+        })
+        .collect()
+}
+
+fn job_p99_ns(r: &RunReport, job: &str) -> u64 {
+    r.jobs
+        .iter()
+        .find(|j| j.jobname == job)
+        .and_then(|j| j.read.clat_ns.percentile.get(99.0))
+        .unwrap_or(0)
+}
+
+/// Shared by Fig. 11a and 11b: two equal-weight flows, ratio 1 ± 0.05 for the fair
+/// policies, and `none` off by more than 0.05.
+fn two_flow_ratio(ctx: &Ctx, id: &str, file: &str, text: &str) -> Result<Vec<Goal>, ReproError> {
+    let jobs = ctx.jobs(file, text)?;
+    let dev = ctx.device("zssd")?;
+    let mut goals = Vec::new();
+    let none = ctx.sim(&jobs, &dev, "none")?.report;
+    let r = bw_ratio(&none, 0, 1);
+    goals.push(Goal {
+        experiment: id.into(),
+        goal: "none shows the imbalance (ratio off 1 by > 0.05)".into(),
+        measured: format!(
+            "{} / {} bandwidth {r:.3} ({:.0} / {:.0} MB/s)",
+            none.flows[1].name,
+            none.flows[0].name,
+            none.flows[1].bw_bytes as f64 / 1e6,
+            none.flows[0].bw_bytes as f64 / 1e6
+        ),
+        pass: (r - 1.0).abs() > 0.05,
+    });
+    for p in FAIR {
+        let out = ctx.sim(&jobs, &dev, p)?.report;
+        let r = bw_ratio(&out, 0, 1);
+        let mut g = goal_within(id, format!("{p} bandwidth ratio 1 ± 0.05"), r, 1.0, 0.05);
+        g.measured = format!(
+            "{r:.4} ({:.0} / {:.0} MB/s, total {:.2} GB/s{})",
+            out.flows[1].bw_bytes as f64 / 1e6,
+            out.flows[0].bw_bytes as f64 / 1e6,
+            out.flows.iter().map(|f| f.bw_bytes).sum::<u64>() as f64 / 1e9,
+            hl_note(&out)
+        );
+        goals.push(g);
+    }
+    Ok(goals)
+}
+
+/// ", H/L N" for a D2FQ run.
+fn hl_note(r: &RunReport) -> String {
+    let hl = final_hl(r);
+    if hl > 0.0 {
+        format!(", H/L ended at {hl:.0}")
+    } else {
+        String::new()
+    }
+}
+
+fn fig11a(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
+    two_flow_ratio(ctx, "fig11a", "experiments/d2fq/fig11a.fio", FIG11A)
+}
+
+fn fig11b(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
+    two_flow_ratio(ctx, "fig11b", "experiments/d2fq/fig11b.fio", FIG11B)
+}
+
+fn fig11c(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
+    let file = "experiments/d2fq/fig11c.fio";
+    let jobs = ctx.jobs(file, FIG11C)?;
+    let dev = ctx.device("zssd")?;
+    let mut goals = Vec::new();
+    let shares = |r: &RunReport| {
+        r.flows
+            .iter()
+            .map(|f| format!("{} {:.3}", f.name, f.share))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let none = ctx.sim(&jobs, &dev, "none")?.report;
+    goals.push(Goal {
+        experiment: "fig11c".into(),
+        goal: "none ignores weights (some share off by > 5 %)".into(),
+        measured: format!(
+            "shares {}; max |share error| {:.3}",
+            shares(&none),
+            none.fairness.max_abs_share_error
+        ),
+        pass: none.fairness.max_abs_share_error > 0.05,
+    });
+    for p in FAIR {
+        let out = ctx.sim(&jobs, &dev, p)?.report;
+        let err = out.fairness.max_abs_share_error;
+        goals.push(Goal {
+            experiment: "fig11c".into(),
+            goal: format!("{p} shares within 5 % of 0.4/0.3/0.2/0.1"),
+            measured: format!(
+                "shares {}; max |share error| {err:.4}{}",
+                shares(&out),
+                hl_note(&out)
+            ),
+            pass: err <= 0.05 && out.flows.iter().all(|f| f.active),
+        });
+    }
+    Ok(goals)
+}
+
+fn fig6(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
+    let file = "experiments/d2fq/fig6.fio";
+    let jobs = ctx.jobs(file, FIG6)?;
+    let dev = ctx.device("zssd")?;
+    let static4 = ctx.sim(&jobs, &dev, "d2fq:mode=static,hl=4")?.report;
+    let dynamic = ctx.sim(&jobs, &dev, "d2fq")?.report;
+    let w1 = |r: &RunReport| r.flows[0].share_error;
+    let mut goals = vec![
+        Goal {
+            experiment: "fig6".into(),
+            goal: "static H/L 4 is unfair (a share off by > 5 %)".into(),
+            measured: format!(
+                "w1 share error {:+.3}, max |share error| {:.3}, Jain {:.4}",
+                w1(&static4),
+                static4.fairness.max_abs_share_error,
+                static4.fairness.jain_index
+            ),
+            pass: static4.fairness.max_abs_share_error > 0.05,
+        },
+        Goal {
+            experiment: "fig6".into(),
+            goal: "dynamic H/L: every share within 5 %".into(),
+            measured: format!(
+                "w1 share error {:+.4}, max |share error| {:.4}, Jain {:.5}",
+                w1(&dynamic),
+                dynamic.fairness.max_abs_share_error,
+                dynamic.fairness.jain_index
+            ),
+            pass: dynamic.fairness.max_abs_share_error <= 0.05,
+        },
+    ];
+    let settled = final_hl(&dynamic);
+    let first = first_hl_change(&dynamic).unwrap_or(0.0);
+    goals.push(Goal {
+        experiment: "fig6".into(),
+        goal: "dynamic H/L leaves 256 and settles in 3..=32 (paper: 22 by Eq. 2)".into(),
+        measured: format!(
+            "first adjustment 256 → {first:.0}, settled at {settled:.0} (the medium class \
+             lets it settle below the 21:1 the low class alone would need)"
+        ),
+        pass: (3.0..=32.0).contains(&settled) && first > 0.0,
+    });
+    Ok(goals)
+}
+
+fn fig15(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
+    let file = "experiments/d2fq/fig15.fio";
+    let jobs = ctx.jobs(file, FIG15)?;
+    let dev = ctx.device("zssd")?;
+    const S: u64 = 1_000_000_000;
+    // Phases as in the job file; the first second of each is left out (flows ramp up
+    // and the dynamic ratio adapts once per 1 s period).
+    let phases = [(S, 5 * S), (6 * S, 10 * S), (11 * S, 15 * S)];
+    // Per phase: the event flows' mean bandwidth over base's (the goal is 3).
+    let ratios = |r: &RunReport| -> Vec<f64> {
+        phases[1..]
+            .iter()
+            .enumerate()
+            .map(|(k, &(a, b))| {
+                let bw = phase_bw(r, a, b);
+                let n_events = if k == 0 { 3 } else { 7 };
+                let events: f64 = bw[1..=n_events].iter().sum::<f64>() / n_events as f64;
+                events / bw[0].max(1.0)
+            })
+            .collect()
+    };
+    // Within each phase, the event flows' largest deviation from 3 × base.
+    let worst = |r: &RunReport| -> f64 {
+        phases[1..]
+            .iter()
+            .enumerate()
+            .flat_map(|(k, &(a, b))| {
+                let bw = phase_bw(r, a, b);
+                let n_events = if k == 0 { 3 } else { 7 };
+                (1..=n_events)
+                    .map(|i| (bw[i] / bw[0].max(1.0) / 3.0 - 1.0).abs())
+                    .collect::<Vec<_>>()
+            })
+            .fold(0.0, f64::max)
+    };
+    let dynamic = ctx.sim(&jobs, &dev, "d2fq")?.report;
+    let static3 = ctx.sim(&jobs, &dev, "d2fq:mode=static,hl=3")?.report;
+    let static128 = ctx.sim(&jobs, &dev, "d2fq:mode=static,hl=128")?.report;
+
+    let rd = ratios(&dynamic);
+    let wd = worst(&dynamic);
+    let hl2 = hl_at(&dynamic, 10 * S);
+    let hl3 = hl_at(&dynamic, 15 * S);
+    let r3 = ratios(&static3);
+    let p99 = |r: &RunReport| (job_p99_ns(r, "base2"), job_p99_ns(r, "base3"));
+    let (d2, d3) = p99(&dynamic);
+    let (s2, s3) = p99(&static128);
+    Ok(vec![
+        Goal {
+            experiment: "fig15".into(),
+            goal: "dynamic: each weight-3 flow gets 3 × base (± 10 %) in phases 2 and 3".into(),
+            measured: format!(
+                "event/base {:.3} (phase 2), {:.3} (phase 3); worst flow off by {:.1} %",
+                rd[0],
+                rd[1],
+                wd * 100.0
+            ),
+            pass: wd <= 0.10,
+        },
+        Goal {
+            experiment: "fig15".into(),
+            goal: "dynamic H/L adapts: 3 ≤ phase 2 < phase 3 ≤ 32 (paper: ≈7, then ≈17–18)".into(),
+            measured: format!("H/L {hl2:.0} at the end of phase 2, {hl3:.0} at the end of phase 3"),
+            pass: (3.0..=32.0).contains(&hl2) && hl2 < hl3 && hl3 <= 32.0,
+        },
+        Goal {
+            experiment: "fig15".into(),
+            goal: "static H/L 3 fails the 1:3 ratio (off by > 10 % in a phase)".into(),
+            measured: format!("event/base {:.3} (phase 2), {:.3} (phase 3)", r3[0], r3[1]),
+            pass: r3.iter().any(|r| (r / 3.0 - 1.0).abs() > 0.10),
+        },
+        Goal {
+            experiment: "fig15".into(),
+            goal: "static H/L 128: base's p99 higher than under dynamic (phases 2 and 3)".into(),
+            measured: format!(
+                "base p99 {:.1} / {:.1} ms (static 128, phases 2/3) vs {:.1} / {:.1} ms (dynamic)",
+                s2 as f64 / 1e6,
+                s3 as f64 / 1e6,
+                d2 as f64 / 1e6,
+                d3 as f64 / 1e6
+            ),
+            pass: s2 > d2 && s3 > d3,
+        },
+    ])
+}

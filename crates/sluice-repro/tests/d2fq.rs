@@ -1,0 +1,54 @@
+//! The `d2fq` repro suite: every goal passes (the same check as `sluice repro d2fq`).
+
+use sluice_repro::{format_table, suite, Ctx};
+
+#[test]
+fn d2fq_suite_meets_every_goal() {
+    let s = suite("d2fq").expect("suite registered");
+    let ctx = Ctx {
+        seed: 1,
+        on_run: &|_| {},
+    };
+    let mut goals = Vec::new();
+    for e in s.experiments {
+        let g = (e.run)(&ctx).unwrap_or_else(|err| panic!("{}: {err}", e.id));
+        assert!(!g.is_empty(), "{} checked no goal", e.id);
+        goals.extend(g);
+    }
+    let table = format_table(&goals);
+    assert!(goals.iter().all(|g| g.pass), "some goals failed:\n{table}");
+    // Every figure of the suite is checked.
+    for id in ["fig11a", "fig11b", "fig11c", "fig6", "fig15"] {
+        assert!(goals.iter().any(|g| g.experiment == id), "no goal for {id}");
+    }
+}
+
+/// The H/L ratio D2FQ chooses reaches the simulated device's WRR arbiter
+/// (`Policy::wrr_weights` → `NvmeSsd::set_arbitration`), and is harmless on a
+/// round-robin device.
+#[test]
+fn d2fq_programs_the_device_wrr_weights() {
+    use sluice_core::policy::d2fq_wrr_weights;
+    let ctx = Ctx {
+        seed: 1,
+        on_run: &|_| {},
+    };
+    let text = "[global]\nrw=randread\nsize=1g\niodepth=64\nnumjobs=2\ntime_based\n\
+                runtime=50ms\n[a]\nsluice_weight=1\n[b]\nsluice_weight=4\n";
+    let jobs = ctx.jobs("inline.fio", text).unwrap();
+    let zssd = ctx.device("zssd").unwrap();
+    let out = ctx.sim(&jobs, &zssd, "d2fq:mode=static,hl=4").unwrap();
+    let applied: Vec<u32> = out.report.extra["device_wrr_weights"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap() as u32)
+        .collect();
+    assert_eq!(applied, d2fq_wrr_weights(4).to_vec());
+    // The low class was used and fetched less often than the high class.
+    let f = out.stats.fetched_per_class;
+    assert!(f[3] > 0 && f[1] > f[3], "fetched per class {f:?}");
+    let ull = ctx.device("ull").unwrap();
+    let out = ctx.sim(&jobs, &ull, "d2fq").unwrap();
+    assert!(out.report.flows.iter().all(|f| f.ios > 0));
+}
