@@ -1,0 +1,140 @@
+//! Suite `rcp-block`: RCP's block layer (Kim et al., FAST '17, §4.3, §7.6, Fig. 11):
+//! the non-critical outstanding limit's throughput/latency trade-off, and admission
+//! isolation under a non-critical burst.
+//!
+//! Plots of the trade-off are not drawn; the series are in the goals' measured text.
+
+use sluice_core::IoClass;
+use sluice_metrics::ClassReport;
+use sluice_sim::SimOutput;
+
+use crate::{Ctx, Experiment, Goal, ReproError, Suite};
+
+/// Fig. 11's sweep of the non-critical outstanding limit N.
+const LIMITS: [u32; 6] = [1, 2, 4, 8, 16, 32];
+
+const FIG11: &str = include_str!("../../../experiments/rcp-block/fig11.fio");
+const ADMISSION: &str = include_str!("../../../experiments/rcp-block/admission.fio");
+
+/// The suite.
+pub(crate) const SUITE: Suite = Suite {
+    name: "rcp-block",
+    about: "RCP block layer: outstanding-limit trade-off (Fig. 11), admission isolation (§4.3)",
+    experiments: &[
+        Experiment {
+            id: "fig11",
+            title: "Fig. 11: throughput vs foreground latency over the non-critical limit",
+            file: "experiments/rcp-block/fig11.fio",
+            run: fig11,
+        },
+        Experiment {
+            id: "admission",
+            title: "§4.3: critical admission under a 512-request non-critical burst",
+            file: "experiments/rcp-block/admission.fio",
+            run: admission,
+        },
+    ],
+};
+
+fn class(out: &SimOutput, c: IoClass) -> &ClassReport {
+    out.report
+        .classes
+        .iter()
+        .find(|r| r.class == c)
+        .expect("the experiment has a job of this class")
+}
+
+fn fig11(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
+    let jobs = ctx.jobs("fig11.fio", FIG11)?;
+    let dev = ctx.device("nand")?;
+    let mut tput = Vec::new();
+    let mut fg = Vec::new();
+    for n in LIMITS {
+        let out = ctx.sim(&jobs, &dev, &format!("rcp:limit={n}"))?;
+        tput.push(
+            out.report
+                .classes
+                .iter()
+                .map(|c| c.bw_bytes as f64)
+                .sum::<f64>(),
+        );
+        fg.push(class(&out, IoClass::Critical).clat_ns.mean);
+    }
+    let steps = |v: &[f64]| v.windows(2).all(|w| w[1] >= 0.95 * w[0]);
+    let fmt = |v: &[f64], scale: f64, unit: &str| {
+        LIMITS
+            .iter()
+            .zip(v)
+            .map(|(n, x)| format!("{n}:{:.0}", x / scale))
+            .collect::<Vec<_>>()
+            .join(" ")
+            + " "
+            + unit
+    };
+    let (t1, t32) = (tput[0], tput[tput.len() - 1]);
+    let (l1, l32) = (fg[0], fg[fg.len() - 1]);
+    Ok(vec![
+        Goal {
+            experiment: "fig11".into(),
+            goal: "system throughput non-decreasing in N (±5 %), N=32 ≥ 1.5 × N=1".into(),
+            measured: format!("{} ({:.2}×)", fmt(&tput, 1e6, "MB/s"), t32 / t1),
+            pass: steps(&tput) && t32 >= 1.5 * t1,
+        },
+        Goal {
+            experiment: "fig11".into(),
+            goal: "foreground mean latency non-decreasing in N (±5 %), N=32 ≥ 2 × N=1".into(),
+            measured: format!("{} ({:.1}×)", fmt(&fg, 1e3, "µs"), l32 / l1),
+            pass: steps(&fg) && l32 >= 2.0 * l1,
+        },
+    ])
+}
+
+fn admission(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
+    let jobs = ctx.jobs("admission.fio", ADMISSION)?;
+    let dev = ctx.device("ull")?;
+    let rcp = ctx.sim(&jobs, &dev, "rcp")?;
+    let shared = ctx.sim(&jobs, &dev, "rcp:isolate=0")?;
+    let none = ctx.sim(&jobs, &dev, "none")?;
+    let dl = ctx.sim(&jobs, &dev, "mq-deadline")?;
+    let crit = |o| class(o, IoClass::Critical);
+    let p99 = |o| crit(o).clat_ns.percentile.get(99.0).unwrap_or(0) as f64;
+    let wait = |o| crit(o).admit_wait_ns.max;
+    let nc_wait = class(&rcp, IoClass::Normal).admit_wait_ns.max;
+    Ok(vec![
+        Goal {
+            experiment: "admission".into(),
+            goal: "rcp: no critical request waits for admission (admit_wait max = 0)".into(),
+            measured: format!(
+                "critical admit wait max {} ns over {} I/Os; non-critical max {:.2} ms",
+                wait(&rcp),
+                crit(&rcp).ios,
+                nc_wait as f64 / 1e6
+            ),
+            pass: wait(&rcp) == 0 && crit(&rcp).ios > 0 && nc_wait > 0,
+        },
+        Goal {
+            experiment: "admission".into(),
+            goal: "rcp:isolate=0 (one shared pool): critical requests do wait".into(),
+            measured: format!(
+                "critical admit wait max {:.2} ms, mean {:.0} µs",
+                wait(&shared) as f64 / 1e6,
+                crit(&shared).admit_wait_ns.mean / 1e3
+            ),
+            pass: wait(&shared) > 0,
+        },
+        Goal {
+            experiment: "admission".into(),
+            goal: "rcp critical p99 ≤ 0.5 × none's and mq-deadline's (burst in latency)".into(),
+            measured: format!(
+                "critical p99 rcp {:.0} µs, none {:.0} µs, mq-deadline {:.0} µs \
+                 (none/mq-deadline admit all: admit wait {} / {} ns)",
+                p99(&rcp) / 1e3,
+                p99(&none) / 1e3,
+                p99(&dl) / 1e3,
+                wait(&none),
+                wait(&dl)
+            ),
+            pass: p99(&rcp) <= 0.5 * p99(&none) && p99(&rcp) <= 0.5 * p99(&dl),
+        },
+    ])
+}
