@@ -37,11 +37,13 @@
 #![warn(missing_docs)]
 
 mod collector;
+mod fios;
 mod plot;
 mod report;
 mod table;
 
 pub use collector::{Collector, FlowInfo, JobInfo, RunSetup, Sample, DEFAULT_INTERVAL_NS};
+pub use fios::{fios_figures, FiosFigures, FiosMetricError, TaskFigures};
 pub use plot::plot;
 pub use report::{
     to_json, write_json, BwSeries, ClassReport, DirReport, Fairness, FlowReport, FlowSeries,

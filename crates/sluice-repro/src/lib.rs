@@ -13,6 +13,11 @@
 
 use std::fmt::Write as _;
 
+mod d2fq;
+mod fastresponse_block;
+pub mod fios;
+mod rcp_block;
+
 use sluice_core::policy::{self, PolicySpec};
 use sluice_device::DeviceProfile;
 use sluice_sim::{SimConfig, SimOutput};
@@ -164,7 +169,7 @@ impl Ctx<'_> {
 
 /// Every suite, in the order `sluice repro --list` shows them.
 pub fn suites() -> Vec<Suite> {
-    vec![]
+    vec![d2fq::SUITE, fios::SUITE, fastresponse_block::SUITE, rcp_block::SUITE]
 }
 
 /// Find a suite by name.
