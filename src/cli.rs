@@ -43,6 +43,15 @@ pub enum CliError {
     /// Writing to stdout failed.
     #[error("output: {0}")]
     Io(#[from] std::io::Error),
+    /// The real engine refused the run or failed (`sluice run`).
+    #[error("{0}")]
+    Engine(#[from] sluice_engine::EngineError),
+    /// A command-line value is malformed (what, and how to write it).
+    #[error("{0}")]
+    Usage(String),
+    /// Stopped by Ctrl-C; the results so far were printed.
+    #[error("interrupted; the results above cover the run until the stop")]
+    Interrupted,
 }
 
 impl CliError {
@@ -63,6 +72,9 @@ impl CliError {
             CliError::Repro(sluice_repro::ReproError::UnknownSuite { .. }) => 2,
             CliError::Repro(_) | CliError::GoalsFailed(_) => 1,
             CliError::Metrics(_) | CliError::Io(_) => 1,
+            CliError::Engine(e) => e.exit_code(),
+            CliError::Usage(_) => 2,
+            CliError::Interrupted => 130,
         }
     }
 }

@@ -7,6 +7,7 @@
 //! * [`device`] — device models: the simulated NVMe SSD and its profiles;
 //! * [`workload`] — fio job files and deterministic I/O generators;
 //! * [`sim`] — the deterministic discrete-event simulator;
+//! * [`engine`] — the real engine: the same policies on files and devices through io_uring;
 //! * [`metrics`] — latency histograms with breakdown, shares, fairness, JSON, plots;
 //! * [`repro`] — paper experiments with goals (`sluice repro`);
 //! * [`cli`] — the parts of the `sluice` command that are worth testing as a library.
@@ -14,6 +15,7 @@
 
 pub use sluice_core as core;
 pub use sluice_device as device;
+pub use sluice_engine as engine;
 pub use sluice_metrics as metrics;
 pub use sluice_repro as repro;
 pub use sluice_sim as sim;

@@ -14,12 +14,14 @@ use sluice::device::DeviceProfile;
 use sluice::metrics::{self, RunReport};
 use sluice::sim::{self, SimConfig};
 
+mod cmd_run;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "sluice",
     version,
     about = "I/O scheduling for fast SSDs: the same policies on a simulated NVMe SSD and on real devices",
-    after_help = "Examples:\n  sluice sim                                   # the embedded default job on the simulated `ull` device\n  sluice sim jobs/weights-8642.fio --device zssd --policy none --json out.json\n  sluice list                                  # devices and policies"
+    after_help = "Examples:\n  sluice sim                                   # the embedded default job on the simulated `ull` device\n  sluice sim jobs/weights-8642.fio --device zssd --policy none --json out.json\n  sluice run job.fio --directory /mnt/ssd --policy none --json out.json   # real I/O\n  sluice list                                  # devices and policies"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -30,6 +32,8 @@ struct Cli {
 enum Cmd {
     /// Run a fio job file in the deterministic simulator.
     Sim(SimArgs),
+    /// Run a fio job file on real files (or devices) through io_uring, under the same policies.
+    Run(cmd_run::RunArgs),
     /// Run a paper's experiments in the simulator and check their goals (pass/fail).
     Repro(ReproArgs),
     /// List the built-in device profiles, the policies and the repro suites.
@@ -94,6 +98,7 @@ fn main() -> ExitCode {
     let result = match cli.cmd {
         Cmd::Sim(args) => cmd_sim(args),
         Cmd::Repro(args) => cmd_repro(args),
+        Cmd::Run(args) => cmd_run::cmd_run(args),
         Cmd::List => cmd_list(),
     };
     match result {
@@ -167,7 +172,9 @@ fn cmd_repro(args: ReproArgs) -> Result<(), CliError> {
     }
     write!(out, "{}", sluice::repro::format_table(&all))?;
     if all.iter().any(|g| !g.pass) {
-        return Err(CliError::GoalsFailed(all.iter().filter(|g| !g.pass).count()));
+        return Err(CliError::GoalsFailed(
+            all.iter().filter(|g| !g.pass).count(),
+        ));
     }
     Ok(())
 }

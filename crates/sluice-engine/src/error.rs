@@ -1,0 +1,267 @@
+//! Why a real run could not start or could not finish.
+
+use std::io;
+use std::path::PathBuf;
+
+use sluice_core::policy::PolicyError;
+use sluice_core::Nanos;
+
+/// Why the engine refused a run or could not finish it. Every message says what is
+/// wrong, where, and how to fix it. Set-up faults are found before any file is
+/// created, so a refused run leaves nothing behind.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The job list was empty.
+    #[error("no jobs to run")]
+    NoJobs,
+    /// `--workers 0`.
+    #[error("--workers must be at least 1")]
+    NoWorkers,
+    /// More threads than the engine can index.
+    #[error("too many threads ({0}); at most 65535 over all jobs")]
+    TooManyThreads(u64),
+    /// A policy could not be built.
+    #[error("--policy: {0}")]
+    Policy(#[from] PolicyError),
+    /// Two jobs name the same flow with different weights.
+    #[error(
+        "jobs '{a}' and '{b}' share flow '{flow}' but give it weights {wa} and {wb}; \
+         give every job of a flow the same sluice_weight/prio"
+    )]
+    WeightConflict {
+        /// Flow name.
+        flow: String,
+        /// First job.
+        a: String,
+        /// Its weight.
+        wa: u32,
+        /// Second job.
+        b: String,
+        /// Its weight.
+        wb: u32,
+    },
+    /// The job's name cannot be a file name.
+    #[error("job '{job}': its name contains '/' and cannot name its data file; rename the job or give filename=")]
+    BadJobName {
+        /// The job.
+        job: String,
+    },
+    /// The directory the files go to does not exist or is not a directory.
+    #[error("{path}: {reason}; create it or give another --directory")]
+    Directory {
+        /// The directory.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A file could not be created, opened or inspected.
+    #[error("{path} (job '{job}'): {source}; {hint}")]
+    Path {
+        /// The file or directory.
+        path: PathBuf,
+        /// The first job that uses it.
+        job: String,
+        /// What the system said.
+        #[source]
+        source: io::Error,
+        /// How to fix it.
+        hint: &'static str,
+    },
+    /// The file system refuses O_DIRECT (tmpfs, some FUSE and network file systems).
+    #[error(
+        "{path}: the file system does not support direct I/O (O_DIRECT){fs}; \
+         sluice run measures the device, not the page cache: put the files on a \
+         disk-backed file system with --directory"
+    )]
+    NoDirectIo {
+        /// The file or directory.
+        path: PathBuf,
+        /// ", it is tmpfs" when known.
+        fs: String,
+    },
+    /// Not enough free space for the files to create.
+    #[error(
+        "{dir}: the jobs need {need} bytes ({need_gib:.2} GiB) of new files but only {avail} \
+         bytes ({avail_gib:.2} GiB) are free; free space, shrink size=, or give another --directory"
+    )]
+    NoSpace {
+        /// The directory.
+        dir: PathBuf,
+        /// Bytes needed.
+        need: u64,
+        /// `need` in GiB.
+        need_gib: f64,
+        /// Bytes available to this user.
+        avail: u64,
+        /// `avail` in GiB.
+        avail_gib: f64,
+    },
+    /// A block size or offset is not a multiple of the logical block size.
+    #[error(
+        "job '{job}' (line {line}): {what} is not a multiple of the logical block size {align} \
+         of {path}; direct I/O needs aligned sizes and offsets: use a multiple of {align}"
+    )]
+    Misaligned {
+        /// The job.
+        job: String,
+        /// Its section line.
+        line: usize,
+        /// `bs=1000`, `offset=100`, ….
+        what: String,
+        /// The logical block size.
+        align: u32,
+        /// The file or device.
+        path: PathBuf,
+    },
+    /// A block device was named without `--allow-device`.
+    #[error(
+        "{path} (job '{job}') is a block device; sluice run uses one only with --allow-device \
+         (writes destroy its data)"
+    )]
+    BlockDevice {
+        /// The device.
+        path: PathBuf,
+        /// The job.
+        job: String,
+    },
+    /// An existing file would be written without `--allow-write-existing`.
+    #[error(
+        "{path} exists and job '{job}' writes to it; sluice run writes only to files it \
+         creates: remove the file, give another --directory, or pass --allow-write-existing"
+    )]
+    WriteExisting {
+        /// The file.
+        path: PathBuf,
+        /// The job.
+        job: String,
+    },
+    /// An existing file or device is smaller than the jobs' region.
+    #[error(
+        "{path} has {size} bytes but job '{job}' needs {need} (offset + size); remove the file \
+         so that sluice creates it, or shrink size="
+    )]
+    TooSmall {
+        /// The file.
+        path: PathBuf,
+        /// The job.
+        job: String,
+        /// Its size.
+        size: u64,
+        /// Bytes needed.
+        need: u64,
+    },
+    /// Neither a regular file nor a block device.
+    #[error("{path} (job '{job}') is neither a regular file nor a block device")]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// The job.
+        job: String,
+    },
+    /// The io_uring instance could not be created.
+    #[error("cannot create an io_uring with {entries} entries: {source}; {hint}")]
+    Ring {
+        /// Entries asked for.
+        entries: u32,
+        /// What the kernel said.
+        #[source]
+        source: io::Error,
+        /// Why, and how to fix it.
+        hint: &'static str,
+    },
+    /// Writing a job file's initial contents failed.
+    #[error("laying out {path}: {source}; the partly written file was removed")]
+    Prefill {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        #[source]
+        source: io::Error,
+    },
+    /// Interrupted (Ctrl-C) while laying out the files; they were removed.
+    #[error("interrupted while laying out the job files; the files created were removed")]
+    InterruptedPrefill,
+    /// A policy holds requests without dispatching them and without a timer.
+    #[error(
+        "run stalled at {now_ns} ns on worker {worker}: {queued} request(s) held by policy \
+         '{policy}', {waiting} waiting for admission, nothing in flight and no timer — a policy bug"
+    )]
+    Stalled {
+        /// Time since the run started.
+        now_ns: Nanos,
+        /// Worker index.
+        worker: usize,
+        /// Policy name.
+        policy: String,
+        /// Requests the policy holds.
+        queued: usize,
+        /// Requests refused admission.
+        waiting: usize,
+    },
+    /// The ring failed while running (not an I/O error of one request).
+    #[error("io_uring failed on worker {worker}: {source}")]
+    RingFailed {
+        /// Worker index.
+        worker: usize,
+        /// What the kernel said.
+        #[source]
+        source: io::Error,
+    },
+    /// A worker thread panicked.
+    #[error("worker {0} panicked: {1}")]
+    WorkerPanic(usize, String),
+}
+
+impl EngineError {
+    /// The process exit code: 2 for bad input and set-up faults (nothing was run),
+    /// 1 for faults during a run.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            EngineError::Stalled { .. }
+            | EngineError::RingFailed { .. }
+            | EngineError::WorkerPanic(..) => 1,
+            _ => 2,
+        }
+    }
+}
+
+/// Why the kernel refused to create a ring, and how to fix it.
+pub(crate) fn ring_hint(e: &io::Error) -> &'static str {
+    match e.raw_os_error() {
+        Some(libc::EPERM) | Some(libc::EACCES) => {
+            "io_uring is disabled for this process: check /proc/sys/kernel/io_uring_disabled \
+             (0 allows it) and the container's seccomp profile"
+        }
+        Some(libc::ENOSYS) => "the kernel has no io_uring (Linux 5.6 or later is needed)",
+        Some(libc::ENOMEM) => {
+            "not enough lockable memory: raise the memlock limit (ulimit -l) or use fewer \
+             workers or a smaller iodepth"
+        }
+        Some(libc::EINVAL) => {
+            "the kernel refused the ring's size or flags: use a smaller total iodepth per \
+             worker (at most 32768 entries) or more --workers"
+        }
+        Some(libc::EMFILE) | Some(libc::ENFILE) => "too many open files: raise ulimit -n",
+        _ => "check that io_uring is available (Linux 5.11 or later) and allowed",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ring_hints_name_the_cause() {
+        let h = ring_hint(&io::Error::from_raw_os_error(libc::EPERM));
+        assert!(h.contains("io_uring_disabled"));
+        let h = ring_hint(&io::Error::from_raw_os_error(libc::ENOSYS));
+        assert!(h.contains("5.6"));
+        let e = EngineError::Ring {
+            entries: 8,
+            source: io::Error::from_raw_os_error(libc::EPERM),
+            hint: ring_hint(&io::Error::from_raw_os_error(libc::EPERM)),
+        };
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("cannot create an io_uring"));
+    }
+}

@@ -1,0 +1,681 @@
+//! The job's data files: planning and checking them (before anything is written), laying
+//! them out as fio does, opening them for direct I/O, and removing the ones sluice
+//! created.
+//!
+//! File names follow fio: thread `t` of job `name` uses `<name>.<t>.0` in the
+//! directory; `filename=` names one file that every thread of every job naming it
+//! shares (a relative name is taken inside the directory). The file must hold the
+//! job's region, `offset + size` bytes.
+//!
+//! Rules: a file that does not exist is created and pre-filled with pseudo-random data
+//! (fio's "laying out IO file"), and removed at the end unless kept. An existing file
+//! is read as it is; it is written only with `allow_write_existing`. A block device is
+//! used only with `allow_device`. Every check — directory, O_DIRECT support, logical
+//! block size alignment, size, free space — runs before the first file is created.
+
+use std::collections::BTreeMap;
+use std::ffi::CString;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use sluice_workload::{BlockSize, JobSpec};
+
+use crate::buf::AlignedBuf;
+use crate::error::EngineError;
+
+/// `f_type` of tmpfs in `statfs`.
+const TMPFS_MAGIC: i64 = 0x0102_1994;
+/// `f_type` of ramfs in `statfs`.
+const RAMFS_MAGIC: i64 = 0x8584_58f6;
+
+/// Logical block size assumed when the kernel does not report direct-I/O alignment.
+const FALLBACK_ALIGN: u32 = 512;
+
+/// Pre-fill chunk.
+const FILL_CHUNK: usize = 1 << 20;
+
+/// One file (or device) the jobs use.
+#[derive(Clone, Debug)]
+pub struct PlannedFile {
+    /// Where it is.
+    pub path: PathBuf,
+    /// Bytes the jobs need (the largest `offset + size` of its users, rounded up to
+    /// the logical block size).
+    pub size: u64,
+    /// Whether sluice creates (and later removes) it.
+    pub create: bool,
+    /// Whether it is a block device.
+    pub device: bool,
+    /// Whether some job writes to it.
+    pub writes: bool,
+    /// Its logical block size (direct-I/O offset alignment), bytes.
+    pub align: u32,
+    /// Where its byte 0 sits in the address space the policies see: files are laid
+    /// side by side, each starting on a MiB boundary, as the simulator lays regions.
+    pub base: u64,
+    /// The first job that uses it (for messages).
+    pub first_job: String,
+}
+
+/// Every file of a run and which thread uses which.
+#[derive(Clone, Debug)]
+pub struct FilePlan {
+    /// The files, in order of first use.
+    pub files: Vec<PlannedFile>,
+    /// For every thread (jobs in order, then `numjobs` threads each), its file index.
+    pub thread_file: Vec<u32>,
+    /// Things worth telling the user that do not stop the run (e.g. files on a
+    /// memory-backed file system that accepts O_DIRECT, as tmpfs does since Linux 6.6).
+    pub warnings: Vec<String>,
+}
+
+fn path_err(path: &Path, job: &str, source: io::Error, hint: &'static str) -> EngineError {
+    EngineError::Path {
+        path: path.to_path_buf(),
+        job: job.to_string(),
+        source,
+        hint,
+    }
+}
+
+fn io_err(path: &Path, job: &str, e: io::Error) -> EngineError {
+    let hint = hint_for(&e);
+    path_err(path, job, e, hint)
+}
+
+fn hint_for(e: &io::Error) -> &'static str {
+    match e.raw_os_error() {
+        Some(libc::EACCES) | Some(libc::EPERM) => {
+            "no permission: give a --directory you can write to"
+        }
+        Some(libc::EROFS) => "the file system is read-only: give another --directory",
+        Some(libc::ENOENT) => "a parent directory is missing: create it first",
+        Some(libc::ENOTDIR) => "a component of the path is not a directory",
+        Some(libc::ENOSPC) => "the file system is full",
+        _ => "check the path",
+    }
+}
+
+fn cpath(p: &Path) -> CString {
+    CString::new(p.as_os_str().as_bytes()).unwrap_or_else(|_| CString::new("/").expect("no nul"))
+}
+
+/// The name of the memory-backed file system holding `p` (tmpfs, ramfs), if it is one.
+fn memory_fs(p: &Path) -> Option<&'static str> {
+    let c = cpath(p);
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: c is a valid C string and st a valid out pointer.
+    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    match st.f_type as i64 {
+        TMPFS_MAGIC => Some("tmpfs"),
+        RAMFS_MAGIC => Some("ramfs"),
+        _ => None,
+    }
+}
+
+/// ", it is tmpfs" (or ramfs) for messages.
+fn fs_note(p: &Path) -> String {
+    memory_fs(p).map_or(String::new(), |fs| format!(", it is {fs}"))
+}
+
+/// Direct-I/O offset alignment of an open file from `statx(STATX_DIOALIGN)`, if the
+/// kernel and file system report it.
+fn dio_align(f: &File) -> Option<u32> {
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    let empty = CString::new("").expect("no nul");
+    // SAFETY: valid fd, empty path with AT_EMPTY_PATH, valid out pointer.
+    let rc = unsafe {
+        libc::statx(
+            f.as_raw_fd(),
+            empty.as_ptr(),
+            libc::AT_EMPTY_PATH,
+            libc::STATX_DIOALIGN,
+            &mut stx,
+        )
+    };
+    if rc != 0 || stx.stx_mask & libc::STATX_DIOALIGN == 0 || stx.stx_dio_offset_align == 0 {
+        return None;
+    }
+    Some(stx.stx_dio_offset_align)
+}
+
+/// Logical block size of a block device.
+fn device_align(f: &File) -> io::Result<u32> {
+    let mut sz: libc::c_int = 0;
+    // SAFETY: BLKSSZGET writes one int.
+    let rc = unsafe { libc::ioctl(f.as_raw_fd(), libc::BLKSSZGET, &mut sz) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(sz.max(1) as u32)
+}
+
+/// Open `path` for direct I/O, turning EINVAL (no O_DIRECT) into [`EngineError::NoDirectIo`].
+fn open_direct(path: &Path, write: bool, job: &str) -> Result<File, EngineError> {
+    OpenOptions::new()
+        .read(true)
+        .write(write)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::EINVAL) {
+                EngineError::NoDirectIo {
+                    path: path.to_path_buf(),
+                    fs: fs_note(path),
+                }
+            } else {
+                io_err(path, job, e)
+            }
+        })
+}
+
+/// Check that files can be created in `dir` with O_DIRECT, by creating and removing a
+/// probe file; returns the direct-I/O alignment there.
+pub(crate) fn probe_dir(dir: &Path, job: &str) -> Result<u32, EngineError> {
+    let probe = dir.join(format!(".sluice-probe-{}", std::process::id()));
+    let f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_DIRECT)
+        .mode(0o600)
+        .open(&probe);
+    match f {
+        Ok(f) => {
+            let align = dio_align(&f).unwrap_or(FALLBACK_ALIGN);
+            drop(f);
+            let _ = std::fs::remove_file(&probe);
+            Ok(align)
+        }
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+            // Some kernels create the file before refusing O_DIRECT.
+            let _ = std::fs::remove_file(&probe);
+            Err(EngineError::NoDirectIo {
+                path: dir.to_path_buf(),
+                fs: fs_note(dir),
+            })
+        }
+        Err(e) => {
+            let hint = match e.raw_os_error() {
+                Some(libc::EACCES) | Some(libc::EPERM) | Some(libc::EROFS) => hint_for(&e),
+                _ => {
+                    "files cannot be created in this directory: give a --directory on a \
+                      writable, disk-backed file system"
+                }
+            };
+            Err(path_err(dir, job, e, hint))
+        }
+    }
+}
+
+/// Free bytes for an unprivileged user on the file system of `dir`.
+fn free_bytes(dir: &Path) -> io::Result<u64> {
+    let c = cpath(dir);
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: valid C string and out pointer.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+}
+
+fn sizes(bs: &BlockSize) -> Vec<u32> {
+    match bs {
+        BlockSize::Fixed(n) => vec![*n],
+        BlockSize::Split(t) => t.iter().map(|e| e.len).collect(),
+    }
+}
+
+/// Plan the files of `jobs` in `dir` and check everything that can be checked without
+/// writing: nothing is created (a probe file in each directory aside).
+pub fn plan(
+    jobs: &[JobSpec],
+    dir: &Path,
+    allow_device: bool,
+    allow_write_existing: bool,
+) -> Result<FilePlan, EngineError> {
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(EngineError::Directory {
+                path: dir.to_path_buf(),
+                reason: "not a directory".into(),
+            })
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(EngineError::Directory {
+                path: dir.to_path_buf(),
+                reason: "no such directory".into(),
+            })
+        }
+        Err(e) => {
+            return Err(EngineError::Directory {
+                path: dir.to_path_buf(),
+                reason: e.to_string(),
+            })
+        }
+    }
+
+    // Which file each thread uses; the users of each file.
+    let mut index: BTreeMap<PathBuf, usize> = BTreeMap::new();
+    let mut files: Vec<PlannedFile> = Vec::new();
+    let mut users: Vec<Vec<usize>> = Vec::new();
+    let mut thread_file = Vec::new();
+    for (j, job) in jobs.iter().enumerate() {
+        for t in 0..job.numjobs {
+            let path = match &job.filename {
+                Some(f) if Path::new(f).is_absolute() => PathBuf::from(f),
+                Some(f) => dir.join(f),
+                None => {
+                    if job.name.contains('/') {
+                        return Err(EngineError::BadJobName {
+                            job: job.name.clone(),
+                        });
+                    }
+                    dir.join(format!("{}.{t}.0", job.name))
+                }
+            };
+            let need = job.offset.saturating_add(job.size);
+            let i = *index.entry(path.clone()).or_insert_with(|| {
+                files.push(PlannedFile {
+                    path,
+                    size: 0,
+                    create: false,
+                    device: false,
+                    writes: false,
+                    align: FALLBACK_ALIGN,
+                    base: 0,
+                    first_job: job.name.clone(),
+                });
+                users.push(Vec::new());
+                files.len() - 1
+            });
+            let f = &mut files[i];
+            f.size = f.size.max(need);
+            f.writes |= job.rw.writes();
+            if users[i].last() != Some(&j) {
+                users[i].push(j);
+            }
+            thread_file.push(i as u32);
+        }
+    }
+
+    // Inspect existing files; find those to create.
+    let mut create_dirs: BTreeMap<PathBuf, (u64, String)> = BTreeMap::new();
+    for f in &mut files {
+        let job = f.first_job.clone();
+        match std::fs::metadata(&f.path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                f.create = true;
+                let parent = f
+                    .path
+                    .parent()
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .unwrap_or(Path::new("."))
+                    .to_path_buf();
+                create_dirs.entry(parent).or_insert((0, job));
+            }
+            Err(e) => return Err(io_err(&f.path, &job, e)),
+            Ok(m) => {
+                let ft = m.file_type();
+                if ft.is_block_device() {
+                    if !allow_device {
+                        return Err(EngineError::BlockDevice {
+                            path: f.path.clone(),
+                            job,
+                        });
+                    }
+                    f.device = true;
+                } else if !ft.is_file() {
+                    return Err(EngineError::NotAFile {
+                        path: f.path.clone(),
+                        job,
+                    });
+                } else if f.writes && !allow_write_existing {
+                    return Err(EngineError::WriteExisting {
+                        path: f.path.clone(),
+                        job,
+                    });
+                }
+                let file = open_direct(&f.path, false, &job)?;
+                let size = if f.device {
+                    f.align = device_align(&file).map_err(|e| {
+                        path_err(
+                            &f.path,
+                            &job,
+                            e,
+                            "cannot read the device's logical block size",
+                        )
+                    })?;
+                    let mut end = &file;
+                    io::Seek::seek(&mut end, io::SeekFrom::End(0))
+                        .map_err(|e| path_err(&f.path, &job, e, "cannot read the device's size"))?
+                } else {
+                    f.align = dio_align(&file).unwrap_or(FALLBACK_ALIGN);
+                    m.len()
+                };
+                if size < f.size {
+                    return Err(EngineError::TooSmall {
+                        path: f.path.clone(),
+                        job,
+                        size,
+                        need: f.size,
+                    });
+                }
+            }
+        }
+    }
+
+    // Directories where files are created: writable, O_DIRECT, alignment, space.
+    for (d, (_, job)) in create_dirs.iter_mut() {
+        let align = probe_dir(d, job)?;
+        for f in files
+            .iter_mut()
+            .filter(|f| f.create && f.path.parent() == Some(d.as_path()))
+        {
+            f.align = align;
+            f.size = f.size.div_ceil(align as u64) * align as u64;
+        }
+    }
+    for (d, (need, _)) in create_dirs.iter_mut() {
+        *need = files
+            .iter()
+            .filter(|f| f.create && f.path.parent() == Some(d.as_path()))
+            .map(|f| f.size)
+            .sum();
+        let avail = free_bytes(d).map_err(|e| EngineError::Directory {
+            path: d.clone(),
+            reason: format!("cannot read free space: {e}"),
+        })?;
+        if *need > avail {
+            return Err(EngineError::NoSpace {
+                dir: d.clone(),
+                need: *need,
+                need_gib: *need as f64 / (1u64 << 30) as f64,
+                avail,
+                avail_gib: avail as f64 / (1u64 << 30) as f64,
+            });
+        }
+    }
+
+    // Alignment of every job against every file it uses.
+    for (i, f) in files.iter().enumerate() {
+        for &j in &users[i] {
+            let job = &jobs[j];
+            let a = f.align as u64;
+            let mis = |what: String| EngineError::Misaligned {
+                job: job.name.clone(),
+                line: job.line,
+                what,
+                align: f.align,
+                path: f.path.clone(),
+            };
+            if !job.offset.is_multiple_of(a) {
+                return Err(mis(format!("offset={}", job.offset)));
+            }
+            let mut lens = Vec::new();
+            if job.rw.reads() {
+                lens.extend(sizes(&job.bs.read));
+            }
+            if job.rw.writes() {
+                lens.extend(sizes(&job.bs.write));
+            }
+            if let Some(&bad) = lens.iter().find(|&&l| !(l as u64).is_multiple_of(a)) {
+                return Err(mis(format!("bs={bad}")));
+            }
+        }
+    }
+
+    let mut warnings = Vec::new();
+    for f in &files {
+        let at = if f.create {
+            f.path.parent().unwrap_or(dir)
+        } else {
+            f.path.as_path()
+        };
+        if let Some(fs) = memory_fs(at) {
+            warnings.push(format!(
+                "{} is on {fs}, which is memory: the run measures memory, not a device",
+                f.path.display()
+            ));
+        }
+    }
+    let mut next_base = 0u64;
+    for f in &mut files {
+        f.base = next_base;
+        next_base = (next_base + f.size).div_ceil(1 << 20) << 20;
+    }
+    Ok(FilePlan {
+        files,
+        thread_file,
+        warnings,
+    })
+}
+
+/// The files of a run, laid out and open for direct I/O. Dropping it removes the files
+/// sluice created, unless they are kept.
+#[derive(Debug)]
+pub struct FileSet {
+    plan: FilePlan,
+    files: Vec<File>,
+    created: Vec<PathBuf>,
+    keep: bool,
+}
+
+impl FileSet {
+    /// Create and pre-fill the planned files that do not exist, then open every file
+    /// for direct I/O (read-write when a job writes to it). `progress` is told
+    /// `(path, bytes written, bytes to write)` now and then; `stop` aborts the lay-out
+    /// (the files created are removed).
+    pub fn prepare(
+        plan: FilePlan,
+        keep: bool,
+        stop: &AtomicBool,
+        progress: &mut dyn FnMut(&Path, u64, u64),
+    ) -> Result<FileSet, EngineError> {
+        let mut set = FileSet {
+            plan,
+            files: Vec::new(),
+            created: Vec::new(),
+            keep,
+        };
+        let mut buf = AlignedBuf::new(FILL_CHUNK);
+        buf.fill_random(0x5EED_F11E);
+        let total: u64 = set
+            .plan
+            .files
+            .iter()
+            .filter(|f| f.create)
+            .map(|f| f.size)
+            .sum();
+        let mut done = 0u64;
+        for i in 0..set.plan.files.len() {
+            let f = set.plan.files[i].clone();
+            if !f.create {
+                continue;
+            }
+            // create_new: a file that appeared since planning is not ours to clobber.
+            let file = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .custom_flags(libc::O_DIRECT)
+                .mode(0o644)
+                .open(&f.path)
+                .map_err(|e| io_err(&f.path, &f.first_job, e))?;
+            set.created.push(f.path.clone());
+            let mut off = 0u64;
+            let mut chunk_no = 0u64;
+            while off < f.size {
+                if stop.load(Ordering::Relaxed) {
+                    return Err(EngineError::InterruptedPrefill);
+                }
+                let n = ((f.size - off) as usize).min(FILL_CHUNK);
+                // Make every 4 KiB block of the file distinct.
+                for (k, block) in buf.as_mut_slice().chunks_exact_mut(4096).enumerate() {
+                    let tag = (chunk_no << 16 | k as u64) ^ (i as u64) << 48;
+                    block[..8].copy_from_slice(&tag.to_le_bytes());
+                }
+                file.write_all_at(&buf.as_slice()[..n], off)
+                    .map_err(|source| EngineError::Prefill {
+                        path: f.path.clone(),
+                        source,
+                    })?;
+                off += n as u64;
+                done += n as u64;
+                chunk_no += 1;
+                if chunk_no.is_multiple_of(64) {
+                    progress(&f.path, done, total);
+                }
+            }
+            file.sync_all().map_err(|source| EngineError::Prefill {
+                path: f.path.clone(),
+                source,
+            })?;
+            progress(&f.path, done, total);
+        }
+        for f in &set.plan.files {
+            let file = open_direct(&f.path, f.writes, &f.first_job)?;
+            set.files.push(file);
+        }
+        Ok(set)
+    }
+
+    /// The plan the set was made from.
+    pub fn plan(&self) -> &FilePlan {
+        &self.plan
+    }
+
+    /// The open file of index `i`.
+    pub(crate) fn file(&self, i: usize) -> &File {
+        &self.files[i]
+    }
+
+    /// The files sluice created (removed on drop unless kept).
+    pub fn created(&self) -> &[PathBuf] {
+        &self.created
+    }
+}
+
+impl Drop for FileSet {
+    fn drop(&mut self) {
+        self.files.clear();
+        if self.keep {
+            return;
+        }
+        for p in &self.created {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_workload::{parse_str, ParseOptions};
+
+    fn jobs(text: &str) -> Vec<JobSpec> {
+        parse_str(text, "t.fio", &ParseOptions::default())
+            .unwrap()
+            .jobs
+    }
+
+    #[test]
+    fn names_follow_fio_and_shared_files_merge() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = jobs("[a]\nsize=1m\nnumjobs=2\n[b]\nsize=2m\nfilename=shared\n[c]\nsize=3m\nfilename=shared\n");
+        let p = plan(&j, dir.path(), false, false).unwrap();
+        let names: Vec<String> = p
+            .files
+            .iter()
+            .map(|f| f.path.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, vec!["a.0.0", "a.1.0", "shared"]);
+        assert_eq!(p.thread_file, vec![0, 1, 2, 2]);
+        assert_eq!(p.files[2].size, 3 << 20);
+        assert!(p.files.iter().all(|f| f.create));
+        assert_eq!(p.files[1].base, 1 << 20);
+        assert_eq!(p.files[2].base, 2 << 20);
+        // Planning created nothing (the probe is gone too).
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn prepare_lays_out_and_removes() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = jobs("[w]\nrw=randwrite\nsize=3m\n");
+        let p = plan(&j, dir.path(), false, false).unwrap();
+        let stop = AtomicBool::new(false);
+        let set = FileSet::prepare(p, false, &stop, &mut |_, _, _| {}).unwrap();
+        let path = set.created()[0].clone();
+        let data = std::fs::read(&path).unwrap();
+        assert_eq!(data.len(), 3 << 20);
+        assert!(data.iter().any(|&b| b != 0));
+        drop(set);
+        assert!(!path.exists());
+        // An existing file is not written without permission.
+        std::fs::write(dir.path().join("w.0.0"), vec![0u8; 4 << 20]).unwrap();
+        let e = plan(&j, dir.path(), false, false).unwrap_err();
+        assert!(matches!(e, EngineError::WriteExisting { .. }), "{e}");
+        assert!(plan(&j, dir.path(), false, true).is_ok());
+    }
+
+    /// A ramfs mounted on a temporary directory (root only), unmounted on drop.
+    pub(crate) struct RamFs(pub tempfile::TempDir);
+
+    impl RamFs {
+        pub(crate) fn mount() -> Option<RamFs> {
+            let dir = tempfile::tempdir().ok()?;
+            let ok = std::process::Command::new("mount")
+                .args(["-t", "ramfs", "ramfs"])
+                .arg(dir.path())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            ok.then_some(RamFs(dir))
+        }
+    }
+
+    impl Drop for RamFs {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount")
+                .arg(self.0.path())
+                .status();
+        }
+    }
+
+    #[test]
+    fn a_file_system_without_o_direct_is_refused() {
+        // ramfs refuses O_DIRECT (tmpfs accepts it since Linux 6.6). Mounting one needs
+        // root; elsewhere the test says so and returns.
+        let Some(fs) = RamFs::mount() else {
+            eprintln!("cannot mount a ramfs here (not root?); skipping");
+            return;
+        };
+        let e = probe_dir(fs.0.path(), "j").unwrap_err();
+        assert!(matches!(e, EngineError::NoDirectIo { .. }), "{e}");
+        assert!(e.to_string().contains("ramfs"), "{e}");
+        assert_eq!(std::fs::read_dir(fs.0.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_memory_file_system_with_o_direct_is_a_warning() {
+        let shm = Path::new("/dev/shm");
+        if memory_fs(shm) != Some("tmpfs") {
+            eprintln!("/dev/shm is not tmpfs here; skipping");
+            return;
+        }
+        let dir = tempfile::tempdir_in(shm).unwrap();
+        let j = jobs("[r]\nrw=randread\nsize=1m\n");
+        match plan(&j, dir.path(), false, false) {
+            Ok(p) => assert!(p.warnings[0].contains("tmpfs"), "{:?}", p.warnings),
+            // Kernels before 6.6: tmpfs has no O_DIRECT.
+            Err(e) => assert!(matches!(e, EngineError::NoDirectIo { .. }), "{e}"),
+        }
+    }
+}

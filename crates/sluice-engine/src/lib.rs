@@ -1,0 +1,690 @@
+//! # sluice-engine
+//!
+//! The real engine: it runs fio job files on files (and, when allowed, block devices)
+//! through io_uring with O_DIRECT, under the very same [`Policy`] objects the
+//! simulator drives, and reports through the same [`Collector`], so `sluice run`
+//! prints what `sluice sim` prints — measured instead of simulated.
+//!
+//! ```text
+//!  job threads (state machines: IoGen, Pacer, thinktime, runtime)     ─┐
+//!        │ submit: request slot (index = ReqId), its registered buffer  │ one worker =
+//!        ▼                                                              │ one OS thread,
+//!  policy: admit → enqueue → dispatch(now, DeviceView) → complete       │ one event loop,
+//!        │ Dispatch{piece, queue class}: piece slot (index = user_data) │ one ring,
+//!        ▼                                                              │ one policy
+//!  WRR arbiter (urgent first, H/M/L by weight; fast path when idle)     │ instance
+//!        ▼                                                              │
+//!  io_uring: fixed files, fixed buffers, batched submit + wait         ─┘
+//!        ▼
+//!  CQEs → piece → request → Sample (batched into the shared Collector)
+//! ```
+//!
+//! ## Workers
+//! `workers` OS threads (default: the smaller of the available cores and the jobs'
+//! total thread count). The job threads (`numjobs` of every job, in job order) are
+//! dealt to the workers round robin. Each worker has its own ring and **its own policy
+//! instance** built from the same [`PolicySpec`], so a policy sees only the flows whose
+//! threads run on its worker: `workers = 1` puts every flow under one policy (what
+//! fairness experiments need).
+//!
+//! ## Time
+//! Only the engine reads the clock (monotonic, ns since the run's start); policies are
+//! given that time. A sample's latency parts mean, here: **sched** = policy dispatch −
+//! submission by the job thread (admission wait and policy queueing); **device** =
+//! CQE reaped − dispatch (the SQE is written at dispatch and submitted by the
+//! `io_uring_enter` that ends the same loop turn; staging in the WRR arbiter, when the
+//! ring is at its cap, counts here, as waiting in an NVMe submission queue does in the
+//! simulator); **post** = from the reap to the job thread handling the completion.
+//!
+//! ## Stonewall groups, stops, errors
+//! Groups run one after the other on every worker; a group starts when every worker
+//! finished the previous one. A stop request (Ctrl-C) ends every job at once; the
+//! results so far are reported. An I/O error (negative CQE result or short transfer)
+//! is counted per job (`error` in the report) with its first description in
+//! [`EngineStats::errors`], never dropped.
+#![warn(missing_docs, missing_debug_implementations)]
+
+mod arbiter;
+mod buf;
+mod error;
+mod files;
+mod worker;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+use sluice_core::policy::{self, Policy, PolicySpec};
+use sluice_core::{Flow, FlowId, Nanos, QueueClass};
+use sluice_metrics::{Collector, FlowInfo, JobInfo, RunReport, RunSetup};
+use sluice_workload::JobSpec;
+
+pub use arbiter::D2FQ_WEIGHTS;
+pub use error::EngineError;
+pub use files::{plan, FilePlan, FileSet, PlannedFile};
+
+use worker::{Worker, WorkerCfg, WorkerPlan, WorkerResult};
+
+/// Settings of a real run that are not part of the job file.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// Where job files are created (fio's `directory`); relative `filename=`s are
+    /// taken inside it.
+    pub directory: PathBuf,
+    /// Worker threads; `None`: min(available cores, total job threads).
+    pub workers: Option<usize>,
+    /// Allow block devices as job files.
+    pub allow_device: bool,
+    /// Allow writing to existing files sluice did not create.
+    pub allow_write_existing: bool,
+    /// Keep the files sluice created.
+    pub keep_files: bool,
+    /// Seed of the I/O generators (combined with each job's `randseed`).
+    pub seed: u64,
+    /// Width of a bandwidth-over-time bin; `None`: about 1/200 of the planned run.
+    pub interval_ns: Option<Nanos>,
+    /// Most commands in one worker's ring; `None`: the worker's total `iodepth` (so
+    /// the arbiter only stages what the policy splits beyond it).
+    pub ring_cap: Option<u32>,
+    /// WRR weights of the high, medium and low classes.
+    pub wrr_weights: [u32; 3],
+    /// While a batch of completions is handled, new SQEs are submitted as soon as this
+    /// many are ready (the rest go with the next wait); 1 gives each I/O to the kernel
+    /// at once, as fio does. Default 4.
+    pub submit_batch: u32,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            directory: PathBuf::from("."),
+            workers: None,
+            allow_device: false,
+            allow_write_existing: false,
+            keep_files: false,
+            seed: 1,
+            interval_ns: None,
+            ring_cap: None,
+            wrr_weights: D2FQ_WEIGHTS,
+            submit_batch: 4,
+        }
+    }
+}
+
+/// Facts about a real run.
+#[derive(Clone, Debug, Default)]
+pub struct EngineStats {
+    /// Requests completed (inside and outside the measurement windows).
+    pub ios: u64,
+    /// Wall time of the run, ns.
+    pub wall_ns: Nanos,
+    /// `io_uring_enter` calls.
+    pub enters: u64,
+    /// CPU time of the process during the run (all threads), user and system, ns.
+    pub cpu_user_ns: u64,
+    /// See `cpu_user_ns`.
+    pub cpu_sys_ns: u64,
+    /// Whether the run was stopped early (Ctrl-C).
+    pub interrupted: bool,
+    /// Per job with errors: job name, error count, first error's description.
+    pub errors: Vec<(String, u64, String)>,
+}
+
+/// The result of one real run.
+#[derive(Debug)]
+pub struct EngineOutput {
+    /// The report, as the simulator's (engine facts in `extra`).
+    pub report: RunReport,
+    /// Facts about the run.
+    pub stats: EngineStats,
+}
+
+/// What the workers share: the collector (locked once per batch of samples), the
+/// job-thread counts, progress, and the stop flags.
+pub(crate) struct Shared<'a> {
+    pub collector: Mutex<Collector>,
+    /// Threads of each job not yet finished, over all workers.
+    pub job_live: Vec<AtomicU32>,
+    /// Bytes issued per thread (progress only).
+    pub issued: Vec<AtomicU64>,
+    /// The caller's stop request.
+    pub stop: &'a AtomicBool,
+    /// Set when a worker failed: the others stop too.
+    pub abort: AtomicBool,
+    pub origin: Instant,
+    pub interval_ns: Nanos,
+}
+
+impl Shared<'_> {
+    pub(crate) fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed) || self.abort.load(Ordering::Relaxed)
+    }
+}
+
+/// CPU time of this process so far (all threads): (user, system) in ns.
+pub fn cpu_time_ns() -> (u64, u64) {
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid out pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
+    (ns(ru.ru_utime), ns(ru.ru_stime))
+}
+
+/// Flows (first appearance order) and each job's flow; errors on a weight conflict.
+fn flows_of(jobs: &[JobSpec]) -> Result<(Vec<Flow>, Vec<FlowId>), EngineError> {
+    let mut flows: Vec<(Flow, usize)> = Vec::new();
+    let mut job_flow = Vec::with_capacity(jobs.len());
+    for (j, spec) in jobs.iter().enumerate() {
+        match flows.iter().position(|(f, _)| f.name == spec.flow) {
+            Some(i) => {
+                let (f, first) = &flows[i];
+                if f.weight != spec.weight.max(1) {
+                    return Err(EngineError::WeightConflict {
+                        flow: spec.flow.clone(),
+                        a: jobs[*first].name.clone(),
+                        wa: f.weight,
+                        b: spec.name.clone(),
+                        wb: spec.weight,
+                    });
+                }
+                job_flow.push(FlowId(i as u32));
+            }
+            None => {
+                let id = FlowId(flows.len() as u32);
+                flows.push((
+                    Flow {
+                        id,
+                        name: spec.flow.clone(),
+                        weight: spec.weight.max(1),
+                    },
+                    j,
+                ));
+                job_flow.push(id);
+            }
+        }
+    }
+    Ok((flows.into_iter().map(|(f, _)| f).collect(), job_flow))
+}
+
+/// Stonewall group of every job.
+fn groups_of(jobs: &[JobSpec]) -> Vec<usize> {
+    let mut g = 0;
+    jobs.iter()
+        .enumerate()
+        .map(|(j, s)| {
+            if s.stonewall && j > 0 {
+                g += 1;
+            }
+            g
+        })
+        .collect()
+}
+
+fn total_threads(jobs: &[JobSpec]) -> Result<u32, EngineError> {
+    let n: u64 = jobs.iter().map(|j| j.numjobs as u64).sum();
+    if n > u16::MAX as u64 {
+        return Err(EngineError::TooManyThreads(n));
+    }
+    Ok(n as u32)
+}
+
+fn worker_count(jobs: &[JobSpec], cfg: &EngineConfig) -> Result<usize, EngineError> {
+    let threads = total_threads(jobs)? as usize;
+    match cfg.workers {
+        Some(0) => Err(EngineError::NoWorkers),
+        Some(n) => Ok(n.min(threads).max(1)),
+        None => {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            Ok(cores.min(threads).max(1))
+        }
+    }
+}
+
+/// Check the jobs and the machine, then create and lay out the job files (progress:
+/// `(file, bytes written, bytes to write)`). Every check — paths, O_DIRECT, alignment,
+/// free space, block devices, whether a ring can be created — runs before the first
+/// file is created. The returned set removes the files it created when dropped
+/// (unless `keep_files`).
+pub fn prepare(
+    jobs: &[JobSpec],
+    cfg: &EngineConfig,
+    stop: &AtomicBool,
+    progress: &mut dyn FnMut(&std::path::Path, u64, u64),
+) -> Result<FileSet, EngineError> {
+    if jobs.is_empty() {
+        return Err(EngineError::NoJobs);
+    }
+    let workers = worker_count(jobs, cfg)?;
+    flows_of(jobs)?;
+    let plan = files::plan(
+        jobs,
+        &cfg.directory,
+        cfg.allow_device,
+        cfg.allow_write_existing,
+    )?;
+    // The largest ring any worker will need: can the kernel give it?
+    let mut depth = vec![0u32; workers];
+    let mut g = 0usize;
+    for spec in jobs {
+        for _ in 0..spec.numjobs {
+            depth[g % workers] += spec.iodepth.max(1);
+            g += 1;
+        }
+    }
+    let cap = cfg
+        .ring_cap
+        .unwrap_or(*depth.iter().max().unwrap_or(&1))
+        .clamp(1, 32768);
+    drop(worker::new_ring(worker::ring_entries(cap))?);
+    FileSet::prepare(plan, cfg.keep_files, stop, progress)
+}
+
+/// Run `jobs` under the policy `spec` on the prepared `files`. `progress` is called
+/// about ten times a second with the fraction done; `stop` ends the run early with
+/// the results so far.
+pub fn run(
+    jobs: &[JobSpec],
+    files: &FileSet,
+    spec: &PolicySpec,
+    cfg: &EngineConfig,
+    stop: &AtomicBool,
+    progress: &mut dyn FnMut(f64),
+) -> Result<EngineOutput, EngineError> {
+    policy::build(spec)?;
+    let make = || policy::build(spec).expect("built once above, so it builds again");
+    run_with(jobs, files, &make, cfg, stop, progress)
+}
+
+/// [`run`] with a policy made by `make` (called once per worker) instead of a
+/// specification: for embedders and tests with policies of their own.
+pub fn run_with(
+    jobs: &[JobSpec],
+    files: &FileSet,
+    make: &(dyn Fn() -> Box<dyn Policy> + Sync),
+    cfg: &EngineConfig,
+    stop: &AtomicBool,
+    progress: &mut dyn FnMut(f64),
+) -> Result<EngineOutput, EngineError> {
+    if jobs.is_empty() {
+        return Err(EngineError::NoJobs);
+    }
+    let n_threads = total_threads(jobs)? as usize;
+    let n_workers = worker_count(jobs, cfg)?;
+    let (flows, job_flow) = flows_of(jobs)?;
+    let job_group = groups_of(jobs);
+    let n_groups = job_group.last().map_or(0, |g| g + 1);
+    let fplan = files.plan();
+    let policy_name = make().name();
+
+    // Deal the threads to the workers; each registers the files its threads use.
+    let mut plans: Vec<WorkerPlan> = (0..n_workers)
+        .map(|index| WorkerPlan {
+            index,
+            threads: Vec::new(),
+            fds: Vec::new(),
+            flows: Vec::new(),
+        })
+        .collect();
+    let mut fixed_of: Vec<Vec<Option<u32>>> = vec![vec![None; fplan.files.len()]; n_workers];
+    let mut global = 0u32;
+    for (j, s) in jobs.iter().enumerate() {
+        for t in 0..s.numjobs {
+            let w = global as usize % n_workers;
+            let fi = fplan.thread_file[global as usize] as usize;
+            let p = &mut plans[w];
+            let fixed = *fixed_of[w][fi].get_or_insert_with(|| {
+                use std::os::fd::AsRawFd;
+                p.fds.push(files.file(fi).as_raw_fd());
+                (p.fds.len() - 1) as u32
+            });
+            p.threads
+                .push((global, j as u32, t, fixed, fplan.files[fi].base));
+            let flow = &flows[job_flow[j].index()];
+            if !p.flows.iter().any(|f| f.id == flow.id) {
+                p.flows.push(flow.clone());
+            }
+            global += 1;
+        }
+    }
+
+    let expected_ns: Nanos = jobs
+        .iter()
+        .map(|s| s.startdelay_ns + s.ramp_ns + s.runtime_ns.unwrap_or(1_000_000_000))
+        .max()
+        .unwrap_or(1_000_000_000);
+    let interval_ns = cfg
+        .interval_ns
+        .unwrap_or_else(|| RunSetup::interval_for(expected_ns));
+    let setup = RunSetup {
+        jobs: jobs
+            .iter()
+            .zip(&job_flow)
+            .map(|(s, f)| JobInfo {
+                name: s.name.clone(),
+                flow: f.index(),
+                class: s.class,
+                threads: s.numjobs,
+            })
+            .collect(),
+        flows: flows
+            .iter()
+            .map(|f| FlowInfo {
+                name: f.name.clone(),
+                weight: f.weight,
+            })
+            .collect(),
+        interval_ns,
+    };
+    let wcfg = WorkerCfg {
+        seed: cfg.seed,
+        ring_cap: cfg.ring_cap,
+        submit_batch: cfg.submit_batch,
+        wrr_weights: cfg.wrr_weights,
+        job_flow: job_flow.clone(),
+        job_group: job_group.clone(),
+    };
+
+    let cpu0 = cpu_time_ns();
+    let shared = Shared {
+        collector: Mutex::new(Collector::new(setup)),
+        job_live: jobs.iter().map(|s| AtomicU32::new(s.numjobs)).collect(),
+        issued: (0..n_threads).map(|_| AtomicU64::new(0)).collect(),
+        stop,
+        abort: AtomicBool::new(false),
+        origin: Instant::now(),
+        interval_ns,
+    };
+    let barrier = Barrier::new(n_workers + 1);
+    let group_start = AtomicU64::new(0);
+    let done_in_group = AtomicUsize::new(0);
+    let clock = || shared.origin.elapsed().as_nanos() as Nanos;
+
+    let results: Vec<Result<WorkerResult, EngineError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = plans
+            .iter()
+            .map(|plan| {
+                let (shared, barrier, group_start, done_in_group, wcfg) =
+                    (&shared, &barrier, &group_start, &done_in_group, &wcfg);
+                std::thread::Builder::new()
+                    .name(format!("sluice-w{}", plan.index))
+                    .spawn_scoped(s, move || {
+                        let built = Worker::new(plan, jobs, wcfg, make(), shared);
+                        let mut worker = match built {
+                            Ok(w) => Some(w),
+                            Err(e) => {
+                                shared.abort.store(true, Ordering::Relaxed);
+                                for _ in 0..n_groups {
+                                    barrier.wait();
+                                    done_in_group.fetch_add(1, Ordering::AcqRel);
+                                    barrier.wait();
+                                }
+                                return Err(e);
+                            }
+                        };
+                        let mut err = None;
+                        for g in 0..n_groups {
+                            barrier.wait();
+                            if let (Some(w), None) = (worker.as_mut(), &err) {
+                                let start = group_start.load(Ordering::Acquire);
+                                if let Err(e) = w.run_group(g, start) {
+                                    shared.abort.store(true, Ordering::Relaxed);
+                                    err = Some(e);
+                                }
+                            }
+                            done_in_group.fetch_add(1, Ordering::AcqRel);
+                            barrier.wait();
+                        }
+                        match err {
+                            Some(e) => Err(e),
+                            None => Ok(worker.take().expect("built").finish()),
+                        }
+                    })
+                    .expect("spawn a worker thread")
+            })
+            .collect();
+
+        for g in 0..n_groups {
+            let start = clock();
+            {
+                let mut c = shared.collector.lock().expect("collector lock");
+                let members: Vec<usize> = (0..jobs.len()).filter(|&j| job_group[j] == g).collect();
+                if g == 0 {
+                    let first = members
+                        .iter()
+                        .map(|&j| jobs[j].startdelay_ns + jobs[j].ramp_ns)
+                        .min()
+                        .unwrap_or(0);
+                    c.set_window(start + first);
+                }
+                for &j in &members {
+                    c.set_job_window(j, start + jobs[j].startdelay_ns + jobs[j].ramp_ns);
+                }
+            }
+            group_start.store(start, Ordering::Release);
+            done_in_group.store(0, Ordering::Release);
+            barrier.wait();
+            while done_in_group.load(Ordering::Acquire) < n_workers {
+                progress(progress_of(jobs, &job_group, g, start, clock(), &shared));
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            barrier.wait();
+        }
+        progress(1.0);
+        handles
+            .into_iter()
+            .enumerate()
+            .map(|(i, h)| {
+                h.join().unwrap_or_else(|p| {
+                    let msg = p
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_default();
+                    Err(EngineError::WorkerPanic(i, msg))
+                })
+            })
+            .collect()
+    });
+    let wall_ns = clock();
+    let cpu1 = cpu_time_ns();
+
+    let mut ok = Vec::with_capacity(results.len());
+    for r in results {
+        ok.push(r?);
+    }
+    let last_job_end = ok.iter().map(|r| r.last_job_end).max().unwrap_or(0);
+    let collector = shared.collector.into_inner().expect("collector lock");
+    let mut report = collector.finish(
+        if last_job_end > 0 {
+            last_job_end
+        } else {
+            wall_ns
+        },
+        policy_name,
+    );
+
+    let mut stats = EngineStats {
+        ios: ok.iter().map(|r| r.ios).sum(),
+        wall_ns,
+        enters: ok.iter().map(|r| r.enters).sum(),
+        cpu_user_ns: cpu1.0.saturating_sub(cpu0.0),
+        cpu_sys_ns: cpu1.1.saturating_sub(cpu0.1),
+        interrupted: stop.load(Ordering::Relaxed) || ok.iter().any(|r| r.interrupted),
+        errors: Vec::new(),
+    };
+    for (j, s) in jobs.iter().enumerate() {
+        let n: u64 = ok.iter().map(|r| r.errors[j].0).sum();
+        if n > 0 {
+            let first = ok
+                .iter()
+                .find_map(|r| r.errors[j].1.clone())
+                .unwrap_or_default();
+            stats.errors.push((s.name.clone(), n, first));
+        }
+    }
+    fill_extra(&mut report, &ok, &stats, cfg, n_workers, fplan);
+    Ok(EngineOutput { report, stats })
+}
+
+fn progress_of(
+    jobs: &[JobSpec],
+    job_group: &[usize],
+    g: usize,
+    group_start: Nanos,
+    now: Nanos,
+    sh: &Shared<'_>,
+) -> f64 {
+    let mut sum = 0.0;
+    let mut first_thread = 0usize;
+    for (j, s) in jobs.iter().enumerate() {
+        let threads = first_thread..first_thread + s.numjobs as usize;
+        first_thread = threads.end;
+        let f = if job_group[j] < g {
+            1.0
+        } else if job_group[j] > g {
+            0.0
+        } else {
+            let start = group_start + s.startdelay_ns;
+            let by_time = s.runtime_ns.map_or(0.0, |r| {
+                (now.saturating_sub(start) as f64 / (s.ramp_ns + r) as f64).min(1.0)
+            });
+            let by_size = if s.time_based {
+                0.0
+            } else {
+                let issued: u64 = threads.map(|t| sh.issued[t].load(Ordering::Relaxed)).sum();
+                issued as f64 / (s.size as f64 * s.numjobs as f64)
+            };
+            by_time.max(by_size).min(1.0)
+        };
+        sum += f;
+    }
+    sum / jobs.len().max(1) as f64
+}
+
+fn round6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
+
+fn fill_extra(
+    report: &mut RunReport,
+    res: &[WorkerResult],
+    stats: &EngineStats,
+    cfg: &EngineConfig,
+    workers: usize,
+    plan: &FilePlan,
+) {
+    use serde_json::{json, Map, Value};
+    let extra = &mut report.extra;
+    extra.insert("engine".into(), "io_uring".into());
+    extra.insert("workers".into(), workers.into());
+    extra.insert("seed".into(), cfg.seed.into());
+    extra.insert(
+        "ring_entries".into(),
+        res.iter().map(|r| r.ring_entries).max().unwrap_or(0).into(),
+    );
+    extra.insert(
+        "ring_cap".into(),
+        Value::Array(res.iter().map(|r| r.ring_cap.into()).collect()),
+    );
+    extra.insert(
+        "fixed_buffers".into(),
+        res.iter().all(|r| r.fixed_buffers).into(),
+    );
+    extra.insert(
+        "directory".into(),
+        cfg.directory.display().to_string().into(),
+    );
+    extra.insert(
+        "files".into(),
+        Value::Array(
+            plan.files
+                .iter()
+                .map(|f| {
+                    json!({"path": f.path.display().to_string(), "size": f.size,
+                           "created": f.create, "device": f.device, "align": f.align})
+                })
+                .collect(),
+        ),
+    );
+    extra.insert("wall_ns".into(), stats.wall_ns.into());
+    extra.insert("ios".into(), stats.ios.into());
+    extra.insert("io_uring_enters".into(), stats.enters.into());
+    extra.insert("cpu_user_ns".into(), stats.cpu_user_ns.into());
+    extra.insert("cpu_sys_ns".into(), stats.cpu_sys_ns.into());
+    if stats.ios > 0 {
+        extra.insert(
+            "cpu_ns_per_io".into(),
+            round6((stats.cpu_user_ns + stats.cpu_sys_ns) as f64 / stats.ios as f64).into(),
+        );
+    }
+    extra.insert("interrupted".into(), stats.interrupted.into());
+    let mut fetched = [0u64; 4];
+    for r in res {
+        for (a, b) in fetched.iter_mut().zip(r.fetched) {
+            *a += b;
+        }
+    }
+    let per_class: Map<String, Value> = QueueClass::ALL
+        .iter()
+        .map(|q| (q.name().to_string(), fetched[q.index()].into()))
+        .collect();
+    extra.insert("arbiter_fetched_per_class".into(), per_class.into());
+    extra.insert(
+        "arbiter_fast_path".into(),
+        res.iter().map(|r| r.fast_path).sum::<u64>().into(),
+    );
+    if !stats.errors.is_empty() {
+        extra.insert(
+            "io_errors".into(),
+            Value::Array(
+                stats
+                    .errors
+                    .iter()
+                    .map(|(j, n, first)| json!({"job": j, "count": n, "first": first}))
+                    .collect(),
+            ),
+        );
+    }
+    // Policy counters: with one worker the same shape as the simulator's.
+    if let [only] = res {
+        if !only.counter_names.is_empty() {
+            let last: Map<String, Value> = only
+                .counters
+                .iter()
+                .map(|(n, v)| (n.to_string(), round6(*v).into()))
+                .collect();
+            extra.insert("policy".into(), last.into());
+            let mut series = Map::new();
+            series.insert(
+                "t_ns".into(),
+                only.counter_rows
+                    .iter()
+                    .map(|(t, _)| Value::from(*t))
+                    .collect(),
+            );
+            for (i, name) in only.counter_names.iter().enumerate() {
+                let v: Vec<Value> = only
+                    .counter_rows
+                    .iter()
+                    .map(|(_, row)| row.get(i).map_or(0.0, |x| round6(*x)).into())
+                    .collect();
+                series.insert((*name).to_string(), v.into());
+            }
+            extra.insert("policy_series".into(), series.into());
+        }
+    } else if res.iter().any(|r| !r.counter_names.is_empty()) {
+        let per: Vec<Value> = res
+            .iter()
+            .map(|r| {
+                let m: Map<String, Value> = r
+                    .counters
+                    .iter()
+                    .map(|(n, v)| (n.to_string(), round6(*v).into()))
+                    .collect();
+                Value::Object(m)
+            })
+            .collect();
+        extra.insert("policy_per_worker".into(), per.into());
+    }
+}

@@ -1,0 +1,250 @@
+//! `sluice run`: the job file on real files or devices through io_uring.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use sluice::cli::{load_jobs, parse_policy_list, CliError};
+use sluice::core::policy::{self, PolicySpec};
+use sluice::engine::{self, EngineConfig, D2FQ_WEIGHTS};
+use sluice::metrics::{self, RunReport};
+
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// fio job file (the same language as `sluice sim`).
+    job: PathBuf,
+    /// Scheduling policy `NAME[:key=value,...]`; repeat the flag or give a comma list
+    /// to run the same job under each, one after the other, side by side.
+    #[arg(long, short = 'p', default_value = "none")]
+    policy: Vec<String>,
+    /// Directory for the job files (`<job>.<thread>.0`, as fio names them); relative
+    /// `filename=`s are taken inside it.
+    #[arg(long, short = 'D', default_value = ".")]
+    directory: PathBuf,
+    /// Worker threads, each with its own io_uring and policy instance (default:
+    /// min(cores, job threads)). `--workers 1` puts every flow under one policy.
+    #[arg(long, short = 'w')]
+    workers: Option<usize>,
+    /// Allow block devices as job files (writes destroy their data).
+    #[arg(long)]
+    allow_device: bool,
+    /// Allow writing to existing files sluice did not create.
+    #[arg(long)]
+    allow_write_existing: bool,
+    /// Keep the files sluice created (default: remove them at the end).
+    #[arg(long)]
+    keep_files: bool,
+    /// Seed of the I/O generators.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Width of a bandwidth-over-time bin, in milliseconds (default: about 1/200 of the run).
+    #[arg(long)]
+    interval_ms: Option<u64>,
+    /// Most commands in one worker's ring (default: the worker's total iodepth); below
+    /// the offered depth, the software WRR arbiter decides which queue class goes next.
+    #[arg(long)]
+    ring_cap: Option<u32>,
+    /// While a batch of completions is handled, submit new I/Os as soon as this many
+    /// are ready (1: each at once, as fio does; large: one submission per batch).
+    #[arg(long, default_value_t = 4)]
+    submit_batch: u32,
+    /// WRR weights of the high, medium and low queue classes, `H,M,L`.
+    #[arg(long, default_value = "252,126,42")]
+    wrr: String,
+    /// Write fio-style JSON results here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write SVG figures (latency CCDF per job; bandwidth per flow over time) here.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    /// Treat unknown job-file options as warnings instead of errors.
+    #[arg(long)]
+    ignore_unknown: bool,
+    /// No progress bar and no run summary on stderr.
+    #[arg(long, short = 'q')]
+    quiet: bool,
+}
+
+fn parse_wrr(s: &str) -> Result<[u32; 3], CliError> {
+    let bad = || {
+        CliError::Usage(format!(
+            "--wrr '{s}': give three positive weights high,medium,low, e.g. {},{},{}",
+            D2FQ_WEIGHTS[0], D2FQ_WEIGHTS[1], D2FQ_WEIGHTS[2]
+        ))
+    };
+    let v: Vec<u32> = s
+        .split(',')
+        .map(|p| p.trim().parse::<u32>().map_err(|_| bad()))
+        .collect::<Result<_, _>>()?;
+    match v[..] {
+        [h, m, l] if h > 0 && m > 0 && l > 0 => Ok([h, m, l]),
+        _ => Err(bad()),
+    }
+}
+
+fn bar(prefix: String, len: u64) -> ProgressBar {
+    let b = ProgressBar::new(len);
+    b.set_style(
+        ProgressStyle::with_template("{prefix} [{bar:40}] {percent:>3}% {elapsed}/{eta}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    b.set_prefix(prefix);
+    b
+}
+
+pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
+    let (jobs, warnings) = load_jobs(Some(&args.job), args.ignore_unknown)?;
+    for w in &warnings {
+        eprintln!("sluice: warning: {w}");
+    }
+    let specs: Vec<PolicySpec> = parse_policy_list(&args.policy)?;
+    for spec in &specs {
+        policy::build(spec)?;
+    }
+    let cfg = EngineConfig {
+        directory: args.directory.clone(),
+        workers: args.workers,
+        allow_device: args.allow_device,
+        allow_write_existing: args.allow_write_existing,
+        keep_files: args.keep_files,
+        seed: args.seed,
+        interval_ns: args.interval_ms.map(|ms| ms.max(1) * 1_000_000),
+        ring_cap: args.ring_cap,
+        wrr_weights: parse_wrr(&args.wrr)?,
+        submit_batch: args.submit_batch.max(1),
+    };
+
+    // Ctrl-C (or SIGTERM) once: stop and report what was measured; twice: exit now.
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&stop))?;
+        signal_hook::flag::register(sig, Arc::clone(&stop))?;
+    }
+
+    let show_progress = !args.quiet && std::io::stderr().is_terminal();
+    let started = Instant::now();
+    let mut lay_bar: Option<ProgressBar> = None;
+    let mut announced: Option<PathBuf> = None;
+    let files = engine::prepare(&jobs, &cfg, &stop, &mut |path, done, total| {
+        if !args.quiet && announced.as_deref() != Some(path) {
+            announced = Some(path.to_path_buf());
+            if lay_bar.is_none() {
+                eprintln!("sluice: laying out {}", path.display());
+            }
+        }
+        if show_progress && lay_bar.is_none() && started.elapsed() > Duration::from_secs(1) {
+            lay_bar = Some(bar("laying out files".into(), total));
+        }
+        if let Some(b) = &lay_bar {
+            b.set_position(done);
+        }
+    })?;
+    if let Some(b) = lay_bar {
+        b.finish_and_clear();
+    }
+    for w in &files.plan().warnings {
+        eprintln!("sluice: warning: {w}");
+    }
+
+    let mut reports: Vec<RunReport> = Vec::with_capacity(specs.len());
+    let mut interrupted = false;
+    for spec in &specs {
+        if stop.load(Ordering::Relaxed) {
+            interrupted = true;
+            break;
+        }
+        let started = Instant::now();
+        let mut pbar: Option<ProgressBar> = None;
+        let mut on_progress = |f: f64| {
+            if !show_progress {
+                return;
+            }
+            if pbar.is_none() && started.elapsed() > Duration::from_secs(1) {
+                pbar = Some(bar(format!("run {}", spec.text), 1000));
+            }
+            if let Some(b) = &pbar {
+                b.set_position((f * 1000.0) as u64);
+            }
+        };
+        let out = engine::run(&jobs, &files, spec, &cfg, &stop, &mut on_progress)?;
+        if let Some(b) = pbar {
+            b.finish_and_clear();
+        }
+        let st = &out.stats;
+        if !args.quiet {
+            let secs = st.wall_ns as f64 / 1e9;
+            let cpu = (st.cpu_user_ns + st.cpu_sys_ns) as f64;
+            eprintln!(
+                "sluice: {}: {} I/Os in {:.2} s wall ({:.0} I/O/s), CPU {:.0} ns/I/O \
+                 (user {:.2} s, sys {:.2} s), {:.2} io_uring_enter/I/O",
+                spec.text,
+                st.ios,
+                secs,
+                st.ios as f64 / secs.max(1e-9),
+                cpu / st.ios.max(1) as f64,
+                st.cpu_user_ns as f64 / 1e9,
+                st.cpu_sys_ns as f64 / 1e9,
+                st.enters as f64 / st.ios.max(1) as f64,
+            );
+        }
+        for (job, n, first) in &st.errors {
+            eprintln!("sluice: job '{job}': {n} I/O error(s); first: {first}");
+        }
+        interrupted |= st.interrupted;
+        let mut report = out.report;
+        report.policy = spec.text.clone();
+        reports.push(report);
+        if interrupted {
+            break;
+        }
+    }
+    let created = files.created().len();
+    drop(files);
+    if !args.quiet && created > 0 {
+        if args.keep_files {
+            eprintln!(
+                "sluice: kept {created} file(s) in {}",
+                args.directory.display()
+            );
+        } else {
+            eprintln!("sluice: removed the {created} file(s) it created");
+        }
+    }
+
+    let mut stdout = std::io::stdout().lock();
+    metrics::print_table(&reports, &mut stdout)?;
+    if let Some(path) = &args.json {
+        metrics::write_json(&reports, path)?;
+    }
+    if let Some(dir) = &args.plot {
+        let files = metrics::plot(&reports, dir)?;
+        if !args.quiet {
+            for f in files {
+                eprintln!("sluice: wrote {}", f.display());
+            }
+        }
+    }
+    if interrupted {
+        return Err(CliError::Interrupted);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrr_weights_parse() {
+        assert_eq!(parse_wrr("252,126,42").unwrap(), [252, 126, 42]);
+        assert_eq!(parse_wrr(" 6, 3 ,1").unwrap(), [6, 3, 1]);
+        assert!(parse_wrr("1,2").is_err());
+        assert!(parse_wrr("0,1,1").is_err());
+        assert!(parse_wrr("a,b,c").is_err());
+    }
+}
