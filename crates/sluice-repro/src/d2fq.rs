@@ -17,8 +17,9 @@ use sluice_metrics::RunReport;
 
 use crate::{goal_within, Ctx, Experiment, Goal, ReproError, Suite};
 
-/// The policies compared for fairness in Fig. 11 (the paper's D2FQ, MQFQ and BFQ).
-const FAIR: &[&str] = &["d2fq", "mqfq"];
+/// The policies compared for fairness in Fig. 11 (the paper's D2FQ, MQFQ and BFQ; BFQ
+/// with `max_budget` 256 sectors as the paper set it, §4.1).
+const FAIR: &[&str] = &["d2fq", "mqfq", "bfq:max_budget=256"];
 
 /// The suite.
 pub(crate) const SUITE: Suite = Suite {

@@ -33,6 +33,7 @@
 //!   completes the parent when all its pieces have completed;
 //! * **promotion** — RCP's priority inheritance raises a queued request to critical.
 
+mod bfq;
 mod cfq;
 mod d2fq;
 mod fios;
@@ -46,6 +47,7 @@ mod quanta;
 mod rcp;
 mod sfqd;
 
+pub use bfq::{Bfq, BfqConfig, EntityView, Expiry, MaxBudget};
 pub use cfq::Cfq;
 pub use fios::{Anticipation, CostModel, Fios, FiosConfig};
 pub use quanta::Quanta;
@@ -216,7 +218,7 @@ pub enum PolicyError {
 }
 
 /// The names of the policies [`build`] knows, in the order `--help` lists them.
-pub const POLICY_NAMES: &[&str] = &["none", "d2fq", "mqfq", "sfqd", "ld", "rcp", "mq-deadline", "kyber", "fios", "quanta", "cfq"];
+pub const POLICY_NAMES: &[&str] = &["none", "d2fq", "mqfq", "sfqd", "bfq", "ld", "rcp", "mq-deadline", "kyber", "fios", "quanta", "cfq"];
 
 /// Build a policy from a parsed specification (`NAME[:key=value,...]`).
 pub fn build(spec: &PolicySpec) -> Result<Box<dyn Policy>, PolicyError> {
@@ -230,6 +232,7 @@ pub fn build(spec: &PolicySpec) -> Result<Box<dyn Policy>, PolicyError> {
         "d2fq" => Box::new(D2fq::from_params(&mut params).map_err(param_err)?),
         "mqfq" => Box::new(Mqfq::from_params(&mut params).map_err(param_err)?),
         "sfqd" => Box::new(Sfqd::from_params(&mut params).map_err(param_err)?),
+        "bfq" => Box::new(Bfq::from_params(&mut params).map_err(param_err)?),
         "ld" => Box::new(LdPolicy::from_params(&mut params).map_err(param_err)?),
         "rcp" => Box::new(RcpPolicy::from_params(&mut params).map_err(param_err)?),
         "mq-deadline" => Box::new(
