@@ -169,7 +169,12 @@ impl Ctx<'_> {
 
 /// Every suite, in the order `sluice repro --list` shows them.
 pub fn suites() -> Vec<Suite> {
-    vec![d2fq::SUITE, fios::SUITE, fastresponse_block::SUITE, rcp_block::SUITE]
+    vec![
+        d2fq::SUITE,
+        fios::SUITE,
+        fastresponse_block::SUITE,
+        rcp_block::SUITE,
+    ]
 }
 
 /// Find a suite by name.
@@ -186,7 +191,12 @@ pub fn suite(name: &str) -> Result<Suite, ReproError> {
 
 /// Format goals as an aligned pass/fail table.
 pub fn format_table(goals: &[Goal]) -> String {
-    let w_exp = goals.iter().map(|g| g.experiment.len()).max().unwrap_or(0).max(10);
+    let w_exp = goals
+        .iter()
+        .map(|g| g.experiment.len())
+        .max()
+        .unwrap_or(0)
+        .max(10);
     let w_goal = goals.iter().map(|g| g.goal.len()).max().unwrap_or(0).max(4);
     let mut s = String::new();
     let _ = writeln!(

@@ -195,9 +195,20 @@ fn admission_wait_limits_requests_in_scheduler() {
     // engine asks for admission again after completions (else the run stalls).
     assert_eq!(out.stats.ios, 2048, "every request completes");
     let waited = &out.report.classes[0].admit_wait_ns;
-    assert!(waited.max > 0, "requests beyond the 3 slots waited for admission");
-    let free = sim("[a]\nrw=randread\nbs=4k\nsize=1m\niodepth=64\n", "ull", none(), 1);
-    assert_eq!(free.report.classes[0].admit_wait_ns.max, 0, "none admits at once");
+    assert!(
+        waited.max > 0,
+        "requests beyond the 3 slots waited for admission"
+    );
+    let free = sim(
+        "[a]\nrw=randread\nbs=4k\nsize=1m\niodepth=64\n",
+        "ull",
+        none(),
+        1,
+    );
+    assert_eq!(
+        free.report.classes[0].admit_wait_ns.max, 0,
+        "none admits at once"
+    );
 }
 
 /// Splits every request into 4 KB pieces and checks that the engine reports the parent

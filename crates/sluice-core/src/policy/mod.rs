@@ -49,17 +49,17 @@ mod sfqd;
 
 pub use bfq::{Bfq, BfqConfig, EntityView, Expiry, MaxBudget};
 pub use cfq::Cfq;
-pub use fios::{Anticipation, CostModel, Fios, FiosConfig};
-pub use quanta::Quanta;
 pub use d2fq::{d2fq_wrr_weights, D2fq, D2fqConfig, D2fqMode, D2fqThresholds, SloppyGvt};
+pub use fios::{Anticipation, CostModel, Fios, FiosConfig};
 pub use kyber::KyberPolicy;
 pub use ld::LdPolicy;
 pub use mq_deadline::MqDeadlinePolicy;
 pub use mqfq::Mqfq;
 pub use none::NonePolicy;
-pub use sfqd::{SfqCost, Sfqd};
 pub use params::{ParamError, Params, PolicySpec};
+pub use quanta::Quanta;
 pub use rcp::RcpPolicy;
+pub use sfqd::{SfqCost, Sfqd};
 
 use crate::types::{Flow, Nanos, QueueClass, Request};
 
@@ -218,7 +218,20 @@ pub enum PolicyError {
 }
 
 /// The names of the policies [`build`] knows, in the order `--help` lists them.
-pub const POLICY_NAMES: &[&str] = &["none", "d2fq", "mqfq", "sfqd", "bfq", "ld", "rcp", "mq-deadline", "kyber", "fios", "quanta", "cfq"];
+pub const POLICY_NAMES: &[&str] = &[
+    "none",
+    "d2fq",
+    "mqfq",
+    "sfqd",
+    "bfq",
+    "ld",
+    "rcp",
+    "mq-deadline",
+    "kyber",
+    "fios",
+    "quanta",
+    "cfq",
+];
 
 /// Build a policy from a parsed specification (`NAME[:key=value,...]`).
 pub fn build(spec: &PolicySpec) -> Result<Box<dyn Policy>, PolicyError> {
@@ -235,9 +248,7 @@ pub fn build(spec: &PolicySpec) -> Result<Box<dyn Policy>, PolicyError> {
         "bfq" => Box::new(Bfq::from_params(&mut params).map_err(param_err)?),
         "ld" => Box::new(LdPolicy::from_params(&mut params).map_err(param_err)?),
         "rcp" => Box::new(RcpPolicy::from_params(&mut params).map_err(param_err)?),
-        "mq-deadline" => Box::new(
-            MqDeadlinePolicy::from_params(&mut params).map_err(param_err)?,
-        ),
+        "mq-deadline" => Box::new(MqDeadlinePolicy::from_params(&mut params).map_err(param_err)?),
         "kyber" => Box::new(KyberPolicy::from_params(&mut params).map_err(param_err)?),
         "fios" => Box::new(Fios::from_params(&mut params).map_err(param_err)?),
         "quanta" => Box::new(Quanta::from_params(&mut params).map_err(param_err)?),
