@@ -65,7 +65,7 @@ impl CliError {
             CliError::Sim(e) => match e {
                 sluice_sim::SimError::NoJobs
                 | sluice_sim::SimError::NoCores
-                | sluice_sim::SimError::WeightConflict { .. }
+                | sluice_sim::SimError::WeightConflict(_)
                 | sluice_sim::SimError::TooManyThreads(_) => 2,
                 _ => 1,
             },

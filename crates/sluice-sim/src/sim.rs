@@ -3,12 +3,12 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use sluice_core::policy::{Admission, Completion, DeviceView, Dispatch, Policy};
-use sluice_core::{Flow, FlowId, IoClass, Nanos, Op, QueueClass, ReqId, Request};
+use sluice_core::{FlowId, IoClass, Nanos, Op, QueueClass, ReqId, Request};
 use sluice_device::{
     Arbitration, ArbitrationKind, Command, DeviceCompletion, DeviceProfile, NvmeSsd,
 };
 use sluice_metrics::{Collector, FlowInfo, JobInfo, RunReport, RunSetup, Sample};
-use sluice_workload::{IoGen, IoSpec, JobSpec, Pacer};
+use sluice_workload::{flows_of, stonewall_groups, FlowConflict, IoGen, IoSpec, JobSpec, Pacer};
 
 use crate::events::{Event, EventQueue};
 
@@ -48,22 +48,8 @@ pub enum SimError {
     #[error("--cores must be at least 1")]
     NoCores,
     /// Two jobs name the same flow with different weights.
-    #[error(
-        "jobs '{a}' and '{b}' share flow '{flow}' but give it weights {wa} and {wb}; \
-         give every job of a flow the same sluice_weight/prio"
-    )]
-    WeightConflict {
-        /// Flow name.
-        flow: String,
-        /// First job.
-        a: String,
-        /// Its weight.
-        wa: u32,
-        /// Second job.
-        b: String,
-        /// Its weight.
-        wb: u32,
-    },
+    #[error("{0}")]
+    WeightConflict(#[from] FlowConflict),
     /// More threads than the simulator can index.
     #[error("too many threads ({0}); at most 65535 over all jobs")]
     TooManyThreads(u64),
@@ -285,50 +271,17 @@ impl<'a> Sim<'a> {
             return Err(SimError::TooManyThreads(total_threads));
         }
 
-        // Flows: one per distinct flow name, in order of first appearance.
-        let mut flows: Vec<(Flow, usize)> = Vec::new();
-        let mut job_flow = Vec::with_capacity(specs.len());
-        for (j, spec) in specs.iter().enumerate() {
-            match flows.iter().position(|(f, _)| f.name == spec.flow) {
-                Some(i) => {
-                    let (f, first) = &flows[i];
-                    if f.weight != spec.weight {
-                        return Err(SimError::WeightConflict {
-                            flow: spec.flow.clone(),
-                            a: specs[*first].name.clone(),
-                            wa: f.weight,
-                            b: spec.name.clone(),
-                            wb: spec.weight,
-                        });
-                    }
-                    job_flow.push(FlowId(i as u32));
-                }
-                None => {
-                    let id = FlowId(flows.len() as u32);
-                    flows.push((
-                        Flow {
-                            id,
-                            name: spec.flow.clone(),
-                            weight: spec.weight.max(1),
-                        },
-                        j,
-                    ));
-                    job_flow.push(id);
-                }
-            }
-        }
-        for (f, _) in &flows {
+        let (flows, job_flow) = flows_of(specs)?;
+        for f in &flows {
             policy.add_flow(f);
         }
 
         // Stonewall groups: a job with `stonewall` starts a new group that waits for
         // every job before it.
-        let mut groups: Vec<Vec<u32>> = Vec::new();
-        for (j, spec) in specs.iter().enumerate() {
-            if groups.is_empty() || (spec.stonewall && j > 0) {
-                groups.push(Vec::new());
-            }
-            groups.last_mut().expect("pushed above").push(j as u32);
+        let group_of = stonewall_groups(specs);
+        let mut groups: Vec<Vec<u32>> = vec![Vec::new(); group_of.last().map_or(0, |g| g + 1)];
+        for (j, &g) in group_of.iter().enumerate() {
+            groups[g].push(j as u32);
         }
 
         // Threads and their address ranges: every (job, thread) has its own region
@@ -401,7 +354,7 @@ impl<'a> Sim<'a> {
                 .collect(),
             flows: flows
                 .iter()
-                .map(|(f, _)| FlowInfo {
+                .map(|f| FlowInfo {
                     name: f.name.clone(),
                     weight: f.weight,
                 })

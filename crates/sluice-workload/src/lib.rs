@@ -114,12 +114,14 @@ mod error;
 mod gen;
 mod job;
 mod parse;
+mod plan;
 pub mod units;
 
 pub use error::WorkloadError;
 pub use gen::{stream_seed, IoGen, IoSpec, Pacer};
 pub use job::{weight_from_prio, BlockSize, BlockSizes, BsEntry, JobSpec, RwMode};
 pub use parse::{parse_file, parse_str, ParseOptions, Parsed, Warning};
+pub use plan::{flows_of, stonewall_groups, FlowConflict};
 
 #[doc(no_inline)]
 pub use sluice_core::IoClass;
