@@ -46,6 +46,9 @@ pub enum CliError {
     /// The real engine refused the run or failed (`sluice run`).
     #[error("{0}")]
     Engine(#[from] sluice_engine::EngineError),
+    /// `sluice calibrate` refused its input or failed.
+    #[error("{0}")]
+    Calibrate(#[from] sluice_engine::calibrate::CalibrateError),
     /// A command-line value is malformed (what, and how to write it).
     #[error("{0}")]
     Usage(String),
@@ -73,6 +76,7 @@ impl CliError {
             CliError::Repro(_) | CliError::GoalsFailed(_) => 1,
             CliError::Metrics(_) | CliError::Io(_) => 1,
             CliError::Engine(e) => e.exit_code(),
+            CliError::Calibrate(e) => e.exit_code(),
             CliError::Usage(_) => 2,
             CliError::Interrupted => 130,
         }

@@ -14,6 +14,7 @@ use sluice::device::DeviceProfile;
 use sluice::metrics::{self, RunReport};
 use sluice::sim::{self, SimConfig};
 
+mod cmd_calibrate;
 mod cmd_run;
 
 #[derive(Parser, Debug)]
@@ -34,6 +35,8 @@ enum Cmd {
     Sim(SimArgs),
     /// Run a fio job file on real files (or devices) through io_uring, under the same policies.
     Run(cmd_run::RunArgs),
+    /// Measure a device (directory, file or block device) and write a simulated device profile for it.
+    Calibrate(cmd_calibrate::CalibrateArgs),
     /// Run a paper's experiments in the simulator and check their goals (pass/fail).
     Repro(ReproArgs),
     /// List the built-in device profiles, the policies and the repro suites.
@@ -99,6 +102,7 @@ fn main() -> ExitCode {
         Cmd::Sim(args) => cmd_sim(args),
         Cmd::Repro(args) => cmd_repro(args),
         Cmd::Run(args) => cmd_run::cmd_run(args),
+        Cmd::Calibrate(args) => cmd_calibrate::cmd_calibrate(args),
         Cmd::List => cmd_list(),
     };
     match result {

@@ -46,6 +46,7 @@
 
 mod arbiter;
 mod buf;
+pub mod calibrate;
 mod error;
 mod files;
 mod worker;
@@ -64,7 +65,7 @@ pub use arbiter::D2FQ_WEIGHTS;
 pub use error::EngineError;
 pub use files::{plan, FilePlan, FileSet, PlannedFile};
 
-use worker::{Worker, WorkerCfg, WorkerPlan, WorkerResult};
+use worker::{Worker, WorkerCfg, WorkerPlan, WorkerResult, CALL_KINDS, OUTLIER_NS, TICK_SOURCE};
 
 /// Settings of a real run that are not part of the job file.
 #[derive(Clone, Debug)]
@@ -619,6 +620,7 @@ fn fill_extra(
         );
     }
     extra.insert("interrupted".into(), stats.interrupted.into());
+    policy_time_extra(extra, res, stats.ios);
     let mut fetched = [0u64; 4];
     for r in res {
         for (a, b) in fetched.iter_mut().zip(r.fetched) {
@@ -687,4 +689,60 @@ fn fill_extra(
             .collect();
         extra.insert("policy_per_worker".into(), per.into());
     }
+}
+
+/// The time spent inside policy calls (see the worker's "Policy CPU time"), over all
+/// workers: `policy_ns_per_io` (the brackets' own cost subtracted),
+/// `policy_ns_per_io_raw`, per call kind, calls per I/O, the bracket's cost per call
+/// and per I/O, and the calls left out as preemptions.
+fn policy_time_extra(
+    extra: &mut serde_json::Map<String, serde_json::Value>,
+    res: &[WorkerResult],
+    ios: u64,
+) {
+    use serde_json::{Map, Value};
+    let mut ns = [0.0f64; CALL_KINDS.len()];
+    let mut raw = [0.0f64; CALL_KINDS.len()];
+    let mut calls = [0u64; CALL_KINDS.len()];
+    let mut outliers = 0;
+    let mut overhead = 0.0f64;
+    for r in res {
+        let t = &r.policy_time;
+        for k in 0..CALL_KINDS.len() {
+            ns[k] += t.ns[k];
+            raw[k] += t.raw_ns[k];
+            calls[k] += t.calls[k];
+        }
+        outliers += t.outliers;
+        overhead = overhead.max(t.overhead_ns);
+    }
+    let total_calls: u64 = calls.iter().sum();
+    extra.insert("policy_timing_clock".into(), TICK_SOURCE.into());
+    extra.insert("policy_timing_overhead_ns".into(), round6(overhead).into());
+    extra.insert("policy_timing_outliers".into(), outliers.into());
+    extra.insert("policy_timing_outlier_ns".into(), OUTLIER_NS.into());
+    extra.insert("policy_calls".into(), total_calls.into());
+    if ios == 0 {
+        return;
+    }
+    let per_io = |x: f64| round6(x / ios as f64);
+    extra.insert("policy_ns_per_io".into(), per_io(ns.iter().sum()).into());
+    extra.insert(
+        "policy_ns_per_io_raw".into(),
+        per_io(raw.iter().sum()).into(),
+    );
+    extra.insert(
+        "policy_calls_per_io".into(),
+        per_io(total_calls as f64).into(),
+    );
+    extra.insert(
+        "policy_timing_cost_ns_per_io".into(),
+        per_io(total_calls as f64 * overhead).into(),
+    );
+    let by: Map<String, Value> = CALL_KINDS
+        .iter()
+        .enumerate()
+        .map(|(k, name)| (name.to_string(), per_io(ns[k]).into()))
+        .collect();
+    extra.insert("policy_ns_per_io_by_call".into(), by.into());
 }
