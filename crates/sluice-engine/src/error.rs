@@ -24,22 +24,8 @@ pub enum EngineError {
     #[error("--policy: {0}")]
     Policy(#[from] PolicyError),
     /// Two jobs name the same flow with different weights.
-    #[error(
-        "jobs '{a}' and '{b}' share flow '{flow}' but give it weights {wa} and {wb}; \
-         give every job of a flow the same sluice_weight/prio"
-    )]
-    WeightConflict {
-        /// Flow name.
-        flow: String,
-        /// First job.
-        a: String,
-        /// Its weight.
-        wa: u32,
-        /// Second job.
-        b: String,
-        /// Its weight.
-        wb: u32,
-    },
+    #[error("{0}")]
+    WeightConflict(#[from] sluice_workload::FlowConflict),
     /// The job's name cannot be a file name.
     #[error("job '{job}': its name contains '/' and cannot name its data file; rename the job or give filename=")]
     BadJobName {

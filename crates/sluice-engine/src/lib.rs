@@ -57,9 +57,9 @@ use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use sluice_core::policy::{self, Policy, PolicySpec};
-use sluice_core::{Flow, FlowId, Nanos, QueueClass};
+use sluice_core::{Nanos, QueueClass};
 use sluice_metrics::{Collector, FlowInfo, JobInfo, RunReport, RunSetup};
-use sluice_workload::JobSpec;
+use sluice_workload::{flows_of, stonewall_groups, JobSpec};
 
 pub use arbiter::D2FQ_WEIGHTS;
 pub use error::EngineError;
@@ -172,56 +172,6 @@ pub fn cpu_time_ns() -> (u64, u64) {
     (ns(ru.ru_utime), ns(ru.ru_stime))
 }
 
-/// Flows (first appearance order) and each job's flow; errors on a weight conflict.
-fn flows_of(jobs: &[JobSpec]) -> Result<(Vec<Flow>, Vec<FlowId>), EngineError> {
-    let mut flows: Vec<(Flow, usize)> = Vec::new();
-    let mut job_flow = Vec::with_capacity(jobs.len());
-    for (j, spec) in jobs.iter().enumerate() {
-        match flows.iter().position(|(f, _)| f.name == spec.flow) {
-            Some(i) => {
-                let (f, first) = &flows[i];
-                if f.weight != spec.weight.max(1) {
-                    return Err(EngineError::WeightConflict {
-                        flow: spec.flow.clone(),
-                        a: jobs[*first].name.clone(),
-                        wa: f.weight,
-                        b: spec.name.clone(),
-                        wb: spec.weight,
-                    });
-                }
-                job_flow.push(FlowId(i as u32));
-            }
-            None => {
-                let id = FlowId(flows.len() as u32);
-                flows.push((
-                    Flow {
-                        id,
-                        name: spec.flow.clone(),
-                        weight: spec.weight.max(1),
-                    },
-                    j,
-                ));
-                job_flow.push(id);
-            }
-        }
-    }
-    Ok((flows.into_iter().map(|(f, _)| f).collect(), job_flow))
-}
-
-/// Stonewall group of every job.
-fn groups_of(jobs: &[JobSpec]) -> Vec<usize> {
-    let mut g = 0;
-    jobs.iter()
-        .enumerate()
-        .map(|(j, s)| {
-            if s.stonewall && j > 0 {
-                g += 1;
-            }
-            g
-        })
-        .collect()
-}
-
 fn total_threads(jobs: &[JobSpec]) -> Result<u32, EngineError> {
     let n: u64 = jobs.iter().map(|j| j.numjobs as u64).sum();
     if n > u16::MAX as u64 {
@@ -313,7 +263,7 @@ pub fn run_with(
     let n_threads = total_threads(jobs)? as usize;
     let n_workers = worker_count(jobs, cfg)?;
     let (flows, job_flow) = flows_of(jobs)?;
-    let job_group = groups_of(jobs);
+    let job_group = stonewall_groups(jobs);
     let n_groups = job_group.last().map_or(0, |g| g + 1);
     let fplan = files.plan();
     let policy_name = make().name();
