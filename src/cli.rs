@@ -40,6 +40,9 @@ pub enum CliError {
     /// Repro goals were missed.
     #[error("{0} goal(s) failed")]
     GoalsFailed(usize),
+    /// FIOS figures could not be computed.
+    #[error("--alone: {0}")]
+    Fios(#[from] sluice_metrics::FiosMetricError),
     /// Writing to stdout failed.
     #[error("output: {0}")]
     Io(#[from] std::io::Error),
@@ -74,7 +77,7 @@ impl CliError {
             },
             CliError::Repro(sluice_repro::ReproError::UnknownSuite { .. }) => 2,
             CliError::Repro(_) | CliError::GoalsFailed(_) => 1,
-            CliError::Metrics(_) | CliError::Io(_) => 1,
+            CliError::Metrics(_) | CliError::Io(_) | CliError::Fios(_) => 1,
             CliError::Engine(e) => e.exit_code(),
             CliError::Calibrate(e) => e.exit_code(),
             CliError::Usage(_) => 2,
@@ -122,6 +125,64 @@ pub fn parse_policy_list(values: &[String]) -> Result<Vec<PolicySpec>, CliError>
         specs.push(t.parse::<PolicySpec>()?);
     }
     Ok(specs)
+}
+
+/// FIOS's figures of one run as JSON (`extra.fios` with `--alone`).
+pub fn fios_json(fig: &sluice_metrics::FiosFigures) -> serde_json::Value {
+    let tasks: Vec<serde_json::Value> = fig
+        .tasks
+        .iter()
+        .map(|t| {
+            serde_json::json!({
+                "name": t.name,
+                "alone_lat_ns": t.alone_lat_ns,
+                "conc_lat_ns": t.conc_lat_ns,
+                "slowdown": t.slowdown,
+                "alone_iops": t.alone_iops,
+                "conc_iops": t.conc_iops,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "tasks": tasks,
+        "proportional_slowdown": fig.proportional,
+        "concurrent_efficiency": fig.concurrent_efficiency,
+    })
+}
+
+/// Print the `extra.fios` figures of each run as a table.
+pub fn print_fios(
+    runs: &[sluice_metrics::RunReport],
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "\nFIOS figures (slowdown = mean latency together / alone under none)"
+    )?;
+    writeln!(
+        out,
+        "{:<16} {:<20} {:>9} {:>12} {:>11}",
+        "policy", "task", "slowdown", "proportional", "efficiency"
+    )?;
+    for r in runs {
+        let Some(f) = r.extra.get("fios") else {
+            continue;
+        };
+        let prop = f["proportional_slowdown"].as_f64().unwrap_or(0.0);
+        let eff = f["concurrent_efficiency"].as_f64().unwrap_or(0.0);
+        for t in f["tasks"].as_array().into_iter().flatten() {
+            writeln!(
+                out,
+                "{:<16} {:<20} {:>9.2} {:>12.0} {:>11.2}",
+                r.policy,
+                t["name"].as_str().unwrap_or(""),
+                t["slowdown"].as_f64().unwrap_or(0.0),
+                prop,
+                eff
+            )?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -69,6 +69,15 @@ struct SimArgs {
     /// Simulated device: a built-in profile name or a profile TOML file.
     #[arg(long, short = 'd', default_value = "ull")]
     device: String,
+    /// Override the device's NVMe arbitration: `rr`, `rr:BURST`, `wrr` (weights
+    /// 252,126,42, burst 8), `wrr:HPW,MPW,LPW` or `wrr:HPW,MPW,LPW,BURST`.
+    #[arg(long)]
+    arbitration: Option<String>,
+    /// Also run each job alone (under `none`) and report FIOS's figures: each task's
+    /// slowdown against its alone-run, the proportional slowdown and the concurrent
+    /// efficiency (FIOS Eq. 2).
+    #[arg(long)]
+    alone: bool,
     /// Scheduling policy `NAME[:key=value,...]`; repeat the flag or give a comma list
     /// (`none,d2fq:mode=static`) to run the same job under each, side by side.
     #[arg(long, short = 'p', default_value = "none")]
@@ -188,7 +197,11 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
     for w in &warnings {
         eprintln!("sluice: warning: {w}");
     }
-    let profile = DeviceProfile::resolve(&args.device)?;
+    let mut profile = DeviceProfile::resolve(&args.device)?;
+    if let Some(text) = &args.arbitration {
+        profile = profile.with_arbitration(text.parse()?);
+        profile.validate()?;
+    }
     let specs: Vec<PolicySpec> = parse_policy_list(&args.policy)?;
     // Build every policy first, so a bad name fails before any run starts.
     for spec in &specs {
@@ -245,8 +258,20 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
         report.policy = spec.text.clone();
         reports.push(report);
     }
+    if args.alone {
+        let alone = sluice::repro::fios::alone_runs(&jobs, &profile, &cfg)?;
+        for report in &mut reports {
+            let fig = metrics::fios_figures(report, &alone)?;
+            report
+                .extra
+                .insert("fios".into(), sluice::cli::fios_json(&fig));
+        }
+    }
     let mut stdout = std::io::stdout().lock();
     metrics::print_table(&reports, &mut stdout)?;
+    if args.alone {
+        sluice::cli::print_fios(&reports, &mut stdout)?;
+    }
     if let Some(path) = &args.json {
         metrics::write_json(&reports, path)?;
     }

@@ -200,3 +200,53 @@ fn unreadable_job_file() {
         &["/nonexistent/dir/job.fio"],
     );
 }
+
+#[test]
+fn arbitration_override() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(dir.path(), "j.fio", SHORT);
+    let json = dir.path().join("out.json");
+    let o = sluice(&[
+        "sim",
+        &job,
+        "-q",
+        "--device",
+        "zssd",
+        "--arbitration",
+        "rr",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_bad_input(
+        &sluice(&["sim", &job, "--arbitration", "wrr:0,1,1"]),
+        &["wrr:0,1,1"],
+    );
+}
+
+#[test]
+fn alone_reports_fios_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(dir.path(), "j.fio", SHORT);
+    let json = dir.path().join("out.json");
+    let o = sluice(&[
+        "sim",
+        &job,
+        "-q",
+        "--alone",
+        "--device",
+        "ull",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("FIOS figures"));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let f = &v["extra"]["fios"];
+    assert_eq!(f["proportional_slowdown"], 2.0);
+    let tasks = f["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 2);
+    // Sharing the device cannot make the critical reader faster than alone.
+    assert!(tasks[0]["slowdown"].as_f64().unwrap() >= 1.0, "{f}");
+    assert!(f["concurrent_efficiency"].as_f64().unwrap() > 0.0);
+}
