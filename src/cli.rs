@@ -185,6 +185,22 @@ pub fn print_fios(
     Ok(())
 }
 
+/// A progress bar on stderr for the long-running subcommands: `{prefix} [bar] N%
+/// elapsed/eta`. Callers show it only on a terminal and only once a run has taken more
+/// than a second.
+pub fn progress_bar(prefix: impl Into<String>, len: u64) -> indicatif::ProgressBar {
+    let b = indicatif::ProgressBar::new(len);
+    b.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{prefix} [{bar:40}] {percent:>3}% {elapsed}/{eta}",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    b.set_prefix(prefix.into());
+    b
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

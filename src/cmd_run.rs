@@ -6,9 +6,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 
-use sluice::cli::{load_jobs, parse_policy_list, CliError};
+use sluice::cli::{load_jobs, parse_policy_list, progress_bar, CliError};
 use sluice::core::policy::{self, PolicySpec};
 use sluice::engine::{self, EngineConfig, D2FQ_WEIGHTS};
 use sluice::metrics::{self, RunReport};
@@ -86,17 +86,6 @@ fn parse_wrr(s: &str) -> Result<[u32; 3], CliError> {
     }
 }
 
-fn bar(prefix: String, len: u64) -> ProgressBar {
-    let b = ProgressBar::new(len);
-    b.set_style(
-        ProgressStyle::with_template("{prefix} [{bar:40}] {percent:>3}% {elapsed}/{eta}")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
-    b.set_prefix(prefix);
-    b
-}
-
 pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
     let (jobs, warnings) = load_jobs(Some(&args.job), args.ignore_unknown)?;
     for w in &warnings {
@@ -138,7 +127,7 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
             }
         }
         if show_progress && lay_bar.is_none() && started.elapsed() > Duration::from_secs(1) {
-            lay_bar = Some(bar("laying out files".into(), total));
+            lay_bar = Some(progress_bar("laying out files", total));
         }
         if let Some(b) = &lay_bar {
             b.set_position(done);
@@ -165,7 +154,7 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
                 return;
             }
             if pbar.is_none() && started.elapsed() > Duration::from_secs(1) {
-                pbar = Some(bar(format!("run {}", spec.text), 1000));
+                pbar = Some(progress_bar(format!("run {}", spec.text), 1000));
             }
             if let Some(b) = &pbar {
                 b.set_position((f * 1000.0) as u64);

@@ -6,9 +6,9 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 
-use sluice::cli::{load_jobs, parse_policy_list, CliError};
+use sluice::cli::{load_jobs, parse_policy_list, progress_bar, CliError};
 use sluice::core::policy::{self, PolicySpec, POLICY_NAMES};
 use sluice::device::DeviceProfile;
 use sluice::metrics::{self, RunReport};
@@ -224,16 +224,7 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
                 return;
             }
             if bar.is_none() && started.elapsed() > Duration::from_secs(1) {
-                let b = ProgressBar::new(1000);
-                b.set_style(
-                    ProgressStyle::with_template(
-                        "{prefix} [{bar:40}] {percent:>3}% {elapsed}/{eta}",
-                    )
-                    .expect("valid template")
-                    .progress_chars("=> "),
-                );
-                b.set_prefix(format!("sim {}", spec.text));
-                bar = Some(b);
+                bar = Some(progress_bar(format!("sim {}", spec.text), 1000));
             }
             if let Some(b) = &bar {
                 b.set_position((f * 1000.0) as u64);

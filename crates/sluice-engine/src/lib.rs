@@ -58,7 +58,7 @@ use std::time::{Duration, Instant};
 
 use sluice_core::policy::{self, Policy, PolicySpec};
 use sluice_core::{Nanos, QueueClass};
-use sluice_metrics::{Collector, FlowInfo, JobInfo, RunReport, RunSetup};
+use sluice_metrics::{Collector, RunReport, RunSetup};
 use sluice_workload::{flows_of, stonewall_groups, JobSpec};
 
 pub use arbiter::D2FQ_WEIGHTS;
@@ -299,34 +299,8 @@ pub fn run_with(
         }
     }
 
-    let expected_ns: Nanos = jobs
-        .iter()
-        .map(|s| s.startdelay_ns + s.ramp_ns + s.runtime_ns.unwrap_or(1_000_000_000))
-        .max()
-        .unwrap_or(1_000_000_000);
-    let interval_ns = cfg
-        .interval_ns
-        .unwrap_or_else(|| RunSetup::interval_for(expected_ns));
-    let setup = RunSetup {
-        jobs: jobs
-            .iter()
-            .zip(&job_flow)
-            .map(|(s, f)| JobInfo {
-                name: s.name.clone(),
-                flow: f.index(),
-                class: s.class,
-                threads: s.numjobs,
-            })
-            .collect(),
-        flows: flows
-            .iter()
-            .map(|f| FlowInfo {
-                name: f.name.clone(),
-                weight: f.weight,
-            })
-            .collect(),
-        interval_ns,
-    };
+    let setup = RunSetup::for_jobs(jobs, &flows, &job_flow, cfg.interval_ns);
+    let interval_ns = setup.interval_ns;
     let wcfg = WorkerCfg {
         seed: cfg.seed,
         ring_cap: cfg.ring_cap,

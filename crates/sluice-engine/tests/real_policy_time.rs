@@ -60,7 +60,10 @@ fn policy_time_is_reported_positive_and_consistent() {
         let net = num(&out, "policy_ns_per_io");
         let raw = num(&out, "policy_ns_per_io_raw");
         let calls = num(&out, "policy_calls_per_io");
-        assert!(net > 0.0, "{policy}: policy_ns_per_io {net}");
+        // The net figure subtracts the bracket's measured cost, so for a policy as cheap
+        // as `none` it can come out as 0 on a loaded machine; the raw one cannot.
+        assert!(net >= 0.0, "{policy}: policy_ns_per_io {net}");
+        assert!(raw > 0.0, "{policy}: policy_ns_per_io_raw {raw}");
         assert!(raw >= net, "{policy}: raw {raw} < net {net}");
         // Every I/O is admitted, enqueued, dispatched and completed at least once.
         assert!(calls >= 4.0, "{policy}: {calls} calls per I/O");
@@ -81,7 +84,6 @@ fn policy_time_is_reported_positive_and_consistent() {
         ] {
             assert!(by[k].as_f64().unwrap() >= 0.0, "{policy}: {k} in {by:?}");
         }
-        assert!(by["dispatch"].as_f64().unwrap() > 0.0, "{policy}: {by:?}");
         let overhead = num(&out, "policy_timing_overhead_ns");
         assert!(overhead > 0.0 && overhead < 1_000.0, "{policy}: {overhead}");
     }

@@ -6,7 +6,8 @@ use crate::report::{
     Percentiles, RunReport, FIO_PERCENTILES,
 };
 use hdrhistogram::Histogram;
-use sluice_core::{IoClass, Nanos, Op};
+use sluice_core::{Flow, FlowId, IoClass, Nanos, Op};
+use sluice_workload::JobSpec;
 
 /// Latencies are clamped at one hour before they go into a histogram, which bounds the
 /// histograms' memory whatever an engine reports.
@@ -31,6 +32,44 @@ impl RunSetup {
     /// A bandwidth bin for a run of `duration_ns`: a 200th of it, clamped to 1 ms … 1 s.
     pub fn interval_for(duration_ns: Nanos) -> Nanos {
         (duration_ns / 200).clamp(1_000_000, 1_000_000_000)
+    }
+
+    /// The setup of a run of `jobs` whose flows are `flows` (job `j` in flow
+    /// `job_flow[j]`, as [`sluice_workload::flows_of`] gives them). The bandwidth bin is
+    /// `interval_ns`, or [`RunSetup::interval_for`] the longest job's expected length
+    /// (start delay + ramp + runtime, 1 s for a job without a runtime).
+    pub fn for_jobs(
+        jobs: &[JobSpec],
+        flows: &[Flow],
+        job_flow: &[FlowId],
+        interval_ns: Option<Nanos>,
+    ) -> RunSetup {
+        const NO_RUNTIME_NS: Nanos = 1_000_000_000;
+        let expected_ns = jobs
+            .iter()
+            .map(|s| s.startdelay_ns + s.ramp_ns + s.runtime_ns.unwrap_or(NO_RUNTIME_NS))
+            .max()
+            .unwrap_or(NO_RUNTIME_NS);
+        RunSetup {
+            jobs: jobs
+                .iter()
+                .zip(job_flow)
+                .map(|(s, f)| JobInfo {
+                    name: s.name.clone(),
+                    flow: f.index(),
+                    class: s.class,
+                    threads: s.numjobs,
+                })
+                .collect(),
+            flows: flows
+                .iter()
+                .map(|f| FlowInfo {
+                    name: f.name.clone(),
+                    weight: f.weight,
+                })
+                .collect(),
+            interval_ns: interval_ns.unwrap_or_else(|| RunSetup::interval_for(expected_ns)),
+        }
     }
 }
 

@@ -7,7 +7,7 @@ use sluice_core::{FlowId, IoClass, Nanos, Op, QueueClass, ReqId, Request};
 use sluice_device::{
     Arbitration, ArbitrationKind, Command, DeviceCompletion, DeviceProfile, NvmeSsd,
 };
-use sluice_metrics::{Collector, FlowInfo, JobInfo, RunReport, RunSetup, Sample};
+use sluice_metrics::{Collector, RunReport, RunSetup, Sample};
 use sluice_workload::{flows_of, stonewall_groups, FlowConflict, IoGen, IoSpec, JobSpec, Pacer};
 
 use crate::events::{Event, EventQueue};
@@ -333,34 +333,8 @@ impl<'a> Sim<'a> {
             });
         }
 
-        let expected_ns: Nanos = specs
-            .iter()
-            .map(|s| s.startdelay_ns + s.ramp_ns + s.runtime_ns.unwrap_or(1_000_000_000))
-            .max()
-            .unwrap_or(1_000_000_000);
-        let interval_ns = cfg
-            .interval_ns
-            .unwrap_or_else(|| RunSetup::interval_for(expected_ns));
-        let setup = RunSetup {
-            jobs: specs
-                .iter()
-                .zip(&job_flow)
-                .map(|(s, f)| JobInfo {
-                    name: s.name.clone(),
-                    flow: f.index(),
-                    class: s.class,
-                    threads: s.numjobs,
-                })
-                .collect(),
-            flows: flows
-                .iter()
-                .map(|f| FlowInfo {
-                    name: f.name.clone(),
-                    weight: f.weight,
-                })
-                .collect(),
-            interval_ns,
-        };
+        let setup = RunSetup::for_jobs(specs, &flows, &job_flow, cfg.interval_ns);
+        let interval_ns = setup.interval_ns;
 
         let device = NvmeSsd::new(profile, cfg.cores);
         let sq_total: u64 = (0..cfg.cores)
