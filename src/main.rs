@@ -56,6 +56,9 @@ struct ReproArgs {
     /// Seed of every simulation.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Write the experiments' figures (SVG) here.
+    #[arg(long)]
+    plot: Option<PathBuf>,
     /// No progress lines on stderr.
     #[arg(long, short = 'q')]
     quiet: bool,
@@ -178,6 +181,7 @@ fn cmd_repro(args: ReproArgs) -> Result<(), CliError> {
             let ctx = sluice::repro::Ctx {
                 seed: args.seed,
                 on_run: &on_run,
+                plot_dir: args.plot.clone(),
             };
             let goals = (e.run)(&ctx)?;
             all.extend(goals);

@@ -250,3 +250,32 @@ fn alone_reports_fios_figures() {
     assert!(tasks[0]["slowdown"].as_f64().unwrap() >= 1.0, "{f}");
     assert!(f["concurrent_efficiency"].as_f64().unwrap() > 0.0);
 }
+
+#[test]
+fn repro_writes_its_figures_and_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let figs = dir.path().join("figs");
+    let o = sluice(&[
+        "repro",
+        "rcp-block",
+        "--only",
+        "fig11",
+        "-q",
+        "--plot",
+        figs.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("fig11") && out.contains("PASS"), "{out}");
+    assert!(
+        !out.contains("admission"),
+        "--only fig11 ran another experiment: {out}"
+    );
+    let svg = std::fs::read_to_string(figs.join("rcp-fig11.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("throughput"));
+}
+
+#[test]
+fn unknown_repro_suite() {
+    assert_bad_input(&sluice(&["repro", "nope"]), &["nope", "d2fq"]);
+}

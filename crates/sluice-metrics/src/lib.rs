@@ -44,7 +44,7 @@ mod table;
 
 pub use collector::{Collector, FlowInfo, JobInfo, RunSetup, Sample, DEFAULT_INTERVAL_NS};
 pub use fios::{fios_figures, FiosFigures, FiosMetricError, TaskFigures};
-pub use plot::plot;
+pub use plot::{plot, plot_xy, XySeries};
 pub use report::{
     to_json, write_json, BwSeries, ClassReport, DirReport, Fairness, FlowReport, FlowSeries,
     JobReport, LatReport, Percentiles, RunReport, FIO_PERCENTILES,

@@ -166,6 +166,106 @@ fn bw_svg(run: &RunReport) -> Result<String, String> {
     Ok(svg)
 }
 
+/// One named line of an [`plot_xy`] figure.
+#[derive(Clone, Debug, PartialEq)]
+pub struct XySeries {
+    /// Legend label.
+    pub name: String,
+    /// Points in drawing order.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// Write a line chart of `series` to `path` (its directory is created if needed): the
+/// figures of a sweep, e.g. critical latency against LD's tokens. `log_x` draws the x
+/// axis on a log scale (for sweeps over powers of two).
+pub fn plot_xy(
+    path: &Path,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[XySeries],
+    log_x: bool,
+) -> Result<(), MetricsError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|source| MetricsError::CreateDir {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+    }
+    let svg = xy_svg(title, x_desc, y_desc, series, log_x).map_err(plot_err(path))?;
+    write_file(path, &svg)
+}
+
+fn xy_svg(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[XySeries],
+    log_x: bool,
+) -> Result<String, String> {
+    let pts = || series.iter().flat_map(|s| s.points.iter());
+    let mut xmin = pts().map(|p| p.0).fold(f64::INFINITY, f64::min);
+    let mut xmax = pts().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
+    if !xmin.is_finite() {
+        (xmin, xmax) = (1.0, 2.0);
+    }
+    if xmax <= xmin {
+        xmax = xmin + 1.0;
+    }
+    let ymax = pts().map(|p| p.1).fold(0.0, f64::max);
+    let ymax = if ymax > 0.0 { ymax * 1.15 } else { 1.0 };
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let mut builder = ChartBuilder::on(&root);
+        builder
+            .caption(title, ("sans-serif", 22))
+            .margin(15)
+            .x_label_area_size(45)
+            .y_label_area_size(70);
+        macro_rules! draw {
+            ($chart:expr) => {{
+                let mut chart = $chart.map_err(|e| e.to_string())?;
+                chart
+                    .configure_mesh()
+                    .x_desc(x_desc)
+                    .y_desc(y_desc)
+                    .draw()
+                    .map_err(|e| e.to_string())?;
+                for (i, s) in series.iter().enumerate() {
+                    let color = Palette99::pick(i).to_rgba();
+                    chart
+                        .draw_series(LineSeries::new(
+                            s.points.iter().copied(),
+                            color.stroke_width(2),
+                        ))
+                        .map_err(|e| e.to_string())?
+                        .label(s.name.as_str())
+                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+                    chart
+                        .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, color.filled())))
+                        .map_err(|e| e.to_string())?;
+                }
+                chart
+                    .configure_series_labels()
+                    .position(SeriesLabelPosition::UpperLeft)
+                    .background_style(WHITE.mix(0.85))
+                    .border_style(BLACK)
+                    .draw()
+                    .map_err(|e| e.to_string())?;
+            }};
+        }
+        if log_x {
+            draw!(builder.build_cartesian_2d((xmin..xmax).log_scale(), 0.0..ymax));
+        } else {
+            draw!(builder.build_cartesian_2d(xmin..xmax, 0.0..ymax));
+        }
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(svg)
+}
+
 fn write_file(path: &Path, text: &str) -> Result<(), MetricsError> {
     std::fs::write(path, text).map_err(|source| MetricsError::Write {
         path: path.to_path_buf(),

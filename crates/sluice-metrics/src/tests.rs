@@ -529,3 +529,28 @@ fn interval_default_and_choice() {
     let mut out = Vec::new();
     print_table(&[r], &mut out).unwrap();
 }
+
+#[test]
+fn xy_plot_draws_every_series() {
+    let dir = temp_dir("xy").join("sub");
+    let path = dir.join("sweep.svg");
+    let series = vec![
+        crate::XySeries {
+            name: "p99.9".into(),
+            points: vec![(1.0, 24.0), (2.0, 32.0), (4.0, 61.0), (8.0, 113.0)],
+        },
+        crate::XySeries {
+            name: "mean".into(),
+            points: vec![(1.0, 12.0), (8.0, 35.0)],
+        },
+    ];
+    crate::plot_xy(&path, "latency vs tokens", "tokens", "µs", &series, true).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.starts_with("<svg"), "{}", &text[..40.min(text.len())]);
+    for needle in ["latency vs tokens", "p99.9", "mean", "tokens"] {
+        assert!(text.contains(needle), "missing {needle}");
+    }
+    // Four markers of the first series and two of the second.
+    assert_eq!(text.matches("<circle").count(), 6);
+    std::fs::remove_dir_all(dir.parent().unwrap()).ok();
+}

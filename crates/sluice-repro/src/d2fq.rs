@@ -311,6 +311,32 @@ fn fig15(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
     let static3 = ctx.sim(&jobs, &dev, "d2fq:mode=static,hl=3")?.report;
     let static128 = ctx.sim(&jobs, &dev, "d2fq:mode=static,hl=128")?.report;
 
+    // Figures: bandwidth per flow over time (one file per run) and H/L over time.
+    if let Some(dir) = &ctx.plot_dir {
+        let runs = [dynamic.clone(), static3.clone(), static128.clone()];
+        sluice_metrics::plot(&runs, &dir.join("d2fq-fig15"))?;
+    }
+    let hl_series = |r: &RunReport, name: &str| {
+        let series = &r.extra["policy_series"];
+        let t = series["t_ns"].as_array().cloned().unwrap_or_default();
+        let hl = series["hl_ratio"].as_array().cloned().unwrap_or_default();
+        sluice_metrics::XySeries {
+            name: name.to_string(),
+            points: t
+                .iter()
+                .zip(&hl)
+                .map(|(t, h)| (t.as_f64().unwrap_or(0.0) / 1e9, h.as_f64().unwrap_or(0.0)))
+                .collect(),
+        }
+    };
+    ctx.plot(
+        "d2fq-fig15-hl",
+        "D2FQ Fig. 15: H/L weight ratio over time (zssd)",
+        "time (s)",
+        "H/L",
+        &[hl_series(&dynamic, "d2fq dynamic")],
+        false,
+    )?;
     let rd = ratios(&dynamic);
     let wd = worst(&dynamic);
     let hl2 = hl_at(&dynamic, 10 * S);

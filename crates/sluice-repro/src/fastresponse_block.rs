@@ -190,6 +190,21 @@ fn series(keys: &[u32], values: &[f64]) -> String {
         .join(" ")
 }
 
+/// Series of a sweep for a figure: one line per named metric, latencies in µs.
+fn sweep(keys: &[u32], metrics: &[(&str, &[f64])]) -> Vec<sluice_metrics::XySeries> {
+    metrics
+        .iter()
+        .map(|(name, values)| sluice_metrics::XySeries {
+            name: (*name).to_string(),
+            points: keys
+                .iter()
+                .zip(values.iter())
+                .map(|(&k, &v)| (k as f64, v / 1e3))
+                .collect(),
+        })
+        .collect()
+}
+
 fn fig19a(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
     let jobs = ctx.jobs("fig19.fio", FIG19)?;
     let dev = ctx.device(DEVICE)?;
@@ -204,6 +219,14 @@ fn fig19a(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
     let p999: Vec<f64> = runs.iter().map(|r| r.p999_ns).collect();
     let mean: Vec<f64> = runs.iter().map(|r| r.mean_ns).collect();
     let p99: Vec<f64> = runs.iter().map(|r| r.p99_ns).collect();
+    ctx.plot(
+        "fastresponse-fig19a",
+        "FastResponse Fig. 19a: critical latency vs LD tokens (ull)",
+        "tokens",
+        "critical latency (µs)",
+        &sweep(&TOKENS, &[("mean", &mean), ("p99", &p99), ("p99.9", &p999)]),
+        true,
+    )?;
     let first = runs[0];
     let last = runs[runs.len() - 1];
     Ok(vec![
@@ -236,6 +259,15 @@ fn fig19b(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
     }
     let p99: Vec<f64> = runs.iter().map(|r| r.p99_ns).collect();
     let mean: Vec<f64> = runs.iter().map(|r| r.mean_ns).collect();
+    let p999: Vec<f64> = runs.iter().map(|r| r.p999_ns).collect();
+    ctx.plot(
+        "fastresponse-fig19b",
+        "FastResponse Fig. 19b: critical latency vs reader rate under ld (ull)",
+        "critical requests per second",
+        "critical latency (µs)",
+        &sweep(&RATES, &[("mean", &mean), ("p99", &p99), ("p99.9", &p999)]),
+        true,
+    )?;
     let max = p99.iter().copied().fold(f64::MIN, f64::max);
     let min = p99.iter().copied().fold(f64::MAX, f64::min);
     let (lo, hi) = (mean[0], mean[mean.len() - 1]);

@@ -95,6 +95,9 @@ pub enum ReproError {
     /// The simulation failed.
     #[error("simulation: {0}")]
     Sim(#[from] sluice_sim::SimError),
+    /// A figure could not be written.
+    #[error("{0}")]
+    Plot(#[from] sluice_metrics::MetricsError),
     /// No suite has that name.
     #[error("unknown repro suite '{name}'; known suites: {known}")]
     UnknownSuite {
@@ -112,6 +115,8 @@ pub struct Ctx<'a> {
     pub seed: u64,
     /// Called with a short label before each simulation starts.
     pub on_run: &'a dyn Fn(&str),
+    /// Where experiments write their figures (SVG); `None`: no figures.
+    pub plot_dir: Option<std::path::PathBuf>,
 }
 
 impl Ctx<'_> {
@@ -159,6 +164,25 @@ impl Ctx<'_> {
         let mut out = sluice_sim::run(jobs, device, pol, &cfg, &mut |_| {})?;
         out.report.policy = policy.to_string();
         Ok(out)
+    }
+
+    /// Write a line chart `<plot_dir>/<name>.svg` of a sweep (nothing without a plot
+    /// directory). Returns the path written.
+    pub fn plot(
+        &self,
+        name: &str,
+        title: &str,
+        x_desc: &str,
+        y_desc: &str,
+        series: &[sluice_metrics::XySeries],
+        log_x: bool,
+    ) -> Result<Option<std::path::PathBuf>, ReproError> {
+        let Some(dir) = &self.plot_dir else {
+            return Ok(None);
+        };
+        let path = dir.join(format!("{name}.svg"));
+        sluice_metrics::plot_xy(&path, title, x_desc, y_desc, series, log_x)?;
+        Ok(Some(path))
     }
 
     /// A builtin device profile by name.

@@ -60,6 +60,21 @@ fn fig11(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
         );
         fg.push(class(&out, IoClass::Critical).clat_ns.mean);
     }
+    ctx.plot(
+        "rcp-fig11",
+        "RCP Fig. 11: throughput vs foreground latency, non-critical limit 1…32 (nand)",
+        "system throughput (MB/s)",
+        "foreground mean latency (µs)",
+        &[sluice_metrics::XySeries {
+            name: "rcp:limit=N, N = 1, 2, 4, 8, 16, 32".into(),
+            points: tput
+                .iter()
+                .zip(&fg)
+                .map(|(t, l)| (t / 1e6, l / 1e3))
+                .collect(),
+        }],
+        false,
+    )?;
     let steps = |v: &[f64]| v.windows(2).all(|w| w[1] >= 0.95 * w[0]);
     let fmt = |v: &[f64], scale: f64, unit: &str| {
         LIMITS

@@ -14,6 +14,7 @@ fn suite_goals_all_pass() {
     let ctx = Ctx {
         seed: 1,
         on_run: &|_| {},
+        plot_dir: None,
     };
     let mut goals = Vec::new();
     for e in s.experiments {
