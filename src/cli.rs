@@ -185,6 +185,41 @@ pub fn print_fios(
     Ok(())
 }
 
+/// The output options `sim` and `run` share.
+#[derive(clap::Args, Debug, Clone)]
+pub struct OutputArgs {
+    /// Write fio-style JSON results here.
+    #[arg(long)]
+    pub json: Option<std::path::PathBuf>,
+    /// Write SVG figures (latency CCDF per job; bandwidth per flow over time) here.
+    #[arg(long)]
+    pub plot: Option<std::path::PathBuf>,
+    /// Treat unknown job-file options as warnings instead of errors.
+    #[arg(long)]
+    pub ignore_unknown: bool,
+    /// No progress bar and no run summary on stderr.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+impl OutputArgs {
+    /// Write the JSON file and the figures asked for (the table goes to stdout apart).
+    pub fn write_files(&self, reports: &[sluice_metrics::RunReport]) -> Result<(), CliError> {
+        if let Some(path) = &self.json {
+            sluice_metrics::write_json(reports, path)?;
+        }
+        if let Some(dir) = &self.plot {
+            let files = sluice_metrics::plot(reports, dir)?;
+            if !self.quiet {
+                for f in files {
+                    eprintln!("sluice: wrote {}", f.display());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A progress bar on stderr for the long-running subcommands: `{prefix} [bar] N%
 /// elapsed/eta`. Callers show it only on a terminal and only once a run has taken more
 /// than a second.

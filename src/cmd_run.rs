@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
 
-use sluice::cli::{load_jobs, parse_policy_list, progress_bar, CliError};
+use sluice::cli::{load_jobs, parse_policy_list, progress_bar, CliError, OutputArgs};
 use sluice::core::policy::{self, PolicySpec};
 use sluice::engine::{self, EngineConfig, D2FQ_WEIGHTS};
 use sluice::metrics::{self, RunReport};
@@ -55,18 +55,8 @@ pub struct RunArgs {
     /// WRR weights of the high, medium and low queue classes, `H,M,L`.
     #[arg(long, default_value = "252,126,42")]
     wrr: String,
-    /// Write fio-style JSON results here.
-    #[arg(long)]
-    json: Option<PathBuf>,
-    /// Write SVG figures (latency CCDF per job; bandwidth per flow over time) here.
-    #[arg(long)]
-    plot: Option<PathBuf>,
-    /// Treat unknown job-file options as warnings instead of errors.
-    #[arg(long)]
-    ignore_unknown: bool,
-    /// No progress bar and no run summary on stderr.
-    #[arg(long, short = 'q')]
-    quiet: bool,
+    #[command(flatten)]
+    out: OutputArgs,
 }
 
 fn parse_wrr(s: &str) -> Result<[u32; 3], CliError> {
@@ -87,7 +77,7 @@ fn parse_wrr(s: &str) -> Result<[u32; 3], CliError> {
 }
 
 pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
-    let (jobs, warnings) = load_jobs(Some(&args.job), args.ignore_unknown)?;
+    let (jobs, warnings) = load_jobs(Some(&args.job), args.out.ignore_unknown)?;
     for w in &warnings {
         eprintln!("sluice: warning: {w}");
     }
@@ -115,12 +105,12 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
         signal_hook::flag::register(sig, Arc::clone(&stop))?;
     }
 
-    let show_progress = !args.quiet && std::io::stderr().is_terminal();
+    let show_progress = !args.out.quiet && std::io::stderr().is_terminal();
     let started = Instant::now();
     let mut lay_bar: Option<ProgressBar> = None;
     let mut announced: Option<PathBuf> = None;
     let files = engine::prepare(&jobs, &cfg, &stop, &mut |path, done, total| {
-        if !args.quiet && announced.as_deref() != Some(path) {
+        if !args.out.quiet && announced.as_deref() != Some(path) {
             announced = Some(path.to_path_buf());
             if lay_bar.is_none() {
                 eprintln!("sluice: laying out {}", path.display());
@@ -165,7 +155,7 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
             b.finish_and_clear();
         }
         let st = &out.stats;
-        if !args.quiet {
+        if !args.out.quiet {
             let secs = st.wall_ns as f64 / 1e9;
             let cpu = (st.cpu_user_ns + st.cpu_sys_ns) as f64;
             eprintln!(
@@ -194,7 +184,7 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
     }
     let created = files.created().len();
     drop(files);
-    if !args.quiet && created > 0 {
+    if !args.out.quiet && created > 0 {
         if args.keep_files {
             eprintln!(
                 "sluice: kept {created} file(s) in {}",
@@ -207,17 +197,7 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
 
     let mut stdout = std::io::stdout().lock();
     metrics::print_table(&reports, &mut stdout)?;
-    if let Some(path) = &args.json {
-        metrics::write_json(&reports, path)?;
-    }
-    if let Some(dir) = &args.plot {
-        let files = metrics::plot(&reports, dir)?;
-        if !args.quiet {
-            for f in files {
-                eprintln!("sluice: wrote {}", f.display());
-            }
-        }
-    }
+    args.out.write_files(&reports)?;
     if interrupted {
         return Err(CliError::Interrupted);
     }

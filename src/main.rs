@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use clap::{Parser, Subcommand};
 use indicatif::ProgressBar;
 
-use sluice::cli::{load_jobs, parse_policy_list, progress_bar, CliError};
+use sluice::cli::{load_jobs, parse_policy_list, progress_bar, CliError, OutputArgs};
 use sluice::core::policy::{self, PolicySpec, POLICY_NAMES};
 use sluice::device::DeviceProfile;
 use sluice::metrics::{self, RunReport};
@@ -91,21 +91,11 @@ struct SimArgs {
     /// Simulated host cores (each gets its own device queue pairs).
     #[arg(long, default_value_t = 8)]
     cores: u16,
-    /// Width of a bandwidth-over-time bin, in milliseconds (default: about 1/100 of the run).
+    /// Width of a bandwidth-over-time bin, in milliseconds (default: about 1/200 of the run).
     #[arg(long)]
     interval_ms: Option<u64>,
-    /// Write fio-style JSON results here.
-    #[arg(long)]
-    json: Option<PathBuf>,
-    /// Write SVG figures (latency CCDF per job; bandwidth per flow over time) here.
-    #[arg(long)]
-    plot: Option<PathBuf>,
-    /// Treat unknown job-file options as warnings instead of errors.
-    #[arg(long)]
-    ignore_unknown: bool,
-    /// No progress bar and no run summary on stderr.
-    #[arg(long, short = 'q')]
-    quiet: bool,
+    #[command(flatten)]
+    out: OutputArgs,
 }
 
 fn main() -> ExitCode {
@@ -197,7 +187,7 @@ fn cmd_repro(args: ReproArgs) -> Result<(), CliError> {
 }
 
 fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
-    let (jobs, warnings) = load_jobs(args.job.as_deref(), args.ignore_unknown)?;
+    let (jobs, warnings) = load_jobs(args.job.as_deref(), args.out.ignore_unknown)?;
     for w in &warnings {
         eprintln!("sluice: warning: {w}");
     }
@@ -217,7 +207,7 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
         interval_ns: args.interval_ms.map(|ms| ms.max(1) * 1_000_000),
         ..SimConfig::default()
     };
-    let show_progress = !args.quiet && std::io::stderr().is_terminal();
+    let show_progress = !args.out.quiet && std::io::stderr().is_terminal();
     let mut reports: Vec<RunReport> = Vec::with_capacity(specs.len());
     for spec in &specs {
         let pol = policy::build(spec)?;
@@ -239,7 +229,7 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
             b.finish_and_clear();
         }
         let wall = started.elapsed().as_secs_f64();
-        if !args.quiet {
+        if !args.out.quiet {
             eprintln!(
                 "sluice: {}: {} simulated I/Os, {:.3} s simulated, {:.2} s wall ({:.2} M I/O/s)",
                 spec.text,
@@ -267,16 +257,6 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
     if args.alone {
         sluice::cli::print_fios(&reports, &mut stdout)?;
     }
-    if let Some(path) = &args.json {
-        metrics::write_json(&reports, path)?;
-    }
-    if let Some(dir) = &args.plot {
-        let files = metrics::plot(&reports, dir)?;
-        if !args.quiet {
-            for f in files {
-                eprintln!("sluice: wrote {}", f.display());
-            }
-        }
-    }
+    args.out.write_files(&reports)?;
     Ok(())
 }
