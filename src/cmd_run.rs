@@ -98,6 +98,23 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
         submit_batch: args.submit_batch.max(1),
     };
 
+    // A policy instance per worker sees only its worker's flows: say so when that
+    // splits the flows of a policy that arbitrates between them.
+    let workers = engine::worker_count(&jobs, &cfg)?;
+    let flows = sluice::workload::flows_of(&jobs)
+        .map(|(f, _)| f.len())
+        .unwrap_or(0);
+    if workers > 1 && flows > 1 && !args.out.quiet {
+        for spec in specs.iter().filter(|s| s.name != "none") {
+            eprintln!(
+                "sluice: warning: {workers} workers each run their own '{}' instance, which \
+                 schedules only the flows of its worker's threads; use --workers 1 to \
+                 schedule all {flows} flows together",
+                spec.name
+            );
+        }
+    }
+
     // Ctrl-C (or SIGTERM) once: stop and report what was measured; twice: exit now.
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {

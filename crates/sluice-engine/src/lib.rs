@@ -180,7 +180,9 @@ fn total_threads(jobs: &[JobSpec]) -> Result<u32, EngineError> {
     Ok(n as u32)
 }
 
-fn worker_count(jobs: &[JobSpec], cfg: &EngineConfig) -> Result<usize, EngineError> {
+/// How many workers a run of `jobs` under `cfg` uses: `cfg.workers`, or the smaller of
+/// the available cores and the job threads; never more than the job threads.
+pub fn worker_count(jobs: &[JobSpec], cfg: &EngineConfig) -> Result<usize, EngineError> {
     let threads = total_threads(jobs)? as usize;
     match cfg.workers {
         Some(0) => Err(EngineError::NoWorkers),
