@@ -30,7 +30,10 @@ done
 
 python3 - "$WORK" "$ROUNDS" "$POLICIES" <<'PY'
 import json, statistics, sys
-work, rounds, pols = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(",")
+work, rounds = sys.argv[1], int(sys.argv[2])
+# The policies as the runs name them (a spec with parameters holds commas itself, so the
+# list is read from the results rather than split from the command line).
+pols = []
 med = statistics.median
 
 def lat_iops(job):
@@ -43,13 +46,17 @@ def lat_iops(job):
 # per-round ratios are printed too).
 for c, title in (("fios-r1w1", "1 reader + 1 writer, 4 KB"),
                  ("fios-r4k-r128k", "4 KB reader + 128 KB reader")):
-    alone, conc, per_round = {}, {p: {} for p in pols}, {p: {} for p in pols}
+    alone, conc, per_round = {}, {}, {}
     for r in range(1, rounds + 1):
         a = {j["jobname"]: lat_iops(j) for j in json.load(open(f"{work}/{c}-alone.r{r}.json"))["jobs"]}
         for t, v in a.items():
             alone.setdefault(t, []).append(v)
         for run in json.load(open(f"{work}/{c}.r{r}.json"))["runs"]:
             p = run["policy"]
+            if p not in pols:
+                pols.append(p)
+            conc.setdefault(p, {})
+            per_round.setdefault(p, {})
             for j in run["jobs"]:
                 t = j["jobname"]
                 v = lat_iops(j)
