@@ -47,7 +47,7 @@ use io_uring::{opcode, squeue, types, IoUring};
 use sluice_core::policy::{Admission, Completion, DeviceView, Dispatch, Policy};
 use sluice_core::{Flow, FlowId, IoClass, Nanos, Op, QueueClass, ReqId, Request};
 use sluice_metrics::Sample;
-use sluice_workload::{IoGen, IoSpec, JobSpec, Pacer};
+use sluice_workload::{IoSource, IoSpec, JobSpec, NextIo};
 
 use crate::arbiter::Arbiter;
 use crate::buf::{AlignedBuf, BUF_ALIGN};
@@ -263,9 +263,7 @@ struct Thread {
     job: u32,
     file: u32,
     file_base: u64,
-    gen: IoGen,
-    pacer: Option<Pacer>,
-    pending: Option<(IoSpec, Nanos)>,
+    source: IoSource,
     outstanding: u32,
     iodepth: u32,
     state: State,
@@ -464,9 +462,7 @@ impl<'a> Worker<'a> {
                     job,
                     file,
                     file_base: base,
-                    gen: IoGen::new(spec, job as usize, t, cfg.seed),
-                    pacer: Pacer::new(spec),
-                    pending: None,
+                    source: IoSource::new(spec, job as usize, t, cfg.seed),
                     outstanding: 0,
                     iodepth: spec.iodepth.max(1),
                     state: State::Idle,
@@ -702,27 +698,18 @@ impl<'a> Worker<'a> {
             if th.state != State::Running || th.outstanding >= th.iodepth {
                 return;
             }
-            if th.pending.is_none() {
-                if th.gen.exhausted() {
+            let io = match th.source.next(now, self.jobs[th.job as usize].pacer_base) {
+                NextIo::Issue(io) => io,
+                NextIo::At(at) => {
+                    self.wake(t, at);
+                    return;
+                }
+                NextIo::Exhausted => {
                     th.state = State::Stopping;
                     self.maybe_thread_done(t);
                     return;
                 }
-                let io = th.gen.next_io();
-                let at = match th.pacer.as_mut() {
-                    Some(p) => {
-                        self.jobs[th.job as usize].pacer_base + p.next_issue_ns(io.op, io.len)
-                    }
-                    None => 0,
-                };
-                th.pending = Some((io, at));
-            }
-            let (io, at) = th.pending.expect("set above");
-            if at > now {
-                self.wake(t, at);
-                return;
-            }
-            th.pending = None;
+            };
             th.outstanding += 1;
             self.submit(t, io);
         }
@@ -1069,7 +1056,7 @@ impl<'a> Worker<'a> {
             self.samples.clear();
         }
         for th in &self.threads {
-            self.sh.issued[th.global as usize].store(th.gen.issued_bytes(), Ordering::Relaxed);
+            self.sh.issued[th.global as usize].store(th.source.issued_bytes(), Ordering::Relaxed);
         }
         if !self.res.counter_names.is_empty() && self.now >= self.next_counter_ns {
             let row = self.policy.counters().into_iter().map(|c| c.1).collect();

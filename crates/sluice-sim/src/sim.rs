@@ -8,7 +8,9 @@ use sluice_device::{
     Arbitration, ArbitrationKind, Command, DeviceCompletion, DeviceProfile, NvmeSsd,
 };
 use sluice_metrics::{Collector, RunReport, RunSetup, Sample};
-use sluice_workload::{flows_of, stonewall_groups, FlowConflict, IoGen, IoSpec, JobSpec, Pacer};
+use sluice_workload::{
+    flows_of, stonewall_groups, FlowConflict, IoSource, IoSpec, JobSpec, NextIo,
+};
 
 use crate::events::{Event, EventQueue};
 
@@ -126,10 +128,7 @@ enum ThreadState {
 #[derive(Debug)]
 struct Thread {
     job: u32,
-    gen: IoGen,
-    pacer: Option<Pacer>,
-    /// The next I/O, generated but held until its pacer slot (the second field).
-    pending: Option<(IoSpec, Nanos)>,
+    source: IoSource,
     base: u64,
     hwq: u16,
     outstanding: u32,
@@ -310,9 +309,7 @@ impl<'a> Sim<'a> {
                 let global = threads.len() as u32;
                 threads.push(Thread {
                     job: j as u32,
-                    gen: IoGen::new(spec, j, t, cfg.seed),
-                    pacer: Pacer::new(spec),
-                    pending: None,
+                    source: IoSource::new(spec, j, t, cfg.seed),
                     base,
                     hwq: (global % cfg.cores as u32) as u16,
                     outstanding: 0,
@@ -455,7 +452,7 @@ impl<'a> Sim<'a> {
                     let issued: u64 = rt
                         .threads
                         .clone()
-                        .map(|t| self.threads[t as usize].gen.issued_bytes())
+                        .map(|t| self.threads[t as usize].source.issued_bytes())
                         .sum();
                     issued as f64 / (spec.size as f64 * spec.numjobs as f64)
                 };
@@ -564,26 +561,18 @@ impl<'a> Sim<'a> {
             if th.outstanding >= th.iodepth {
                 return;
             }
-            if th.pending.is_none() {
-                if th.gen.exhausted() {
+            let io = match th.source.next(now, self.jobs[th.job as usize].start_ns) {
+                NextIo::Issue(io) => io,
+                NextIo::At(at) => {
+                    self.wake(t, at);
+                    return;
+                }
+                NextIo::Exhausted => {
                     th.state = ThreadState::Stopping;
                     self.maybe_thread_done(t);
                     return;
                 }
-                let io = th.gen.next_io();
-                // The pacer's slot is taken once per I/O, when it is generated.
-                let at = match th.pacer.as_mut() {
-                    Some(p) => self.jobs[th.job as usize].start_ns + p.next_issue_ns(io.op, io.len),
-                    None => 0,
-                };
-                th.pending = Some((io, at));
-            }
-            let (io, at) = th.pending.expect("set above");
-            if at > now {
-                self.wake(t, at);
-                return;
-            }
-            th.pending = None;
+            };
             th.outstanding += 1;
             let (job, base, hwq) = (th.job, th.base, th.hwq);
             self.submit(t, job, base, hwq, io);

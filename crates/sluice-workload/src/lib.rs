@@ -115,6 +115,7 @@ mod gen;
 mod job;
 mod parse;
 mod plan;
+mod source;
 pub mod units;
 
 pub use error::WorkloadError;
@@ -122,6 +123,7 @@ pub use gen::{stream_seed, IoGen, IoSpec, Pacer};
 pub use job::{weight_from_prio, BlockSize, BlockSizes, BsEntry, JobSpec, RwMode};
 pub use parse::{parse_file, parse_str, ParseOptions, Parsed, Warning};
 pub use plan::{flows_of, stonewall_groups, FlowConflict};
+pub use source::{IoSource, NextIo};
 
 #[doc(no_inline)]
 pub use sluice_core::IoClass;

@@ -1,0 +1,109 @@
+//! One job thread's stream of I/Os with its pacing, as both engines consume it.
+
+use sluice_core::Nanos;
+
+use crate::{IoGen, IoSpec, JobSpec, Pacer};
+
+/// What a thread does next (see [`IoSource::next`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NextIo {
+    /// Issue this I/O now.
+    Issue(IoSpec),
+    /// The next I/O's pacer slot is at this time; ask again then.
+    At(Nanos),
+    /// The thread has issued all it should (size-based end).
+    Exhausted,
+}
+
+/// A thread's [`IoGen`] and [`Pacer`] together: the next I/O is generated once, its
+/// pacer slot taken once when it is generated, and the I/O held until that slot.
+#[derive(Debug)]
+pub struct IoSource {
+    gen: IoGen,
+    pacer: Option<Pacer>,
+    /// The next I/O, generated but held until its pacer slot (the second field).
+    pending: Option<(IoSpec, Nanos)>,
+}
+
+impl IoSource {
+    /// The source of thread `thread` of job `job` (index `job_index`), seeded as
+    /// [`IoGen::new`].
+    pub fn new(job: &JobSpec, job_index: usize, thread: u32, seed: u64) -> IoSource {
+        IoSource {
+            gen: IoGen::new(job, job_index, thread, seed),
+            pacer: Pacer::new(job),
+            pending: None,
+        }
+    }
+
+    /// What to do at `now_ns`; pacer slots count from `pace_base_ns` (the job's start).
+    pub fn next(&mut self, now_ns: Nanos, pace_base_ns: Nanos) -> NextIo {
+        let (io, at) = match self.pending {
+            Some(p) => p,
+            None => {
+                if self.gen.exhausted() {
+                    return NextIo::Exhausted;
+                }
+                let io = self.gen.next_io();
+                let at = self
+                    .pacer
+                    .as_mut()
+                    .map_or(0, |p| pace_base_ns + p.next_issue_ns(io.op, io.len));
+                self.pending = Some((io, at));
+                (io, at)
+            }
+        };
+        if at > now_ns {
+            return NextIo::At(at);
+        }
+        self.pending = None;
+        NextIo::Issue(io)
+    }
+
+    /// Bytes generated so far (including an I/O held for its pacer slot).
+    pub fn issued_bytes(&self) -> u64 {
+        self.gen.issued_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn holds_an_io_until_its_slot_and_takes_the_slot_once() {
+        let job = JobSpec {
+            rate_iops: [Some(1000), None],
+            size: 1 << 20,
+            ..JobSpec::default()
+        };
+        let mut s = IoSource::new(&job, 0, 0, 1);
+        let first = match s.next(0, 0) {
+            NextIo::Issue(io) => io,
+            other => panic!("first I/O is due at once: {other:?}"),
+        };
+        // The second is due 1 ms after the first; asking early does not move it.
+        assert_eq!(s.next(10, 0), NextIo::At(1_000_000));
+        assert_eq!(s.next(500_000, 0), NextIo::At(1_000_000));
+        let second = match s.next(1_000_000, 0) {
+            NextIo::Issue(io) => io,
+            other => panic!("second I/O due at 1 ms: {other:?}"),
+        };
+        assert_ne!(first, second);
+        assert_eq!(s.next(1_000_000, 0), NextIo::At(2_000_000));
+    }
+
+    #[test]
+    fn size_based_end() {
+        let job = JobSpec {
+            size: 16 << 10,
+            ..JobSpec::default()
+        };
+        let mut s = IoSource::new(&job, 0, 0, 1);
+        for _ in 0..4 {
+            assert!(matches!(s.next(0, 0), NextIo::Issue(_)));
+        }
+        assert_eq!(s.next(0, 0), NextIo::Exhausted);
+        assert_eq!(s.issued_bytes(), 16 << 10);
+    }
+}
