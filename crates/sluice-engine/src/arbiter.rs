@@ -59,6 +59,15 @@ impl Arbiter {
         self.staged
     }
 
+    /// Use `weights` (high, medium, low) from the next round on (a policy's dynamic
+    /// H/L ratio); credits left in this round are capped at the new weights.
+    pub(crate) fn set_weights(&mut self, weights: [u32; 3]) {
+        self.weights = weights.map(|w| w.max(1));
+        for (c, w) in self.credits.iter_mut().zip(self.weights) {
+            *c = (*c).min(w);
+        }
+    }
+
     /// Stage command `tag` in `class`.
     #[inline]
     pub(crate) fn push(&mut self, tag: u32, class: QueueClass) {

@@ -184,6 +184,9 @@ pub enum EngineError {
         /// Requests refused admission.
         waiting: usize,
     },
+    /// A worker's wake-up eventfd could not be created.
+    #[error("cannot create an eventfd for a worker's wake-ups: {0}")]
+    Doorbell(#[source] std::io::Error),
     /// The ring failed while running (not an I/O error of one request).
     #[error("io_uring failed on worker {worker}: {source}")]
     RingFailed {

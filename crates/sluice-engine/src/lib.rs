@@ -47,8 +47,11 @@
 mod arbiter;
 mod buf;
 pub mod calibrate;
+mod device;
 mod error;
 mod files;
+mod ptime;
+mod ring;
 mod worker;
 
 use std::path::PathBuf;
@@ -65,7 +68,10 @@ pub use arbiter::D2FQ_WEIGHTS;
 pub use error::EngineError;
 pub use files::{plan, FilePlan, FileSet, PlannedFile};
 
-use worker::{Worker, WorkerCfg, WorkerPlan, WorkerResult, CALL_KINDS, OUTLIER_NS, TICK_SOURCE};
+use device::{DevState, Doorbell, RingPort};
+use ptime::{PolicyTime, OUTLIER_NS, TICK_SOURCE};
+use sluice_block::{BlockLayer, PolicyCall};
+use worker::{Worker, WorkerCfg, WorkerPlan, WorkerResult};
 
 /// Settings of a real run that are not part of the job file.
 #[derive(Clone, Debug)]
@@ -216,22 +222,27 @@ pub fn prepare(
         cfg.allow_device,
         cfg.allow_write_existing,
     )?;
-    // The largest ring any worker will need: can the kernel give it?
-    let mut depth = vec![0u32; workers];
-    let mut g = 0usize;
-    for spec in jobs {
-        for _ in 0..spec.numjobs {
-            depth[g % workers] += spec.iodepth.max(1);
-            g += 1;
-        }
-    }
-    let cap = cfg
-        .ring_cap
-        .unwrap_or(*depth.iter().max().unwrap_or(&1))
-        .clamp(1, 32768);
-    drop(worker::new_ring(worker::ring_entries(cap))?);
+    let _ = workers;
+    // Every worker's ring is sized for the device-wide cap: can the kernel give it?
+    drop(ring::new_ring(ring::ring_entries(ring_cap(jobs, cfg)))?);
     FileSet::prepare(plan, cfg.keep_files, stop, progress)
 }
+
+/// Commands in all rings at most: `--ring-cap`, or the jobs' total `iodepth` (so the
+/// arbiter stages only what the policy splits beyond it).
+fn ring_cap(jobs: &[JobSpec], cfg: &EngineConfig) -> u32 {
+    let depth: u64 = jobs
+        .iter()
+        .map(|s| s.numjobs as u64 * s.iodepth.max(1) as u64)
+        .sum();
+    cfg.ring_cap
+        .unwrap_or(depth.min(u32::MAX as u64) as u32)
+        .clamp(1, MAX_RING_CAP)
+}
+
+/// The largest ring cap: a ring holds the cap plus the doorbell read, and io_uring
+/// allows at most 32768 entries.
+const MAX_RING_CAP: u32 = 32767;
 
 /// Run `jobs` under the policy `spec` on the prepared `files`. `progress` is called
 /// about ten times a second with the fraction done; `stop` ends the run early with
@@ -244,17 +255,17 @@ pub fn run(
     stop: &AtomicBool,
     progress: &mut dyn FnMut(f64),
 ) -> Result<EngineOutput, EngineError> {
-    policy::build(spec)?;
-    let make = || policy::build(spec).expect("built once above, so it builds again");
-    run_with(jobs, files, &make, cfg, stop, progress)
+    let policy = policy::build(spec)?;
+    run_with(jobs, files, policy, cfg, stop, progress)
 }
 
-/// [`run`] with a policy made by `make` (called once per worker) instead of a
-/// specification: for embedders and tests with policies of their own.
+/// [`run`] with a policy object instead of a specification: for embedders and tests
+/// with policies of their own. The one policy object serves every worker (see
+/// [`EngineConfig::workers`]).
 pub fn run_with(
     jobs: &[JobSpec],
     files: &FileSet,
-    make: &(dyn Fn() -> Box<dyn Policy> + Sync),
+    policy: Box<dyn Policy>,
     cfg: &EngineConfig,
     stop: &AtomicBool,
     progress: &mut dyn FnMut(f64),
@@ -268,7 +279,7 @@ pub fn run_with(
     let job_group = stonewall_groups(jobs);
     let n_groups = job_group.last().map_or(0, |g| g + 1);
     let fplan = files.plan();
-    let policy_name = make().name();
+    let policy_name = policy.name();
 
     // Deal the threads to the workers; each registers the files its threads use.
     let mut plans: Vec<WorkerPlan> = (0..n_workers)
@@ -276,7 +287,6 @@ pub fn run_with(
             index,
             threads: Vec::new(),
             fds: Vec::new(),
-            flows: Vec::new(),
         })
         .collect();
     let mut fixed_of: Vec<Vec<Option<u32>>> = vec![vec![None; fplan.files.len()]; n_workers];
@@ -293,24 +303,33 @@ pub fn run_with(
             });
             p.threads
                 .push((global, j as u32, t, fixed, fplan.files[fi].base));
-            let flow = &flows[job_flow[j].index()];
-            if !p.flows.iter().any(|f| f.id == flow.id) {
-                p.flows.push(flow.clone());
-            }
             global += 1;
         }
     }
 
     let setup = RunSetup::for_jobs(jobs, &flows, &job_flow, cfg.interval_ns);
     let interval_ns = setup.interval_ns;
+    let cap = ring_cap(jobs, cfg);
     let wcfg = WorkerCfg {
         seed: cfg.seed,
-        ring_cap: cfg.ring_cap,
         submit_batch: cfg.submit_batch,
-        wrr_weights: cfg.wrr_weights,
         job_flow: job_flow.clone(),
         job_group: job_group.clone(),
     };
+    let entries = ring::ring_entries(cap);
+    // The device's one block layer and its port, shared by the workers.
+    let total_depth: u64 = jobs
+        .iter()
+        .map(|s| s.numjobs as u64 * s.iodepth.max(1) as u64)
+        .sum();
+    let max_inflight = (4 * total_depth.max(cap as u64)).min(u32::MAX as u64 / 2) as u32;
+    let dev = Mutex::new(DevState {
+        block: BlockLayer::with_meter(policy, &flows, PolicyTime::new(), total_depth as usize),
+        port: RingPort::new(n_workers, cap, max_inflight, cfg.wrr_weights),
+    });
+    let bells: Vec<Doorbell> = (0..n_workers)
+        .map(|_| Doorbell::new())
+        .collect::<Result<_, _>>()?;
 
     let cpu0 = cpu_time_ns();
     let shared = Shared {
@@ -331,12 +350,19 @@ pub fn run_with(
         let handles: Vec<_> = plans
             .iter()
             .map(|plan| {
-                let (shared, barrier, group_start, done_in_group, wcfg) =
-                    (&shared, &barrier, &group_start, &done_in_group, &wcfg);
+                let (shared, barrier, group_start, done_in_group, wcfg, dev, bells) = (
+                    &shared,
+                    &barrier,
+                    &group_start,
+                    &done_in_group,
+                    &wcfg,
+                    &dev,
+                    &bells[..],
+                );
                 std::thread::Builder::new()
                     .name(format!("sluice-w{}", plan.index))
                     .spawn_scoped(s, move || {
-                        let built = Worker::new(plan, jobs, wcfg, make(), shared);
+                        let built = Worker::new(plan, jobs, wcfg, entries, shared, dev, bells);
                         let mut worker = match built {
                             Ok(w) => Some(w),
                             Err(e) => {
@@ -450,7 +476,8 @@ pub fn run_with(
             stats.errors.push((s.name.clone(), n, first));
         }
     }
-    fill_extra(&mut report, &ok, &stats, cfg, n_workers, fplan);
+    let dev = dev.into_inner().expect("device lock");
+    fill_extra(&mut report, &ok, &dev, &stats, cfg, n_workers, fplan);
     Ok(EngineOutput { report, stats })
 }
 
@@ -496,6 +523,7 @@ fn round6(x: f64) -> f64 {
 fn fill_extra(
     report: &mut RunReport,
     res: &[WorkerResult],
+    dev: &DevState,
     stats: &EngineStats,
     cfg: &EngineConfig,
     workers: usize,
@@ -510,10 +538,7 @@ fn fill_extra(
         "ring_entries".into(),
         res.iter().map(|r| r.ring_entries).max().unwrap_or(0).into(),
     );
-    extra.insert(
-        "ring_cap".into(),
-        Value::Array(res.iter().map(|r| r.ring_cap.into()).collect()),
-    );
+    extra.insert("ring_cap".into(), dev.port.cap().into());
     extra.insert(
         "fixed_buffers".into(),
         res.iter().all(|r| r.fixed_buffers).into(),
@@ -546,21 +571,16 @@ fn fill_extra(
         );
     }
     extra.insert("interrupted".into(), stats.interrupted.into());
-    policy_time_extra(extra, res, stats.ios);
-    let mut fetched = [0u64; 4];
-    for r in res {
-        for (a, b) in fetched.iter_mut().zip(r.fetched) {
-            *a += b;
-        }
-    }
+    policy_time_extra(extra, &dev.block.meter().report(), stats.ios);
     let per_class: Map<String, Value> = QueueClass::ALL
         .iter()
-        .map(|q| (q.name().to_string(), fetched[q.index()].into()))
+        .map(|q| (q.name().to_string(), dev.port.fetched[q.index()].into()))
         .collect();
     extra.insert("arbiter_fetched_per_class".into(), per_class.into());
+    extra.insert("arbiter_fast_path".into(), dev.port.fast_path.into());
     extra.insert(
-        "arbiter_fast_path".into(),
-        res.iter().map(|r| r.fast_path).sum::<u64>().into(),
+        "arbiter_wrr_weights".into(),
+        dev.port.weights.to_vec().into(),
     );
     if !stats.errors.is_empty() {
         extra.insert(
@@ -574,88 +594,60 @@ fn fill_extra(
             ),
         );
     }
-    // Policy counters: with one worker the same shape as the simulator's.
-    if let [only] = res {
-        if !only.counter_names.is_empty() {
-            let last: Map<String, Value> = only
-                .counters
-                .iter()
-                .map(|(n, v)| (n.to_string(), round6(*v).into()))
-                .collect();
-            extra.insert("policy".into(), last.into());
-            let mut series = Map::new();
-            series.insert(
-                "t_ns".into(),
-                only.counter_rows
-                    .iter()
-                    .map(|(t, _)| Value::from(*t))
-                    .collect(),
-            );
-            for (i, name) in only.counter_names.iter().enumerate() {
-                let v: Vec<Value> = only
-                    .counter_rows
-                    .iter()
-                    .map(|(_, row)| row.get(i).map_or(0.0, |x| round6(*x)).into())
-                    .collect();
-                series.insert((*name).to_string(), v.into());
-            }
-            extra.insert("policy_series".into(), series.into());
-        }
-    } else if res.iter().any(|r| !r.counter_names.is_empty()) {
-        let per: Vec<Value> = res
+    // Policy counters: device-wide (one block layer), the same shape as the simulator's.
+    let series = dev.block.series();
+    if !series.names.is_empty() {
+        let last: Map<String, Value> = dev
+            .block
+            .policy()
+            .counters()
             .iter()
-            .map(|r| {
-                let m: Map<String, Value> = r
-                    .counters
-                    .iter()
-                    .map(|(n, v)| (n.to_string(), round6(*v).into()))
-                    .collect();
-                Value::Object(m)
-            })
+            .map(|(n, v)| (n.to_string(), round6(*v).into()))
             .collect();
-        extra.insert("policy_per_worker".into(), per.into());
+        extra.insert("policy".into(), last.into());
+        let mut out = Map::new();
+        out.insert(
+            "t_ns".into(),
+            series.rows.iter().map(|(t, _)| Value::from(*t)).collect(),
+        );
+        for (i, name) in series.names.iter().enumerate() {
+            let v: Vec<Value> = series
+                .rows
+                .iter()
+                .map(|(_, row)| row.get(i).map_or(0.0, |x| round6(*x)).into())
+                .collect();
+            out.insert((*name).to_string(), v.into());
+        }
+        extra.insert("policy_series".into(), out.into());
     }
 }
 
-/// The time spent inside policy calls (see the worker's "Policy CPU time"), over all
-/// workers: `policy_ns_per_io` (the brackets' own cost subtracted),
-/// `policy_ns_per_io_raw`, per call kind, calls per I/O, the bracket's cost per call
-/// and per I/O, and the calls left out as preemptions.
+/// The time spent inside policy calls (see [`ptime`]): `policy_ns_per_io` (the
+/// brackets' own cost subtracted), `policy_ns_per_io_raw`, per call kind, calls per
+/// I/O, the bracket's cost per call and per I/O, and the calls left out as preemptions.
 fn policy_time_extra(
     extra: &mut serde_json::Map<String, serde_json::Value>,
-    res: &[WorkerResult],
+    t: &ptime::PolicyTimeReport,
     ios: u64,
 ) {
     use serde_json::{Map, Value};
-    let mut ns = [0.0f64; CALL_KINDS.len()];
-    let mut raw = [0.0f64; CALL_KINDS.len()];
-    let mut calls = [0u64; CALL_KINDS.len()];
-    let mut outliers = 0;
-    let mut overhead = 0.0f64;
-    for r in res {
-        let t = &r.policy_time;
-        for k in 0..CALL_KINDS.len() {
-            ns[k] += t.ns[k];
-            raw[k] += t.raw_ns[k];
-            calls[k] += t.calls[k];
-        }
-        outliers += t.outliers;
-        overhead = overhead.max(t.overhead_ns);
-    }
-    let total_calls: u64 = calls.iter().sum();
+    let total_calls: u64 = t.calls.iter().sum();
     extra.insert("policy_timing_clock".into(), TICK_SOURCE.into());
-    extra.insert("policy_timing_overhead_ns".into(), round6(overhead).into());
-    extra.insert("policy_timing_outliers".into(), outliers.into());
+    extra.insert(
+        "policy_timing_overhead_ns".into(),
+        round6(t.overhead_ns).into(),
+    );
+    extra.insert("policy_timing_outliers".into(), t.outliers.into());
     extra.insert("policy_timing_outlier_ns".into(), OUTLIER_NS.into());
     extra.insert("policy_calls".into(), total_calls.into());
     if ios == 0 {
         return;
     }
     let per_io = |x: f64| round6(x / ios as f64);
-    extra.insert("policy_ns_per_io".into(), per_io(ns.iter().sum()).into());
+    extra.insert("policy_ns_per_io".into(), per_io(t.ns.iter().sum()).into());
     extra.insert(
         "policy_ns_per_io_raw".into(),
-        per_io(raw.iter().sum()).into(),
+        per_io(t.raw_ns.iter().sum()).into(),
     );
     extra.insert(
         "policy_calls_per_io".into(),
@@ -663,12 +655,11 @@ fn policy_time_extra(
     );
     extra.insert(
         "policy_timing_cost_ns_per_io".into(),
-        per_io(total_calls as f64 * overhead).into(),
+        per_io(total_calls as f64 * t.overhead_ns).into(),
     );
-    let by: Map<String, Value> = CALL_KINDS
+    let by: Map<String, Value> = PolicyCall::ALL
         .iter()
-        .enumerate()
-        .map(|(k, name)| (name.to_string(), per_io(ns[k]).into()))
+        .map(|k| (k.name().to_string(), per_io(t.ns[k.index()]).into()))
         .collect();
     extra.insert("policy_ns_per_io_by_call".into(), by.into());
 }

@@ -1,57 +1,49 @@
-//! One worker: an OS thread with its own io_uring, its own policy instance and the job
-//! threads assigned to it, run as state machines on one event loop.
+//! One worker: an OS thread with its own io_uring and the job threads assigned to it,
+//! run as state machines on one event loop. The block layer (admission, policy,
+//! pieces) is not the worker's: it is the device's one [`BlockLayer`], shared by every
+//! worker under one lock ([`crate::device`]).
 //!
 //! # The submission path (AIOS's LBIO, in userspace)
 //! * **Request slots** are preallocated, one per unit of `iodepth` of the worker's
-//!   threads; a request takes a slot index from a free stack, and that index is its
-//!   [`ReqId`]. Each slot owns one page-aligned buffer, registered with the ring at
-//!   set-up (the counterpart of AIOS's pool of DMA-mapped pages): nothing is
-//!   allocated, pinned or mapped per I/O, and a buffer goes back to the pool with its
-//!   slot when the job thread has handled the completion, after the sample is taken.
-//! * **Piece slots** (what the policy dispatched: a request or one piece of a split
-//!   one) are preallocated too; the piece slot index is the SQE's `user_data`, so a
-//!   completion finds its piece, request and thread by indexing — no lookup, no lock.
+//!   threads; a request takes a slot from a free stack and gives its index to the
+//!   block layer as its token. Each slot owns one page-aligned buffer, registered with
+//!   the ring at set-up (the counterpart of AIOS's pool of DMA-mapped pages): nothing
+//!   is allocated, pinned or mapped per I/O, and a buffer goes back to the pool with
+//!   its slot when the job thread has handled the completion, after the sample is
+//!   taken.
+//! * **Piece tags** are the block layer's piece slots; the tag is the SQE's
+//!   `user_data`, so a completion finds its piece, request and thread by indexing.
 //! * **Batched submission**: the SQEs written during one loop turn go to the kernel
-//!   with the wait for the next completion in one `io_uring_enter`.
+//!   with the wait for the next completion in one `io_uring_enter`; the device lock is
+//!   taken once per loop turn for the new requests and once per batch of completions.
 //! * Samples go to the shared collector in batches (a lock per batch of up to 256
 //!   samples or 10 ms, never per I/O).
 //!
 //! # Time
-//! The worker reads a monotonic clock (ns since the run's start); the policy is given
-//! that time and never reads a clock itself. Instants of one I/O:
-//! `submit` (the job thread generated it), `dispatch` (the policy released it; in the
-//! fast path the SQE is written at once and submitted by the `io_uring_enter` that
-//! ends the same loop turn), `device done` (the clock read right after the
-//! `io_uring_enter` that returned with its CQE), `reaped` (the job thread handled the
-//! completion — after the policy was told and earlier completions of the same batch
-//! were handled).
-//!
-//! # Policy CPU time
-//! Every call into the policy on the I/O path (`admit`, `enqueue`, `dispatch` —
-//! including the one that finds nothing —, `complete`, `timer`, `next_timer_ns`) is
-//! bracketed by two reads of the CPU's time-stamp counter ([`PolicyTime`]; the
-//! monotonic clock where there is no TSC), so the cost of scheduling can be told
-//! apart from the kernel's and the engine's. The bracket's own cost (the median
-//! interval of two back-to-back reads, measured when the worker starts) is subtracted
-//! per call and reported; an interval longer than [`OUTLIER_NS`] is a preemption, not
-//! policy work, and is left out (and counted). Ticks become ns by the ratio of the TSC
-//! to the monotonic clock over the worker's life. The policy never sees any of it.
+//! The worker reads a monotonic clock (ns since the run's start); the block layer and
+//! the policy are given that time and never read a clock themselves. Instants of one
+//! I/O: `submit` (the job thread generated it), `dispatch` (the policy released it; the
+//! SQE is written when its owner next takes the device lock and submitted by the
+//! `io_uring_enter` that ends the same loop turn), `device done` (the clock read right
+//! after the `io_uring_enter` that returned with its CQE), `reaped` (the job thread
+//! handled the completion).
 
-use std::collections::VecDeque;
 use std::io;
 use std::os::fd::RawFd;
 use std::sync::atomic::Ordering;
+use std::sync::Mutex;
 use std::time::Instant;
 
 use io_uring::{opcode, squeue, types, IoUring};
-use sluice_core::policy::{Admission, Completion, DeviceView, Dispatch, Policy};
-use sluice_core::{Flow, FlowId, IoClass, Nanos, Op, QueueClass, ReqId, Request};
+use sluice_block::{Finished, NewRequest};
+use sluice_core::{FlowId, IoClass, Nanos, Op};
 use sluice_metrics::Sample;
-use sluice_workload::{IoSource, IoSpec, JobSpec, NextIo};
+use sluice_workload::{IoSource, JobSpec, NextIo};
 
-use crate::arbiter::Arbiter;
 use crate::buf::{AlignedBuf, BUF_ALIGN};
-use crate::error::{ring_hint, EngineError};
+use crate::device::{DevState, Doorbell, Outgoing};
+use crate::error::EngineError;
+use crate::ring::new_ring;
 use crate::Shared;
 
 const NONE: Nanos = Nanos::MAX;
@@ -63,146 +55,8 @@ const FLUSH_NS: Nanos = 10_000_000;
 const IDLE_POLL_NS: Nanos = 50_000_000;
 /// A deadline closer than this makes a wait for completions carry a timeout.
 const SHORT_DEADLINE_NS: Nanos = 2_000_000;
-
-/// A timed policy call longer than this is taken for a preemption of the worker
-/// thread (or a long interrupt), not policy work: it is left out of the policy time
-/// and counted in [`PolicyTimeReport::outliers`].
-pub(crate) const OUTLIER_NS: u64 = 100_000;
-
-/// The kinds of timed policy calls, in report order.
-pub(crate) const CALL_KINDS: [&str; 6] = [
-    "admit",
-    "enqueue",
-    "dispatch",
-    "complete",
-    "timer",
-    "next_timer",
-];
-const ADMIT: usize = 0;
-const ENQUEUE: usize = 1;
-const DISPATCH: usize = 2;
-const COMPLETE: usize = 3;
-const TIMER: usize = 4;
-const NEXT_TIMER: usize = 5;
-
-/// The time-stamp counter (x86-64) or the monotonic clock in ns (elsewhere).
-#[inline(always)]
-fn ticks() -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        // SAFETY: RDTSC has no preconditions on x86-64.
-        unsafe { core::arch::x86_64::_rdtsc() }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: valid out pointer.
-        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-    }
-}
-
-/// Name of the counter [`ticks`] reads.
-pub(crate) const TICK_SOURCE: &str = if cfg!(target_arch = "x86_64") {
-    "tsc"
-} else {
-    "clock_monotonic"
-};
-
-/// Time spent inside policy calls, accumulated per call kind in ticks.
-#[derive(Debug)]
-pub(crate) struct PolicyTime {
-    ticks: [u64; 6],
-    calls: [u64; 6],
-    outliers: u64,
-    outlier_ticks: u64,
-    /// Median interval of two back-to-back `ticks()` reads: the bracket's own cost.
-    overhead_ticks: u64,
-    start_ticks: u64,
-    start: Instant,
-}
-
-impl PolicyTime {
-    pub(crate) fn new() -> PolicyTime {
-        // The bracket's cost, and a first ticks-per-ns estimate for the outlier bound.
-        let mut d: Vec<u64> = (0..4096)
-            .map(|_| {
-                let a = ticks();
-                let b = std::hint::black_box(ticks());
-                b.wrapping_sub(a)
-            })
-            .collect();
-        d.sort_unstable();
-        let (t0, i0) = (ticks(), Instant::now());
-        while i0.elapsed().as_nanos() < 200_000 {
-            std::hint::spin_loop();
-        }
-        let per_ns = ticks().wrapping_sub(t0) as f64 / i0.elapsed().as_nanos().max(1) as f64;
-        PolicyTime {
-            ticks: [0; 6],
-            calls: [0; 6],
-            outliers: 0,
-            outlier_ticks: (OUTLIER_NS as f64 * per_ns.max(1e-3)) as u64,
-            overhead_ticks: d[d.len() / 2],
-            start_ticks: ticks(),
-            start: Instant::now(),
-        }
-    }
-
-    /// Run `f` (one policy call of kind `k`) and add its duration.
-    #[inline(always)]
-    fn time<R>(&mut self, k: usize, f: impl FnOnce() -> R) -> R {
-        let a = ticks();
-        let r = f();
-        let d = ticks().wrapping_sub(a);
-        if d < self.outlier_ticks {
-            self.ticks[k] += d;
-            self.calls[k] += 1;
-        } else {
-            self.outliers += 1;
-        }
-        r
-    }
-
-    /// Ticks to ns over the worker's life, and the per-kind figures in ns.
-    pub(crate) fn report(&self) -> PolicyTimeReport {
-        let ns = self.start.elapsed().as_nanos() as f64;
-        let tk = ticks().wrapping_sub(self.start_ticks) as f64;
-        let ns_per_tick = if tk > 0.0 { ns / tk } else { 1.0 };
-        let mut r = PolicyTimeReport {
-            raw_ns: [0.0; 6],
-            ns: [0.0; 6],
-            calls: self.calls,
-            outliers: self.outliers,
-            overhead_ns: self.overhead_ticks as f64 * ns_per_tick,
-        };
-        for k in 0..6 {
-            let raw = self.ticks[k] as f64;
-            let net = (raw - (self.calls[k] * self.overhead_ticks) as f64).max(0.0);
-            r.raw_ns[k] = raw * ns_per_tick;
-            r.ns[k] = net * ns_per_tick;
-        }
-        r
-    }
-}
-
-/// A worker's policy time in ns (see [`PolicyTime`]), per kind of [`CALL_KINDS`].
-#[derive(Clone, Debug, Default)]
-pub(crate) struct PolicyTimeReport {
-    /// Measured, the bracket's cost included.
-    pub raw_ns: [f64; 6],
-    /// Measured minus `overhead_ns` per call.
-    pub ns: [f64; 6],
-    /// Timed calls (outliers not included).
-    pub calls: [u64; 6],
-    /// Calls longer than [`OUTLIER_NS`], left out.
-    pub outliers: u64,
-    /// The bracket's cost per call, ns.
-    pub overhead_ns: f64,
-}
+/// `user_data` of the doorbell read (piece tags are below it).
+const BELL: u64 = u64::MAX;
 
 /// What a worker is given: its threads and the files they use.
 #[derive(Debug, Clone)]
@@ -213,17 +67,13 @@ pub(crate) struct WorkerPlan {
     pub threads: Vec<(u32, u32, u32, u32, u64)>,
     /// The files this worker registers, in fixed-file order.
     pub fds: Vec<RawFd>,
-    /// The flows of its jobs.
-    pub flows: Vec<Flow>,
 }
 
 /// Settings every worker shares.
 #[derive(Debug, Clone)]
 pub(crate) struct WorkerCfg {
     pub seed: u64,
-    pub ring_cap: Option<u32>,
     pub submit_batch: u32,
-    pub wrr_weights: [u32; 3],
     pub job_flow: Vec<FlowId>,
     pub job_group: Vec<usize>,
 }
@@ -233,19 +83,12 @@ pub(crate) struct WorkerCfg {
 pub(crate) struct WorkerResult {
     pub ios: u64,
     pub enters: u64,
-    pub fetched: [u64; 4],
-    pub fast_path: u64,
     pub last_job_end: Nanos,
     /// Per job: errors and the first error's description.
     pub errors: Vec<(u64, Option<String>)>,
-    pub counters: Vec<(&'static str, f64)>,
-    pub counter_names: Vec<&'static str>,
-    pub counter_rows: Vec<(Nanos, Vec<f64>)>,
     pub fixed_buffers: bool,
     pub ring_entries: u32,
-    pub ring_cap: u32,
     pub interrupted: bool,
-    pub policy_time: PolicyTimeReport,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -283,64 +126,46 @@ struct JobRt {
     pacer_base: Nanos,
 }
 
-#[derive(Clone, Copy, Debug)]
-struct ReqSlot {
-    thread: u32,
-    op: Op,
-    len: u32,
-    offset: u64,
-    submit_ns: Nanos,
-    admit_ns: Nanos,
-    dispatch_ns: Nanos,
-    device_done_ns: Nanos,
-    remaining: u16,
-    ok: bool,
-}
-
-#[derive(Clone, Copy, Debug)]
-struct Piece {
-    req: Request,
-    queue: QueueClass,
-    dispatch_ns: Nanos,
-}
-
 pub(crate) struct Worker<'a> {
     index: usize,
     sh: &'a Shared<'a>,
+    dev: &'a Mutex<DevState>,
+    bells: &'a [Doorbell],
     specs: &'a [JobSpec],
     ring: IoUring,
-    policy: Box<dyn Policy>,
     _region: AlignedBuf,
     region_ptr: *mut u8,
     slot_len: usize,
     fixed_bufs: bool,
     threads: Vec<Thread>,
     jobs: Vec<JobRt>,
-    reqs: Vec<ReqSlot>,
-    free_reqs: Vec<u32>,
-    pieces: Vec<Piece>,
-    free_pieces: Vec<u32>,
-    arb: Arbiter,
-    sq_batch: Vec<u32>,
-    cqes: Vec<(u32, i32)>,
-    waiting: VecDeque<Request>,
-    inflight: u32,
-    inflight_per_class: [u32; 4],
-    max_inflight: u32,
+    /// Request slot → the thread that owns it.
+    slot_thread: Vec<u32>,
+    free_slots: Vec<u32>,
+    /// Requests the job threads issued this turn, for the block layer.
+    new_reqs: Vec<(NewRequest, u32)>,
+    /// CQEs of this turn: (user_data, result).
+    cqes: Vec<(u64, i32)>,
+    finished: Vec<Finished>,
+    outgoing: Vec<Outgoing>,
+    to_wake: Vec<usize>,
+    /// This worker's commands in its ring (the doorbell read not counted).
     in_ring: u32,
-    cap: u32,
+    /// This worker's requests in the block layer.
+    outstanding: u32,
+    bell_armed: bool,
+    bell_buf: Box<u64>,
     submit_batch: usize,
     now: Nanos,
     next_wake: Nanos,
     next_job_end: Nanos,
-    policy_timer: Nanos,
+    block_timer: Nanos,
     active: u32,
     samples: Vec<Sample>,
     last_flush: Nanos,
     next_counter_ns: Nanos,
     interval_ns: Nanos,
     interrupted: bool,
-    ptime: PolicyTime,
     res: WorkerResult,
 }
 
@@ -348,44 +173,16 @@ fn clock(origin: Instant) -> Nanos {
     origin.elapsed().as_nanos() as Nanos
 }
 
-/// Create a ring with `entries` SQEs (and twice as many CQEs). Tries the flags that
-/// make a single-threaded submitter cheaper first (single issuer, deferred task
-/// work), then plain set-up for older kernels.
-pub(crate) fn new_ring(entries: u32) -> Result<IoUring, EngineError> {
-    let lean = IoUring::builder()
-        .setup_single_issuer()
-        .setup_coop_taskrun()
-        .setup_defer_taskrun()
-        .build(entries);
-    match lean {
-        Ok(r) => Ok(r),
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-            IoUring::new(entries).map_err(|source| EngineError::Ring {
-                entries,
-                hint: ring_hint(&source),
-                source,
-            })
-        }
-        Err(source) => Err(EngineError::Ring {
-            entries,
-            hint: ring_hint(&source),
-            source,
-        }),
-    }
-}
-
-/// Ring entries for a worker whose ring holds at most `cap` commands.
-pub(crate) fn ring_entries(cap: u32) -> u32 {
-    cap.max(8).next_power_of_two()
-}
-
 impl<'a> Worker<'a> {
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         plan: &WorkerPlan,
         specs: &'a [JobSpec],
         cfg: &WorkerCfg,
-        mut policy: Box<dyn Policy>,
+        entries: u32,
         sh: &'a Shared<'a>,
+        dev: &'a Mutex<DevState>,
+        bells: &'a [Doorbell],
     ) -> Result<Worker<'a>, EngineError> {
         let total_depth: u32 = plan
             .threads
@@ -393,8 +190,6 @@ impl<'a> Worker<'a> {
             .map(|t| specs[t.1 as usize].iodepth.max(1))
             .sum::<u32>()
             .max(1);
-        let cap = cfg.ring_cap.unwrap_or(total_depth).clamp(1, 32768);
-        let entries = ring_entries(cap);
         let ring = new_ring(entries)?;
         ring.submitter()
             .register_files(&plan.fds)
@@ -433,9 +228,6 @@ impl<'a> Worker<'a> {
         let fixed_bufs = slots <= u16::MAX as usize
             && unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
 
-        for f in &plan.flows {
-            policy.add_flow(f);
-        }
         let mut jobs: Vec<JobRt> = specs
             .iter()
             .enumerate()
@@ -470,78 +262,45 @@ impl<'a> Worker<'a> {
                 }
             })
             .collect();
-        let max_inflight = 4 * total_depth.max(cap);
-        let empty_req = ReqSlot {
-            thread: 0,
-            op: Op::Read,
-            len: 0,
-            offset: 0,
-            submit_ns: 0,
-            admit_ns: 0,
-            dispatch_ns: NONE,
-            device_done_ns: 0,
-            remaining: 0,
-            ok: true,
-        };
-        let empty_piece = Piece {
-            req: Request {
-                id: ReqId(0),
-                flow: FlowId(0),
-                op: Op::Read,
-                offset: 0,
-                len: 0,
-                class: IoClass::Normal,
-                submit_ns: 0,
-                hwq: 0,
-                parts: 1,
-            },
-            queue: QueueClass::Medium,
-            dispatch_ns: 0,
-        };
-        let counter_names: Vec<&'static str> = policy.counters().iter().map(|c| c.0).collect();
         Ok(Worker {
             index: plan.index,
             sh,
+            dev,
+            bells,
             specs,
             ring,
-            policy,
             _region: region,
             region_ptr,
             slot_len,
             fixed_bufs,
             threads,
             jobs,
-            reqs: vec![empty_req; slots],
-            free_reqs: (0..slots as u32).rev().collect(),
-            pieces: vec![empty_piece; max_inflight as usize],
-            free_pieces: (0..max_inflight).rev().collect(),
-            arb: Arbiter::new(max_inflight as usize, cfg.wrr_weights),
-            sq_batch: Vec::with_capacity(entries as usize),
+            slot_thread: vec![0; slots],
+            free_slots: (0..slots as u32).rev().collect(),
+            new_reqs: Vec::with_capacity(slots),
             cqes: Vec::with_capacity(2 * entries as usize),
-            waiting: VecDeque::with_capacity(slots),
-            inflight: 0,
-            inflight_per_class: [0; 4],
-            max_inflight,
+            finished: Vec::with_capacity(2 * entries as usize),
+            outgoing: Vec::with_capacity(entries as usize),
+            to_wake: Vec::with_capacity(bells.len()),
             in_ring: 0,
-            cap,
+            outstanding: 0,
+            bell_armed: false,
+            bell_buf: Box::new(0),
             submit_batch: cfg.submit_batch.max(1) as usize,
             now: 0,
             next_wake: NONE,
             next_job_end: NONE,
-            policy_timer: NONE,
+            block_timer: NONE,
             active: 0,
             samples: Vec::with_capacity(SAMPLE_BATCH),
             last_flush: 0,
             next_counter_ns: 0,
             interval_ns: sh.interval_ns,
             interrupted: false,
-            ptime: PolicyTime::new(),
             res: WorkerResult {
                 errors: vec![(0, None); specs.len()],
-                counter_names,
                 fixed_buffers: fixed_bufs,
                 ring_entries: entries,
-                ring_cap: cap,
                 ..WorkerResult::default()
             },
         })
@@ -577,16 +336,16 @@ impl<'a> Worker<'a> {
         self.clock();
         self.last_flush = self.now;
         self.interrupted = false;
-        while self.active > 0 || self.inflight > 0 {
+        loop {
             if !self.interrupted && self.sh.stopped() {
                 self.interrupt();
             }
+            self.clock();
             self.timers();
-            self.pump();
-            if self.active == 0 && self.inflight == 0 {
+            self.sync(None)?;
+            if self.active == 0 && self.outstanding == 0 {
                 break;
             }
-            self.check_stall()?;
             self.enter()?;
             self.reap()?;
             if self.samples.len() >= SAMPLE_BATCH || self.now >= self.last_flush + FLUSH_NS {
@@ -597,10 +356,8 @@ impl<'a> Worker<'a> {
         Ok(())
     }
 
-    /// The run is over: final counters and facts.
-    pub(crate) fn finish(mut self) -> WorkerResult {
-        self.res.counters = self.policy.counters();
-        self.res.policy_time = self.ptime.report();
+    /// The run is over: this worker's facts.
+    pub(crate) fn finish(self) -> WorkerResult {
         self.res
     }
 
@@ -620,6 +377,7 @@ impl<'a> Worker<'a> {
         }
     }
 
+    /// Job ends and thread wake-ups that are due.
     fn timers(&mut self) {
         let now = self.now;
         if now >= self.next_job_end {
@@ -657,12 +415,6 @@ impl<'a> Worker<'a> {
             }
             self.next_wake = next;
         }
-        if self.policy_timer <= now {
-            self.policy_timer = NONE;
-            let policy = &mut self.policy;
-            self.ptime.time(TIMER, || policy.timer(now));
-            self.retry_admission();
-        }
     }
 
     /// Job `j` ends (runtime over, or interrupted) at `end`.
@@ -690,7 +442,8 @@ impl<'a> Worker<'a> {
         self.next_wake = self.next_wake.min(at);
     }
 
-    /// Issue from thread `t` as far as its depth, pacer and size allow.
+    /// Issue from thread `t` as far as its depth, pacer and size allow; the requests
+    /// reach the block layer at the next [`Worker::sync`].
     fn try_issue(&mut self, t: usize) {
         loop {
             let now = self.now;
@@ -711,153 +464,122 @@ impl<'a> Worker<'a> {
                 }
             };
             th.outstanding += 1;
-            self.submit(t, io);
+            let rt = &self.jobs[th.job as usize];
+            let r = NewRequest {
+                flow: rt.flow,
+                op: io.op,
+                offset: th.file_base + io.offset,
+                len: io.len,
+                class: rt.class,
+                hwq: self.index as u16,
+            };
+            let slot = self
+                .free_slots
+                .pop()
+                .expect("a slot per unit of iodepth: outstanding ≤ iodepth");
+            self.slot_thread[slot as usize] = t as u32;
+            self.outstanding += 1;
+            self.new_reqs.push((r, slot));
         }
     }
 
-    fn submit(&mut self, t: usize, io: IoSpec) {
-        let idx = self
-            .free_reqs
-            .pop()
-            .expect("a slot per unit of iodepth: outstanding ≤ iodepth");
-        let th = &self.threads[t];
-        let rt = &self.jobs[th.job as usize];
-        let offset = th.file_base + io.offset;
-        self.reqs[idx as usize] = ReqSlot {
-            thread: t as u32,
-            op: io.op,
-            len: io.len,
-            offset,
-            submit_ns: self.now,
-            admit_ns: self.now,
-            dispatch_ns: NONE,
-            device_done_ns: 0,
-            remaining: 0,
-            ok: true,
-        };
-        let req = Request {
-            id: ReqId(idx as u64),
-            flow: rt.flow,
-            op: io.op,
-            offset,
-            len: io.len,
-            class: rt.class,
-            submit_ns: self.now,
-            hwq: self.index as u16,
-            parts: 1,
-        };
-        let (now, policy, pt) = (self.now, &mut self.policy, &mut self.ptime);
-        if self.waiting.is_empty() && pt.time(ADMIT, || policy.admit(now, &req)) == Admission::Admit
-        {
-            pt.time(ENQUEUE, || policy.enqueue(now, req));
-        } else {
-            self.waiting.push_back(req);
-        }
-    }
-
-    fn retry_admission(&mut self) {
-        for _ in 0..self.waiting.len() {
-            let req = self.waiting.pop_front().expect("counted");
-            let (now, policy, pt) = (self.now, &mut self.policy, &mut self.ptime);
-            if pt.time(ADMIT, || policy.admit(now, &req)) == Admission::Admit {
-                self.reqs[req.id.0 as usize].admit_ns = now;
-                pt.time(ENQUEUE, || policy.enqueue(now, req));
-            } else {
-                self.waiting.push_back(req);
+    /// One turn at the device (under its lock): hand the completions `cqes[range]` to
+    /// the block layer, then this turn's new requests; fire the policy's timer if due;
+    /// pump; take this worker's outbox. Then wake the workers whose outbox filled,
+    /// write the SQEs and handle the finished requests.
+    fn sync(&mut self, done: Option<(usize, usize, Nanos)>) -> Result<(), EngineError> {
+        let dev_lock = self.dev;
+        let mut dev = dev_lock.lock().expect("device lock");
+        if let Some((from, to, t_dev)) = done {
+            for i in from..to {
+                let (ud, res) = self.cqes[i];
+                let tag = ud as u32;
+                let p = dev.block.piece(tag).req;
+                let ok = res >= 0 && (p.op == Op::Flush || res as u32 == p.len);
+                if !ok {
+                    let slot = dev.block.request(p.id).token as u32;
+                    self.note_error(slot, p.op, p.len, p.offset, res);
+                }
+                self.in_ring -= 1;
+                if let Some(f) = dev.complete(t_dev, tag, ok) {
+                    self.finished.push(f);
+                }
             }
         }
-    }
-
-    /// Offer dispatch opportunities until the policy has nothing or the view is full;
-    /// feed the ring from the arbiter; keep the policy's timer.
-    fn pump(&mut self) {
-        while self.inflight < self.max_inflight {
-            let view = DeviceView {
-                inflight: self.inflight,
-                inflight_per_class: self.inflight_per_class,
-                max_inflight: self.max_inflight,
-            };
-            let (now, policy) = (self.now, &mut self.policy);
-            let Some(d) = self.ptime.time(DISPATCH, || policy.dispatch(now, &view)) else {
-                break;
-            };
-            self.route(d);
+        let now = self.now;
+        for (r, slot) in self.new_reqs.drain(..) {
+            dev.block.submit(now, r, slot as u64);
         }
-        while self.in_ring < self.cap {
-            let Some((tag, class)) = self.arb.pop() else {
-                break;
-            };
-            self.res.fetched[class.index()] += 1;
-            self.sq_batch.push(tag);
-            self.in_ring += 1;
-        }
-        let policy = &self.policy;
-        self.policy_timer = self
-            .ptime
-            .time(NEXT_TIMER, || policy.next_timer_ns())
-            .unwrap_or(NONE);
-    }
-
-    fn route(&mut self, d: Dispatch) {
-        let tag = self
-            .free_pieces
-            .pop()
-            .expect("piece slots = max_inflight, and dispatch is offered only below it");
-        let rs = &mut self.reqs[d.req.id.0 as usize];
-        debug_assert!(
-            rs.remaining > 0 || rs.dispatch_ns == NONE,
-            "dispatch of an unknown request"
-        );
-        if rs.dispatch_ns == NONE {
-            rs.dispatch_ns = self.now;
-            rs.remaining = d.req.parts.max(1);
-        }
-        self.pieces[tag as usize] = Piece {
-            req: d.req,
-            queue: d.queue,
-            dispatch_ns: self.now,
-        };
-        self.inflight += 1;
-        self.inflight_per_class[d.queue.index()] += 1;
-        if self.arb.staged() == 0 && self.in_ring < self.cap {
-            // Fast path: nothing staged and room in the ring.
-            self.res.fetched[d.queue.index()] += 1;
-            self.res.fast_path += 1;
-            self.sq_batch.push(tag);
-            self.in_ring += 1;
+        dev.block.fire_timer(now);
+        dev.pump_and_take(now, self.index, &mut self.outgoing, &mut self.to_wake);
+        self.block_timer = dev.block.next_timer_ns().unwrap_or(NONE);
+        let stall = if self.outstanding > 0 && self.next_wake == NONE && self.finished.is_empty() {
+            dev.block.stall()
         } else {
-            self.arb.push(tag, d.queue);
+            None
+        };
+        let policy = dev.block.policy().name();
+        drop(dev);
+        for w in self.to_wake.drain(..) {
+            self.bells[w].ring();
         }
+        if let Some(s) = stall {
+            return Err(EngineError::Stalled {
+                now_ns: now,
+                worker: self.index,
+                policy: policy.to_string(),
+                queued: s.queued,
+                waiting: s.waiting,
+            });
+        }
+        self.push_sqes();
+        let mut finished = std::mem::take(&mut self.finished);
+        for f in finished.drain(..) {
+            self.request_done(f);
+        }
+        self.finished = finished;
+        Ok(())
     }
 
-    /// Write the SQEs of the pieces queued this turn into the submission ring.
+    /// Write the SQEs of the pieces taken from the outbox, and re-arm the doorbell.
     fn push_sqes(&mut self) {
-        if self.sq_batch.is_empty() {
-            return;
-        }
-        let src = SqeSource {
-            pieces: &self.pieces,
-            reqs: &self.reqs,
-            threads: &self.threads,
-            region: self.region_ptr,
-            slot_len: self.slot_len,
-            fixed_bufs: self.fixed_bufs,
-        };
         let mut sq = self.ring.submission();
-        for &tag in &self.sq_batch {
-            let e = src.sqe(tag);
+        if !self.bell_armed {
+            let e = opcode::Read::new(
+                types::Fd(self.bells[self.index].raw()),
+                &mut *self.bell_buf as *mut u64 as *mut u8,
+                8,
+            )
+            .build()
+            .user_data(BELL);
+            // SAFETY: the buffer is the worker's, boxed, and outlives the ring's use of it
+            // (the ring is dropped with the worker); one entry is reserved for it.
+            unsafe { sq.push(&e) }.expect("an entry is reserved for the doorbell");
+            self.bell_armed = true;
+        }
+        for o in &self.outgoing {
+            let th = &self.threads[self.slot_thread[o.slot as usize] as usize];
+            let fd = types::Fixed(th.file);
+            let file_off = o.offset - th.file_base;
+            // SAFETY: a piece lies inside its request, whose buffer is slot_len ≥ len.
+            let buf = unsafe {
+                self.region_ptr
+                    .add(o.slot as usize * self.slot_len + (o.offset - o.req_offset) as usize)
+            };
+            let e = sqe(o, fd, buf, file_off, self.fixed_bufs);
             // SAFETY: the buffer and the registered file stay valid until the CQE is
-            // reaped; the ring has room: in_ring ≤ cap ≤ entries.
-            unsafe { sq.push(&e) }.expect("ring has room: in_ring ≤ cap ≤ entries");
+            // reaped; the ring has room: commands in all rings ≤ cap < entries.
+            unsafe { sq.push(&e) }.expect("ring has room: in_ring ≤ cap < entries");
+            self.in_ring += 1;
         }
         drop(sq);
-        self.sq_batch.clear();
+        self.outgoing.clear();
     }
 
-    /// Submit the SQEs written this turn and wait for a completion (or a deadline).
+    /// Submit the SQEs written this turn and wait for a completion, the doorbell or a
+    /// deadline.
     fn enter(&mut self) -> Result<(), EngineError> {
-        self.push_sqes();
-        let deadline = self.next_wake.min(self.next_job_end).min(self.policy_timer);
+        let deadline = self.next_wake.min(self.next_job_end).min(self.block_timer);
         self.res.enters += 1;
         let r = if self.in_ring > 0 && deadline.saturating_sub(self.now) > SHORT_DEADLINE_NS {
             self.ring.submit_and_wait(1)
@@ -886,90 +608,62 @@ impl<'a> Worker<'a> {
         }
     }
 
-    /// Handle every completion the ring holds. Once `submit_batch` new SQEs are
-    /// ready, they are submitted at once (without waiting), so the device gets work
-    /// back while the rest of the batch is handled.
+    /// Handle every completion the ring holds, `submit_batch` at a time: each batch goes
+    /// to the block layer under one lock, and the SQEs it frees go to the kernel at
+    /// once (without waiting) while the rest of the batch is handled.
     fn reap(&mut self) -> Result<(), EngineError> {
         self.cqes.clear();
         for c in self.ring.completion() {
-            self.cqes.push((c.user_data() as u32, c.result()));
+            if c.user_data() == BELL {
+                self.bell_armed = false;
+            } else {
+                self.cqes.push((c.user_data(), c.result()));
+            }
         }
         let t_dev = self.clock();
         let n = self.cqes.len();
-        for i in 0..n {
-            let (tag, res) = self.cqes[i];
-            self.piece_done(tag, res, t_dev);
-            if i + 1 < n {
-                self.pump();
-                if self.sq_batch.len() >= self.submit_batch {
-                    self.push_sqes();
-                    self.res.enters += 1;
-                    self.ring
-                        .submit()
-                        .map_err(|source| EngineError::RingFailed {
-                            worker: self.index,
-                            source,
-                        })?;
-                }
+        let mut from = 0;
+        while from < n {
+            let to = (from + self.submit_batch).min(n);
+            self.sync(Some((from, to, t_dev)))?;
+            if to < n {
+                self.res.enters += 1;
+                self.ring
+                    .submit()
+                    .map_err(|source| EngineError::RingFailed {
+                        worker: self.index,
+                        source,
+                    })?;
             }
+            from = to;
         }
         Ok(())
     }
 
-    fn piece_done(&mut self, tag: u32, res: i32, t_dev: Nanos) {
-        let p = self.pieces[tag as usize];
-        self.free_pieces.push(tag);
-        self.inflight -= 1;
-        self.in_ring -= 1;
-        self.inflight_per_class[p.queue.index()] -= 1;
-        let ok = res >= 0 && (p.req.op == Op::Flush || res as u32 == p.req.len);
-        if !ok {
-            self.note_error(&p.req, res);
-        }
-        let done = Completion {
-            req: p.req,
-            queue: p.queue,
-            dispatch_ns: p.dispatch_ns,
-            complete_ns: t_dev,
-            ok,
-        };
-        let policy = &mut self.policy;
-        self.ptime.time(COMPLETE, || policy.complete(t_dev, &done));
-        let idx = p.req.id.0 as usize;
-        let rs = &mut self.reqs[idx];
-        rs.ok &= ok;
-        rs.device_done_ns = t_dev;
-        rs.remaining -= 1;
-        if rs.remaining == 0 {
-            self.request_done(idx as u32);
-        }
-    }
-
-    fn note_error(&mut self, req: &Request, res: i32) {
-        let job = self.threads[self.reqs[req.id.0 as usize].thread as usize].job as usize;
-        let e = &mut self.res.errors[job];
+    fn note_error(&mut self, slot: u32, op: Op, len: u32, offset: u64, res: i32) {
+        let th = &self.threads[self.slot_thread[slot as usize] as usize];
+        let e = &mut self.res.errors[th.job as usize];
         e.0 += 1;
         if e.1.is_none() {
             let what = if res < 0 {
                 io::Error::from_raw_os_error(-res).to_string()
             } else {
-                format!("short transfer, {res} of {} bytes", req.len)
+                format!("short transfer, {res} of {len} bytes")
             };
             e.1 = Some(format!(
-                "{what} on {} of {} bytes at file offset {}",
-                req.op,
-                req.len,
-                req.offset - self.threads[self.reqs[req.id.0 as usize].thread as usize].file_base
+                "{what} on {op} of {len} bytes at file offset {}",
+                offset - th.file_base
             ));
         }
     }
 
-    fn request_done(&mut self, idx: u32) {
+    fn request_done(&mut self, f: Finished) {
         let t_reap = self.clock();
-        let rs = self.reqs[idx as usize];
-        self.free_reqs.push(idx);
+        let slot = f.token as u32;
+        let t = self.slot_thread[slot as usize] as usize;
+        self.free_slots.push(slot);
+        self.outstanding -= 1;
         self.res.ios += 1;
-        let t = rs.thread as usize;
         let th = &mut self.threads[t];
         th.outstanding -= 1;
         let job = th.job as usize;
@@ -978,15 +672,15 @@ impl<'a> Worker<'a> {
         if !rt.ended {
             self.samples.push(Sample {
                 job,
-                op: rs.op,
+                op: f.op,
                 class: rt.class,
-                bytes: rs.len,
-                submit_ns: rs.submit_ns,
-                admit_ns: rs.admit_ns,
-                dispatch_ns: rs.dispatch_ns,
-                device_done_ns: rs.device_done_ns,
+                bytes: f.len,
+                submit_ns: f.submit_ns,
+                admit_ns: f.admit_ns,
+                dispatch_ns: f.dispatch_ns,
+                device_done_ns: f.device_done_ns,
                 reaped_ns: t_reap,
-                ok: rs.ok,
+                ok: f.ok,
             });
         }
         if self.threads[t].state == State::Running {
@@ -1027,24 +721,8 @@ impl<'a> Worker<'a> {
         }
     }
 
-    fn check_stall(&self) -> Result<(), EngineError> {
-        if self.inflight == 0
-            && self.policy_timer == NONE
-            && self.next_wake == NONE
-            && (self.policy.queued() > 0 || !self.waiting.is_empty())
-        {
-            return Err(EngineError::Stalled {
-                now_ns: self.now,
-                worker: self.index,
-                policy: self.policy.name().to_string(),
-                queued: self.policy.queued(),
-                waiting: self.waiting.len(),
-            });
-        }
-        Ok(())
-    }
-
-    /// Hand the samples to the collector (one lock), publish progress, sample counters.
+    /// Hand the samples to the collector (one lock), publish progress; worker 0 samples
+    /// the (device-wide) policy counters once per interval.
     fn flush(&mut self) {
         self.last_flush = self.now;
         if !self.samples.is_empty() {
@@ -1058,84 +736,28 @@ impl<'a> Worker<'a> {
         for th in &self.threads {
             self.sh.issued[th.global as usize].store(th.source.issued_bytes(), Ordering::Relaxed);
         }
-        if !self.res.counter_names.is_empty() && self.now >= self.next_counter_ns {
-            let row = self.policy.counters().into_iter().map(|c| c.1).collect();
-            self.res.counter_rows.push((self.now, row));
+        if self.index == 0 && self.now >= self.next_counter_ns {
+            let mut dev = self.dev.lock().expect("device lock");
+            dev.block.sample_counters(self.now);
             self.next_counter_ns = self.now + self.interval_ns;
         }
     }
 }
 
-/// What writing an SQE needs, borrowed apart from the ring.
-struct SqeSource<'w> {
-    pieces: &'w [Piece],
-    reqs: &'w [ReqSlot],
-    threads: &'w [Thread],
-    region: *mut u8,
-    slot_len: usize,
-    fixed_bufs: bool,
-}
-
-impl SqeSource<'_> {
-    /// The SQE of piece `tag`: its file (fixed index), offset in the file, and the part
-    /// of its request's buffer it covers; `user_data` is the piece slot index.
-    #[inline]
-    fn sqe(&self, tag: u32) -> squeue::Entry {
-        let p = &self.pieces[tag as usize];
-        let slot = p.req.id.0 as usize;
-        let rs = &self.reqs[slot];
-        let th = &self.threads[rs.thread as usize];
-        let fd = types::Fixed(th.file);
-        let file_off = p.req.offset - th.file_base;
-        // SAFETY: a piece lies inside its request, whose buffer is slot_len ≥ len long.
-        let buf = unsafe {
-            self.region
-                .add(slot * self.slot_len + (p.req.offset - rs.offset) as usize)
-        };
-        let e = match (p.req.op, self.fixed_bufs) {
-            (Op::Read, true) => opcode::ReadFixed::new(fd, buf, p.req.len, slot as u16)
-                .offset(file_off)
-                .build(),
-            (Op::Read, false) => opcode::Read::new(fd, buf, p.req.len)
-                .offset(file_off)
-                .build(),
-            (Op::Write, true) => opcode::WriteFixed::new(fd, buf, p.req.len, slot as u16)
-                .offset(file_off)
-                .build(),
-            (Op::Write, false) => opcode::Write::new(fd, buf, p.req.len)
-                .offset(file_off)
-                .build(),
-            (Op::Flush, _) => opcode::Fsync::new(fd).build(),
-        };
-        e.user_data(tag as u64)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_ring_the_kernel_refuses_is_a_clear_set_up_error() {
-        // More entries than io_uring allows (32768): the kernel says EINVAL.
-        match new_ring(1 << 20) {
-            Err(e @ EngineError::Ring { .. }) => {
-                assert_eq!(e.exit_code(), 2);
-                let msg = e.to_string();
-                assert!(
-                    msg.contains("cannot create an io_uring with 1048576 entries"),
-                    "{msg}"
-                );
-            }
-            Err(e) => panic!("unexpected error {e}"),
-            Ok(_) => panic!("the kernel accepted a ring of 2^20 entries"),
-        }
-    }
-
-    #[test]
-    fn ring_entries_are_a_power_of_two_of_at_least_eight() {
-        assert_eq!(ring_entries(1), 8);
-        assert_eq!(ring_entries(32), 32);
-        assert_eq!(ring_entries(33), 64);
-    }
+/// The SQE of one piece: its file (fixed index), offset in the file, the part of its
+/// request's buffer it covers; `user_data` is the piece tag.
+#[inline]
+fn sqe(o: &Outgoing, fd: types::Fixed, buf: *mut u8, file_off: u64, fixed: bool) -> squeue::Entry {
+    let e = match (o.op, fixed) {
+        (Op::Read, true) => opcode::ReadFixed::new(fd, buf, o.len, o.slot as u16)
+            .offset(file_off)
+            .build(),
+        (Op::Read, false) => opcode::Read::new(fd, buf, o.len).offset(file_off).build(),
+        (Op::Write, true) => opcode::WriteFixed::new(fd, buf, o.len, o.slot as u16)
+            .offset(file_off)
+            .build(),
+        (Op::Write, false) => opcode::Write::new(fd, buf, o.len).offset(file_off).build(),
+        (Op::Flush, _) => opcode::Fsync::new(fd).build(),
+    };
+    e.user_data(o.tag as u64)
 }

@@ -167,7 +167,7 @@ fn split_pieces_go_through_the_wrr_arbiter() {
     let out = sluice_engine::run_with(
         &j,
         &files,
-        &|| Box::new(SplitAlternate::default()) as Box<dyn Policy>,
+        Box::new(SplitAlternate::default()),
         &c,
         &stop,
         &mut |_| {},

@@ -142,12 +142,10 @@ fn work_done_inside_complete_is_measured_there() {
     let out = sluice_engine::run_with(
         &j,
         &files,
-        &|| {
-            Box::new(Busy {
-                inner: NonePolicy::new(),
-                spin,
-            }) as Box<dyn Policy>
-        },
+        Box::new(Busy {
+            inner: NonePolicy::new(),
+            spin,
+        }),
         &c,
         &stop,
         &mut |_| {},

@@ -1,9 +1,10 @@
 //! The simulation loop. See the crate documentation for the model.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
-use sluice_core::policy::{Admission, Completion, DeviceView, Dispatch, Policy};
-use sluice_core::{FlowId, IoClass, Nanos, Op, QueueClass, ReqId, Request};
+use sluice_block::{BlockLayer, DevicePort, Finished, NewRequest};
+use sluice_core::policy::{Dispatch, Policy};
+use sluice_core::{FlowId, IoClass, Nanos, QueueClass};
 use sluice_device::{
     Arbitration, ArbitrationKind, Command, DeviceCompletion, DeviceProfile, NvmeSsd,
 };
@@ -150,85 +151,87 @@ struct JobRt {
     ended_ns: Option<Nanos>,
 }
 
-#[derive(Clone, Copy, Debug)]
-struct ReqState {
-    thread: u32,
-    op: Op,
-    len: u32,
-    submit_ns: Nanos,
-    admit_ns: Nanos,
-    dispatch_ns: Option<Nanos>,
-    remaining: u16,
-    ok: bool,
-    live: bool,
+/// The simulated device as the block layer's port: piece `tag` goes to the submission
+/// queue of (its hardware queue's core, its queue class).
+struct SimPort {
+    device: NvmeSsd,
+    cores: u16,
+    max_inflight: u32,
 }
 
-impl Default for ReqState {
-    fn default() -> Self {
-        ReqState {
-            thread: 0,
-            op: Op::Read,
-            len: 0,
-            submit_ns: 0,
-            admit_ns: 0,
-            dispatch_ns: None,
-            remaining: 0,
-            ok: true,
-            live: false,
-        }
+impl SimPort {
+    #[inline]
+    fn qid(&self, d: &Dispatch) -> u16 {
+        self.device.queue_id(d.req.hwq % self.cores, d.queue)
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-struct Piece {
-    req: Request,
-    queue: QueueClass,
-    dispatch_ns: Nanos,
+impl DevicePort for SimPort {
+    fn max_inflight(&self) -> u32 {
+        self.max_inflight
+    }
+
+    #[inline]
+    fn has_room(&self, d: &Dispatch) -> bool {
+        self.device.sq_free(self.qid(d)) > 0
+    }
+
+    #[inline]
+    fn submit(&mut self, now_ns: Nanos, tag: u32, d: &Dispatch) {
+        let cmd = Command {
+            tag,
+            op: d.req.op,
+            offset: d.req.offset,
+            len: d.req.len,
+        };
+        let qid = self.qid(d);
+        self.device
+            .submit(now_ns, qid, cmd)
+            .expect("has_room said the submission queue has space");
+    }
+
+    /// Reprogram the device's WRR weights (the NVMe Set Features "Arbitration"
+    /// command). A round-robin device ignores queue classes, so it is left alone.
+    fn set_wrr_weights(&mut self, [h, m, l]: [u32; 3]) {
+        let arb = self.device.profile().arbitration;
+        if arb.kind == ArbitrationKind::Wrr {
+            // Weights outside 1..=256 are a policy bug; the device keeps its settings.
+            let res = self
+                .device
+                .set_arbitration(Arbitration::wrr(h, m, l, arb.burst));
+            debug_assert!(res.is_ok(), "policy asked for bad WRR weights {h},{m},{l}");
+        }
+    }
 }
 
 struct Sim<'a> {
     specs: &'a [JobSpec],
     cfg: &'a SimConfig,
-    policy: Box<dyn Policy>,
-    device: NvmeSsd,
+    /// The one block layer (admission, policy, pieces), as in the real engine.
+    block: BlockLayer,
+    port: SimPort,
     collector: Collector,
     events: EventQueue,
     threads: Vec<Thread>,
     jobs: Vec<JobRt>,
     groups: Vec<Vec<u32>>,
     group: usize,
-    reqs: Vec<ReqState>,
-    free_reqs: Vec<u32>,
-    pieces: Vec<Option<Piece>>,
-    free_tags: Vec<u32>,
-    waiting: VecDeque<Request>,
-    /// Requests in `waiting` per I/O class. Admission is FIFO *within a class*: a new
-    /// request is parked without asking the policy only while an earlier request of its
-    /// own class waits, so a policy with per-class admission slots (RCP) can admit a
-    /// critical request at once while a non-critical burst waits.
-    waiting_per_class: [u32; 3],
-    stalled: Option<Dispatch>,
     completions: Vec<DeviceCompletion>,
-    inflight_per_class: [u32; 4],
-    inflight: u32,
-    max_inflight: u32,
     timer_armed: Option<Nanos>,
-    /// The WRR weights last asked for by the policy ([`Policy::wrr_weights`]).
-    wrr_applied: Option<[u32; 3]>,
     now: Nanos,
     /// When the last job ended (the end of the measurement; draining comes after).
     last_job_end: Nanos,
     // Little's law bookkeeping.
     in_system: u64,
+    /// Σ submission times of the requests in the system (for the residual in Little's
+    /// law when a run is cut short).
+    in_system_submit_sum: u128,
     area_ns: u128,
     last_t: Nanos,
     latency_sum_ns: u128,
     ios: u64,
     n_events: u64,
     interval_ns: Nanos,
-    /// Policy counters sampled once per interval: names, then (time, values) rows.
-    counter_names: Vec<&'static str>,
-    counter_rows: Vec<(Nanos, Vec<f64>)>,
 }
 
 impl std::fmt::Debug for Sim<'_> {
@@ -256,7 +259,7 @@ impl<'a> Sim<'a> {
     fn new(
         specs: &'a [JobSpec],
         profile: &DeviceProfile,
-        mut policy: Box<dyn Policy>,
+        policy: Box<dyn Policy>,
         cfg: &'a SimConfig,
     ) -> Result<Self, SimError> {
         if specs.is_empty() {
@@ -271,9 +274,6 @@ impl<'a> Sim<'a> {
         }
 
         let (flows, job_flow) = flows_of(specs)?;
-        for f in &flows {
-            policy.add_flow(f);
-        }
 
         // Stonewall groups: a job with `stonewall` starts a new group that waits for
         // every job before it.
@@ -340,49 +340,41 @@ impl<'a> Sim<'a> {
             .sum();
         let max_inflight = sq_total.min(u32::MAX as u64) as u32;
         let cap: usize = threads.iter().map(|t| t.iodepth as usize).sum();
+        let block = BlockLayer::with_meter(policy, &flows, sluice_block::NoMeter, cap);
 
         Ok(Sim {
             specs,
             cfg,
-            policy,
-            device,
+            block,
+            port: SimPort {
+                device,
+                cores: cfg.cores,
+                max_inflight,
+            },
             collector: Collector::new(setup),
             events: EventQueue::new(),
             threads,
             jobs: jobs_rt,
             groups,
             group: 0,
-            reqs: Vec::with_capacity(cap),
-            free_reqs: Vec::with_capacity(cap),
-            pieces: Vec::with_capacity(cap),
-            free_tags: Vec::with_capacity(cap),
-            waiting: VecDeque::new(),
-            waiting_per_class: [0; 3],
-            stalled: None,
             completions: Vec::with_capacity(256),
-            inflight_per_class: [0; 4],
-            inflight: 0,
-            max_inflight,
             timer_armed: None,
-            wrr_applied: None,
             now: 0,
             last_job_end: 0,
             in_system: 0,
+            in_system_submit_sum: 0,
             area_ns: 0,
             last_t: 0,
             latency_sum_ns: 0,
             ios: 0,
             n_events: 0,
             interval_ns,
-            counter_names: Vec::new(),
-            counter_rows: Vec::new(),
         })
     }
 
     fn run(&mut self, progress: &mut dyn FnMut(f64)) -> Result<(), SimError> {
         self.start_group(0);
-        self.counter_names = self.policy.counters().iter().map(|(n, _)| *n).collect();
-        if !self.counter_names.is_empty() {
+        if self.block.has_counters() {
             self.events.push(0, Event::SampleCounters);
         }
         progress(0.0);
@@ -390,15 +382,15 @@ impl<'a> Sim<'a> {
             if self.group >= self.groups.len() {
                 break;
             }
-            let t_dev = self.device.next_event_ns();
+            let t_dev = self.port.device.next_event_ns();
             let t_ev = self.events.peek_ns();
             let take_device = match (t_dev, t_ev) {
                 (None, None) => {
                     return Err(SimError::Stalled {
                         now_ns: self.now,
-                        policy: self.policy.name().to_string(),
-                        queued: self.policy.queued(),
-                        waiting: self.waiting.len(),
+                        policy: self.block.policy().name().to_string(),
+                        queued: self.block.policy().queued(),
+                        waiting: self.block.waiting(),
                     })
                 }
                 (Some(_), None) => true,
@@ -531,11 +523,10 @@ impl<'a> Sim<'a> {
                 }
             }
             Event::SampleCounters => {
-                let values = self.policy.counters().into_iter().map(|(_, v)| v).collect();
-                self.counter_rows.push((self.now, values));
+                self.block.sample_counters(self.now);
                 // Keep sampling only while something else can still happen, so a stuck
                 // policy is still reported as stalled.
-                if !self.events.is_empty() || self.device.next_event_ns().is_some() {
+                if !self.events.is_empty() || self.port.device.next_event_ns().is_some() {
                     self.events
                         .push(self.now + self.interval_ns, Event::SampleCounters);
                 }
@@ -543,8 +534,7 @@ impl<'a> Sim<'a> {
             Event::PolicyTimer => {
                 if self.timer_armed == Some(self.now) {
                     self.timer_armed = None;
-                    self.policy.timer(self.now);
-                    self.retry_admission();
+                    self.block.fire_timer(self.now);
                 }
             }
         }
@@ -581,89 +571,24 @@ impl<'a> Sim<'a> {
 
     fn submit(&mut self, thread: u32, job: u32, base: u64, hwq: u16, io: IoSpec) {
         let rt = &self.jobs[job as usize];
-        let idx = match self.free_reqs.pop() {
-            Some(i) => i,
-            None => {
-                self.reqs.push(ReqState::default());
-                (self.reqs.len() - 1) as u32
-            }
-        };
-        self.reqs[idx as usize] = ReqState {
-            thread,
-            op: io.op,
-            len: io.len,
-            submit_ns: self.now,
-            admit_ns: self.now,
-            dispatch_ns: None,
-            remaining: 0,
-            ok: true,
-            live: true,
-        };
         self.in_system += 1;
-        let req = Request {
-            id: ReqId(idx as u64),
+        self.in_system_submit_sum += self.now as u128;
+        let r = NewRequest {
             flow: rt.flow,
             op: io.op,
             offset: base + io.offset,
             len: io.len,
             class: rt.class,
-            submit_ns: self.now,
             hwq,
-            parts: 1,
         };
-        if self.waiting_per_class[req.class.index()] == 0
-            && self.policy.admit(self.now, &req) == Admission::Admit
-        {
-            self.policy.enqueue(self.now, req);
-        } else {
-            self.waiting_per_class[req.class.index()] += 1;
-            self.waiting.push_back(req);
-        }
+        self.block.submit(self.now, r, thread as u64);
     }
 
-    /// Ask the policy again for every request refused admission, in arrival order.
-    fn retry_admission(&mut self) {
-        let n = self.waiting.len();
-        for _ in 0..n {
-            let req = self.waiting.pop_front().expect("counted");
-            if self.policy.admit(self.now, &req) == Admission::Admit {
-                self.waiting_per_class[req.class.index()] -= 1;
-                self.reqs[req.id.0 as usize].admit_ns = self.now;
-                self.policy.enqueue(self.now, req);
-            } else {
-                self.waiting.push_back(req);
-            }
-        }
-    }
-
-    /// Offer dispatch opportunities until the policy has nothing or the device is full,
-    /// then keep the policy's timer armed.
+    /// Offer dispatch opportunities (the block layer's pump), then keep one timer event
+    /// armed for the policy's timer.
     fn pump(&mut self) {
-        loop {
-            let d = match self.stalled.take() {
-                Some(d) => d,
-                None => {
-                    let view = DeviceView {
-                        inflight: self.inflight,
-                        inflight_per_class: self.inflight_per_class,
-                        max_inflight: self.max_inflight,
-                    };
-                    match self.policy.dispatch(self.now, &view) {
-                        Some(d) => d,
-                        None => break,
-                    }
-                }
-            };
-            let qid = self.device.queue_id(d.req.hwq % self.cfg.cores, d.queue);
-            if self.device.sq_free(qid) == 0 {
-                // The submission queue is full: hold this dispatch until a completion.
-                self.stalled = Some(d);
-                break;
-            }
-            self.send(qid, d);
-        }
-        self.apply_wrr_weights();
-        if let Some(t) = self.policy.next_timer_ns() {
+        self.block.pump(self.now, &mut self.port);
+        if let Some(t) = self.block.next_timer_ns() {
             if self.timer_armed != Some(t) {
                 let at = t.max(self.now);
                 self.timer_armed = Some(at);
@@ -672,102 +597,23 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// Reprogram the device's WRR weights when the policy asks for new ones (D2FQ's
-    /// H/L ratio). A round-robin device ignores queue classes, so it is left alone.
-    fn apply_wrr_weights(&mut self) {
-        let want = self.policy.wrr_weights();
-        if want.is_none() || want == self.wrr_applied {
-            return;
-        }
-        self.wrr_applied = want;
-        let [h, m, l] = want.expect("checked above");
-        let arb = self.device.profile().arbitration;
-        if arb.kind == ArbitrationKind::Wrr {
-            // Weights outside 1..=256 are a policy bug; the device keeps its settings.
-            let res = self
-                .device
-                .set_arbitration(Arbitration::wrr(h, m, l, arb.burst));
-            debug_assert!(res.is_ok(), "policy asked for bad WRR weights {want:?}");
-        }
-    }
-
-    fn send(&mut self, qid: u16, d: Dispatch) {
-        let tag = match self.free_tags.pop() {
-            Some(t) => t,
-            None => {
-                self.pieces.push(None);
-                (self.pieces.len() - 1) as u32
-            }
-        };
-        let rs = &mut self.reqs[d.req.id.0 as usize];
-        debug_assert!(rs.live, "dispatch of an unknown request {:?}", d.req.id);
-        if rs.dispatch_ns.is_none() {
-            rs.dispatch_ns = Some(self.now);
-            rs.remaining = d.req.parts.max(1);
-        }
-        self.pieces[tag as usize] = Some(Piece {
-            req: d.req,
-            queue: d.queue,
-            dispatch_ns: self.now,
-        });
-        self.inflight += 1;
-        self.inflight_per_class[d.queue.index()] += 1;
-        let cmd = Command {
-            tag,
-            op: d.req.op,
-            offset: d.req.offset,
-            len: d.req.len,
-        };
-        self.device
-            .submit(self.now, qid, cmd)
-            .expect("checked sq_free before submitting");
-    }
-
     fn device_events(&mut self) {
         let mut done = std::mem::take(&mut self.completions);
-        self.device.advance(self.now, &mut done);
+        self.port.device.advance(self.now, &mut done);
         for c in done.drain(..) {
-            self.piece_done(c);
+            if let Some(f) = self.block.piece_done(self.now, c.tag, c.ok) {
+                self.request_done(f);
+            }
         }
         self.completions = done;
-        if !self.waiting.is_empty() {
-            self.retry_admission();
-        }
     }
 
-    fn piece_done(&mut self, c: DeviceCompletion) {
-        let piece = self.pieces[c.tag as usize]
-            .take()
-            .expect("completion for a tag not in flight");
-        self.free_tags.push(c.tag);
-        self.inflight -= 1;
-        self.inflight_per_class[piece.queue.index()] -= 1;
-        self.policy.complete(
-            self.now,
-            &Completion {
-                req: piece.req,
-                queue: piece.queue,
-                dispatch_ns: piece.dispatch_ns,
-                complete_ns: self.now,
-                ok: c.ok,
-            },
-        );
-        let idx = piece.req.id.0 as usize;
-        let rs = &mut self.reqs[idx];
-        rs.ok &= c.ok;
-        rs.remaining -= 1;
-        if rs.remaining == 0 {
-            self.request_done(idx as u32);
-        }
-    }
-
-    fn request_done(&mut self, idx: u32) {
-        let rs = std::mem::take(&mut self.reqs[idx as usize]);
-        self.free_reqs.push(idx);
+    fn request_done(&mut self, rs: Finished) {
         self.in_system -= 1;
+        self.in_system_submit_sum -= rs.submit_ns as u128;
         self.ios += 1;
         self.latency_sum_ns += (self.now - rs.submit_ns) as u128;
-        let t = rs.thread;
+        let t = rs.token as u32;
         let th = &mut self.threads[t as usize];
         th.outstanding -= 1;
         let job = th.job as usize;
@@ -780,8 +626,8 @@ impl<'a> Sim<'a> {
                 bytes: rs.len,
                 submit_ns: rs.submit_ns,
                 admit_ns: rs.admit_ns,
-                dispatch_ns: rs.dispatch_ns.unwrap_or(self.now),
-                device_done_ns: self.now,
+                dispatch_ns: rs.dispatch_ns,
+                device_done_ns: rs.device_done_ns,
                 reaped_ns: self.now,
                 ok: rs.ok,
             });
@@ -824,12 +670,7 @@ impl<'a> Sim<'a> {
     fn finish(mut self) -> SimOutput {
         // Residence of requests still in the system (none after a normal end; kept so
         // the check stays exact if a run is cut short).
-        let residual: u128 = self
-            .reqs
-            .iter()
-            .filter(|r| r.live)
-            .map(|r| (self.now - r.submit_ns) as u128)
-            .sum();
+        let residual: u128 = self.in_system as u128 * self.now as u128 - self.in_system_submit_sum;
         let t = self.now.max(1) as f64;
         let l = self.area_ns as f64 / t;
         let lambda_w = (self.latency_sum_ns + residual) as f64 / t;
@@ -843,7 +684,7 @@ impl<'a> Sim<'a> {
             lambda_w,
             rel_error,
         };
-        let fetched = self.device.stats().fetched_per_class;
+        let fetched = self.port.device.stats().fetched_per_class;
         let mut report = std::mem::replace(
             &mut self.collector,
             Collector::new(RunSetup {
@@ -852,10 +693,13 @@ impl<'a> Sim<'a> {
                 interval_ns: 1,
             }),
         )
-        .finish(self.last_job_end, self.policy.name());
+        .finish(self.last_job_end, self.block.policy().name());
         let extra = &mut report.extra;
         extra.insert("engine".into(), "sim".into());
-        extra.insert("device".into(), self.device.profile().name.clone().into());
+        extra.insert(
+            "device".into(),
+            self.port.device.profile().name.clone().into(),
+        );
         extra.insert("seed".into(), self.cfg.seed.into());
         extra.insert("cores".into(), self.cfg.cores.into());
         extra.insert("sim_ns".into(), self.now.into());
@@ -866,31 +710,32 @@ impl<'a> Sim<'a> {
             .map(|q| (q.name().to_string(), fetched[q.index()].into()))
             .collect();
         extra.insert("device_fetched_per_class".into(), per_class.into());
-        if let Some([h, m, l]) = self.wrr_applied {
+        if let Some([h, m, l]) = self.block.wrr_applied() {
             // The last WRR weights a policy programmed (D2FQ's H/L ratio at the end).
             extra.insert("device_wrr_weights".into(), vec![h, m, l].into());
         }
-        if !self.counter_names.is_empty() {
+        let series = self.block.series();
+        if !series.names.is_empty() {
             let last: serde_json::Map<String, serde_json::Value> = self
-                .policy
+                .block
+                .policy()
                 .counters()
                 .into_iter()
                 .map(|(n, v)| (n.to_string(), round6(v).into()))
                 .collect();
             extra.insert("policy".into(), last.into());
-            let mut series = serde_json::Map::new();
-            let t: Vec<serde_json::Value> =
-                self.counter_rows.iter().map(|(t, _)| (*t).into()).collect();
-            series.insert("t_ns".into(), t.into());
-            for (i, name) in self.counter_names.iter().enumerate() {
-                let v: Vec<serde_json::Value> = self
-                    .counter_rows
+            let mut out = serde_json::Map::new();
+            let t: Vec<serde_json::Value> = series.rows.iter().map(|(t, _)| (*t).into()).collect();
+            out.insert("t_ns".into(), t.into());
+            for (i, name) in series.names.iter().enumerate() {
+                let v: Vec<serde_json::Value> = series
+                    .rows
                     .iter()
                     .map(|(_, row)| row.get(i).map_or(0.0, |x| round6(*x)).into())
                     .collect();
-                series.insert((*name).to_string(), v.into());
+                out.insert((*name).to_string(), v.into());
             }
-            extra.insert("policy_series".into(), series.into());
+            extra.insert("policy_series".into(), out.into());
         }
         extra.insert("littles_law_l".into(), round6(l).into());
         extra.insert("littles_law_lambda_w".into(), round6(lambda_w).into());

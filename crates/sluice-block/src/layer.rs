@@ -1,0 +1,564 @@
+//! [`BlockLayer`]: admission, the policy pump, pieces and parents, promotion.
+
+use std::collections::VecDeque;
+
+use sluice_core::policy::{Admission, Completion, DeviceView, Dispatch, Policy};
+use sluice_core::{Flow, FlowId, IoClass, Nanos, Op, QueueClass, ReqId, Request};
+
+use crate::meter::{Meter, NoMeter, PolicyCall};
+use crate::port::DevicePort;
+use crate::stats::{BlockStats, CounterSeries};
+
+/// Marks "not yet" in request times.
+const NOT_YET: Nanos = Nanos::MAX;
+
+/// A request as a client hands it to the block layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NewRequest {
+    /// The flow it is charged to.
+    pub flow: FlowId,
+    /// Read, write or flush.
+    pub op: Op,
+    /// Byte offset in the device's address space.
+    pub offset: u64,
+    /// Length in bytes.
+    pub len: u32,
+    /// Its I/O class (critical, normal, idle).
+    pub class: IoClass,
+    /// The hardware queue (core, worker) it was submitted from; its pieces go to that
+    /// queue's submission queues.
+    pub hwq: u16,
+}
+
+/// The block layer's record of one request (indexed by its [`ReqId`]).
+#[derive(Clone, Copy, Debug)]
+pub struct ReqState {
+    /// The client's token (a thread index, an engine slot): handed back at completion.
+    pub token: u64,
+    /// Read, write or flush.
+    pub op: Op,
+    /// Offset of the whole request.
+    pub offset: u64,
+    /// Length of the whole request.
+    pub len: u32,
+    /// Its class now (raised by a promotion).
+    pub class: IoClass,
+    /// Submitted to the block layer.
+    pub submit_ns: Nanos,
+    /// Admitted (equal to `submit_ns` unless it waited for admission).
+    pub admit_ns: Nanos,
+    /// First piece dispatched (`Nanos::MAX` until then).
+    pub dispatch_ns: Nanos,
+    /// Last piece reported done by the device.
+    pub device_done_ns: Nanos,
+    remaining: u16,
+    ok: bool,
+    live: bool,
+    waiting: bool,
+}
+
+impl ReqState {
+    const EMPTY: ReqState = ReqState {
+        token: 0,
+        op: Op::Read,
+        offset: 0,
+        len: 0,
+        class: IoClass::Normal,
+        submit_ns: 0,
+        admit_ns: 0,
+        dispatch_ns: NOT_YET,
+        device_done_ns: 0,
+        remaining: 0,
+        ok: true,
+        live: false,
+        waiting: false,
+    };
+}
+
+/// A request whose last piece completed: what the client needs for its sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Finished {
+    /// Its id (free for reuse from now on).
+    pub id: ReqId,
+    /// The client's token given at submission.
+    pub token: u64,
+    /// Read, write or flush.
+    pub op: Op,
+    /// Length in bytes.
+    pub len: u32,
+    /// Its class at the end (critical if it was promoted).
+    pub class: IoClass,
+    /// Submitted.
+    pub submit_ns: Nanos,
+    /// Admitted.
+    pub admit_ns: Nanos,
+    /// First piece dispatched.
+    pub dispatch_ns: Nanos,
+    /// Last piece done at the device.
+    pub device_done_ns: Nanos,
+    /// False when any piece failed.
+    pub ok: bool,
+}
+
+/// A piece in flight at the device port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Piece {
+    /// The piece as the policy dispatched it (`req.id` is its parent).
+    pub req: Request,
+    /// Its queue class.
+    pub queue: QueueClass,
+    /// When it was dispatched.
+    pub dispatch_ns: Nanos,
+}
+
+/// Why nothing can happen any more (see [`BlockLayer::stall`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stall {
+    /// Requests the policy holds.
+    pub queued: usize,
+    /// Requests waiting for admission.
+    pub waiting: usize,
+}
+
+/// The one block layer. See the crate documentation for the protocol.
+///
+/// Invariants (checked in debug builds): `inflight` = Σ `inflight_per_class` = pieces
+/// with a live tag; `waiting_per_class[c]` = requests of class `c` in `waiting`; a
+/// request is live from `submit` to the `Finished` its last piece returns.
+pub struct BlockLayer<M: Meter = NoMeter> {
+    policy: Box<dyn Policy>,
+    meter: M,
+    reqs: Vec<ReqState>,
+    free_reqs: Vec<u32>,
+    pieces: Vec<Option<Piece>>,
+    free_tags: Vec<u32>,
+    /// Requests refused admission, in arrival order.
+    waiting: VecDeque<Request>,
+    /// Requests in `waiting` per I/O class. Admission is FIFO *within a class*: a new
+    /// request is parked without asking the policy only while an earlier request of its
+    /// own class waits, so a policy with per-class admission slots (RCP) admits a
+    /// critical request at once while a non-critical burst waits.
+    waiting_per_class: [u32; 3],
+    /// Ask again for the waiting requests at the next pump (set by completions,
+    /// timers and promotions — whatever may free an admission slot).
+    retry: bool,
+    /// A dispatch the port had no room for, offered first at the next pump.
+    held: Option<Dispatch>,
+    inflight: u32,
+    inflight_per_class: [u32; 4],
+    timer: Option<Nanos>,
+    wrr_applied: Option<[u32; 3]>,
+    stats: BlockStats,
+    series: CounterSeries,
+}
+
+impl<M: Meter> std::fmt::Debug for BlockLayer<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlockLayer")
+            .field("policy", &self.policy.name())
+            .field("inflight", &self.inflight)
+            .field("waiting", &self.waiting.len())
+            .field("queued", &self.policy.queued())
+            .finish()
+    }
+}
+
+impl BlockLayer<NoMeter> {
+    /// A block layer around `policy`, told about `flows`.
+    pub fn new(policy: Box<dyn Policy>, flows: &[Flow]) -> Self {
+        BlockLayer::with_meter(policy, flows, NoMeter, 0)
+    }
+}
+
+impl<M: Meter> BlockLayer<M> {
+    /// A block layer whose policy calls are bracketed by `meter`, with room for
+    /// `capacity` requests and pieces preallocated (it grows beyond if needed).
+    pub fn with_meter(
+        mut policy: Box<dyn Policy>,
+        flows: &[Flow],
+        meter: M,
+        capacity: usize,
+    ) -> Self {
+        for f in flows {
+            policy.add_flow(f);
+        }
+        let names = policy.counters().iter().map(|(n, _)| *n).collect();
+        BlockLayer {
+            policy,
+            meter,
+            reqs: Vec::with_capacity(capacity),
+            free_reqs: Vec::with_capacity(capacity),
+            pieces: Vec::with_capacity(capacity),
+            free_tags: Vec::with_capacity(capacity),
+            waiting: VecDeque::with_capacity(capacity),
+            waiting_per_class: [0; 3],
+            retry: false,
+            held: None,
+            inflight: 0,
+            inflight_per_class: [0; 4],
+            timer: None,
+            wrr_applied: None,
+            stats: BlockStats::default(),
+            series: CounterSeries {
+                names,
+                rows: Vec::new(),
+            },
+        }
+    }
+
+    /// The policy (for its name, counters, queue length).
+    pub fn policy(&self) -> &dyn Policy {
+        &*self.policy
+    }
+
+    /// The meter.
+    pub fn meter(&self) -> &M {
+        &self.meter
+    }
+
+    /// Pieces dispatched and not yet completed.
+    #[inline]
+    pub fn inflight(&self) -> u32 {
+        self.inflight
+    }
+
+    /// Requests waiting for admission.
+    #[inline]
+    pub fn waiting(&self) -> usize {
+        self.waiting.len()
+    }
+
+    /// What the block layer did so far.
+    pub fn stats(&self) -> &BlockStats {
+        &self.stats
+    }
+
+    /// The policy counters sampled so far ([`BlockLayer::sample_counters`]).
+    pub fn series(&self) -> &CounterSeries {
+        &self.series
+    }
+
+    /// The WRR weights last pushed to the port, if the policy ever asked for any.
+    pub fn wrr_applied(&self) -> Option<[u32; 3]> {
+        self.wrr_applied
+    }
+
+    /// The record of live request `id`.
+    #[inline]
+    pub fn request(&self, id: ReqId) -> &ReqState {
+        &self.reqs[id.0 as usize]
+    }
+
+    /// The piece in flight under `tag`.
+    #[inline]
+    pub fn piece(&self, tag: u32) -> &Piece {
+        self.pieces[tag as usize]
+            .as_ref()
+            .expect("a tag handed to the port stays live until piece_done")
+    }
+
+    /// When the policy wants its timer fired ([`BlockLayer::fire_timer`]), as of the
+    /// last call into the layer.
+    #[inline]
+    pub fn next_timer_ns(&self) -> Option<Nanos> {
+        self.timer
+    }
+
+    /// Take a request from a client. Returns its id. The request is admitted (and
+    /// enqueued) at once, or parked in the admission wait list; nothing is dispatched
+    /// until the next [`BlockLayer::pump`].
+    pub fn submit(&mut self, now_ns: Nanos, r: NewRequest, token: u64) -> ReqId {
+        let idx = match self.free_reqs.pop() {
+            Some(i) => i,
+            None => {
+                self.reqs.push(ReqState::EMPTY);
+                (self.reqs.len() - 1) as u32
+            }
+        };
+        let id = ReqId(idx as u64);
+        let req = Request {
+            id,
+            flow: r.flow,
+            op: r.op,
+            offset: r.offset,
+            len: r.len,
+            class: r.class,
+            submit_ns: now_ns,
+            hwq: r.hwq,
+            parts: 1,
+        };
+        let rs = &mut self.reqs[idx as usize];
+        *rs = ReqState {
+            token,
+            op: r.op,
+            offset: r.offset,
+            len: r.len,
+            class: r.class,
+            submit_ns: now_ns,
+            admit_ns: now_ns,
+            live: true,
+            ..ReqState::EMPTY
+        };
+        self.stats.submitted += 1;
+        let c = r.class.index();
+        let admitted = self.waiting_per_class[c] == 0
+            && self
+                .meter
+                .time(PolicyCall::Admit, || self.policy.admit(now_ns, &req))
+                == Admission::Admit;
+        if admitted {
+            self.meter
+                .time(PolicyCall::Enqueue, || self.policy.enqueue(now_ns, req));
+        } else {
+            self.park(req);
+        }
+        id
+    }
+
+    fn park(&mut self, req: Request) {
+        self.waiting_per_class[req.class.index()] += 1;
+        self.reqs[req.id.0 as usize].waiting = true;
+        self.waiting.push_back(req);
+        self.stats.admission_waits += 1;
+    }
+
+    /// Ask the policy again for every request refused admission, in arrival order.
+    fn retry_admission(&mut self, now_ns: Nanos) {
+        for _ in 0..self.waiting.len() {
+            let req = self.waiting.pop_front().expect("counted");
+            let admit = self
+                .meter
+                .time(PolicyCall::Admit, || self.policy.admit(now_ns, &req));
+            if admit == Admission::Admit {
+                self.waiting_per_class[req.class.index()] -= 1;
+                let rs = &mut self.reqs[req.id.0 as usize];
+                rs.admit_ns = now_ns;
+                rs.waiting = false;
+                self.meter
+                    .time(PolicyCall::Enqueue, || self.policy.enqueue(now_ns, req));
+            } else {
+                self.waiting.push_back(req);
+            }
+        }
+    }
+
+    /// Offer dispatch opportunities until the policy has nothing, the device view is
+    /// full or the port has no room; push changed WRR weights to the port; read the
+    /// policy's next timer. Requests waiting for admission are asked again first when
+    /// something happened that may admit them. Call after every batch of calls into
+    /// the layer (submissions, completions, a timer, a promotion).
+    pub fn pump<P: DevicePort>(&mut self, now_ns: Nanos, port: &mut P) {
+        if self.retry {
+            self.retry = false;
+            if !self.waiting.is_empty() {
+                self.retry_admission(now_ns);
+            }
+        }
+        let max_inflight = port.max_inflight();
+        loop {
+            let d = match self.held.take() {
+                Some(d) => d,
+                None => {
+                    if self.inflight >= max_inflight {
+                        break;
+                    }
+                    let view = DeviceView {
+                        inflight: self.inflight,
+                        inflight_per_class: self.inflight_per_class,
+                        max_inflight,
+                    };
+                    let d = self
+                        .meter
+                        .time(PolicyCall::Dispatch, || self.policy.dispatch(now_ns, &view));
+                    match d {
+                        Some(d) => d,
+                        None => break,
+                    }
+                }
+            };
+            if !port.has_room(&d) {
+                self.stats.held += 1;
+                self.held = Some(d);
+                break;
+            }
+            let tag = self.start_piece(now_ns, &d);
+            port.submit(now_ns, tag, &d);
+        }
+        let want = self.policy.wrr_weights();
+        if let Some(w) = want {
+            if want != self.wrr_applied {
+                self.wrr_applied = want;
+                self.stats.wrr_changes += 1;
+                port.set_wrr_weights(w);
+            }
+        }
+        self.timer = self
+            .meter
+            .time(PolicyCall::NextTimer, || self.policy.next_timer_ns());
+    }
+
+    /// Give `d` a tag and account for it.
+    fn start_piece(&mut self, now_ns: Nanos, d: &Dispatch) -> u32 {
+        let tag = match self.free_tags.pop() {
+            Some(t) => t,
+            None => {
+                self.pieces.push(None);
+                (self.pieces.len() - 1) as u32
+            }
+        };
+        let rs = &mut self.reqs[d.req.id.0 as usize];
+        debug_assert!(rs.live, "dispatch of an unknown request {:?}", d.req.id);
+        if rs.dispatch_ns == NOT_YET {
+            rs.dispatch_ns = now_ns;
+            rs.remaining = d.req.parts.max(1);
+        }
+        self.pieces[tag as usize] = Some(Piece {
+            req: d.req,
+            queue: d.queue,
+            dispatch_ns: now_ns,
+        });
+        self.inflight += 1;
+        self.inflight_per_class[d.queue.index()] += 1;
+        self.stats.pieces += 1;
+        self.stats.dispatched_per_class[d.queue.index()] += 1;
+        tag
+    }
+
+    /// The device reported piece `tag` done at `now_ns` (`ok` false: a media error or a
+    /// timeout). Tells the policy; returns the parent request when this was its last
+    /// piece. Call [`BlockLayer::pump`] after a batch of these.
+    pub fn piece_done(&mut self, now_ns: Nanos, tag: u32, ok: bool) -> Option<Finished> {
+        let piece = self.pieces[tag as usize]
+            .take()
+            .expect("completion for a tag not in flight");
+        self.free_tags.push(tag);
+        self.inflight -= 1;
+        self.inflight_per_class[piece.queue.index()] -= 1;
+        if !ok {
+            self.stats.failed_pieces += 1;
+        }
+        let done = Completion {
+            req: piece.req,
+            queue: piece.queue,
+            dispatch_ns: piece.dispatch_ns,
+            complete_ns: now_ns,
+            ok,
+        };
+        self.meter
+            .time(PolicyCall::Complete, || self.policy.complete(now_ns, &done));
+        // A completion may free an admission slot.
+        self.retry = true;
+        let idx = piece.req.id.0 as usize;
+        let rs = &mut self.reqs[idx];
+        rs.ok &= ok;
+        rs.device_done_ns = now_ns;
+        rs.remaining -= 1;
+        if rs.remaining > 0 {
+            return None;
+        }
+        let rs = std::mem::replace(rs, ReqState::EMPTY);
+        self.free_reqs.push(idx as u32);
+        self.stats.completed += 1;
+        if !rs.ok {
+            self.stats.failed += 1;
+        }
+        Some(Finished {
+            id: ReqId(idx as u64),
+            token: rs.token,
+            op: rs.op,
+            len: rs.len,
+            class: rs.class,
+            submit_ns: rs.submit_ns,
+            admit_ns: rs.admit_ns,
+            dispatch_ns: rs.dispatch_ns,
+            device_done_ns: now_ns,
+            ok: rs.ok,
+        })
+    }
+
+    /// Fire the policy's timer if it is due at `now_ns`; returns whether it fired.
+    /// Call [`BlockLayer::pump`] afterwards.
+    pub fn fire_timer(&mut self, now_ns: Nanos) -> bool {
+        match self.timer {
+            Some(t) if t <= now_ns => {
+                self.timer = None;
+                self.meter
+                    .time(PolicyCall::Timer, || self.policy.timer(now_ns));
+                self.retry = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Raise request `id` to the critical class because a critical task waits on it
+    /// (RCP's I/O priority inheritance through outstanding I/O). A request waiting for
+    /// admission gets the critical class and is asked again at the next pump (from its
+    /// place in the wait list: admission stays FIFO within the critical class); a
+    /// request the policy holds is promoted by `Policy::promote`. Returns whether
+    /// anything was raised (false for a request already critical, already dispatched
+    /// in full, or not live). Finding a waiting request scans the wait list: promotion
+    /// is rare next to submission. Call [`BlockLayer::pump`] afterwards.
+    pub fn promote(&mut self, now_ns: Nanos, id: ReqId) -> bool {
+        let Some(rs) = self.reqs.get_mut(id.0 as usize) else {
+            return false;
+        };
+        if !rs.live || rs.class == IoClass::Critical {
+            return false;
+        }
+        if rs.waiting {
+            let old = rs.class;
+            rs.class = IoClass::Critical;
+            let req = self
+                .waiting
+                .iter_mut()
+                .find(|r| r.id == id)
+                .expect("a request marked waiting is in the wait list");
+            req.class = IoClass::Critical;
+            self.waiting_per_class[old.index()] -= 1;
+            self.waiting_per_class[IoClass::Critical.index()] += 1;
+            self.stats.promoted_waiting += 1;
+            self.retry = true;
+            return true;
+        }
+        if self.policy.promote(now_ns, id) {
+            self.reqs[id.0 as usize].class = IoClass::Critical;
+            self.stats.promoted_queued += 1;
+            return true;
+        }
+        false
+    }
+
+    /// Nothing can happen any more: requests are held by the policy or wait for
+    /// admission, but nothing is in flight, no dispatch is held and the policy wants no
+    /// timer — a policy bug. Check after a pump, when the world has no event left.
+    pub fn stall(&self) -> Option<Stall> {
+        let queued = self.policy.queued();
+        if self.inflight == 0
+            && self.held.is_none()
+            && self.timer.is_none()
+            && (queued > 0 || !self.waiting.is_empty())
+        {
+            return Some(Stall {
+                queued,
+                waiting: self.waiting.len(),
+            });
+        }
+        None
+    }
+
+    /// Record one row of the policy's counters at `now_ns` (the worlds call it once per
+    /// bandwidth interval). Does nothing for a policy without counters.
+    pub fn sample_counters(&mut self, now_ns: Nanos) {
+        if self.series.names.is_empty() {
+            return;
+        }
+        let row = self.policy.counters().into_iter().map(|(_, v)| v).collect();
+        self.series.rows.push((now_ns, row));
+    }
+
+    /// Whether the policy has counters to sample.
+    pub fn has_counters(&self) -> bool {
+        !self.series.names.is_empty()
+    }
+}

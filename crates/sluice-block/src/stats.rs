@@ -1,0 +1,41 @@
+//! The block layer's own figures.
+
+use serde::{Deserialize, Serialize};
+use sluice_core::Nanos;
+
+/// What the block layer did over a run (typed, so a renamed field is a compile error in
+/// every reader, not a silent zero).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockStats {
+    /// Requests submitted.
+    pub submitted: u64,
+    /// Requests completed (their last piece completed).
+    pub completed: u64,
+    /// Requests of which at least one piece failed.
+    pub failed: u64,
+    /// Pieces dispatched to the device port.
+    pub pieces: u64,
+    /// Pieces the device reported failed (media error, timeout).
+    pub failed_pieces: u64,
+    /// Pieces dispatched per queue class (urgent, high, medium, low).
+    pub dispatched_per_class: [u64; 4],
+    /// Requests that waited for admission (refused, or parked behind their class).
+    pub admission_waits: u64,
+    /// Promotions of requests waiting for admission (class raised to critical).
+    pub promoted_waiting: u64,
+    /// Promotions of queued requests the policy accepted (`Policy::promote`).
+    pub promoted_queued: u64,
+    /// Dispatches held because the port's queue was full.
+    pub held: u64,
+    /// Times the policy's wanted WRR weights changed and were pushed to the port.
+    pub wrr_changes: u64,
+}
+
+/// The policy's counters (`Policy::counters`) sampled over time: one row per sample.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CounterSeries {
+    /// Counter names, in the policy's order.
+    pub names: Vec<&'static str>,
+    /// `(time, values in name order)`.
+    pub rows: Vec<(Nanos, Vec<f64>)>,
+}
