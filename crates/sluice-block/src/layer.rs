@@ -267,6 +267,7 @@ impl<M: Meter> BlockLayer<M> {
     /// Take a request from a client. Returns its id. The request is admitted (and
     /// enqueued) at once, or parked in the admission wait list; nothing is dispatched
     /// until the next [`BlockLayer::pump`].
+    #[inline]
     pub fn submit(&mut self, now_ns: Nanos, r: NewRequest, token: u64) -> ReqId {
         let idx = match self.free_reqs.pop() {
             Some(i) => i,
@@ -315,6 +316,7 @@ impl<M: Meter> BlockLayer<M> {
         id
     }
 
+    #[inline]
     fn park(&mut self, req: Request) {
         self.waiting_per_class[req.class.index()] += 1;
         self.reqs[req.id.0 as usize].waiting = true;
@@ -376,13 +378,16 @@ impl<M: Meter> BlockLayer<M> {
                     }
                 }
             };
-            if !port.has_room(&d) {
+            let tag = match self.free_tags.last() {
+                Some(&t) => t,
+                None => self.pieces.len() as u32,
+            };
+            if !port.try_submit(now_ns, tag, &d) {
                 self.stats.held += 1;
                 self.held = Some(d);
                 break;
             }
-            let tag = self.start_piece(now_ns, &d);
-            port.submit(now_ns, tag, &d);
+            self.start_piece(now_ns, tag, &d);
         }
         let want = self.policy.wrr_weights();
         if let Some(w) = want {
@@ -397,15 +402,13 @@ impl<M: Meter> BlockLayer<M> {
             .time(PolicyCall::NextTimer, || self.policy.next_timer_ns());
     }
 
-    /// Give `d` a tag and account for it.
-    fn start_piece(&mut self, now_ns: Nanos, d: &Dispatch) -> u32 {
-        let tag = match self.free_tags.pop() {
-            Some(t) => t,
-            None => {
-                self.pieces.push(None);
-                (self.pieces.len() - 1) as u32
-            }
-        };
+    /// Piece `d` went to the port under `tag` (the last free tag, or a new one).
+    #[inline]
+    fn start_piece(&mut self, now_ns: Nanos, tag: u32, d: &Dispatch) {
+        if self.free_tags.pop().is_none() {
+            self.pieces.push(None);
+        }
+        debug_assert!(self.pieces[tag as usize].is_none());
         let rs = &mut self.reqs[d.req.id.0 as usize];
         debug_assert!(rs.live, "dispatch of an unknown request {:?}", d.req.id);
         if rs.dispatch_ns == NOT_YET {
@@ -421,12 +424,12 @@ impl<M: Meter> BlockLayer<M> {
         self.inflight_per_class[d.queue.index()] += 1;
         self.stats.pieces += 1;
         self.stats.dispatched_per_class[d.queue.index()] += 1;
-        tag
     }
 
     /// The device reported piece `tag` done at `now_ns` (`ok` false: a media error or a
     /// timeout). Tells the policy; returns the parent request when this was its last
     /// piece. Call [`BlockLayer::pump`] after a batch of these.
+    #[inline]
     pub fn piece_done(&mut self, now_ns: Nanos, tag: u32, ok: bool) -> Option<Finished> {
         let piece = self.pieces[tag as usize]
             .take()
@@ -478,6 +481,7 @@ impl<M: Meter> BlockLayer<M> {
 
     /// Fire the policy's timer if it is due at `now_ns`; returns whether it fired.
     /// Call [`BlockLayer::pump`] afterwards.
+    #[inline]
     pub fn fire_timer(&mut self, now_ns: Nanos) -> bool {
         match self.timer {
             Some(t) if t <= now_ns => {

@@ -14,13 +14,10 @@ pub trait DevicePort {
     /// `DeviceView::max_inflight` the policy sees); no dispatch is offered beyond it.
     fn max_inflight(&self) -> u32;
 
-    /// Can `d` be accepted now? `false` when its submission queue is full: the block
-    /// layer holds the dispatch and offers it first at the next pump (after a
-    /// completion frees room).
-    fn has_room(&self, d: &Dispatch) -> bool;
-
-    /// Accept piece `tag` (after `has_room` said yes).
-    fn submit(&mut self, now_ns: Nanos, tag: u32, d: &Dispatch);
+    /// Accept piece `tag`, or refuse it (`false`) when its submission queue is full:
+    /// the block layer then holds the dispatch and offers it first at the next pump
+    /// (after a completion frees room), under the same tag.
+    fn try_submit(&mut self, now_ns: Nanos, tag: u32, d: &Dispatch) -> bool;
 
     /// The policy asks for new NVMe weighted-round-robin weights `[high, medium, low]`
     /// (D2FQ's dynamic H/L ratio). Called when the wanted weights change. A port whose

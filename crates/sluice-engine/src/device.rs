@@ -105,18 +105,15 @@ impl DevicePort for RingPort {
         self.max_inflight
     }
 
-    fn has_room(&self, _d: &Dispatch) -> bool {
-        // The arbiter stages whatever the rings cannot take yet.
-        true
-    }
-
-    fn submit(&mut self, _now_ns: Nanos, tag: u32, d: &Dispatch) {
+    /// Never refuses: the arbiter stages whatever the rings cannot take yet.
+    fn try_submit(&mut self, _now_ns: Nanos, tag: u32, d: &Dispatch) -> bool {
         if self.arb.staged() == 0 && self.in_rings < self.cap {
             self.fast_path += 1;
             self.send(d.req.hwq as usize, tag, d.queue);
         } else {
             self.arb.push(tag, d.queue);
         }
+        true
     }
 
     fn set_wrr_weights(&mut self, weights: [u32; 3]) {

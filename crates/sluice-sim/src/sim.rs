@@ -172,22 +172,21 @@ impl DevicePort for SimPort {
     }
 
     #[inline]
-    fn has_room(&self, d: &Dispatch) -> bool {
-        self.device.sq_free(self.qid(d)) > 0
-    }
-
-    #[inline]
-    fn submit(&mut self, now_ns: Nanos, tag: u32, d: &Dispatch) {
+    fn try_submit(&mut self, now_ns: Nanos, tag: u32, d: &Dispatch) -> bool {
+        let qid = self.qid(d);
+        if self.device.sq_free(qid) == 0 {
+            return false;
+        }
         let cmd = Command {
             tag,
             op: d.req.op,
             offset: d.req.offset,
             len: d.req.len,
         };
-        let qid = self.qid(d);
         self.device
             .submit(now_ns, qid, cmd)
-            .expect("has_room said the submission queue has space");
+            .expect("checked sq_free before submitting");
+        true
     }
 
     /// Reprogram the device's WRR weights (the NVMe Set Features "Arbitration"
