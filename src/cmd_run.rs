@@ -25,8 +25,8 @@ pub struct RunArgs {
     /// `filename=`s are taken inside it.
     #[arg(long, short = 'D', default_value = ".")]
     directory: PathBuf,
-    /// Worker threads, each with its own io_uring and policy instance (default:
-    /// min(cores, job threads)). `--workers 1` puts every flow under one policy.
+    /// Worker threads, each with its own io_uring (default: min(cores, job threads)).
+    /// Whatever their number, the device has one block layer and one policy instance.
     #[arg(long, short = 'w')]
     workers: Option<usize>,
     /// Allow block devices as job files (writes destroy their data).
@@ -44,15 +44,17 @@ pub struct RunArgs {
     /// Width of a bandwidth-over-time bin, in milliseconds (default: about 1/200 of the run).
     #[arg(long)]
     interval_ms: Option<u64>,
-    /// Most commands in one worker's ring (default: the worker's total iodepth); below
-    /// the offered depth, the software WRR arbiter decides which queue class goes next.
+    /// Most commands in all workers' rings together (default: the jobs' total iodepth);
+    /// below the offered depth, the software WRR arbiter decides which queue class goes
+    /// next.
     #[arg(long)]
     ring_cap: Option<u32>,
     /// While a batch of completions is handled, submit new I/Os as soon as this many
     /// are ready (1: each at once, as fio does; large: one submission per batch).
     #[arg(long, default_value_t = 4)]
     submit_batch: u32,
-    /// WRR weights of the high, medium and low queue classes, `H,M,L`.
+    /// WRR weights of the high, medium and low queue classes, `H,M,L`, until the
+    /// policy asks for its own (D2FQ's dynamic H/L).
     #[arg(long, default_value = "252,126,42")]
     wrr: String,
     #[command(flatten)]
@@ -97,23 +99,6 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
         wrr_weights: parse_wrr(&args.wrr)?,
         submit_batch: args.submit_batch.max(1),
     };
-
-    // A policy instance per worker sees only its worker's flows: say so when that
-    // splits the flows of a policy that arbitrates between them.
-    let workers = engine::worker_count(&jobs, &cfg)?;
-    let flows = sluice::workload::flows_of(&jobs)
-        .map(|(f, _)| f.len())
-        .unwrap_or(0);
-    if workers > 1 && flows > 1 && !args.out.quiet {
-        for spec in specs.iter().filter(|s| s.name != "none") {
-            eprintln!(
-                "sluice: warning: {workers} workers each run their own '{}' instance, which \
-                 schedules only the flows of its worker's threads; use --workers 1 to \
-                 schedule all {flows} flows together",
-                spec.name
-            );
-        }
-    }
 
     // Ctrl-C (or SIGTERM) once: stop and report what was measured; twice: exit now.
     let stop = Arc::new(AtomicBool::new(false));
