@@ -420,10 +420,14 @@ impl<M: Meter> BlockLayer<M> {
             queue: d.queue,
             dispatch_ns: now_ns,
         });
+        let q = d.queue.index();
         self.inflight += 1;
-        self.inflight_per_class[d.queue.index()] += 1;
-        self.stats.pieces += 1;
-        self.stats.dispatched_per_class[d.queue.index()] += 1;
+        self.inflight_per_class[q] += 1;
+        let st = &mut self.stats;
+        st.pieces += 1;
+        st.dispatched_per_class[q] += 1;
+        st.peak_inflight = st.peak_inflight.max(self.inflight);
+        st.peak_inflight_per_class[q] = st.peak_inflight_per_class[q].max(self.inflight_per_class[q]);
     }
 
     /// The device reported piece `tag` done at `now_ns` (`ok` false: a media error or a

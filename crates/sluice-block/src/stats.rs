@@ -19,6 +19,10 @@ pub struct BlockStats {
     pub failed_pieces: u64,
     /// Pieces dispatched per queue class (urgent, high, medium, low).
     pub dispatched_per_class: [u64; 4],
+    /// Most pieces in flight at the port at once (dispatched, not completed).
+    pub peak_inflight: u32,
+    /// The same per queue class (urgent, high, medium, low).
+    pub peak_inflight_per_class: [u32; 4],
     /// Requests that waited for admission (refused, or parked behind their class).
     pub admission_waits: u64,
     /// Promotions of requests waiting for admission (class raised to critical).
