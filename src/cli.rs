@@ -127,29 +127,6 @@ pub fn parse_policy_list(values: &[String]) -> Result<Vec<PolicySpec>, CliError>
     Ok(specs)
 }
 
-/// FIOS's figures of one run as JSON (`extra.fios` with `--alone`).
-pub fn fios_json(fig: &sluice_metrics::FiosFigures) -> serde_json::Value {
-    let tasks: Vec<serde_json::Value> = fig
-        .tasks
-        .iter()
-        .map(|t| {
-            serde_json::json!({
-                "name": t.name,
-                "alone_lat_ns": t.alone_lat_ns,
-                "conc_lat_ns": t.conc_lat_ns,
-                "slowdown": t.slowdown,
-                "alone_iops": t.alone_iops,
-                "conc_iops": t.conc_iops,
-            })
-        })
-        .collect();
-    serde_json::json!({
-        "tasks": tasks,
-        "proportional_slowdown": fig.proportional,
-        "concurrent_efficiency": fig.concurrent_efficiency,
-    })
-}
-
 /// Print the `extra.fios` figures of each run as a table.
 pub fn print_fios(
     runs: &[sluice_metrics::RunReport],
@@ -165,20 +142,14 @@ pub fn print_fios(
         "policy", "task", "slowdown", "proportional", "efficiency"
     )?;
     for r in runs {
-        let Some(f) = r.extra.get("fios") else {
+        let Some(f) = &r.extra.fios else {
             continue;
         };
-        let prop = f["proportional_slowdown"].as_f64().unwrap_or(0.0);
-        let eff = f["concurrent_efficiency"].as_f64().unwrap_or(0.0);
-        for t in f["tasks"].as_array().into_iter().flatten() {
+        for t in &f.tasks {
             writeln!(
                 out,
                 "{:<16} {:<20} {:>9.2} {:>12.0} {:>11.2}",
-                r.policy,
-                t["name"].as_str().unwrap_or(""),
-                t["slowdown"].as_f64().unwrap_or(0.0),
-                prop,
-                eff
+                r.policy, t.name, t.slowdown, f.proportional, f.concurrent_efficiency
             )?;
         }
     }

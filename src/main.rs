@@ -247,9 +247,7 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
         let alone = sluice::repro::fios::alone_runs(&jobs, &profile, &cfg)?;
         for report in &mut reports {
             let fig = metrics::fios_figures(report, &alone)?;
-            report
-                .extra
-                .insert("fios".into(), sluice::cli::fios_json(&fig));
+            report.extra.fios = Some(fig);
         }
     }
     let mut stdout = std::io::stdout().lock();

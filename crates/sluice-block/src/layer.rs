@@ -427,7 +427,8 @@ impl<M: Meter> BlockLayer<M> {
         st.pieces += 1;
         st.dispatched_per_class[q] += 1;
         st.peak_inflight = st.peak_inflight.max(self.inflight);
-        st.peak_inflight_per_class[q] = st.peak_inflight_per_class[q].max(self.inflight_per_class[q]);
+        st.peak_inflight_per_class[q] =
+            st.peak_inflight_per_class[q].max(self.inflight_per_class[q]);
     }
 
     /// The device reported piece `tag` done at `now_ns` (`ok` false: a media error or a

@@ -1,6 +1,7 @@
 //! The block layer's own figures.
 
 use serde::{Deserialize, Serialize};
+use sluice_core::policy::Counter;
 use sluice_core::Nanos;
 
 /// What the block layer did over a run (typed, so a renamed field is a compile error in
@@ -38,8 +39,8 @@ pub struct BlockStats {
 /// The policy's counters (`Policy::counters`) sampled over time: one row per sample.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CounterSeries {
-    /// Counter names, in the policy's order.
-    pub names: Vec<&'static str>,
+    /// The counters, in the policy's order.
+    pub names: Vec<Counter>,
     /// `(time, values in name order)`.
     pub rows: Vec<(Nanos, Vec<f64>)>,
 }

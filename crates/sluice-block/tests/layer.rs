@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 
 use proptest::prelude::*;
 use sluice_block::{BlockLayer, DevicePort, Finished, NewRequest};
-use sluice_core::policy::{self, Admission, DeviceView, Dispatch, Policy, PolicySpec};
+use sluice_core::policy::{self, Admission, Counter, DeviceView, Dispatch, Policy, PolicySpec};
 use sluice_core::{Flow, FlowId, IoClass, Nanos, Op, QueueClass, ReqId, Request};
 
 /// A port with `room` places; remembers what it was given.
@@ -147,7 +147,7 @@ fn a_split_request_finishes_with_its_last_piece_and_a_failed_piece_fails_it() {
         .policy()
         .counters()
         .into_iter()
-        .find(|(n, _)| *n == "free_tokens")
+        .find(|(n, _)| *n == Counter::FreeTokens)
         .unwrap()
         .1;
     assert_eq!(free, 8.0);
@@ -250,7 +250,7 @@ impl Policy for Moody {
     }
     fn admit(&mut self, _: Nanos, r: &Request) -> Admission {
         self.calls += 1;
-        if (r.offset ^ self.calls).count_ones() % 3 == 0 {
+        if (r.offset ^ self.calls).count_ones().is_multiple_of(3) {
             Admission::Wait
         } else {
             Admission::Admit

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
-use sluice_core::policy::{build, Admission, Completion, DeviceView, Policy, PolicySpec};
+use sluice_core::policy::{build, Admission, Completion, Counter, DeviceView, Policy, PolicySpec};
 use sluice_core::{FlowId, IoClass, Nanos, Op, QueueClass, ReqId, Request};
 
 #[derive(Clone, Debug)]
@@ -182,11 +182,11 @@ impl Engine {
     }
 }
 
-fn counter(p: &dyn Policy, name: &str) -> f64 {
+fn counter(p: &dyn Policy, c: Counter) -> f64 {
     p.counters()
         .into_iter()
-        .find(|(n, _)| *n == name)
-        .unwrap_or_else(|| panic!("counter {name}"))
+        .find(|(n, _)| *n == c)
+        .unwrap_or_else(|| panic!("counter {c:?}"))
         .1
 }
 
@@ -203,7 +203,7 @@ proptest! {
             e.run(s);
             let nc = e.inflight.iter().filter(|(r, _)| r.class != IoClass::Critical).count();
             prop_assert!(nc as u32 <= tokens, "{nc} non-critical in flight > {tokens}");
-            let free = counter(e.policy.as_ref(), "free_tokens");
+            let free = counter(e.policy.as_ref(), Counter::FreeTokens);
             prop_assert!((0.0..=tokens as f64).contains(&free));
             prop_assert!(free as usize + nc <= tokens as usize, "tokens unaccounted");
             for (r, _) in &e.inflight {
@@ -216,7 +216,7 @@ proptest! {
         }
         e.drain();
         prop_assert!(e.live.is_empty(), "every request completed");
-        prop_assert_eq!(counter(e.policy.as_ref(), "free_tokens"), tokens as f64);
+        prop_assert_eq!(counter(e.policy.as_ref(), Counter::FreeTokens), tokens as f64);
     }
 
     /// RCP: non-critical in flight ≤ limit, slots within their pools, all slots back.
@@ -227,14 +227,14 @@ proptest! {
             e.run(s);
             let nc = e.inflight.iter().filter(|(r, _)| r.class != IoClass::Critical).count();
             prop_assert!(nc as u32 <= limit);
-            let held_c = counter(e.policy.as_ref(), "critical_slots_held");
-            let held_n = counter(e.policy.as_ref(), "noncritical_slots_held");
+            let held_c = counter(e.policy.as_ref(), Counter::CriticalSlotsHeld);
+            let held_n = counter(e.policy.as_ref(), Counter::NoncriticalSlotsHeld);
             prop_assert!(held_c <= 6.0 && held_n <= 5.0);
             prop_assert_eq!((held_c + held_n) as usize, e.live.len());
         }
         e.drain();
-        prop_assert_eq!(counter(e.policy.as_ref(), "critical_slots_held"), 0.0);
-        prop_assert_eq!(counter(e.policy.as_ref(), "noncritical_slots_held"), 0.0);
+        prop_assert_eq!(counter(e.policy.as_ref(), Counter::CriticalSlotsHeld), 0.0);
+        prop_assert_eq!(counter(e.policy.as_ref(), Counter::NoncriticalSlotsHeld), 0.0);
     }
 
     /// mq-deadline and kyber hand out every request exactly once and drain.
@@ -273,13 +273,13 @@ fn kyber_throttles_fast_writes_when_reads_are_congested() {
             e.run(&Step::Complete(0, true));
         }
         e.run(&Step::Tick(100_000));
-        let depth = counter(e.policy.as_ref(), "write_depth");
+        let depth = counter(e.policy.as_ref(), Counter::WriteDepth);
         if round >= 2 {
             assert!(depth < 128.0, "write depth {depth} in round {round}");
         }
     }
     assert_eq!(
-        counter(e.policy.as_ref(), "read_depth"),
+        counter(e.policy.as_ref(), Counter::ReadDepth),
         256.0,
         "reads keep their depth"
     );

@@ -60,8 +60,11 @@ use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use sluice_core::policy::{self, Policy, PolicySpec};
-use sluice_core::{Nanos, QueueClass};
-use sluice_metrics::{Collector, RunReport, RunSetup};
+use sluice_core::Nanos;
+use sluice_metrics::{
+    Collector, Extra, FileFact, IoErrorFact, PerClass, PolicyCounters, PolicySeries, PolicyTiming,
+    RealFacts, RunReport, RunSetup,
+};
 use sluice_workload::{flows_of, stonewall_groups, JobSpec};
 
 pub use arbiter::D2FQ_WEIGHTS;
@@ -529,137 +532,83 @@ fn fill_extra(
     workers: usize,
     plan: &FilePlan,
 ) {
-    use serde_json::{json, Map, Value};
-    let extra = &mut report.extra;
-    extra.insert("engine".into(), "io_uring".into());
-    extra.insert("workers".into(), workers.into());
-    extra.insert("seed".into(), cfg.seed.into());
-    extra.insert(
-        "ring_entries".into(),
-        res.iter().map(|r| r.ring_entries).max().unwrap_or(0).into(),
-    );
-    extra.insert("ring_cap".into(), dev.port.cap().into());
-    extra.insert(
-        "fixed_buffers".into(),
-        res.iter().all(|r| r.fixed_buffers).into(),
-    );
-    extra.insert(
-        "directory".into(),
-        cfg.directory.display().to_string().into(),
-    );
-    extra.insert(
-        "files".into(),
-        Value::Array(
-            plan.files
+    let block = &dev.block;
+    report.extra = Extra {
+        engine: "io_uring".into(),
+        seed: cfg.seed,
+        block: *block.stats(),
+        policy: block
+            .has_counters()
+            .then(|| PolicyCounters(block.policy().counters())),
+        policy_series: block
+            .has_counters()
+            .then(|| PolicySeries::from(block.series())),
+        real: Some(RealFacts {
+            workers,
+            ring_entries: res.iter().map(|r| r.ring_entries).max().unwrap_or(0),
+            ring_cap: dev.port.cap(),
+            fixed_buffers: res.iter().all(|r| r.fixed_buffers),
+            directory: cfg.directory.display().to_string(),
+            files: plan
+                .files
                 .iter()
-                .map(|f| {
-                    json!({"path": f.path.display().to_string(), "size": f.size,
-                           "created": f.create, "device": f.device, "align": f.align})
+                .map(|f| FileFact {
+                    path: f.path.display().to_string(),
+                    size: f.size,
+                    created: f.create,
+                    device: f.device,
+                    align: f.align as u64,
                 })
                 .collect(),
-        ),
-    );
-    extra.insert("wall_ns".into(), stats.wall_ns.into());
-    extra.insert("ios".into(), stats.ios.into());
-    extra.insert("io_uring_enters".into(), stats.enters.into());
-    extra.insert("cpu_user_ns".into(), stats.cpu_user_ns.into());
-    extra.insert("cpu_sys_ns".into(), stats.cpu_sys_ns.into());
-    if stats.ios > 0 {
-        extra.insert(
-            "cpu_ns_per_io".into(),
-            round6((stats.cpu_user_ns + stats.cpu_sys_ns) as f64 / stats.ios as f64).into(),
-        );
-    }
-    extra.insert("interrupted".into(), stats.interrupted.into());
-    policy_time_extra(extra, &dev.block.meter().report(), stats.ios);
-    let per_class: Map<String, Value> = QueueClass::ALL
-        .iter()
-        .map(|q| (q.name().to_string(), dev.port.fetched[q.index()].into()))
-        .collect();
-    extra.insert("arbiter_fetched_per_class".into(), per_class.into());
-    extra.insert("arbiter_fast_path".into(), dev.port.fast_path.into());
-    extra.insert(
-        "arbiter_wrr_weights".into(),
-        dev.port.weights.to_vec().into(),
-    );
-    if !stats.errors.is_empty() {
-        extra.insert(
-            "io_errors".into(),
-            Value::Array(
-                stats
-                    .errors
-                    .iter()
-                    .map(|(j, n, first)| json!({"job": j, "count": n, "first": first}))
-                    .collect(),
-            ),
-        );
-    }
-    // Policy counters: device-wide (one block layer), the same shape as the simulator's.
-    let series = dev.block.series();
-    if !series.names.is_empty() {
-        let last: Map<String, Value> = dev
-            .block
-            .policy()
-            .counters()
-            .iter()
-            .map(|(n, v)| (n.to_string(), round6(*v).into()))
-            .collect();
-        extra.insert("policy".into(), last.into());
-        let mut out = Map::new();
-        out.insert(
-            "t_ns".into(),
-            series.rows.iter().map(|(t, _)| Value::from(*t)).collect(),
-        );
-        for (i, name) in series.names.iter().enumerate() {
-            let v: Vec<Value> = series
-                .rows
+            wall_ns: stats.wall_ns,
+            ios: stats.ios,
+            io_uring_enters: stats.enters,
+            cpu_user_ns: stats.cpu_user_ns,
+            cpu_sys_ns: stats.cpu_sys_ns,
+            cpu_ns_per_io: (stats.ios > 0)
+                .then(|| round6((stats.cpu_user_ns + stats.cpu_sys_ns) as f64 / stats.ios as f64)),
+            interrupted: stats.interrupted,
+            timing: policy_timing(&block.meter().report(), stats.ios),
+            arbiter_fetched_per_class: PerClass(dev.port.fetched),
+            arbiter_fast_path: dev.port.fast_path,
+            arbiter_wrr_weights: dev.port.weights,
+            io_errors: stats
+                .errors
                 .iter()
-                .map(|(_, row)| row.get(i).map_or(0.0, |x| round6(*x)).into())
-                .collect();
-            out.insert((*name).to_string(), v.into());
-        }
-        extra.insert("policy_series".into(), out.into());
-    }
+                .map(|(j, n, first)| IoErrorFact {
+                    job: j.clone(),
+                    count: *n,
+                    first: first.clone(),
+                })
+                .collect(),
+        }),
+        ..Extra::default()
+    };
 }
 
-/// The time spent inside policy calls (see [`ptime`]): `policy_ns_per_io` (the
-/// brackets' own cost subtracted), `policy_ns_per_io_raw`, per call kind, calls per
-/// I/O, the bracket's cost per call and per I/O, and the calls left out as preemptions.
-fn policy_time_extra(
-    extra: &mut serde_json::Map<String, serde_json::Value>,
-    t: &ptime::PolicyTimeReport,
-    ios: u64,
-) {
-    use serde_json::{Map, Value};
+/// The time spent inside policy calls (see [`ptime`]): ns per I/O (the brackets' own
+/// cost subtracted, and raw), per call kind, calls per I/O, the bracket's cost per call
+/// and per I/O, and the calls left out as preemptions.
+fn policy_timing(t: &ptime::PolicyTimeReport, ios: u64) -> PolicyTiming {
     let total_calls: u64 = t.calls.iter().sum();
-    extra.insert("policy_timing_clock".into(), TICK_SOURCE.into());
-    extra.insert(
-        "policy_timing_overhead_ns".into(),
-        round6(t.overhead_ns).into(),
-    );
-    extra.insert("policy_timing_outliers".into(), t.outliers.into());
-    extra.insert("policy_timing_outlier_ns".into(), OUTLIER_NS.into());
-    extra.insert("policy_calls".into(), total_calls.into());
-    if ios == 0 {
-        return;
+    let per_io = |x: f64| (ios > 0).then(|| round6(x / ios as f64));
+    PolicyTiming {
+        policy_timing_clock: TICK_SOURCE.into(),
+        policy_timing_overhead_ns: round6(t.overhead_ns),
+        policy_timing_outliers: t.outliers,
+        policy_timing_outlier_ns: OUTLIER_NS,
+        policy_calls: total_calls,
+        policy_ns_per_io: per_io(t.ns.iter().sum()),
+        policy_ns_per_io_raw: per_io(t.raw_ns.iter().sum()),
+        policy_calls_per_io: per_io(total_calls as f64),
+        policy_timing_cost_ns_per_io: per_io(total_calls as f64 * t.overhead_ns),
+        policy_ns_per_io_by_call: if ios > 0 {
+            PolicyCall::ALL
+                .iter()
+                .map(|k| (k.name().to_string(), round6(t.ns[k.index()] / ios as f64)))
+                .collect()
+        } else {
+            Default::default()
+        },
     }
-    let per_io = |x: f64| round6(x / ios as f64);
-    extra.insert("policy_ns_per_io".into(), per_io(t.ns.iter().sum()).into());
-    extra.insert(
-        "policy_ns_per_io_raw".into(),
-        per_io(t.raw_ns.iter().sum()).into(),
-    );
-    extra.insert(
-        "policy_calls_per_io".into(),
-        per_io(total_calls as f64).into(),
-    );
-    extra.insert(
-        "policy_timing_cost_ns_per_io".into(),
-        per_io(total_calls as f64 * t.overhead_ns).into(),
-    );
-    let by: Map<String, Value> = PolicyCall::ALL
-        .iter()
-        .map(|k| (k.name().to_string(), per_io(t.ns[k.index()]).into()))
-        .collect();
-    extra.insert("policy_ns_per_io_by_call".into(), by.into());
 }

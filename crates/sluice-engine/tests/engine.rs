@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
-use sluice_core::policy::{Completion, DeviceView, Dispatch, Policy, PolicySpec};
+use sluice_core::policy::{Completion, Counter, DeviceView, Dispatch, Policy, PolicySpec};
 use sluice_core::{Nanos, QueueClass, Request};
 use sluice_engine::{EngineConfig, EngineError, EngineOutput, FileSet};
 use sluice_workload::{parse_str, JobSpec, ParseOptions};
@@ -73,7 +73,7 @@ fn size_based_job_transfers_exactly_its_size_and_cleans_up() {
         "{parts} vs {}",
         r.read.clat_ns.mean
     );
-    assert_eq!(out.report.extra["engine"], "io_uring");
+    assert_eq!(out.report.extra.engine, "io_uring");
     assert_eq!(out.stats.ios, 64 + 512);
     drop(files);
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
@@ -147,8 +147,11 @@ impl Policy for SplitAlternate {
     fn queued(&self) -> usize {
         self.q.len()
     }
-    fn counters(&self) -> Vec<(&'static str, f64)> {
-        vec![("completed_pieces", self.completed_pieces as f64)]
+    fn counters(&self) -> Vec<(Counter, f64)> {
+        vec![(
+            Counter::Custom("completed_pieces"),
+            self.completed_pieces as f64,
+        )]
     }
 }
 
@@ -177,12 +180,18 @@ fn split_pieces_go_through_the_wrr_arbiter() {
     assert_eq!(r.read.io_bytes, 4 << 20);
     assert_eq!(r.read.total_ios, 256);
     assert_eq!(r.error, 0);
-    let fetched = &out.report.extra["arbiter_fetched_per_class"];
+    let real = out.report.extra.real.as_ref().unwrap();
+    let fetched = real.arbiter_fetched_per_class;
     assert_eq!(
-        fetched["high"].as_u64().unwrap() + fetched["low"].as_u64().unwrap(),
+        fetched.get(QueueClass::High) + fetched.get(QueueClass::Low),
         1024
     );
-    assert_eq!(out.report.extra["policy"]["completed_pieces"], 1024.0);
+    assert_eq!(
+        out.report
+            .extra
+            .counter(Counter::Custom("completed_pieces")),
+        Some(1024.0)
+    );
     // With the ring capped at 2 of 32 pieces offered, most went through the staging queues.
-    assert!(out.report.extra["arbiter_fast_path"].as_u64().unwrap() < 1024);
+    assert!(real.arbiter_fast_path < 1024);
 }

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 
-use sluice_core::policy::{Completion, DeviceView, Dispatch, Policy, PolicySpec};
+use sluice_core::policy::{Completion, Counter, DeviceView, Dispatch, Policy, PolicySpec};
 use sluice_core::{FlowId, IoClass, Nanos, QueueClass, Request};
 use sluice_engine::{EngineConfig, EngineError, EngineOutput, FileSet};
 use sluice_workload::{parse_str, JobSpec, ParseOptions};
@@ -156,10 +156,8 @@ fn the_arbiter_applies_the_policys_wrr_weights() {
         &mut |_| {},
     )
     .unwrap();
-    assert_eq!(
-        out.report.extra["arbiter_wrr_weights"],
-        serde_json::json!([1, 1, 4])
-    );
+    let real = out.report.extra.real.as_ref().unwrap();
+    assert_eq!(real.arbiter_wrr_weights, [1, 1, 4]);
     let hi = out.report.jobs[0].read.total_ios as f64;
     let lo = out.report.jobs[1].read.total_ios as f64;
     let ratio = lo / hi;
@@ -229,7 +227,9 @@ fn lds_token_bound_holds_across_workers() {
         peak: peak.clone(),
     });
     let out = sluice_engine::run_with(&j, &files, policy, &c, &stop, &mut |_| {}).unwrap();
-    assert_eq!(out.report.extra["workers"], 2);
+    assert_eq!(out.report.extra.real.as_ref().unwrap().workers, 2);
+    // The block layer's own figure agrees with the census.
+    assert!(out.report.extra.block.peak_inflight <= 8);
     let total: u64 = out.report.jobs.iter().map(|r| r.read.total_ios).sum();
     assert_eq!(total, 4 * 1024);
     let p = peak.load(Ordering::SeqCst);
@@ -283,7 +283,9 @@ fn policy_counters_are_device_wide_with_several_workers() {
     let Some(files) = prepare(&j, &c) else { return };
     let out = run(&j, &files, "ld", &c);
     let extra = &out.report.extra;
-    assert!(extra.get("policy_per_worker").is_none());
-    assert_eq!(extra["policy"]["free_tokens"], 8.0);
-    assert!(extra["policy_series"]["t_ns"].as_array().is_some());
+    assert_eq!(extra.counter(Counter::FreeTokens), Some(8.0));
+    assert!(!extra.policy_series.as_ref().unwrap().t_ns.is_empty());
+    let json = serde_json::to_value(&out.report).unwrap();
+    assert!(json["extra"].get("policy_per_worker").is_none());
+    assert_eq!(json["extra"]["policy"]["free_tokens"], 8.0);
 }

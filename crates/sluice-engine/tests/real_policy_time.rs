@@ -40,8 +40,13 @@ fn prepare(j: &[JobSpec], c: &EngineConfig) -> Option<FileSet> {
     }
 }
 
+/// `extra.KEY` as the JSON report has it.
+fn json(out: &EngineOutput, key: &str) -> serde_json::Value {
+    serde_json::to_value(&out.report).unwrap()["extra"][key].clone()
+}
+
 fn num(out: &EngineOutput, key: &str) -> f64 {
-    out.report.extra[key]
+    json(out, key)
         .as_f64()
         .unwrap_or_else(|| panic!("extra.{key} missing: {:?}", out.report.extra))
 }
@@ -67,9 +72,8 @@ fn policy_time_is_reported_positive_and_consistent() {
         assert!(raw >= net, "{policy}: raw {raw} < net {net}");
         // Every I/O is admitted, enqueued, dispatched and completed at least once.
         assert!(calls >= 4.0, "{policy}: {calls} calls per I/O");
-        let by = out.report.extra["policy_ns_per_io_by_call"]
-            .as_object()
-            .unwrap();
+        let by = json(&out, "policy_ns_per_io_by_call");
+        let by = by.as_object().unwrap();
         let sum: f64 = by.values().map(|v| v.as_f64().unwrap()).sum();
         assert!((sum - net).abs() < 1e-3 * net.max(1.0), "{policy}: {by:?}");
         // Per kind the bracket's cost is subtracted, so a call cheaper than the
@@ -151,7 +155,7 @@ fn work_done_inside_complete_is_measured_there() {
         &mut |_| {},
     )
     .unwrap();
-    let by = &out.report.extra["policy_ns_per_io_by_call"];
+    let by = &json(&out, "policy_ns_per_io_by_call");
     let complete = by["complete"].as_f64().unwrap();
     let dispatch = by["dispatch"].as_f64().unwrap();
     // One completion per I/O: the engine's figure is the loop's time (cache misses and

@@ -621,7 +621,7 @@ impl Collector {
             classes,
             fairness,
             bw_series,
-            extra: serde_json::Map::new(),
+            extra: crate::Extra::default(),
         }
     }
 }

@@ -17,7 +17,7 @@
 use crate::{JobReport, RunReport};
 
 /// One task's figures.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct TaskFigures {
     /// The job name.
     pub name: String,
@@ -32,15 +32,17 @@ pub struct TaskFigures {
     /// I/Os per second in the concurrent run.
     pub conc_iops: f64,
     /// Whether the task only reads (for "readers" goals).
+    #[serde(skip)]
     pub reads_only: bool,
 }
 
 /// The figures of one concurrent run against its alone-runs.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct FiosFigures {
     /// Per task, in job order of the concurrent run.
     pub tasks: Vec<TaskFigures>,
     /// The proportional slowdown: the number of tasks.
+    #[serde(rename = "proportional_slowdown")]
     pub proportional: f64,
     /// Eq. 2.
     pub concurrent_efficiency: f64,

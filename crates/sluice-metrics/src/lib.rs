@@ -37,12 +37,17 @@
 #![warn(missing_docs)]
 
 mod collector;
+mod extra;
 mod fios;
 mod plot;
 mod report;
 mod table;
 
 pub use collector::{Collector, FlowInfo, JobInfo, RunSetup, Sample, DEFAULT_INTERVAL_NS};
+pub use extra::{
+    DeviceFaults, Extra, FileFact, IoErrorFact, PerClass, PolicyCounters, PolicySeries,
+    PolicyTiming, RealFacts, SimFacts,
+};
 pub use fios::{fios_figures, FiosFigures, FiosMetricError, TaskFigures};
 pub use plot::{plot, plot_xy, XySeries};
 pub use report::{

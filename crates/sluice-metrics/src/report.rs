@@ -30,9 +30,9 @@ pub struct RunReport {
     pub fairness: Fairness,
     /// Bandwidth over time per flow.
     pub bw_series: BwSeries,
-    /// Engine facts (device statistics, events/s, Little's-law check, …); the collector
-    /// leaves it empty.
-    pub extra: serde_json::Map<String, serde_json::Value>,
+    /// What the run reports beyond fio's fields (block layer, policy counters, the
+    /// engine's facts); the collector leaves it at its default for the engine to fill.
+    pub extra: crate::Extra,
 }
 
 /// One job's results, in fio's shape.

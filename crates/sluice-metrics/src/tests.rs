@@ -389,7 +389,10 @@ fn json_field_names() {
             .len()
             >= 2
     );
-    assert!(v["extra"].as_object().unwrap().is_empty());
+    // The collector leaves `extra` at its default: no engine facts, zero block figures.
+    let extra = v["extra"].as_object().unwrap();
+    assert!(extra.get("engine").is_none() && extra.get("policy").is_none());
+    assert_eq!(v["extra"]["block"]["submitted"], 0);
     assert!(v["classes"][0]["clat_ns"]["percentile"]["99.900000"].is_u64());
     // The percentile serialiser keeps fio's numeric order (to_json's Value sorts keys).
     let text = serde_json::to_string(&small_run("x", US).jobs[0].read.clat_ns).unwrap();

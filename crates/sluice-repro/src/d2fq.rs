@@ -13,6 +13,7 @@
 //! and the real-device run. Fig. 17 (gvt tracking scalability) is the criterion
 //! benchmark `crates/sluice-core/benches/gvt.rs`.
 
+use sluice_core::policy::Counter;
 use sluice_metrics::RunReport;
 
 use crate::{goal_within, Ctx, Experiment, Goal, ReproError, Suite};
@@ -72,36 +73,28 @@ fn bw_ratio(r: &RunReport, a: usize, b: usize) -> f64 {
 
 /// The H/L ratio a D2FQ run ended with (0 when the policy reports none).
 fn final_hl(r: &RunReport) -> f64 {
-    r.extra
-        .get("policy")
-        .and_then(|p| p.get("hl_ratio"))
-        .and_then(|v| v.as_f64())
-        .unwrap_or(0.0)
+    r.extra.counter(Counter::HlRatio).unwrap_or(0.0)
 }
 
 /// The H/L ratio sampled at the last sample time `≤ t_ns` (0 when absent).
 fn hl_at(r: &RunReport, t_ns: u64) -> f64 {
-    let Some(series) = r.extra.get("policy_series") else {
+    let (Some(series), Some(hl)) = (&r.extra.policy_series, r.extra.series(Counter::HlRatio))
+    else {
         return 0.0;
     };
-    let (Some(t), Some(hl)) = (
-        series.get("t_ns").and_then(|v| v.as_array()),
-        series.get("hl_ratio").and_then(|v| v.as_array()),
-    ) else {
-        return 0.0;
-    };
-    t.iter()
+    series
+        .t_ns
+        .iter()
         .zip(hl)
-        .rfind(|(ti, _)| ti.as_u64().is_some_and(|x| x <= t_ns))
-        .and_then(|(_, h)| h.as_f64())
-        .unwrap_or(0.0)
+        .rfind(|(ti, _)| **ti <= t_ns)
+        .map_or(0.0, |(_, h)| *h)
 }
 
 /// The first H/L value that differs from the initial one (the first adjustment).
 fn first_hl_change(r: &RunReport) -> Option<f64> {
-    let hl = r.extra.get("policy_series")?.get("hl_ratio")?.as_array()?;
-    let first = hl.first()?.as_f64()?;
-    hl.iter().filter_map(|v| v.as_f64()).find(|&v| v != first)
+    let hl = r.extra.series(Counter::HlRatio)?;
+    let first = *hl.first()?;
+    hl.iter().copied().find(|&v| v != first)
 }
 
 /// Mean bandwidth (bytes/s) of each flow over the bins lying wholly in `[from, to)`.
@@ -317,15 +310,18 @@ fn fig15(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
         sluice_metrics::plot(&runs, &dir.join("d2fq-fig15"))?;
     }
     let hl_series = |r: &RunReport, name: &str| {
-        let series = &r.extra["policy_series"];
-        let t = series["t_ns"].as_array().cloned().unwrap_or_default();
-        let hl = series["hl_ratio"].as_array().cloned().unwrap_or_default();
+        let t = r
+            .extra
+            .policy_series
+            .as_ref()
+            .map_or(&[][..], |s| &s.t_ns[..]);
+        let hl = r.extra.series(Counter::HlRatio).unwrap_or_default();
         sluice_metrics::XySeries {
             name: name.to_string(),
             points: t
                 .iter()
-                .zip(&hl)
-                .map(|(t, h)| (t.as_f64().unwrap_or(0.0) / 1e9, h.as_f64().unwrap_or(0.0)))
+                .zip(hl)
+                .map(|(t, h)| (*t as f64 / 1e9, *h))
                 .collect(),
         }
     };

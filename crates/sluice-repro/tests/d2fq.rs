@@ -40,13 +40,8 @@ fn d2fq_programs_the_device_wrr_weights() {
     let jobs = ctx.jobs("inline.fio", text).unwrap();
     let zssd = ctx.device("zssd").unwrap();
     let out = ctx.sim(&jobs, &zssd, "d2fq:mode=static,hl=4").unwrap();
-    let applied: Vec<u32> = out.report.extra["device_wrr_weights"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_u64().unwrap() as u32)
-        .collect();
-    assert_eq!(applied, d2fq_wrr_weights(4).to_vec());
+    let applied = out.report.extra.sim.as_ref().unwrap().device_wrr_weights;
+    assert_eq!(applied, Some(d2fq_wrr_weights(4)));
     // The low class was used and fetched less often than the high class.
     let f = out.stats.fetched_per_class;
     assert!(f[3] > 0 && f[1] > f[3], "fetched per class {f:?}");

@@ -2,6 +2,7 @@
 //! its protocol promises (tokens bound the non-critical pieces at the device, large
 //! requests are split and reported once per parent).
 
+use sluice_core::policy::Counter;
 use sluice_core::policy::{build, PolicySpec};
 use sluice_device::DeviceProfile;
 use sluice_repro::{format_table, suite, Ctx};
@@ -52,18 +53,14 @@ fn ld_in_the_simulator_bounds_tokens_and_splits_parents() {
     let fetched: u64 = out.stats.fetched_per_class.iter().sum();
     assert_eq!(fetched, 1024 + 64 * 4);
     let extra = &out.report.extra;
-    assert_eq!(extra["policy"]["split_requests"], 64.0);
+    assert_eq!(extra.counter(Counter::SplitRequests), Some(64.0));
     assert_eq!(
-        extra["policy"]["free_tokens"], 4.0,
+        extra.counter(Counter::FreeTokens),
+        Some(4.0),
         "every token back at the end"
     );
-    let series = extra["policy_series"]["noncritical_inflight"]
-        .as_array()
-        .unwrap();
+    let series = extra.series(Counter::NoncriticalInflight).unwrap();
     assert!(series.len() > 10);
-    assert!(series.iter().all(|v| v.as_f64().unwrap() <= 4.0));
-    assert!(
-        series.iter().any(|v| v.as_f64().unwrap() >= 3.0),
-        "the pool is used"
-    );
+    assert!(series.iter().all(|v| *v <= 4.0));
+    assert!(series.iter().any(|v| *v >= 3.0), "the pool is used");
 }

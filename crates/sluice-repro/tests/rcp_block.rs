@@ -1,6 +1,7 @@
 //! The `rcp-block` suite passes every goal, and RCP's admission isolation and
 //! starvation bound hold end to end in the simulator.
 
+use sluice_core::policy::Counter;
 use sluice_core::policy::{build, PolicySpec};
 use sluice_core::IoClass;
 use sluice_device::DeviceProfile;
@@ -70,7 +71,7 @@ fn starvation_timer_bounds_noncritical_waiting() {
         let bg = out.report.jobs.iter().find(|j| j.jobname == "bg").unwrap();
         (
             bg.read.total_ios,
-            out.report.extra["policy"]["starvation_dispatches"].clone(),
+            out.report.extra.counter(Counter::StarvationDispatches),
         )
     };
     let (with_timer, forced) = bg_ios("rcp:depth=4");
@@ -79,7 +80,7 @@ fn starvation_timer_bounds_noncritical_waiting() {
         (18..=22).contains(&with_timer),
         "{with_timer} background I/Os"
     );
-    assert!(forced.as_f64().unwrap() >= 18.0, "{forced}");
+    assert!(forced.unwrap() >= 18.0, "{forced:?}");
     let (without, _) = bg_ios("rcp:depth=4,starve_ms=0");
     assert_eq!(without, 0, "no timer: starved while the critical job runs");
 }

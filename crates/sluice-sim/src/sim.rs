@@ -8,7 +8,9 @@ use sluice_core::{FlowId, IoClass, Nanos, QueueClass};
 use sluice_device::{
     Arbitration, ArbitrationKind, Command, DeviceCompletion, DeviceProfile, NvmeSsd,
 };
-use sluice_metrics::{Collector, RunReport, RunSetup, Sample};
+use sluice_metrics::{
+    Collector, Extra, PerClass, PolicyCounters, PolicySeries, RunReport, RunSetup, Sample, SimFacts,
+};
 use sluice_workload::{
     flows_of, stonewall_groups, FlowConflict, IoSource, IoSpec, JobSpec, NextIo,
 };
@@ -693,51 +695,32 @@ impl<'a> Sim<'a> {
             }),
         )
         .finish(self.last_job_end, self.block.policy().name());
-        let extra = &mut report.extra;
-        extra.insert("engine".into(), "sim".into());
-        extra.insert(
-            "device".into(),
-            self.port.device.profile().name.clone().into(),
-        );
-        extra.insert("seed".into(), self.cfg.seed.into());
-        extra.insert("cores".into(), self.cfg.cores.into());
-        extra.insert("sim_ns".into(), self.now.into());
-        extra.insert("sim_events".into(), self.n_events.into());
-        extra.insert("sim_ios".into(), self.ios.into());
-        let per_class: serde_json::Map<String, serde_json::Value> = QueueClass::ALL
-            .iter()
-            .map(|q| (q.name().to_string(), fetched[q.index()].into()))
-            .collect();
-        extra.insert("device_fetched_per_class".into(), per_class.into());
-        if let Some([h, m, l]) = self.block.wrr_applied() {
-            // The last WRR weights a policy programmed (D2FQ's H/L ratio at the end).
-            extra.insert("device_wrr_weights".into(), vec![h, m, l].into());
-        }
-        let series = self.block.series();
-        if !series.names.is_empty() {
-            let last: serde_json::Map<String, serde_json::Value> = self
+        report.extra = Extra {
+            engine: "sim".into(),
+            seed: self.cfg.seed,
+            block: *self.block.stats(),
+            policy: self
                 .block
-                .policy()
-                .counters()
-                .into_iter()
-                .map(|(n, v)| (n.to_string(), round6(v).into()))
-                .collect();
-            extra.insert("policy".into(), last.into());
-            let mut out = serde_json::Map::new();
-            let t: Vec<serde_json::Value> = series.rows.iter().map(|(t, _)| (*t).into()).collect();
-            out.insert("t_ns".into(), t.into());
-            for (i, name) in series.names.iter().enumerate() {
-                let v: Vec<serde_json::Value> = series
-                    .rows
-                    .iter()
-                    .map(|(_, row)| row.get(i).map_or(0.0, |x| round6(*x)).into())
-                    .collect();
-                out.insert((*name).to_string(), v.into());
-            }
-            extra.insert("policy_series".into(), out.into());
-        }
-        extra.insert("littles_law_l".into(), round6(l).into());
-        extra.insert("littles_law_lambda_w".into(), round6(lambda_w).into());
+                .has_counters()
+                .then(|| PolicyCounters(self.block.policy().counters())),
+            policy_series: self
+                .block
+                .has_counters()
+                .then(|| PolicySeries::from(self.block.series())),
+            sim: Some(SimFacts {
+                device: self.port.device.profile().name.clone(),
+                cores: self.cfg.cores,
+                sim_ns: self.now,
+                sim_events: self.n_events,
+                sim_ios: self.ios,
+                device_fetched_per_class: PerClass(fetched),
+                device_wrr_weights: self.block.wrr_applied(),
+                device_faults: None,
+                littles_law_l: round6(l),
+                littles_law_lambda_w: round6(lambda_w),
+            }),
+            ..Extra::default()
+        };
         SimOutput {
             report,
             stats: SimStats {

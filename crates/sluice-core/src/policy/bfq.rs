@@ -95,6 +95,7 @@
 
 use std::collections::VecDeque;
 
+use super::Counter;
 use super::{Completion, DeviceView, Dispatch, ParamError, Params, Policy};
 use crate::types::{Flow, FlowId, Nanos, Request};
 
@@ -943,24 +944,24 @@ impl Policy for Bfq {
         self.queued
     }
 
-    fn counters(&self) -> Vec<(&'static str, f64)> {
+    fn counters(&self) -> Vec<(Counter, f64)> {
         vec![
             (
-                "virtual_time_sectors",
+                Counter::VirtualTimeSectors,
                 self.v as f64 / (1u64 << VT_SHIFT) as f64,
             ),
             (
-                "in_service_flow",
+                Counter::InServiceFlow,
                 self.in_service.map_or(-1.0, |i| i as f64),
             ),
-            ("max_budget_sectors", self.max_budget as f64),
-            ("inflight", self.inflight as f64),
-            ("idle_timers", self.idle_timers as f64),
-            ("expired_too_idle", self.expiries[0] as f64),
-            ("expired_budget_timeout", self.expiries[1] as f64),
-            ("expired_budget_exhausted", self.expiries[2] as f64),
-            ("expired_no_more_requests", self.expiries[3] as f64),
-            ("expired_preempted", self.expiries[4] as f64),
+            (Counter::MaxBudgetSectors, self.max_budget as f64),
+            (Counter::Inflight, self.inflight as f64),
+            (Counter::IdleTimers, self.idle_timers as f64),
+            (Counter::ExpiredTooIdle, self.expiries[0] as f64),
+            (Counter::ExpiredBudgetTimeout, self.expiries[1] as f64),
+            (Counter::ExpiredBudgetExhausted, self.expiries[2] as f64),
+            (Counter::ExpiredNoMoreRequests, self.expiries[3] as f64),
+            (Counter::ExpiredPreempted, self.expiries[4] as f64),
         ]
     }
 }

@@ -22,6 +22,7 @@
 
 use std::collections::VecDeque;
 
+use super::Counter;
 use super::{Completion, DeviceView, Dispatch, ParamError, Params, Policy};
 use crate::types::{Flow, Nanos, Request};
 
@@ -175,7 +176,7 @@ impl Policy for Cfq {
         self.queued
     }
 
-    fn counters(&self) -> Vec<(&'static str, f64)> {
-        vec![("switches", self.switches as f64)]
+    fn counters(&self) -> Vec<(Counter, f64)> {
+        vec![(Counter::Switches, self.switches as f64)]
     }
 }

@@ -45,6 +45,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use super::Counter;
 use super::{Completion, DeviceView, Dispatch, ParamError, Params, Policy};
 use crate::types::{Flow, FlowId, Nanos, QueueClass, Request};
 
@@ -598,24 +599,24 @@ impl Policy for D2fq {
         self.fifo.len()
     }
 
-    fn counters(&self) -> Vec<(&'static str, f64)> {
+    fn counters(&self) -> Vec<(Counter, f64)> {
         vec![
-            ("hl_ratio", self.hl as f64),
-            ("gvt", self.gvt.value() as f64),
-            ("active_flows", self.active_flows as f64),
+            (Counter::HlRatio, self.hl as f64),
+            (Counter::Gvt, self.gvt.value() as f64),
+            (Counter::ActiveFlows, self.active_flows as f64),
             (
-                "dispatch_high",
+                Counter::DispatchHigh,
                 self.dispatched[QueueClass::High.index()] as f64,
             ),
             (
-                "dispatch_medium",
+                Counter::DispatchMedium,
                 self.dispatched[QueueClass::Medium.index()] as f64,
             ),
             (
-                "dispatch_low",
+                Counter::DispatchLow,
                 self.dispatched[QueueClass::Low.index()] as f64,
             ),
-            ("hl_adjustments", self.adjustments as f64),
+            (Counter::HlAdjustments, self.adjustments as f64),
         ]
     }
 

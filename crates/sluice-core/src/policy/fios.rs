@@ -49,6 +49,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use super::Counter;
 use super::{Completion, DeviceView, Dispatch, ParamError, Params, Policy};
 use crate::types::{Flow, Nanos, Op, Request};
 
@@ -624,13 +625,13 @@ impl Policy for Fios {
         self.queued
     }
 
-    fn counters(&self) -> Vec<(&'static str, f64)> {
+    fn counters(&self) -> Vec<(Counter, f64)> {
         vec![
-            ("epochs", self.epochs as f64),
-            ("anticipations", self.anticipations as f64),
-            ("antic_hits", self.antic_hits as f64),
-            ("antic_timeouts", self.antic_timeouts as f64),
-            ("antic_idle_ms", self.antic_charged_ns as f64 / 1e6),
+            (Counter::Epochs, self.epochs as f64),
+            (Counter::Anticipations, self.anticipations as f64),
+            (Counter::AnticHits, self.antic_hits as f64),
+            (Counter::AnticTimeouts, self.antic_timeouts as f64),
+            (Counter::AnticIdleMs, self.antic_charged_ns as f64 / 1e6),
         ]
     }
 }

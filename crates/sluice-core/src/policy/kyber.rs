@@ -39,6 +39,7 @@
 
 use std::collections::VecDeque;
 
+use super::Counter;
 use super::{Completion, DeviceView, Dispatch, ParamError, Params, Policy};
 use crate::types::{Nanos, Op, Request};
 
@@ -292,11 +293,11 @@ impl Policy for KyberPolicy {
         self.queued
     }
 
-    fn counters(&self) -> Vec<(&'static str, f64)> {
+    fn counters(&self) -> Vec<(Counter, f64)> {
         vec![
-            ("read_depth", self.depth[READ] as f64),
-            ("write_depth", self.depth[WRITE] as f64),
-            ("depth_adjustments", self.adjustments as f64),
+            (Counter::ReadDepth, self.depth[READ] as f64),
+            (Counter::WriteDepth, self.depth[WRITE] as f64),
+            (Counter::DepthAdjustments, self.adjustments as f64),
         ]
     }
 }

@@ -43,6 +43,7 @@
 
 use std::collections::{BTreeSet, VecDeque};
 
+use super::Counter;
 use super::{Completion, DeviceView, Dispatch, ParamError, Params, Policy};
 use crate::types::{IoClass, Nanos, Op, ReqId, Request};
 
@@ -298,12 +299,12 @@ impl Policy for LdPolicy {
         self.critical.len() + self.staged
     }
 
-    fn counters(&self) -> Vec<(&'static str, f64)> {
+    fn counters(&self) -> Vec<(Counter, f64)> {
         vec![
-            ("free_tokens", self.free as f64),
-            ("noncritical_inflight", self.nc_inflight as f64),
-            ("staged", self.staged as f64),
-            ("split_requests", self.splits as f64),
+            (Counter::FreeTokens, self.free as f64),
+            (Counter::NoncriticalInflight, self.nc_inflight as f64),
+            (Counter::Staged, self.staged as f64),
+            (Counter::SplitRequests, self.splits as f64),
         ]
     }
 }

@@ -35,6 +35,7 @@
 
 mod bfq;
 mod cfq;
+mod counter;
 mod d2fq;
 mod fios;
 mod kyber;
@@ -49,6 +50,7 @@ mod sfqd;
 
 pub use bfq::{Bfq, BfqConfig, EntityView, Expiry, MaxBudget};
 pub use cfq::Cfq;
+pub use counter::Counter;
 pub use d2fq::{d2fq_wrr_weights, D2fq, D2fqConfig, D2fqMode, D2fqThresholds, SloppyGvt};
 pub use fios::{Anticipation, CostModel, Fios, FiosConfig};
 pub use kyber::KyberPolicy;
@@ -179,7 +181,7 @@ pub trait Policy: Send {
     /// as named numbers. Engines sample it once per bandwidth interval into the report
     /// (`extra.policy_series`) and once at the end (`extra.policy`). Names are
     /// `snake_case` with units where they have one.
-    fn counters(&self) -> Vec<(&'static str, f64)> {
+    fn counters(&self) -> Vec<(Counter, f64)> {
         Vec::new()
     }
 

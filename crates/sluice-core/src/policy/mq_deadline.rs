@@ -35,6 +35,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::Counter;
 use super::{Completion, DeviceView, Dispatch, ParamError, Params, Policy};
 use crate::types::{IoClass, Nanos, Op, Request};
 
@@ -256,11 +257,11 @@ impl Policy for MqDeadlinePolicy {
         self.prio.iter().map(PerPrio::queued).sum()
     }
 
-    fn counters(&self) -> Vec<(&'static str, f64)> {
+    fn counters(&self) -> Vec<(Counter, f64)> {
         vec![
-            ("rt_outstanding", self.prio[RT].outstanding as f64),
-            ("be_outstanding", self.prio[BE].outstanding as f64),
-            ("idle_outstanding", self.prio[IDLE].outstanding as f64),
+            (Counter::RtOutstanding, self.prio[RT].outstanding as f64),
+            (Counter::BeOutstanding, self.prio[BE].outstanding as f64),
+            (Counter::IdleOutstanding, self.prio[IDLE].outstanding as f64),
         ]
     }
 }

@@ -33,6 +33,7 @@
 
 use std::collections::BTreeMap;
 
+use super::Counter;
 use super::{Completion, DeviceView, Dispatch, ParamError, Params, Policy};
 use crate::types::{Flow, Nanos, Request};
 
@@ -186,11 +187,11 @@ impl Policy for Mqfq {
         self.queued
     }
 
-    fn counters(&self) -> Vec<(&'static str, f64)> {
+    fn counters(&self) -> Vec<(Counter, f64)> {
         vec![
-            ("virtual_time", self.v as f64),
-            ("inflight", self.inflight as f64),
-            ("throttled_turns", self.throttled as f64),
+            (Counter::VirtualTime, self.v as f64),
+            (Counter::Inflight, self.inflight as f64),
+            (Counter::ThrottledTurns, self.throttled as f64),
         ]
     }
 }

@@ -16,6 +16,7 @@
 
 use std::collections::VecDeque;
 
+use super::Counter;
 use super::{DeviceView, Dispatch, ParamError, Params, Policy};
 use crate::types::{Flow, Nanos, Request};
 
@@ -130,7 +131,7 @@ impl Policy for Quanta {
         self.queued
     }
 
-    fn counters(&self) -> Vec<(&'static str, f64)> {
-        vec![("quanta", self.quanta as f64)]
+    fn counters(&self) -> Vec<(Counter, f64)> {
+        vec![(Counter::Quanta, self.quanta as f64)]
     }
 }

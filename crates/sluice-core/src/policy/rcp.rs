@@ -39,6 +39,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use super::Counter;
 use super::{Admission, Completion, DeviceView, Dispatch, ParamError, Params, Policy};
 use crate::types::{IoClass, Nanos, ReqId, Request};
 
@@ -262,13 +263,16 @@ impl Policy for RcpPolicy {
         self.crit.len() + self.nc.len()
     }
 
-    fn counters(&self) -> Vec<(&'static str, f64)> {
+    fn counters(&self) -> Vec<(Counter, f64)> {
         vec![
-            ("critical_slots_held", self.held_c as f64),
-            ("noncritical_slots_held", self.held_n as f64),
-            ("noncritical_inflight", self.nc_inflight as f64),
-            ("promotions", self.promotions as f64),
-            ("starvation_dispatches", self.starvation_dispatches as f64),
+            (Counter::CriticalSlotsHeld, self.held_c as f64),
+            (Counter::NoncriticalSlotsHeld, self.held_n as f64),
+            (Counter::NoncriticalInflight, self.nc_inflight as f64),
+            (Counter::Promotions, self.promotions as f64),
+            (
+                Counter::StarvationDispatches,
+                self.starvation_dispatches as f64,
+            ),
         ]
     }
 }

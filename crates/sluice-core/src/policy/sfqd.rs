@@ -28,6 +28,7 @@
 
 use std::collections::BTreeMap;
 
+use super::Counter;
 use super::{Completion, DeviceView, Dispatch, ParamError, Params, Policy};
 use crate::types::{Flow, Nanos, Op, Request};
 
@@ -199,12 +200,18 @@ impl Policy for Sfqd {
         self.queue.len()
     }
 
-    fn counters(&self) -> Vec<(&'static str, f64)> {
+    fn counters(&self) -> Vec<(Counter, f64)> {
         vec![
-            ("virtual_time", self.v as f64),
-            ("inflight", self.inflight as f64),
-            ("read_service_ns", self.service_ns[0].unwrap_or(0) as f64),
-            ("write_service_ns", self.service_ns[1].unwrap_or(0) as f64),
+            (Counter::VirtualTime, self.v as f64),
+            (Counter::Inflight, self.inflight as f64),
+            (
+                Counter::ReadServiceNs,
+                self.service_ns[0].unwrap_or(0) as f64,
+            ),
+            (
+                Counter::WriteServiceNs,
+                self.service_ns[1].unwrap_or(0) as f64,
+            ),
         ]
     }
 }
