@@ -37,8 +37,6 @@ pub struct ReqState {
     pub token: u64,
     /// Read, write or flush.
     pub op: Op,
-    /// Offset of the whole request.
-    pub offset: u64,
     /// Length of the whole request.
     pub len: u32,
     /// Its class now (raised by a promotion).
@@ -49,8 +47,6 @@ pub struct ReqState {
     pub admit_ns: Nanos,
     /// First piece dispatched (`Nanos::MAX` until then).
     pub dispatch_ns: Nanos,
-    /// Last piece reported done by the device.
-    pub device_done_ns: Nanos,
     remaining: u16,
     ok: bool,
     live: bool,
@@ -61,13 +57,11 @@ impl ReqState {
     const EMPTY: ReqState = ReqState {
         token: 0,
         op: Op::Read,
-        offset: 0,
         len: 0,
         class: IoClass::Normal,
         submit_ns: 0,
         admit_ns: 0,
         dispatch_ns: NOT_YET,
-        device_done_ns: 0,
         remaining: 0,
         ok: true,
         live: false,
@@ -292,7 +286,6 @@ impl<M: Meter> BlockLayer<M> {
         *rs = ReqState {
             token,
             op: r.op,
-            offset: r.offset,
             len: r.len,
             class: r.class,
             submit_ns: now_ns,
@@ -459,7 +452,6 @@ impl<M: Meter> BlockLayer<M> {
         let idx = piece.req.id.0 as usize;
         let rs = &mut self.reqs[idx];
         rs.ok &= ok;
-        rs.device_done_ns = now_ns;
         rs.remaining -= 1;
         if rs.remaining > 0 {
             return None;

@@ -136,9 +136,8 @@ pub(crate) struct Outgoing {
     /// The worker's request slot (its buffer).
     pub slot: u32,
     pub op: sluice_core::Op,
-    /// Device address space offset of the piece and of its whole request.
+    /// Device address space offset of the piece.
     pub offset: u64,
-    pub req_offset: u64,
     pub len: u32,
 }
 
@@ -168,13 +167,11 @@ impl DevState {
         self.block.pump(now_ns, &mut self.port);
         for &tag in &self.port.outbox[me] {
             let p = self.block.piece(tag);
-            let r = self.block.request(p.req.id);
             out.push(Outgoing {
                 tag,
-                slot: r.token as u32,
+                slot: self.block.request(p.req.id).token as u32,
                 op: p.req.op,
                 offset: p.req.offset,
-                req_offset: r.offset,
                 len: p.req.len,
             });
         }

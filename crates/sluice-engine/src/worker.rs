@@ -141,6 +141,9 @@ pub(crate) struct Worker<'a> {
     jobs: Vec<JobRt>,
     /// Request slot → the thread that owns it.
     slot_thread: Vec<u32>,
+    /// Request slot → the request's offset (a piece's place in the slot's buffer is
+    /// its offset minus this).
+    slot_offset: Vec<u64>,
     free_slots: Vec<u32>,
     /// Requests the job threads issued this turn, for the block layer.
     new_reqs: Vec<(NewRequest, u32)>,
@@ -276,6 +279,7 @@ impl<'a> Worker<'a> {
             threads,
             jobs,
             slot_thread: vec![0; slots],
+            slot_offset: vec![0; slots],
             free_slots: (0..slots as u32).rev().collect(),
             new_reqs: Vec::with_capacity(slots),
             cqes: Vec::with_capacity(2 * entries as usize),
@@ -478,6 +482,7 @@ impl<'a> Worker<'a> {
                 .pop()
                 .expect("a slot per unit of iodepth: outstanding ≤ iodepth");
             self.slot_thread[slot as usize] = t as u32;
+            self.slot_offset[slot as usize] = r.offset;
             self.outstanding += 1;
             self.new_reqs.push((r, slot));
         }
@@ -564,7 +569,7 @@ impl<'a> Worker<'a> {
             // SAFETY: a piece lies inside its request, whose buffer is slot_len ≥ len.
             let buf = unsafe {
                 self.region_ptr
-                    .add(o.slot as usize * self.slot_len + (o.offset - o.req_offset) as usize)
+                    .add(o.slot as usize * self.slot_len + (o.offset - self.slot_offset[o.slot as usize]) as usize)
             };
             let e = sqe(o, fd, buf, file_off, self.fixed_bufs);
             // SAFETY: the buffer and the registered file stay valid until the CQE is
