@@ -13,6 +13,7 @@
 //! * [`cli`] — the parts of the `sluice` command that are worth testing as a library.
 #![warn(missing_docs, missing_debug_implementations)]
 
+pub use sluice_block as block;
 pub use sluice_core as core;
 pub use sluice_device as device;
 pub use sluice_engine as engine;

@@ -94,6 +94,12 @@ struct SimArgs {
     /// Width of a bandwidth-over-time bin, in milliseconds (default: about 1/200 of the run).
     #[arg(long)]
     interval_ms: Option<u64>,
+    /// Seeded command faults of the simulated device:
+    /// `media=P,timeout=P,timeout_ms=N,seed=N` (P: probability per command; a timed-out
+    /// command hangs until the host's timeout, default 30 ms, then fails). Failed I/Os
+    /// count in each job's `error`; see `docs/devices.md`.
+    #[arg(long, value_name = "SPEC")]
+    faults: Option<String>,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -205,6 +211,12 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
         seed: args.seed,
         cores: args.cores,
         interval_ns: args.interval_ms.map(|ms| ms.max(1) * 1_000_000),
+        faults: match &args.faults {
+            Some(s) => {
+                sluice::device::FaultConfig::parse(s).map_err(|e| CliError::Usage(e.to_string()))?
+            }
+            None => sluice::device::FaultConfig::none(),
+        },
         ..SimConfig::default()
     };
     let show_progress = !args.out.quiet && std::io::stderr().is_terminal();

@@ -279,3 +279,42 @@ fn repro_writes_its_figures_and_table() {
 fn unknown_repro_suite() {
     assert_bad_input(&sluice(&["repro", "nope"]), &["nope", "d2fq"]);
 }
+
+#[test]
+fn sim_faults_count_errors_and_bad_specs_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(dir.path(), "j.fio", SHORT);
+    let json = dir.path().join("out.json");
+    let o = sluice(&[
+        "sim",
+        &job,
+        "--quiet",
+        "--faults",
+        "media=0.05,timeout=0.01,timeout_us=200",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let errors: u64 = v["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["error"].as_u64().unwrap())
+        .sum();
+    assert!(errors > 0);
+    // The block layer also counts failures after the jobs' time-based end, which the
+    // report leaves out (as fio does with late completions).
+    assert!(v["extra"]["block"]["failed"].as_u64().unwrap() >= errors);
+    assert!(
+        v["extra"]["device_faults"]["media_errors"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    let o = sluice(&["sim", &job, "--faults", "media=1.5"]);
+    assert_bad_input(&o, &["--faults", "media=1.5", "[0, 1]"]);
+    let o = sluice(&["sim", &job, "--faults", "latency=1"]);
+    assert_bad_input(&o, &["unknown key 'latency'", "media, timeout"]);
+}

@@ -94,9 +94,11 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 mod arbiter;
+pub mod faults;
 mod profile;
 mod ssd;
 
+pub use faults::{FaultConfig, FaultSpecError};
 pub use profile::{
     Arbitration, ArbitrationKind, Burst, Controller, DeviceProfile, Geometry, Media, Nominal,
     ProfileError, WriteBuffer, WritePlacement,

@@ -2,6 +2,7 @@
 //! write buffer. See the crate docs for the model.
 
 use crate::arbiter::Arbiter;
+use crate::faults::{Fault, FaultConfig, Faults};
 use crate::profile::{Arbitration, DeviceProfile, ProfileError, WritePlacement};
 use sluice_core::{Nanos, Op, QueueClass};
 use std::cmp::Reverse;
@@ -33,7 +34,8 @@ pub struct DeviceCompletion {
     pub fetch_ns: Nanos,
     /// When its completion became visible to the host.
     pub complete_ns: Nanos,
-    /// Whether it succeeded (always true: faults are not modelled yet).
+    /// Whether it succeeded (false: a seeded media error or timeout, see
+    /// [`NvmeSsd::set_faults`]).
     pub ok: bool,
 }
 
@@ -56,8 +58,12 @@ pub struct DeviceStats {
     /// Commands fetched by the controller, per queue class index (urgent, high,
     /// medium, low). With round robin the class is that of the queue fetched from.
     pub fetched_per_class: [u64; 4],
-    /// Commands completed.
+    /// Commands completed (successfully or not).
     pub completed: u64,
+    /// Commands that completed with a (seeded) media error.
+    pub media_errors: u64,
+    /// Commands that hung until the host's timeout aborted them.
+    pub timeouts: u64,
     /// Reads completed.
     pub completed_reads: u64,
     /// Writes completed.
@@ -120,6 +126,7 @@ struct Slot {
     tag: u32,
     qid: u16,
     op: u8,
+    fault: Fault,
     len: u32,
     submit_ns: Nanos,
     fetch_ns: Nanos,
@@ -194,8 +201,8 @@ struct BufferState {
 }
 
 /// The simulated NVMe SSD. Passive and deterministic: it is given the time by its
-/// caller, holds no clock, thread or randomness, and identical call sequences give
-/// identical results.
+/// caller, holds no clock or thread, draws its seeded faults (if any) from its own
+/// stream, and identical call sequences give identical results.
 ///
 /// The caller must [`advance`](NvmeSsd::advance) to `now_ns` before submitting at
 /// `now_ns`, and must never go back in time.
@@ -230,6 +237,7 @@ pub struct NvmeSsd {
     unit_free: Vec<Nanos>,
     write_ptr: u32,
     buffer: Option<BufferState>,
+    faults: Option<Faults>,
     stats: DeviceStats,
 }
 
@@ -295,6 +303,7 @@ impl NvmeSsd {
             unit_free: vec![0; m.units as usize],
             write_ptr: 0,
             buffer,
+            faults: None,
             stats: DeviceStats {
                 unit_busy_ns: vec![0; m.units as usize],
                 ..DeviceStats::default()
@@ -372,16 +381,18 @@ impl NvmeSsd {
             let s = self.slots[ev.id as usize];
             let st = &mut self.stats;
             st.completed += 1;
-            match s.op {
-                OP_READ => {
+            match (s.fault, s.op) {
+                (Fault::Media, _) => st.media_errors += 1,
+                (Fault::Timeout, _) => st.timeouts += 1,
+                (Fault::None, OP_READ) => {
                     st.completed_reads += 1;
                     st.bytes_read += s.len as u64;
                 }
-                OP_WRITE => {
+                (Fault::None, OP_WRITE) => {
                     st.completed_writes += 1;
                     st.bytes_written += s.len as u64;
                 }
-                _ => st.completed_flushes += 1,
+                (Fault::None, _) => st.completed_flushes += 1,
             }
             out.push(DeviceCompletion {
                 tag: s.tag,
@@ -389,7 +400,7 @@ impl NvmeSsd {
                 submit_ns: s.submit_ns,
                 fetch_ns: s.fetch_ns,
                 complete_ns: ev.time,
-                ok: true,
+                ok: s.fault == Fault::None,
             });
             self.free_slots.push(ev.id);
             if let Some(qid) = self.arbiter.pick() {
@@ -456,6 +467,18 @@ impl NvmeSsd {
         Ok(())
     }
 
+    /// Inject seeded command faults from now on (see [`crate::faults`]); `seed` is used
+    /// unless the configuration names its own. A configuration with no fault turns
+    /// them off.
+    pub fn set_faults(&mut self, cfg: FaultConfig, seed: u64) {
+        self.faults = cfg.is_active().then(|| Faults::new(cfg, seed));
+    }
+
+    /// The faults in force, if any.
+    pub fn faults(&self) -> Option<&FaultConfig> {
+        self.faults.as_ref().map(|f| f.config())
+    }
+
     /// The profile the device was built from (with any later [`NvmeSsd::set_arbitration`]).
     pub fn profile(&self) -> &DeviceProfile {
         &self.profile
@@ -491,14 +514,26 @@ impl NvmeSsd {
             Op::Write => OP_WRITE,
             Op::Flush => OP_FLUSH,
         };
+        let fault = match &mut self.faults {
+            None => Fault::None,
+            Some(f) => f.draw(),
+        };
         self.slots[slot as usize] = Slot {
             tag: p.cmd.tag,
             qid,
             op,
+            fault,
             len: p.cmd.len,
             submit_ns: p.submit_ns,
             fetch_ns: now,
         };
+        if fault == Fault::Timeout {
+            // The command hangs in its controller slot (no media time) until the host's
+            // timeout aborts it.
+            let timeout = self.faults.as_ref().expect("drawn").config().timeout_ns;
+            self.push_event(now.max(p.submit_ns + timeout), slot, 0);
+            return;
+        }
         if let Some(done) = self.service(now, slot, &p.cmd) {
             self.push_event(done + self.complete_ns, slot, 0);
         }

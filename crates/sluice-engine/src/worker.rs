@@ -568,8 +568,10 @@ impl<'a> Worker<'a> {
             let file_off = o.offset - th.file_base;
             // SAFETY: a piece lies inside its request, whose buffer is slot_len ≥ len.
             let buf = unsafe {
-                self.region_ptr
-                    .add(o.slot as usize * self.slot_len + (o.offset - self.slot_offset[o.slot as usize]) as usize)
+                self.region_ptr.add(
+                    o.slot as usize * self.slot_len
+                        + (o.offset - self.slot_offset[o.slot as usize]) as usize,
+                )
             };
             let e = sqe(o, fd, buf, file_off, self.fixed_bufs);
             // SAFETY: the buffer and the registered file stay valid until the CQE is

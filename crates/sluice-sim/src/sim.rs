@@ -6,10 +6,11 @@ use sluice_block::{BlockLayer, DevicePort, Finished, NewRequest};
 use sluice_core::policy::{Dispatch, Policy};
 use sluice_core::{FlowId, IoClass, Nanos, QueueClass};
 use sluice_device::{
-    Arbitration, ArbitrationKind, Command, DeviceCompletion, DeviceProfile, NvmeSsd,
+    Arbitration, ArbitrationKind, Command, DeviceCompletion, DeviceProfile, FaultConfig, NvmeSsd,
 };
 use sluice_metrics::{
-    Collector, Extra, PerClass, PolicyCounters, PolicySeries, RunReport, RunSetup, Sample, SimFacts,
+    Collector, DeviceFaults, Extra, PerClass, PolicyCounters, PolicySeries, RunReport, RunSetup,
+    Sample, SimFacts,
 };
 use sluice_workload::{
     flows_of, stonewall_groups, FlowConflict, IoSource, IoSpec, JobSpec, NextIo,
@@ -30,6 +31,9 @@ pub struct SimConfig {
     pub interval_ns: Option<Nanos>,
     /// Hard cap on simulated time, a guard against a job that would never end.
     pub max_sim_ns: Nanos,
+    /// Seeded command faults of the simulated device (media errors, timeouts); none by
+    /// default. Drawn from the run's seed unless the configuration names its own.
+    pub faults: FaultConfig,
 }
 
 impl Default for SimConfig {
@@ -39,6 +43,7 @@ impl Default for SimConfig {
             cores: 8,
             interval_ns: None,
             max_sim_ns: 24 * 3600 * 1_000_000_000,
+            faults: FaultConfig::none(),
         }
     }
 }
@@ -334,7 +339,8 @@ impl<'a> Sim<'a> {
         let setup = RunSetup::for_jobs(specs, &flows, &job_flow, cfg.interval_ns);
         let interval_ns = setup.interval_ns;
 
-        let device = NvmeSsd::new(profile, cfg.cores);
+        let mut device = NvmeSsd::new(profile, cfg.cores);
+        device.set_faults(cfg.faults, cfg.seed);
         let sq_total: u64 = (0..cfg.cores)
             .flat_map(|c| QueueClass::ALL.map(|q| (c, q)))
             .map(|(c, q)| device.sq_free(device.queue_id(c, q)) as u64)
@@ -719,7 +725,10 @@ impl<'a> Sim<'a> {
                 sim_ios: self.ios,
                 device_fetched_per_class: PerClass(fetched),
                 device_wrr_weights: self.block.wrr_applied(),
-                device_faults: None,
+                device_faults: self.port.device.faults().map(|_| DeviceFaults {
+                    media_errors: self.port.device.stats().media_errors,
+                    timeouts: self.port.device.stats().timeouts,
+                }),
                 littles_law_l: round6(l),
                 littles_law_lambda_w: round6(lambda_w),
             }),
