@@ -1,39 +1,21 @@
 //! Real-I/O tests of the engine on temporary files (short: well under a second each).
 //! Where io_uring cannot be set up at all, each test says why and returns.
 
+mod common;
+
+use common::{cfg_in, jobs, prepare};
+
 use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
 use sluice_core::policy::{Completion, Counter, DeviceView, Dispatch, Policy, PolicySpec};
 use sluice_core::{Nanos, QueueClass, Request};
-use sluice_engine::{EngineConfig, EngineError, EngineOutput, FileSet};
-use sluice_workload::{parse_str, JobSpec, ParseOptions};
-
-fn jobs(text: &str) -> Vec<JobSpec> {
-    parse_str(text, "test.fio", &ParseOptions::default())
-        .unwrap()
-        .jobs
-}
+use sluice_engine::{EngineConfig, EngineOutput, FileSet};
+use sluice_workload::JobSpec;
 
 fn cfg(dir: &Path) -> EngineConfig {
-    EngineConfig {
-        directory: dir.to_path_buf(),
-        ..EngineConfig::default()
-    }
-}
-
-/// Prepare the files, or `None` (with the reason printed) when io_uring is unusable.
-fn prepare(j: &[JobSpec], c: &EngineConfig) -> Option<FileSet> {
-    let stop = AtomicBool::new(false);
-    match sluice_engine::prepare(j, c, &stop, &mut |_, _, _| {}) {
-        Ok(f) => Some(f),
-        Err(e @ EngineError::Ring { .. }) => {
-            eprintln!("io_uring unavailable, test skipped: {e}");
-            None
-        }
-        Err(e) => panic!("prepare: {e}"),
-    }
+    cfg_in(dir, None)
 }
 
 fn run(j: &[JobSpec], files: &FileSet, policy: &str, c: &EngineConfig) -> EngineOutput {

@@ -4,6 +4,10 @@
 //! Real I/O on temporary files; where io_uring cannot be set up, a test says why and
 //! returns.
 
+mod common;
+
+use common::{cfg_in, jobs, prepare};
+
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -11,33 +15,11 @@ use std::sync::Arc;
 
 use sluice_core::policy::{Completion, Counter, DeviceView, Dispatch, Policy, PolicySpec};
 use sluice_core::{FlowId, IoClass, Nanos, QueueClass, Request};
-use sluice_engine::{EngineConfig, EngineError, EngineOutput, FileSet};
-use sluice_workload::{parse_str, JobSpec, ParseOptions};
-
-fn jobs(text: &str) -> Vec<JobSpec> {
-    parse_str(text, "test.fio", &ParseOptions::default())
-        .unwrap()
-        .jobs
-}
+use sluice_engine::{EngineConfig, EngineOutput, FileSet};
+use sluice_workload::JobSpec;
 
 fn cfg(dir: &Path, workers: usize) -> EngineConfig {
-    EngineConfig {
-        directory: dir.to_path_buf(),
-        workers: Some(workers),
-        ..EngineConfig::default()
-    }
-}
-
-fn prepare(j: &[JobSpec], c: &EngineConfig) -> Option<FileSet> {
-    let stop = AtomicBool::new(false);
-    match sluice_engine::prepare(j, c, &stop, &mut |_, _, _| {}) {
-        Ok(f) => Some(f),
-        Err(e @ EngineError::Ring { .. }) => {
-            eprintln!("io_uring unavailable, test skipped: {e}");
-            None
-        }
-        Err(e) => panic!("prepare: {e}"),
-    }
+    cfg_in(dir, Some(workers))
 }
 
 fn run(j: &[JobSpec], files: &FileSet, policy: &str, c: &EngineConfig) -> EngineOutput {

@@ -2,6 +2,10 @@
 //! (`extra.policy_ns_per_io`), on short real runs over temporary files.
 //! Where io_uring cannot be set up at all, each test says why and returns.
 
+mod common;
+
+use common::{cfg_in, jobs, prepare};
+
 use std::hint::black_box;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -9,35 +13,12 @@ use std::time::Instant;
 
 use sluice_core::policy::{Completion, DeviceView, Dispatch, NonePolicy, Policy, PolicySpec};
 use sluice_core::{Nanos, Request};
-use sluice_engine::{EngineConfig, EngineError, EngineOutput, FileSet};
-use sluice_workload::{parse_str, JobSpec, ParseOptions};
+use sluice_engine::{EngineConfig, EngineOutput};
 
 const JOB: &str = "[r]\nrw=randread\nbs=4k\nsize=4m\niodepth=4\nnumjobs=1\n";
 
-fn jobs(text: &str) -> Vec<JobSpec> {
-    parse_str(text, "test.fio", &ParseOptions::default())
-        .unwrap()
-        .jobs
-}
-
 fn cfg(dir: &Path) -> EngineConfig {
-    EngineConfig {
-        directory: dir.to_path_buf(),
-        workers: Some(1),
-        ..EngineConfig::default()
-    }
-}
-
-fn prepare(j: &[JobSpec], c: &EngineConfig) -> Option<FileSet> {
-    let stop = AtomicBool::new(false);
-    match sluice_engine::prepare(j, c, &stop, &mut |_, _, _| {}) {
-        Ok(f) => Some(f),
-        Err(e @ EngineError::Ring { .. }) => {
-            eprintln!("io_uring unavailable, test skipped: {e}");
-            None
-        }
-        Err(e) => panic!("prepare: {e}"),
-    }
+    cfg_in(dir, Some(1))
 }
 
 /// `extra.KEY` as the JSON report has it.
