@@ -200,6 +200,12 @@ impl<M: Meter> BlockLayer<M> {
         }
     }
 
+    /// Tell the policy about a flow that appeared after construction (an application
+    /// task with a new flow), or a flow whose weight changed.
+    pub fn add_flow(&mut self, flow: &Flow) {
+        self.policy.add_flow(flow);
+    }
+
     /// The policy (for its name, counters, queue length).
     pub fn policy(&self) -> &dyn Policy {
         &*self.policy

@@ -378,6 +378,32 @@ impl Collector {
         }
     }
 
+    /// Add a flow after construction (an application's task with a new flow name);
+    /// returns its index.
+    pub fn add_flow(&mut self, flow: FlowInfo) -> usize {
+        self.setup.flows.push(flow);
+        self.flows.push(FlowAcc::default());
+        self.setup.flows.len() - 1
+    }
+
+    /// Add a job after construction (the runtime's (flow, activity) pairs appear as
+    /// tasks issue I/O); returns its index. Its window starts at the run's.
+    pub fn add_job(&mut self, job: JobInfo) -> usize {
+        assert!(
+            job.flow < self.setup.flows.len(),
+            "job {} names an unknown flow",
+            job.name
+        );
+        self.setup.jobs.push(job);
+        self.jobs.push(JobAcc {
+            dirs: [Dir::new(), Dir::new(), Dir::new()],
+            errors: 0,
+            start_ns: self.origin_ns,
+            done_ns: None,
+        });
+        self.setup.jobs.len() - 1
+    }
+
     /// The bandwidth bin width in use.
     pub fn interval_ns(&self) -> Nanos {
         self.interval_ns

@@ -43,6 +43,9 @@ pub struct Extra {
     /// The real engine's facts.
     #[serde(flatten)]
     pub real: Option<RealFacts>,
+    /// The application runtime's facts (a run of `sluice_runtime::Stack`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<RuntimeFacts>,
     /// FIOS's slowdowns against alone-runs (`sluice sim --alone`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fios: Option<FiosFigures>,
@@ -284,4 +287,29 @@ pub struct RealFacts {
     /// Jobs with I/O errors.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub io_errors: Vec<IoErrorFact>,
+}
+
+/// The application runtime's facts.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct RuntimeFacts {
+    /// The wake-up order (`fifo` or `critical`).
+    pub wakeup: String,
+    /// The inheritance switches (`locks,condvars,io,transitive` or `off`).
+    pub inherit: String,
+    /// Tasks spawned (the main task included).
+    pub tasks: u64,
+    /// Task polls.
+    pub polls: u64,
+    /// Critical tasks woken by their I/O that became their core's `next` (Algorithm 1).
+    pub critical_wakeups: u64,
+    /// Non-critical CPU bursts preempted by such a wake-up.
+    pub preemptions: u64,
+    /// Times a task started inheriting the critical class.
+    pub boosts: u64,
+    /// Times an inheritance ended.
+    pub boost_ends: u64,
+    /// Requests promoted to critical by inheritance.
+    pub inherited_promotions: u64,
+    /// CPU busy time per simulated core, ns.
+    pub core_busy_ns: Vec<Nanos>,
 }

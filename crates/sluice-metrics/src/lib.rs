@@ -46,7 +46,7 @@ mod table;
 pub use collector::{Collector, FlowInfo, JobInfo, RunSetup, Sample, DEFAULT_INTERVAL_NS};
 pub use extra::{
     DeviceFaults, Extra, FileFact, IoErrorFact, PerClass, PolicyCounters, PolicySeries,
-    PolicyTiming, RealFacts, SimFacts,
+    PolicyTiming, RealFacts, RuntimeFacts, SimFacts,
 };
 pub use fios::{fios_figures, FiosFigures, FiosMetricError, TaskFigures};
 pub use plot::{plot, plot_xy, XySeries};

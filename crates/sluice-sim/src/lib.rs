@@ -27,4 +27,4 @@
 pub mod events;
 mod sim;
 
-pub use sim::{run, LittleCheck, SimConfig, SimError, SimOutput, SimStats};
+pub use sim::{run, LittleCheck, SimConfig, SimError, SimOutput, SimPort, SimStats};

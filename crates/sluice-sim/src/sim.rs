@@ -159,14 +159,31 @@ struct JobRt {
 }
 
 /// The simulated device as the block layer's port: piece `tag` goes to the submission
-/// queue of (its hardware queue's core, its queue class).
-struct SimPort {
-    device: NvmeSsd,
+/// queue of (its hardware queue's core, its queue class). Used by the fio job runner
+/// here and by the application runtime's simulated backend.
+#[derive(Debug)]
+pub struct SimPort {
+    /// The device.
+    pub device: NvmeSsd,
     cores: u16,
     max_inflight: u32,
 }
 
 impl SimPort {
+    /// A port onto `device`, whose queue pairs serve `cores` host cores.
+    pub fn new(device: NvmeSsd) -> SimPort {
+        let cores = device.cores();
+        let sq_total: u64 = (0..cores)
+            .flat_map(|c| QueueClass::ALL.map(|q| (c, q)))
+            .map(|(c, q)| device.sq_free(device.queue_id(c, q)) as u64)
+            .sum();
+        SimPort {
+            device,
+            cores,
+            max_inflight: sq_total.min(u32::MAX as u64) as u32,
+        }
+    }
+
     #[inline]
     fn qid(&self, d: &Dispatch) -> u16 {
         self.device.queue_id(d.req.hwq % self.cores, d.queue)
@@ -341,11 +358,6 @@ impl<'a> Sim<'a> {
 
         let mut device = NvmeSsd::new(profile, cfg.cores);
         device.set_faults(cfg.faults, cfg.seed);
-        let sq_total: u64 = (0..cfg.cores)
-            .flat_map(|c| QueueClass::ALL.map(|q| (c, q)))
-            .map(|(c, q)| device.sq_free(device.queue_id(c, q)) as u64)
-            .sum();
-        let max_inflight = sq_total.min(u32::MAX as u64) as u32;
         let cap: usize = threads.iter().map(|t| t.iodepth as usize).sum();
         let block = BlockLayer::with_meter(policy, &flows, sluice_block::NoMeter, cap);
 
@@ -353,11 +365,7 @@ impl<'a> Sim<'a> {
             specs,
             cfg,
             block,
-            port: SimPort {
-                device,
-                cores: cfg.cores,
-                max_inflight,
-            },
+            port: SimPort::new(device),
             collector: Collector::new(setup),
             events: EventQueue::new(),
             threads,

@@ -1,0 +1,186 @@
+//! The runtime's settings: wake-up order, inheritance switches, the simulated host's
+//! CPU cost table.
+
+use sluice_core::Nanos;
+
+/// The order in which a core runs tasks that became runnable.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Wakeup {
+    /// First woken, first run (the baseline).
+    Fifo,
+    /// FastResponse's critical wakeup (ICS '22 §3.5, Algorithm 1): a critical task woken
+    /// by the completion of its I/O becomes the core's `next` — it runs before every
+    /// runnable non-critical task — unless `next` already holds a critical task (then
+    /// it takes the normal path); the core is marked to reschedule, so a non-critical
+    /// CPU burst in progress is preempted. A `next` that is critical is not displaced by
+    /// a later non-critical wakee.
+    #[default]
+    Critical,
+}
+
+impl std::str::FromStr for Wakeup {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "fifo" => Ok(Wakeup::Fifo),
+            "critical" => Ok(Wakeup::Critical),
+            _ => Err(format!("wakeup '{s}': give fifo or critical")),
+        }
+    }
+}
+
+/// RCP's I/O priority inheritance (FAST '17 §4.2–4.4), per kind of dependency, so each
+/// part can be switched off (RCP Fig. 10's ablation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Inherit {
+    /// A lock holder inherits the critical class of a critical waiter until it unlocks.
+    pub locks: bool,
+    /// The helpers of a condition variable (the tasks that signal it) and a joined task
+    /// inherit the class of a critical waiter until the waiter is woken.
+    pub condvars: bool,
+    /// A request another task issued is promoted when a critical task waits on it.
+    pub io: bool,
+    /// Inheritance follows the chain (holder waits on a lock, a condition or I/O …) to
+    /// its end; off: one step from the critical waiter only.
+    pub transitive: bool,
+}
+
+impl Inherit {
+    /// Everything on (the default).
+    pub const ON: Inherit = Inherit {
+        locks: true,
+        condvars: true,
+        io: true,
+        transitive: true,
+    };
+    /// Nothing inherited.
+    pub const OFF: Inherit = Inherit {
+        locks: false,
+        condvars: false,
+        io: false,
+        transitive: false,
+    };
+
+    /// Whether any kind is on.
+    pub fn any(&self) -> bool {
+        self.locks || self.condvars || self.io
+    }
+}
+
+impl Default for Inherit {
+    fn default() -> Self {
+        Inherit::ON
+    }
+}
+
+impl std::str::FromStr for Inherit {
+    type Err = String;
+    /// `on`, `off`, or a comma list of the kinds that are on:
+    /// `locks,condvars,io,transitive`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "on" => return Ok(Inherit::ON),
+            "off" => return Ok(Inherit::OFF),
+            _ => {}
+        }
+        let mut i = Inherit::OFF;
+        for k in s.split(',') {
+            match k.trim() {
+                "locks" => i.locks = true,
+                "condvars" => i.condvars = true,
+                "io" => i.io = true,
+                "transitive" => i.transitive = true,
+                other => return Err(format!(
+                    "inherit '{other}': give on, off, or a list of locks, condvars, io, transitive"
+                )),
+            }
+        }
+        Ok(i)
+    }
+}
+
+/// What the simulated host charges on its cores, in ns. The defaults are round figures
+/// of a Linux I/O path on a current server core, of the size the AIOS paper (ATC '19,
+/// Fig. 2–3) breaks down: a system call with block-layer submission ≈ 1.5 µs, an
+/// interrupt with completion and wake-up ≈ 1 µs, a context switch ≈ 0.5 µs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CostTable {
+    /// CPU per submitted I/O, charged to the submitting task's core.
+    pub submit_ns: Nanos,
+    /// CPU per completed I/O (interrupt and completion), charged to the core the I/O
+    /// was submitted from, at completion.
+    pub complete_ns: Nanos,
+    /// CPU to switch a core from one task to another.
+    pub switch_ns: Nanos,
+    /// Longest slice of a CPU burst before the core looks at its run queue again.
+    pub quantum_ns: Nanos,
+}
+
+impl Default for CostTable {
+    fn default() -> Self {
+        CostTable {
+            submit_ns: 1_500,
+            complete_ns: 1_000,
+            switch_ns: 500,
+            quantum_ns: 1_000_000,
+        }
+    }
+}
+
+impl CostTable {
+    /// No CPU cost at all (I/O only).
+    pub const FREE: CostTable = CostTable {
+        submit_ns: 0,
+        complete_ns: 0,
+        switch_ns: 0,
+        quantum_ns: 1_000_000,
+    };
+
+    /// Override entries from `submit_ns=N,complete_ns=N,switch_ns=N,quantum_ns=N`.
+    pub fn parse(mut self, s: &str) -> Result<CostTable, String> {
+        for e in s.split(',').filter(|e| !e.trim().is_empty()) {
+            let (k, v) = e
+                .split_once('=')
+                .ok_or_else(|| format!("cost '{e}': give key=ns"))?;
+            let v: Nanos = v
+                .trim()
+                .parse()
+                .map_err(|_| format!("cost {k}={v}: give whole nanoseconds"))?;
+            match k.trim() {
+                "submit_ns" => self.submit_ns = v,
+                "complete_ns" => self.complete_ns = v,
+                "switch_ns" => self.switch_ns = v,
+                "quantum_ns" if v > 0 => self.quantum_ns = v,
+                "quantum_ns" => return Err("cost quantum_ns=0: give at least 1".into()),
+                other => return Err(format!(
+                    "cost '{other}': known keys are submit_ns, complete_ns, switch_ns, quantum_ns"
+                )),
+            }
+        }
+        Ok(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn switches_parse() {
+        assert_eq!("on".parse::<Inherit>().unwrap(), Inherit::ON);
+        let i: Inherit = "locks,io".parse().unwrap();
+        assert!(i.locks && i.io && !i.condvars && !i.transitive);
+        assert!("lock"
+            .parse::<Inherit>()
+            .unwrap_err()
+            .contains("give on, off"));
+        assert_eq!("fifo".parse::<Wakeup>().unwrap(), Wakeup::Fifo);
+        assert!("lifo".parse::<Wakeup>().is_err());
+        let c = CostTable::default()
+            .parse("submit_ns=10, quantum_ns=5")
+            .unwrap();
+        assert_eq!((c.submit_ns, c.quantum_ns, c.complete_ns), (10, 5, 1_000));
+        assert!(CostTable::default().parse("quantum_ns=0").is_err());
+        assert!(CostTable::default().parse("speed=1").is_err());
+    }
+}

@@ -1,0 +1,342 @@
+//! RCP's I/O priority inheritance (FAST '17 §4.2–4.4) as an explicit dependency graph.
+//!
+//! Every blocked task records what it waits on — its *blocking status* in RCP's words —
+//! as one edge ([`Dep`]): a lock (whose holders are known), a condition variable (whose
+//! helpers are the tasks that signal it), a joined task, or an outstanding I/O (whose
+//! request is known). The set of boosted tasks and promoted requests is a function of
+//! these edges:
+//!
+//! > a task is boosted iff a critical task's chain of waits reaches it; a request is
+//! > promoted iff a critical task's chain of waits reaches it.
+//!
+//! [`refresh`] recomputes that set whenever an edge changed, as `rt_mutex_adjust_prio_chain`
+//! walks owner → blocked-on lock → owner, in these steps:
+//!
+//! 1. roots: every blocked task that is critical by itself (its class, or an explicit
+//!    boost) — not by inheritance;
+//! 2. from each root, follow its edge: a lock → its holders (`Inherit::locks`); a
+//!    condition variable → its live helpers, a join → the joined task
+//!    (`Inherit::condvars`); an I/O → promote that request (`Inherit::io`);
+//! 3. a task reached is boosted; if it is itself blocked and `Inherit::transitive` is on,
+//!    continue from its edge (at most [`MAX_CHAIN`] steps; a task seen twice ends the
+//!    walk, so a deadlock cycle cannot loop);
+//! 4. undo exactly what is no longer reached: boosts not in the new set end (requests
+//!    already promoted stay critical, as RCP reclassifies them); newly boosted tasks get
+//!    their outstanding requests promoted and, from now on, critical I/O and the
+//!    critical wake-up rule.
+
+use std::collections::{BTreeSet, VecDeque};
+
+use sluice_core::Nanos;
+
+/// Longest chain followed (Linux's `max_lock_depth` is 1024; RCP saw four steps).
+pub const MAX_CHAIN: usize = 16;
+
+/// What a blocked task waits on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Dep {
+    /// A lock (index into `Deps::locks`).
+    Lock(u32),
+    /// A condition variable (index into `Deps::conds`).
+    Cond(u32),
+    /// The end of another task.
+    Join(u32),
+    /// An I/O slot.
+    Io(u32),
+}
+
+/// A lock's holders and waiters.
+#[derive(Debug, Default)]
+pub(crate) struct LockState {
+    /// The exclusive holder.
+    pub owner: Option<u32>,
+    /// Shared holders (read locks).
+    pub readers: Vec<u32>,
+    /// Waiting tasks and whether each wants the lock exclusively, in arrival order.
+    pub waiters: VecDeque<(u32, bool)>,
+}
+
+/// A condition variable's helpers and waiters.
+#[derive(Debug, Default)]
+pub(crate) struct CondState {
+    /// Tasks that signalled it, with the time of their last signal (RCP's inference: a
+    /// task that signals a condition is likely to signal it again).
+    pub helpers: Vec<(u32, Nanos)>,
+    /// Tasks registered as helpers by the application (never expire).
+    pub fixed_helpers: Vec<u32>,
+    /// Waiting tasks, in arrival order, and whether each was notified.
+    pub waiters: VecDeque<u32>,
+}
+
+/// The dependency graph's state.
+#[derive(Debug, Default)]
+pub(crate) struct Deps {
+    pub locks: Vec<LockState>,
+    pub conds: Vec<CondState>,
+    /// Blocked tasks (those with an edge).
+    pub blocked: BTreeSet<u32>,
+    /// Tasks boosted now.
+    pub boosted: BTreeSet<u32>,
+    /// Something changed since the last refresh.
+    pub dirty: bool,
+    /// A helper that has not signalled for this long is forgotten.
+    pub helper_window_ns: Nanos,
+}
+
+/// What [`refresh`] needs to know of the tasks and the I/O, and may change.
+pub(crate) trait Graph {
+    /// The edge of task `t`, if blocked.
+    fn edge(&self, t: u32) -> Option<Dep>;
+    /// Whether `t` is critical by itself (class or explicit boost).
+    fn critical_by_itself(&self, t: u32) -> bool;
+    /// Set or clear `t`'s inherited boost; a newly boosted task's outstanding requests
+    /// are promoted by the implementation.
+    fn set_boost(&mut self, t: u32, on: bool);
+    /// Promote the request of I/O slot `s` (if still queued or waiting).
+    fn promote_io(&mut self, s: u32);
+}
+
+/// The inheritance switches [`refresh`] honours.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Switches {
+    pub locks: bool,
+    pub condvars: bool,
+    pub io: bool,
+    pub transitive: bool,
+}
+
+/// Recompute boosts and promotions from the edges (see the module documentation).
+/// Returns how many tasks started and how many stopped inheriting.
+pub(crate) fn refresh(deps: &mut Deps, g: &mut impl Graph, sw: Switches, now: Nanos) -> (u32, u32) {
+    deps.dirty = false;
+    let window = deps.helper_window_ns;
+    for c in &mut deps.conds {
+        c.helpers
+            .retain(|&(_, last)| window == 0 || now.saturating_sub(last) <= window);
+    }
+    let mut reached: BTreeSet<u32> = BTreeSet::new();
+    let mut ios: Vec<u32> = Vec::new();
+    let roots: Vec<u32> = deps
+        .blocked
+        .iter()
+        .copied()
+        .filter(|&t| g.critical_by_itself(t))
+        .collect();
+    for root in roots {
+        let mut seen: BTreeSet<u32> = BTreeSet::new();
+        let mut frontier = vec![(root, 0usize)];
+        seen.insert(root);
+        while let Some((t, depth)) = frontier.pop() {
+            if depth >= MAX_CHAIN {
+                continue;
+            }
+            let Some(edge) = g.edge(t) else { continue };
+            let mut next: Vec<u32> = Vec::new();
+            match edge {
+                Dep::Lock(l) if sw.locks => {
+                    let ls = &deps.locks[l as usize];
+                    next.extend(ls.owner);
+                    next.extend(ls.readers.iter().copied());
+                }
+                Dep::Cond(c) if sw.condvars => {
+                    let cs = &deps.conds[c as usize];
+                    next.extend(cs.helpers.iter().map(|h| h.0));
+                    next.extend(cs.fixed_helpers.iter().copied());
+                }
+                Dep::Join(j) if sw.condvars => next.push(j),
+                Dep::Io(s) if sw.io => ios.push(s),
+                _ => {}
+            }
+            for n in next {
+                if n == t || !seen.insert(n) {
+                    continue;
+                }
+                if !g.critical_by_itself(n) {
+                    reached.insert(n);
+                }
+                if sw.transitive {
+                    frontier.push((n, depth + 1));
+                }
+            }
+        }
+    }
+    let old = std::mem::take(&mut deps.boosted);
+    let mut started = 0;
+    let mut ended = 0;
+    for &t in old.difference(&reached) {
+        g.set_boost(t, false);
+        ended += 1;
+    }
+    for &t in reached.difference(&old) {
+        g.set_boost(t, true);
+        started += 1;
+    }
+    deps.boosted = reached;
+    for s in ios {
+        g.promote_io(s);
+    }
+    (started, ended)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    /// A toy graph: tasks with a class and an edge.
+    #[derive(Default)]
+    struct Toy {
+        critical: BTreeSet<u32>,
+        edges: BTreeMap<u32, Dep>,
+        boosted: BTreeSet<u32>,
+        promoted: BTreeSet<u32>,
+    }
+
+    impl Graph for Toy {
+        fn edge(&self, t: u32) -> Option<Dep> {
+            self.edges.get(&t).copied()
+        }
+        fn critical_by_itself(&self, t: u32) -> bool {
+            self.critical.contains(&t)
+        }
+        fn set_boost(&mut self, t: u32, on: bool) {
+            if on {
+                assert!(self.boosted.insert(t), "boosted twice");
+            } else {
+                assert!(self.boosted.remove(&t), "unboosted while not boosted");
+            }
+        }
+        fn promote_io(&mut self, s: u32) {
+            self.promoted.insert(s);
+        }
+    }
+
+    fn block(d: &mut Deps, g: &mut Toy, t: u32, e: Dep) {
+        g.edges.insert(t, e);
+        d.blocked.insert(t);
+    }
+
+    #[test]
+    fn a_chain_of_three_is_boosted_and_undone() {
+        // 0 (critical) waits on lock 0 held by 1; 1 waits on lock 1 held by 2; 2 waits
+        // on I/O 7.
+        let mut d = Deps::default();
+        d.locks = vec![LockState::default(), LockState::default()];
+        d.locks[0].owner = Some(1);
+        d.locks[1].owner = Some(2);
+        let mut g = Toy::default();
+        g.critical.insert(0);
+        block(&mut d, &mut g, 0, Dep::Lock(0));
+        block(&mut d, &mut g, 1, Dep::Lock(1));
+        block(&mut d, &mut g, 2, Dep::Io(7));
+        assert_eq!(
+            refresh(
+                &mut d,
+                &mut g,
+                Switches {
+                    locks: true,
+                    condvars: true,
+                    io: true,
+                    transitive: true
+                },
+                0
+            ),
+            (2, 0)
+        );
+        assert_eq!(g.boosted, BTreeSet::from([1, 2]));
+        assert!(g.promoted.contains(&7));
+        // Not transitive: one step only.
+        let mut g2 = Toy {
+            critical: g.critical.clone(),
+            edges: g.edges.clone(),
+            ..Toy::default()
+        };
+        let mut d2 = Deps {
+            locks: std::mem::take(&mut d.locks),
+            blocked: d.blocked.clone(),
+            ..Deps::default()
+        };
+        refresh(
+            &mut d2,
+            &mut g2,
+            Switches {
+                locks: true,
+                condvars: true,
+                io: true,
+                transitive: false,
+            },
+            0,
+        );
+        assert_eq!(g2.boosted, BTreeSet::from([1]));
+        assert!(g2.promoted.is_empty());
+        d.locks = std::mem::take(&mut d2.locks);
+        // The critical task gets its lock: everything is undone.
+        d.blocked.remove(&0);
+        g.edges.remove(&0);
+        assert_eq!(
+            refresh(
+                &mut d,
+                &mut g,
+                Switches {
+                    locks: true,
+                    condvars: true,
+                    io: true,
+                    transitive: true
+                },
+                0
+            ),
+            (0, 2)
+        );
+        assert!(g.boosted.is_empty());
+    }
+
+    #[test]
+    fn a_deadlock_cycle_ends_the_walk() {
+        let mut d = Deps::default();
+        d.locks = vec![LockState::default(), LockState::default()];
+        d.locks[0].owner = Some(1);
+        d.locks[1].owner = Some(0);
+        let mut g = Toy::default();
+        g.critical.insert(0);
+        block(&mut d, &mut g, 0, Dep::Lock(0));
+        block(&mut d, &mut g, 1, Dep::Lock(1));
+        refresh(
+            &mut d,
+            &mut g,
+            Switches {
+                locks: true,
+                condvars: true,
+                io: true,
+                transitive: true,
+            },
+            0,
+        );
+        assert_eq!(g.boosted, BTreeSet::from([1]));
+    }
+
+    #[test]
+    fn condvar_helpers_expire_after_the_window() {
+        let mut d = Deps {
+            helper_window_ns: 100,
+            ..Deps::default()
+        };
+        d.conds = vec![CondState::default()];
+        d.conds[0].helpers.push((5, 0));
+        let mut g = Toy::default();
+        g.critical.insert(0);
+        block(&mut d, &mut g, 0, Dep::Cond(0));
+        let on = Switches {
+            locks: true,
+            condvars: true,
+            io: true,
+            transitive: true,
+        };
+        refresh(&mut d, &mut g, on, 50);
+        assert_eq!(g.boosted, BTreeSet::from([5]));
+        refresh(&mut d, &mut g, on, 500);
+        assert!(
+            g.boosted.is_empty(),
+            "a helper silent past the window is forgotten"
+        );
+    }
+}

@@ -1,0 +1,652 @@
+//! # sluice-runtime — sluice as a library
+//!
+//! An async runtime for application tasks over sluice's one block layer: build a
+//! [`Stack`] (device, policy, seed, cores), run a main task, [`spawn`] more with a
+//! [`TaskCtx`] (flow, weight, class, activity), do I/O on [`File`]s with [`DmaBuffer`]s,
+//! synchronise with [`Mutex`], [`RwLock`] and [`Condvar`], and get the same
+//! [`RunReport`](sluice_metrics::RunReport) (tables, JSON, plots) as `sluice sim`.
+//!
+//! ```
+//! use sluice_runtime::{spawn, Activity, DmaBuffer, File, Stack, TaskCtx};
+//!
+//! let out = Stack::builder()
+//!     .device("ull")
+//!     .policy("rcp")
+//!     .seed(7)
+//!     .build()
+//!     .unwrap()
+//!     .run(|| async {
+//!         let f = File::create("data").await.unwrap();
+//!         let (r, _) = f.write_at(DmaBuffer::from_slice(&[1u8; 4096]), 0).await;
+//!         r.unwrap();
+//!         // A background task and a critical reader side by side.
+//!         let bg = spawn(TaskCtx::new("compaction").activity(Activity::COMPACTION), async move {
+//!             for i in 0..8u64 {
+//!                 let (r, _) = f.write_at(DmaBuffer::new(128 << 10), (i + 1) << 20).await;
+//!                 r.unwrap();
+//!             }
+//!         });
+//!         let get = spawn(TaskCtx::new("get").critical().activity(Activity::GET), async move {
+//!             let (r, buf) = f.read_at(DmaBuffer::new(4096), 0).await;
+//!             assert_eq!(r.unwrap(), 4096);
+//!             buf[0]
+//!         });
+//!         bg.await;
+//!         get.await
+//!     })
+//!     .unwrap();
+//! assert_eq!(out.value, 1);
+//! assert!(out.report.jobs.iter().any(|j| j.jobname == "get/get"));
+//! ```
+//!
+//! ## Layers
+//! * the executor ([`exec`](crate::exec)): tasks on simulated cores, FastResponse's
+//!   critical wakeup ([`Wakeup`]), a CPU cost table ([`CostTable`]);
+//! * inheritance (`deps`): RCP's I/O priority inheritance through locks, condition
+//!   variables, joins and outstanding I/O, transitively ([`Inherit`]);
+//! * I/O ([`File`]): every request carries its task's flow and class (or an
+//!   [`IoOptions`] override) and an [`Activity`] tag into the block layer.
+//!
+//! ## Worlds
+//! This version runs in simulation: deterministic, single-threaded, virtual time, on a
+//! simulated NVMe SSD (any `sluice list` profile or a TOML file). A real backend
+//! (io_uring, thread per core) is not built yet: [`StackBuilder::directory`] says so.
+#![warn(missing_docs, missing_debug_implementations)]
+
+mod config;
+mod ctx;
+mod deps;
+mod exec;
+mod io;
+mod sync;
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll};
+
+use sluice_block::BlockLayer;
+use sluice_core::policy::{self, PolicySpec};
+use sluice_core::Nanos;
+use sluice_device::{DeviceProfile, NvmeSsd};
+use sluice_metrics::{
+    Collector, Extra, PerClass, PolicyCounters, PolicySeries, RunReport, RunSetup, RuntimeFacts,
+    SimFacts,
+};
+use sluice_sim::SimPort;
+
+pub use config::{CostTable, Inherit, Wakeup};
+pub use ctx::{Activity, IoClass, IoOptions, TaskCtx};
+pub use deps::MAX_CHAIN;
+pub use exec::RunError;
+pub use io::{DmaBuffer, File, IoHandle, IoWait, FILE_SPAN, IO_ALIGN};
+pub use sluice_core::Op;
+pub use sync::{Condvar, LockFuture, Mutex, MutexGuard, RwLock, RwReadGuard, RwWriteGuard};
+
+use deps::Dep;
+use exec::{with, ExecConfig, Inner, Shared};
+
+/// Why a stack could not be built or run.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// The device profile is wrong or unknown.
+    #[error("{0}")]
+    Device(#[from] sluice_device::ProfileError),
+    /// The policy specification is wrong.
+    #[error("policy: {0}")]
+    PolicySpec(#[from] sluice_core::policy::ParamError),
+    /// The policy is unknown or its parameters are wrong.
+    #[error("policy: {0}")]
+    Policy(#[from] sluice_core::policy::PolicyError),
+    /// A setting is out of range.
+    #[error("{0}")]
+    Config(String),
+    /// The run could not finish.
+    #[error("{0}")]
+    Run(#[from] RunError),
+}
+
+/// Where the stack's files live.
+#[derive(Clone, Debug)]
+enum DeviceChoice {
+    Simulated(DeviceProfile),
+    Directory(PathBuf),
+}
+
+/// Builds a [`Stack`] (`Stack::builder()`).
+#[derive(Clone, Debug)]
+pub struct StackBuilder {
+    device: Result<DeviceChoice, String>,
+    policy: String,
+    seed: u64,
+    cores: u16,
+    wakeup: Wakeup,
+    inherit: Inherit,
+    costs: CostTable,
+    interval_ns: Nanos,
+    helper_window_ns: Nanos,
+    max_sim_ns: Nanos,
+}
+
+impl Default for StackBuilder {
+    fn default() -> Self {
+        StackBuilder {
+            device: Ok(DeviceChoice::Simulated(
+                DeviceProfile::builtin("ull").expect("ull is built in"),
+            )),
+            policy: "none".into(),
+            seed: 1,
+            cores: 2,
+            wakeup: Wakeup::default(),
+            inherit: Inherit::default(),
+            costs: CostTable::default(),
+            interval_ns: 10_000_000,
+            helper_window_ns: 1_000_000_000,
+            max_sim_ns: 24 * 3600 * 1_000_000_000,
+        }
+    }
+}
+
+impl StackBuilder {
+    /// A simulated device: a built-in profile name (`ull`, `zssd`, `nand`, …) or a
+    /// profile TOML file.
+    pub fn device(mut self, profile: &str) -> StackBuilder {
+        self.device = DeviceProfile::resolve(profile)
+            .map(DeviceChoice::Simulated)
+            .map_err(|e| e.to_string());
+        self
+    }
+
+    /// A simulated device from a profile value.
+    pub fn device_profile(mut self, profile: DeviceProfile) -> StackBuilder {
+        self.device = Ok(DeviceChoice::Simulated(profile));
+        self
+    }
+
+    /// Real files in `dir` through io_uring. Not built yet: `build` says so.
+    pub fn directory(mut self, dir: impl Into<PathBuf>) -> StackBuilder {
+        self.device = Ok(DeviceChoice::Directory(dir.into()));
+        self
+    }
+
+    /// The block-layer policy, `NAME[:key=value,...]` (default `none`).
+    pub fn policy(mut self, spec: &str) -> StackBuilder {
+        self.policy = spec.to_string();
+        self
+    }
+
+    /// Seed of the device's random streams (faults, later service-time variation).
+    pub fn seed(mut self, seed: u64) -> StackBuilder {
+        self.seed = seed;
+        self
+    }
+
+    /// Simulated host cores (default 2), each with its run queue and the device's
+    /// queue pairs.
+    pub fn cores(mut self, cores: u16) -> StackBuilder {
+        self.cores = cores;
+        self
+    }
+
+    /// The wake-up order (default [`Wakeup::Critical`]).
+    pub fn wakeup(mut self, wakeup: Wakeup) -> StackBuilder {
+        self.wakeup = wakeup;
+        self
+    }
+
+    /// The inheritance switches (default all on).
+    pub fn inherit(mut self, inherit: Inherit) -> StackBuilder {
+        self.inherit = inherit;
+        self
+    }
+
+    /// The simulated host's CPU costs.
+    pub fn costs(mut self, costs: CostTable) -> StackBuilder {
+        self.costs = costs;
+        self
+    }
+
+    /// Width of the bandwidth bins and policy-counter samples (default 10 ms).
+    pub fn interval_ns(mut self, ns: Nanos) -> StackBuilder {
+        self.interval_ns = ns;
+        self
+    }
+
+    /// How long a condition variable remembers a task that signalled it as a helper
+    /// (RCP's time window; default 1 s; 0: forever).
+    pub fn helper_window_ns(mut self, ns: Nanos) -> StackBuilder {
+        self.helper_window_ns = ns;
+        self
+    }
+
+    /// Stop with an error if simulated time passes this (default one day).
+    pub fn max_sim_ns(mut self, ns: Nanos) -> StackBuilder {
+        self.max_sim_ns = ns;
+        self
+    }
+
+    /// Check the settings.
+    pub fn build(self) -> Result<Stack, RuntimeError> {
+        let profile = match self.device.clone().map_err(RuntimeError::Config)? {
+            DeviceChoice::Simulated(p) => p,
+            DeviceChoice::Directory(d) => {
+                return Err(RuntimeError::Config(format!(
+                    "real devices (directory {}) are not supported by the runtime yet: it \
+                     runs in simulation only for now; use .device(PROFILE)",
+                    d.display()
+                )))
+            }
+        };
+        profile.validate()?;
+        if self.cores == 0 || self.cores > 1024 {
+            return Err(RuntimeError::Config(format!(
+                "cores = {}: give 1 to 1024",
+                self.cores
+            )));
+        }
+        if self.interval_ns == 0 {
+            return Err(RuntimeError::Config(
+                "interval_ns = 0: give at least 1".into(),
+            ));
+        }
+        let spec: PolicySpec = self.policy.parse()?;
+        policy::build(&spec)?;
+        Ok(Stack {
+            b: self,
+            profile,
+            spec,
+        })
+    }
+}
+
+/// A stack: device, block layer, runtime. [`Stack::run`] runs a main task to its end.
+#[derive(Debug)]
+pub struct Stack {
+    b: StackBuilder,
+    profile: DeviceProfile,
+    spec: PolicySpec,
+}
+
+/// What [`Stack::run`] returns.
+#[derive(Debug)]
+pub struct RunOutput<T> {
+    /// The main task's result.
+    pub value: T,
+    /// The run's report, as `sluice sim` prints it: one job per (flow, activity), one
+    /// flow per task flow, the block layer's and the runtime's figures in `extra`.
+    pub report: RunReport,
+}
+
+impl Stack {
+    /// A builder with the defaults: simulated `ull`, policy `none`, seed 1, 2 cores,
+    /// critical wakeup, inheritance on, the default cost table.
+    pub fn builder() -> StackBuilder {
+        StackBuilder::default()
+    }
+
+    /// Run `main` (the root task, class normal, named `main`) to its end and report.
+    /// Tasks still running when it ends are dropped.
+    pub fn run<F, Fut>(self, main: F) -> Result<RunOutput<Fut::Output>, RuntimeError>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future + 'static,
+        Fut::Output: 'static,
+    {
+        self.run_as(TaskCtx::new("main"), main)
+    }
+
+    /// [`Stack::run`] with the main task's context.
+    pub fn run_as<F, Fut>(
+        self,
+        ctx: TaskCtx,
+        main: F,
+    ) -> Result<RunOutput<Fut::Output>, RuntimeError>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future + 'static,
+        Fut::Output: 'static,
+    {
+        let b = &self.b;
+        let policy = policy::build(&self.spec)?;
+        let block = BlockLayer::new(policy, &[]);
+        let mut device = NvmeSsd::new(&self.profile, b.cores);
+        device.set_faults(sluice_device::FaultConfig::none(), b.seed);
+        let collector = Collector::new(RunSetup {
+            jobs: Vec::new(),
+            flows: Vec::new(),
+            interval_ns: b.interval_ns,
+        });
+        let io = io::IoState::new(block, SimPort::new(device), collector);
+        let cfg = ExecConfig {
+            cores: b.cores,
+            wakeup: b.wakeup,
+            inherit: b.inherit,
+            costs: b.costs,
+            interval_ns: b.interval_ns,
+        };
+        let sh = Shared::new(Inner::new(cfg, io, b.helper_window_ns));
+        let slot: Rc<RefCell<Option<Fut::Output>>> = Rc::new(RefCell::new(None));
+        let out = slot.clone();
+        let main_id = {
+            let fut = main();
+            sh.spawn(
+                ctx,
+                Box::pin(async move {
+                    let v = fut.await;
+                    *out.borrow_mut() = Some(v);
+                }),
+            )
+        };
+        let result = sh.run(main_id, b.max_sim_ns);
+        let report = sh.report(&self);
+        sh.shutdown();
+        result?;
+        let value = slot
+            .borrow_mut()
+            .take()
+            .expect("the main task finished, so it left its value");
+        Ok(RunOutput { value, report })
+    }
+}
+
+impl Shared {
+    /// The report of the run so far.
+    fn report(&self, stack: &Stack) -> RunReport {
+        let mut inner = self.inner.borrow_mut();
+        let inner = &mut *inner;
+        let now = inner.now;
+        let collector = std::mem::replace(
+            &mut inner.io.collector,
+            Collector::new(RunSetup {
+                jobs: Vec::new(),
+                flows: Vec::new(),
+                interval_ns: 1,
+            }),
+        );
+        let block = &inner.io.block;
+        let mut report = collector.finish(now, block.policy().name());
+        report.policy = stack.spec.text.clone();
+        let dev = inner.io.device();
+        let inh = stack.b.inherit;
+        let inherit = if !inh.any() {
+            "off".to_string()
+        } else {
+            [
+                (inh.locks, "locks"),
+                (inh.condvars, "condvars"),
+                (inh.io, "io"),
+                (inh.transitive, "transitive"),
+            ]
+            .iter()
+            .filter(|x| x.0)
+            .map(|x| x.1)
+            .collect::<Vec<_>>()
+            .join(",")
+        };
+        report.extra = Extra {
+            engine: "sim".into(),
+            seed: stack.b.seed,
+            block: *block.stats(),
+            policy: block
+                .has_counters()
+                .then(|| PolicyCounters(block.policy().counters())),
+            policy_series: block
+                .has_counters()
+                .then(|| PolicySeries::from(block.series())),
+            sim: Some(SimFacts {
+                device: dev.profile().name.clone(),
+                cores: stack.b.cores,
+                sim_ns: now,
+                sim_events: 0,
+                sim_ios: block.stats().completed,
+                device_fetched_per_class: PerClass(dev.stats().fetched_per_class),
+                device_wrr_weights: block.wrr_applied(),
+                device_faults: None,
+                littles_law_l: 0.0,
+                littles_law_lambda_w: 0.0,
+            }),
+            runtime: Some(RuntimeFacts {
+                wakeup: match stack.b.wakeup {
+                    Wakeup::Fifo => "fifo".into(),
+                    Wakeup::Critical => "critical".into(),
+                },
+                inherit,
+                tasks: inner.stats.spawned,
+                polls: inner.stats.polls,
+                critical_wakeups: inner.stats.critical_next,
+                preemptions: inner.stats.preemptions,
+                boosts: inner.stats.boosts,
+                boost_ends: inner.stats.boost_ends,
+                inherited_promotions: inner.stats.inherited_promotions,
+                core_busy_ns: inner.cores.iter().map(|c| c.busy_ns).collect(),
+            }),
+            ..Extra::default()
+        };
+        report
+    }
+
+    /// Drop the tasks still alive (their destructors may call back into the runtime).
+    fn shutdown(self: &Rc<Self>) {
+        let futs: Vec<_> = {
+            let mut inner = self.inner.borrow_mut();
+            inner
+                .tasks
+                .iter_mut()
+                .filter_map(|t| t.take_future())
+                .collect()
+        };
+        exec::with_current(self, || drop(futs));
+    }
+}
+
+/// A spawned task: await it for its result.
+#[must_use = "dropping a JoinHandle does not stop the task"]
+pub struct JoinHandle<T> {
+    task: u32,
+    value: Rc<RefCell<Option<T>>>,
+}
+
+impl<T> std::fmt::Debug for JoinHandle<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JoinHandle")
+            .field("task", &self.task)
+            .finish()
+    }
+}
+
+impl<T> JoinHandle<T> {
+    /// A handle on the task itself (to boost it).
+    pub fn task(&self) -> TaskHandle {
+        TaskHandle { task: self.task }
+    }
+}
+
+impl<T> Future for JoinHandle<T> {
+    type Output = T;
+    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<T> {
+        if let Some(v) = self.value.borrow_mut().take() {
+            with(|inner, t| inner.unblock(t));
+            return Poll::Ready(v);
+        }
+        let task = self.task;
+        with(|inner, t| {
+            inner.tasks[task as usize].add_joiner(t);
+            inner.block_on(t, Dep::Join(task));
+        });
+        Poll::Pending
+    }
+}
+
+/// A task, for [`TaskHandle::boost`] (RocksDB's idea of raising a background job's
+/// priority while foreground work stalls on it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskHandle {
+    task: u32,
+}
+
+impl TaskHandle {
+    /// Make the task critical until the guard is dropped: its queued requests are
+    /// promoted, its new I/O is critical, its wake-ups use the critical rule.
+    pub fn boost(&self) -> BoostGuard {
+        let task = self.task;
+        with(|inner, _| {
+            inner.tasks[task as usize].explicit += 1;
+            let slots = inner.tasks[task as usize].outstanding.clone();
+            let now = inner.now;
+            for s in slots {
+                inner.io.promote(now, s);
+            }
+            inner.deps.dirty = true;
+        });
+        BoostGuard { task }
+    }
+}
+
+/// Ends an explicit boost when dropped.
+#[derive(Debug)]
+pub struct BoostGuard {
+    task: u32,
+}
+
+impl Drop for BoostGuard {
+    fn drop(&mut self) {
+        let task = self.task;
+        exec::try_with(|inner, _| {
+            let t = &mut inner.tasks[task as usize];
+            t.explicit = t.explicit.saturating_sub(1);
+            inner.deps.dirty = true;
+        });
+    }
+}
+
+/// Spawn a task with context `ctx`.
+pub fn spawn<F>(ctx: TaskCtx, fut: F) -> JoinHandle<F::Output>
+where
+    F: Future + 'static,
+    F::Output: 'static,
+{
+    let value = Rc::new(RefCell::new(None));
+    let out = value.clone();
+    let sh = exec::current_shared();
+    let task = sh.spawn(
+        ctx,
+        Box::pin(async move {
+            let v = fut.await;
+            *out.borrow_mut() = Some(v);
+        }),
+    );
+    JoinHandle { task, value }
+}
+
+/// Virtual time now, ns since the stack started.
+pub fn now() -> Nanos {
+    with(|inner, _| inner.now)
+}
+
+/// The current task's effective class (critical by inheritance included).
+pub fn current_class() -> IoClass {
+    with(|inner, t| inner.tasks[t as usize].effective_class())
+}
+
+/// Change the current task's class (e.g. a worker that starts serving a request).
+pub fn set_class(class: IoClass) {
+    with(|inner, t| {
+        inner.tasks[t as usize].ctx.class = class;
+        inner.deps.dirty = true;
+    });
+}
+
+/// Sleep for `ns` of (virtual) time.
+pub fn sleep(ns: Nanos) -> Sleep {
+    Sleep { ns, until: None }
+}
+
+/// The future of [`sleep`].
+#[derive(Debug)]
+pub struct Sleep {
+    ns: Nanos,
+    until: Option<Nanos>,
+}
+
+impl Future for Sleep {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
+        let (ns, until) = (self.ns, self.until);
+        let (ready, at) = with(|inner, t| match until {
+            Some(u) if inner.now >= u => (true, u),
+            Some(u) => (false, u),
+            None => {
+                let at = inner.now + ns;
+                inner.timer(t, at);
+                (false, at)
+            }
+        });
+        self.until = Some(at);
+        if ready {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+}
+
+/// Let the other runnable tasks of this core run first.
+pub fn yield_now() -> YieldNow {
+    YieldNow { yielded: false }
+}
+
+/// The future of [`yield_now`].
+#[derive(Debug)]
+pub struct YieldNow {
+    yielded: bool,
+}
+
+impl Future for YieldNow {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
+        if self.yielded {
+            return Poll::Ready(());
+        }
+        self.yielded = true;
+        with(|inner, t| inner.wake(t, exec::WakeKind::Other));
+        Poll::Pending
+    }
+}
+
+/// Use `ns` of CPU on the task's core (in slices of the cost table's quantum; a
+/// critical wake-up may preempt it). In simulation this is how a task says it computes.
+pub fn cpu(ns: Nanos) -> Cpu {
+    Cpu { ns, asked: false }
+}
+
+/// The future of [`cpu`].
+#[derive(Debug)]
+pub struct Cpu {
+    ns: Nanos,
+    asked: bool,
+}
+
+impl Future for Cpu {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
+        if self.ns == 0 {
+            return Poll::Ready(());
+        }
+        if !self.asked {
+            self.asked = true;
+            let ns = self.ns;
+            with(|inner, t| inner.cpu(t, ns));
+            return Poll::Pending;
+        }
+        if with(|inner, t| {
+            let task = &inner.tasks[t as usize];
+            task.burst == 0 && task.burst_done
+        }) {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+}
