@@ -90,9 +90,11 @@ impl std::str::FromStr for Inherit {
                 "condvars" => i.condvars = true,
                 "io" => i.io = true,
                 "transitive" => i.transitive = true,
-                other => return Err(format!(
+                other => {
+                    return Err(format!(
                     "inherit '{other}': give on, off, or a list of locks, condvars, io, transitive"
-                )),
+                ))
+                }
             }
         }
         Ok(i)
@@ -152,9 +154,11 @@ impl CostTable {
                 "switch_ns" => self.switch_ns = v,
                 "quantum_ns" if v > 0 => self.quantum_ns = v,
                 "quantum_ns" => return Err("cost quantum_ns=0: give at least 1".into()),
-                other => return Err(format!(
+                other => {
+                    return Err(format!(
                     "cost '{other}': known keys are submit_ns, complete_ns, switch_ns, quantum_ns"
-                )),
+                ))
+                }
             }
         }
         Ok(self)

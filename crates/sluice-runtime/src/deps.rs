@@ -220,8 +220,10 @@ mod tests {
     fn a_chain_of_three_is_boosted_and_undone() {
         // 0 (critical) waits on lock 0 held by 1; 1 waits on lock 1 held by 2; 2 waits
         // on I/O 7.
-        let mut d = Deps::default();
-        d.locks = vec![LockState::default(), LockState::default()];
+        let mut d = Deps {
+            locks: vec![LockState::default(), LockState::default()],
+            ..Deps::default()
+        };
         d.locks[0].owner = Some(1);
         d.locks[1].owner = Some(2);
         let mut g = Toy::default();
@@ -292,8 +294,10 @@ mod tests {
 
     #[test]
     fn a_deadlock_cycle_ends_the_walk() {
-        let mut d = Deps::default();
-        d.locks = vec![LockState::default(), LockState::default()];
+        let mut d = Deps {
+            locks: vec![LockState::default(), LockState::default()],
+            ..Deps::default()
+        };
         d.locks[0].owner = Some(1);
         d.locks[1].owner = Some(0);
         let mut g = Toy::default();

@@ -59,8 +59,11 @@ pub(crate) enum TState {
     Done,
 }
 
+/// A task's future, boxed.
+pub(crate) type TaskFuture = Pin<Box<dyn Future<Output = ()>>>;
+
 pub(crate) struct Task {
-    fut: Option<Pin<Box<dyn Future<Output = ()>>>>,
+    fut: Option<TaskFuture>,
     pub ctx: TaskCtx,
     pub flow: FlowId,
     pub core: u16,
@@ -85,7 +88,7 @@ pub(crate) struct Task {
 
 impl Task {
     /// Take its future (at shutdown).
-    pub(crate) fn take_future(&mut self) -> Option<Pin<Box<dyn Future<Output = ()>>>> {
+    pub(crate) fn take_future(&mut self) -> Option<TaskFuture> {
         self.fut.take()
     }
 
@@ -123,6 +126,8 @@ pub(crate) struct Core {
     in_burst: bool,
     /// The last busy period of `current` was a burst slice (a quantum boundary).
     slice_ended: bool,
+    /// CPU `current` has run since the core picked it.
+    ran_ns: Nanos,
     /// Bumped whenever `busy_until` moves, to recognise stale core events.
     gen: u64,
     last: Option<u32>,
@@ -340,7 +345,10 @@ impl Inner {
 
     /// Stop waiting (the wait ended without a wake, e.g. the resource was free).
     pub(crate) fn unblock(&mut self, t: u32) {
-        if self.tasks[t as usize].blocked_on.take().is_some() {
+        let Some(task) = self.tasks.get_mut(t as usize) else {
+            return;
+        };
+        if task.blocked_on.take().is_some() {
             self.deps.blocked.remove(&t);
             self.deps.dirty = true;
         }
@@ -432,6 +440,10 @@ impl Graph for GraphView<'_> {
     }
     fn set_boost(&mut self, t: u32, on: bool) {
         let task = &mut self.0.tasks[t as usize];
+        assert_ne!(
+            task.boosted, on,
+            "inheritance: task {t} boosted twice or undone twice"
+        );
         task.boosted = on;
         if on {
             let slots = task.outstanding.clone();
@@ -519,10 +531,9 @@ impl Shared {
                 let now = inner.now;
                 inner.io.pump(now);
                 let want = inner.io.block.next_timer_ns();
-                if want.is_some() && want != inner.policy_timer {
+                if let Some(w) = want.filter(|_| want != inner.policy_timer) {
                     inner.policy_timer = want;
-                    let at = want.expect("checked").max(now);
-                    inner.push(at, Ev::PolicyTimer);
+                    inner.push(w.max(now), Ev::PolicyTimer);
                 }
                 if inner.tasks[main as usize].state == TState::Done {
                     return Ok(());
@@ -643,9 +654,9 @@ impl Shared {
                 } else if let Some(cur) = core.current {
                     // The core finished a slice, a switch or stack CPU for `cur`.
                     core.in_burst = false;
-                    let quantum_over = std::mem::take(&mut core.slice_ended);
+                    let slice_ended = std::mem::take(&mut core.slice_ended);
                     let others = core.next.is_some() || !core.fifo.is_empty();
-                    if quantum_over && others && inner.tasks[cur as usize].burst > 0 {
+                    if slice_ended && others && core.ran_ns >= inner.cfg.costs.quantum_ns {
                         // Round robin at the quantum boundary.
                         core.current = None;
                         core.fifo.push_back(cur);
@@ -656,6 +667,7 @@ impl Shared {
                 } else if let Some(t) = core.next.take().or_else(|| core.fifo.pop_front()) {
                     core.current = Some(t);
                     core.slice_ended = false;
+                    core.ran_ns = 0;
                     let switch = core.last != Some(t);
                     core.last = Some(t);
                     inner.tasks[t as usize].state = TState::Running;
@@ -686,6 +698,7 @@ impl Shared {
                     }
                     inner.charge_core(c as u16, slice);
                     inner.cores[c].in_burst = true;
+                    inner.cores[c].ran_ns += slice;
                     continue;
                 }
             }
@@ -769,10 +782,15 @@ fn stuck(inner: &Inner) -> RunError {
     }
 }
 
-/// Run `f` with `sh` as this thread's runtime (dropping tasks at shutdown).
-pub(crate) fn with_current(sh: &Rc<Shared>, f: impl FnOnce()) {
+/// Drop the futures of unfinished tasks with `sh` as this thread's runtime and each
+/// task as the current one (their destructors may release locks or cancel waits).
+pub(crate) fn drop_tasks(sh: &Rc<Shared>, futs: Vec<(u32, TaskFuture)>) {
     CURRENT.with(|c| *c.borrow_mut() = Some(sh.clone()));
-    f();
+    for (t, f) in futs {
+        CUR_TASK.with(|x| x.set(t));
+        drop(f);
+    }
+    CUR_TASK.with(|x| x.set(u32::MAX));
     CURRENT.with(|c| *c.borrow_mut() = None);
 }
 

@@ -545,7 +545,7 @@ fn check_name(name: &str) -> io::Result<()> {
 }
 
 fn check_io(op: Op, offset: u64, len: usize) -> io::Result<()> {
-    if len == 0 || len % IO_ALIGN != 0 || offset % IO_ALIGN as u64 != 0 {
+    if len == 0 || !len.is_multiple_of(IO_ALIGN) || !offset.is_multiple_of(IO_ALIGN as u64) {
         return Err(bad(format!(
             "{op} of {len} bytes at offset {offset}: offset and length must be non-zero \
              multiples of {IO_ALIGN} bytes (direct I/O)"

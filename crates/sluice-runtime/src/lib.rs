@@ -111,7 +111,7 @@ pub enum RuntimeError {
 /// Where the stack's files live.
 #[derive(Clone, Debug)]
 enum DeviceChoice {
-    Simulated(DeviceProfile),
+    Simulated(Box<DeviceProfile>),
     Directory(PathBuf),
 }
 
@@ -133,9 +133,9 @@ pub struct StackBuilder {
 impl Default for StackBuilder {
     fn default() -> Self {
         StackBuilder {
-            device: Ok(DeviceChoice::Simulated(
+            device: Ok(DeviceChoice::Simulated(Box::new(
                 DeviceProfile::builtin("ull").expect("ull is built in"),
-            )),
+            ))),
             policy: "none".into(),
             seed: 1,
             cores: 2,
@@ -154,14 +154,14 @@ impl StackBuilder {
     /// profile TOML file.
     pub fn device(mut self, profile: &str) -> StackBuilder {
         self.device = DeviceProfile::resolve(profile)
-            .map(DeviceChoice::Simulated)
+            .map(|p| DeviceChoice::Simulated(Box::new(p)))
             .map_err(|e| e.to_string());
         self
     }
 
     /// A simulated device from a profile value.
     pub fn device_profile(mut self, profile: DeviceProfile) -> StackBuilder {
-        self.device = Ok(DeviceChoice::Simulated(profile));
+        self.device = Ok(DeviceChoice::Simulated(Box::new(profile)));
         self
     }
 
@@ -230,7 +230,7 @@ impl StackBuilder {
     /// Check the settings.
     pub fn build(self) -> Result<Stack, RuntimeError> {
         let profile = match self.device.clone().map_err(RuntimeError::Config)? {
-            DeviceChoice::Simulated(p) => p,
+            DeviceChoice::Simulated(p) => *p,
             DeviceChoice::Directory(d) => {
                 return Err(RuntimeError::Config(format!(
                     "real devices (directory {}) are not supported by the runtime yet: it \
@@ -434,10 +434,11 @@ impl Shared {
             inner
                 .tasks
                 .iter_mut()
-                .filter_map(|t| t.take_future())
+                .enumerate()
+                .filter_map(|(i, t)| t.take_future().map(|f| (i as u32, f)))
                 .collect()
         };
-        exec::with_current(self, || drop(futs));
+        exec::drop_tasks(self, futs);
     }
 }
 

@@ -37,21 +37,27 @@ fn cond_id(cell: &Cell<u32>, inner: &mut Inner) -> u32 {
 }
 
 /// Try to take lock `l` for task `t` (exclusively or shared); queue it otherwise.
-/// `true` when `t` holds it.
-fn acquire(inner: &mut Inner, l: u32, t: u32, write: bool) -> bool {
+/// `true` when `t` holds it. `queued`: this acquisition queued `t` before (so holding
+/// the lock now means it was handed over at an unlock).
+///
+/// # Panics
+/// If `t` already holds the lock and asks again: the locks are not reentrant (with
+/// `std::sync::Mutex` this would deadlock; here it is said).
+fn acquire(inner: &mut Inner, l: u32, t: u32, write: bool, queued: bool) -> bool {
     let ls = &mut inner.deps.locks[l as usize];
-    let held = if write {
-        ls.owner == Some(t)
-    } else {
-        ls.readers.contains(&t)
-    };
+    let held = ls.owner == Some(t) || ls.readers.contains(&t);
     if held {
+        assert!(
+            queued,
+            "task {t} '{}' locks a lock it already holds (sluice_runtime locks are not reentrant)",
+            inner.tasks[t as usize].ctx.name()
+        );
         // Handed over at an unlock.
         inner.unblock(t);
         return true;
     }
     let free = ls.owner.is_none() && (!write || ls.readers.is_empty());
-    let queued_first = ls.waiters.front().map_or(true, |w| w.0 == t);
+    let queued_first = ls.waiters.front().is_none_or(|w| w.0 == t);
     if free && queued_first {
         ls.waiters.retain(|w| w.0 != t);
         if write {
@@ -152,6 +158,7 @@ impl<T> Mutex<T> {
         LockFuture {
             m: self,
             done: false,
+            queued: false,
         }
     }
 
@@ -187,22 +194,26 @@ impl<T: std::fmt::Debug> std::fmt::Debug for Mutex<T> {
 pub struct LockFuture<'a, T> {
     m: &'a Mutex<T>,
     done: bool,
+    queued: bool,
 }
 
 impl<'a, T> Future for LockFuture<'a, T> {
     type Output = MutexGuard<'a, T>;
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let m = self.m;
+        let (m, queued) = (self.m, self.queued);
         let got = with(|inner, t| {
             let l = lock_id(&m.id, inner);
-            acquire(inner, l, t, true).then_some(t)
+            acquire(inner, l, t, true, queued).then_some(t)
         });
         match got {
             Some(task) => {
                 self.done = true;
                 Poll::Ready(MutexGuard { m, task })
             }
-            None => Poll::Pending,
+            None => {
+                self.queued = true;
+                Poll::Pending
+            }
         }
     }
 }
@@ -215,7 +226,7 @@ impl<T> Drop for LockFuture<'_, T> {
         // Cancelled while waiting: leave the queue (and give the lock back if it was
         // handed over meanwhile).
         let id = self.m.id.get();
-        if id == UNREGISTERED {
+        if id == UNREGISTERED || !self.queued {
             return;
         }
         exec::try_with(|inner, t| {
@@ -285,6 +296,7 @@ impl<T> RwLock<T> {
         let task = Acquire {
             cell: &self.id,
             write: false,
+            queued: false,
         }
         .await;
         RwReadGuard { l: self, task }
@@ -295,6 +307,7 @@ impl<T> RwLock<T> {
         let task = Acquire {
             cell: &self.id,
             write: true,
+            queued: false,
         }
         .await;
         RwWriteGuard { l: self, task }
@@ -304,18 +317,22 @@ impl<T> RwLock<T> {
 struct Acquire<'a> {
     cell: &'a Cell<u32>,
     write: bool,
+    queued: bool,
 }
 
 impl Future for Acquire<'_> {
     type Output = u32;
-    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<u32> {
-        let (cell, write) = (self.cell, self.write);
+    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<u32> {
+        let (cell, write, queued) = (self.cell, self.write, self.queued);
         match with(|inner, t| {
             let l = lock_id(cell, inner);
-            acquire(inner, l, t, write).then_some(t)
+            acquire(inner, l, t, write, queued).then_some(t)
         }) {
             Some(t) => Poll::Ready(t),
-            None => Poll::Pending,
+            None => {
+                self.queued = true;
+                Poll::Pending
+            }
         }
     }
 }
