@@ -4,6 +4,10 @@
 //! layer (see `ARCHITECTURE.md`):
 //!
 //! * [`core`] — the vocabulary (requests, flows, classes) and the policy interface;
+//! * [`block`] — the one block layer (admission, policy pump, pieces, promotion) both
+//!   worlds drive;
+//! * [`runtime`] — async application tasks with classes, critical wakeup and
+//!   priority-inheriting locks over the block layer (simulated backend);
 //! * [`device`] — device models: the simulated NVMe SSD and its profiles;
 //! * [`workload`] — fio job files and deterministic I/O generators;
 //! * [`sim`] — the deterministic discrete-event simulator;
@@ -19,6 +23,7 @@ pub use sluice_device as device;
 pub use sluice_engine as engine;
 pub use sluice_metrics as metrics;
 pub use sluice_repro as repro;
+pub use sluice_runtime as runtime;
 pub use sluice_sim as sim;
 pub use sluice_workload as workload;
 

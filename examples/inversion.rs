@@ -1,0 +1,123 @@
+//! RCP's I/O priority inversion, and inheritance fixing it (FAST '17 §2.2, §4.2).
+//!
+//! A critical task needs a lock that a background task holds while the background
+//! task's small write waits in the block layer behind a saturating bulk writer. Without
+//! inheritance the critical task waits for the whole queue; with it, the holder
+//! inherits the critical class, its queued write is promoted, and the wait is about one
+//! device latency.
+//!
+//! ```sh
+//! cargo run --release --example inversion                 # simulated ull, policy rcp
+//! cargo run --release --example inversion -- --device nand --policy rcp
+//! cargo run --release --example inversion -- --real DIR   # not supported yet: says so
+//! ```
+
+use std::process::ExitCode;
+use std::rc::Rc;
+
+use sluice::runtime::{
+    now, sleep, spawn, Activity, DmaBuffer, File, Inherit, IoOptions, Mutex, Op, Stack, TaskCtx,
+};
+
+const MS: u64 = 1_000_000;
+const US: u64 = 1_000;
+
+fn wait_for_lock(
+    device: &str,
+    policy: &str,
+    real: Option<&str>,
+    inherit: Inherit,
+) -> Result<u64, String> {
+    let mut b = Stack::builder()
+        .device(device)
+        .policy(policy)
+        .inherit(inherit);
+    if let Some(dir) = real {
+        b = b.directory(dir);
+    }
+    let stack = b.build().map_err(|e| e.to_string())?;
+    let out = stack
+        .run(|| async {
+            let lock = Rc::new(Mutex::new(()));
+            // The bulk writer: 32 writes of 128 KiB outstanding, for 20 ms.
+            let writer = spawn(TaskCtx::new("bulk").activity(Activity::COMPACTION), async {
+                let f = File::create("bulk").await.unwrap();
+                let mut q = std::collections::VecDeque::new();
+                let mut off = 0u64;
+                while now() < 20 * MS {
+                    while q.len() < 32 {
+                        q.push_back(f.submit(
+                            Op::Write,
+                            DmaBuffer::new(128 << 10),
+                            off,
+                            IoOptions::new(),
+                        ));
+                        off += 128 << 10;
+                    }
+                    q.pop_front().unwrap().await.0.unwrap();
+                }
+                for h in q {
+                    h.await.0.unwrap();
+                }
+            });
+            // The background task: takes the lock, then writes 4 KiB under it.
+            let l = lock.clone();
+            let bg = spawn(
+                TaskCtx::new("checkpointer").activity(Activity::CHECKPOINT),
+                async move {
+                    sleep(2 * MS).await;
+                    let f = File::create("meta").await.unwrap();
+                    let _g = l.lock().await;
+                    f.write_at(DmaBuffer::new(4096), 0).await.0.unwrap();
+                },
+            );
+            // The critical task: needs the lock a little later.
+            let crit = spawn(TaskCtx::new("client").critical(), async move {
+                sleep(2 * MS + 200 * US).await;
+                let t0 = now();
+                let _g = lock.lock().await;
+                now() - t0
+            });
+            let waited = crit.await;
+            bg.await;
+            writer.await;
+            waited
+        })
+        .map_err(|e| e.to_string())?;
+    Ok(out.value)
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut device = "ull".to_string();
+    let mut policy = "rcp".to_string();
+    let mut real = None;
+    let mut i = 0;
+    while i < args.len() {
+        let value = args.get(i + 1).cloned();
+        match (args[i].as_str(), value) {
+            ("--device", Some(v)) => device = v,
+            ("--policy", Some(v)) => policy = v,
+            ("--real", Some(v)) => real = Some(v),
+            (flag, _) => {
+                eprintln!("inversion: unknown or incomplete option '{flag}'; use --device NAME, --policy SPEC, --real DIR");
+                return ExitCode::from(2);
+            }
+        }
+        i += 2;
+    }
+    println!("critical task's wait for the lock ({device}, {policy}):");
+    for (name, inherit) in [
+        ("inheritance off", Inherit::OFF),
+        ("inheritance on", Inherit::ON),
+    ] {
+        match wait_for_lock(&device, &policy, real.as_deref(), inherit) {
+            Ok(ns) => println!("  {name:<16} {:>10.1} µs", ns as f64 / 1e3),
+            Err(e) => {
+                eprintln!("inversion: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,174 @@
+//! Embedding sluice: a toy key-value store's foreground reads beside a compaction task.
+//!
+//! Clients (critical tasks) look keys up: a little CPU, then a 4 KiB read of the key's
+//! block. A compaction task (idle class) reads and rewrites 256 KiB runs as fast as it
+//! can, burning CPU between them. The program runs the same code under a few stack
+//! configurations and prints the clients' latency per configuration (p50 / p99, and
+//! the part after the device: waiting to run again), and the compaction's throughput —
+//! the report is `sluice sim`'s, one job per (task flow, activity).
+//!
+//! ```sh
+//! cargo run --release --example kv_compaction                # simulated ull
+//! cargo run --release --example kv_compaction -- --device nand
+//! cargo run --release --example kv_compaction -- --real DIR  # not supported yet: says so
+//! ```
+
+use std::cell::Cell;
+use std::process::ExitCode;
+use std::rc::Rc;
+
+use sluice::metrics::RunReport;
+use sluice::runtime::{
+    cpu, now, sleep, spawn, Activity, DmaBuffer, File, IoClass, Stack, TaskCtx, Wakeup,
+};
+
+const MS: u64 = 1_000_000;
+const US: u64 = 1_000;
+const KEYS: u64 = 4096;
+
+fn run(
+    device: &str,
+    real: Option<&str>,
+    policy: &str,
+    wakeup: Wakeup,
+) -> Result<RunReport, String> {
+    let mut b = Stack::builder()
+        .device(device)
+        .policy(policy)
+        .wakeup(wakeup)
+        .cores(2);
+    if let Some(dir) = real {
+        b = b.directory(dir);
+    }
+    let out = b
+        .build()
+        .map_err(|e| e.to_string())?
+        .run(|| async {
+            let data = File::create("sst").await.unwrap();
+            // Load the keys' blocks.
+            for i in 0..KEYS / 64 {
+                data.write_at(DmaBuffer::new(256 << 10), i * (256 << 10))
+                    .await
+                    .0
+                    .unwrap();
+            }
+            let stop = Rc::new(Cell::new(false));
+            let s = stop.clone();
+            let compaction = spawn(
+                TaskCtx::new("compaction")
+                    .class(IoClass::Idle)
+                    .activity(Activity::COMPACTION),
+                async move {
+                    let out = File::create("sst2").await.unwrap();
+                    let mut i = 0u64;
+                    while !s.get() {
+                        let (r, buf) = data
+                            .read_at(DmaBuffer::new(256 << 10), (i % 64) * (256 << 10))
+                            .await;
+                        r.unwrap();
+                        cpu(150 * US).await; // merge
+                        out.write_at(buf, (i % 64) * (256 << 10)).await.0.unwrap();
+                        i += 1;
+                    }
+                    i
+                },
+            );
+            let mut clients = Vec::new();
+            for c in 0..4u64 {
+                clients.push(spawn(
+                    TaskCtx::new(format!("client{c}"))
+                        .flow("clients")
+                        .critical()
+                        .activity(Activity::GET),
+                    async move {
+                        let mut x = c + 1;
+                        for _ in 0..300 {
+                            x = x
+                                .wrapping_mul(6364136223846793005)
+                                .wrapping_add(1442695040888963407);
+                            cpu(5 * US).await; // parse, index lookup
+                            let key = (x >> 33) % KEYS;
+                            data.read_at(DmaBuffer::new(4096), key * 4096)
+                                .await
+                                .0
+                                .unwrap();
+                            sleep(200 * US).await; // think time
+                        }
+                    },
+                ));
+            }
+            for h in clients {
+                h.await;
+            }
+            stop.set(true);
+            let runs = compaction.await;
+            (runs, now())
+        })
+        .map_err(|e| e.to_string())?;
+    let _ = MS;
+    Ok(out.report)
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (mut device, mut real) = ("ull".to_string(), None);
+    let mut i = 0;
+    while i < args.len() {
+        match (args[i].as_str(), args.get(i + 1)) {
+            ("--device", Some(v)) => device = v.clone(),
+            ("--real", Some(v)) => real = Some(v.clone()),
+            (flag, _) => {
+                eprintln!("kv_compaction: unknown or incomplete option '{flag}'; use --device NAME or --real DIR");
+                return ExitCode::from(2);
+            }
+        }
+        i += 2;
+    }
+    println!(
+        "{:<28} {:>10} {:>10} {:>14} {:>16}",
+        "stack", "get p50", "get p99", "get post-dev", "compaction MiB/s"
+    );
+    for (policy, wakeup) in [
+        ("none", Wakeup::Fifo),
+        ("rcp", Wakeup::Fifo),
+        ("rcp", Wakeup::Critical),
+    ] {
+        let r = match run(&device, real.as_deref(), policy, wakeup) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("kv_compaction: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        let get = r
+            .jobs
+            .iter()
+            .find(|j| j.jobname == "clients/get")
+            .expect("clients ran");
+        let pct = |p: &str| {
+            get.read
+                .clat_ns
+                .percentile
+                .0
+                .iter()
+                .find(|(q, _)| format!("{q:.1}") == p)
+                .map_or(0.0, |(_, v)| *v as f64 / 1e3)
+        };
+        let comp_bytes: u64 = r
+            .jobs
+            .iter()
+            .filter(|j| j.jobname.starts_with("compaction/"))
+            .map(|j| j.read.io_bytes + j.write.io_bytes)
+            .sum();
+        let secs = r.duration_ns as f64 / 1e9;
+        let name = format!("{policy}, wakeup={wakeup:?}").to_lowercase();
+        println!(
+            "{name:<28} {:>8.1}µs {:>8.1}µs {:>12.1}µs {:>16.0}",
+            pct("50.0"),
+            pct("99.0"),
+            get.read.post_ns.mean / 1e3,
+            comp_bytes as f64 / secs / (1 << 20) as f64
+        );
+    }
+    ExitCode::SUCCESS
+}
