@@ -117,7 +117,7 @@ pub struct Stall {
 /// The one block layer. See the crate documentation for the protocol.
 ///
 /// Invariants (checked in debug builds): `inflight` = Σ `inflight_per_class` = pieces
-/// with a live tag; `waiting_per_class[c]` = requests of class `c` in `waiting`; a
+/// with a live tag; `waiting[c]` holds the requests of class `c` waiting for admission; a
 /// request is live from `submit` to the `Finished` its last piece returns.
 pub struct BlockLayer<M: Meter = NoMeter> {
     policy: Box<dyn Policy>,
@@ -126,13 +126,16 @@ pub struct BlockLayer<M: Meter = NoMeter> {
     free_reqs: Vec<u32>,
     pieces: Vec<Option<Piece>>,
     free_tags: Vec<u32>,
-    /// Requests refused admission, in arrival order.
-    waiting: VecDeque<Request>,
-    /// Requests in `waiting` per I/O class. Admission is FIFO *within a class*: a new
-    /// request is parked without asking the policy only while an earlier request of its
-    /// own class waits, so a policy with per-class admission slots (RCP) admits a
-    /// critical request at once while a non-critical burst waits.
-    waiting_per_class: [u32; 3],
+    /// Requests refused admission, one FIFO per I/O class (critical, normal, idle).
+    /// Admission is FIFO *within a class*: a new request is parked without asking the
+    /// policy while an earlier request of its own class waits, so a policy with
+    /// per-class admission slots (RCP) admits a critical request at once while a
+    /// non-critical burst waits; and a retry stops at a class's first refusal, so one
+    /// retry costs O(admitted + classes), not O(waiting).
+    waiting: [VecDeque<(u64, Request)>; 3],
+    /// Arrival sequence of the admission wait lists (retries go in arrival order across
+    /// classes).
+    arrivals: u64,
     /// Ask again for the waiting requests at the next pump (set by completions,
     /// timers and promotions — whatever may free an admission slot).
     retry: bool,
@@ -151,7 +154,7 @@ impl<M: Meter> std::fmt::Debug for BlockLayer<M> {
         f.debug_struct("BlockLayer")
             .field("policy", &self.policy.name())
             .field("inflight", &self.inflight)
-            .field("waiting", &self.waiting.len())
+            .field("waiting", &self.waiting())
             .field("queued", &self.policy.queued())
             .finish()
     }
@@ -184,8 +187,8 @@ impl<M: Meter> BlockLayer<M> {
             free_reqs: Vec::with_capacity(capacity),
             pieces: Vec::with_capacity(capacity),
             free_tags: Vec::with_capacity(capacity),
-            waiting: VecDeque::with_capacity(capacity),
-            waiting_per_class: [0; 3],
+            waiting: std::array::from_fn(|_| VecDeque::with_capacity(capacity)),
+            arrivals: 0,
             retry: false,
             held: None,
             inflight: 0,
@@ -225,7 +228,7 @@ impl<M: Meter> BlockLayer<M> {
     /// Requests waiting for admission.
     #[inline]
     pub fn waiting(&self) -> usize {
-        self.waiting.len()
+        self.waiting.iter().map(VecDeque::len).sum()
     }
 
     /// What the block layer did so far.
@@ -301,7 +304,7 @@ impl<M: Meter> BlockLayer<M> {
         };
         self.stats.submitted += 1;
         let c = r.class.index();
-        let admitted = self.waiting_per_class[c] == 0
+        let admitted = self.waiting[c].is_empty()
             && self
                 .meter
                 .time(PolicyCall::Admit, || self.policy.admit(now_ns, &req))
@@ -317,29 +320,37 @@ impl<M: Meter> BlockLayer<M> {
 
     #[inline]
     fn park(&mut self, req: Request) {
-        self.waiting_per_class[req.class.index()] += 1;
         self.reqs[req.id.0 as usize].waiting = true;
-        self.waiting.push_back(req);
+        self.arrivals += 1;
+        self.waiting[req.class.index()].push_back((self.arrivals, req));
         self.stats.admission_waits += 1;
     }
 
-    /// Ask the policy again for every request refused admission, in arrival order.
+    /// Ask the policy again for the requests refused admission, in arrival order
+    /// across classes, skipping a class after its first refusal (FIFO within a class):
+    /// one retry costs O(admitted + classes), not O(waiting).
     fn retry_admission(&mut self, now_ns: Nanos) {
-        for _ in 0..self.waiting.len() {
-            let req = self.waiting.pop_front().expect("counted");
+        let mut refused = [false; 3];
+        loop {
+            let next = (0..3)
+                .filter(|&c| !refused[c])
+                .filter_map(|c| self.waiting[c].front().map(|(seq, _)| (*seq, c)))
+                .min();
+            let Some((_, c)) = next else { break };
+            let req = self.waiting[c].front().expect("non-empty").1;
             let admit = self
                 .meter
                 .time(PolicyCall::Admit, || self.policy.admit(now_ns, &req));
-            if admit == Admission::Admit {
-                self.waiting_per_class[req.class.index()] -= 1;
-                let rs = &mut self.reqs[req.id.0 as usize];
-                rs.admit_ns = now_ns;
-                rs.waiting = false;
-                self.meter
-                    .time(PolicyCall::Enqueue, || self.policy.enqueue(now_ns, req));
-            } else {
-                self.waiting.push_back(req);
+            if admit != Admission::Admit {
+                refused[c] = true;
+                continue;
             }
+            self.waiting[c].pop_front();
+            let rs = &mut self.reqs[req.id.0 as usize];
+            rs.admit_ns = now_ns;
+            rs.waiting = false;
+            self.meter
+                .time(PolicyCall::Enqueue, || self.policy.enqueue(now_ns, req));
         }
     }
 
@@ -351,7 +362,7 @@ impl<M: Meter> BlockLayer<M> {
     pub fn pump<P: DevicePort>(&mut self, now_ns: Nanos, port: &mut P) {
         if self.retry {
             self.retry = false;
-            if !self.waiting.is_empty() {
+            if self.waiting.iter().any(|q| !q.is_empty()) {
                 self.retry_admission(now_ns);
             }
         }
@@ -514,16 +525,17 @@ impl<M: Meter> BlockLayer<M> {
             return false;
         }
         if rs.waiting {
-            let old = rs.class;
+            let old = rs.class.index();
             rs.class = IoClass::Critical;
-            let req = self
-                .waiting
-                .iter_mut()
-                .find(|r| r.id == id)
-                .expect("a request marked waiting is in the wait list");
+            let pos = self.waiting[old]
+                .iter()
+                .position(|r| r.1.id == id)
+                .expect("a request marked waiting is in its class's wait list");
+            let (_, mut req) = self.waiting[old].remove(pos).expect("found");
             req.class = IoClass::Critical;
-            self.waiting_per_class[old.index()] -= 1;
-            self.waiting_per_class[IoClass::Critical.index()] += 1;
+            // It joins the critical FIFO at its end (it arrives there now).
+            self.arrivals += 1;
+            self.waiting[IoClass::Critical.index()].push_back((self.arrivals, req));
             self.stats.promoted_waiting += 1;
             self.retry = true;
             return true;
@@ -544,11 +556,11 @@ impl<M: Meter> BlockLayer<M> {
         if self.inflight == 0
             && self.held.is_none()
             && self.timer.is_none()
-            && (queued > 0 || !self.waiting.is_empty())
+            && (queued > 0 || self.waiting() > 0)
         {
             return Some(Stall {
                 queued,
-                waiting: self.waiting.len(),
+                waiting: self.waiting(),
             });
         }
         None
