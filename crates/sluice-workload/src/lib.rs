@@ -111,17 +111,28 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 mod error;
+mod expr;
 mod gen;
+mod include;
 mod job;
+mod options;
 mod parse;
 mod plan;
 mod source;
 pub mod units;
+mod values;
 
 pub use error::WorkloadError;
 pub use gen::{stream_seed, IoGen, IoSpec, Pacer};
-pub use job::{weight_from_prio, BlockSize, BlockSizes, BsEntry, JobSpec, RwMode};
-pub use parse::{parse_file, parse_str, ParseOptions, Parsed, Warning};
+pub use include::MAX_INCLUDE_DEPTH;
+pub use job::{
+    weight_from_prio, BlockSize, BlockSizes, BsEntry, Distribution, FileService, JobSpec,
+    RateProcess, RwMode, Zone,
+};
+pub use options::{
+    engine_class, option_table, options_markdown, EngineClass, OptionInfo, Support, LOCAL_ENGINES,
+};
+pub use parse::{parse_file, parse_str, parse_str_with, ParseOptions, Parsed, Warning};
 pub use plan::{flows_of, stonewall_groups, FlowConflict};
 pub use source::{IoSource, NextIo};
 
