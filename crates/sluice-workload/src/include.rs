@@ -142,10 +142,12 @@ pub(crate) fn expand_value(
             // The page size of the platforms sluice runs on; a fixed value keeps job
             // files reproducible.
             "pagesize" => out.push_str("4096"),
-            "ncpus" | "mb_memory" => return Err(format!(
+            "ncpus" | "mb_memory" => {
+                return Err(format!(
                 "fio's keyword ${word} stands for a property of the machine, which would make the \
                      simulated run depend on where it runs; write the number you mean"
-            )),
+            ))
+            }
             _ => out.push('$'),
         }
         rest = &tail[1 + if word == "pagesize" { word.len() } else { 0 }..];

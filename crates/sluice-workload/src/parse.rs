@@ -274,7 +274,7 @@ fn table_action(key: &str, value: Option<&str>) -> Option<(&'static str, TableAc
         Support::NotYet => TableAction::Warn(format!("not supported yet: {shown}: {}", info.note)),
         Support::Refused if info.quiet_for(value) => TableAction::Quiet,
         Support::Refused => TableAction::Refuse(format!(
-            "'{}' is not supported: {}. Remove it, or pass --ignore-unknown to run without it (with a warning)",
+            "'{}' is not supported: {}. Remove the option, or pass --ignore-unknown to run the job without it (with a warning)",
             value.unwrap_or("1"),
             info.note
         )),
@@ -1013,7 +1013,7 @@ impl Draft {
             }
             "iodepth" => self.iodepth = Some(small_uint(need(key, value)?, "32", 1, 65535)?),
             "numjobs" => self.numjobs = Some(small_uint(need(key, value)?, "4", 1, 65535)?),
-            "runtime" => {
+            "runtime" | "timeout" => {
                 let t = parse_time(need(key, value)?, TimeUnit::Seconds)?;
                 self.runtime_ns = (t > 0).then_some(t);
             }

@@ -174,9 +174,11 @@ pub(crate) fn parse_distribution(v: &str) -> Result<[Distribution; 2], String> {
 }
 
 /// `A/S:A/S:…`: access percentages (whole, adding up to 100) and sizes in percent of
-/// the file (`zoned`, adding up to at most 100) or bytes (`zoned_abs`).
+/// the file (`zoned`, adding up to at most 100; an empty size shares what the others
+/// leave, as in fio) or bytes (`zoned_abs`).
 fn parse_zones(s: &str, abs: bool) -> Result<Vec<Zone>, String> {
     let mut zones = Vec::new();
+    let mut missing = Vec::new();
     let (mut access, mut size_pct) = (0u64, 0u64);
     for item in s.split(':') {
         let item = item.trim();
@@ -190,14 +192,18 @@ fn parse_zones(s: &str, abs: bool) -> Result<Vec<Zone>, String> {
         let a: u64 = a.trim().parse().map_err(|_| {
             format!("cannot read '{a}' in zone '{item}' as a whole percentage of accesses")
         })?;
+        let b = b.trim();
         let size = if abs {
-            let n = parse_size(b.trim())?;
+            let n = parse_size(b)?;
             if n == 0 {
                 return Err(format!("zone '{item}' has size zero"));
             }
             n
+        } else if b.is_empty() {
+            missing.push(zones.len());
+            0
         } else {
-            let p: u64 = b.trim().parse().map_err(|_| {
+            let p: u64 = b.parse().map_err(|_| {
                 format!("cannot read '{b}' in zone '{item}' as a whole percentage of the file")
             })?;
             size_pct += p;
@@ -221,6 +227,10 @@ fn parse_zones(s: &str, abs: bool) -> Result<Vec<Zone>, String> {
         return Err(format!(
             "the zone sizes of '{s}' add up to {size_pct} percent of the file, more than 100"
         ));
+    }
+    let n = missing.len() as u64;
+    for i in missing {
+        zones[i].size = (100 - size_pct) / n;
     }
     Ok(zones)
 }
