@@ -147,7 +147,7 @@ static TABLE: &[OptionInfo] = &[
     o("prio", &[], Yes, "prio=4", "I/O priority level → weight 8 − prio"),
     o("prioclass", &[], Yes, "prioclass=2", "1 real time (critical), 2 best effort, 3 idle"),
     o("stonewall", &["wait_for_previous"], Yes, "stonewall", "wait for all earlier jobs to finish first"),
-    o("exitall", &[], Yes, "exitall", "when this job ends, every job of its stonewall group ends (simulator)"),
+    o("exitall", &[], Yes, "exitall", "when this job ends, every job of its stonewall group ends (in the simulator; `sluice run` does not act on it yet)"),
     o("filename", &[], Yes, "filename=data", "jobs with the same file share its address range (one file; `a:b` lists refused)"),
     o("filename_format", &[], Yes, "filename_format=$jobname.$jobnum.$filenum", "names generated files; without `$jobnum` a job's threads share their files"),
     o("directory", &[], Yes, "directory=/mnt/a:/mnt/b", "`:`-separated list; a relative `filename` is taken in the first directory, as in fio"),
