@@ -523,10 +523,11 @@ impl<'a> Sim<'a> {
             }
             Event::JobEnd(j) => {
                 let rt = &mut self.jobs[j as usize];
-                if rt.done {
+                if rt.done || rt.ended_ns.is_some() {
                     return;
                 }
                 rt.ended_ns = Some(self.now);
+                self.exit_all(j);
                 self.last_job_end = self.last_job_end.max(self.now);
                 self.collector.job_done(j as usize, self.now);
                 for t in self.jobs[j as usize].threads.clone() {
@@ -663,6 +664,20 @@ impl<'a> Sim<'a> {
         }
     }
 
+    /// fio's `exitall`: when job `j` ends, so does every other job of its group.
+    fn exit_all(&mut self, j: u32) {
+        if !self.specs[j as usize].exitall {
+            return;
+        }
+        let g = self.jobs[j as usize].group;
+        for &k in &self.groups[g] {
+            let rt = &self.jobs[k as usize];
+            if k != j && !rt.done && rt.ended_ns.is_none() {
+                self.events.push(self.now, Event::JobEnd(k));
+            }
+        }
+    }
+
     fn maybe_thread_done(&mut self, t: u32) {
         let th = &mut self.threads[t as usize];
         if th.state != ThreadState::Stopping || th.outstanding > 0 {
@@ -679,8 +694,9 @@ impl<'a> Sim<'a> {
         if rt.ended_ns.is_none() {
             self.last_job_end = self.last_job_end.max(self.now);
             self.collector.job_done(j, self.now);
+            self.exit_all(j as u32);
         }
-        let g = rt.group;
+        let g = self.jobs[j].group;
         if self.groups[g].iter().all(|&j| self.jobs[j as usize].done) {
             self.start_group(g + 1);
         }

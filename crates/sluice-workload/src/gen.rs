@@ -4,7 +4,7 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use sluice_core::{Nanos, Op};
 
-use crate::job::{BlockSize, JobSpec};
+use crate::job::{BlockSize, Distribution, FileService, JobSpec, RateProcess};
 use crate::units::PPM;
 
 /// One I/O to issue. `offset` is relative to the start of the thread's address space
@@ -95,16 +95,201 @@ impl Sizes {
             return &self.slots[0];
         }
         let r = rng.random_range(0..PPM);
-        self.slots
-            .iter()
-            .find(|s| r < s.cum_ppm)
-            .unwrap_or(&self.slots[self.slots.len() - 1])
+        let i = self.slots.partition_point(|s| s.cum_ppm <= r);
+        &self.slots[i.min(self.slots.len() - 1)]
+    }
+}
+
+/// fio's `__hash_u64`: a multiplication by the 64-bit golden ratio, which scatters
+/// the ranks of skewed distributions over the file.
+const GOLDEN_RATIO_64: u64 = 0x61C8_8646_80B5_83EB;
+
+/// fio caps the number of terms of Zipf's normalising sum at 10 million.
+const ZIPF_MAX_GEN: u64 = 10_000_000;
+
+/// Σ_{i=1..k} i^-θ: exactly for the first terms, by Euler–Maclaurin beyond (the
+/// error is far below f64 precision of the sum for the terms left).
+fn zeta(k: u64, theta: f64) -> f64 {
+    const EXACT: u64 = 1 << 14;
+    let m = k.min(EXACT);
+    let mut sum: f64 = (1..=m).map(|i| (i as f64).powf(-theta)).sum();
+    if k > m {
+        let (a, b) = (m as f64, k as f64);
+        let f = |x: f64| x.powf(-theta);
+        let df = |x: f64| -theta * x.powf(-theta - 1.0);
+        let integral = if (theta - 1.0).abs() < 1e-12 {
+            (b / a).ln()
+        } else {
+            (b.powf(1.0 - theta) - a.powf(1.0 - theta)) / (1.0 - theta)
+        };
+        // Σ_{i=a..b} f(i) ≈ ∫ + (f(a)+f(b))/2 + (f'(b)-f'(a))/12; minus f(a), counted above.
+        sum += integral + (f(b) - f(a)) / 2.0 + (df(b) - df(a)) / 12.0;
+    }
+    sum
+}
+
+/// A non-uniform offset distribution over a file of `n` blocks (fio's
+/// `random_distribution`), computed as fio computes it.
+#[derive(Clone, Debug)]
+enum Skew {
+    Zipf {
+        n: u64,
+        theta: f64,
+        zetan: f64,
+        alpha: f64,
+        eta: f64,
+        off: u64,
+    },
+    Pareto {
+        n: u64,
+        pow: f64,
+        off: u64,
+    },
+    Normal {
+        n: u64,
+        stddev: u64,
+        off: u64,
+    },
+    /// Zones as (first block, blocks), and for every v in 1..=100 its zone.
+    Zoned {
+        zones: Vec<(u64, u64)>,
+        pick: [u8; 100],
+    },
+}
+
+impl Skew {
+    /// `n` blocks of `unit` bytes in a file of `file_size` bytes.
+    fn new(d: &Distribution, n: u64, unit: u64, rng: &mut Xoshiro256PlusPlus) -> Option<Skew> {
+        let n = n.max(1);
+        // A random offset for the hot spot unless a centre is given (fio's rand_off).
+        let off = |center: Option<f64>, rng: &mut Xoshiro256PlusPlus| match center {
+            Some(c) => ((n as f64 * c) as u64) % n,
+            None => rng.random::<u32>() as u64 % n,
+        };
+        match d {
+            Distribution::Uniform => None,
+            Distribution::Zipf { theta, center } => {
+                let theta = *theta;
+                let zetan = zeta(n.min(ZIPF_MAX_GEN), theta);
+                let zeta2 = 1.0 + 0.5f64.powf(theta);
+                let alpha = 1.0 / (1.0 - theta);
+                let eta = (1.0 - (2.0 / n as f64).powf(1.0 - theta)) / (1.0 - zeta2 / zetan);
+                Some(Skew::Zipf {
+                    n,
+                    theta,
+                    zetan,
+                    alpha,
+                    eta,
+                    off: off(*center, rng),
+                })
+            }
+            Distribution::Pareto { h, center } => Some(Skew::Pareto {
+                n,
+                pow: h.ln() / (1.0 - h).ln(),
+                off: off(*center, rng),
+            }),
+            Distribution::Normal { dev_pct, center } => {
+                let stddev = if *dev_pct > 0.0 {
+                    ((n as f64 * dev_pct / 100.0).ceil() as u64).min(n / 2)
+                } else {
+                    0
+                };
+                let off = match center {
+                    Some(c) => (((n as f64) * (c - 0.5)) as i128).rem_euclid(n as i128) as u64,
+                    None => 0,
+                };
+                Some(Skew::Normal { n, stddev, off })
+            }
+            Distribution::Zoned(zones) | Distribution::ZonedAbs(zones) => {
+                let abs = matches!(d, Distribution::ZonedAbs(_));
+                let mut out = Vec::with_capacity(zones.len());
+                let mut pick = [0u8; 100];
+                let (mut acc, mut prev) = (0usize, 0u64);
+                for (i, z) in zones.iter().enumerate() {
+                    let (start, len) = if abs {
+                        let end = prev.saturating_add(z.size);
+                        let r = (prev / unit, end / unit - prev / unit);
+                        prev = end;
+                        r
+                    } else {
+                        let end = prev + z.size;
+                        let r = (prev * n / 100, n * (end - prev) / 100);
+                        prev = end;
+                        r
+                    };
+                    out.push((start.min(n - 1), len));
+                    for slot in pick.iter_mut().skip(acc).take(z.access_pct as usize) {
+                        *slot = i as u8;
+                    }
+                    acc += z.access_pct as usize;
+                }
+                Some(Skew::Zoned { zones: out, pick })
+            }
+        }
+    }
+
+    /// A block index in `[0, n)`.
+    #[inline]
+    fn next(&self, rng: &mut Xoshiro256PlusPlus) -> u64 {
+        let scatter =
+            |v: u64, off: u64, n: u64| v.wrapping_mul(GOLDEN_RATIO_64).wrapping_add(off) % n;
+        match self {
+            Skew::Zipf {
+                n,
+                theta,
+                zetan,
+                alpha,
+                eta,
+                off,
+            } => {
+                let u: f64 = rng.random();
+                let z = u * zetan;
+                let v = if z < 1.0 {
+                    1
+                } else if z < 1.0 + 0.5f64.powf(*theta) {
+                    2
+                } else {
+                    1 + (*n as f64 * (eta * u - eta + 1.0).powf(*alpha)) as u64
+                };
+                scatter(v - 1, *off, *n)
+            }
+            Skew::Pareto { n, pow, off } => {
+                let u: f64 = rng.random();
+                let v = ((n - 1) as f64 * u.powf(*pow)) as u64;
+                scatter(v, *off, *n)
+            }
+            Skew::Normal { n, stddev, off } => {
+                let mut sum: u64 = 0;
+                for _ in 0..12 {
+                    sum += rng.random_range(0..=*n);
+                }
+                let mut sum = sum.div_ceil(12) as i128;
+                if *stddev > 0 {
+                    let s = *stddev as i128;
+                    let mut dev = (s as f64 * rng.random::<f64>()) as i128 - s / 2;
+                    while dev != 0 && (sum + dev >= *n as i128 || sum + dev < 0) {
+                        dev /= 2;
+                    }
+                    sum += dev;
+                }
+                scatter(sum as u64, *off, *n)
+            }
+            Skew::Zoned { zones, pick } => {
+                let (start, len) = zones[pick[rng.random_range(0..100usize)] as usize];
+                if len > 1 {
+                    start + rng.random_range(0..len)
+                } else {
+                    start
+                }
+            }
+        }
     }
 }
 
 /// The I/O stream of one thread of a job: directions by `rwmixread`, sizes by
-/// `bs`/`bssplit`, offsets uniformly random (aligned to the drawn size) or sequential
-/// with wrap-around. Same job, indices and seed → same stream.
+/// `bs`/`bssplit`/`bsrange`, offsets random (uniform or fio's `random_distribution`,
+/// aligned to the drawn size) or sequential with wrap-around, over `nrfiles` files side
+/// by side. Same job, indices and seed → same stream.
 ///
 /// `next_io` does not allocate.
 #[derive(Clone, Debug)]
@@ -113,13 +298,35 @@ pub struct IoGen {
     random: bool,
     /// Reads per 100 I/Os: 100 for read-only modes, 0 for write-only ones.
     read_pct: u32,
+    /// The sizes of each direction, placed in file 0.
     sizes: [Sizes; 2],
+    /// Non-uniform offsets per direction (`None`: uniform).
+    skew: [Option<Skew>; 2],
+    /// Bytes per block index of the skewed distributions (fio's smallest block size).
+    unit: u64,
+    /// Percent of random I/Os per direction (100 = all).
+    perc_random: [u32; 2],
     start: u64,
     end: u64,
-    /// Next sequential position per direction (fio keeps one per direction too).
-    cursor: [u64; 2],
+    file_size: u64,
+    nfiles: u32,
+    service: FileService,
+    /// The current file and the I/Os (round robin) or bytes (sequential) left on it.
+    file: u32,
+    file_left: u64,
+    /// Bytes per file per loop, for `file_service_type=sequential`.
+    file_share: u64,
+    /// Next sequential position per file and direction, relative to the file's start
+    /// (fio keeps one per direction too).
+    cursor: Vec<[u64; 2]>,
     issued: u64,
+    ios: u64,
     limit: Option<u64>,
+    max_ios: Option<u64>,
+    /// Bytes per loop and where the next loop starts (sequential positions restart),
+    /// for size-based jobs with `loops` > 1.
+    loop_bytes: u64,
+    next_loop: u64,
 }
 
 impl IoGen {
@@ -129,37 +336,97 @@ impl IoGen {
     /// stream.
     pub fn new(job: &JobSpec, job_index: usize, thread: u32, seed: u64) -> IoGen {
         let start = job.offset;
-        let end = job.offset.saturating_add(job.size.max(1));
+        let nfiles = job.nrfiles.max(1);
+        let region = job.size.max(1);
+        let file_size = (region / nfiles as u64).max(1);
+        let end = start.saturating_add(file_size.saturating_mul(nfiles as u64));
         let read_pct = match job.rw {
             m if m.is_mixed() => job.rwmixread.min(100) as u32,
             m if m.reads() => 100,
             _ => 0,
         };
+        let mut rng =
+            Xoshiro256PlusPlus::seed_from_u64(stream_seed(seed, job.randseed, job_index, thread));
+        let file_end = start.saturating_add(file_size);
+        let unit = (job.bs.read.min_len().min(job.bs.write.min_len()) as u64).max(1);
+        let blocks = file_size.div_ceil(unit);
+        let random = job.rw.is_random();
+        let skew = if random {
+            [
+                Skew::new(&job.distribution[0], blocks, unit, &mut rng),
+                Skew::new(&job.distribution[1], blocks, unit, &mut rng),
+            ]
+        } else {
+            [None, None]
+        };
+        let loop_bytes = job.io_size.unwrap_or(job.size).max(1);
         IoGen {
-            rng: Xoshiro256PlusPlus::seed_from_u64(stream_seed(
-                seed,
-                job.randseed,
-                job_index,
-                thread,
-            )),
-            random: job.rw.is_random(),
+            rng,
+            random,
             read_pct,
             sizes: [
-                Sizes::new(&job.bs.read, start, end),
-                Sizes::new(&job.bs.write, start, end),
+                Sizes::new(&job.bs.read, start, file_end),
+                Sizes::new(&job.bs.write, start, file_end),
             ],
+            skew,
+            unit,
+            perc_random: job.percentage_random.map(|p| p.min(100) as u32),
             start,
             end,
-            cursor: [start; 2],
+            file_size,
+            nfiles,
+            service: job.file_service,
+            file: 0,
+            file_left: match job.file_service {
+                FileService::RoundRobin(n) => n.max(1) as u64,
+                _ => 0,
+            },
+            file_share: loop_bytes.div_ceil(nfiles as u64).max(1),
+            cursor: vec![[0; 2]; nfiles as usize],
             issued: 0,
-            limit: (!job.time_based).then_some(job.size),
+            ios: 0,
+            limit: job.bytes_per_thread(),
+            max_ios: job.number_ios,
+            loop_bytes,
+            next_loop: if !job.time_based && job.loops > 1 {
+                loop_bytes
+            } else {
+                u64::MAX
+            },
         }
     }
 
-    /// The next I/O. Sequential modes run through `[offset, offset+size)` and start
-    /// again at `offset` when the next block would not fit; random modes pick a uniform
-    /// position aligned to the drawn block size (absolute alignment when the region
-    /// holds such a block), with replacement (fio's `norandommap`).
+    /// Which file the next I/O goes to (advances the file service).
+    #[inline]
+    fn next_file(&mut self) -> u32 {
+        if self.nfiles == 1 {
+            return 0;
+        }
+        match self.service {
+            FileService::RoundRobin(n) => {
+                if self.file_left == 0 {
+                    self.file = (self.file + 1) % self.nfiles;
+                    self.file_left = n.max(1) as u64;
+                }
+                self.file_left -= 1;
+            }
+            FileService::Sequential => {
+                if self.file_left >= self.file_share {
+                    self.file = (self.file + 1) % self.nfiles;
+                    self.file_left = 0;
+                }
+            }
+            FileService::Random => self.file = self.rng.random_range(0..self.nfiles),
+        }
+        self.file
+    }
+
+    /// The next I/O. Sequential modes run through each file and start again at its
+    /// beginning when the next block would not fit; random modes pick a position
+    /// aligned to the drawn block size (absolute alignment when the file holds such a
+    /// block) uniformly or by the job's distribution, with replacement (fio's
+    /// `norandommap`); `percentage_random` below 100 makes some of a random job's I/Os
+    /// continue sequentially from the direction's last I/O.
     #[inline]
     pub fn next_io(&mut self) -> IoSpec {
         let dir = match self.read_pct {
@@ -169,21 +436,48 @@ impl IoGen {
         };
         let slot = *self.sizes[dir].pick(&mut self.rng);
         let len = slot.len;
-        let offset = if self.random {
-            if slot.positions > 1 {
-                slot.base + self.rng.random_range(0..slot.positions) * len as u64
-            } else {
-                slot.base
-            }
+        let f = self.next_file();
+        let file_base = f as u64 * self.file_size;
+        let random = self.random
+            && (self.perc_random[dir] >= 100
+                || self.rng.random_range(1..=100u32) <= self.perc_random[dir]);
+        let offset = if random {
+            let idx = match &self.skew[dir] {
+                None if slot.positions > 1 => self.rng.random_range(0..slot.positions),
+                None => 0,
+                Some(skew) => {
+                    // A block of fio's unit size, then aligned down to this size.
+                    let p = self.start + skew.next(&mut self.rng) * self.unit;
+                    (p.saturating_sub(slot.base) / len.max(1) as u64).min(slot.positions - 1)
+                }
+            };
+            file_base + slot.base + idx * len as u64
         } else {
-            let mut pos = self.cursor[dir];
-            if pos.saturating_add(len as u64) > self.end {
-                pos = self.start;
+            let c = &mut self.cursor[f as usize][dir];
+            if c.saturating_add(len as u64) > self.file_size {
+                *c = 0;
             }
-            self.cursor[dir] = pos + len as u64;
-            pos
+            self.start + file_base + *c
         };
+        // The direction's next sequential position follows this I/O, random or not.
+        self.cursor[f as usize][dir] = offset - self.start - file_base + len as u64;
         self.issued = self.issued.saturating_add(len as u64);
+        self.ios += 1;
+        if self.service == FileService::Sequential {
+            self.file_left += len as u64;
+        }
+        if self.issued >= self.next_loop {
+            // A new loop: sequential positions and the file service start afresh.
+            self.next_loop = self.next_loop.saturating_add(self.loop_bytes);
+            for c in &mut self.cursor {
+                *c = [0; 2];
+            }
+            self.file = 0;
+            self.file_left = match self.service {
+                FileService::RoundRobin(n) => n.max(1) as u64,
+                _ => 0,
+            };
+        }
         IoSpec {
             op: if dir == 0 { Op::Read } else { Op::Write },
             offset,
@@ -191,12 +485,13 @@ impl IoGen {
         }
     }
 
-    /// Whether the thread has issued all it should: at least `size` bytes when the job
-    /// is not `time_based` (the last I/O may pass `size` by less than one block). A
-    /// time-based job is never exhausted; its end is the engine's business.
+    /// Whether the thread has issued all it should: at least `io_size` × `loops` bytes
+    /// when the job is not `time_based` (the last I/O may pass it by less than one
+    /// block), or `number_ios` I/Os. A time-based job without `number_ios` is never
+    /// exhausted; its end is the engine's business.
     #[inline]
     pub fn exhausted(&self) -> bool {
-        self.limit.is_some_and(|l| self.issued >= l)
+        self.limit.is_some_and(|l| self.issued >= l) || self.max_ios.is_some_and(|m| self.ios >= m)
     }
 
     /// Bytes issued so far.
@@ -205,7 +500,7 @@ impl IoGen {
         self.issued
     }
 
-    /// The region `[start, end)` the thread's I/Os fall into.
+    /// The region `[start, end)` the thread's I/Os fall into (all its files).
     pub fn region(&self) -> (u64, u64) {
         (self.start, self.end)
     }
@@ -216,6 +511,11 @@ impl IoGen {
 /// (I/Os issued before it) / rate_iops, measured from the job's start. A limit given as
 /// one value counts reads and writes together; a `read,write` pair paces each
 /// direction on its own.
+///
+/// With `rate_process=poisson` the gaps between slots are instead exponentially
+/// distributed with the same mean as the linear gap of each I/O (its bytes / rate, or
+/// 1 / rate_iops, the longer), drawn from the pacer's seeded stream: a Poisson arrival
+/// process, as fio's (whose λ is 10⁶ / IOPS).
 ///
 /// `next_issue_ns` does not allocate.
 #[derive(Clone, Debug)]
@@ -228,6 +528,10 @@ pub struct Pacer {
     iops_total: bool,
     bytes: [u64; 2],
     ios: [u64; 2],
+    /// Poisson pacing: the gap stream and the next slot per clock (one shared clock
+    /// when a limit is a total).
+    poisson: Option<Xoshiro256PlusPlus>,
+    clock: [f64; 2],
 }
 
 /// `amount / per_sec` seconds in nanoseconds, exact to the nanosecond below.
@@ -238,8 +542,16 @@ fn ns_for(amount: u64, per_sec: u64) -> Nanos {
 }
 
 impl Pacer {
-    /// The pacer of one thread of `job`, or `None` when the job has no rate limit.
+    /// The pacer of one thread of `job`, or `None` when the job has no rate limit. A
+    /// Poisson pacer made here draws from a stream seeded by `randseed` alone; the
+    /// engines use [`Pacer::seeded`].
     pub fn new(job: &JobSpec) -> Option<Pacer> {
+        Pacer::seeded(job, stream_seed(0, job.randseed, 0, 0))
+    }
+
+    /// The pacer of one thread of `job` whose Poisson gaps (if any) come from `seed`
+    /// (the engines pass the thread's [`stream_seed`]).
+    pub fn seeded(job: &JobSpec, seed: u64) -> Option<Pacer> {
         let b = job.rate_bytes.map(|r| r.unwrap_or(0));
         let i = job.rate_iops.map(|r| r.unwrap_or(0));
         if b == [0, 0] && i == [0, 0] {
@@ -252,12 +564,23 @@ impl Pacer {
             iops_total: job.rate_iops_total,
             bytes: [0; 2],
             ios: [0; 2],
+            poisson: (job.rate_process == RateProcess::Poisson)
+                .then(|| Xoshiro256PlusPlus::seed_from_u64(mix64(seed ^ 0x9015_5011_0000_0001))),
+            clock: [0.0; 2],
         })
     }
 
-    /// The earliest time (ns since the job's start) the next I/O, of `op` and `len`, may
-    /// be issued; the I/O is counted as issued. A direction without a limit, and a
-    /// flush, may go at once (0).
+    /// Start counting afresh: the next I/O may go at once (fio resets its rate
+    /// accounting when `ramp_time` ends).
+    pub fn restart(&mut self) {
+        self.bytes = [0; 2];
+        self.ios = [0; 2];
+        self.clock = [0.0; 2];
+    }
+
+    /// The earliest time (ns since the job's start, or since the last
+    /// [`Pacer::restart`]) the next I/O, of `op` and `len`, may be issued; the I/O is
+    /// counted as issued. A direction without a limit, and a flush, may go at once (0).
     #[inline]
     pub fn next_issue_ns(&mut self, op: Op, len: u32) -> Nanos {
         let d = match op {
@@ -265,6 +588,37 @@ impl Pacer {
             Op::Write => 1,
             Op::Flush => return 0,
         };
+        if let Some(rng) = &mut self.poisson {
+            let bps = if self.bps_total {
+                self.bps[0]
+            } else {
+                self.bps[d]
+            };
+            let iops = if self.iops_total {
+                self.iops[0]
+            } else {
+                self.iops[d]
+            };
+            let mut gap: f64 = 0.0;
+            if bps > 0 {
+                gap = len as f64 * 1e9 / bps as f64;
+            }
+            if iops > 0 {
+                gap = gap.max(1e9 / iops as f64);
+            }
+            if gap == 0.0 {
+                return 0;
+            }
+            let k = if self.bps_total || self.iops_total {
+                0
+            } else {
+                d
+            };
+            let t = self.clock[k];
+            let u: f64 = rng.random();
+            self.clock[k] += -(1.0 - u).ln() * gap;
+            return t.min(u64::MAX as f64) as Nanos;
+        }
         let mut t = 0;
         if self.bps_total {
             if self.bps[0] > 0 {

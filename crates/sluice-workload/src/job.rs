@@ -133,6 +133,69 @@ impl Default for BlockSizes {
     }
 }
 
+/// How random offsets are drawn (fio's `random_distribution`), for one direction.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Distribution {
+    /// `random`: uniform over the file (the default).
+    Uniform,
+    /// `zipf:θ[:center]`: fio's Zipf over the file's blocks (θ > 0, θ ≠ 1).
+    Zipf {
+        /// θ.
+        theta: f64,
+        /// Where the hottest block sits, 0..=1 of the file; `None`: a seeded random place.
+        center: Option<f64>,
+    },
+    /// `pareto:h[:center]`: fio's Pareto (0 < h < 1).
+    Pareto {
+        /// h.
+        h: f64,
+        /// As for Zipf.
+        center: Option<f64>,
+    },
+    /// `normal:σ[:center]` (also `gauss`): fio's approximate normal, σ in percent of
+    /// the file (0..=100).
+    Normal {
+        /// Deviation, percent of the file.
+        dev_pct: f64,
+        /// Centre, 0..=1 of the file (default 0.5).
+        center: Option<f64>,
+    },
+    /// `zoned:A/S:…`: A % of accesses fall uniformly into the next S % of the file.
+    Zoned(Vec<Zone>),
+    /// `zoned_abs:A/SIZE:…`: A % of accesses fall uniformly into the next SIZE bytes.
+    ZonedAbs(Vec<Zone>),
+}
+
+/// One zone of a zoned distribution.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Zone {
+    /// Percent of accesses (whole, as in fio; all zones add up to 100).
+    pub access_pct: u8,
+    /// Percent of the file (`zoned`) or bytes (`zoned_abs`).
+    pub size: u64,
+}
+
+/// Which file of a thread the next I/O goes to (fio's `file_service_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileService {
+    /// `roundrobin[:N]`: N I/Os per file, then the next (default N = 1).
+    RoundRobin(u32),
+    /// `sequential`: one file until its share is done, then the next.
+    Sequential,
+    /// `random`: a uniformly random file for each I/O.
+    Random,
+}
+
+/// How paced I/Os are spaced (fio's `rate_process`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RateProcess {
+    /// Evenly (fio's default).
+    Linear,
+    /// Exponentially distributed gaps with the same mean (a Poisson arrival process),
+    /// drawn from the thread's seeded stream.
+    Poisson,
+}
+
 /// One job section, with `[global]` options applied and defaults filled in.
 ///
 /// See the crate documentation for each option's meaning and default.
@@ -157,8 +220,32 @@ pub struct JobSpec {
     pub rwmixread: u8,
     /// Block sizes per direction; default 4 KiB.
     pub bs: BlockSizes,
-    /// Bytes of the region each thread works on; default 1 GiB (fio has no default).
+    /// Bytes of the region each thread works on — all its files side by side
+    /// (`nrfiles` × `filesize`); default 1 GiB (fio has no default).
     pub size: u64,
+    /// Files per thread (`nrfiles`, default 1), each `size / nrfiles` bytes (the
+    /// parser makes `size` = `nrfiles` × `filesize`), laid side by side from `offset`.
+    /// I/Os never cross a file's end.
+    pub nrfiles: u32,
+    /// Which file the next I/O goes to when there are several.
+    pub file_service: FileService,
+    /// Bytes to transfer per thread and loop (`io_size`/`io_limit`; `None`: `size`).
+    pub io_size: Option<u64>,
+    /// How many times the job's I/O is repeated (`loops`, default 1).
+    pub loops: u32,
+    /// Stop each thread after this many I/Os (`number_ios`).
+    pub number_ios: Option<u64>,
+    /// How random offsets are drawn `[reads, writes]`.
+    pub distribution: [Distribution; 2],
+    /// Percent of a random job's I/Os that are random `[reads, writes]`; the others
+    /// continue sequentially from the direction's last I/O (default 100).
+    pub percentage_random: [u8; 2],
+    /// How paced I/Os are spaced.
+    pub rate_process: RateProcess,
+    /// When this job ends, every job of its stonewall group ends (`exitall`).
+    pub exitall: bool,
+    /// `directory`: the `:`-separated list as given (empty if none).
+    pub directory: Vec<String>,
     /// Start of the region, in bytes.
     pub offset: u64,
     /// I/Os in flight per thread; default 1.
@@ -215,6 +302,16 @@ impl Default for JobSpec {
             rwmixread: 50,
             bs: BlockSizes::default(),
             size: 1 << 30,
+            nrfiles: 1,
+            file_service: FileService::RoundRobin(1),
+            io_size: None,
+            loops: 1,
+            number_ios: None,
+            distribution: [Distribution::Uniform, Distribution::Uniform],
+            percentage_random: [100, 100],
+            rate_process: RateProcess::Linear,
+            exitall: false,
+            directory: Vec::new(),
             offset: 0,
             iodepth: 1,
             numjobs: 1,
@@ -234,6 +331,18 @@ impl Default for JobSpec {
             filename: None,
             passthrough: Vec::new(),
         }
+    }
+}
+
+impl JobSpec {
+    /// Bytes each thread transfers before it ends by size (`io_size` × `loops`),
+    /// unless `number_ios` or `runtime` end it first; `None` for time-based jobs.
+    pub fn bytes_per_thread(&self) -> Option<u64> {
+        (!self.time_based).then(|| {
+            self.io_size
+                .unwrap_or(self.size)
+                .saturating_mul(self.loops.max(1) as u64)
+        })
     }
 }
 

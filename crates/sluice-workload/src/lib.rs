@@ -61,14 +61,33 @@
 //! | `sluice_weight` | flow weight (≥ 1), overrides the weight from `prio` | from prio |
 //! | `sluice_flow` | flow name; jobs with the same name share one flow (and must agree on its weight) | job name |
 //!
-//! Accepted and recorded in [`JobSpec::passthrough`] but not acted on, because sluice
-//! decides them itself: `ioengine` (the engine is the simulator or io_uring), `direct`
-//! (always direct; `direct=0` gives a warning), `group_reporting` (sluice reports per
-//! job and per flow), `thread`, `norandommap` (random offsets are always drawn with
-//! replacement), `randrepeat` (streams are always repeatable), `description`.
+//! More of fio's options — files (`filesize`, `nrfiles`, `file_service_type`,
+//! `directory`, `filename_format`), amounts (`io_size`, `loops`, `number_ios`),
+//! `bsrange`, `random_distribution`, `percentage_random`, `rate_process`, `exitall` —
+//! and every option sluice accepts with no effect, does not support yet (buffered I/O
+//! and syncing: a warning, the job runs as direct I/O) or refuses are listed, with what
+//! each does in sluice, by [`option_table`]; `docs/workloads.md` holds the same list,
+//! generated from it. Options accepted without action are recorded in
+//! [`JobSpec::passthrough`]; each gives one warning per file saying why it has no
+//! effect. `ioengine` must be a local engine (`sync`, `psync`, `libaio`, `io_uring`,
+//! `posixaio`, `pvsync`, `pvsync2`, `mmap`, `null`, …; see [`engine_class`]); a network,
+//! passthrough, zoned or non-I/O engine stops the parse on its line.
 //!
 //! Any other option is an error naming file, line and option (with a suggestion for
-//! likely typos), unless [`ParseOptions::ignore_unknown`] turns it into a warning.
+//! likely typos), unless [`ParseOptions::ignore_unknown`] turns it into a warning; the
+//! same holds for refused options.
+//!
+//! ## fio's value syntax
+//!
+//! * `include FILE` lines read FILE's options into the section, relative to the
+//!   including file; nested up to [`MAX_INCLUDE_DEPTH`]; a cycle is an error; an
+//!   included file may not hold sections.
+//! * `${VAR}` in a value is the environment variable ([`parse_str_with`] takes another
+//!   source); an unset variable is an error (fio would substitute an empty string).
+//!   `$pagesize` is 4096; `$ncpus` and `$mb_memory` are refused as machine-dependent.
+//! * A size, time or count that starts with `(` is fio's arithmetic expression: `+ - *
+//!   / % ^`, parentheses, unit suffixes on numbers; a bare number in a time expression
+//!   is microseconds, as in fio.
 //!
 //! ## Classes and weights
 //!
@@ -97,9 +116,16 @@
 //! * A `bs` (or any `bssplit` entry) larger than `size` is an error rather than a
 //!   silent clamp.
 //!
-//! Not supported: `include`, environment-variable expansion, `$`-expressions,
-//! `offset_increment`, `bsrange`, `zonemode`, `fsync`/`fdatasync`, trim, verification
-//! and logging options.
+//! * `random_distribution` is computed as fio computes it (Zipf with fio's normalising
+//!   sum capped at 10 million terms, Pareto, fio's approximate normal, zones), over
+//!   blocks of the job's smallest block size, each drawn offset then aligned down to
+//!   the drawn block size; the ranks are scattered with fio's golden-ratio hash.
+//! * `nrfiles` files are laid side by side in one address space per thread (one real
+//!   file per thread for `sluice run`).
+//!
+//! Not supported: `offset_increment`, `zonemode`, trim, verification, per-I/O
+//! priorities (`cmdprio*`), `rw=…:N` modifiers, file-size ranges, buffered I/O and
+//! syncing (see [`option_table`]).
 //!
 //! ## Generation
 //!
@@ -111,17 +137,28 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 mod error;
+mod expr;
 mod gen;
+mod include;
 mod job;
+mod options;
 mod parse;
 mod plan;
 mod source;
 pub mod units;
+mod values;
 
 pub use error::WorkloadError;
 pub use gen::{stream_seed, IoGen, IoSpec, Pacer};
-pub use job::{weight_from_prio, BlockSize, BlockSizes, BsEntry, JobSpec, RwMode};
-pub use parse::{parse_file, parse_str, ParseOptions, Parsed, Warning};
+pub use include::MAX_INCLUDE_DEPTH;
+pub use job::{
+    weight_from_prio, BlockSize, BlockSizes, BsEntry, Distribution, FileService, JobSpec,
+    RateProcess, RwMode, Zone,
+};
+pub use options::{
+    engine_class, option_table, options_markdown, EngineClass, OptionInfo, Support, LOCAL_ENGINES,
+};
+pub use parse::{parse_file, parse_str, parse_str_with, ParseOptions, Parsed, Warning};
 pub use plan::{flows_of, stonewall_groups, FlowConflict};
 pub use source::{IoSource, NextIo};
 

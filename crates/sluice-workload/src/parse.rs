@@ -1,21 +1,28 @@
 //! The fio job-file parser (see the crate documentation for the subset).
 
+use std::collections::BTreeSet;
 use std::path::Path;
+use std::rc::Rc;
 
 use sluice_core::IoClass;
 
 use crate::error::WorkloadError;
-use crate::job::{weight_from_prio, BlockSize, BsEntry, JobSpec, RwMode};
+use crate::include::{expand_includes, expand_value, SrcLine};
+use crate::job::{
+    weight_from_prio, BlockSize, BsEntry, Distribution, FileService, JobSpec, RateProcess, RwMode,
+};
+use crate::options::{engine_class, lookup, option_table, EngineClass, Support};
 use crate::units::{
     parse_bool, parse_percent_ppm, parse_positive_size, parse_size, parse_time, parse_uint,
     show_size, TimeUnit, PPM,
 };
+use crate::values::{parse_bsrange, parse_distribution, parse_file_service, split_paths};
 
 /// How strictly to parse.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ParseOptions {
-    /// Turn unknown options into warnings instead of errors (the CLI's
-    /// `--ignore-unknown`).
+    /// Turn unknown options, and options sluice refuses, into warnings instead of
+    /// errors (the CLI's `--ignore-unknown`).
     pub ignore_unknown: bool,
 }
 
@@ -28,61 +35,14 @@ pub struct Parsed {
     /// The job sections in file order.
     pub jobs: Vec<JobSpec>,
     /// Things that did not stop the parse but that the user should see (unknown options
-    /// under `ignore_unknown`, ignored settings, contradictions resolved by a rule).
+    /// under `ignore_unknown`, options with no effect — once per option —, ignored
+    /// settings, contradictions resolved by a rule).
     pub warnings: Vec<Warning>,
 }
 
-/// Every option the parser knows, with an example of its use (empty for bare flags).
-const KNOWN: &[(&str, &str)] = &[
-    ("name", "name=reader"),
-    ("rw", "rw=randread"),
-    ("readwrite", "readwrite=randread"),
-    ("rwmixread", "rwmixread=70"),
-    ("rwmixwrite", "rwmixwrite=30"),
-    ("bs", "bs=4k"),
-    ("blocksize", "blocksize=4k"),
-    ("bssplit", "bssplit=4k/50:64k/50"),
-    ("size", "size=1g"),
-    ("offset", "offset=0"),
-    ("iodepth", "iodepth=32"),
-    ("numjobs", "numjobs=4"),
-    ("runtime", "runtime=30s"),
-    ("time_based", ""),
-    ("ramp_time", "ramp_time=5s"),
-    ("startdelay", "startdelay=1s"),
-    ("thinktime", "thinktime=100us"),
-    ("rate", "rate=4m"),
-    ("rate_iops", "rate_iops=1000"),
-    ("randseed", "randseed=42"),
-    ("prio", "prio=4"),
-    ("prioclass", "prioclass=2"),
-    ("stonewall", ""),
-    ("wait_for_previous", ""),
-    ("filename", "filename=/dev/nvme0n1"),
-    ("ioengine", "ioengine=io_uring"),
-    ("direct", "direct=1"),
-    ("group_reporting", ""),
-    ("thread", ""),
-    ("norandommap", ""),
-    ("randrepeat", "randrepeat=1"),
-    ("description", "description=some text"),
-    ("sluice_critical", "sluice_critical=1"),
-    ("sluice_weight", "sluice_weight=8"),
-    ("sluice_flow", "sluice_flow=tenant-a"),
-];
-
-/// Options that are accepted and recorded in [`JobSpec::passthrough`] but not acted on.
-const PASSTHROUGH: &[&str] = &[
-    "ioengine",
-    "direct",
-    "group_reporting",
-    "thread",
-    "norandommap",
-    "randrepeat",
-    "description",
-];
-
-/// Read and parse a job file. The file name is used as the origin in messages.
+/// Read and parse a job file. The file name is used as the origin in messages;
+/// `include` directives are read relative to it, and `${VAR}` from the process
+/// environment.
 pub fn parse_file(path: &Path, opts: &ParseOptions) -> Result<Parsed, WorkloadError> {
     let text = std::fs::read_to_string(path).map_err(|source| WorkloadError::Io {
         path: path.to_path_buf(),
@@ -91,19 +51,42 @@ pub fn parse_file(path: &Path, opts: &ParseOptions) -> Result<Parsed, WorkloadEr
     parse_str(&text, &path.display().to_string(), opts)
 }
 
-/// Parse job-file text. `origin` names the text in messages (usually the file name).
+/// Parse job-file text. `origin` names the text in messages (usually the file name);
+/// `include` directives are read relative to its directory, and `${VAR}` from the
+/// process environment.
 pub fn parse_str(text: &str, origin: &str, opts: &ParseOptions) -> Result<Parsed, WorkloadError> {
+    parse_str_with(text, origin, opts, &|name| std::env::var(name).ok())
+}
+
+/// [`parse_str`] with `${VAR}` values taken from `vars` instead of the process
+/// environment (an unset variable is `None`).
+pub fn parse_str_with(
+    text: &str,
+    origin: &str,
+    opts: &ParseOptions,
+    vars: &dyn Fn(&str) -> Option<String>,
+) -> Result<Parsed, WorkloadError> {
+    // A job for an engine sluice cannot stand in for stops on that one line, before
+    // any of the engine's own options is reported as unknown.
+    prescan_engine(text, origin)?;
+    let mut lines = Vec::new();
+    expand_includes(text, origin, &mut Vec::new(), &mut lines)?;
+    let main: Rc<str> = Rc::from(origin);
     let mut p = Parser {
-        origin,
+        origin: main.clone(),
         opts,
+        vars,
         global: Draft::default(),
         section: Section::None,
         jobs: Vec::new(),
         warnings: Vec::new(),
+        warned: BTreeSet::new(),
     };
-    for (i, raw) in text.lines().enumerate() {
-        p.line(i + 1, raw)?;
+    for l in &lines {
+        p.origin = l.origin.clone();
+        p.line(l)?;
     }
+    p.origin = main;
     p.finish_section()?;
     if p.jobs.is_empty() {
         return Err(WorkloadError::NoJobs {
@@ -115,6 +98,36 @@ pub fn parse_str(text: &str, origin: &str, opts: &ParseOptions) -> Result<Parsed
         jobs: p.jobs,
         warnings: p.warnings,
     })
+}
+
+/// The first `ioengine=` line of the text naming an engine that is not local I/O.
+fn prescan_engine(text: &str, origin: &str) -> Result<(), WorkloadError> {
+    for (i, raw) in text.lines().enumerate() {
+        let s = strip_comment(raw).trim();
+        let Some((k, v)) = s.split_once('=') else {
+            continue;
+        };
+        let v = v.trim();
+        if k.trim() != "ioengine" || v.contains('$') {
+            continue;
+        }
+        if let EngineClass::Refused(why) = engine_class(v) {
+            return Err(engine_error(origin, i + 1, v, why));
+        }
+    }
+    Ok(())
+}
+
+fn engine_error(origin: &str, line: usize, v: &str, why: &str) -> WorkloadError {
+    WorkloadError::Option {
+        origin: origin.to_string(),
+        line,
+        option: "ioengine".to_string(),
+        message: format!(
+            "'{v}' cannot run in sluice: {why}. sluice runs every job with its own engine (the \
+             simulator, or io_uring for `sluice run`); remove ioengine or use a local one such as io_uring"
+        ),
+    }
 }
 
 /// Jobs of one flow must agree on its weight.
@@ -138,17 +151,31 @@ fn check_flows(origin: &str, jobs: &[JobSpec]) -> Result<(), WorkloadError> {
     Ok(())
 }
 
+/// Where an option was set: file (origin) and line.
+#[derive(Clone, Debug)]
+struct Loc {
+    origin: Rc<str>,
+    line: usize,
+}
+
 /// Options collected for a section before defaults and checks are applied.
 #[derive(Clone, Debug, Default)]
 struct Draft {
     name: Option<String>,
     rw: Option<RwMode>,
     rwmixread: Option<u8>,
-    /// `[read, write]`: size and the line that set it.
-    bs: [Option<(u32, usize)>; 2],
-    bssplit: [Option<(Vec<BsEntry>, usize)>; 2],
-    size: Option<(u64, usize)>,
-    offset: Option<(u64, usize)>,
+    /// `[read, write]`: size and where it was set.
+    bs: [Option<(u32, Loc)>; 2],
+    /// `[read, write]`: a table from `bssplit` or `bsrange`, the option and where.
+    bssplit: [Option<(Vec<BsEntry>, &'static str, Loc)>; 2],
+    size: Option<(u64, Loc)>,
+    filesize: Option<(u64, Loc)>,
+    nrfiles: Option<(u32, Loc)>,
+    file_service: Option<FileService>,
+    io_size: Option<(u64, Loc)>,
+    loops: Option<u32>,
+    number_ios: Option<u64>,
+    offset: Option<(u64, Loc)>,
     iodepth: Option<u32>,
     numjobs: Option<u32>,
     runtime_ns: Option<u64>,
@@ -160,11 +187,17 @@ struct Draft {
     rate_bytes_total: bool,
     rate_iops: [Option<u64>; 2],
     rate_iops_total: bool,
+    rate_process: Option<RateProcess>,
     randseed: Option<u64>,
+    distribution: Option<([Distribution; 2], Loc)>,
+    percentage_random: Option<([u8; 2], Loc)>,
     prio: Option<u8>,
     prioclass: Option<u8>,
     stonewall: bool,
-    filename: Option<String>,
+    exitall: bool,
+    filename: Option<(String, Loc)>,
+    filename_format: Option<(String, Loc)>,
+    directory: Option<(Vec<String>, Loc)>,
     passthrough: Vec<(String, String)>,
     critical: bool,
     weight: Option<u32>,
@@ -193,16 +226,20 @@ impl From<String> for ApplyError {
 }
 
 struct Parser<'a> {
-    origin: &'a str,
+    /// The file of the line being read.
+    origin: Rc<str>,
     opts: &'a ParseOptions,
+    vars: &'a dyn Fn(&str) -> Option<String>,
     global: Draft,
     section: Section,
     jobs: Vec<JobSpec>,
     warnings: Vec<Warning>,
+    /// Options already warned about (once per option and file).
+    warned: BTreeSet<&'static str>,
 }
 
 /// Drop a whole-line comment, or a trailing one that starts after whitespace.
-fn strip_comment(raw: &str) -> &str {
+pub(crate) fn strip_comment(raw: &str) -> &str {
     let s = raw.trim_start();
     if s.starts_with(';') || s.starts_with('#') {
         return "";
@@ -217,7 +254,42 @@ fn strip_comment(raw: &str) -> &str {
     s
 }
 
+/// What the table says to do with an option `Draft::apply` does not act on itself.
+enum TableAction {
+    /// Record it, and warn once with this text.
+    Warn(String),
+    /// Record it silently.
+    Quiet,
+    /// Refuse it with this text.
+    Refuse(String),
+}
+
+fn table_action(key: &str, value: Option<&str>) -> Option<(&'static str, TableAction)> {
+    let info = lookup(key)?;
+    let shown = value.map_or_else(|| key.to_string(), |v| format!("{key}={v}"));
+    let action = match info.support {
+        Support::Yes => return None,
+        Support::NoEffect => TableAction::Warn(format!("accepted, no effect in sluice: {}", info.note)),
+        Support::NotYet if info.quiet_for(value) => TableAction::Quiet,
+        Support::NotYet => TableAction::Warn(format!("not supported yet: {shown}: {}", info.note)),
+        Support::Refused if info.quiet_for(value) => TableAction::Quiet,
+        Support::Refused => TableAction::Refuse(format!(
+            "'{}' is not supported: {}. Remove the option, or pass --ignore-unknown to run the job without it (with a warning)",
+            value.unwrap_or("1"),
+            info.note
+        )),
+    };
+    Some((info.name, action))
+}
+
 impl Parser<'_> {
+    fn loc(&self, line: usize) -> Loc {
+        Loc {
+            origin: self.origin.clone(),
+            line,
+        }
+    }
+
     fn syntax(&self, line: usize, message: String) -> WorkloadError {
         WorkloadError::Syntax {
             origin: self.origin.to_string(),
@@ -227,20 +299,49 @@ impl Parser<'_> {
     }
 
     fn option_err(&self, line: usize, option: &str, message: String) -> WorkloadError {
+        self.option_err_at(&self.loc(line), option, message)
+    }
+
+    fn option_err_at(&self, at: &Loc, option: &str, message: String) -> WorkloadError {
         WorkloadError::Option {
-            origin: self.origin.to_string(),
-            line,
+            origin: at.origin.to_string(),
+            line: at.line,
             option: option.to_string(),
             message,
         }
     }
 
-    fn line(&mut self, line: usize, raw: &str) -> Result<(), WorkloadError> {
-        let s = strip_comment(raw).trim();
+    /// `line N` when `at` is in the file being reported on, else `file:N`.
+    fn where_(&self, at: &Loc) -> String {
+        if at.origin == self.origin {
+            format!("line {}", at.line)
+        } else {
+            format!("{}:{}", at.origin, at.line)
+        }
+    }
+
+    fn warn_once(&mut self, name: &'static str, line: usize, key: &str, text: String) {
+        if self.warned.insert(name) {
+            self.warnings
+                .push(format!("{}:{line}: option '{key}': {text}", self.origin));
+        }
+    }
+
+    fn line(&mut self, src: &SrcLine) -> Result<(), WorkloadError> {
+        let line = src.line;
+        let s = strip_comment(&src.text).trim();
         if s.is_empty() {
             return Ok(());
         }
         if let Some(rest) = s.strip_prefix('[') {
+            if src.included {
+                return Err(self.syntax(
+                    line,
+                    format!(
+                        "'{s}': an included file may not hold sections (as in fio); only options"
+                    ),
+                ));
+            }
             let Some(name) = rest.strip_suffix(']') else {
                 return Err(self.syntax(
                     line,
@@ -277,55 +378,108 @@ impl Parser<'_> {
             ));
         }
         if key.contains(char::is_whitespace) {
-            let hint = if key.starts_with("include") {
-                "'include' is not supported; put the jobs into one file"
-            } else {
-                "write key=value, or a bare flag such as time_based"
-            };
-            return Err(self.syntax(line, format!("cannot read '{s}' as an option; {hint}")));
+            return Err(self.syntax(
+                line,
+                format!(
+                    "cannot read '{s}' as an option; write key=value, or a bare flag such as time_based"
+                ),
+            ));
         }
-        let mut warnings = Vec::new();
-        let result = match &mut self.section {
-            Section::None => {
-                return Err(self.option_err(
-                    line,
-                    key,
-                    "appears before any section; put it under [global] or under a job header such as [job1]"
-                        .to_string(),
-                ))
-            }
-            Section::Global => self.global.apply(key, value, line, &mut warnings),
-            Section::Job { draft, .. } => draft.apply(key, value, line, &mut warnings),
+        if matches!(self.section, Section::None) {
+            return Err(self.option_err(
+                line,
+                key,
+                "appears before any section; put it under [global] or under a job header such as [job1]"
+                    .to_string(),
+            ));
+        }
+        // ${VAR} and fio's keywords, on the right of '=' only (as fio).
+        let expanded = match value {
+            Some(v) => Some(expand_value(v, self.vars).map_err(|m| self.option_err(line, key, m))?),
+            None => None,
         };
-        for w in warnings {
-            self.warnings
-                .push(format!("{}:{line}: option '{key}': {w}", self.origin));
-        }
-        match result {
-            Ok(()) => Ok(()),
-            Err(ApplyError::Bad(m)) => Err(self.option_err(line, key, m)),
-            Err(ApplyError::Unknown) => {
-                let typo = suggest(key)
-                    .map(|k| format!(" Did you mean '{k}'?"))
-                    .unwrap_or_default();
-                if self.opts.ignore_unknown {
-                    self.warnings.push(format!(
-                        "{}:{line}: option '{key}': unknown option, ignored (--ignore-unknown).{typo}",
-                        self.origin
-                    ));
-                    Ok(())
-                } else {
-                    Err(self.option_err(
+        let value = expanded.as_deref();
+        if key == "ioengine" {
+            if let Some(v) = value {
+                match engine_class(v) {
+                    EngineClass::Refused(why) => {
+                        return Err(engine_error(&self.origin, line, v, why))
+                    }
+                    EngineClass::Local => self.warn_once(
+                        "ioengine",
                         line,
                         key,
                         format!(
-                            "unknown option (sluice reads a subset of fio's options).{typo} \
-                             Remove it, or pass --ignore-unknown to skip unknown options with a warning"
+                            "accepted, no effect in sluice: '{v}' is local I/O; sluice runs every job on its simulated \
+                             device (sluice sim) or with io_uring (sluice run)"
                         ),
-                    ))
+                    ),
                 }
             }
         }
+        let at = self.loc(line);
+        let result = match &mut self.section {
+            Section::None => Ok(()),
+            Section::Global => self.global.apply(key, value, &at),
+            Section::Job { draft, .. } => draft.apply(key, value, &at),
+        };
+        match result {
+            Ok(()) => Ok(()),
+            Err(ApplyError::Bad(m)) => Err(self.option_err(line, key, m)),
+            Err(ApplyError::Unknown) => match table_action(key, value) {
+                Some((name, action)) => {
+                    match action {
+                        TableAction::Warn(text) => self.warn_once(name, line, key, text),
+                        TableAction::Quiet => {}
+                        TableAction::Refuse(text) => {
+                            if self.opts.ignore_unknown {
+                                self.warn_once(
+                                    name,
+                                    line,
+                                    key,
+                                    format!("ignored (--ignore-unknown): {text}"),
+                                );
+                            } else {
+                                return Err(self.option_err(line, key, text));
+                            }
+                        }
+                    }
+                    self.record(key, value);
+                    Ok(())
+                }
+                None => {
+                    let typo = suggest(key)
+                        .map(|k| format!(" Did you mean '{k}'?"))
+                        .unwrap_or_default();
+                    if self.opts.ignore_unknown {
+                        self.warnings.push(format!(
+                            "{}:{line}: option '{key}': unknown option, ignored (--ignore-unknown).{typo}",
+                            self.origin
+                        ));
+                        Ok(())
+                    } else {
+                        Err(self.option_err(
+                            line,
+                            key,
+                            format!(
+                                "unknown option (sluice reads a subset of fio's options).{typo} \
+                                 Remove it, or pass --ignore-unknown to skip unknown options with a warning"
+                            ),
+                        ))
+                    }
+                }
+            },
+        }
+    }
+
+    /// Record an option accepted without action in the section's passthrough list.
+    fn record(&mut self, key: &str, value: Option<&str>) {
+        let draft = match &mut self.section {
+            Section::None => return,
+            Section::Global => &mut self.global,
+            Section::Job { draft, .. } => draft,
+        };
+        draft.record(key, value);
     }
 
     fn finish_section(&mut self) -> Result<(), WorkloadError> {
@@ -344,32 +498,87 @@ impl Parser<'_> {
         line: usize,
         d: Draft,
     ) -> Result<JobSpec, WorkloadError> {
-        let name = d.name.unwrap_or(section);
+        let name = d.name.clone().unwrap_or(section);
         let defaults = JobSpec::default();
         let rw = d.rw.unwrap_or(defaults.rw);
-        let (size, size_line) = match d.size {
-            Some((s, l)) => (s, Some(l)),
-            None => (defaults.size, None),
+        let header = self.loc(line);
+
+        // Files: nrfiles × filesize, side by side; size then defaults io_size.
+        let nrfiles = d.nrfiles.as_ref().map_or(1, |n| n.0);
+        let (file_size, size_where, size_at) = match (&d.filesize, &d.size) {
+            (Some((f, at)), _) => (
+                *f,
+                format!("filesize={} on {}", show_size(*f), self.where_(at)),
+                at.clone(),
+            ),
+            (None, Some((s, at))) => {
+                let per = s / nrfiles as u64;
+                if per == 0 {
+                    let n_at = d.nrfiles.as_ref().map_or(at, |n| &n.1);
+                    return Err(self.option_err_at(
+                        n_at,
+                        "nrfiles",
+                        format!(
+                            "size={} split over nrfiles={nrfiles} leaves less than a byte per file in job '{name}'; \
+                             use fewer files or a larger size",
+                            show_size(*s)
+                        ),
+                    ));
+                }
+                let w = if nrfiles > 1 {
+                    format!(
+                        "the file size {} (size={} on {} over nrfiles={nrfiles})",
+                        show_size(per),
+                        show_size(*s),
+                        self.where_(at)
+                    )
+                } else {
+                    format!("size={} on {}", show_size(*s), self.where_(at))
+                };
+                (per, w, at.clone())
+            }
+            (None, None) => {
+                let per = defaults.size / nrfiles as u64;
+                let w = if nrfiles > 1 {
+                    format!(
+                        "the file size {} (the default size {} over nrfiles={nrfiles})",
+                        show_size(per),
+                        show_size(defaults.size)
+                    )
+                } else {
+                    format!("the default size {}", show_size(defaults.size))
+                };
+                (per, w, header.clone())
+            }
         };
-        let offset = d.offset.map_or(0, |o| o.0);
+        let region = file_size.checked_mul(nrfiles as u64).ok_or_else(|| {
+            self.option_err_at(
+                &size_at,
+                "filesize",
+                format!("nrfiles × filesize overflows 64 bits in job '{name}'; use smaller files"),
+            )
+        })?;
+        let io_size = match (&d.io_size, &d.filesize, &d.size) {
+            (Some((n, _)), _, _) => Some(*n),
+            // fio: with filesize, size only sets how much I/O to do.
+            (None, Some(_), Some((s, _))) => Some(*s),
+            _ => None,
+        };
+        let offset = d.offset.as_ref().map_or(0, |o| o.0);
         let mut sizes = [BlockSize::Fixed(4096), BlockSize::Fixed(4096)];
         for (dir, slot) in sizes.iter_mut().enumerate() {
             let used = if dir == 0 { rw.reads() } else { rw.writes() };
-            let (table, option, set_line) = match (&d.bssplit[dir], d.bs[dir]) {
-                (Some((t, l)), _) => (BlockSize::Split(t.clone()), "bssplit", Some(*l)),
-                (None, Some((b, l))) => (BlockSize::Fixed(b), "bs", Some(l)),
+            let (table, option, set_at) = match (&d.bssplit[dir], &d.bs[dir]) {
+                (Some((t, opt, at)), _) => (BlockSize::Split(t.clone()), *opt, Some(at)),
+                (None, Some((b, at))) => (BlockSize::Fixed(*b), "bs", Some(at)),
                 (None, None) => (BlockSize::Fixed(4096), "size", None),
             };
             let max = table.max_len() as u64;
-            if used && max > size {
+            if used && max > file_size {
                 let dir_name = if dir == 0 { "reads" } else { "writes" };
-                let size_where = match size_line {
-                    Some(l) => format!("size={} on line {l}", show_size(size)),
-                    None => format!("the default size {}", show_size(size)),
-                };
-                return Err(match set_line {
-                    Some(l) => self.option_err(
-                        l,
+                return Err(match set_at {
+                    Some(at) => self.option_err_at(
+                        at,
                         option,
                         format!(
                             "block size {} for {dir_name} is larger than {size_where} in job '{name}'; \
@@ -377,13 +586,12 @@ impl Parser<'_> {
                             show_size(max)
                         ),
                     ),
-                    None => self.option_err(
-                        size_line.unwrap_or(line),
-                        "size",
+                    None => self.option_err_at(
+                        &size_at,
+                        if d.filesize.is_some() { "filesize" } else { "size" },
                         format!(
-                            "size {} in job '{name}' is smaller than the default block size 4KiB; \
-                             make size at least one block, or set bs",
-                            show_size(size)
+                            "{size_where} in job '{name}' is smaller than the default block size 4KiB; \
+                             make it at least one block, or set bs"
                         ),
                     ),
                 });
@@ -391,14 +599,56 @@ impl Parser<'_> {
             *slot = table;
         }
         let [read_bs, write_bs] = sizes;
-        if offset.checked_add(size).is_none() {
-            let l = d.offset.map_or(line, |o| o.1);
-            return Err(self.option_err(
-                l,
+        if offset.checked_add(region).is_none() {
+            let at = d.offset.as_ref().map_or(&header, |o| &o.1);
+            return Err(self.option_err_at(
+                at,
                 "offset",
                 format!("offset + size overflows 64 bits in job '{name}'; use a smaller offset"),
             ));
         }
+        // zoned_abs zones must fit in a file (fio stops on "sizes exceed file size").
+        let distribution = match d.distribution.clone() {
+            Some((dist, at)) => {
+                for dd in &dist {
+                    if let Distribution::ZonedAbs(z) = dd {
+                        let total: u64 = z.iter().map(|z| z.size).fold(0, u64::saturating_add);
+                        if total > file_size {
+                            return Err(self.option_err_at(
+                                &at,
+                                "random_distribution",
+                                format!(
+                                    "the zones add up to {}, more than {size_where} in job '{name}'; \
+                                     make the zones smaller or the file larger",
+                                    show_size(total)
+                                ),
+                            ));
+                        }
+                    }
+                }
+                if !rw.is_random() && dist.iter().any(|x| *x != Distribution::Uniform) {
+                    self.warnings.push(format!(
+                        "{}:{}: option 'random_distribution': no effect on the sequential rw={} of job '{name}'",
+                        at.origin, at.line, rw.name()
+                    ));
+                }
+                dist
+            }
+            None => [Distribution::Uniform, Distribution::Uniform],
+        };
+        let percentage_random = match d.percentage_random.clone() {
+            Some((p, at)) => {
+                if !rw.is_random() && p != [100, 100] {
+                    self.warnings.push(format!(
+                        "{}:{}: option 'percentage_random': no effect on the sequential rw={} of job '{name}' (as in fio)",
+                        at.origin, at.line, rw.name()
+                    ));
+                }
+                p
+            }
+            None => [100, 100],
+        };
+        let filename = self.resolve_file(&name, &d)?;
         let class = if d.critical || d.prioclass == Some(1) {
             if d.critical && d.prioclass == Some(3) {
                 self.warnings.push(format!(
@@ -432,7 +682,17 @@ impl Parser<'_> {
                 read: read_bs,
                 write: write_bs,
             },
-            size,
+            size: region,
+            nrfiles,
+            file_service: d.file_service.unwrap_or(defaults.file_service),
+            io_size,
+            loops: d.loops.unwrap_or(1),
+            number_ios: d.number_ios,
+            distribution,
+            percentage_random,
+            rate_process: d.rate_process.unwrap_or(RateProcess::Linear),
+            exitall: d.exitall,
+            directory: d.directory.map(|x| x.0).unwrap_or_default(),
             offset,
             iodepth: d.iodepth.unwrap_or(1),
             numjobs: d.numjobs.unwrap_or(1),
@@ -449,18 +709,60 @@ impl Parser<'_> {
             prio: d.prio,
             prioclass: d.prioclass,
             stonewall: d.stonewall,
-            filename: d.filename,
+            filename,
             passthrough: d.passthrough,
         })
+    }
+
+    /// The job's shared file name, as fio resolves it: `filename` (in the first
+    /// `directory` when relative), or a `filename_format` without `$jobnum` (every
+    /// thread of the job uses the same files); `None` when each thread has its own.
+    fn resolve_file(&mut self, name: &str, d: &Draft) -> Result<Option<String>, WorkloadError> {
+        let dir0 = d.directory.as_ref().and_then(|(v, _)| v.first().cloned());
+        let join = |f: &str| match &dir0 {
+            Some(dir) if !Path::new(f).is_absolute() => {
+                Path::new(dir).join(f).display().to_string()
+            }
+            _ => f.to_string(),
+        };
+        if let Some((f, _)) = &d.filename {
+            return Ok(Some(join(f)));
+        }
+        if let Some((fmt, at)) = &d.filename_format {
+            let named = fmt
+                .replace("$jobname", name)
+                .replace("$clientuid", "")
+                .replace("$filenum", "0");
+            if !fmt.contains("$jobnum") {
+                return Ok(Some(join(&named)));
+            }
+            if !fmt.contains("$jobname") {
+                self.warnings.push(format!(
+                    "{}:{}: option 'filename_format': '{fmt}' gives threads of different jobs the same file names; \
+                     sluice gives each thread of job '{name}' its own region instead (files shared across jobs need filename=)",
+                    at.origin, at.line
+                ));
+            }
+            return Ok(None);
+        }
+        if let Some((_, at)) = &d.directory {
+            self.warnings.push(format!(
+                "{}:{}: option 'directory': job '{name}' names no file, so each thread gets its own region; \
+                 the directory only places named files (`sluice run` creates generated files in --directory)",
+                at.origin, at.line
+            ));
+        }
+        Ok(None)
     }
 }
 
 /// The closest known option name, if one is close enough to be a likely typo.
 fn suggest(key: &str) -> Option<&'static str> {
     let key = key.to_ascii_lowercase();
-    let (name, dist) = KNOWN
+    let (name, dist) = option_table()
         .iter()
-        .map(|(n, _)| (*n, edit_distance(&key, n)))
+        .flat_map(|o| std::iter::once(o.name).chain(o.aliases.iter().copied()))
+        .map(|n| (n, edit_distance(&key, n)))
         .min_by_key(|&(_, d)| d)?;
     (dist <= 2.max(key.len() / 4) && dist < key.len()).then_some(name)
 }
@@ -482,10 +784,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 fn example(key: &str) -> &'static str {
-    KNOWN
-        .iter()
-        .find(|(n, _)| *n == key)
-        .map_or("key=value", |(_, e)| e)
+    lookup(key).map_or("key=value", |o| o.example)
 }
 
 fn need<'v>(key: &str, value: Option<&'v str>) -> Result<&'v str, String> {
@@ -623,13 +922,14 @@ fn small_uint<T: TryFrom<u64>>(v: &str, ex: &str, lo: u64, hi: u64) -> Result<T,
 }
 
 impl Draft {
-    fn apply(
-        &mut self,
-        key: &str,
-        value: Option<&str>,
-        line: usize,
-        warnings: &mut Vec<String>,
-    ) -> Result<(), ApplyError> {
+    /// Record an option accepted without action (the last value of an option wins).
+    fn record(&mut self, key: &str, value: Option<&str>) {
+        let v = value.unwrap_or("1").to_string();
+        self.passthrough.retain(|(n, _)| n != key);
+        self.passthrough.push((key.to_string(), v));
+    }
+
+    fn apply(&mut self, key: &str, value: Option<&str>, at: &Loc) -> Result<(), ApplyError> {
         match key {
             "name" => self.name = Some(need(key, value)?.to_string()),
             "rw" | "readwrite" => self.rw = Some(parse_rw(need(key, value)?)?),
@@ -642,25 +942,78 @@ impl Draft {
                 let (parts, _) = split_dirs(key, need(key, value)?)?;
                 for (dir, part) in parts.iter().enumerate() {
                     if let Some(p) = part {
-                        self.bs[dir] = Some((parse_bs(p)?, line));
-                        // A later bs overrides an inherited bssplit for that direction.
+                        self.bs[dir] = Some((parse_bs(p)?, at.clone()));
+                        // A later bs overrides an inherited bssplit/bsrange for that direction.
                         self.bssplit[dir] = None;
                     }
                 }
             }
-            "bssplit" => {
+            "bssplit" | "bsrange" | "blocksize_range" => {
                 let (parts, _) = split_dirs(key, need(key, value)?)?;
+                let name = if key == "bssplit" {
+                    "bssplit"
+                } else {
+                    "bsrange"
+                };
                 for (dir, part) in parts.iter().enumerate() {
                     if let Some(p) = part {
-                        self.bssplit[dir] = Some((parse_bssplit(p)?, line));
+                        let t = if key == "bssplit" {
+                            parse_bssplit(p)?
+                        } else {
+                            parse_bsrange(p)?
+                        };
+                        self.bssplit[dir] = Some((t, name, at.clone()));
                     }
                 }
             }
-            "size" => self.size = Some((parse_positive_size(need(key, value)?)?, line)),
-            "offset" => self.offset = Some((parse_size(need(key, value)?)?, line)),
+            "size" => {
+                let v = need(key, value)?;
+                if v.trim().ends_with('%') {
+                    return Err(ApplyError::Bad(format!(
+                        "'{v}': a size in percent of the device is not supported; give bytes, e.g. size=1g"
+                    )));
+                }
+                self.size = Some((parse_positive_size(v)?, at.clone()))
+            }
+            "filesize" => {
+                let v = need(key, value)?;
+                if v.contains('-') || v.contains(':') {
+                    return Err(ApplyError::Bad(format!(
+                        "'{v}': a range of file sizes is not supported; give one size, e.g. filesize=64m"
+                    )));
+                }
+                self.filesize = Some((parse_positive_size(v)?, at.clone()))
+            }
+            "nrfiles" | "nr_files" => {
+                self.nrfiles = Some((small_uint(need(key, value)?, "4", 1, 1 << 20)?, at.clone()))
+            }
+            "file_service_type" => self.file_service = Some(parse_file_service(need(key, value)?)?),
+            "io_size" | "io_limit" => {
+                let v = need(key, value)?;
+                if v.trim().ends_with('%') {
+                    return Err(ApplyError::Bad(format!(
+                        "'{v}': io_size in percent is not supported; give bytes, e.g. io_size=10g"
+                    )));
+                }
+                self.io_size = Some((parse_positive_size(v)?, at.clone()))
+            }
+            "loops" => self.loops = Some(small_uint(need(key, value)?, "3", 1, u32::MAX as u64)?),
+            "number_ios" => {
+                let n = parse_uint(need(key, value)?, "100000")?;
+                self.number_ios = (n > 0).then_some(n);
+            }
+            "offset" => {
+                let v = need(key, value)?;
+                if v.trim().ends_with('%') {
+                    return Err(ApplyError::Bad(format!(
+                        "'{v}': an offset in percent of the device is not supported; give bytes, e.g. offset=1g"
+                    )));
+                }
+                self.offset = Some((parse_size(v)?, at.clone()))
+            }
             "iodepth" => self.iodepth = Some(small_uint(need(key, value)?, "32", 1, 65535)?),
             "numjobs" => self.numjobs = Some(small_uint(need(key, value)?, "4", 1, 65535)?),
-            "runtime" => {
+            "runtime" | "timeout" => {
                 let t = parse_time(need(key, value)?, TimeUnit::Seconds)?;
                 self.runtime_ns = (t > 0).then_some(t);
             }
@@ -689,11 +1042,65 @@ impl Draft {
                     self.rate_iops_total = single;
                 }
             }
+            "rate_process" => {
+                self.rate_process = Some(
+                    match need(key, value)?.trim().to_ascii_lowercase().as_str() {
+                        "linear" => RateProcess::Linear,
+                        "poisson" => RateProcess::Poisson,
+                        v => {
+                            return Err(ApplyError::Bad(format!(
+                                "cannot read '{v}' as a rate process; use linear or poisson"
+                            )))
+                        }
+                    },
+                )
+            }
             "randseed" => self.randseed = Some(parse_uint(need(key, value)?, "42")?),
+            "random_distribution" => {
+                self.distribution = Some((parse_distribution(need(key, value)?)?, at.clone()))
+            }
+            "percentage_random" => {
+                let (parts, _) = split_dirs(key, need(key, value)?)?;
+                let mut p = self.percentage_random.as_ref().map_or([100, 100], |x| x.0);
+                for (dir, part) in parts.iter().enumerate() {
+                    if let Some(v) = part {
+                        p[dir] = small_uint(v, "80", 0, 100)?;
+                    }
+                }
+                self.percentage_random = Some((p, at.clone()));
+            }
             "prio" => self.prio = Some(small_uint(need(key, value)?, "4", 0, 7)?),
             "prioclass" => self.prioclass = Some(small_uint(need(key, value)?, "2", 0, 3)?),
             "stonewall" | "wait_for_previous" => self.stonewall = parse_bool(value)?,
-            "filename" => self.filename = Some(need(key, value)?.to_string()),
+            "exitall" => self.exitall = parse_bool(value)?,
+            "filename" => {
+                let v = need(key, value)?;
+                let files = split_paths(v);
+                match files.len() {
+                    0 => return Err(ApplyError::Bad(format!("needs a value, e.g. {}", example(key)))),
+                    1 => self.filename = Some((files[0].clone(), at.clone())),
+                    n => {
+                        return Err(ApplyError::Bad(format!(
+                            "'{v}' names {n} files; sluice takes one file per job (write '\\:' for a colon in a name). \
+                             Give each file its own job with filename=, or use nrfiles for several files per thread"
+                        )))
+                    }
+                }
+            }
+            "filename_format" => {
+                self.filename_format = Some((need(key, value)?.to_string(), at.clone()))
+            }
+            "directory" => {
+                let dirs = split_paths(need(key, value)?);
+                if dirs.is_empty() {
+                    return Err(ApplyError::Bad(format!(
+                        "needs a value, e.g. {}",
+                        example(key)
+                    )));
+                }
+                self.directory = Some((dirs, at.clone()));
+            }
+            "ioengine" | "description" => self.record(key, Some(need(key, value)?)),
             "sluice_critical" => {
                 self.critical = match value.map(str::trim) {
                     Some("1") | None => true,
@@ -709,15 +1116,6 @@ impl Draft {
                 self.weight = Some(small_uint(need(key, value)?, "8", 1, u32::MAX as u64)?)
             }
             "sluice_flow" => self.flow = Some(need(key, value)?.to_string()),
-            k if PASSTHROUGH.contains(&k) => {
-                let v = value.unwrap_or("1").to_string();
-                if k == "direct" && v.trim() == "0" {
-                    warnings
-                        .push("direct=0 is ignored: sluice always issues direct I/O".to_string());
-                }
-                self.passthrough.retain(|(n, _)| n != k);
-                self.passthrough.push((k.to_string(), v));
-            }
             _ => return Err(ApplyError::Unknown),
         }
         Ok(())

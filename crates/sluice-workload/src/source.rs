@@ -2,7 +2,7 @@
 
 use sluice_core::Nanos;
 
-use crate::{IoGen, IoSpec, JobSpec, Pacer};
+use crate::{stream_seed, IoGen, IoSpec, JobSpec, Pacer};
 
 /// What a thread does next (see [`IoSource::next`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,6 +23,10 @@ pub struct IoSource {
     pacer: Option<Pacer>,
     /// The next I/O, generated but held until its pacer slot (the second field).
     pending: Option<(IoSpec, Nanos)>,
+    /// `ramp_time`: when it has passed, pacing starts afresh from its end (as fio
+    /// resets its rate accounting), so a backlog from the warm-up is not caught up.
+    ramp_ns: Nanos,
+    ramp_over: bool,
 }
 
 impl IoSource {
@@ -31,13 +35,35 @@ impl IoSource {
     pub fn new(job: &JobSpec, job_index: usize, thread: u32, seed: u64) -> IoSource {
         IoSource {
             gen: IoGen::new(job, job_index, thread, seed),
-            pacer: Pacer::new(job),
+            pacer: Pacer::seeded(job, stream_seed(seed, job.randseed, job_index, thread)),
             pending: None,
+            ramp_ns: job.ramp_ns,
+            ramp_over: job.ramp_ns == 0,
         }
     }
 
     /// What to do at `now_ns`; pacer slots count from `pace_base_ns` (the job's start).
     pub fn next(&mut self, now_ns: Nanos, pace_base_ns: Nanos) -> NextIo {
+        let mut pace_base_ns = pace_base_ns;
+        if !self.ramp_over {
+            if let Some(p) = self.pacer.as_mut() {
+                let ramp_end = pace_base_ns.saturating_add(self.ramp_ns);
+                if now_ns >= ramp_end {
+                    // The warm-up is over: pace afresh from its end; an I/O held for a
+                    // slot takes the first slot of the new count.
+                    self.ramp_over = true;
+                    p.restart();
+                    if let Some((io, _)) = self.pending {
+                        self.pending = Some((io, ramp_end + p.next_issue_ns(io.op, io.len)));
+                    }
+                }
+            } else {
+                self.ramp_over = true;
+            }
+        }
+        if self.ramp_over && self.ramp_ns > 0 {
+            pace_base_ns = pace_base_ns.saturating_add(self.ramp_ns);
+        }
         let (io, at) = match self.pending {
             Some(p) => p,
             None => {

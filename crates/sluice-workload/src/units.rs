@@ -1,5 +1,8 @@
 //! Reading numbers with units: sizes, times, percentages, flags.
 //!
+//! A size, time or whole number that starts with `(` is one of fio's arithmetic
+//! expressions, e.g. `((1+2)*4k)` (see the crate documentation).
+//!
 //! Every function returns the problem as a sentence (what is wrong and how to write it
 //! instead); the parser puts the file, line and option in front of it.
 
@@ -35,6 +38,9 @@ fn split_digits(s: &str) -> (&str, &str) {
 /// Zero is accepted here; callers that need a positive size check it.
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let s = s.trim();
+    if s.starts_with('(') {
+        return crate::expr::eval(s, crate::expr::ExprKind::Size);
+    }
     let bad = || format!("cannot read '{s}' as a size (e.g. 4k, 128KiB, 1g)");
     if s.starts_with('-') {
         return Err(format!(
@@ -80,6 +86,9 @@ pub fn parse_positive_size(s: &str) -> Result<u64, String> {
 /// `default_unit`.
 pub fn parse_time(s: &str, default_unit: TimeUnit) -> Result<Nanos, String> {
     let s = s.trim();
+    if s.starts_with('(') {
+        return crate::expr::eval(s, crate::expr::ExprKind::Time);
+    }
     let example = match default_unit {
         TimeUnit::Seconds => "e.g. 30, 250ms, 10s, 1h",
         TimeUnit::Micros => "e.g. 100 (microseconds), 250us, 2ms",
@@ -114,6 +123,9 @@ pub fn parse_time(s: &str, default_unit: TimeUnit) -> Result<Nanos, String> {
 /// Read a whole number (no suffix).
 pub fn parse_uint(s: &str, example: &str) -> Result<u64, String> {
     let s = s.trim();
+    if s.starts_with('(') {
+        return crate::expr::eval(s, crate::expr::ExprKind::Plain);
+    }
     if s.starts_with('-') {
         return Err(format!(
             "'{s}' is negative; expected a whole number (e.g. {example})"

@@ -1,0 +1,458 @@
+//! The table of every fio option sluice knows: what it does in sluice, or why it has
+//! no effect, or why it is refused. The parser consults it for every option it does
+//! not act on itself, and `docs/workloads.md`'s option list is generated from it
+//! ([`options_markdown`]; a test keeps the two equal).
+
+/// How sluice treats an option.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Support {
+    /// sluice acts on it.
+    Yes,
+    /// Accepted, with one warning per option and file saying it has no effect in sluice
+    /// (it concerns fio's own bookkeeping, output or host set-up, not the I/O stream).
+    NoEffect,
+    /// Buffered I/O and syncing, which belong to the store/cache layer sluice does not
+    /// have yet: accepted with a warning (the job runs as direct I/O without flushes),
+    /// as `direct=0` always was. Values in [`OptionInfo::quiet`] ask for nothing
+    /// unsupported and pass silently.
+    NotYet,
+    /// It changes what the job does in a way sluice cannot reproduce: an error naming
+    /// file, line, option and value (a warning with `--ignore-unknown`). Values in
+    /// [`OptionInfo::quiet`] (e.g. `verify=0`) are accepted silently.
+    Refused,
+}
+
+impl Support {
+    /// The heading of the group in the documentation.
+    pub fn heading(self) -> &'static str {
+        match self {
+            Support::Yes => "Options sluice acts on",
+            Support::NoEffect => "Accepted, with no effect (one warning per option)",
+            Support::NotYet => "Not supported yet: buffered I/O and syncing (a warning; the job runs as direct I/O)",
+            Support::Refused => "Refused (an error; a warning with `--ignore-unknown`)",
+        }
+    }
+}
+
+/// One option of the table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OptionInfo {
+    /// fio's name.
+    pub name: &'static str,
+    /// Other names fio accepts for it.
+    pub aliases: &'static [&'static str],
+    /// What sluice does with it.
+    pub support: Support,
+    /// Values (lower case) that ask for nothing sluice lacks: a `NotYet` or `Refused`
+    /// option with one of these passes silently (`direct=1`, `verify=0`, …).
+    pub quiet: &'static [&'static str],
+    /// An example of its use (the bare name for flags).
+    pub example: &'static str,
+    /// What it means in sluice, or why it has no effect or is refused (one sentence).
+    pub note: &'static str,
+}
+
+impl OptionInfo {
+    /// Whether `key` is this option's name or one of its aliases.
+    pub fn is(&self, key: &str) -> bool {
+        self.name == key || self.aliases.contains(&key)
+    }
+
+    /// Whether `value` (as written; `None` for a bare flag) asks for nothing sluice
+    /// lacks.
+    pub fn quiet_for(&self, value: Option<&str>) -> bool {
+        let v = value.unwrap_or("1").trim().to_ascii_lowercase();
+        self.quiet.contains(&v.as_str())
+    }
+}
+
+use Support::{NoEffect, NotYet, Refused, Yes};
+
+const fn o(
+    name: &'static str,
+    aliases: &'static [&'static str],
+    support: Support,
+    example: &'static str,
+    note: &'static str,
+) -> OptionInfo {
+    OptionInfo {
+        name,
+        aliases,
+        support,
+        quiet: &[],
+        example,
+        note,
+    }
+}
+
+const fn q(
+    name: &'static str,
+    aliases: &'static [&'static str],
+    support: Support,
+    quiet: &'static [&'static str],
+    example: &'static str,
+    note: &'static str,
+) -> OptionInfo {
+    OptionInfo {
+        name,
+        aliases,
+        support,
+        quiet,
+        example,
+        note,
+    }
+}
+
+const OFF: &[&str] = &["0", "false", "no", "off"];
+
+const REPORT: &str =
+    "sluice measures every I/O and reports per job and per flow itself (--json, --plot)";
+const HOST: &str = "host set-up of fio's own threads; sluice's simulator has no host, and `sluice run` places its workers itself";
+const ENGINE_OPT: &str =
+    "a tuning knob of fio's engine; sluice submits through its own simulator or io_uring engine";
+const DATA: &str = "the contents of write buffers; the simulator carries no data and `sluice run` writes pseudo-random data";
+const SYNC: &str = "sluice has no page cache or file system yet (the store/cache layer); the job runs as direct I/O without flushes";
+
+static TABLE: &[OptionInfo] = &[
+    // ------------------------------------------------------------- acted on
+    o("name", &[], Yes, "name=reader", "job name (overrides the section name)"),
+    o("description", &[], Yes, "description=some text", "free text, recorded"),
+    o("rw", &["readwrite"], Yes, "rw=randread", "read, write, randread, randwrite, rw/readwrite, randrw (trim and `:N` modifiers refused)"),
+    o("rwmixread", &[], Yes, "rwmixread=70", "percent of reads in mixed modes"),
+    o("rwmixwrite", &[], Yes, "rwmixwrite=30", "percent of writes in mixed modes"),
+    o("bs", &["blocksize"], Yes, "bs=4k", "block size, or `read,write`"),
+    o("bssplit", &[], Yes, "bssplit=4k/50:64k/50", "block-size table, optionally `reads,writes`"),
+    o("bsrange", &["blocksize_range"], Yes, "bsrange=4k-64k", "sizes drawn from MIN-MAX in multiples of MIN, with fio's probabilities, optionally `reads,writes`"),
+    o("size", &[], Yes, "size=1g", "bytes of the region each thread works on (split over `nrfiles`), and the default `io_size`"),
+    o("filesize", &[], Yes, "filesize=64m", "size of each of the thread's files (one size; ranges refused); `size` then only sets the default `io_size`"),
+    o("nrfiles", &["nr_files"], Yes, "nrfiles=4", "files per thread, laid side by side in the thread's address space; I/Os never cross a file's end"),
+    o("file_service_type", &[], Yes, "file_service_type=roundrobin", "roundrobin[:N] (default), sequential or random: which file the next I/O goes to"),
+    o("io_size", &["io_limit"], Yes, "io_size=10g", "bytes to transfer per thread and loop (default `size`); more than `size` wraps around"),
+    o("loops", &[], Yes, "loops=3", "repeat the job's I/O this many times (each loop starts sequential positions afresh)"),
+    o("number_ios", &[], Yes, "number_ios=100000", "stop a thread after this many I/Os (also when the size is not yet done)"),
+    o("offset", &[], Yes, "offset=1g", "start of the region"),
+    o("iodepth", &[], Yes, "iodepth=32", "I/Os in flight per thread"),
+    o("numjobs", &[], Yes, "numjobs=4", "threads of the job (one flow)"),
+    o("runtime", &["timeout"], Yes, "runtime=30s", "time limit"),
+    o("time_based", &[], Yes, "time_based", "run for `runtime`, wrapping around"),
+    o("ramp_time", &[], Yes, "ramp_time=5s", "warm-up excluded from results; rate pacing starts afresh when it ends, as in fio"),
+    o("startdelay", &[], Yes, "startdelay=1s", "delay before the job starts"),
+    o("thinktime", &[], Yes, "thinktime=100us", "pause after each completion"),
+    o("rate", &[], Yes, "rate=4m", "bytes/s cap, total or `read,write`"),
+    o("rate_iops", &[], Yes, "rate_iops=1000", "I/Os per second cap, total or `read,write`"),
+    o("rate_process", &[], Yes, "rate_process=poisson", "linear (default) or poisson: exponential gaps with the rate's mean, seeded like the job's stream"),
+    o("randseed", &[], Yes, "randseed=42", "mixed into each thread's random stream"),
+    o("random_distribution", &[], Yes, "random_distribution=zipf:1.2", "random (uniform), zipf:θ[:c], pareto:h[:c], normal:σ%[:c] (gauss), zoned:A/S%:…, zoned_abs:A/SIZE:… — as fio computes them"),
+    o("percentage_random", &[], Yes, "percentage_random=80", "percent of a random job's I/Os that are random, the rest continue sequentially; `read,write`"),
+    o("prio", &[], Yes, "prio=4", "I/O priority level → weight 8 − prio"),
+    o("prioclass", &[], Yes, "prioclass=2", "1 real time (critical), 2 best effort, 3 idle"),
+    o("stonewall", &["wait_for_previous"], Yes, "stonewall", "wait for all earlier jobs to finish first"),
+    o("exitall", &[], Yes, "exitall", "when this job ends, every job of its stonewall group ends (in the simulator; `sluice run` does not act on it yet)"),
+    o("filename", &[], Yes, "filename=data", "jobs with the same file share its address range (one file; `a:b` lists refused)"),
+    o("filename_format", &[], Yes, "filename_format=$jobname.$jobnum.$filenum", "names generated files; without `$jobnum` a job's threads share their files"),
+    o("directory", &[], Yes, "directory=/mnt/a:/mnt/b", "`:`-separated list; a relative `filename` is taken in the first directory, as in fio"),
+    o("ioengine", &[], Yes, "ioengine=io_uring", "local engines (sync, psync, libaio, io_uring, posixaio, pvsync, pvsync2, mmap, null, …) are accepted with a no-effect warning; network, passthrough, zoned and non-I/O engines are refused"),
+    o("include", &[], Yes, "include common.fio", "directive: the file's options, relative to the including file; nested up to 16 deep, cycles refused"),
+    o("sluice_critical", &[], Yes, "sluice_critical=1", "latency-critical requests"),
+    o("sluice_weight", &[], Yes, "sluice_weight=8", "flow weight"),
+    o("sluice_flow", &[], Yes, "sluice_flow=tenant-a", "flow name shared by jobs"),
+    // ------------------------------------------------------------- no effect
+    o("thread", &[], NoEffect, "thread", "fio's threads-or-processes choice; sluice's jobs are its own threads"),
+    o("threads", &[], NoEffect, "threads=1", "not an option of fio itself (fio's examples use it for `thread`); taken as `thread`"),
+    o("group_reporting", &[], NoEffect, "group_reporting", REPORT),
+    o("new_group", &[], NoEffect, "new_group", REPORT),
+    o("unified_rw_reporting", &[], NoEffect, "unified_rw_reporting=1", REPORT),
+    o("stats", &[], NoEffect, "stats=1", REPORT),
+    o("gtod_reduce", &[], NoEffect, "gtod_reduce=1", "the simulator's clock is free and exact; the engine times every I/O"),
+    o("gtod_cpu", &[], NoEffect, "gtod_cpu=0", HOST),
+    o("clocksource", &[], NoEffect, "clocksource=cpu", "sluice keeps its own clock"),
+    o("disable_lat", &[], NoEffect, "disable_lat=1", REPORT),
+    o("disable_clat", &[], NoEffect, "disable_clat=1", REPORT),
+    o("disable_slat", &[], NoEffect, "disable_slat=1", REPORT),
+    o("disable_bw_measurement", &["disable_bw"], NoEffect, "disable_bw_measurement=1", REPORT),
+    o("clat_percentiles", &[], NoEffect, "clat_percentiles=1", "sluice always reports fio's completion-latency percentile list"),
+    o("lat_percentiles", &[], NoEffect, "lat_percentiles=1", REPORT),
+    o("slat_percentiles", &[], NoEffect, "slat_percentiles=1", REPORT),
+    o("percentile_list", &[], NoEffect, "percentile_list=99:99.9", "sluice reports fio's default percentile list"),
+    o("significant_figures", &[], NoEffect, "significant_figures=4", REPORT),
+    o("per_job_logs", &[], NoEffect, "per_job_logs=0", REPORT),
+    o("write_lat_log", &[], NoEffect, "write_lat_log=lat", "sluice writes no fio log files; --json and --plot give latencies and bandwidth over time"),
+    o("write_bw_log", &[], NoEffect, "write_bw_log=bw", "sluice writes no fio log files; --json and --plot give latencies and bandwidth over time"),
+    o("write_iops_log", &[], NoEffect, "write_iops_log=iops", "sluice writes no fio log files; --json and --plot give latencies and bandwidth over time"),
+    o("write_hist_log", &[], NoEffect, "write_hist_log=hist", "sluice writes no fio log files; --json and --plot give latencies and bandwidth over time"),
+    o("log_avg_msec", &[], NoEffect, "log_avg_msec=1000", REPORT),
+    o("log_hist_msec", &[], NoEffect, "log_hist_msec=1000", REPORT),
+    o("log_max_value", &[], NoEffect, "log_max_value=1", REPORT),
+    o("log_offset", &[], NoEffect, "log_offset=1", REPORT),
+    o("log_prio", &[], NoEffect, "log_prio=1", REPORT),
+    o("log_compression", &[], NoEffect, "log_compression=1m", REPORT),
+    o("log_unix_epoch", &[], NoEffect, "log_unix_epoch=1", REPORT),
+    o("invalidate", &[], NoEffect, "invalidate=1", "there is no page cache to drop: sluice's I/O is direct"),
+    o("norandommap", &[], NoEffect, "norandommap", "sluice always draws random offsets with replacement, as with norandommap"),
+    o("randrepeat", &[], NoEffect, "randrepeat=1", "sluice's streams always repeat for the same --seed and randseed"),
+    o("allrandrepeat", &[], NoEffect, "allrandrepeat=1", "sluice's streams always repeat for the same --seed and randseed"),
+    o("random_generator", &[], NoEffect, "random_generator=tausworthe64", "sluice uses its own seeded generator (xoshiro256++)"),
+    o("iodepth_batch_submit", &["iodepth_batch"], NoEffect, "iodepth_batch_submit=8", ENGINE_OPT),
+    o("iodepth_batch_complete_min", &["iodepth_batch_complete"], NoEffect, "iodepth_batch_complete_min=1", ENGINE_OPT),
+    o("iodepth_batch_complete_max", &[], NoEffect, "iodepth_batch_complete_max=8", ENGINE_OPT),
+    o("iodepth_low", &[], NoEffect, "iodepth_low=1", ENGINE_OPT),
+    o("io_submit_mode", &[], NoEffect, "io_submit_mode=inline", ENGINE_OPT),
+    o("userspace_reap", &[], NoEffect, "userspace_reap", ENGINE_OPT),
+    o("hipri", &[], NoEffect, "hipri", ENGINE_OPT),
+    o("fixedbufs", &[], NoEffect, "fixedbufs", ENGINE_OPT),
+    o("registerfiles", &[], NoEffect, "registerfiles", ENGINE_OPT),
+    o("sqthread_poll", &[], NoEffect, "sqthread_poll=1", ENGINE_OPT),
+    o("sqthread_poll_cpu", &[], NoEffect, "sqthread_poll_cpu=0", ENGINE_OPT),
+    o("nonvectored", &[], NoEffect, "nonvectored=1", ENGINE_OPT),
+    o("force_async", &[], NoEffect, "force_async=4", ENGINE_OPT),
+    o("nowait", &[], NoEffect, "nowait=1", ENGINE_OPT),
+    o("uncached", &[], NoEffect, "uncached=1", ENGINE_OPT),
+    o("cpus_allowed", &["cpumask"], NoEffect, "cpus_allowed=0-3", HOST),
+    o("cpus_allowed_policy", &[], NoEffect, "cpus_allowed_policy=split", HOST),
+    o("numa_cpu_nodes", &[], NoEffect, "numa_cpu_nodes=0", HOST),
+    o("numa_mem_policy", &[], NoEffect, "numa_mem_policy=local", HOST),
+    o("nice", &[], NoEffect, "nice=0", HOST),
+    o("ioscheduler", &[], NoEffect, "ioscheduler=none", "sluice's --policy is the I/O scheduler"),
+    o("mem", &["iomem"], NoEffect, "mem=malloc", "I/O buffers: the simulator needs none, `sluice run` uses its own fixed buffers"),
+    o("iomem_align", &["mem_align"], NoEffect, "iomem_align=4k", "I/O buffers: the simulator needs none, `sluice run` uses its own fixed buffers"),
+    o("lockmem", &[], NoEffect, "lockmem=1g", HOST),
+    o("unlink", &[], NoEffect, "unlink=1", "`sluice run` removes the files it created unless --keep-files"),
+    o("unlink_each_loop", &[], NoEffect, "unlink_each_loop=1", "`sluice run` removes the files it created unless --keep-files"),
+    o("allow_file_create", &[], NoEffect, "allow_file_create=1", "`sluice run` creates missing files in --directory and removes them after"),
+    o("overwrite", &[], NoEffect, "overwrite=1", "`sluice run` always lays out (pre-fills) the files it creates"),
+    o("fallocate", &[], NoEffect, "fallocate=none", "`sluice run` lays out files by writing them"),
+    o("create_serialize", &[], NoEffect, "create_serialize=0", "`sluice run` lays out files before the run"),
+    o("openfiles", &[], NoEffect, "openfiles=1", "the simulator has no open files; `sluice run` opens each file once"),
+    o("refill_buffers", &[], NoEffect, "refill_buffers", DATA),
+    o("scramble_buffers", &[], NoEffect, "scramble_buffers=1", DATA),
+    o("zero_buffers", &[], NoEffect, "zero_buffers", DATA),
+    o("buffer_pattern", &[], NoEffect, "buffer_pattern=0xdeadface", DATA),
+    o("buffer_compress_percentage", &[], NoEffect, "buffer_compress_percentage=50", DATA),
+    o("buffer_compress_chunk", &[], NoEffect, "buffer_compress_chunk=4k", DATA),
+    o("dedupe_percentage", &[], NoEffect, "dedupe_percentage=10", DATA),
+    o("dedupe_mode", &[], NoEffect, "dedupe_mode=repeat", DATA),
+    o("dedupe_global", &[], NoEffect, "dedupe_global=1", DATA),
+    o("dedupe_working_set_percentage", &[], NoEffect, "dedupe_working_set_percentage=50", DATA),
+    o("buffer_compress_chunk_size", &[], NoEffect, "buffer_compress_chunk_size=4k", DATA),
+    o("continue_on_error", &[], NoEffect, "continue_on_error=none", "sluice counts failed I/Os and goes on"),
+    o("ignore_error", &[], NoEffect, "ignore_error=EIO", "sluice counts failed I/Os and goes on"),
+    o("error_dump", &[], NoEffect, "error_dump=1", REPORT),
+    o("rate_min", &["ratemin"], NoEffect, "rate_min=1m", "sluice never ends a job for running below a rate; compare the reported bandwidth with it"),
+    o("rate_iops_min", &[], NoEffect, "rate_iops_min=100", "sluice never ends a job for running below a rate; compare the reported IOPS with it"),
+    o("rate_cycle", &["ratecycle"], NoEffect, "rate_cycle=1000", "the averaging window of rate_min, which has no effect"),
+    o("exit_what", &[], NoEffect, "exit_what=group", "exitall always ends the job's stonewall group"),
+    o("unit_base", &[], NoEffect, "unit_base=8", REPORT),
+    o("fadvise_hint", &[], NoEffect, "fadvise_hint=0", "there is no page cache to advise: sluice's I/O is direct"),
+    o("filetype", &[], NoEffect, "filetype=file", "sluice inspects its files itself"),
+    o("lockfile", &[], NoEffect, "lockfile=none", "sluice does no file locking"),
+    o("cgroup", &[], NoEffect, "cgroup=fio", HOST),
+    o("uid", &[], NoEffect, "uid=1000", HOST),
+    o("gid", &[], NoEffect, "gid=1000", HOST),
+    // ------------------------------------------------------------- not yet
+    q("direct", &[], NotYet, &["1", "true", "yes", "on"], "direct=0", SYNC),
+    q("buffered", &[], NotYet, OFF, "buffered=1", SYNC),
+    q("fsync", &[], NotYet, &["0"], "fsync=32", SYNC),
+    q("fdatasync", &[], NotYet, &["0"], "fdatasync=32", SYNC),
+    q("end_fsync", &[], NotYet, OFF, "end_fsync=1", SYNC),
+    q("fsync_on_close", &[], NotYet, OFF, "fsync_on_close=1", SYNC),
+    q("create_on_open", &[], NotYet, OFF, "create_on_open=1", SYNC),
+    q("create_fsync", &[], NotYet, OFF, "create_fsync=1", SYNC),
+    q("sync", &[], NotYet, &["0", "none", "false", "no", "off"], "sync=1", SYNC),
+    q("write_barrier", &[], NotYet, &["0"], "write_barrier=16", SYNC),
+    q("sync_file_range", &[], NotYet, &[], "sync_file_range=wait_before:8", SYNC),
+    q("pre_read", &[], NotYet, OFF, "pre_read=1", SYNC),
+    // ------------------------------------------------------------- refused
+    q("verify", &[], Refused, &["0", "none"], "verify=crc32c", "data verification needs data, and the simulator carries none (with --ignore-unknown the job runs without its verify reads)"),
+    q("do_verify", &[], Refused, OFF, "do_verify=1", "data verification needs data; the simulator carries none"),
+    o("verify_backlog", &[], Refused, "verify_backlog=1024", "data verification needs data; the simulator carries none"),
+    o("verify_interval", &[], Refused, "verify_interval=4k", "data verification needs data; the simulator carries none"),
+    o("verify_pattern", &[], Refused, "verify_pattern=0xff", "data verification needs data; the simulator carries none"),
+    o("verify_fatal", &[], Refused, "verify_fatal=1", "data verification needs data; the simulator carries none"),
+    o("verify_dump", &[], Refused, "verify_dump=1", "data verification needs data; the simulator carries none"),
+    o("verify_async", &[], Refused, "verify_async=1", "data verification needs data; the simulator carries none"),
+    o("verify_only", &[], Refused, "verify_only", "data verification needs data; the simulator carries none"),
+    o("verify_state_save", &[], Refused, "verify_state_save=0", "data verification needs data; the simulator carries none"),
+    o("verify_write_sequence", &[], Refused, "verify_write_sequence=0", "data verification needs data; the simulator carries none"),
+    q("zonemode", &[], Refused, &["none"], "zonemode=zbd", "zoned block devices (and fio's strided zones) are not modelled"),
+    o("zonesize", &[], Refused, "zonesize=256m", "zoned block devices (and fio's strided zones) are not modelled"),
+    o("zonerange", &[], Refused, "zonerange=256m", "zoned block devices (and fio's strided zones) are not modelled"),
+    o("zoneskip", &[], Refused, "zoneskip=1g", "zoned block devices (and fio's strided zones) are not modelled"),
+    o("max_open_zones", &[], Refused, "max_open_zones=8", "zoned block devices are not modelled"),
+    o("wait_for", &[], Refused, "wait_for=writers", "not supported yet: waiting for one named job; use stonewall to wait for all earlier jobs"),
+    o("offset_increment", &[], Refused, "offset_increment=1g", "not supported yet: give each thread its own job with its own offset"),
+    o("ramp_size", &[], Refused, "ramp_size=1g", "not supported yet: use ramp_time"),
+    o("thinktime_blocks", &[], Refused, "thinktime_blocks=8", "not supported yet: sluice thinks after every I/O"),
+    o("thinktime_spin", &[], Refused, "thinktime_spin=10us", "not supported yet: sluice's thinktime is idle time"),
+    o("thinktime_iotime", &[], Refused, "thinktime_iotime=1s", "not supported yet: sluice thinks after every I/O"),
+    o("file_append", &[], Refused, "file_append=1", "not supported: give offset instead"),
+    o("fill_device", &["fill_fs"], Refused, "fill_device=1", "the simulator never runs out of space; give size instead"),
+    o("rw_sequencer", &[], Refused, "rw_sequencer=sequential", "not supported: use rw=read or rw=randread without ':N'"),
+    o("cmdprio_percentage", &[], Refused, "cmdprio_percentage=10", "per-I/O priorities are not supported; give a job its class with prioclass/prio or sluice_critical=1"),
+    o("cmdprio_class", &[], Refused, "cmdprio_class=1", "per-I/O priorities are not supported; give a job its class with prioclass/prio or sluice_critical=1"),
+    o("cmdprio", &[], Refused, "cmdprio=0", "per-I/O priorities are not supported; give a job its class with prioclass/prio or sluice_critical=1"),
+    o("cmdprio_bssplit", &[], Refused, "cmdprio_bssplit=4k/10", "per-I/O priorities are not supported; give a job its class with prioclass/prio or sluice_critical=1"),
+    o("steadystate", &["ss"], Refused, "steadystate=iops:1%", "fio's steady-state early end is not supported; give runtime"),
+    o("steadystate_duration", &["ss_dur"], Refused, "ss_dur=60s", "fio's steady-state early end is not supported; give runtime"),
+    o("steadystate_ramp_time", &["ss_ramp"], Refused, "ss_ramp=10s", "fio's steady-state early end is not supported; give runtime"),
+    o("latency_target", &[], Refused, "latency_target=10ms", "fio's queue-depth search is not supported; give iodepth (sluice's policies keep latency targets)"),
+    o("latency_window", &[], Refused, "latency_window=1s", "fio's queue-depth search is not supported; give iodepth"),
+    o("latency_percentile", &[], Refused, "latency_percentile=99", "fio's queue-depth search is not supported; give iodepth"),
+    o("flow", &[], Refused, "flow=2", "fio's flow tokens are not supported; sluice shares by flow weights (sluice_flow, sluice_weight)"),
+    o("flow_sleep", &[], Refused, "flow_sleep=100", "fio's flow tokens are not supported; sluice shares by flow weights"),
+    o("exec_prerun", &[], Refused, "exec_prerun=cmd", "sluice runs no commands from a job file"),
+    o("exec_postrun", &[], Refused, "exec_postrun=cmd", "sluice runs no commands from a job file"),
+    o("trim_percentage", &[], Refused, "trim_percentage=10", "trim/discard is not modelled"),
+    o("trim_verify_zero", &[], Refused, "trim_verify_zero=1", "trim/discard is not modelled"),
+    o("trim_backlog", &[], Refused, "trim_backlog=8", "trim/discard is not modelled"),
+    q("kb_base", &[], Refused, &["1024"], "kb_base=1000", "sluice's sizes are always powers of 1024; kb_base=1000 would change every size"),
+    o("blockalign", &["ba"], Refused, "blockalign=4k", "sluice aligns random offsets to the block size itself"),
+    o("blocksize_unaligned", &["bs_unaligned"], Refused, "blocksize_unaligned", "sluice's sizes are multiples of the smallest block size"),
+    o("bs_is_seq_rand", &[], Refused, "bs_is_seq_rand=1", "not supported: give bs=read,write"),
+    o("random_sequence_stride", &[], Refused, "random_sequence_stride=1", "random_distribution=sequence is not supported"),
+];
+
+/// Every option sluice knows, in the documentation's order.
+pub fn option_table() -> &'static [OptionInfo] {
+    TABLE
+}
+
+/// The table entry of `key` (by name or alias).
+pub fn lookup(key: &str) -> Option<&'static OptionInfo> {
+    TABLE.iter().find(|o| o.is(key))
+}
+
+/// How sluice treats an `ioengine`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EngineClass {
+    /// Local file or block I/O: sluice runs the job with its own engine.
+    Local,
+    /// Not local block I/O: the reason.
+    Refused(&'static str),
+}
+
+/// Engines that do local file or block I/O, which sluice replaces by its simulator or
+/// its io_uring engine.
+pub const LOCAL_ENGINES: &[&str] = &[
+    "sync",
+    "psync",
+    "vsync",
+    "pvsync",
+    "pvsync2",
+    "libaio",
+    "io_uring",
+    "posixaio",
+    "solarisaio",
+    "windowsaio",
+    "mmap",
+    "splice",
+    "null",
+    "cpp_null",
+];
+
+/// Classify an `ioengine` value (the part before any `:` argument).
+pub fn engine_class(value: &str) -> EngineClass {
+    let name = value.trim().to_ascii_lowercase();
+    let name = name.split(':').next().unwrap_or("");
+    if LOCAL_ENGINES.contains(&name) {
+        return EngineClass::Local;
+    }
+    EngineClass::Refused(match name {
+        "net" | "netsplice" | "rdma" | "http" | "nbd" | "libiscsi" | "nfs" | "rbd" | "rados"
+        | "gfapi" | "gfapi_async" | "dfs" | "libhdfs" | "ime_psync" | "ime_psyncv"
+        | "ime_aio" | "librpma_apm_client" | "librpma_apm_server" | "librpma_gpspm_client"
+        | "librpma_gpspm_server" => {
+            "it does network or distributed-storage I/O; sluice schedules local block I/O only"
+        }
+        "io_uring_cmd" | "sg" | "xnvme" | "libblkio" | "spdk" | "libzbc" | "nvme" => {
+            "it passes commands through to the device (NVMe/SCSI passthrough or zoned commands), which sluice does not model"
+        }
+        "cpuio" | "exec" | "e4defrag" | "falloc" | "ftruncate" | "filecreate" | "filestat"
+        | "filedelete" | "dircreate" | "dirstat" | "dirdelete" | "page_fault" => {
+            "it does not do block I/O (CPU load, commands or file-system metadata)"
+        }
+        "mtd" | "dev-dax" | "libpmem" | "pmemblk" | "libcufile" | "libhipfile" | "guasi"
+        | "binject" => "it drives a device type sluice does not model (flash MTD, persistent memory, GPU direct)",
+        n if n.starts_with("external") => "it loads an external engine",
+        _ => "it is not an engine sluice knows",
+    })
+}
+
+/// The generated option list of `docs/workloads.md`: one table per [`Support`] group.
+pub fn options_markdown() -> String {
+    let mut s = String::new();
+    for group in [Yes, NoEffect, NotYet, Refused] {
+        s.push_str(&format!("#### {}\n\n", group.heading()));
+        s.push_str("| option | example | ");
+        s.push_str(match group {
+            Yes => "in sluice",
+            NoEffect => "why it has no effect",
+            NotYet | Refused => "why",
+        });
+        s.push_str(" |\n|---|---|---|\n");
+        for e in TABLE.iter().filter(|e| e.support == group) {
+            let mut names = format!("`{}`", e.name);
+            for a in e.aliases {
+                names.push_str(&format!(", `{a}`"));
+            }
+            let mut note = e.note.replace('|', "\\|");
+            if !e.quiet.is_empty() && group != Yes {
+                note.push_str(&format!(
+                    " (accepted silently: {})",
+                    e.quiet
+                        .iter()
+                        .map(|v| format!("`{}={v}`", e.name))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            s.push_str(&format!(
+                "| {names} | `{}` | {note} |\n",
+                e.example.replace('|', "\\|")
+            ));
+        }
+        s.push('\n');
+    }
+    s.push_str(&format!(
+        "Local engines, accepted with a no-effect warning: {}. Any other `ioengine` is refused with the reason (network, passthrough/zoned, not block I/O, other device types).\n",
+        LOCAL_ENGINES
+            .iter()
+            .map(|e| format!("`{e}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique() {
+        let mut all: Vec<&str> = TABLE
+            .iter()
+            .flat_map(|o| std::iter::once(o.name).chain(o.aliases.iter().copied()))
+            .collect();
+        let n = all.len();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), n, "an option name appears twice in the table");
+    }
+
+    #[test]
+    fn engines() {
+        assert_eq!(engine_class("libaio"), EngineClass::Local);
+        assert_eq!(engine_class(" IO_URING "), EngineClass::Local);
+        assert!(matches!(engine_class("net"), EngineClass::Refused(r) if r.contains("network")));
+        assert!(
+            matches!(engine_class("io_uring_cmd"), EngineClass::Refused(r) if r.contains("passthrough"))
+        );
+        assert!(matches!(
+            engine_class("external:/x.so"),
+            EngineClass::Refused(_)
+        ));
+        assert!(
+            matches!(engine_class("frob"), EngineClass::Refused(r) if r.contains("not an engine"))
+        );
+    }
+}

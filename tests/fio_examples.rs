@@ -1,0 +1,193 @@
+//! fio job files in the shapes of fio's own examples (tests/fio-examples/), through the
+//! parser and the simulator: the ones sluice can run run, deterministically, and the
+//! ones it cannot stop with one clear line.
+
+use std::path::{Path, PathBuf};
+
+use sluice_core::policy::{self, PolicySpec};
+use sluice_device::DeviceProfile;
+use sluice_sim::{run, SimConfig, SimOutput};
+use sluice_workload::{parse_str_with, JobSpec, ParseOptions, Parsed};
+
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fio-examples")
+        .join(name)
+}
+
+/// The environment the examples see (not the process's, so tests stay independent).
+fn vars(name: &str) -> Option<String> {
+    match name {
+        "SIZE" => Some("64m".into()),
+        "DEPTH_HALF" => Some("4".into()),
+        _ => None,
+    }
+}
+
+fn parse(name: &str) -> Result<Parsed, sluice_workload::WorkloadError> {
+    let path = example(name);
+    let text = std::fs::read_to_string(&path).unwrap();
+    parse_str_with(
+        &text,
+        &path.display().to_string(),
+        &ParseOptions::default(),
+        &vars,
+    )
+}
+
+fn sim(jobs: &[JobSpec], seed: u64) -> SimOutput {
+    let cfg = SimConfig {
+        seed,
+        ..SimConfig::default()
+    };
+    let pol = policy::build(&"none".parse::<PolicySpec>().unwrap()).unwrap();
+    run(
+        jobs,
+        &DeviceProfile::resolve("ull").unwrap(),
+        pol,
+        &cfg,
+        &mut |_| {},
+    )
+    .expect("simulation runs")
+}
+
+fn json(out: &SimOutput) -> String {
+    serde_json::to_string(&sluice_metrics::to_json(std::slice::from_ref(&out.report))).unwrap()
+}
+
+fn ios(out: &SimOutput, job: usize) -> f64 {
+    let j = &out.report.jobs[job];
+    (j.read.io_bytes + j.write.io_bytes) as f64
+}
+
+#[test]
+fn runnable_examples_run_deterministically() {
+    for name in [
+        "fio-rand-read.fio",
+        "fio-seq-write.fio",
+        "zipf-read.fio",
+        "include-env-math.fio",
+        "buffered.fio",
+        "poisson-exitall.fio",
+    ] {
+        let p = parse(name).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let a = sim(&p.jobs, 7);
+        let b = sim(&p.jobs, 7);
+        assert_eq!(json(&a), json(&b), "{name}: same seed, same run");
+        for (j, spec) in p.jobs.iter().enumerate() {
+            assert!(ios(&a, j) > 0.0, "{name}: job {} did no I/O", spec.name);
+        }
+    }
+}
+
+#[test]
+fn what_each_example_says_and_does() {
+    // fio-rand-read: libaio is local I/O, accepted with a no-effect warning.
+    let p = parse("fio-rand-read.fio").unwrap();
+    assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
+    assert!(p.warnings[0].contains("fio-rand-read.fio:15: option 'ioengine': accepted, no effect"));
+    assert_eq!(p.jobs[0].name, "fio-rand-read");
+    assert_eq!(p.jobs[0].iodepth, 16);
+
+    // fio-seq-write: direct=0 is buffered in fio; sluice says it is not supported yet.
+    let p = parse("fio-seq-write.fio").unwrap();
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.contains(":8: option 'direct': not supported yet: direct=0")),
+        "{:?}",
+        p.warnings
+    );
+
+    // zipf: the no-effect reporting options warn once each; the reader follows Zipf.
+    let p = parse("zipf-read.fio").unwrap();
+    for opt in [
+        "ioengine",
+        "norandommap",
+        "group_reporting",
+        "gtod_reduce",
+        "write_lat_log",
+        "write_bw_log",
+    ] {
+        assert_eq!(
+            p.warnings
+                .iter()
+                .filter(|w| w.contains(&format!("option '{opt}'")))
+                .count(),
+            1,
+            "{opt}: {:?}",
+            p.warnings
+        );
+    }
+    assert!(matches!(
+        p.jobs[0].distribution[0],
+        sluice_workload::Distribution::Zipf { theta, .. } if theta == 1.2
+    ));
+
+    // include, ${VAR}, arithmetic, files, loops.
+    let p = parse("include-env-math.fio").unwrap();
+    let [mixed, files] = &p.jobs[..] else {
+        panic!("{:?}", p.jobs)
+    };
+    assert_eq!(mixed.iodepth, 8);
+    assert_eq!(mixed.size, 64 << 20);
+    assert_eq!(mixed.runtime_ns, Some(20_000_000), "(20*1000) µs");
+    assert_eq!(
+        mixed.bs.write,
+        sluice_workload::BlockSize::Split(vec![sluice_workload::BsEntry {
+            len: 8192,
+            ppm: 1_000_000
+        }])
+    );
+    assert_eq!((files.nrfiles, files.size, files.loops), (4, 64 << 20, 2));
+    assert_eq!(files.bs.read, sluice_workload::BlockSize::Fixed(4096));
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.contains("common/base.fio:3: option 'thread'")),
+        "warnings name the included file: {:?}",
+        p.warnings
+    );
+    // The files job reads 2 loops × 64 MiB… or until its 20 ms runtime.
+    let out = sim(&p.jobs, 1);
+    assert!(ios(&out, 1) <= (128 << 20) as f64);
+
+    // buffered: every buffered/sync option says "not supported yet" once; the job runs
+    // as direct I/O and writes its 8 MiB.
+    let p = parse("buffered.fio").unwrap();
+    for opt in ["buffered", "fsync", "end_fsync", "create_on_open"] {
+        assert!(
+            p.warnings
+                .iter()
+                .any(|w| w.contains(&format!("option '{opt}': not supported yet"))),
+            "{opt}: {:?}",
+            p.warnings
+        );
+    }
+    let out = sim(&p.jobs, 1);
+    assert_eq!(out.report.jobs[0].write.io_bytes, 8 << 20);
+
+    // exitall: the short writer's end (32 MiB) ends the 50 ms Poisson reader early.
+    let p = parse("poisson-exitall.fio").unwrap();
+    let out = sim(&p.jobs, 1);
+    assert_eq!(out.report.jobs[1].write.io_bytes, 32 << 20);
+    assert!(
+        out.report.jobs[0].runtime_ns < 40_000_000,
+        "the reader ran {} ns",
+        out.report.jobs[0].runtime_ns
+    );
+}
+
+#[test]
+fn a_network_engine_stops_with_one_line() {
+    let e = parse("netio.fio").unwrap_err().to_string();
+    let path = example("netio.fio");
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(
+        e.starts_with(&format!(
+            "{}:3: option 'ioengine': 'net' cannot run in sluice: it does network",
+            path.display()
+        )),
+        "{e}"
+    );
+}
