@@ -9,7 +9,7 @@
 //! ```sh
 //! cargo run --release --example inversion                 # simulated ull, policy rcp
 //! cargo run --release --example inversion -- --device nand --policy rcp
-//! cargo run --release --example inversion -- --real DIR   # not supported yet: says so
+//! cargo run --release --example inversion -- --real DIR   # real files under DIR (io_uring)
 //! ```
 
 use std::process::ExitCode;
@@ -20,6 +20,7 @@ use sluice::runtime::{
 };
 
 const MS: u64 = 1_000_000;
+static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 const US: u64 = 1_000;
 
 fn wait_for_lock(
@@ -33,7 +34,17 @@ fn wait_for_lock(
         .policy(policy)
         .inherit(inherit);
     if let Some(dir) = real {
-        b = b.directory(dir);
+        // A fresh directory per run: the stack creates its files and never reuses one.
+        let run_dir = std::path::Path::new(dir)
+            .join(format!("run-{}", std::process::id()))
+            .join(format!(
+                "{}",
+                RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            ));
+        if let Err(e) = std::fs::create_dir_all(&run_dir) {
+            return Err(format!("{}: {e}", run_dir.display()));
+        }
+        b = b.directory(run_dir).cores(1);
     }
     let stack = b.build().map_err(|e| e.to_string())?;
     let out = stack
@@ -106,7 +117,11 @@ fn main() -> ExitCode {
         }
         i += 2;
     }
-    println!("critical task's wait for the lock ({device}, {policy}):");
+    let world = match &real {
+        Some(d) => format!("real files under {d}"),
+        None => format!("simulated {device}"),
+    };
+    println!("critical task's wait for the lock ({world}, {policy}):");
     for (name, inherit) in [
         ("inheritance off", Inherit::OFF),
         ("inheritance on", Inherit::ON),

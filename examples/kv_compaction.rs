@@ -10,7 +10,7 @@
 //! ```sh
 //! cargo run --release --example kv_compaction                # simulated ull
 //! cargo run --release --example kv_compaction -- --device nand
-//! cargo run --release --example kv_compaction -- --real DIR  # not supported yet: says so
+//! cargo run --release --example kv_compaction -- --real DIR  # real files under DIR (io_uring)
 //! ```
 
 use std::cell::Cell;
@@ -23,6 +23,7 @@ use sluice::runtime::{
 };
 
 const MS: u64 = 1_000_000;
+static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 const US: u64 = 1_000;
 const KEYS: u64 = 4096;
 
@@ -38,7 +39,17 @@ fn run(
         .wakeup(wakeup)
         .cores(2);
     if let Some(dir) = real {
-        b = b.directory(dir);
+        // A fresh directory per run: the stack creates its files and never reuses one.
+        let run_dir = std::path::Path::new(dir)
+            .join(format!("run-{}", std::process::id()))
+            .join(format!(
+                "{}",
+                RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            ));
+        if let Err(e) = std::fs::create_dir_all(&run_dir) {
+            return Err(format!("{}: {e}", run_dir.display()));
+        }
+        b = b.directory(run_dir).cores(1);
     }
     let out = b
         .build()

@@ -321,7 +321,8 @@ impl Inner {
 
     /// Core `c` is busy for `ns` more (stack CPU, an interrupt), after what it is doing.
     pub(crate) fn charge_core(&mut self, c: u16, ns: Nanos) {
-        if ns == 0 {
+        if ns == 0 || self.io.is_real() {
+            // Real: the CPU the stack uses is real, not charged.
             return;
         }
         let now = self.now;
@@ -490,6 +491,9 @@ pub enum RunError {
     /// Simulated time passed the cap.
     #[error("simulated time passed {0} ns before the main task finished")]
     TimeCap(Nanos),
+    /// The real backend's ring failed.
+    #[error("io_uring failed: {0}")]
+    Ring(#[source] std::io::Error),
 }
 
 impl Shared {
@@ -520,6 +524,13 @@ impl Shared {
             }
         }
         loop {
+            {
+                let mut inner = self.inner.borrow_mut();
+                if let crate::io::Port::Real(p) = &inner.io.port {
+                    let t = p.clock();
+                    inner.now = inner.now.max(t);
+                }
+            }
             self.drain_wakes();
             let ncores = self.inner.borrow().cores.len();
             for c in 0..ncores {
@@ -572,6 +583,9 @@ impl Shared {
 
     /// Move time to the next event and handle everything due then.
     fn advance(&self, max_ns: Nanos) -> Result<(), RunError> {
+        if self.inner.borrow().io.is_real() {
+            return self.advance_real();
+        }
         let mut inner = self.inner.borrow_mut();
         let t_dev = inner.io.next_event_ns();
         let t_ev = inner.events.peek().map(|Reverse((t, _, _))| *t);
@@ -601,6 +615,54 @@ impl Shared {
                 }
             }
         }
+        self.due_events(&mut inner, t);
+        if let Some(s) = inner.io.block.stall() {
+            if inner.io.next_event_ns().is_none() && inner.policy_timer.is_none() {
+                return Err(RunError::Stalled {
+                    now_ns: t,
+                    policy: inner.io.block.policy().name().to_string(),
+                    queued: s.queued,
+                    waiting: s.waiting,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The real world: submit, wait for a completion or the next timer, read the clock,
+    /// handle what is due.
+    fn advance_real(&self) -> Result<(), RunError> {
+        let mut inner = self.inner.borrow_mut();
+        let deadline = inner.events.peek().map(|Reverse((t, _, _))| *t);
+        let inflight = match &inner.io.port {
+            crate::io::Port::Real(p) => p.inflight(),
+            crate::io::Port::Sim(_) => 0,
+        };
+        if inflight == 0 && deadline.is_none() && inner.io.block.inflight() == 0 {
+            return Err(stuck(&inner));
+        }
+        if let crate::io::Port::Real(p) = &mut inner.io.port {
+            p.wait(deadline).map_err(RunError::Ring)?;
+            inner.now = p.clock().max(inner.now);
+        }
+        let t = inner.now;
+        let done = inner.io.advance_device(t);
+        for f in done {
+            let s = f.token as u32;
+            let issuer = inner.io.issuer(s);
+            inner.tasks[issuer as usize].outstanding.retain(|&x| x != s);
+            let (waiters, _) = inner.io.complete(f);
+            inner.deps.dirty = true;
+            for w in waiters {
+                inner.wake(w, WakeKind::Io);
+            }
+        }
+        self.due_events(&mut inner, t);
+        Ok(())
+    }
+
+    /// Handle the events due at `t`.
+    fn due_events(&self, inner: &mut Inner, t: Nanos) {
         while let Some(&Reverse((at, _, ev))) = inner.events.peek() {
             if at > t {
                 break;
@@ -616,7 +678,7 @@ impl Shared {
                 }
                 Ev::Timer { task } => inner.wake(task, WakeKind::Other),
                 Ev::PolicyTimer => {
-                    if inner.policy_timer == Some(t) {
+                    if inner.policy_timer.is_some_and(|p| p <= t) {
                         inner.policy_timer = None;
                         inner.io.block.fire_timer(t);
                     }
@@ -628,17 +690,6 @@ impl Shared {
                 }
             }
         }
-        if let Some(s) = inner.io.block.stall() {
-            if inner.io.next_event_ns().is_none() && inner.policy_timer.is_none() {
-                return Err(RunError::Stalled {
-                    now_ns: t,
-                    policy: inner.io.block.policy().name().to_string(),
-                    queued: s.queued,
-                    waiting: s.waiting,
-                });
-            }
-        }
-        Ok(())
     }
 
     /// Let core `c` run tasks while it is free at the current time.

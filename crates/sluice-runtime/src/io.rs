@@ -16,7 +16,8 @@ use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use sluice_block::{BlockLayer, Finished, NewRequest};
+use sluice_block::{BlockLayer, DevicePort, Finished, NewRequest};
+use sluice_core::policy::Dispatch;
 use sluice_core::{Flow, FlowId, IoClass, Nanos, Op, ReqId};
 use sluice_metrics::{Collector, FlowInfo, JobInfo, Sample};
 use sluice_sim::SimPort;
@@ -101,6 +102,8 @@ unsafe impl Send for DmaBuffer {}
 struct FileMeta {
     name: String,
     len: u64,
+    /// Opened from outside the stack (real world): reads only.
+    read_only: bool,
 }
 
 /// One I/O in flight or completed and not yet collected.
@@ -128,10 +131,40 @@ struct IoSlot {
     promoted: bool,
 }
 
-/// The runtime's I/O state: the block layer, the simulated device, files, data, slots.
+/// Where the block layer's dispatches go: the simulated SSD or the real ring (one per
+/// stack, so the size difference of the variants does not matter).
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Port {
+    Sim(SimPort),
+    Real(crate::real::RealPort),
+}
+
+impl DevicePort for Port {
+    fn max_inflight(&self) -> u32 {
+        match self {
+            Port::Sim(p) => p.max_inflight(),
+            Port::Real(p) => p.max_inflight(),
+        }
+    }
+    #[inline]
+    fn try_submit(&mut self, now_ns: Nanos, tag: u32, d: &Dispatch) -> bool {
+        match self {
+            Port::Sim(p) => p.try_submit(now_ns, tag, d),
+            Port::Real(p) => p.try_submit(now_ns, tag, d),
+        }
+    }
+    fn set_wrr_weights(&mut self, w: [u32; 3]) {
+        match self {
+            Port::Sim(p) => p.set_wrr_weights(w),
+            Port::Real(p) => p.set_wrr_weights(w),
+        }
+    }
+}
+
+/// The runtime's I/O state: the block layer, the device port, files, data, slots.
 pub(crate) struct IoState {
     pub block: BlockLayer,
-    port: SimPort,
+    pub port: Port,
     files: Vec<FileMeta>,
     names: BTreeMap<String, u32>,
     pages: BTreeMap<u64, Box<[u8]>>,
@@ -145,7 +178,7 @@ pub(crate) struct IoState {
 }
 
 impl IoState {
-    pub(crate) fn new(block: BlockLayer, port: SimPort, collector: Collector) -> IoState {
+    pub(crate) fn new(block: BlockLayer, port: Port, collector: Collector) -> IoState {
         IoState {
             block,
             port,
@@ -162,8 +195,17 @@ impl IoState {
         }
     }
 
-    pub(crate) fn device(&self) -> &sluice_device::NvmeSsd {
-        &self.port.device
+    /// The simulated device (none in the real world).
+    pub(crate) fn device(&self) -> Option<&sluice_device::NvmeSsd> {
+        match &self.port {
+            Port::Sim(p) => Some(&p.device),
+            Port::Real(_) => None,
+        }
+    }
+
+    /// Whether this is the real world.
+    pub(crate) fn is_real(&self) -> bool {
+        matches!(self.port, Port::Real(_))
     }
 
     /// The block-layer flow of a task's context (registered on first use).
@@ -207,8 +249,12 @@ impl IoState {
         j
     }
 
+    /// The simulated device's next event (none in the real world).
     pub(crate) fn next_event_ns(&self) -> Option<Nanos> {
-        self.port.device.next_event_ns()
+        match &self.port {
+            Port::Sim(p) => p.device.next_event_ns(),
+            Port::Real(_) => None,
+        }
     }
 
     pub(crate) fn pump(&mut self, now: Nanos) {
@@ -217,15 +263,34 @@ impl IoState {
 
     /// Device completions due at `now`, turned into finished requests.
     pub(crate) fn advance_device(&mut self, now: Nanos) -> Vec<Finished> {
-        let mut done = std::mem::take(&mut self.completions);
-        self.port.device.advance(now, &mut done);
         let mut out = Vec::new();
-        for c in done.drain(..) {
-            if let Some(f) = self.block.piece_done(now, c.tag, c.ok) {
-                out.push(f);
+        match &mut self.port {
+            Port::Sim(p) => {
+                let mut done = std::mem::take(&mut self.completions);
+                p.device.advance(now, &mut done);
+                for c in done.drain(..) {
+                    if let Some(f) = self.block.piece_done(now, c.tag, c.ok) {
+                        out.push(f);
+                    }
+                }
+                self.completions = done;
+            }
+            Port::Real(p) => {
+                for _ in 0..crate::real::HANDLE_BATCH {
+                    let Some((tag, res)) = p.cqes.pop_front() else {
+                        break;
+                    };
+                    let req = self.block.piece(tag).req;
+                    let ok = res >= 0;
+                    if ok {
+                        p.bytes[req.id.0 as usize] += res as i64;
+                    }
+                    if let Some(f) = self.block.piece_done(now, tag, ok) {
+                        out.push(f);
+                    }
+                }
             }
         }
-        self.completions = done;
         out
     }
 
@@ -238,7 +303,10 @@ impl IoState {
             (slot.op, slot.file, slot.offset, slot.len)
         };
         let mut n = 0;
-        if f.ok {
+        if let Port::Real(p) = &self.port {
+            // The kernel moved the data; the bytes are the pieces' results.
+            n = p.bytes.get(f.id.0 as usize).copied().unwrap_or(0).max(0) as usize;
+        } else if f.ok {
             let base = file as u64 * FILE_SPAN;
             match op {
                 Op::Read => {
@@ -371,15 +439,25 @@ impl File {
         with(|inner, _| {
             let io = &mut inner.io;
             let id = match io.names.get(name) {
+                Some(_) if io.is_real() => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::AlreadyExists,
+                        format!("file '{name}' exists in the stack; open it instead"),
+                    ))
+                }
                 Some(&id) => {
                     io.files[id as usize].len = 0;
                     id
                 }
                 None => {
                     let id = io.files.len() as u32;
+                    if let Port::Real(p) = &mut io.port {
+                        p.create(id, name)?;
+                    }
                     io.files.push(FileMeta {
                         name: name.to_string(),
                         len: 0,
+                        read_only: false,
                     });
                     io.names.insert(name.to_string(), id);
                     id
@@ -389,15 +467,31 @@ impl File {
         })
     }
 
-    /// Open an existing file `name`.
+    /// Open an existing file `name`: one the stack created, or (real world) a file of
+    /// the stack's directory, read-only — the stack never writes a file it did not
+    /// create.
     pub async fn open(name: &str) -> io::Result<File> {
         check_name(name)?;
-        with(|inner, _| match inner.io.names.get(name) {
-            Some(&id) => Ok(File { id }),
-            None => Err(io::Error::new(
-                io::ErrorKind::NotFound,
-                format!("no file '{name}' in the stack (create it first)"),
-            )),
+        with(|inner, _| {
+            let io = &mut inner.io;
+            if let Some(&id) = io.names.get(name) {
+                return Ok(File { id });
+            }
+            let Port::Real(p) = &mut io.port else {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!("no file '{name}' in the stack (create it first)"),
+                ));
+            };
+            let id = io.files.len() as u32;
+            let len = p.open_existing(id, name)?;
+            io.files.push(FileMeta {
+                name: name.to_string(),
+                len,
+                read_only: true,
+            });
+            io.names.insert(name.to_string(), id);
+            Ok(File { id })
         })
     }
 
@@ -473,6 +567,24 @@ impl File {
                 collected: true,
             };
         }
+        let read_only =
+            op != Op::Read && with(|inner, _| inner.io.files[self.id as usize].read_only);
+        if read_only {
+            return IoHandle {
+                slot: u32::MAX,
+                early: Some((
+                    Err(io::Error::new(
+                        io::ErrorKind::PermissionDenied,
+                        format!(
+                            "{op} on '{}': the file was not created by the stack, so it is read-only",
+                            self.name()
+                        ),
+                    )),
+                    buf,
+                )),
+                collected: true,
+            };
+        }
         let slot = with(|inner, t| {
             let now = inner.now;
             let task = &inner.tasks[t as usize];
@@ -501,7 +613,12 @@ impl File {
                 class,
                 hwq: core,
             };
+            // The real port needs the buffer before the next pump dispatches it.
+            let ptr = buf.as_ptr() as usize;
             let req = io.block.submit(now, r, s as u64);
+            if let Port::Real(p) = &mut io.port {
+                p.set_buffer(req.0, ptr, r.offset);
+            }
             let gen = io.slots[s as usize].gen;
             io.slots[s as usize] = IoSlot {
                 live: true,

@@ -58,6 +58,7 @@ mod ctx;
 mod deps;
 mod exec;
 mod io;
+mod real;
 mod sync;
 
 use std::cell::RefCell;
@@ -229,17 +230,26 @@ impl StackBuilder {
 
     /// Check the settings.
     pub fn build(self) -> Result<Stack, RuntimeError> {
-        let profile = match self.device.clone().map_err(RuntimeError::Config)? {
-            DeviceChoice::Simulated(p) => *p,
+        let device = self.device.clone().map_err(RuntimeError::Config)?;
+        match &device {
+            DeviceChoice::Simulated(p) => p.validate()?,
             DeviceChoice::Directory(d) => {
-                return Err(RuntimeError::Config(format!(
-                    "real devices (directory {}) are not supported by the runtime yet: it \
-                     runs in simulation only for now; use .device(PROFILE)",
-                    d.display()
-                )))
+                if !d.is_dir() {
+                    return Err(RuntimeError::Config(format!(
+                        "directory {}: not a directory (give an existing directory for the \
+                         stack's files)",
+                        d.display()
+                    )));
+                }
+                if self.cores != 1 {
+                    return Err(RuntimeError::Config(format!(
+                        "cores = {}: the real backend runs on one core (the calling thread) \
+                         for now; give .cores(1)",
+                        self.cores
+                    )));
+                }
             }
-        };
-        profile.validate()?;
+        }
         if self.cores == 0 || self.cores > 1024 {
             return Err(RuntimeError::Config(format!(
                 "cores = {}: give 1 to 1024",
@@ -255,7 +265,7 @@ impl StackBuilder {
         policy::build(&spec)?;
         Ok(Stack {
             b: self,
-            profile,
+            device,
             spec,
         })
     }
@@ -265,7 +275,7 @@ impl StackBuilder {
 #[derive(Debug)]
 pub struct Stack {
     b: StackBuilder,
-    profile: DeviceProfile,
+    device: DeviceChoice,
     spec: PolicySpec,
 }
 
@@ -311,14 +321,20 @@ impl Stack {
         let b = &self.b;
         let policy = policy::build(&self.spec)?;
         let block = BlockLayer::new(policy, &[]);
-        let mut device = NvmeSsd::new(&self.profile, b.cores);
-        device.set_faults(sluice_device::FaultConfig::none(), b.seed);
+        let port = match &self.device {
+            DeviceChoice::Simulated(profile) => {
+                io::Port::Sim(SimPort::new(NvmeSsd::new(profile, b.cores)))
+            }
+            DeviceChoice::Directory(dir) => {
+                io::Port::Real(real::RealPort::new(dir, 256).map_err(RuntimeError::Config)?)
+            }
+        };
         let collector = Collector::new(RunSetup {
             jobs: Vec::new(),
             flows: Vec::new(),
             interval_ns: b.interval_ns,
         });
-        let io = io::IoState::new(block, SimPort::new(device), collector);
+        let io = io::IoState::new(block, port, collector);
         let cfg = ExecConfig {
             cores: b.cores,
             wakeup: b.wakeup,
@@ -369,6 +385,7 @@ impl Shared {
         let mut report = collector.finish(now, block.policy().name());
         report.policy = stack.spec.text.clone();
         let dev = inner.io.device();
+        let real = inner.io.is_real();
         let inh = stack.b.inherit;
         let inherit = if !inh.any() {
             "off".to_string()
@@ -386,7 +403,7 @@ impl Shared {
             .join(",")
         };
         report.extra = Extra {
-            engine: "sim".into(),
+            engine: if real { "io_uring" } else { "sim" }.into(),
             seed: stack.b.seed,
             block: *block.stats(),
             policy: block
@@ -395,7 +412,7 @@ impl Shared {
             policy_series: block
                 .has_counters()
                 .then(|| PolicySeries::from(block.series())),
-            sim: Some(SimFacts {
+            sim: dev.map(|dev| SimFacts {
                 device: dev.profile().name.clone(),
                 cores: stack.b.cores,
                 sim_ns: now,
@@ -638,6 +655,14 @@ impl Future for Cpu {
         if !self.asked {
             self.asked = true;
             let ns = self.ns;
+            if with(|inner, _| inner.io.is_real()) {
+                // Real: the CPU is used for real, here.
+                let t0 = std::time::Instant::now();
+                while (t0.elapsed().as_nanos() as Nanos) < ns {
+                    std::hint::spin_loop();
+                }
+                return Poll::Ready(());
+            }
             with(|inner, t| inner.cpu(t, ns));
             return Poll::Pending;
         }

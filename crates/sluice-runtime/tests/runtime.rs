@@ -423,10 +423,4 @@ fn a_deadlock_is_reported_not_hung() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("deadlock") && e.contains("stuck"), "{e}");
-    let e = Stack::builder()
-        .directory("/tmp")
-        .build()
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("not supported by the runtime yet"), "{e}");
 }
