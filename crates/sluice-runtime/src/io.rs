@@ -620,13 +620,16 @@ impl File {
                 p.set_buffer(req.0, ptr, r.offset);
             }
             let gen = io.slots[s as usize].gen;
+            // Keep the slot's waiter list (its capacity): no allocation per I/O.
+            let mut waiters = std::mem::take(&mut io.slots[s as usize].waiters);
+            waiters.clear();
             io.slots[s as usize] = IoSlot {
                 live: true,
                 gen,
                 orphan: false,
                 req,
                 issuer: t,
-                waiters: Vec::new(),
+                waiters,
                 n: 0,
                 core,
                 op,
