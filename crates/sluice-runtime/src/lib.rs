@@ -48,9 +48,12 @@
 //!   [`IoOptions`] override) and an [`Activity`] tag into the block layer.
 //!
 //! ## Worlds
-//! This version runs in simulation: deterministic, single-threaded, virtual time, on a
-//! simulated NVMe SSD (any `sluice list` profile or a TOML file). A real backend
-//! (io_uring, thread per core) is not built yet: [`StackBuilder::directory`] says so.
+//! * **simulated** ([`StackBuilder::device`]): deterministic, single-threaded, virtual
+//!   time, on a simulated NVMe SSD (any `sluice list` profile or a TOML file), with a
+//!   simulated host of `cores` cores;
+//! * **real** ([`StackBuilder::directory`]): files the stack creates in a directory,
+//!   `O_DIRECT`, through io_uring with registered files, on one core (the calling
+//!   thread) for now.
 #![warn(missing_docs, missing_debug_implementations)]
 
 mod config;
