@@ -198,7 +198,7 @@ impl<M: Meter> BlockLayer<M> {
             stats: BlockStats::default(),
             series: CounterSeries {
                 names,
-                rows: Vec::new(),
+                ..CounterSeries::default()
             },
         }
     }
@@ -569,11 +569,11 @@ impl<M: Meter> BlockLayer<M> {
     /// Record one row of the policy's counters at `now_ns` (the worlds call it once per
     /// bandwidth interval). Does nothing for a policy without counters.
     pub fn sample_counters(&mut self, now_ns: Nanos) {
-        if self.series.names.is_empty() {
+        if self.series.names.is_empty() || !self.series.take() {
             return;
         }
         let row = self.policy.counters().into_iter().map(|(_, v)| v).collect();
-        self.series.rows.push((now_ns, row));
+        self.series.push(now_ns, row);
     }
 
     /// Whether the policy has counters to sample.

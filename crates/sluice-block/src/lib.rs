@@ -49,4 +49,4 @@ mod stats;
 pub use layer::{BlockLayer, Finished, NewRequest, Piece, ReqState, Stall};
 pub use meter::{Meter, NoMeter, PolicyCall};
 pub use port::DevicePort;
-pub use stats::{BlockStats, CounterSeries};
+pub use stats::{BlockStats, CounterSeries, MAX_ROWS};

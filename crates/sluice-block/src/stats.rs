@@ -36,6 +36,11 @@ pub struct BlockStats {
     pub wrr_changes: u64,
 }
 
+/// Most rows a [`CounterSeries`] keeps: past it, every other row is dropped and only
+/// every other later sample is kept, so the series stays evenly spaced and its size
+/// does not grow with the run's length.
+pub const MAX_ROWS: usize = 4096;
+
 /// The policy's counters (`Policy::counters`) sampled over time: one row per sample.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CounterSeries {
@@ -43,4 +48,31 @@ pub struct CounterSeries {
     pub names: Vec<Counter>,
     /// `(time, values in name order)`.
     pub rows: Vec<(Nanos, Vec<f64>)>,
+    /// Keep one sample in this many (doubles each time the rows are thinned).
+    pub(crate) every: u64,
+    /// Samples offered so far.
+    pub(crate) offered: u64,
+}
+
+impl CounterSeries {
+    /// Whether the next sample offered is kept (and count it).
+    pub(crate) fn take(&mut self) -> bool {
+        let every = self.every.max(1);
+        let keep = self.offered.is_multiple_of(every);
+        self.offered += 1;
+        keep
+    }
+
+    /// Keep a row; thin the series when it is full.
+    pub(crate) fn push(&mut self, t: Nanos, row: Vec<f64>) {
+        self.rows.push((t, row));
+        if self.rows.len() > MAX_ROWS {
+            let mut i = 0;
+            self.rows.retain(|_| {
+                i += 1;
+                (i - 1) % 2 == 0
+            });
+            self.every = self.every.max(1) * 2;
+        }
+    }
 }

@@ -535,17 +535,42 @@ impl DeviceProfile {
     /// Check every value's range. Errors name the field and say how to fix it.
     pub fn validate(&self) -> Result<(), ProfileError> {
         let o = self.name.as_str();
+        // Every number must be positive and below a bound that keeps the model's sums
+        // far from wrapping (a service time of 2^64 − 1 ns once "overflowed" into a
+        // device faster than `ull`).
         let positive = |field: &str, v: u64, what: &str| -> Result<(), ProfileError> {
+            let (max, unit) = max_of(field);
             if v == 0 {
                 Err(invalid(
                     o,
                     field,
                     format!("is 0; it must be positive ({what})"),
                 ))
+            } else if v > max {
+                Err(invalid(
+                    o,
+                    field,
+                    format!("is {v}; it must be at most {max} {unit} ({what})"),
+                ))
             } else {
                 Ok(())
             }
         };
+        let c = &self.controller;
+        for (field, v) in [
+            ("controller.fetch_ns", c.fetch_ns),
+            ("controller.complete_ns", c.complete_ns),
+            ("controller.read_cmd_ns", c.read_cmd_ns),
+            ("controller.write_cmd_ns", c.write_cmd_ns),
+        ] {
+            if v > MAX_NS {
+                return Err(invalid(
+                    o,
+                    field,
+                    format!("is {v}; it must be at most {MAX_NS} nanoseconds (10 s)"),
+                ));
+            }
+        }
         if self.name.trim().is_empty() {
             return Err(invalid(
                 o,
@@ -740,5 +765,23 @@ mod tests {
     fn line_col_counts() {
         assert_eq!(line_col("ab\ncd", 4), (2, 2));
         assert_eq!(line_col("ab", 0), (1, 1));
+    }
+}
+
+/// The longest time a profile may give (service, command, latency): 10 s.
+const MAX_NS: u64 = 10_000_000_000;
+
+/// The bound and unit of a profile number, by its field name.
+fn max_of(field: &str) -> (u64, &'static str) {
+    if field.ends_with("_ns") {
+        (MAX_NS, "nanoseconds (10 s)")
+    } else if field.contains("bandwidth") {
+        (1_000_000_000_000, "bytes per second (1 TB/s)")
+    } else if field.ends_with("iops") {
+        (1_000_000_000, "I/Os per second")
+    } else if field.ends_with("_bytes") {
+        (1 << 40, "bytes (1 TiB)")
+    } else {
+        (1 << 20, "")
     }
 }

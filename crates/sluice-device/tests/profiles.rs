@@ -178,3 +178,26 @@ fn profiles_round_trip_through_toml() {
         assert_eq!(DeviceProfile::from_toml_str(&text, "rt").unwrap(), p);
     }
 }
+
+#[test]
+fn huge_numbers_are_rejected_with_their_unit_not_wrapped() {
+    // Issue 17: read_ns = 2^64 - 1 used to run and report a device faster than ull.
+    let (text, _) = with_line("read_ns", "read_ns = 18446744073709551615");
+    let (field, msg) = invalid_field(&text);
+    assert_eq!(field, "media.read_ns");
+    assert!(
+        msg.contains("18446744073709551615") && msg.contains("nanoseconds"),
+        "{msg}"
+    );
+    let (text, _) = with_line("fetch_ns", "fetch_ns = 99999999999999");
+    let (field, msg) = invalid_field(&text);
+    assert_eq!(field, "controller.fetch_ns");
+    assert!(msg.contains("at most 10000000000"), "{msg}");
+    let (text, _) = with_line(
+        "bus_bandwidth_bytes",
+        "bus_bandwidth_bytes = 9223372036854775807",
+    );
+    let (field, msg) = invalid_field(&text);
+    assert_eq!(field, "media.bus_bandwidth_bytes");
+    assert!(msg.contains("bytes per second"), "{msg}");
+}

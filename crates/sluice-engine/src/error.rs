@@ -20,6 +20,23 @@ pub enum EngineError {
     /// More threads than the engine can index.
     #[error("too many threads ({0}); at most 65535 over all jobs")]
     TooManyThreads(u64),
+    /// The run is larger than sluice's limits (docs/limits.md).
+    #[error("{0}")]
+    Limit(#[from] sluice_workload::LimitError),
+    /// The I/O buffers would take too much memory.
+    #[error(
+        "worker {worker} would need {bytes} bytes of I/O buffers (its threads' iodepth × \
+         the largest block); the limit is {limit} bytes: lower iodepth, numjobs or bs, or \
+         use more --workers"
+    )]
+    BufferMemory {
+        /// The worker.
+        worker: usize,
+        /// Bytes it would pin.
+        bytes: u64,
+        /// [`crate::MAX_BUFFER_BYTES`].
+        limit: u64,
+    },
     /// A policy could not be built.
     #[error("--policy: {0}")]
     Policy(#[from] PolicyError),

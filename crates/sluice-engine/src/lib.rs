@@ -218,6 +218,7 @@ pub fn prepare(
         return Err(EngineError::NoJobs);
     }
     let workers = worker_count(jobs, cfg)?;
+    check_size(jobs, workers)?;
     flows_of(jobs)?;
     let plan = files::plan(
         jobs,
@@ -229,6 +230,39 @@ pub fn prepare(
     // Every worker's ring is sized for the device-wide cap: can the kernel give it?
     drop(ring::new_ring(ring::ring_entries(ring_cap(jobs, cfg)))?);
     FileSet::prepare(plan, cfg.keep_files, stop, progress)
+}
+
+/// Most memory of I/O buffers one worker may pin (its threads' iodepth × the largest
+/// block of its jobs): 4 GiB.
+pub const MAX_BUFFER_BYTES: u64 = 4 << 30;
+
+/// Check the run's size: sluice's limits (threads, requests in flight) and the buffer
+/// memory of each worker (threads dealt round robin, as `run` deals them).
+fn check_size(jobs: &[JobSpec], workers: usize) -> Result<(), EngineError> {
+    sluice_workload::check_limits(jobs)?;
+    let mut depth = vec![0u64; workers];
+    let mut block = vec![0u64; workers];
+    let mut g = 0usize;
+    for s in jobs {
+        let len = s.bs.read.max_len().max(s.bs.write.max_len()) as u64;
+        for _ in 0..s.numjobs {
+            let w = g % workers;
+            depth[w] += s.iodepth.max(1) as u64;
+            block[w] = block[w].max(len.div_ceil(4096) * 4096);
+            g += 1;
+        }
+    }
+    for w in 0..workers {
+        let bytes = depth[w].saturating_mul(block[w]);
+        if bytes > MAX_BUFFER_BYTES {
+            return Err(EngineError::BufferMemory {
+                worker: w,
+                bytes,
+                limit: MAX_BUFFER_BYTES,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Commands in all rings at most: `--ring-cap`, or the jobs' total `iodepth` (so the
@@ -278,6 +312,7 @@ pub fn run_with(
     }
     let n_threads = total_threads(jobs)? as usize;
     let n_workers = worker_count(jobs, cfg)?;
+    check_size(jobs, n_workers)?;
     let (flows, job_flow) = flows_of(jobs)?;
     let job_group = stonewall_groups(jobs);
     let n_groups = job_group.last().map_or(0, |g| g + 1);

@@ -13,6 +13,11 @@ use sluice_workload::JobSpec;
 /// histograms' memory whatever an engine reports.
 const MAX_LAT_NS: u64 = 3_600_000_000_000;
 
+/// Most bandwidth bins per flow: when a sample would need more (a run far longer than
+/// planned), adjacent bins merge and the bin width doubles, so the report's size does
+/// not grow with the run's length.
+pub const MAX_BINS: usize = 4096;
+
 /// Bandwidth bin used when [`RunSetup::interval_ns`] is 0.
 pub const DEFAULT_INTERVAL_NS: Nanos = 100_000_000;
 
@@ -475,14 +480,28 @@ impl Collector {
         class.lat.add(clat, sched, device, post);
         class.admit.add(s.admit_ns.saturating_sub(s.submit_ns));
 
-        let flow = &mut self.flows[self.setup.jobs[s.job].flow];
-        flow.ios += 1;
-        flow.bytes += bytes;
-        let bin = (s.reaped_ns.saturating_sub(self.origin_ns) / self.interval_ns) as usize;
+        let fi = self.setup.jobs[s.job].flow;
+        self.flows[fi].ios += 1;
+        self.flows[fi].bytes += bytes;
+        let mut bin = (s.reaped_ns.saturating_sub(self.origin_ns) / self.interval_ns) as usize;
+        while bin >= MAX_BINS {
+            self.coarsen();
+            bin = (s.reaped_ns.saturating_sub(self.origin_ns) / self.interval_ns) as usize;
+        }
+        let flow = &mut self.flows[fi];
         if bin >= flow.bins.len() {
             flow.bins.resize(bin + 1, 0);
         }
         flow.bins[bin] += bytes;
+    }
+
+    /// Merge adjacent bandwidth bins and double the bin width.
+    fn coarsen(&mut self) {
+        for f in &mut self.flows {
+            let merged: Vec<u64> = f.bins.chunks(2).map(|c| c.iter().sum()).collect();
+            f.bins = merged;
+        }
+        self.interval_ns *= 2;
     }
 
     /// Close the run at `end_ns` and build its report under the name `policy`.
@@ -490,7 +509,7 @@ impl Collector {
     /// The run's `duration_ns` is `end_ns` minus the window start; a job's runtime runs
     /// from its own window start to [`Collector::job_done`] or `end_ns`. The report's
     /// `extra` map is empty, for the engine to fill.
-    pub fn finish(self, end_ns: Nanos, policy: &str) -> RunReport {
+    pub fn finish(mut self, end_ns: Nanos, policy: &str) -> RunReport {
         let duration_ns = end_ns.saturating_sub(self.origin_ns);
         let dur_s = duration_ns as f64 / 1e9;
         let per_s = |v: u64| {
@@ -607,6 +626,9 @@ impl Collector {
             })
             .collect();
 
+        while duration_ns.div_ceil(self.interval_ns) as usize > MAX_BINS {
+            self.coarsen();
+        }
         let interval = self.interval_ns;
         let nbins = (duration_ns.div_ceil(interval) as usize)
             .max(self.flows.iter().map(|f| f.bins.len()).max().unwrap_or(0));

@@ -43,7 +43,9 @@ mod plot;
 mod report;
 mod table;
 
-pub use collector::{Collector, FlowInfo, JobInfo, RunSetup, Sample, DEFAULT_INTERVAL_NS};
+pub use collector::{
+    Collector, FlowInfo, JobInfo, RunSetup, Sample, DEFAULT_INTERVAL_NS, MAX_BINS,
+};
 pub use extra::{
     DeviceFaults, Extra, FileFact, IoErrorFact, PerClass, PolicyCounters, PolicySeries,
     PolicyTiming, RealFacts, RuntimeFacts, SimFacts,

@@ -63,6 +63,9 @@ pub enum SimError {
     /// More threads than the simulator can index.
     #[error("too many threads ({0}); at most 65535 over all jobs")]
     TooManyThreads(u64),
+    /// The run is larger than sluice's limits (docs/limits.md).
+    #[error("{0}")]
+    Limit(#[from] sluice_workload::LimitError),
     /// Requests are outstanding but nothing can happen any more: a policy holds
     /// requests without dispatching them and without asking for a timer.
     #[error(
@@ -291,6 +294,7 @@ impl<'a> Sim<'a> {
         if cfg.cores == 0 {
             return Err(SimError::NoCores);
         }
+        sluice_workload::check_limits(specs)?;
         let total_threads: u64 = specs.iter().map(|j| j.numjobs as u64).sum();
         if total_threads > u16::MAX as u64 {
             return Err(SimError::TooManyThreads(total_threads));
@@ -359,7 +363,8 @@ impl<'a> Sim<'a> {
         let mut device = NvmeSsd::new(profile, cfg.cores);
         device.set_faults(cfg.faults, cfg.seed);
         let cap: usize = threads.iter().map(|t| t.iodepth as usize).sum();
-        let block = BlockLayer::with_meter(policy, &flows, sluice_block::NoMeter, cap);
+        // Preallocate for the usual depths; deeper runs grow as requests arrive.
+        let block = BlockLayer::with_meter(policy, &flows, sluice_block::NoMeter, cap.min(1 << 16));
 
         Ok(Sim {
             specs,

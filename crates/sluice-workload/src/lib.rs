@@ -141,6 +141,7 @@ mod expr;
 mod gen;
 mod include;
 mod job;
+mod limits;
 mod options;
 mod parse;
 mod plan;
@@ -155,6 +156,7 @@ pub use job::{
     weight_from_prio, BlockSize, BlockSizes, BsEntry, Distribution, FileService, JobSpec,
     RateProcess, RwMode, Zone,
 };
+pub use limits::{check_limits, LimitError, MAX_INFLIGHT, MAX_THREADS};
 pub use options::{
     engine_class, option_table, options_markdown, EngineClass, OptionInfo, Support, LOCAL_ENGINES,
 };
