@@ -107,7 +107,14 @@ pub fn load_jobs(
 pub fn parse_policy_list(values: &[String]) -> Result<Vec<PolicySpec>, CliError> {
     let mut texts: Vec<String> = Vec::new();
     for v in values {
-        for piece in v.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let pieces: Vec<&str> = v.split(',').map(str::trim).collect();
+        if v.trim().is_empty() || pieces.iter().any(|p| p.is_empty()) {
+            return Err(CliError::Usage(format!(
+                "--policy '{v}': an empty entry (two commas, or a comma at an end); give \
+                 NAME[:key=value,...] entries separated by single commas"
+            )));
+        }
+        for piece in pieces {
             let continues = piece.contains('=') && !piece.contains(':');
             match texts.last_mut() {
                 Some(last) if continues && last.contains(':') => {
@@ -175,6 +182,18 @@ pub struct OutputArgs {
 }
 
 impl OutputArgs {
+    /// Check, before a run starts, that every output path can be written (a bad path is
+    /// a usage error found at once, not after the whole run).
+    pub fn check(&self) -> Result<(), CliError> {
+        if let Some(p) = &self.json {
+            check_writable_file(p, "--json")?;
+        }
+        if let Some(d) = &self.plot {
+            check_writable_dir(d, "--plot")?;
+        }
+        Ok(())
+    }
+
     /// Write the JSON file and the figures asked for (the table goes to stdout apart).
     pub fn write_files(&self, reports: &[sluice_metrics::RunReport]) -> Result<(), CliError> {
         if let Some(path) = &self.json {
@@ -190,6 +209,55 @@ impl OutputArgs {
         }
         Ok(())
     }
+}
+
+/// `flag`'s file `p` can be created or appended to (nothing is truncated; a file the
+/// probe created is removed again).
+pub fn check_writable_file(p: &std::path::Path, flag: &str) -> Result<(), CliError> {
+    if p.is_dir() {
+        return Err(CliError::Usage(format!(
+            "{flag} {}: is a directory; give a file path",
+            p.display()
+        )));
+    }
+    let dir = p
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    if !dir.is_dir() {
+        return Err(CliError::Usage(format!(
+            "{flag} {}: the directory {} does not exist; create it or give another path",
+            p.display(),
+            dir.display()
+        )));
+    }
+    let existed = p.exists();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(p)
+        .map_err(|e| CliError::Usage(format!("{flag} {}: cannot be written: {e}", p.display())))?;
+    if !existed {
+        let _ = std::fs::remove_file(p);
+    }
+    Ok(())
+}
+
+/// `flag`'s directory `d` exists (or can be created) and takes new files.
+pub fn check_writable_dir(d: &std::path::Path, flag: &str) -> Result<(), CliError> {
+    if d.exists() && !d.is_dir() {
+        return Err(CliError::Usage(format!(
+            "{flag} {}: exists and is not a directory",
+            d.display()
+        )));
+    }
+    std::fs::create_dir_all(d)
+        .map_err(|e| CliError::Usage(format!("{flag} {}: cannot be created: {e}", d.display())))?;
+    let probe = d.join(format!(".sluice-probe-{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .map_err(|e| CliError::Usage(format!("{flag} {}: cannot be written: {e}", d.display())))?;
+    let _ = std::fs::remove_file(probe);
+    Ok(())
 }
 
 /// A progress bar on stderr for the long-running subcommands: `{prefix} [bar] N%

@@ -79,6 +79,7 @@ fn parse_wrr(s: &str) -> Result<[u32; 3], CliError> {
 }
 
 pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
+    args.out.check()?;
     let (jobs, warnings) = load_jobs(Some(&args.job), args.out.ignore_unknown)?;
     for w in &warnings {
         eprintln!("sluice: warning: {w}");

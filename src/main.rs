@@ -160,6 +160,9 @@ fn cmd_repro(args: ReproArgs) -> Result<(), CliError> {
         return Ok(());
     }
     let quiet = args.quiet;
+    if let Some(d) = &args.plot {
+        sluice::cli::check_writable_dir(d, "--plot")?;
+    }
     let mut all = Vec::new();
     for s in &suites {
         for e in s.experiments {
@@ -193,6 +196,7 @@ fn cmd_repro(args: ReproArgs) -> Result<(), CliError> {
 }
 
 fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
+    args.out.check()?;
     let (jobs, warnings) = load_jobs(args.job.as_deref(), args.out.ignore_unknown)?;
     for w in &warnings {
         eprintln!("sluice: warning: {w}");
@@ -207,6 +211,12 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
     for spec in &specs {
         policy::build(spec)?;
     }
+    // Ctrl-C (or SIGTERM) once: stop and report what was simulated; twice: exit now.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone())?;
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
     let cfg = SimConfig {
         seed: args.seed,
         cores: args.cores,
@@ -217,6 +227,7 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
             }
             None => sluice::device::FaultConfig::none(),
         },
+        stop: Some(stop.clone()),
         ..SimConfig::default()
     };
     let show_progress = !args.out.quiet && std::io::stderr().is_terminal();
@@ -251,11 +262,17 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
                 out.stats.ios as f64 / wall.max(1e-9) / 1e6
             );
         }
+        let interrupted = out.stats.interrupted;
         let mut report = out.report;
         report.policy = spec.text.clone();
         reports.push(report);
+        if interrupted {
+            eprintln!("sluice: interrupted; the results so far follow");
+            break;
+        }
     }
-    if args.alone {
+    let interrupted = stop.load(std::sync::atomic::Ordering::Relaxed);
+    if args.alone && !interrupted {
         let alone = sluice::repro::fios::alone_runs(&jobs, &profile, &cfg)?;
         for report in &mut reports {
             let fig = metrics::fios_figures(report, &alone)?;
@@ -264,9 +281,12 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
     }
     let mut stdout = std::io::stdout().lock();
     metrics::print_table(&reports, &mut stdout)?;
-    if args.alone {
+    if args.alone && !interrupted {
         sluice::cli::print_fios(&reports, &mut stdout)?;
     }
     args.out.write_files(&reports)?;
+    if interrupted {
+        return Err(CliError::Interrupted);
+    }
     Ok(())
 }

@@ -740,6 +740,24 @@ fn line_col(text: &str, pos: usize) -> (usize, usize) {
     (line, col)
 }
 
+/// The longest time a profile may give (service, command, latency): 10 s.
+const MAX_NS: u64 = 10_000_000_000;
+
+/// The bound and unit of a profile number, by its field name.
+fn max_of(field: &str) -> (u64, &'static str) {
+    if field.ends_with("_ns") {
+        (MAX_NS, "nanoseconds (10 s)")
+    } else if field.contains("bandwidth") {
+        (1_000_000_000_000, "bytes per second (1 TB/s)")
+    } else if field.ends_with("iops") {
+        (1_000_000_000, "I/Os per second")
+    } else if field.ends_with("_bytes") {
+        (1 << 40, "bytes (1 TiB)")
+    } else {
+        (1 << 20, "")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -765,23 +783,5 @@ mod tests {
     fn line_col_counts() {
         assert_eq!(line_col("ab\ncd", 4), (2, 2));
         assert_eq!(line_col("ab", 0), (1, 1));
-    }
-}
-
-/// The longest time a profile may give (service, command, latency): 10 s.
-const MAX_NS: u64 = 10_000_000_000;
-
-/// The bound and unit of a profile number, by its field name.
-fn max_of(field: &str) -> (u64, &'static str) {
-    if field.ends_with("_ns") {
-        (MAX_NS, "nanoseconds (10 s)")
-    } else if field.contains("bandwidth") {
-        (1_000_000_000_000, "bytes per second (1 TB/s)")
-    } else if field.ends_with("iops") {
-        (1_000_000_000, "I/Os per second")
-    } else if field.ends_with("_bytes") {
-        (1 << 40, "bytes (1 TiB)")
-    } else {
-        (1 << 20, "")
     }
 }

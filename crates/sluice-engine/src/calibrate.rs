@@ -436,8 +436,23 @@ impl Target {
                 format!("sluice-calibrate.{}.dat", std::process::id()),
                 size_bytes,
             ),
+            Ok(m) if m.file_type().is_block_device() && !allow_device => {
+                return Err(CalibrateError::BadInput(format!(
+                    "{} is a block device: calibration writes to it and destroys its data; \
+                     add --allow-device to allow that, or give a directory (sluice creates \
+                     its own file there)",
+                    path.display()
+                )));
+            }
+            Ok(m) if !m.is_file() && !m.file_type().is_block_device() => {
+                return Err(CalibrateError::BadInput(format!(
+                    "{} is neither a directory, a regular file nor a block device; give a \
+                     directory (sluice creates its own file there)",
+                    path.display()
+                )));
+            }
             Ok(m) => {
-                let len = if m.file_type().is_block_device() && allow_device {
+                let len = if m.file_type().is_block_device() {
                     let f = std::fs::File::open(path).map_err(|e| {
                         CalibrateError::BadInput(format!("cannot open {}: {e}", path.display()))
                     })?;

@@ -204,6 +204,11 @@ pub(crate) fn probe_dir(dir: &Path, job: &str) -> Result<u32, EngineError> {
         Err(e) => {
             let hint = match e.raw_os_error() {
                 Some(libc::EACCES) | Some(libc::EPERM) | Some(libc::EROFS) => hint_for(&e),
+                Some(libc::ENOENT) => {
+                    "this directory does not exist: a filename= with a subdirectory needs \
+                     that subdirectory to exist (sluice does not create directories); create \
+                     it, or give a plain file name"
+                }
                 _ => {
                     "files cannot be created in this directory: give a --directory on a \
                       writable, disk-backed file system"

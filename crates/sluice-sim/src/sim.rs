@@ -34,6 +34,9 @@ pub struct SimConfig {
     /// Seeded command faults of the simulated device (media errors, timeouts); none by
     /// default. Drawn from the run's seed unless the configuration names its own.
     pub faults: FaultConfig,
+    /// Set (e.g. by a Ctrl-C handler) to end every job now and report what was measured
+    /// so far; looked at every 65 536 events.
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Default for SimConfig {
@@ -44,6 +47,7 @@ impl Default for SimConfig {
             interval_ns: None,
             max_sim_ns: 24 * 3600 * 1_000_000_000,
             faults: FaultConfig::none(),
+            stop: None,
         }
     }
 }
@@ -83,7 +87,11 @@ pub enum SimError {
         waiting: usize,
     },
     /// The run reached `max_sim_ns`.
-    #[error("simulated time reached the cap of {0} ns before the jobs ended")]
+    #[error(
+        "simulated time reached its cap of {0} ns (SimConfig::max_sim_ns, one day by \
+         default) before the jobs ended: a job is too large or too slow for the device \
+         (lower size or numjobs, or give the job a runtime=); embedders can raise the cap"
+    )]
     TimeCap(Nanos),
 }
 
@@ -113,6 +121,8 @@ pub struct SimStats {
     pub little: LittleCheck,
     /// Commands the device's controller fetched per queue class (urgent, high, medium, low).
     pub fetched_per_class: [u64; 4],
+    /// The run was stopped early ([`SimConfig::stop`]); the report covers what ran.
+    pub interrupted: bool,
 }
 
 /// The result of one run.
@@ -252,6 +262,7 @@ struct Sim<'a> {
     /// Σ submission times of the requests in the system (for the residual in Little's
     /// law when a run is cut short).
     in_system_submit_sum: u128,
+    interrupted: bool,
     area_ns: u128,
     last_t: Nanos,
     latency_sum_ns: u128,
@@ -383,6 +394,7 @@ impl<'a> Sim<'a> {
             last_job_end: 0,
             in_system: 0,
             in_system_submit_sum: 0,
+            interrupted: false,
             area_ns: 0,
             last_t: 0,
             latency_sum_ns: 0,
@@ -433,10 +445,29 @@ impl<'a> Sim<'a> {
             self.pump();
             if self.n_events & 0xFFFF == 0 {
                 progress(self.progress());
+                let stop = self.cfg.stop.as_ref();
+                if stop.is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed)) {
+                    self.interrupted = true;
+                    self.end_all_jobs();
+                    break;
+                }
             }
         }
         progress(1.0);
         Ok(())
+    }
+
+    /// Stop: every job still running ends now (its results so far are kept).
+    fn end_all_jobs(&mut self) {
+        for j in 0..self.jobs.len() {
+            let rt = &mut self.jobs[j];
+            if rt.done || rt.ended_ns.is_some() || rt.group > self.group {
+                continue;
+            }
+            rt.ended_ns = Some(self.now);
+            self.last_job_end = self.last_job_end.max(self.now);
+            self.collector.job_done(j, self.now);
+        }
     }
 
     fn advance_clock(&mut self, t: Nanos) {
@@ -771,6 +802,7 @@ impl<'a> Sim<'a> {
                 sim_ns: self.now,
                 little,
                 fetched_per_class: fetched,
+                interrupted: self.interrupted,
             },
         }
     }

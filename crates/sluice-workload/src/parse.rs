@@ -66,6 +66,8 @@ pub fn parse_str_with(
     opts: &ParseOptions,
     vars: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Parsed, WorkloadError> {
+    // A UTF-8 byte-order mark (editors on some systems write one) is not text.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     // A job for an engine sluice cannot stand in for stops on that one line, before
     // any of the engine's own options is reported as unknown.
     prescan_engine(text, origin)?;
@@ -663,10 +665,16 @@ impl Parser<'_> {
             IoClass::Normal
         };
         if d.time_based && d.runtime_ns.is_none() {
-            self.warnings.push(format!(
-                "{}:{line}: job '{name}' is time_based but has no runtime; it runs until the run is stopped",
-                self.origin
-            ));
+            // fio itself needs a runtime for a time-based job to end.
+            return Err(WorkloadError::Option {
+                origin: self.origin.to_string(),
+                line,
+                option: "time_based".into(),
+                message: format!(
+                    "job '{name}' is time_based but has no runtime, so it would never end; \
+                     add runtime= (e.g. runtime=10s) or remove time_based"
+                ),
+            });
         }
         Ok(JobSpec {
             flow: d.flow.unwrap_or_else(|| name.clone()),

@@ -286,15 +286,18 @@ impl D2fqConfig {
         c.period_ns =
             p.take_u64_in("period_ms", c.period_ns / 1_000_000, 1, 3_600_000)? * 1_000_000;
         c.grace_ns = p.take_u64_in("grace_ms", c.grace_ns / 1_000_000, 0, 3_600_000)? * 1_000_000;
-        let tau_l_bytes = p.take_u64_in("tau_l", 0, 0, 1 << 40)?;
-        if tau_l_bytes > 0 {
-            if tau_l_bytes < 512 {
+        // Absent: the thresholds' default; given: 512 bytes … 1 TiB (0 is refused, not
+        // taken to mean the default).
+        let tau_l_given = p.take::<u64>("tau_l", u64::MAX, "bytes")?;
+        if tau_l_given != u64::MAX {
+            if !(512..=1 << 40).contains(&tau_l_given) {
                 return Err(ParamError::OutOfRange {
                     key: "tau_l".into(),
-                    value: tau_l_bytes.to_string(),
-                    why: "must be at least 512 bytes (0 keeps the default)".into(),
+                    value: tau_l_given.to_string(),
+                    why: "must be between 512 bytes and 1 TiB (omit it for the default)".into(),
                 });
             }
+            let tau_l_bytes = tau_l_given;
             c.tau_l = vt_of_bytes(tau_l_bytes);
             c.tau_m = match thresholds {
                 D2fqThresholds::Paper => c.tau_l / 2,

@@ -82,7 +82,8 @@ impl Mqfq {
         }
     }
 
-    /// Build from `mqfq:depth=N,t=BYTES`.
+    /// Build from `mqfq:depth=N,t=BYTES`. `t=0` is strict MQFQ (a flow may run ahead of
+    /// V by nothing), a legitimate setting, not a clamp.
     pub fn from_params(p: &mut Params) -> Result<Self, ParamError> {
         let depth = p.take_u64_in("depth", 64, 1, 65536)? as u32;
         let t = p.take_u64_in("t", 45 * 1024, 0, 1 << 40)?;

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Fuzz the job-file and policy-spec parsers (tests/fuzz.rs) for as long as one likes:
+#   PROPTEST_CASES=200000 scripts/fuzz.sh
+# A failure prints the minimal input that broke a parser and the proptest seed that
+# replays it (proptest also keeps it under proptest-regressions/).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PROPTEST_CASES=${PROPTEST_CASES:-20000}
+echo "== fuzzing the parsers with $PROPTEST_CASES cases per target"
+cargo test --release --test fuzz -- --nocapture

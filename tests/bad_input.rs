@@ -1,0 +1,243 @@
+//! Issue 17's findings, each as a test that failed before: an abort on huge sizes,
+//! unbounded report size, silent wrong results, hangs, late errors and accepted nonsense.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+fn sluice(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(args)
+        .output()
+        .expect("sluice runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+/// Exit status 2, no panic, every needle in the message.
+fn refused(o: &Output, needles: &[&str]) {
+    let e = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "exit status; stderr: {e}");
+    assert!(!e.contains("panicked"), "{e}");
+    for n in needles {
+        assert!(e.contains(n), "stderr lacks {n:?}: {e}");
+    }
+}
+
+#[test]
+fn huge_sizes_are_refused_before_anything_is_allocated() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(
+        dir.path(),
+        "huge.fio",
+        "[w]\nrw=randread\nsize=1m\nnumjobs=65535\niodepth=65535\n",
+    );
+    refused(
+        &sluice(&["sim", &job, "-q"]),
+        &["4294836225 requests in flight", "1048576", "lower iodepth"],
+    );
+    let job = write(
+        dir.path(),
+        "threads.fio",
+        "[a]\nrw=read\nsize=1m\nnumjobs=40000\n[b]\nrw=read\nsize=1m\nnumjobs=40000\n",
+    );
+    refused(&sluice(&["sim", &job, "-q"]), &["80000 threads", "65535"]);
+}
+
+#[test]
+fn the_report_does_not_grow_with_the_run() {
+    // A size-based job far longer than planned (deep queue on a slow device) used to
+    // write one bandwidth bin per 5 ms of a 36-minute simulated run: a 40 MB report.
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(
+        dir.path(),
+        "cf.fio",
+        "[w]\nrw=randwrite\nbs=4k\niodepth=65535\nsize=256m\n",
+    );
+    let json = dir.path().join("out.json");
+    let o = sluice(&[
+        "sim",
+        &job,
+        "-q",
+        "--device",
+        "cf",
+        "--policy",
+        "ld",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let len = std::fs::metadata(&json).unwrap().len();
+    assert!(len < 2 << 20, "report is {len} bytes");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let bins = v["bw_series"]["flows"][0]["bw_bytes"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert!(bins <= 4096, "{bins} bins");
+    let rows = v["extra"]["policy_series"]["t_ns"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert!(rows <= 4096, "{rows} counter rows");
+}
+
+#[test]
+fn a_time_based_job_without_runtime_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(
+        dir.path(),
+        "tb.fio",
+        "[w]\nrw=randread\ntime_based\nsize=1m\n",
+    );
+    refused(
+        &sluice(&["sim", &job, "-q"]),
+        &["tb.fio:", "time_based", "runtime="],
+    );
+}
+
+#[test]
+fn ctrl_c_during_a_simulation_prints_what_was_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(
+        dir.path(),
+        "long.fio",
+        "[w]\nrw=randread\nsize=1m\ntime_based\nruntime=100000s\n",
+    );
+    let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["sim", &job, "-q"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert!(stderr(&o).contains("interrupted"), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("Jobs") && out.contains("read"), "{out}");
+}
+
+#[test]
+fn output_paths_are_checked_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(dir.path(), "j.fio", "[w]\nrw=randread\nsize=1m\n");
+    refused(
+        &sluice(&["sim", &job, "--json", "/nonexistent-dir/x.json"]),
+        &["--json", "does not exist"],
+    );
+    let file = write(dir.path(), "afile", "x");
+    refused(
+        &sluice(&["sim", &job, "--plot", &file]),
+        &["--plot", "not a directory"],
+    );
+    refused(
+        &sluice(&[
+            "run",
+            &job,
+            "-D",
+            dir.path().to_str().unwrap(),
+            "--json",
+            dir.path().to_str().unwrap(),
+        ]),
+        &["--json", "is a directory"],
+    );
+    refused(
+        &sluice(&["repro", "rcp-block", "--plot", &file]),
+        &["--plot"],
+    );
+}
+
+#[test]
+fn nonsense_is_refused_with_what_where_and_the_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(dir.path(), "j.fio", "[w]\nrw=randread\nsize=1m\n");
+    refused(
+        &sluice(&["sim", &job, "--policy", "none,,d2fq"]),
+        &["--policy", "empty entry"],
+    );
+    refused(
+        &sluice(&["sim", &job, "--policy", "none,"]),
+        &["--policy", "empty entry"],
+    );
+    refused(
+        &sluice(&["sim", &job, "--policy", "d2fq:tau_l=0"]),
+        &["tau_l", "512"],
+    );
+    // A byte-order mark is not text.
+    let bom = write(dir.path(), "bom.fio", "\u{feff}[w]\nrw=randread\nsize=1m\n");
+    let o = sluice(&["sim", &bom, "-q"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // calibrate on something that is neither a directory, a file nor a block device.
+    refused(
+        &sluice(&["calibrate", "/dev/null"]),
+        &["/dev/null", "give a directory"],
+    );
+    // A filename in a subdirectory that does not exist names the subdirectory's absence.
+    let sub = write(
+        dir.path(),
+        "sub.fio",
+        "[w]\nrw=randread\nsize=1m\nfilename=nosuchdir/x\n",
+    );
+    let o = sluice(&["run", &sub, "-D", dir.path().to_str().unwrap()]);
+    refused(&o, &["nosuchdir", "does not exist", "subdirectory"]);
+}
+
+/// Run `sluice ARGS` under a virtual-memory limit of `kib` KiB (`ulimit -v`).
+fn sluice_limited(kib: u64, args: &[&str]) -> Output {
+    let mut cmd = format!("ulimit -v {kib}; exec '{}'", env!("CARGO_BIN_EXE_sluice"));
+    for a in args {
+        cmd.push_str(&format!(" '{a}'"));
+    }
+    Command::new("sh")
+        .args(["-c", &cmd])
+        .output()
+        .expect("sh runs")
+}
+
+#[test]
+fn a_job_at_each_limit_runs_in_bounded_memory_and_time() {
+    // docs/limits.md: 65 535 threads; 1 048 576 requests in flight. Each runs under a
+    // 1.5 GiB address-space limit (the binary and its allocator take a few hundred MiB of
+    // address space before any job) and in seconds.
+    let dir = tempfile::tempdir().unwrap();
+    let threads = write(
+        dir.path(),
+        "threads.fio",
+        "[w]\nrw=randread\nbs=4k\nsize=64k\nnumjobs=65535\n",
+    );
+    let deep = write(
+        dir.path(),
+        "deep.fio",
+        "[w]\nrw=randread\nbs=4k\nsize=1g\nnumjobs=16\niodepth=65535\ntime_based\nruntime=20ms\n",
+    );
+    for (job, policy) in [
+        (&threads, "none"),
+        (&deep, "none"),
+        (&deep, "rcp"),
+        (&deep, "ld"),
+    ] {
+        let t0 = std::time::Instant::now();
+        let o = sluice_limited(1_500_000, &["sim", job, "-q", "--policy", policy]);
+        assert!(o.status.success(), "{job} {policy}: {}", stderr(&o));
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "{job} {policy}: {:?}",
+            t0.elapsed()
+        );
+    }
+}
