@@ -134,7 +134,7 @@ static TABLE: &[OptionInfo] = &[
     o("iodepth", &[], Yes, "iodepth=32", "I/Os in flight per thread"),
     o("numjobs", &[], Yes, "numjobs=4", "threads of the job (one flow)"),
     o("runtime", &["timeout"], Yes, "runtime=30s", "time limit"),
-    o("time_based", &[], Yes, "time_based", "run for `runtime`, wrapping around"),
+    o("time_based", &[], Yes, "time_based", "run for `runtime` (required), wrapping around"),
     o("ramp_time", &[], Yes, "ramp_time=5s", "warm-up excluded from results; rate pacing starts afresh when it ends, as in fio"),
     o("startdelay", &[], Yes, "startdelay=1s", "delay before the job starts"),
     o("thinktime", &[], Yes, "thinktime=100us", "pause after each completion"),

@@ -145,7 +145,8 @@ fn every_acted_on_option_example_parses() {
         if o.name == "include" {
             continue; // a directive, tested below
         }
-        let text = format!("[j]\nsize=64m\nrw=randrw\n{}\n", o.example);
+        // A time-based job needs a runtime (given before, so an example may override it).
+        let text = format!("[j]\nsize=64m\nrw=randrw\nruntime=1s\n{}\n", o.example);
         if let Err(e) = parse_str(&text, "t.fio", &STRICT) {
             panic!("{}: {e}", o.example);
         }

@@ -179,7 +179,7 @@ fn sequential_wraps_around() {
     assert_eq!(g.issued_bytes(), 10 * k);
 
     // A block that does not fit at the end wraps rather than crossing it.
-    let j = job("[j]\nrw=read\nbs=12k\nsize=32k\ntime_based\n");
+    let j = job("[j]\nrw=read\nbs=12k\nsize=32k\ntime_based\nruntime=1s\n");
     let mut g = IoGen::new(&j, 0, 0, 1);
     let offsets: Vec<u64> = (0..5).map(|_| g.next_io().offset).collect();
     assert_eq!(offsets, vec![0, 3 * k, 0, 3 * k, 0]);

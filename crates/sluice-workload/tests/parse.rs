@@ -487,8 +487,10 @@ runtime=0
 
 #[test]
 fn warnings_for_ignored_settings() {
-    let p = parse_str("[j]\ndirect=0\ntime_based\n", "w.fio", &STRICT).unwrap();
-    assert_eq!(p.warnings.len(), 2, "{:?}", p.warnings);
+    let p = parse_str("[j]\ndirect=0\n", "w.fio", &STRICT).unwrap();
+    assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
     assert!(p.warnings[0].starts_with("w.fio:2: option 'direct': "));
-    assert!(p.warnings[1].contains("no runtime"));
+    // A time-based job without a runtime would never end: refused (issue 17).
+    let e = parse_str("[j]\ntime_based\n", "w.fio", &STRICT).unwrap_err();
+    assert!(e.to_string().contains("no runtime"), "{e}");
 }
