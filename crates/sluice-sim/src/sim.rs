@@ -88,11 +88,16 @@ pub enum SimError {
     },
     /// The run reached `max_sim_ns`.
     #[error(
-        "simulated time reached its cap of {0} ns (SimConfig::max_sim_ns, one day by \
-         default) before the jobs ended: a job is too large or too slow for the device \
-         (lower size or numjobs, or give the job a runtime=); embedders can raise the cap"
+        "simulated time reached its cap of {cap_ns} ns (SimConfig::max_sim_ns, one day by \
+         default) while {jobs} still ran: the job is too large or too slow for the device; \
+         lower its size or numjobs, or give it a runtime= (embedders can raise the cap)"
     )]
-    TimeCap(Nanos),
+    TimeCap {
+        /// The cap.
+        cap_ns: Nanos,
+        /// The jobs still running, named.
+        jobs: String,
+    },
 }
 
 /// Little's law check over the whole run: L (time-average number of requests in the
@@ -432,7 +437,17 @@ impl<'a> Sim<'a> {
             let t = if take_device { t_dev } else { t_ev }.expect("checked above");
             debug_assert!(t >= self.now, "time went backwards");
             if t > self.cfg.max_sim_ns {
-                return Err(SimError::TimeCap(self.cfg.max_sim_ns));
+                let running: Vec<String> = self
+                    .jobs
+                    .iter()
+                    .zip(self.specs)
+                    .filter(|(rt, _)| !rt.done && rt.group == self.group)
+                    .map(|(_, s)| format!("job '{}'", s.name))
+                    .collect();
+                return Err(SimError::TimeCap {
+                    cap_ns: self.cfg.max_sim_ns,
+                    jobs: running.join(", "),
+                });
             }
             self.advance_clock(t);
             self.n_events += 1;

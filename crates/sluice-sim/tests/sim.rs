@@ -368,3 +368,23 @@ fn conflicting_flow_weights_are_an_error() {
     .unwrap_err();
     assert!(err.to_string().contains("share flow 't'"), "{err}");
 }
+
+#[test]
+fn the_time_cap_names_the_cap_the_jobs_and_the_way_out() {
+    let cfg = SimConfig {
+        max_sim_ns: 1_000_000,
+        ..SimConfig::default()
+    };
+    let e = run(
+        &jobs("[slowpoke]\nrw=randwrite\nbs=128k\nsize=1g\n"),
+        &DeviceProfile::resolve("cf").unwrap(),
+        none(),
+        &cfg,
+        &mut |_| {},
+    )
+    .unwrap_err()
+    .to_string();
+    for needle in ["1000000 ns", "max_sim_ns", "job 'slowpoke'", "runtime="] {
+        assert!(e.contains(needle), "{needle}: {e}");
+    }
+}
