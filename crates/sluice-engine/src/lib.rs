@@ -62,8 +62,7 @@ use std::time::{Duration, Instant};
 use sluice_core::policy::{self, Policy, PolicySpec};
 use sluice_core::Nanos;
 use sluice_metrics::{
-    Collector, Extra, FileFact, IoErrorFact, PerClass, PolicyCounters, PolicySeries, PolicyTiming,
-    RealFacts, RunReport, RunSetup,
+    Collector, Extra, FileFact, IoErrorFact, PerClass, PolicyTiming, RealFacts, RunReport, RunSetup,
 };
 use sluice_workload::{flows_of, stonewall_groups, JobSpec};
 
@@ -569,15 +568,6 @@ fn fill_extra(
 ) {
     let block = &dev.block;
     report.extra = Extra {
-        engine: "io_uring".into(),
-        seed: cfg.seed,
-        block: *block.stats(),
-        policy: block
-            .has_counters()
-            .then(|| PolicyCounters(block.policy().counters())),
-        policy_series: block
-            .has_counters()
-            .then(|| PolicySeries::from(block.series())),
         real: Some(RealFacts {
             workers,
             ring_entries: res.iter().map(|r| r.ring_entries).max().unwrap_or(0),
@@ -617,7 +607,7 @@ fn fill_extra(
                 })
                 .collect(),
         }),
-        ..Extra::default()
+        ..Extra::from_block("io_uring", cfg.seed, block)
     };
 }
 

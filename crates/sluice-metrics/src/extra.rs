@@ -52,6 +52,27 @@ pub struct Extra {
 }
 
 impl Extra {
+    /// The figures every world reports from its block layer: its stats, the policy's
+    /// final counters and their series (the world fills in its own facts).
+    pub fn from_block<M: sluice_block::Meter>(
+        engine: &str,
+        seed: u64,
+        block: &sluice_block::BlockLayer<M>,
+    ) -> Extra {
+        Extra {
+            engine: engine.to_string(),
+            seed,
+            block: *block.stats(),
+            policy: block
+                .has_counters()
+                .then(|| PolicyCounters(block.policy().counters())),
+            policy_series: block
+                .has_counters()
+                .then(|| PolicySeries::from(block.series())),
+            ..Extra::default()
+        }
+    }
+
     /// The policy's final value of counter `c`, if it reports it.
     pub fn counter(&self, c: Counter) -> Option<f64> {
         self.policy.as_ref()?.get(c)

@@ -75,10 +75,7 @@ use sluice_block::BlockLayer;
 use sluice_core::policy::{self, PolicySpec};
 use sluice_core::Nanos;
 use sluice_device::{DeviceProfile, NvmeSsd};
-use sluice_metrics::{
-    Collector, Extra, PerClass, PolicyCounters, PolicySeries, RunReport, RunSetup, RuntimeFacts,
-    SimFacts,
-};
+use sluice_metrics::{Collector, Extra, PerClass, RunReport, RunSetup, RuntimeFacts, SimFacts};
 use sluice_sim::SimPort;
 
 pub use config::{CostTable, Inherit, Wakeup};
@@ -406,15 +403,6 @@ impl Shared {
             .join(",")
         };
         report.extra = Extra {
-            engine: if real { "io_uring" } else { "sim" }.into(),
-            seed: stack.b.seed,
-            block: *block.stats(),
-            policy: block
-                .has_counters()
-                .then(|| PolicyCounters(block.policy().counters())),
-            policy_series: block
-                .has_counters()
-                .then(|| PolicySeries::from(block.series())),
             sim: dev.map(|dev| SimFacts {
                 device: dev.profile().name.clone(),
                 cores: stack.b.cores,
@@ -442,7 +430,7 @@ impl Shared {
                 inherited_promotions: inner.stats.inherited_promotions,
                 core_busy_ns: inner.cores.iter().map(|c| c.busy_ns).collect(),
             }),
-            ..Extra::default()
+            ..Extra::from_block(if real { "io_uring" } else { "sim" }, stack.b.seed, block)
         };
         report
     }

@@ -9,8 +9,7 @@ use sluice_device::{
     Arbitration, ArbitrationKind, Command, DeviceCompletion, DeviceProfile, FaultConfig, NvmeSsd,
 };
 use sluice_metrics::{
-    Collector, DeviceFaults, Extra, PerClass, PolicyCounters, PolicySeries, RunReport, RunSetup,
-    Sample, SimFacts,
+    Collector, DeviceFaults, Extra, PerClass, RunReport, RunSetup, Sample, SimFacts,
 };
 use sluice_workload::{
     flows_of, stonewall_groups, FlowConflict, IoSource, IoSpec, JobSpec, NextIo,
@@ -781,17 +780,6 @@ impl<'a> Sim<'a> {
         )
         .finish(self.last_job_end, self.block.policy().name());
         report.extra = Extra {
-            engine: "sim".into(),
-            seed: self.cfg.seed,
-            block: *self.block.stats(),
-            policy: self
-                .block
-                .has_counters()
-                .then(|| PolicyCounters(self.block.policy().counters())),
-            policy_series: self
-                .block
-                .has_counters()
-                .then(|| PolicySeries::from(self.block.series())),
             sim: Some(SimFacts {
                 device: self.port.device.profile().name.clone(),
                 cores: self.cfg.cores,
@@ -807,7 +795,7 @@ impl<'a> Sim<'a> {
                 littles_law_l: round6(l),
                 littles_law_lambda_w: round6(lambda_w),
             }),
-            ..Extra::default()
+            ..Extra::from_block("sim", self.cfg.seed, &self.block)
         };
         SimOutput {
             report,
