@@ -19,6 +19,7 @@ struct Args {
     secs: u64,
     size_mb: u64,
     file: Option<String>,
+    buffered: bool,
 }
 
 fn parse() -> Result<Args, String> {
@@ -29,10 +30,16 @@ fn parse() -> Result<Args, String> {
         secs: 5,
         size_mb: 1024,
         file: None,
+        buffered: false,
     };
     let v: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
     while i < v.len() {
+        if v[i] == "--buffered" {
+            a.buffered = true;
+            i += 1;
+            continue;
+        }
         let val = v
             .get(i + 1)
             .ok_or(format!("option {} needs a value", v[i]))?;
@@ -47,7 +54,7 @@ fn parse() -> Result<Args, String> {
             "--secs" => a.secs = num()?.max(1),
             "--size-mb" => a.size_mb = num()?.max(1),
             "--file" => a.file = Some(val.clone()),
-            other => return Err(format!("unknown option {other}; use --real DIR, --file NAME (an existing file of DIR, read-only), --device NAME, --qd N, --secs N, --size-mb N")),
+            other => return Err(format!("unknown option {other}; use --real DIR, --file NAME (an existing file of DIR, read-only), --buffered (no O_DIRECT: tmpfs), --device NAME, --qd N, --secs N, --size-mb N")),
         }
         i += 2;
     }
@@ -64,7 +71,7 @@ fn main() -> ExitCode {
     };
     let mut b = Stack::builder().device(&a.device).policy("none");
     if let Some(d) = &a.real {
-        b = b.directory(d).cores(1);
+        b = b.directory(d).cores(1).direct(!a.buffered);
     }
     let stack = match b.build() {
         Ok(s) => s,

@@ -129,6 +129,7 @@ pub struct StackBuilder {
     interval_ns: Nanos,
     helper_window_ns: Nanos,
     max_sim_ns: Nanos,
+    direct: bool,
 }
 
 impl Default for StackBuilder {
@@ -146,6 +147,7 @@ impl Default for StackBuilder {
             interval_ns: 10_000_000,
             helper_window_ns: 1_000_000_000,
             max_sim_ns: 24 * 3600 * 1_000_000_000,
+            direct: true,
         }
     }
 }
@@ -169,6 +171,15 @@ impl StackBuilder {
     /// Real files in `dir` through io_uring. Not built yet: `build` says so.
     pub fn directory(mut self, dir: impl Into<PathBuf>) -> StackBuilder {
         self.device = Ok(DeviceChoice::Directory(dir.into()));
+        self
+    }
+
+    /// Real backend: open files with `O_DIRECT` (the default), or (`false`) through
+    /// the host's page cache — for file systems that refuse direct I/O such as tmpfs,
+    /// or to compare with buffered engines. Ignored (and said so by `build`) in
+    /// simulation.
+    pub fn direct(mut self, direct: bool) -> StackBuilder {
+        self.direct = direct;
         self
     }
 
@@ -232,6 +243,13 @@ impl StackBuilder {
     pub fn build(self) -> Result<Stack, RuntimeError> {
         let device = self.device.clone().map_err(RuntimeError::Config)?;
         match &device {
+            DeviceChoice::Simulated(_) if !self.direct => {
+                return Err(RuntimeError::Config(
+                    "direct(false) is for the real backend (directory(DIR)); a simulated \
+                     device has no page cache to go through"
+                        .into(),
+                ))
+            }
             DeviceChoice::Simulated(p) => p.validate()?,
             DeviceChoice::Directory(d) => {
                 if !d.is_dir() {
@@ -325,9 +343,9 @@ impl Stack {
             DeviceChoice::Simulated(profile) => {
                 io::Port::Sim(SimPort::new(NvmeSsd::new(profile, b.cores)))
             }
-            DeviceChoice::Directory(dir) => {
-                io::Port::Real(real::RealPort::new(dir, 256).map_err(RuntimeError::Config)?)
-            }
+            DeviceChoice::Directory(dir) => io::Port::Real(
+                real::RealPort::new(dir, 256, b.direct).map_err(RuntimeError::Config)?,
+            ),
         };
         let collector = Collector::new(RunSetup {
             jobs: Vec::new(),

@@ -20,6 +20,8 @@ pub const MAX_FILES: u32 = 1024;
 pub(crate) struct RealPort {
     ring: IoUring,
     pub dir: PathBuf,
+    /// Open files with `O_DIRECT` (the default); off: through the host's page cache.
+    direct: bool,
     files: Vec<std::fs::File>,
     /// By block-layer request id: the buffer's address and the request's offset.
     bufs: Vec<(usize, u64)>,
@@ -45,13 +47,20 @@ impl std::fmt::Debug for RealPort {
 }
 
 impl RealPort {
-    pub(crate) fn new(dir: &Path, entries: u32) -> Result<RealPort, String> {
+    pub(crate) fn new(dir: &Path, entries: u32, direct: bool) -> Result<RealPort, String> {
         let meta =
             std::fs::metadata(dir).map_err(|e| format!("directory {}: {e}", dir.display()))?;
         if !meta.is_dir() {
             return Err(format!("{} is not a directory", dir.display()));
         }
-        let ring = IoUring::new(entries)
+        // One thread submits and reaps: the flags that make that cheaper where the kernel
+        // has them (6.1+), plain set-up otherwise.
+        let ring = IoUring::builder()
+            .setup_single_issuer()
+            .setup_coop_taskrun()
+            .setup_defer_taskrun()
+            .build(entries)
+            .or_else(|_| IoUring::new(entries))
             .map_err(|e| format!("cannot create an io_uring with {entries} entries: {e}"))?;
         ring.submitter()
             .register_files_sparse(MAX_FILES)
@@ -59,6 +68,7 @@ impl RealPort {
         Ok(RealPort {
             ring,
             dir: dir.to_path_buf(),
+            direct,
             files: Vec::new(),
             bufs: Vec::new(),
             bytes: Vec::new(),
@@ -86,16 +96,21 @@ impl RealPort {
             .read(true)
             .write(true)
             .create_new(true)
-            .custom_flags(libc::O_DIRECT)
+            .custom_flags(if self.direct { libc::O_DIRECT } else { 0 })
             .open(&path)
             .map_err(|e| {
-                std::io::Error::new(
-                    e.kind(),
-                    format!(
-                        "{}: {e} (the runtime creates its files and never writes one it did not create)",
-                        path.display()
-                    ),
-                )
+                let refused_direct = e.raw_os_error() == Some(libc::EINVAL) && self.direct;
+                let why = if refused_direct {
+                    // Some kernels create the file before refusing O_DIRECT: it is ours
+                    // (create_new), so it goes. Any other error leaves the path alone —
+                    // above all EEXIST, a file the stack did not create.
+                    let _ = std::fs::remove_file(&path);
+                    "this file system refuses O_DIRECT: use a disk-backed directory, or \
+                     StackBuilder::direct(false) for I/O through the page cache"
+                } else {
+                    "the runtime creates its files and never writes one it did not create"
+                };
+                std::io::Error::new(e.kind(), format!("{}: {e} ({why})", path.display()))
             })?;
         self.ring
             .submitter()
@@ -117,7 +132,7 @@ impl RealPort {
         let path = self.dir.join(name);
         let f = std::fs::OpenOptions::new()
             .read(true)
-            .custom_flags(libc::O_DIRECT)
+            .custom_flags(if self.direct { libc::O_DIRECT } else { 0 })
             .open(&path)
             .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
         let len = f.metadata()?.len();
