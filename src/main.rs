@@ -83,7 +83,9 @@ struct SimArgs {
     alone: bool,
     /// Scheduling policy `NAME[:key=value,...]`; repeat the flag or give a comma list
     /// (`none,d2fq:mode=static`) to run the same job under each, side by side.
-    #[arg(long, short = 'p', default_value = "none")]
+    /// Default: `none` for a job file; for the embedded default job, `none,ld,rcp` —
+    /// the point of sluice side by side.
+    #[arg(long, short = 'p')]
     policy: Vec<String>,
     /// Seed of the simulation's random streams.
     #[arg(long, default_value_t = 1)]
@@ -206,7 +208,17 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
         profile = profile.with_arbitration(text.parse()?);
         profile.validate()?;
     }
-    let specs: Vec<PolicySpec> = parse_policy_list(&args.policy)?;
+    let default_policies = if args.job.is_none() {
+        vec!["none,ld,rcp".to_string()]
+    } else {
+        vec!["none".to_string()]
+    };
+    let policies = if args.policy.is_empty() {
+        &default_policies
+    } else {
+        &args.policy
+    };
+    let specs: Vec<PolicySpec> = parse_policy_list(policies)?;
     // Build every policy first, so a bad name fails before any run starts.
     for spec in &specs {
         policy::build(spec)?;
