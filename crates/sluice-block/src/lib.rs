@@ -23,7 +23,7 @@
 //!   │   the port when it changes (D2FQ's dynamic H/L)                 │
 //!   │ samples: submit/admit/dispatch/device-done times per request    │
 //!   └────────────────────────────┬───────────────────────────▲────────┘
-//!                 DevicePort::submit(tag, dispatch)   piece_done(now, tag, ok)
+//!               DevicePort::try_submit(tag, dispatch)  piece_done(now, tag, ok)
 //!                                ▼                           │
 //!        simulated NvmeSsd (sluice-sim)  |  io_uring rings + software WRR arbiter
 //!                                            (sluice-engine)

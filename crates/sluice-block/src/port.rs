@@ -7,7 +7,7 @@ use sluice_core::Nanos;
 /// submission queues, or the engine's io_uring rings behind its software WRR arbiter.
 ///
 /// The block layer gives each dispatched piece a tag (its piece slot, unique among the
-/// pieces in flight) and hands it over with [`DevicePort::submit`]; the world reports
+/// pieces in flight) and hands it over with [`DevicePort::try_submit`]; the world reports
 /// the piece's completion back with `BlockLayer::piece_done(now, tag, ok)`.
 pub trait DevicePort {
     /// How many commands can be outstanding at the device at most (the

@@ -6,26 +6,27 @@
 //! prints what `sluice sim` prints — measured instead of simulated.
 //!
 //! ```text
-//!  job threads (state machines: IoGen, Pacer, thinktime, runtime)     ─┐
-//!        │ submit: request slot (index = ReqId), its registered buffer  │ one worker =
-//!        ▼                                                              │ one OS thread,
-//!  policy: admit → enqueue → dispatch(now, DeviceView) → complete       │ one event loop,
-//!        │ Dispatch{piece, queue class}: piece slot (index = user_data) │ one ring,
-//!        ▼                                                              │ one policy
-//!  WRR arbiter (urgent first, H/M/L by weight; fast path when idle)     │ instance
-//!        ▼                                                              │
-//!  io_uring: fixed files, fixed buffers, batched submit + wait         ─┘
-//!        ▼
-//!  CQEs → piece → request → Sample (batched into the shared Collector)
+//!  worker 0..N (one OS thread, one event loop, one ring each)
+//!    job threads (IoGen, Pacer, thinktime, runtime) ─ request slot + registered buffer
+//!        │ submit (token = slot)                          ▲ Finished → Sample
+//!        ▼                                                │
+//!  ┌─ the device's one BlockLayer (sluice-block), shared under one lock ──────────┐
+//!  │ admission → policy (admit, enqueue, dispatch, complete, timers, promote)    │
+//!  │ RingPort: device-wide WRR arbiter + cap → outbox of the owning worker       │
+//!  └────────────────────────────┬──────────────────────────▲─────────────────────┘
+//!        owner writes the SQE (registered file, fixed buffer, user_data = tag);
+//!        doorbell (eventfd) wakes it when another worker dispatched its piece
+//!        ▼                                                 │
+//!  io_uring: batched submit + wait ──────── CQE → piece_done(tag)
 //! ```
 //!
 //! ## Workers
 //! `workers` OS threads (default: the smaller of the available cores and the jobs'
 //! total thread count). The job threads (`numjobs` of every job, in job order) are
-//! dealt to the workers round robin. Each worker has its own ring and **its own policy
-//! instance** built from the same [`PolicySpec`], so a policy sees only the flows whose
-//! threads run on its worker: `workers = 1` puts every flow under one policy (what
-//! fairness experiments need).
+//! dealt to the workers round robin. Each worker has its own ring; the device has **one
+//! block layer and one policy instance** whatever the number of workers (see
+//! `device.rs`: device-wide policy state stays one state, as the kernel's per-device
+//! scheduler lock keeps it).
 //!
 //! ## Time
 //! Only the engine reads the clock (monotonic, ns since the run's start); policies are

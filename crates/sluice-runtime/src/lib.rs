@@ -4,7 +4,7 @@
 //! [`Stack`] (device, policy, seed, cores), run a main task, [`spawn`] more with a
 //! [`TaskCtx`] (flow, weight, class, activity), do I/O on [`File`]s with [`DmaBuffer`]s,
 //! synchronise with [`Mutex`], [`RwLock`] and [`Condvar`], and get the same
-//! [`RunReport`](sluice_metrics::RunReport) (tables, JSON, plots) as `sluice sim`.
+//! `RunReport` (tables, JSON, plots) as `sluice sim`.
 //!
 //! ```
 //! use sluice_runtime::{spawn, Activity, DmaBuffer, File, Stack, TaskCtx};
@@ -40,7 +40,7 @@
 //! ```
 //!
 //! ## Layers
-//! * the executor ([`exec`](crate::exec)): tasks on simulated cores, FastResponse's
+//! * the executor (`exec`): tasks on simulated cores, FastResponse's
 //!   critical wakeup ([`Wakeup`]), a CPU cost table ([`CostTable`]);
 //! * inheritance (`deps`): RCP's I/O priority inheritance through locks, condition
 //!   variables, joins and outstanding I/O, transitively ([`Inherit`]);

@@ -1,7 +1,8 @@
 //! # sluice-sim — the deterministic discrete-event simulator
 //!
-//! Drives fio-style jobs ([`sluice_workload`]), one scheduling policy
-//! ([`sluice_core::policy::Policy`], the very object the io_uring engine drives) and a
+//! Drives fio-style jobs ([`sluice_workload`]) through the one block layer
+//! ([`sluice_block::BlockLayer`], the very component the io_uring engine drives, with its
+//! scheduling policy) onto a
 //! simulated NVMe SSD ([`sluice_device::NvmeSsd`]) in virtual nanoseconds.
 //!
 //! * **Virtual clock**: time only moves when the next event is taken; nothing reads the
@@ -15,7 +16,7 @@
 //! ## How one request flows
 //! ```text
 //! thread (IoGen, iodepth, pacer, thinktime)
-//!   └─ submit ─► policy.admit ─► policy.enqueue ─► policy.dispatch(view)
+//!   └─ BlockLayer::submit ─► policy.admit ─► policy.enqueue ─► pump: policy.dispatch(view)
 //!        └─ NvmeSsd.submit(qid = core·4 + queue class) ─► controller fetch (arbitration)
 //!             └─ media (parallel units) ─► completion ─► policy.complete
 //!                  └─ parent complete when all pieces are ─► metrics ─► thread reissues

@@ -2,14 +2,15 @@
 //!
 //! # One policy, two worlds
 //! A policy is plain, single-threaded code driven by events. The deterministic
-//! simulator (`sluice-sim`) and the io_uring engine drive the very same objects. A
+//! simulator (`sluice-sim`) and the io_uring engine drive the very same objects, through
+//! the one block layer (`sluice-block`), which makes the calls below ("the engine"). A
 //! policy never reads a clock, sleeps, spawns a thread or does I/O: every method is
 //! given `now_ns`, and a policy that needs to act later asks for a timer through
 //! [`Policy::next_timer_ns`].
 //!
 //! # The life of a request, as a policy sees it
 //! ```text
-//!   app submits ──► admit() ──Wait──► (engine parks it; asks again after completions/timers)
+//!   app submits ──► admit() ──Wait──► (block layer parks it; asks again after completions/timers)
 //!                      │Admit
 //!                      ▼
 //!                  enqueue()            (the policy may keep it, split it, reorder it)
@@ -68,9 +69,9 @@ use crate::types::{Flow, Nanos, QueueClass, Request};
 /// Answer of [`Policy::admit`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Admission {
-    /// The request may enter the scheduler now; the engine calls `enqueue` next.
+    /// The request may enter the scheduler now; the block layer calls `enqueue` next.
     Admit,
-    /// Not now (e.g. no free admission slot). The engine parks the request and asks
+    /// Not now (e.g. no free admission slot). The block layer parks the request and asks
     /// again after a completion or a timer.
     Wait,
 }
@@ -150,7 +151,7 @@ pub trait Policy: Send {
     fn enqueue(&mut self, now_ns: Nanos, req: Request);
 
     /// A dispatch opportunity: return the next piece to send to the device, or `None`
-    /// when nothing may go now. The engine calls it repeatedly until `None` or until the
+    /// when nothing may go now. The block layer calls it repeatedly until `None` or until the
     /// device is full, and again after every completion, arrival and timer.
     fn dispatch(&mut self, now_ns: Nanos, view: &DeviceView) -> Option<Dispatch>;
 
@@ -169,7 +170,8 @@ pub trait Policy: Send {
     /// Raise a queued request (all its queued pieces) to the critical class, e.g. because
     /// a critical task waits on it (RCP's I/O priority inheritance). Returns whether the
     /// policy held such a request. Requests still waiting for admission are promoted by
-    /// the engine, which then calls `admit` again.
+    /// the block layer (`sluice_block::BlockLayer::promote`), which then calls `admit`
+    /// again.
     fn promote(&mut self, _now_ns: Nanos, _id: crate::types::ReqId) -> bool {
         false
     }
