@@ -66,9 +66,18 @@ fn json_has_fio_fields_flows_and_fairness() {
     let flows = v["flows"].as_array().unwrap();
     assert_eq!(flows.len(), 2);
     assert_eq!(flows[1]["weight"], 6);
-    let total: f64 = flows.iter().map(|f| f["share"].as_f64().unwrap()).sum();
+    // The critical job's flow is served for latency: left out of the shares, which are
+    // fractions of the bytes of the flows that share by weight.
+    assert_eq!(flows[0]["latency_only"], true);
+    assert_eq!(flows[0]["share_error"], 0.0);
+    let total: f64 = flows
+        .iter()
+        .filter(|f| f["latency_only"] == false)
+        .map(|f| f["share"].as_f64().unwrap())
+        .sum();
     assert!((total - 1.0).abs() < 1e-9);
     assert!(v["fairness"]["jain_index"].as_f64().unwrap() > 0.0);
+    assert_eq!(v["fairness"]["active_flows"], 1);
 }
 
 #[test]

@@ -71,6 +71,11 @@ impl RunSetup {
                 .map(|f| FlowInfo {
                     name: f.name.clone(),
                     weight: f.weight,
+                    latency_only: jobs
+                        .iter()
+                        .zip(job_flow)
+                        .filter(|(_, jf)| **jf == f.id)
+                        .all(|(s, _)| s.class == IoClass::Critical),
                 })
                 .collect(),
             interval_ns: interval_ns.unwrap_or_else(|| RunSetup::interval_for(expected_ns)),
@@ -98,6 +103,10 @@ pub struct FlowInfo {
     pub name: String,
     /// Its proportional-share weight (at least 1; 0 is treated as 1).
     pub weight: u32,
+    /// All its jobs are critical: it is served for latency, not for a bandwidth share,
+    /// so it is left out of the weight shares and the fairness index (a critical reader
+    /// beside bulk writers is not a fairness failure).
+    pub latency_only: bool,
 }
 
 /// One completed I/O, with the four instants of its life.
@@ -541,10 +550,17 @@ impl Collector {
             })
             .collect();
 
-        let total_bytes: u64 = self.flows.iter().map(|f| f.bytes).sum();
+        // Shares and fairness count the active flows that take part in proportional
+        // sharing (not the latency-only ones).
+        let sharing = |i: usize| self.flows[i].ios > 0 && !self.setup.flows[i].latency_only;
+        let all_bytes: u64 = self.flows.iter().map(|f| f.bytes).sum();
+        let sharing_bytes: u64 = (0..self.flows.len())
+            .filter(|&i| sharing(i))
+            .map(|i| self.flows[i].bytes)
+            .sum();
         let weight = |i: usize| self.setup.flows[i].weight.max(1) as f64;
         let active_weight: f64 = (0..self.flows.len())
-            .filter(|&i| self.flows[i].ios > 0)
+            .filter(|&i| sharing(i))
             .map(weight)
             .sum();
         let flows: Vec<FlowReport> = self
@@ -555,17 +571,19 @@ impl Collector {
             .enumerate()
             .map(|(i, (info, acc))| {
                 let active = acc.ios > 0;
-                let share = if total_bytes > 0 {
-                    acc.bytes as f64 / total_bytes as f64
+                let shares = sharing(i);
+                let total = if shares { sharing_bytes } else { all_bytes };
+                let share = if total > 0 {
+                    acc.bytes as f64 / total as f64
                 } else {
                     0.0
                 };
-                let weight_share = if active {
+                let weight_share = if shares {
                     weight(i) / active_weight
                 } else {
                     0.0
                 };
-                let share_error = if active {
+                let share_error = if shares {
                     share / weight_share - 1.0
                 } else {
                     0.0
@@ -574,6 +592,7 @@ impl Collector {
                     name: info.name.clone(),
                     weight: info.weight,
                     active,
+                    latency_only: info.latency_only,
                     ios: acc.ios,
                     io_bytes: acc.bytes,
                     iops: per_s(acc.ios),
@@ -586,7 +605,7 @@ impl Collector {
             .collect();
 
         let normalized: Vec<f64> = (0..self.flows.len())
-            .filter(|&i| self.flows[i].ios > 0)
+            .filter(|&i| sharing(i))
             .map(|i| per_s(self.flows[i].bytes) / weight(i))
             .collect();
         let fairness = Fairness {
@@ -594,7 +613,7 @@ impl Collector {
             active_flows: normalized.len(),
             max_abs_share_error: flows
                 .iter()
-                .filter(|f| f.active)
+                .filter(|f| f.active && !f.latency_only)
                 .map(|f| f.share_error.abs())
                 .fold(0.0, f64::max),
         };

@@ -198,6 +198,7 @@ mod tests {
                 .map(|n| FlowInfo {
                     name: n.to_string(),
                     weight: 1,
+                    latency_only: false,
                 })
                 .collect(),
             interval_ns: 100 * MS,

@@ -161,6 +161,8 @@ pub struct FlowReport {
     pub weight: u32,
     /// Whether it completed any I/O in the window.
     pub active: bool,
+    /// All its jobs are critical: left out of the shares and the fairness index.
+    pub latency_only: bool,
     /// Completed I/Os.
     pub ios: u64,
     /// Bytes transferred.
@@ -169,7 +171,8 @@ pub struct FlowReport {
     pub iops: f64,
     /// Bytes per second over the run's duration.
     pub bw_bytes: u64,
-    /// Its fraction of all bytes served.
+    /// Its fraction of the bytes served to the flows that share by weight (of all bytes
+    /// for a latency-only flow).
     pub share: f64,
     /// Its weight over the total weight of the active flows (0 when inactive).
     pub weight_share: f64,

@@ -336,6 +336,13 @@ pub fn print_table(runs: &[RunReport], out: &mut dyn Write) -> io::Result<()> {
                 row.push(r.policy.clone());
             }
             match f {
+                Some(f) if f.active && f.latency_only => row.extend([
+                    fmt_count(f.iops),
+                    fmt_mib(f.bw_bytes as f64),
+                    fmt_pct(f.share),
+                    "-".into(),
+                    "latency".into(),
+                ]),
                 Some(f) if f.active => row.extend([
                     fmt_count(f.iops),
                     fmt_mib(f.bw_bytes as f64),

@@ -19,6 +19,7 @@ fn setup(flows: &[(&str, u32)], jobs: &[(&str, usize, IoClass)]) -> RunSetup {
             .map(|&(name, weight)| FlowInfo {
                 name: name.into(),
                 weight,
+                latency_only: false,
             })
             .collect(),
         interval_ns: 100 * MS,

@@ -218,6 +218,8 @@ impl IoState {
         let idx = self.collector.add_flow(FlowInfo {
             name: name.clone(),
             weight: ctx.weight,
+            // A task's flow may carry critical and other I/O: it shares.
+            latency_only: false,
         });
         self.block.add_flow(&Flow {
             id,
