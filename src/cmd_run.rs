@@ -41,8 +41,9 @@ pub struct RunArgs {
     /// Seed of the I/O generators.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Width of a bandwidth-over-time bin, in milliseconds (default: about 1/200 of the run).
-    #[arg(long)]
+    /// Width of a bandwidth-over-time bin, in milliseconds, 1 to 3600000 (default: about
+    /// 1/200 of the run).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     interval_ms: Option<u64>,
     /// Most commands in all workers' rings together (default: the jobs' total iodepth);
     /// below the offered depth, the software WRR arbiter decides which queue class goes
@@ -50,8 +51,8 @@ pub struct RunArgs {
     #[arg(long)]
     ring_cap: Option<u32>,
     /// While a batch of completions is handled, submit new I/Os as soon as this many
-    /// are ready (1: each at once, as fio does; large: one submission per batch).
-    #[arg(long, default_value_t = 4)]
+    /// are ready (1: each at once, as fio does; large: one submission per batch), 1 to 4096.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=4096))]
     submit_batch: u32,
     /// WRR weights of the high, medium and low queue classes, `H,M,L`, until the
     /// policy asks for its own (D2FQ's dynamic H/L).
@@ -95,10 +96,10 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
         allow_write_existing: args.allow_write_existing,
         keep_files: args.keep_files,
         seed: args.seed,
-        interval_ns: args.interval_ms.map(|ms| ms.max(1) * 1_000_000),
+        interval_ns: args.interval_ms.map(|ms| ms * 1_000_000),
         ring_cap: args.ring_cap,
         wrr_weights: parse_wrr(&args.wrr)?,
-        submit_batch: args.submit_batch.max(1),
+        submit_batch: args.submit_batch,
     };
 
     // Ctrl-C (or SIGTERM) once: stop and report what was measured; twice: exit now.

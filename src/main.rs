@@ -93,8 +93,9 @@ struct SimArgs {
     /// Simulated host cores (each gets its own device queue pairs).
     #[arg(long, default_value_t = 8)]
     cores: u16,
-    /// Width of a bandwidth-over-time bin, in milliseconds (default: about 1/200 of the run).
-    #[arg(long)]
+    /// Width of a bandwidth-over-time bin, in milliseconds, 1 to 3600000 (default: about
+    /// 1/200 of the run).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     interval_ms: Option<u64>,
     /// Seeded command faults of the simulated device:
     /// `media=P,timeout=P,timeout_ms=N,seed=N` (P: probability per command; a timed-out
@@ -232,7 +233,7 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
     let cfg = SimConfig {
         seed: args.seed,
         cores: args.cores,
-        interval_ns: args.interval_ms.map(|ms| ms.max(1) * 1_000_000),
+        interval_ns: args.interval_ms.map(|ms| ms * 1_000_000),
         faults: match &args.faults {
             Some(s) => {
                 sluice::device::FaultConfig::parse(s).map_err(|e| CliError::Usage(e.to_string()))?

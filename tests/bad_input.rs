@@ -241,3 +241,23 @@ fn a_job_at_each_limit_runs_in_bounded_memory_and_time() {
         );
     }
 }
+
+#[test]
+fn zero_intervals_and_batches_are_refused_not_raised() {
+    // `--interval-ms 0` used to become 1 and `--submit-batch 0` 1, silently.
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(dir.path(), "j.fio", "[w]\nrw=randread\nsize=1m\n");
+    refused(
+        &sluice(&["sim", &job, "--interval-ms", "0"]),
+        &["--interval-ms", "0"],
+    );
+    let d = dir.path().to_str().unwrap();
+    refused(
+        &sluice(&["run", &job, "-D", d, "--interval-ms", "0"]),
+        &["--interval-ms"],
+    );
+    refused(
+        &sluice(&["run", &job, "-D", d, "--submit-batch", "0"]),
+        &["--submit-batch", "0"],
+    );
+}
