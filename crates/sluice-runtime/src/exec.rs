@@ -181,6 +181,9 @@ pub(crate) struct Inner {
     next_core: u16,
     /// Stack CPU charged to the task being polled (added to its core after the poll).
     pub charge: Nanos,
+    /// Scratch for completion handling (kept, so nothing is allocated per batch).
+    finished: Vec<sluice_block::Finished>,
+    woken: Vec<u32>,
     policy_timer: Option<Nanos>,
 }
 
@@ -253,6 +256,8 @@ impl Inner {
             next_core: 0,
             charge: 0,
             policy_timer: None,
+            finished: Vec::new(),
+            woken: Vec::new(),
         }
     }
 
@@ -317,6 +322,28 @@ impl Inner {
         task.burst_done = false;
         task.state = TState::Queued;
         self.stats.preemptions += 1;
+    }
+
+    /// The device's completions due at `t`: each finished request's waiters are woken
+    /// (the I/O rule) and its core is charged the completion (simulation only).
+    fn handle_completions(&mut self, t: Nanos) {
+        let mut finished = std::mem::take(&mut self.finished);
+        let mut woken = std::mem::take(&mut self.woken);
+        self.io.advance_device(t, &mut finished);
+        for f in finished.drain(..) {
+            let s = f.token as u32;
+            let issuer = self.io.issuer(s);
+            self.tasks[issuer as usize].outstanding.retain(|&x| x != s);
+            let core = self.io.complete(f, &mut woken);
+            let ns = self.cfg.costs.complete_ns;
+            self.charge_core(core, ns);
+            self.deps.dirty = true;
+            for w in woken.drain(..) {
+                self.wake(w, WakeKind::Io);
+            }
+        }
+        self.finished = finished;
+        self.woken = woken;
     }
 
     /// Core `c` is busy for `ns` more (stack CPU, an interrupt), after what it is doing.
@@ -601,19 +628,7 @@ impl Shared {
         inner.now = t;
         // Device completions first (as in the fio simulator), then events due now.
         if t_dev == Some(t) {
-            let done = inner.io.advance_device(t);
-            for f in done {
-                let s = f.token as u32;
-                let issuer = inner.io.issuer(s);
-                inner.tasks[issuer as usize].outstanding.retain(|&x| x != s);
-                let (waiters, core) = inner.io.complete(f);
-                let ns = inner.cfg.costs.complete_ns;
-                inner.charge_core(core, ns);
-                inner.deps.dirty = true;
-                for w in waiters {
-                    inner.wake(w, WakeKind::Io);
-                }
-            }
+            inner.handle_completions(t);
         }
         self.due_events(&mut inner, t);
         if let Some(s) = inner.io.block.stall() {
@@ -646,17 +661,7 @@ impl Shared {
             inner.now = p.clock().max(inner.now);
         }
         let t = inner.now;
-        let done = inner.io.advance_device(t);
-        for f in done {
-            let s = f.token as u32;
-            let issuer = inner.io.issuer(s);
-            inner.tasks[issuer as usize].outstanding.retain(|&x| x != s);
-            let (waiters, _) = inner.io.complete(f);
-            inner.deps.dirty = true;
-            for w in waiters {
-                inner.wake(w, WakeKind::Io);
-            }
-        }
+        inner.handle_completions(t);
         self.due_events(&mut inner, t);
         Ok(())
     }

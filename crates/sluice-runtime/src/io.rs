@@ -263,9 +263,9 @@ impl IoState {
         self.block.pump(now, &mut self.port);
     }
 
-    /// Device completions due at `now`, turned into finished requests.
-    pub(crate) fn advance_device(&mut self, now: Nanos) -> Vec<Finished> {
-        let mut out = Vec::new();
+    /// Device completions due at `now`, turned into finished requests (pushed to `out`,
+    /// a vector the caller keeps: no allocation per batch).
+    pub(crate) fn advance_device(&mut self, now: Nanos, out: &mut Vec<Finished>) {
         match &mut self.port {
             Port::Sim(p) => {
                 let mut done = std::mem::take(&mut self.completions);
@@ -293,12 +293,12 @@ impl IoState {
                 }
             }
         }
-        out
     }
 
-    /// A request finished: move its data, keep its result for the waiters. Returns the
-    /// tasks to wake and the core to charge.
-    pub(crate) fn complete(&mut self, f: Finished) -> (Vec<u32>, u16) {
+    /// A request finished: move its data, keep its result for the waiters. Appends the
+    /// tasks to wake to `woken` (the slot keeps its list's capacity: no allocation per
+    /// I/O) and returns the core to charge.
+    pub(crate) fn complete(&mut self, f: Finished, woken: &mut Vec<u32>) -> u16 {
         let s = f.token as usize;
         let (op, file, offset, len) = {
             let slot = &self.slots[s];
@@ -332,11 +332,11 @@ impl IoState {
         slot.done = Some(f);
         slot.n = n;
         let core = slot.core;
-        let waiters = std::mem::take(&mut slot.waiters);
+        woken.extend(slot.waiters.drain(..));
         if slot.orphan {
             self.release(s as u32);
         }
-        (waiters, core)
+        core
     }
 
     /// Free slot `s` (its result was collected, or nobody will).
