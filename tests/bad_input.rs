@@ -1,36 +1,12 @@
 //! Issue 17's findings, each as a test that failed before: an abort on huge sizes,
 //! unbounded report size, silent wrong results, hangs, late errors and accepted nonsense.
 
-use std::path::Path;
+mod common;
+
+use common::{refused, sluice, stderr, write};
+
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
-
-fn sluice(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .output()
-        .expect("sluice runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p.to_str().unwrap().to_string()
-}
-
-/// Exit status 2, no panic, every needle in the message.
-fn refused(o: &Output, needles: &[&str]) {
-    let e = stderr(o);
-    assert_eq!(o.status.code(), Some(2), "exit status; stderr: {e}");
-    assert!(!e.contains("panicked"), "{e}");
-    for n in needles {
-        assert!(e.contains(n), "stderr lacks {n:?}: {e}");
-    }
-}
 
 #[test]
 fn huge_sizes_are_refused_before_anything_is_allocated() {

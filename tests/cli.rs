@@ -1,24 +1,10 @@
 //! End-to-end tests of the `sluice` command: output formats and bad input.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-fn sluice(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .output()
-        .expect("sluice runs")
-}
+use common::{sluice, stderr, write};
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p.to_str().unwrap().to_string()
-}
+use std::process::Output;
 
 const SHORT: &str = "[global]\nsize=64m\ntime_based\nruntime=20ms\n\
 [crit]\nrw=randread\nbs=4k\nsluice_critical=1\n\

@@ -3,26 +3,13 @@
 //! provoke. Where io_uring cannot be set up at all, the real-I/O tests say why and
 //! return.
 
+mod common;
+
+use common::{sluice, stderr, write};
+
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
-
-fn sluice(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .output()
-        .expect("sluice runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p.to_str().unwrap().to_string()
-}
 
 fn names(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)

@@ -20,6 +20,11 @@
 
 pub mod analysis;
 pub mod model;
+mod summary;
+mod target;
+
+pub use summary::{DirSummary, Summary};
+pub use target::Target;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -400,216 +405,6 @@ pub fn aggregate(
     }
 }
 
-/// The measured file: created by sluice in a directory (and removed when dropped), or
-/// an existing file or device.
-#[derive(Debug)]
-pub struct Target {
-    files: FileSet,
-    directory: PathBuf,
-    filename: String,
-    path: PathBuf,
-    size_bytes: u64,
-    align: u32,
-    allow_device: bool,
-    allow_write_existing: bool,
-}
-
-impl Target {
-    /// Check `path` and prepare the file: a directory gets a new temporary file of
-    /// `size_bytes` (laid out as `sluice run` does, removed at the end); a file or a
-    /// block device is used in place — up to `size_bytes` of it — under the engine's
-    /// rules (writing to an existing file needs `allow_write_existing`, a device
-    /// `allow_device`). `progress` gets `(bytes written, bytes to write)` of the lay-out.
-    pub fn open(
-        path: &Path,
-        size_bytes: u64,
-        max_qd: u32,
-        allow_device: bool,
-        allow_write_existing: bool,
-        stop: &AtomicBool,
-        progress: &mut dyn FnMut(u64, u64),
-    ) -> Result<Target, CalibrateError> {
-        use std::os::unix::fs::FileTypeExt;
-        let (directory, filename, size) = match std::fs::metadata(path) {
-            Ok(m) if m.is_dir() => (
-                path.to_path_buf(),
-                format!("sluice-calibrate.{}.dat", std::process::id()),
-                size_bytes,
-            ),
-            Ok(m) if m.file_type().is_block_device() && !allow_device => {
-                return Err(CalibrateError::BadInput(format!(
-                    "{} is a block device: calibration writes to it and destroys its data; \
-                     add --allow-device to allow that, or give a directory (sluice creates \
-                     its own file there)",
-                    path.display()
-                )));
-            }
-            Ok(m) if !m.is_file() && !m.file_type().is_block_device() => {
-                return Err(CalibrateError::BadInput(format!(
-                    "{} is neither a directory, a regular file nor a block device; give a \
-                     directory (sluice creates its own file there)",
-                    path.display()
-                )));
-            }
-            Ok(m) => {
-                let len = if m.file_type().is_block_device() {
-                    let f = std::fs::File::open(path).map_err(|e| {
-                        CalibrateError::BadInput(format!("cannot open {}: {e}", path.display()))
-                    })?;
-                    let mut f = &f;
-                    std::io::Seek::seek(&mut f, std::io::SeekFrom::End(0)).map_err(|e| {
-                        CalibrateError::BadInput(format!(
-                            "cannot read the size of {}: {e}",
-                            path.display()
-                        ))
-                    })?
-                } else {
-                    m.len()
-                };
-                // Whole MiBs, at most what was asked; the engine refuses what is wrong
-                // (a device without --allow-device, writing without --allow-write-existing).
-                let size = size_bytes.min(len) >> 20 << 20;
-                if size < (16 << 20) && (m.is_file() || m.file_type().is_block_device()) {
-                    return Err(CalibrateError::BadInput(format!(
-                        "{} holds {len} bytes; calibration needs at least 16 MiB of it",
-                        path.display()
-                    )));
-                }
-                (parent_of(path), abs_str(path)?, size)
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                // A new file: the engine creates it in its (existing) directory.
-                (parent_of(path), abs_str(path)?, size_bytes)
-            }
-            Err(e) => {
-                return Err(CalibrateError::BadInput(format!(
-                    "cannot read {}: {e}",
-                    path.display()
-                )))
-            }
-        };
-        let spec = PointSpec {
-            read_pct: 50,
-            bs: 4096,
-            qd: max_qd.max(1),
-        };
-        let job = spec.job(&filename, size, 1_000_000, 0, 1)?;
-        let cfg = EngineConfig {
-            directory: directory.clone(),
-            workers: Some(1),
-            allow_device,
-            allow_write_existing,
-            ..EngineConfig::default()
-        };
-        let files = crate::prepare(&[job], &cfg, stop, &mut |_, done, total| {
-            progress(done, total)
-        })?;
-        let pf = &files.plan().files[0];
-        let (path, align) = (pf.path.clone(), pf.align);
-        Ok(Target {
-            files,
-            directory,
-            filename,
-            path,
-            size_bytes: size,
-            align,
-            allow_device,
-            allow_write_existing,
-        })
-    }
-
-    /// The file measured.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Bytes of it measured.
-    pub fn size_bytes(&self) -> u64 {
-        self.size_bytes
-    }
-
-    /// Its direct-I/O alignment, bytes.
-    pub fn align(&self) -> u32 {
-        self.align
-    }
-
-    /// Whether sluice created it (and removes it when the target is dropped).
-    pub fn created(&self) -> bool {
-        !self.files.created().is_empty()
-    }
-
-    /// Warnings of the engine's checks (e.g. a memory file system).
-    pub fn warnings(&self) -> &[String] {
-        &self.files.plan().warnings
-    }
-
-    /// The job of `spec` on this target.
-    pub fn job(
-        &self,
-        spec: &PointSpec,
-        runtime_ns: Nanos,
-        ramp_ns: Nanos,
-        seed: u64,
-    ) -> Result<JobSpec, CalibrateError> {
-        spec.job(&self.filename, self.size_bytes, runtime_ns, ramp_ns, seed)
-    }
-
-    /// Run `job` (one of [`Target::job`]'s) once with policy `none` on one worker; I/O
-    /// errors and an empty window are errors.
-    pub fn run_once(&self, job: JobSpec, stop: &AtomicBool) -> Result<RunReport, CalibrateError> {
-        let cfg = EngineConfig {
-            directory: self.directory.clone(),
-            workers: Some(1),
-            allow_device: self.allow_device,
-            allow_write_existing: self.allow_write_existing,
-            keep_files: true,
-            seed: job.randseed.unwrap_or(1),
-            interval_ns: job.runtime_ns,
-            ..EngineConfig::default()
-        };
-        let none: PolicySpec = "none".parse().expect("`none` parses");
-        let jobs = [job];
-        let out = crate::run(&jobs, &self.files, &none, &cfg, stop, &mut |_| {})?;
-        if out.stats.interrupted || stop.load(Ordering::Relaxed) {
-            return Err(CalibrateError::Interrupted);
-        }
-        if let Some((job, count, first)) = out.stats.errors.first() {
-            return Err(CalibrateError::IoErrors {
-                job: job.clone(),
-                count: *count,
-                first: first.clone(),
-            });
-        }
-        if out
-            .report
-            .jobs
-            .iter()
-            .all(|j| j.read.total_ios + j.write.total_ios == 0)
-        {
-            return Err(CalibrateError::NoIo(jobs[0].name.clone()));
-        }
-        Ok(out.report)
-    }
-}
-
-fn parent_of(path: &Path) -> PathBuf {
-    path.parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-        .to_path_buf()
-}
-
-fn abs_str(path: &Path) -> Result<String, CalibrateError> {
-    let abs = std::path::absolute(path)
-        .map_err(|e| CalibrateError::BadInput(format!("{}: {e}", path.display())))?;
-    abs.to_str().map(str::to_string).ok_or_else(|| {
-        CalibrateError::BadInput(format!(
-            "{}: the path is not valid UTF-8; use a path that is",
-            path.display()
-        ))
-    })
-}
-
 /// What [`measure`] reports as it goes.
 #[derive(Debug)]
 pub enum Progress<'a> {
@@ -685,7 +480,7 @@ pub fn measure(
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Vec<Point>, CalibrateError> {
     plan.check()?;
-    let total = plan.point_count(target.align);
+    let total = plan.point_count(target.align());
     let mut points: Vec<Point> = Vec::with_capacity(total);
     let mut run =
         |points: &mut Vec<Point>, spec: PointSpec, role: Role| -> Result<(), CalibrateError> {
@@ -723,7 +518,7 @@ pub fn measure(
     let knee_w = knee_of(&points, 0);
     for (read_pct, knee) in [(100u8, knee_r), (0, knee_w)] {
         for &bs in &plan.small_sizes {
-            if bs >= target.align && bs.is_multiple_of(target.align) {
+            if bs >= target.align() && bs.is_multiple_of(target.align()) {
                 run(
                     &mut points,
                     PointSpec {
@@ -783,127 +578,6 @@ fn knee_of(points: &[Point], read_pct: u8) -> u32 {
         .map(|p| (p.spec.qd, p.iops))
         .collect();
     analysis::knee_qd(&curve).unwrap_or(1)
-}
-
-/// The figures derived from a grid, per direction.
-#[derive(Clone, Debug, PartialEq)]
-pub struct DirSummary {
-    /// Mean QD1 4 KiB latency, ns.
-    pub lat_qd1_ns: f64,
-    /// Best 4 KiB IOPS of the queue-depth sweep.
-    pub max_iops: f64,
-    /// The queue depth of the best IOPS.
-    pub max_iops_qd: u32,
-    /// Knee queue depth ([`analysis::knee_qd`]).
-    pub knee_qd: u32,
-    /// IOPS at the knee.
-    pub knee_iops: f64,
-    /// Mean latency at the knee, ns.
-    pub knee_lat_ns: f64,
-    /// Mean latency at the deepest queue depth measured, ns, and that depth.
-    pub deepest_lat_ns: f64,
-    /// The deepest queue depth measured.
-    pub deepest_qd: u32,
-    /// IOPS at the deepest queue depth.
-    pub deepest_iops: f64,
-    /// Knee size ([`analysis::knee_size`]) at the knee queue depth, bytes.
-    pub knee_size: Option<u32>,
-    /// Best bandwidth of the size sweep, bytes/s.
-    pub max_bw_bytes: f64,
-    /// Minimum efficient size ([`analysis::min_efficient_size`]), bytes.
-    pub min_efficient_size: Option<u32>,
-    /// QD1 cost model: latency (ns) against size (bytes).
-    pub cost: Option<LinearFit>,
-    /// 4 KiB IOPS against queue depth.
-    pub curve: Vec<(u32, f64)>,
-}
-
-/// What a grid says about the device.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Summary {
-    /// Random reads.
-    pub read: DirSummary,
-    /// Random writes.
-    pub write: DirSummary,
-    /// Points that did not reach a steady state within the cap.
-    pub unsteady: usize,
-}
-
-impl Summary {
-    /// Derive the figures from measured points (those of [`measure`]).
-    pub fn of(points: &[Point]) -> Result<Summary, CalibrateError> {
-        let dir = |read_pct: u8| -> Result<DirSummary, CalibrateError> {
-            let of_dir = || points.iter().filter(move |p| p.spec.read_pct == read_pct);
-            let sweep: Vec<&Point> = of_dir().filter(|p| p.role == Role::QdSweep).collect();
-            let qd1 = sweep.iter().find(|p| p.spec.qd == 1).ok_or_else(|| {
-                CalibrateError::BadInput("the grid has no QD1 4 KiB point".into())
-            })?;
-            let curve: Vec<(u32, f64)> = sweep.iter().map(|p| (p.spec.qd, p.iops)).collect();
-            let knee = analysis::knee_qd(&curve).unwrap_or(1);
-            let at_knee = sweep
-                .iter()
-                .find(|p| p.spec.qd == knee)
-                .expect("knee is a measured depth");
-            let best = sweep
-                .iter()
-                .max_by(|a, b| a.iops.total_cmp(&b.iops))
-                .expect("non-empty sweep");
-            let deepest = sweep
-                .iter()
-                .max_by_key(|p| p.spec.qd)
-                .expect("non-empty sweep");
-            // Sizes at the knee: the 4 KiB knee point, the small sizes, the size sweep.
-            let mut at_knee_sizes: Vec<(u32, f64, f64)> =
-                vec![(4096, at_knee.iops, at_knee.bw_bytes)];
-            for p in of_dir().filter(|p| matches!(p.role, Role::SmallSize | Role::SizeSweep)) {
-                at_knee_sizes.push((p.spec.bs, p.iops, p.bw_bytes));
-            }
-            let bw: Vec<(u32, f64)> = at_knee_sizes.iter().map(|&(s, _, b)| (s, b)).collect();
-            let iops: Vec<(u32, f64)> = at_knee_sizes.iter().map(|&(s, i, _)| (s, i)).collect();
-            let cost_pts: Vec<(f64, f64)> = of_dir()
-                .filter(|p| p.spec.qd == 1 && matches!(p.role, Role::QdSweep | Role::Qd1Size))
-                .map(|p| (p.spec.bs as f64, p.lat_mean_ns))
-                .collect();
-            Ok(DirSummary {
-                lat_qd1_ns: qd1.lat_mean_ns,
-                max_iops: best.iops,
-                max_iops_qd: best.spec.qd,
-                knee_qd: knee,
-                knee_iops: at_knee.iops,
-                knee_lat_ns: at_knee.lat_mean_ns,
-                deepest_lat_ns: deepest.lat_mean_ns,
-                deepest_qd: deepest.spec.qd,
-                deepest_iops: deepest.iops,
-                knee_size: analysis::knee_size(&bw),
-                max_bw_bytes: bw.iter().map(|p| p.1).fold(0.0, f64::max),
-                min_efficient_size: analysis::min_efficient_size(&iops),
-                cost: linear_fit(&cost_pts),
-                curve,
-            })
-        };
-        Ok(Summary {
-            read: dir(100)?,
-            write: dir(0)?,
-            unsteady: points.iter().filter(|p| !p.steady).count(),
-        })
-    }
-
-    /// The anchors of the device profile.
-    pub fn anchors(&self) -> model::Anchors {
-        model::Anchors {
-            read_lat_qd1_ns: self.read.lat_qd1_ns,
-            write_lat_qd1_ns: self.write.lat_qd1_ns,
-            read_iops: self.read.max_iops,
-            write_iops: self.write.max_iops,
-            knee_qd: self.read.knee_qd,
-            read_bw_bytes: self.read.max_bw_bytes,
-            write_bw_bytes: self.write.max_bw_bytes,
-            read_fit: self.read.cost,
-            write_fit: self.write.cost,
-            read_curve: self.read.curve.clone(),
-            write_curve: self.write.curve.clone(),
-        }
-    }
 }
 
 #[cfg(test)]

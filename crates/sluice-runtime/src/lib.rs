@@ -56,6 +56,7 @@
 //!   thread) for now.
 #![warn(missing_docs, missing_debug_implementations)]
 
+mod buffer;
 mod config;
 mod ctx;
 mod deps;
@@ -78,11 +79,12 @@ use sluice_device::{DeviceProfile, NvmeSsd};
 use sluice_metrics::{Collector, Extra, PerClass, RunReport, RunSetup, RuntimeFacts, SimFacts};
 use sluice_sim::SimPort;
 
+pub use buffer::DmaBuffer;
 pub use config::{CostTable, Inherit, Wakeup};
 pub use ctx::{Activity, IoClass, IoOptions, TaskCtx};
 pub use deps::MAX_CHAIN;
 pub use exec::RunError;
-pub use io::{DmaBuffer, File, IoHandle, IoWait, FILE_SPAN, IO_ALIGN};
+pub use io::{File, IoHandle, IoWait, FILE_SPAN, IO_ALIGN};
 pub use sluice_core::Op;
 pub use sync::{Condvar, LockFuture, Mutex, MutexGuard, RwLock, RwReadGuard, RwWriteGuard};
 

@@ -25,7 +25,11 @@
 //! breakdown (completion → application) is zero here; the real engine measures it.
 #![warn(missing_docs, missing_debug_implementations)]
 
+mod config;
 pub mod events;
+mod port;
 mod sim;
 
-pub use sim::{run, LittleCheck, SimConfig, SimError, SimOutput, SimPort, SimStats};
+pub use config::{LittleCheck, SimConfig, SimError, SimOutput, SimStats};
+pub use port::SimPort;
+pub use sim::run;

@@ -99,6 +99,12 @@ use super::Counter;
 use super::{Completion, DeviceView, Dispatch, ParamError, Params, Policy};
 use crate::types::{Flow, FlowId, Nanos, Request};
 
+mod config;
+mod rate;
+
+pub use config::{BfqConfig, MaxBudget};
+use rate::*;
+
 /// Virtual-time fixed point: tags are `sectors << VT_SHIFT / φ`.
 const VT_SHIFT: u32 = 22;
 /// Bytes per sector.
@@ -118,25 +124,6 @@ const SLOW_LONG_NS: u64 = 20_000_000;
 const SEEK_THR: u64 = 800;
 const SECT_THR_NONROT: u64 = 64;
 const SEEKY_HISTORY: u32 = 19;
-/// Peak-rate estimation: fixed point `BFQ_RATE_SHIFT` of sectors/µs, the initial rate
-/// (2/3 of the non-rotational reference 33000), sample and interval bounds.
-const RATE_SHIFT: u32 = 16;
-const REF_RATE_NONROT: u64 = 33_000;
-const RATE_MIN_SAMPLES: u64 = 32;
-const RATE_MIN_INTERVAL_NS: u64 = 300_000_000;
-const RATE_REF_INTERVAL_NS: u64 = 1_000_000_000;
-const RATE_IDLE_RESET_NS: u64 = 100_000_000;
-const RATE_MAX: u64 = 20 << RATE_SHIFT;
-
-/// How `B_max` is chosen.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MaxBudget {
-    /// From the estimated peak rate: sectors served in one budget timeout.
-    Auto,
-    /// A fixed number of sectors.
-    Sectors(u64),
-}
-
 /// Why the in-service flow stopped being served (`enum bfqq_expiration`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Expiry {
@@ -160,33 +147,6 @@ impl Expiry {
         Expiry::NoMoreRequests,
         Expiry::Preempted,
     ];
-}
-
-/// BFQ's tunables.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BfqConfig {
-    /// `slice_idle`, ns (0: never idle).
-    pub slice_idle_ns: u64,
-    /// `timeout_sync`, ns (> 0).
-    pub timeout_sync_ns: u64,
-    /// `max_budget`.
-    pub max_budget: MaxBudget,
-    /// `strict_guarantees`.
-    pub strict_guarantees: bool,
-    /// Requests in flight at most (≥ 1).
-    pub depth: u32,
-}
-
-impl Default for BfqConfig {
-    fn default() -> Self {
-        BfqConfig {
-            slice_idle_ns: 8_000_000,
-            timeout_sync_ns: 125_000_000,
-            max_budget: MaxBudget::Auto,
-            strict_guarantees: false,
-            depth: 64,
-        }
-    }
 }
 
 /// Where a flow's entity is.
@@ -240,22 +200,6 @@ struct FlowQ {
     last_pos: Option<u64>,
 }
 
-/// Peak-rate estimation state (`bfq_update_peak_rate`).
-#[derive(Debug, Default)]
-struct RateEstimator {
-    /// Sectors/µs << RATE_SHIFT.
-    peak_rate: u64,
-    samples: u64,
-    sequential: u64,
-    sectors: u64,
-    first_dispatch_ns: Nanos,
-    last_dispatch_ns: Nanos,
-    last_completion_ns: Nanos,
-    delta_ns: u64,
-    last_pos: Option<u64>,
-    updates: u64,
-}
-
 /// Budget Fair Queueing.
 #[derive(Debug)]
 pub struct Bfq {
@@ -281,28 +225,6 @@ pub struct Bfq {
     expiries: [u64; 5],
     last_expiry: Option<(FlowId, Expiry)>,
     idle_timers: u64,
-}
-
-/// Take `key` as an integer in `0..=max` if it was given.
-fn take_opt_u64(p: &mut Params, key: &str, max: u64) -> Result<Option<u64>, ParamError> {
-    // NUL cannot come from a `key=value` list: it stands for "absent".
-    let v: String = p.take(key, String::from("\0"), "a non-negative integer")?;
-    if v == "\0" {
-        return Ok(None);
-    }
-    let n: u64 = v.parse().map_err(|_| ParamError::BadValue {
-        key: key.to_string(),
-        value: v.clone(),
-        expected: "a non-negative integer",
-    })?;
-    if n > max {
-        return Err(ParamError::OutOfRange {
-            key: key.to_string(),
-            value: v,
-            why: format!("must be between 0 and {max}"),
-        });
-    }
-    Ok(Some(n))
 }
 
 fn sectors_of(req: &Request) -> u64 {
@@ -356,70 +278,6 @@ impl Bfq {
             last_expiry: None,
             idle_timers: 0,
         }
-    }
-
-    /// Build from `bfq:slice_idle=MS,timeout_sync=MS,max_budget=SECTORS|auto,...`.
-    pub fn from_params(p: &mut Params) -> Result<Self, ParamError> {
-        let d = BfqConfig::default();
-        let ms = take_opt_u64(p, "slice_idle", 10_000)?;
-        let us = take_opt_u64(p, "slice_idle_us", 10_000_000)?;
-        let slice_idle_ns = match (ms, us) {
-            (Some(_), Some(u)) => {
-                return Err(ParamError::OutOfRange {
-                    key: "slice_idle_us".into(),
-                    value: u.to_string(),
-                    why: "give slice_idle (ms) or slice_idle_us, not both".into(),
-                })
-            }
-            (Some(ms), None) => ms * 1_000_000,
-            (None, Some(us)) => us * 1000,
-            (None, None) => d.slice_idle_ns,
-        };
-        let timeout_sync_ns = p.take_u64_in("timeout_sync", 125, 1, 60_000)? * 1_000_000;
-        let max_budget = match p
-            .take(
-                "max_budget",
-                String::from("auto"),
-                "a number of sectors or auto",
-            )?
-            .as_str()
-        {
-            "auto" | "0" => MaxBudget::Auto,
-            s => match s.parse::<u64>() {
-                Ok(n) if n <= 1 << 32 => MaxBudget::Sectors(n),
-                Ok(n) => {
-                    return Err(ParamError::OutOfRange {
-                        key: "max_budget".into(),
-                        value: n.to_string(),
-                        why: format!("must be at most {} sectors, or auto", 1u64 << 32),
-                    })
-                }
-                Err(_) => {
-                    return Err(ParamError::BadValue {
-                        key: "max_budget".into(),
-                        value: s.to_string(),
-                        expected: "a number of sectors or auto",
-                    })
-                }
-            },
-        };
-        let strict_guarantees = p.take_u64_in("strict_guarantees", 0, 0, 1)? == 1;
-        let low_latency = p.take_u64_in("low_latency", 0, 0, 1)?;
-        if low_latency != 0 {
-            return Err(ParamError::OutOfRange {
-                key: "low_latency".into(),
-                value: low_latency.to_string(),
-                why: "sluice's bfq has no weight raising; only 0 is accepted".into(),
-            });
-        }
-        let depth = p.take_u64_in("depth", d.depth as u64, 1, 65536)? as u32;
-        Ok(Bfq::new(BfqConfig {
-            slice_idle_ns,
-            timeout_sync_ns,
-            max_budget,
-            strict_guarantees,
-            depth,
-        }))
     }
 
     /// The tunables in use.
@@ -704,72 +562,6 @@ impl Bfq {
         if let Some(head) = q.queue.front() {
             q.budget = q.max_budget.max(sectors_of(head));
         }
-    }
-
-    // ---- peak rate (max_budget=auto).
-
-    /// `bfq_update_peak_rate`, at each dispatch of `sectors` starting at `pos`.
-    fn update_peak_rate(&mut self, now_ns: Nanos, pos: u64, sectors: u64) {
-        let r = &mut self.rate;
-        let seeky = r
-            .last_pos
-            .is_none_or(|last| pos.abs_diff(last) > SEEK_THR && sectors < SECT_THR_NONROT);
-        r.last_pos = Some(pos + sectors);
-        if r.samples == 0 {
-            self.reset_rate(now_ns, sectors);
-            return;
-        }
-        if now_ns - r.last_dispatch_ns > RATE_IDLE_RESET_NS && self.inflight == 0 {
-            self.update_rate_and_reset(now_ns, sectors);
-            return;
-        }
-        r.samples += 1;
-        if self.inflight > 0 && !seeky {
-            r.sequential += 1;
-        }
-        r.sectors += sectors;
-        r.delta_ns = now_ns - r.first_dispatch_ns;
-        r.last_dispatch_ns = now_ns;
-        if r.delta_ns >= RATE_REF_INTERVAL_NS {
-            self.update_rate_and_reset(now_ns, sectors);
-        }
-    }
-
-    fn reset_rate(&mut self, now_ns: Nanos, sectors: u64) {
-        let r = &mut self.rate;
-        r.samples = 1;
-        r.sequential = 0;
-        r.sectors = sectors;
-        r.first_dispatch_ns = now_ns;
-        r.last_dispatch_ns = now_ns;
-        r.delta_ns = 0;
-    }
-
-    /// `bfq_update_rate_reset`: fold the window's rate into the peak rate, then start a
-    /// new window with this dispatch.
-    fn update_rate_and_reset(&mut self, now_ns: Nanos, sectors: u64) {
-        let r = &mut self.rate;
-        if r.samples >= RATE_MIN_SAMPLES && r.delta_ns >= RATE_MIN_INTERVAL_NS {
-            let delta = r
-                .delta_ns
-                .max(r.last_completion_ns.saturating_sub(r.first_dispatch_ns));
-            let delta_us = (delta / 1000).max(1);
-            let rate = (r.sectors << RATE_SHIFT) / delta_us;
-            let random = r.sequential < 3 * r.samples / 4;
-            if !((random && rate <= r.peak_rate) || rate > RATE_MAX) {
-                let weight = 9 * r.sequential / r.samples;
-                let weight = (weight * delta / RATE_REF_INTERVAL_NS).min(8);
-                let divisor = 10 - weight;
-                r.peak_rate = (r.peak_rate * (divisor - 1) / divisor + rate / divisor).max(1);
-                r.updates += 1;
-                if self.cfg.max_budget == MaxBudget::Auto {
-                    // bfq_calc_max_budget: sectors in one timeout at the peak rate.
-                    let timeout_us = self.cfg.timeout_sync_ns / 1000;
-                    self.max_budget = ((r.peak_rate * timeout_us) >> RATE_SHIFT).max(32);
-                }
-            }
-        }
-        self.reset_rate(now_ns, sectors);
     }
 }
 

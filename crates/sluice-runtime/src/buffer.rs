@@ -1,0 +1,69 @@
+//! [`DmaBuffer`]: the I/O buffers applications hand to the runtime.
+
+use std::ops::{Deref, DerefMut};
+
+/// A buffer for I/O, aligned to 4 KiB (what `O_DIRECT` and DMA want).
+///
+/// ```
+/// let mut b = sluice_runtime::DmaBuffer::new(8192);
+/// b[0] = 7;
+/// assert_eq!(b.len(), 8192);
+/// assert_eq!(b.as_ptr() as usize % 4096, 0);
+/// ```
+pub struct DmaBuffer {
+    ptr: std::ptr::NonNull<u8>,
+    len: usize,
+}
+
+impl DmaBuffer {
+    /// A zeroed buffer of `len` bytes (at least 1 is allocated).
+    pub fn new(len: usize) -> DmaBuffer {
+        let layout = std::alloc::Layout::from_size_align(len.max(1), 4096)
+            .expect("buffer size fits a layout");
+        // SAFETY: the layout has a non-zero size.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        let ptr =
+            std::ptr::NonNull::new(ptr).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+        DmaBuffer { ptr, len }
+    }
+
+    /// A buffer holding a copy of `data`.
+    pub fn from_slice(data: &[u8]) -> DmaBuffer {
+        let mut b = DmaBuffer::new(data.len());
+        b.copy_from_slice(data);
+        b
+    }
+}
+
+impl Drop for DmaBuffer {
+    fn drop(&mut self) {
+        let layout =
+            std::alloc::Layout::from_size_align(self.len.max(1), 4096).expect("as allocated");
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), layout) }
+    }
+}
+
+impl Deref for DmaBuffer {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: `len` initialised bytes owned by the buffer.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl DerefMut for DmaBuffer {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in deref, and `&mut self` is unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl std::fmt::Debug for DmaBuffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DmaBuffer").field("len", &self.len).finish()
+    }
+}
+
+// SAFETY: the buffer owns its allocation like a Box<[u8]>.
+unsafe impl Send for DmaBuffer {}

@@ -1,0 +1,367 @@
+//! The event loop of [`Shared`]: run the main task to its end — drain wake-ups, let each
+//! core run its tasks (switches, CPU slices, polls), pump the block layer, then advance:
+//! to the next simulated event (device completions first, then timers, core events and
+//! the policy's timer), or, in the real world, into the ring until a completion or the
+//! next deadline.
+
+use std::cell::RefCell;
+use std::cmp::Reverse;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use sluice_core::Nanos;
+
+use super::{Ev, Inner, Shared, TState, WakeKind, WakeList, CURRENT, CUR_TASK};
+use crate::ctx::TaskCtx;
+
+/// Why a run could not finish.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Every task waits and nothing can wake any of them.
+    #[error(
+        "deadlock at {now_ns} ns: the main task has not finished, every task waits and \
+         nothing can wake one ({blocked})"
+    )]
+    Deadlock {
+        /// Virtual time.
+        now_ns: Nanos,
+        /// The blocked tasks and what each waits on.
+        blocked: String,
+    },
+    /// The block layer's policy holds requests with nothing in flight and no timer.
+    #[error("the policy '{policy}' stalled at {now_ns} ns: {queued} request(s) held, {waiting} waiting for admission, nothing in flight and no timer — a policy bug")]
+    Stalled {
+        /// Virtual time.
+        now_ns: Nanos,
+        /// Policy name.
+        policy: String,
+        /// Requests the policy holds.
+        queued: usize,
+        /// Requests waiting for admission.
+        waiting: usize,
+    },
+    /// Simulated time passed the cap.
+    #[error("simulated time passed {0} ns before the main task finished")]
+    TimeCap(Nanos),
+    /// The real backend's ring failed.
+    #[error("io_uring failed: {0}")]
+    Ring(#[source] std::io::Error),
+}
+
+impl Shared {
+    pub(crate) fn new(inner: Inner) -> Rc<Shared> {
+        Rc::new(Shared {
+            inner: RefCell::new(inner),
+            wakes: Arc::new(WakeList::default()),
+        })
+    }
+
+    pub(crate) fn spawn(&self, ctx: TaskCtx, fut: Pin<Box<dyn Future<Output = ()>>>) -> u32 {
+        self.inner.borrow_mut().spawn_task(ctx, fut, &self.wakes)
+    }
+
+    /// Run until task `main` is done (or the run cannot go on).
+    pub(crate) fn run(self: &Rc<Self>, main: u32, max_ns: Nanos) -> Result<(), RunError> {
+        CURRENT.with(|c| *c.borrow_mut() = Some(self.clone()));
+        let r = self.run_loop(main, max_ns);
+        CURRENT.with(|c| *c.borrow_mut() = None);
+        r
+    }
+
+    fn run_loop(self: &Rc<Self>, main: u32, max_ns: Nanos) -> Result<(), RunError> {
+        {
+            let mut inner = self.inner.borrow_mut();
+            if inner.io.block.has_counters() {
+                inner.push(0, Ev::Sample);
+            }
+        }
+        loop {
+            {
+                let mut inner = self.inner.borrow_mut();
+                if let crate::io::Port::Real(p) = &inner.io.port {
+                    let t = p.clock();
+                    inner.now = inner.now.max(t);
+                }
+            }
+            self.drain_wakes();
+            let ncores = self.inner.borrow().cores.len();
+            for c in 0..ncores {
+                self.run_core(c);
+            }
+            {
+                let mut inner = self.inner.borrow_mut();
+                inner.refresh_deps();
+                let now = inner.now;
+                inner.io.pump(now);
+                let want = inner.io.block.next_timer_ns();
+                if let Some(w) = want.filter(|_| want != inner.policy_timer) {
+                    inner.policy_timer = want;
+                    inner.push(w.max(now), Ev::PolicyTimer);
+                }
+                if inner.tasks[main as usize].state == TState::Done {
+                    return Ok(());
+                }
+            }
+            if !self.wakes.0.lock().expect("wake list").is_empty() {
+                continue;
+            }
+            if self.runnable_now() {
+                continue;
+            }
+            self.advance(max_ns)?;
+        }
+    }
+
+    /// Whether a core can pick a task at the current time.
+    fn runnable_now(&self) -> bool {
+        let inner = self.inner.borrow();
+        inner.cores.iter().any(|c| {
+            c.current.is_none()
+                && c.busy_until <= inner.now
+                && (c.next.is_some() || !c.fifo.is_empty())
+        })
+    }
+
+    fn drain_wakes(&self) {
+        let woken: Vec<u32> = std::mem::take(&mut *self.wakes.0.lock().expect("wake list"));
+        if woken.is_empty() {
+            return;
+        }
+        let mut inner = self.inner.borrow_mut();
+        for t in woken {
+            inner.wake(t, WakeKind::Other);
+        }
+    }
+
+    /// Move time to the next event and handle everything due then.
+    fn advance(&self, max_ns: Nanos) -> Result<(), RunError> {
+        if self.inner.borrow().io.is_real() {
+            return self.advance_real();
+        }
+        let mut inner = self.inner.borrow_mut();
+        let t_dev = inner.io.next_event_ns();
+        let t_ev = inner.events.peek().map(|Reverse((t, _, _))| *t);
+        let t = match (t_dev, t_ev) {
+            (None, None) => return Err(stuck(&inner)),
+            (Some(a), None) | (None, Some(a)) => a,
+            (Some(a), Some(b)) => a.min(b),
+        };
+        if t > max_ns {
+            return Err(RunError::TimeCap(max_ns));
+        }
+        debug_assert!(t >= inner.now, "time went backwards");
+        inner.now = t;
+        // Device completions first (as in the fio simulator), then events due now.
+        if t_dev == Some(t) {
+            inner.handle_completions(t);
+        }
+        self.due_events(&mut inner, t);
+        if let Some(s) = inner.io.block.stall() {
+            if inner.io.next_event_ns().is_none() && inner.policy_timer.is_none() {
+                return Err(RunError::Stalled {
+                    now_ns: t,
+                    policy: inner.io.block.policy().name().to_string(),
+                    queued: s.queued,
+                    waiting: s.waiting,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The real world: submit, wait for a completion or the next timer, read the clock,
+    /// handle what is due.
+    fn advance_real(&self) -> Result<(), RunError> {
+        let mut inner = self.inner.borrow_mut();
+        let deadline = inner.events.peek().map(|Reverse((t, _, _))| *t);
+        let inflight = match &inner.io.port {
+            crate::io::Port::Real(p) => p.inflight(),
+            crate::io::Port::Sim(_) => 0,
+        };
+        if inflight == 0 && deadline.is_none() && inner.io.block.inflight() == 0 {
+            return Err(stuck(&inner));
+        }
+        if let crate::io::Port::Real(p) = &mut inner.io.port {
+            p.wait(deadline).map_err(RunError::Ring)?;
+            inner.now = p.clock().max(inner.now);
+        }
+        let t = inner.now;
+        inner.handle_completions(t);
+        self.due_events(&mut inner, t);
+        Ok(())
+    }
+
+    /// Handle the events due at `t`.
+    fn due_events(&self, inner: &mut Inner, t: Nanos) {
+        while let Some(&Reverse((at, _, ev))) = inner.events.peek() {
+            if at > t {
+                break;
+            }
+            inner.events.pop();
+            match ev {
+                Ev::CoreFree { core, gen } => {
+                    let c = &mut inner.cores[core as usize];
+                    if c.gen == gen && c.in_burst {
+                        c.in_burst = false;
+                        c.slice_ended = true;
+                    }
+                }
+                Ev::Timer { task } => inner.wake(task, WakeKind::Other),
+                Ev::PolicyTimer => {
+                    if inner.policy_timer.is_some_and(|p| p <= t) {
+                        inner.policy_timer = None;
+                        inner.io.block.fire_timer(t);
+                    }
+                }
+                Ev::Sample => {
+                    inner.io.block.sample_counters(t);
+                    let next = t + inner.cfg.interval_ns;
+                    inner.push(next, Ev::Sample);
+                }
+            }
+        }
+    }
+
+    /// Let core `c` run tasks while it is free at the current time.
+    fn run_core(&self, c: usize) {
+        loop {
+            let picked = {
+                let mut inner = self.inner.borrow_mut();
+                let inner = &mut *inner;
+                let now = inner.now;
+                let core = &mut inner.cores[c];
+                if core.busy_until > now {
+                    None
+                } else if let Some(cur) = core.current {
+                    // The core finished a slice, a switch or stack CPU for `cur`.
+                    core.in_burst = false;
+                    let slice_ended = std::mem::take(&mut core.slice_ended);
+                    let others = core.next.is_some() || !core.fifo.is_empty();
+                    if slice_ended && others && core.ran_ns >= inner.cfg.costs.quantum_ns {
+                        // Round robin at the quantum boundary.
+                        core.current = None;
+                        core.fifo.push_back(cur);
+                        inner.tasks[cur as usize].state = TState::Queued;
+                        continue;
+                    }
+                    Some((cur, false))
+                } else if let Some(t) = core.next.take().or_else(|| core.fifo.pop_front()) {
+                    core.current = Some(t);
+                    core.slice_ended = false;
+                    core.ran_ns = 0;
+                    let switch = core.last != Some(t);
+                    core.last = Some(t);
+                    inner.tasks[t as usize].state = TState::Running;
+                    Some((t, switch))
+                } else {
+                    None
+                }
+            };
+            let Some((t, switch)) = picked else { return };
+            if switch {
+                let mut inner = self.inner.borrow_mut();
+                let ns = inner.cfg.costs.switch_ns;
+                if ns > 0 {
+                    inner.charge_core(c as u16, ns);
+                    continue;
+                }
+            }
+            // A CPU burst still to run?
+            {
+                let mut inner = self.inner.borrow_mut();
+                let burst = inner.tasks[t as usize].burst;
+                if burst > 0 {
+                    let slice = burst.min(inner.cfg.costs.quantum_ns);
+                    let task = &mut inner.tasks[t as usize];
+                    task.burst -= slice;
+                    if task.burst == 0 {
+                        task.burst_done = true;
+                    }
+                    inner.charge_core(c as u16, slice);
+                    inner.cores[c].in_burst = true;
+                    inner.cores[c].ran_ns += slice;
+                    continue;
+                }
+            }
+            self.poll(c, t);
+        }
+    }
+
+    /// Poll task `t` on core `c`.
+    fn poll(&self, c: usize, t: u32) {
+        let (mut fut, waker) = {
+            let mut inner = self.inner.borrow_mut();
+            inner.charge = 0;
+            inner.stats.polls += 1;
+            let task = &mut inner.tasks[t as usize];
+            task.notified = false;
+            match task.fut.take() {
+                Some(f) => (f, task.waker.clone()),
+                None => return,
+            }
+        };
+        CUR_TASK.with(|x| x.set(t));
+        let mut cx = Context::from_waker(&waker);
+        let r = fut.as_mut().poll(&mut cx);
+        CUR_TASK.with(|x| x.set(u32::MAX));
+        let mut dropped = None;
+        {
+            let mut inner = self.inner.borrow_mut();
+            let charge = std::mem::take(&mut inner.charge);
+            let task = &mut inner.tasks[t as usize];
+            match r {
+                Poll::Ready(()) => {
+                    task.state = TState::Done;
+                    dropped = Some(fut);
+                    let joiners = std::mem::take(&mut task.joiners);
+                    if task.blocked_on.take().is_some() {
+                        inner.deps.blocked.remove(&t);
+                    }
+                    inner.deps.dirty = true;
+                    inner.cores[c].current = None;
+                    for j in joiners {
+                        inner.wake(j, WakeKind::Other);
+                    }
+                }
+                Poll::Pending => {
+                    task.fut = Some(fut);
+                    if task.burst > 0 {
+                        // Keeps the core: the burst runs next (see run_core).
+                    } else {
+                        inner.cores[c].current = None;
+                        let notified = std::mem::take(&mut inner.tasks[t as usize].notified);
+                        inner.tasks[t as usize].state = TState::Blocked;
+                        if notified {
+                            inner.wake(t, WakeKind::Other);
+                        }
+                    }
+                }
+            }
+            inner.charge_core(c as u16, charge);
+        }
+        // Drop a finished future outside the borrow (its destructors may call back).
+        drop(dropped);
+    }
+}
+
+/// The deadlock error, naming what each blocked task waits on.
+fn stuck(inner: &Inner) -> RunError {
+    let mut list: Vec<String> = inner
+        .tasks
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.state == TState::Blocked)
+        .take(8)
+        .map(|(i, t)| format!("task {i} '{}' waits on {:?}", t.ctx.name, t.blocked_on))
+        .collect();
+    if list.is_empty() {
+        list.push("no task waits: a future returned Pending without arranging a wake-up".into());
+    }
+    RunError::Deadlock {
+        now_ns: inner.now,
+        blocked: list.join("; "),
+    }
+}

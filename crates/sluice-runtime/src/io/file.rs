@@ -1,0 +1,408 @@
+//! What an application holds: [`File`] and the I/O futures ([`IoHandle`], [`IoWait`]).
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use sluice_block::NewRequest;
+use sluice_core::{IoClass, Op};
+use sluice_metrics::Sample;
+
+use super::{FileMeta, IoSlot, Port, FILE_SPAN, IO_ALIGN};
+use crate::buffer::DmaBuffer;
+use crate::ctx::IoOptions;
+use crate::deps::Dep;
+use crate::exec::{self, with};
+
+/// A file of the stack (in simulation, a region of the simulated device).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct File {
+    id: u32,
+}
+
+fn bad(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, msg)
+}
+
+impl File {
+    /// Create `name` (empty; an existing file is truncated).
+    pub async fn create(name: &str) -> io::Result<File> {
+        check_name(name)?;
+        with(|inner, _| {
+            let io = &mut inner.io;
+            let id = match io.names.get(name) {
+                Some(_) if io.is_real() => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::AlreadyExists,
+                        format!("file '{name}' exists in the stack; open it instead"),
+                    ))
+                }
+                Some(&id) => {
+                    io.files[id as usize].len = 0;
+                    id
+                }
+                None => {
+                    let id = io.files.len() as u32;
+                    if let Port::Real(p) = &mut io.port {
+                        p.create(id, name)?;
+                    }
+                    io.files.push(FileMeta {
+                        name: name.to_string(),
+                        len: 0,
+                        read_only: false,
+                    });
+                    io.names.insert(name.to_string(), id);
+                    id
+                }
+            };
+            Ok(File { id })
+        })
+    }
+
+    /// Open an existing file `name`: one the stack created, or (real world) a file of
+    /// the stack's directory, read-only — the stack never writes a file it did not
+    /// create.
+    pub async fn open(name: &str) -> io::Result<File> {
+        check_name(name)?;
+        with(|inner, _| {
+            let io = &mut inner.io;
+            if let Some(&id) = io.names.get(name) {
+                return Ok(File { id });
+            }
+            let Port::Real(p) = &mut io.port else {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!("no file '{name}' in the stack (create it first)"),
+                ));
+            };
+            let id = io.files.len() as u32;
+            let len = p.open_existing(id, name)?;
+            io.files.push(FileMeta {
+                name: name.to_string(),
+                len,
+                read_only: true,
+            });
+            io.names.insert(name.to_string(), id);
+            Ok(File { id })
+        })
+    }
+
+    /// Its length in bytes.
+    pub fn len(&self) -> u64 {
+        with(|inner, _| inner.io.files[self.id as usize].len)
+    }
+
+    /// Whether it is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Its name.
+    pub fn name(&self) -> String {
+        with(|inner, _| inner.io.files[self.id as usize].name.clone())
+    }
+
+    /// Read `buf.len()` bytes at `offset` into `buf`; returns the bytes read (short at
+    /// the end of the file) and the buffer.
+    pub async fn read_at(&self, buf: DmaBuffer, offset: u64) -> (io::Result<usize>, DmaBuffer) {
+        self.submit(Op::Read, buf, offset, IoOptions::new()).await
+    }
+
+    /// [`File::read_at`] with per-I/O options (class, activity).
+    pub async fn read_at_with(
+        &self,
+        buf: DmaBuffer,
+        offset: u64,
+        opts: IoOptions,
+    ) -> (io::Result<usize>, DmaBuffer) {
+        self.submit(Op::Read, buf, offset, opts).await
+    }
+
+    /// Write `buf` at `offset`; returns the bytes written and the buffer.
+    pub async fn write_at(&self, buf: DmaBuffer, offset: u64) -> (io::Result<usize>, DmaBuffer) {
+        self.submit(Op::Write, buf, offset, IoOptions::new()).await
+    }
+
+    /// [`File::write_at`] with per-I/O options.
+    pub async fn write_at_with(
+        &self,
+        buf: DmaBuffer,
+        offset: u64,
+        opts: IoOptions,
+    ) -> (io::Result<usize>, DmaBuffer) {
+        self.submit(Op::Write, buf, offset, opts).await
+    }
+
+    /// Make the data written so far durable: for now a device flush (the store's
+    /// journal gives fsync its full meaning later).
+    pub async fn fsync(&self) -> io::Result<()> {
+        let (r, _) = self
+            .submit(Op::Flush, DmaBuffer::new(0), 0, IoOptions::new())
+            .await;
+        r.map(|_| ())
+    }
+
+    /// Start an I/O and return at once; await the handle for its result. Another task
+    /// may wait for it too ([`IoHandle::waiter`]): a critical waiter promotes the
+    /// request (RCP's inheritance through outstanding I/O).
+    pub fn submit(&self, op: Op, buf: DmaBuffer, offset: u64, opts: IoOptions) -> IoHandle {
+        let len = if op == Op::Flush { 0 } else { buf.len() };
+        let checked = if op == Op::Flush {
+            Ok(())
+        } else {
+            check_io(op, offset, len)
+        };
+        if let Err(e) = checked {
+            return IoHandle {
+                slot: u32::MAX,
+                early: Some((Err(e), buf)),
+                collected: true,
+            };
+        }
+        let read_only =
+            op != Op::Read && with(|inner, _| inner.io.files[self.id as usize].read_only);
+        if read_only {
+            return IoHandle {
+                slot: u32::MAX,
+                early: Some((
+                    Err(io::Error::new(
+                        io::ErrorKind::PermissionDenied,
+                        format!(
+                            "{op} on '{}': the file was not created by the stack, so it is read-only",
+                            self.name()
+                        ),
+                    )),
+                    buf,
+                )),
+                collected: true,
+            };
+        }
+        let slot = with(|inner, t| {
+            let now = inner.now;
+            let task = &inner.tasks[t as usize];
+            let flow = task.flow;
+            let flow_name = task.ctx.flow_name().to_string();
+            let boosted =
+                task.effective_class() == IoClass::Critical && task.ctx.class != IoClass::Critical;
+            let mut class = opts.class.unwrap_or_else(|| task.effective_class());
+            if boosted {
+                class = IoClass::Critical;
+            }
+            let activity = opts.activity.unwrap_or(task.ctx.activity);
+            let core = task.core;
+            let io = &mut inner.io;
+            if op == Op::Write {
+                let f = &mut io.files[self.id as usize];
+                f.len = f.len.max(offset + len as u64);
+            }
+            let job = io.job_of(flow, &flow_name, activity, class);
+            let s = io.alloc_slot();
+            let r = NewRequest {
+                flow,
+                op,
+                offset: self.id as u64 * FILE_SPAN + offset,
+                len: len as u32,
+                class,
+                hwq: core,
+            };
+            // The real port needs the buffer before the next pump dispatches it.
+            let ptr = buf.as_ptr() as usize;
+            let req = io.block.submit(now, r, s as u64);
+            if let Port::Real(p) = &mut io.port {
+                p.set_buffer(req.0, ptr, r.offset);
+            }
+            let gen = io.slots[s as usize].gen;
+            // Keep the slot's waiter list (its capacity): no allocation per I/O.
+            let mut waiters = std::mem::take(&mut io.slots[s as usize].waiters);
+            waiters.clear();
+            io.slots[s as usize] = IoSlot {
+                live: true,
+                gen,
+                orphan: false,
+                req,
+                issuer: t,
+                waiters,
+                n: 0,
+                core,
+                op,
+                file: self.id,
+                offset,
+                len: len as u32,
+                class,
+                job,
+                buf: Some(buf),
+                done: None,
+                promoted: false,
+            };
+            io.last_io_ns = now;
+            inner.tasks[t as usize].outstanding.push(s);
+            inner.charge += inner.cfg.costs.submit_ns;
+            s
+        });
+        IoHandle {
+            slot,
+            early: None,
+            collected: false,
+        }
+    }
+}
+
+fn check_name(name: &str) -> io::Result<()> {
+    if name.is_empty() || name.contains('/') || name.contains('\0') {
+        return Err(bad(format!(
+            "file name '{name}': give a plain name (no '/', not empty) inside the stack"
+        )));
+    }
+    Ok(())
+}
+
+fn check_io(op: Op, offset: u64, len: usize) -> io::Result<()> {
+    if len == 0 || !len.is_multiple_of(IO_ALIGN) || !offset.is_multiple_of(IO_ALIGN as u64) {
+        return Err(bad(format!(
+            "{op} of {len} bytes at offset {offset}: offset and length must be non-zero \
+             multiples of {IO_ALIGN} bytes (direct I/O)"
+        )));
+    }
+    if len > u32::MAX as usize || offset + len as u64 > FILE_SPAN {
+        return Err(bad(format!(
+            "{op} of {len} bytes at offset {offset}: beyond the largest file ({FILE_SPAN} bytes)"
+        )));
+    }
+    Ok(())
+}
+
+/// An I/O in flight. Await it for `(result, buffer)`; dropping it unawaited lets the
+/// I/O finish and discards its buffer.
+#[derive(Debug)]
+#[must_use = "an I/O handle does nothing unless awaited"]
+pub struct IoHandle {
+    slot: u32,
+    early: Option<(io::Result<usize>, DmaBuffer)>,
+    collected: bool,
+}
+
+impl IoHandle {
+    /// A waiter another task can await for the end of this I/O (without its buffer).
+    pub fn waiter(&self) -> IoWait {
+        let gen = if self.slot == u32::MAX {
+            0
+        } else {
+            with(|inner, _| inner.io.slots[self.slot as usize].gen)
+        };
+        IoWait {
+            slot: self.slot,
+            gen,
+        }
+    }
+}
+
+/// Waits for the end of another task's I/O ([`IoHandle::waiter`]); a critical task
+/// waiting promotes the request (RCP's inheritance through outstanding I/O).
+#[derive(Clone, Copy, Debug)]
+pub struct IoWait {
+    slot: u32,
+    gen: u32,
+}
+
+/// Register task `t` as a waiter of slot `s` and record the dependency; `true` when
+/// the I/O has ended already.
+fn wait_on(inner: &mut exec::Inner, t: u32, s: u32, gen: u32) -> bool {
+    let slot = &mut inner.io.slots[s as usize];
+    if !slot.live || slot.gen != gen || slot.done.is_some() {
+        inner.unblock(t);
+        return true;
+    }
+    if !slot.waiters.contains(&t) {
+        slot.waiters.push(t);
+    }
+    inner.block_on(t, Dep::Io(s));
+    false
+}
+
+impl Future for IoWait {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
+        if self.slot == u32::MAX {
+            return Poll::Ready(());
+        }
+        with(|inner, t| {
+            if wait_on(inner, t, self.slot, self.gen) {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+    }
+}
+
+impl Future for IoHandle {
+    type Output = (io::Result<usize>, DmaBuffer);
+    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if let Some(r) = self.early.take() {
+            return Poll::Ready(r);
+        }
+        let s = self.slot;
+        let out = with(|inner, t| {
+            let gen = inner.io.slots[s as usize].gen;
+            if !wait_on(inner, t, s, gen) {
+                return None;
+            }
+            // Done: the sample is taken now, when a waiting task runs again.
+            let now = inner.now;
+            let io = &mut inner.io;
+            let slot = &mut io.slots[s as usize];
+            let f = slot.done.expect("ended");
+            let (op, len, job, n) = (slot.op, slot.len, slot.job, slot.n);
+            let buf = slot.buf.take().expect("buffer kept until collected");
+            io.release(s);
+            io.collector.record(&Sample {
+                job,
+                op,
+                class: f.class,
+                bytes: len,
+                submit_ns: f.submit_ns,
+                admit_ns: f.admit_ns,
+                dispatch_ns: f.dispatch_ns,
+                device_done_ns: f.device_done_ns,
+                reaped_ns: now,
+                ok: f.ok,
+            });
+            let r = if f.ok {
+                Ok(n)
+            } else {
+                Err(io::Error::other(format!(
+                    "{op} of {len} bytes failed on the simulated device (media error or timeout)"
+                )))
+            };
+            Some((r, buf))
+        });
+        match out {
+            Some(r) => {
+                self.collected = true;
+                Poll::Ready(r)
+            }
+            None => Poll::Pending,
+        }
+    }
+}
+
+impl Drop for IoHandle {
+    fn drop(&mut self) {
+        if self.collected || self.slot == u32::MAX {
+            return;
+        }
+        let s = self.slot;
+        exec::try_with(|inner, _| {
+            let slot = &mut inner.io.slots[s as usize];
+            if !slot.live {
+                return;
+            }
+            if slot.done.is_some() {
+                inner.io.release(s);
+            } else {
+                slot.orphan = true;
+            }
+        });
+    }
+}
