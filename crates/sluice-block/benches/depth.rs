@@ -42,6 +42,7 @@ fn closed_loop(policy: &str, depth: u64, ops: u64) -> u64 {
         len: 4096,
         class: IoClass::Normal,
         hwq: 0,
+        fua: false,
     };
     for i in 0..depth {
         b.submit(0, r(i), i);

@@ -28,6 +28,8 @@ pub struct NewRequest {
     /// The hardware queue (core, worker) it was submitted from; its pieces go to that
     /// queue's submission queues.
     pub hwq: u16,
+    /// Force unit access for a write ([`Request::fua`]).
+    pub fua: bool,
 }
 
 /// The block layer's record of one request (indexed by its [`ReqId`]).
@@ -290,6 +292,7 @@ impl<M: Meter> BlockLayer<M> {
             submit_ns: now_ns,
             hwq: r.hwq,
             parts: 1,
+            fua: r.fua,
         };
         let rs = &mut self.reqs[idx as usize];
         *rs = ReqState {

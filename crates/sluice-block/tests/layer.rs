@@ -56,6 +56,7 @@ fn req(class: IoClass, len: u32) -> NewRequest {
         len,
         class,
         hwq: 0,
+        fua: false,
     }
 }
 

@@ -26,6 +26,7 @@ mod tests {
             submit_ns: 5,
             hwq: 0,
             parts: 1,
+            fua: false,
         }
     }
 

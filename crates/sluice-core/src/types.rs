@@ -167,6 +167,10 @@ pub struct Request {
     /// Into how many pieces the request was split (1 when whole). The engine completes
     /// the parent when all `parts` pieces with this id have completed.
     pub parts: u16,
+    /// Force unit access (NVMe FUA, Linux `REQ_FUA`, `RWF_DSYNC` for a file): a write
+    /// completes only once its data is durable, whatever the device's volatile write
+    /// cache holds. Ignored for reads and flushes.
+    pub fua: bool,
 }
 
 impl Request {

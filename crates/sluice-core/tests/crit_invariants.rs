@@ -110,6 +110,7 @@ impl Engine {
                     submit_ns: self.now,
                     hwq,
                     parts: 1,
+                    fua: false,
                 };
                 self.next_id += 1;
                 self.submit(r);

@@ -20,6 +20,7 @@ fn req(id: u64, flow: u32, op: Op) -> Request {
         submit_ns: 0,
         hwq: 0,
         parts: 1,
+        fua: false,
     }
 }
 

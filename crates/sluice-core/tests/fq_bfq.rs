@@ -23,6 +23,7 @@ fn req(id: u64, flow: u32, len: u32, offset: u64) -> Request {
         submit_ns: 0,
         hwq: 0,
         parts: 1,
+        fua: false,
     }
 }
 

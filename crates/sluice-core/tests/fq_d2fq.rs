@@ -22,6 +22,7 @@ fn req(id: u64, flow: u32, len: u32) -> Request {
         submit_ns: 0,
         hwq: (id % 4) as u16,
         parts: 1,
+        fua: false,
     }
 }
 

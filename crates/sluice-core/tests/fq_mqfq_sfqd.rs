@@ -16,6 +16,7 @@ fn req(id: u64, flow: u32, len: u32, hwq: u16, op: Op) -> Request {
         submit_ns: 0,
         hwq,
         parts: 1,
+        fua: false,
     }
 }
 

@@ -94,10 +94,12 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 mod arbiter;
+pub mod durability;
 pub mod faults;
 mod profile;
 mod ssd;
 
+pub use durability::{Contents, ContentsStats, CrashReport, CrashSpec, FlushTicket};
 pub use faults::{FaultConfig, FaultSpecError};
 pub use profile::{
     Arbitration, ArbitrationKind, Burst, Controller, DeviceProfile, Geometry, Media, Nominal,
@@ -132,6 +134,7 @@ mod tests {
             op: Op::Read,
             offset: 0,
             len: 4096,
+            fua: false,
         };
         assert!(matches!(d.submit(0, 8, cmd), Err(SubmitError::BadQueue)));
         assert_eq!(d.sq_free(8), 0);

@@ -432,6 +432,16 @@ pub struct WriteBuffer {
     /// coalesces writes, so a destaged piece of `b` bytes costs
     /// `write_ns · b / program_bytes` of unit time (plus its transfer).
     pub program_bytes: u32,
+    /// Whether the buffer loses its contents on power loss (NVMe "Volatile Write
+    /// Cache" present; default `true`). A buffer with power-loss protection (`false`)
+    /// makes every acknowledged write durable; a volatile one keeps only what a FLUSH
+    /// or a FUA write made durable when the power goes (see `durability`).
+    #[serde(default = "default_volatile")]
+    pub volatile: bool,
+}
+
+fn default_volatile() -> bool {
+    true
 }
 
 fn invalid(origin: &str, field: &str, problem: String) -> ProfileError {

@@ -19,6 +19,9 @@ pub struct Command {
     pub offset: u64,
     /// Length in bytes (0 for a flush).
     pub len: u32,
+    /// Force unit access: a write bypasses the volatile write buffer and completes when
+    /// its data is on the media (ignored for reads and flushes).
+    pub fua: bool,
 }
 
 /// A completed command.
@@ -557,7 +560,11 @@ impl NvmeSsd {
         self.stats.front_busy_ns += svc;
         match cmd.op {
             Op::Read => Some(self.media(fs, fe, cmd.offset, len, false)),
-            Op::Write if self.buffer.is_none() => Some(self.media(fs, fe, cmd.offset, len, true)),
+            // A FUA write goes through to the media (write-through), as a device with a
+            // volatile cache serves it.
+            Op::Write if self.buffer.is_none() || cmd.fua => {
+                Some(self.media(fs, fe, cmd.offset, len, true))
+            }
             Op::Write => {
                 let b = self.buffer.as_mut().expect("buffer");
                 if b.waiters.is_empty() && (b.used + len <= b.capacity || b.used == 0) {

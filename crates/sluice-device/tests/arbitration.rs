@@ -87,6 +87,7 @@ fn urgent_is_fetched_before_weighted() {
                 op: Op::Read,
                 offset: tag as u64 * 4096,
                 len: 4096,
+                fua: false,
             },
         )
         .unwrap();

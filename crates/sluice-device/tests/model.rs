@@ -77,6 +77,7 @@ fn cmd(tag: u32, op: Op, offset: u64, len: u32) -> Command {
         op,
         offset,
         len,
+        fua: false,
     }
 }
 

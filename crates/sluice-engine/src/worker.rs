@@ -476,6 +476,7 @@ impl<'a> Worker<'a> {
                 len: io.len,
                 class: rt.class,
                 hwq: self.index as u16,
+                fua: false,
             };
             let slot = self
                 .free_slots

@@ -119,6 +119,7 @@ fn standalone_ns(profile: &DeviceProfile, op: Op, len: u32, n: u64) -> f64 {
             op,
             offset,
             len,
+            fua: false,
         };
         ssd.submit(now, qid, cmd).expect("an empty queue has room");
         while out.is_empty() {

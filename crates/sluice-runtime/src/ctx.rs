@@ -140,6 +140,9 @@ pub struct IoOptions {
     pub class: Option<IoClass>,
     /// The activity of this I/O (`None`: the task's).
     pub activity: Option<Activity>,
+    /// Force unit access for a write: it completes once durable, past the device's
+    /// volatile write cache (NVMe FUA; `RWF_DSYNC` on a real file). Ignored for reads.
+    pub fua: bool,
 }
 
 impl IoOptions {
@@ -157,6 +160,12 @@ impl IoOptions {
     /// This I/O's activity.
     pub fn activity(mut self, activity: Activity) -> IoOptions {
         self.activity = Some(activity);
+        self
+    }
+
+    /// Force unit access (a write is durable when it completes).
+    pub fn fua(mut self, fua: bool) -> IoOptions {
+        self.fua = fua;
         self
     }
 }

@@ -4,16 +4,20 @@
 //!
 //! # Files in simulation
 //! Each file gets its own region of the device's address space (`FILE_SPAN` bytes,
-//! starting at `file index × FILE_SPAN`); its data is kept by the runtime in 4 KiB pages
-//! (a page never written reads as zeros), written into the store when the write
-//! completes and read from it when the read completes. File metadata (creation, length)
-//! costs no I/O yet: the journaled store (a later layer) gives it a layout.
+//! starting at `file index × FILE_SPAN`); its data is kept by the device's
+//! [`Contents`] (4 KiB pages; a page never written reads as zeros), written when the
+//! write completes and read when the read completes. `Contents` also keeps the
+//! durability contract of the device's write cache (FLUSH, FUA), so a simulated crash
+//! ([`crate::StackBuilder::crash_at`]) keeps exactly what the contract promises. File
+//! metadata (creation, length) costs no I/O and survives a crash: the journaled store
+//! (a later layer) gives it a layout.
 
 use std::collections::BTreeMap;
 
 use sluice_block::{BlockLayer, DevicePort, Finished};
 use sluice_core::policy::Dispatch;
 use sluice_core::{Flow, FlowId, IoClass, Nanos, Op, ReqId};
+use sluice_device::{Contents, FlushTicket};
 use sluice_metrics::{Collector, FlowInfo, JobInfo};
 use sluice_sim::SimPort;
 
@@ -27,7 +31,6 @@ pub use file::{File, IoHandle, IoWait};
 pub const FILE_SPAN: u64 = 1 << 40;
 /// The alignment reads and writes need (offset, length, buffer): a logical block.
 pub const IO_ALIGN: usize = 512;
-const PAGE: u64 = 4096;
 
 #[derive(Debug)]
 struct FileMeta {
@@ -60,6 +63,10 @@ struct IoSlot {
     buf: Option<DmaBuffer>,
     done: Option<Finished>,
     promoted: bool,
+    /// A write with force unit access.
+    fua: bool,
+    /// A flush: the writes it covers (those completed before it was submitted).
+    ticket: Option<FlushTicket>,
 }
 
 /// Where the block layer's dispatches go: the simulated SSD or the real ring (one per
@@ -98,7 +105,8 @@ pub(crate) struct IoState {
     pub port: Port,
     files: Vec<FileMeta>,
     names: BTreeMap<String, u32>,
-    pages: BTreeMap<u64, Box<[u8]>>,
+    /// The simulated device's contents (unused in the real world).
+    pub contents: Contents,
     slots: Vec<IoSlot>,
     free: Vec<u32>,
     flows: BTreeMap<String, (FlowId, usize)>,
@@ -110,12 +118,16 @@ pub(crate) struct IoState {
 
 impl IoState {
     pub(crate) fn new(block: BlockLayer, port: Port, collector: Collector) -> IoState {
+        let contents = match &port {
+            Port::Sim(p) => Contents::for_profile(p.device.profile()),
+            Port::Real(_) => Contents::new(None),
+        };
         IoState {
             block,
             port,
             files: Vec::new(),
             names: BTreeMap::new(),
-            pages: BTreeMap::new(),
+            contents,
             slots: Vec::new(),
             free: Vec::new(),
             flows: BTreeMap::new(),
@@ -246,17 +258,23 @@ impl IoState {
                     let flen = self.files[file as usize].len;
                     n = flen.saturating_sub(offset).min(len as u64) as usize;
                     let mut buf = self.slots[s].buf.take().expect("a read has its buffer");
-                    read_pages(&self.pages, base + offset, &mut buf[..n]);
+                    self.contents.read(base + offset, &mut buf[..n]);
                     buf[n..len as usize].fill(0);
                     self.slots[s].buf = Some(buf);
                 }
                 Op::Write => {
                     let buf = self.slots[s].buf.take().expect("a write has its buffer");
-                    write_pages(&mut self.pages, base + offset, &buf[..len as usize]);
+                    let fua = self.slots[s].fua;
+                    self.contents
+                        .write_done(base + offset, &buf[..len as usize], fua);
                     self.slots[s].buf = Some(buf);
                     n = len as usize;
                 }
-                Op::Flush => {}
+                Op::Flush => {
+                    if let Some(t) = self.slots[s].ticket {
+                        self.contents.flush_done(t);
+                    }
+                }
             }
         }
         let slot = &mut self.slots[s];
@@ -318,6 +336,8 @@ impl IoState {
                     buf: None,
                     done: None,
                     promoted: false,
+                    fua: false,
+                    ticket: None,
                 });
                 (self.slots.len() - 1) as u32
             }
@@ -325,32 +345,58 @@ impl IoState {
     }
 }
 
-fn read_pages(pages: &BTreeMap<u64, Box<[u8]>>, addr: u64, out: &mut [u8]) {
-    let mut done = 0usize;
-    while done < out.len() {
-        let a = addr + done as u64;
-        let page = a / PAGE * PAGE;
-        let off = (a - page) as usize;
-        let n = (PAGE as usize - off).min(out.len() - done);
-        match pages.get(&page) {
-            Some(p) => out[done..done + n].copy_from_slice(&p[off..off + n]),
-            None => out[done..done + n].fill(0),
-        }
-        done += n;
+/// The stack's files and device contents, as a crash left them (simulated world).
+#[derive(Clone, Debug)]
+pub struct DiskImage {
+    pub(crate) contents: Contents,
+    pub(crate) files: Vec<(String, u64)>,
+}
+
+impl DiskImage {
+    /// The files (name, length) the image holds.
+    pub fn files(&self) -> impl Iterator<Item = (&str, u64)> {
+        self.files.iter().map(|(n, l)| (n.as_str(), *l))
+    }
+
+    /// Read `out.len()` bytes of file `name` at `offset` as the image holds them
+    /// (`None`: no such file).
+    pub fn read(&self, name: &str, offset: u64, out: &mut [u8]) -> Option<()> {
+        let id = self.files.iter().position(|(n, _)| n == name)?;
+        self.contents.read(id as u64 * FILE_SPAN + offset, out);
+        Some(())
     }
 }
 
-fn write_pages(pages: &mut BTreeMap<u64, Box<[u8]>>, addr: u64, data: &[u8]) {
-    let mut done = 0usize;
-    while done < data.len() {
-        let a = addr + done as u64;
-        let page = a / PAGE * PAGE;
-        let off = (a - page) as usize;
-        let n = (PAGE as usize - off).min(data.len() - done);
-        let p = pages
-            .entry(page)
-            .or_insert_with(|| vec![0u8; PAGE as usize].into_boxed_slice());
-        p[off..off + n].copy_from_slice(&data[done..done + n]);
-        done += n;
+impl IoState {
+    /// Start from `image`: its files (created by the stack, so writable) and contents.
+    pub(crate) fn install(&mut self, image: DiskImage) {
+        self.contents = image.contents;
+        for (name, len) in image.files {
+            self.names.insert(name.clone(), self.files.len() as u32);
+            self.files.push(FileMeta {
+                name,
+                len,
+                read_only: false,
+            });
+        }
+    }
+
+    /// The power goes now: writes not durable survive, are lost or are torn as `spec`
+    /// draws (in-flight writes included); returns the image left and what happened.
+    pub(crate) fn crash(
+        &mut self,
+        spec: sluice_device::CrashSpec,
+    ) -> (DiskImage, sluice_device::CrashReport) {
+        let in_flight = self.slots.iter().filter_map(|s| {
+            let flying = s.live && s.done.is_none() && s.op == Op::Write;
+            let buf = s.buf.as_ref().filter(|_| flying)?;
+            Some((s.file as u64 * FILE_SPAN + s.offset, &buf[..s.len as usize]))
+        });
+        let report = self.contents.crash(spec, in_flight);
+        let image = DiskImage {
+            contents: self.contents.clone(),
+            files: self.files.iter().map(|f| (f.name.clone(), f.len)).collect(),
+        };
+        (image, report)
     }
 }

@@ -58,6 +58,7 @@
 
 mod buffer;
 mod config;
+mod crash;
 mod ctx;
 mod deps;
 mod exec;
@@ -81,11 +82,13 @@ use sluice_sim::SimPort;
 
 pub use buffer::DmaBuffer;
 pub use config::{CostTable, Inherit, Wakeup};
+pub use crash::CrashOutput;
 pub use ctx::{Activity, IoClass, IoOptions, TaskCtx};
 pub use deps::MAX_CHAIN;
 pub use exec::RunError;
-pub use io::{File, IoHandle, IoWait, FILE_SPAN, IO_ALIGN};
+pub use io::{DiskImage, File, IoHandle, IoWait, FILE_SPAN, IO_ALIGN};
 pub use sluice_core::Op;
+pub use sluice_device::{CrashReport, CrashSpec};
 pub use sync::{Condvar, LockFuture, Mutex, MutexGuard, RwLock, RwReadGuard, RwWriteGuard};
 
 use deps::Dep;
@@ -132,6 +135,7 @@ pub struct StackBuilder {
     helper_window_ns: Nanos,
     max_sim_ns: Nanos,
     direct: bool,
+    image: Option<DiskImage>,
 }
 
 impl Default for StackBuilder {
@@ -150,6 +154,7 @@ impl Default for StackBuilder {
             helper_window_ns: 1_000_000_000,
             max_sim_ns: 24 * 3600 * 1_000_000_000,
             direct: true,
+            image: None,
         }
     }
 }
@@ -241,6 +246,14 @@ impl StackBuilder {
         self
     }
 
+    /// Start from the files and device contents a crash left
+    /// ([`Stack::run_until_crash`]); simulated devices only. The device should be the
+    /// one the image came from.
+    pub fn image(mut self, image: DiskImage) -> StackBuilder {
+        self.image = Some(image);
+        self
+    }
+
     /// Check the settings.
     pub fn build(self) -> Result<Stack, RuntimeError> {
         let device = self.device.clone().map_err(RuntimeError::Config)?;
@@ -253,6 +266,13 @@ impl StackBuilder {
                 ))
             }
             DeviceChoice::Simulated(p) => p.validate()?,
+            DeviceChoice::Directory(_) if self.image.is_some() => {
+                return Err(RuntimeError::Config(
+                    "image(...) is for a simulated device (a crash image of `run_until_crash`); \
+                     the real backend reads its directory's files"
+                        .into(),
+                ))
+            }
             DeviceChoice::Directory(d) => {
                 if !d.is_dir() {
                     return Err(RuntimeError::Config(format!(
@@ -338,6 +358,30 @@ impl Stack {
         Fut: Future + 'static,
         Fut::Output: 'static,
     {
+        let (sh, main_id, slot) = self.start(ctx, main)?;
+        let result = sh.run(main_id, self.b.max_sim_ns);
+        let report = sh.report(&self);
+        sh.shutdown();
+        result?;
+        let value = slot
+            .borrow_mut()
+            .take()
+            .expect("the main task finished, so it left its value");
+        Ok(RunOutput { value, report })
+    }
+
+    /// Build the world and spawn the main task.
+    #[allow(clippy::type_complexity)]
+    fn start<F, Fut>(
+        &self,
+        ctx: TaskCtx,
+        main: F,
+    ) -> Result<(Rc<Shared>, u32, Rc<RefCell<Option<Fut::Output>>>), RuntimeError>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future + 'static,
+        Fut::Output: 'static,
+    {
         let b = &self.b;
         let policy = policy::build(&self.spec)?;
         let block = BlockLayer::new(policy, &[]);
@@ -354,7 +398,10 @@ impl Stack {
             flows: Vec::new(),
             interval_ns: b.interval_ns,
         });
-        let io = io::IoState::new(block, port, collector);
+        let mut io = io::IoState::new(block, port, collector);
+        if let Some(image) = &b.image {
+            io.install(image.clone());
+        }
         let cfg = ExecConfig {
             cores: b.cores,
             wakeup: b.wakeup,
@@ -375,15 +422,7 @@ impl Stack {
                 }),
             )
         };
-        let result = sh.run(main_id, b.max_sim_ns);
-        let report = sh.report(&self);
-        sh.shutdown();
-        result?;
-        let value = slot
-            .borrow_mut()
-            .take()
-            .expect("the main task finished, so it left its value");
-        Ok(RunOutput { value, report })
+        Ok((sh, main_id, slot))
     }
 }
 

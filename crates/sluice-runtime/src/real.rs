@@ -216,7 +216,15 @@ impl DevicePort for RealPort {
         let fd = types::Fixed(file);
         let e = match d.req.op {
             Op::Read => opcode::Read::new(fd, buf, d.req.len).offset(off).build(),
-            Op::Write => opcode::Write::new(fd, buf, d.req.len).offset(off).build(),
+            // FUA: RWF_DSYNC makes this one write durable when it completes.
+            Op::Write => opcode::Write::new(fd, buf, d.req.len)
+                .offset(off)
+                .rw_flags(if d.req.fua { libc::RWF_DSYNC } else { 0 })
+                .build(),
+            // A flush covers the writes completed before it was submitted (the runtime
+            // submits it after the task's writes completed). The ring does not order
+            // an fsync after writes still in flight, and this ring is not polled
+            // (IOPOLL rings refuse fsync).
             Op::Flush => opcode::Fsync::new(fd)
                 .flags(types::FsyncFlags::DATASYNC)
                 .build(),

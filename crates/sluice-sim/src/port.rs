@@ -53,6 +53,7 @@ impl DevicePort for SimPort {
             op: d.req.op,
             offset: d.req.offset,
             len: d.req.len,
+            fua: d.req.fua,
         };
         self.device
             .submit(now_ns, qid, cmd)

@@ -452,6 +452,7 @@ impl<'a> Sim<'a> {
             len: io.len,
             class: rt.class,
             hwq,
+            fua: false,
         };
         self.block.submit(self.now, r, thread as u64);
     }

@@ -318,6 +318,7 @@ mod tests {
             submit_ns: 0,
             hwq,
             parts: 1,
+            fua: false,
         }
     }
 

@@ -282,6 +282,7 @@ mod tests {
             submit_ns: t,
             hwq: 0,
             parts: 1,
+            fua: false,
         }
     }
 

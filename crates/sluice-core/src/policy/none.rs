@@ -59,6 +59,7 @@ mod tests {
             submit_ns: id,
             hwq: 0,
             parts: 1,
+            fua: false,
         }
     }
 

@@ -293,6 +293,7 @@ mod tests {
             submit_ns: 0,
             hwq: 0,
             parts: 1,
+            fua: false,
         }
     }
 

@@ -75,6 +75,7 @@ pub fn closed_loop(
             op: s.op,
             offset: rng.below(slots) * s.len as u64,
             len: s.len,
+            fua: false,
         }
     };
     // qid -> stream index (streams use distinct qids).

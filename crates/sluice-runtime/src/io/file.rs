@@ -205,6 +205,7 @@ impl File {
                 len: len as u32,
                 class,
                 hwq: core,
+                fua: opts.fua,
             };
             // The real port needs the buffer before the next pump dispatches it.
             let ptr = buf.as_ptr() as usize;
@@ -234,6 +235,8 @@ impl File {
                 buf: Some(buf),
                 done: None,
                 promoted: false,
+                fua: opts.fua && op == Op::Write,
+                ticket: (op == Op::Flush).then(|| io.contents.flush_start()),
             };
             io.last_io_ns = now;
             inner.tasks[t as usize].outstanding.push(s);
