@@ -129,14 +129,14 @@ enum Step {
 
 fn steps() -> impl Strategy<Value = Vec<Step>> {
     let s = prop_oneof![
-        (0u64..6).prop_map(Step::Read),
+        (0u64..20).prop_map(Step::Read),
         (0usize..8).prop_map(Step::Complete),
-        (0u64..6, 1u8..255).prop_map(|(k, v)| Step::Write(k, v)),
+        (0u64..20, 1u8..255).prop_map(|(k, v)| Step::Write(k, v)),
         Just(Step::Writeback),
         (0usize..8).prop_map(Step::EndWriteback),
         Just(Step::Evict),
     ];
-    prop::collection::vec(s, 1..200)
+    prop::collection::vec(s, 1..400)
 }
 
 proptest! {
