@@ -304,6 +304,11 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> PageCache<B> {
         }
     }
 
+    /// Whether the page is cached (no reference, no counting).
+    pub fn contains(&self, key: PageKey) -> bool {
+        self.index.contains_key(&key)
+    }
+
     /// Copy bytes `off..off + out.len()` of frame `f` into `out`.
     pub fn read(&self, f: FrameId, off: usize, out: &mut [u8]) {
         out.copy_from_slice(&self.frame(f).data.as_ref()[off..off + out.len()]);
@@ -418,7 +423,10 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> PageCache<B> {
             r.1 = true;
         }
         let fr = self.frame_mut(f);
-        assert!(fr.state != State::Writeback, "write to a page under writeback");
+        assert!(
+            fr.state != State::Writeback,
+            "write to a page under writeback"
+        );
         fr.data.as_mut()[off..off + data.len()].copy_from_slice(data);
         fr.referenced = true;
         if fr.state == State::Clean {
@@ -454,32 +462,41 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> PageCache<B> {
         self.frame_mut(f).token = token;
     }
 
-    /// The writeback of frame `f` ended: clean if `ok`, dirty again if not.
-    pub fn end_writeback(&mut self, f: FrameId, ok: bool) {
+    /// The writeback of `key` tagged `token` ended: the page is clean if `ok`, dirty
+    /// again if not. Whoever sees the completion first calls it (the task that issued
+    /// the writeback, or a task that waited on it); later calls, or calls for a
+    /// writeback that is no longer the page's, do nothing. Returns whether it ended it.
+    pub fn end_writeback(&mut self, key: PageKey, token: u64, ok: bool) -> bool {
+        let Some(&f) = self.index.get(&key) else {
+            return false;
+        };
         let fr = self.frame_mut(f);
-        debug_assert_eq!(fr.state, State::Writeback);
-        let key = fr.key;
+        if fr.state != State::Writeback || fr.token != token {
+            return false;
+        }
         fr.state = if ok { State::Clean } else { State::Dirty };
         self.writeback -= 1;
         if !ok {
             self.stats.writeback_errors += 1;
             self.dirty.insert(key);
         }
+        true
     }
 
-    /// Tokens of the writebacks in flight of `file`'s pages (what an fsync waits on).
-    pub fn writeback_tokens(&self, file: u32) -> Vec<u64> {
-        let mut v: Vec<(u64, u64)> = self
+    /// The writebacks in flight of `file`'s pages (what an fsync waits on), in page
+    /// order: (page, token).
+    pub fn writebacks_of(&self, file: u32) -> Vec<(PageKey, u64)> {
+        let mut v: Vec<(PageKey, u64)> = self
             .index
             .iter()
             .filter(|(k, _)| k.file == file)
             .filter_map(|(k, &f)| {
                 let fr = self.frame(f);
-                (fr.state == State::Writeback).then_some((k.index, fr.token))
+                (fr.state == State::Writeback).then_some((*k, fr.token))
             })
             .collect();
         v.sort_unstable();
-        v.into_iter().map(|(_, t)| t).collect()
+        v
     }
 
     /// Whether `file` has dirty pages.

@@ -30,7 +30,10 @@ fn class_limits_throttle_background_writers_only() {
         c.write(key(i), 0, &page(1), Some(page(0)));
     }
     assert!(!c.may_dirty(IoClass::Normal), "background writer at 1 %");
-    assert!(c.may_dirty(IoClass::Critical), "critical writer not throttled");
+    assert!(
+        c.may_dirty(IoClass::Critical),
+        "critical writer not throttled"
+    );
     let off = Cache::new(CacheConfig {
         class_limits: false,
         ..cfg(1000)
@@ -47,12 +50,17 @@ fn writeback_cleans_and_a_writer_waits_for_it() {
     assert_eq!(k, key(3));
     c.set_token(f, 42);
     assert_eq!(c.check_write(k, 0, 512), WriteCheck::WaitWriteback(42));
-    assert_eq!(c.writeback_tokens(0), vec![42]);
+    assert_eq!(c.writebacks_of(0), vec![(k, 42)]);
     let mut out = [0u8; 16];
     c.read(f, 0, &mut out);
     assert_eq!(out, [7; 16], "a page under writeback is readable");
-    c.end_writeback(f, true);
-    assert_eq!(c.check_write(k, 0, 512), WriteCheck::Ready { new_dirty: true });
+    assert!(!c.end_writeback(k, 41, true), "not this page's writeback");
+    assert!(c.end_writeback(k, 42, true));
+    assert!(!c.end_writeback(k, 42, true), "ended once");
+    assert_eq!(
+        c.check_write(k, 0, 512),
+        WriteCheck::Ready { new_dirty: true }
+    );
     assert_eq!(c.dirty_pages() + c.writeback_pages(), 0);
 }
 
@@ -61,8 +69,9 @@ fn a_failed_writeback_leaves_the_page_dirty() {
     let mut c = Cache::new(cfg(64));
     assert!(c.reserve());
     c.write(key(1), 0, &page(7), Some(page(0)));
-    let (_, f) = c.start_writeback(Some(0)).unwrap();
-    c.end_writeback(f, false);
+    let (k, f) = c.start_writeback(Some(0)).unwrap();
+    c.set_token(f, 1);
+    c.end_writeback(k, 1, false);
     assert!(c.file_dirty(0));
     assert_eq!(c.stats().writeback_errors, 1);
 }
@@ -72,16 +81,25 @@ fn clock_evicts_clean_pages_only_and_gives_referenced_ones_a_second_chance() {
     let mut c = Cache::new(cfg(16));
     for i in 0..16 {
         assert!(c.begin_read(key(i)));
-        assert!(matches!(c.insert_read(key(i), page(i as u8)), ReadDone::Indexed(_)));
+        assert!(matches!(
+            c.insert_read(key(i), page(i as u8)),
+            ReadDone::Indexed(_)
+        ));
     }
     // Every page is referenced: the hand clears the bits, then evicts page 0.
     assert!(c.begin_read(key(16)));
-    assert!(matches!(c.insert_read(key(16), page(0)), ReadDone::Indexed(_)));
+    assert!(matches!(
+        c.insert_read(key(16), page(0)),
+        ReadDone::Indexed(_)
+    ));
     assert!(c.lookup(key(0)).is_none());
     // Page 1 is referenced again: it gets a second chance, page 2 goes.
     assert!(c.lookup(key(1)).is_some());
     assert!(c.begin_read(key(17)));
-    assert!(matches!(c.insert_read(key(17), page(0)), ReadDone::Indexed(_)));
+    assert!(matches!(
+        c.insert_read(key(17), page(0)),
+        ReadDone::Indexed(_)
+    ));
     assert!(c.lookup(key(2)).is_none());
     assert!(c.lookup(key(1)).is_some());
     assert_eq!(c.stats().evictions, 2);
@@ -150,7 +168,7 @@ proptest! {
         let mut latest: BTreeMap<u64, u8> = BTreeMap::new();
         // Reads in flight: (page, the device's value when the device served it).
         let mut reads: Vec<(u64, u8)> = Vec::new();
-        let mut wbs: Vec<(FrameId, u64, u8)> = Vec::new();
+        let mut wbs: Vec<(PageKey, u64, u8)> = Vec::new();
         for s in steps {
             match s {
                 Step::Read(k) => {
@@ -193,19 +211,16 @@ proptest! {
                     if let Some((k, f)) = c.start_writeback(None) {
                         let mut b = [0u8; 1];
                         c.read(f, 0, &mut b);
-                        wbs.push((f, k.index, b[0]));
+                        c.set_token(f, 7);
+                        wbs.push((k, k.index, b[0]));
                     }
                 }
                 Step::EndWriteback(i) if !wbs.is_empty() => {
-                    let (f, k, v) = wbs.remove(i % wbs.len());
+                    let (key, k, v) = wbs.remove(i % wbs.len());
                     device.insert(k, v);
-                    c.end_writeback(f, true);
+                    prop_assert!(c.end_writeback(key, 7, true));
                 }
-                Step::Evict => {
-                    if c.reserve() {
-                        c.unreserve();
-                    }
-                }
+                Step::Evict if c.reserve() => c.unreserve(),
                 _ => {}
             }
             prop_assert!(c.pages() <= 16, "bounded: {} pages", c.pages());

@@ -333,4 +333,7 @@ pub struct RuntimeFacts {
     pub inherited_promotions: u64,
     /// CPU busy time per simulated core, ns.
     pub core_busy_ns: Vec<Nanos>,
+    /// The page cache's counters (a stack built with a cache).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache: Option<sluice_cache::CacheStats>,
 }

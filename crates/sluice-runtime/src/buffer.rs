@@ -59,6 +59,18 @@ impl DerefMut for DmaBuffer {
     }
 }
 
+impl AsRef<[u8]> for DmaBuffer {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
+impl AsMut<[u8]> for DmaBuffer {
+    fn as_mut(&mut self) -> &mut [u8] {
+        self
+    }
+}
+
 impl std::fmt::Debug for DmaBuffer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DmaBuffer").field("len", &self.len).finish()

@@ -107,6 +107,8 @@ pub(crate) struct IoState {
     names: BTreeMap<String, u32>,
     /// The simulated device's contents (unused in the real world).
     pub contents: Contents,
+    /// The page cache, if the stack has one.
+    pub cache: Option<std::rc::Rc<crate::cache::Cache>>,
     slots: Vec<IoSlot>,
     free: Vec<u32>,
     flows: BTreeMap<String, (FlowId, usize)>,
@@ -128,6 +130,7 @@ impl IoState {
             files: Vec::new(),
             names: BTreeMap::new(),
             contents,
+            cache: None,
             slots: Vec::new(),
             free: Vec::new(),
             flows: BTreeMap::new(),

@@ -57,6 +57,7 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 mod buffer;
+mod cache;
 mod config;
 mod crash;
 mod ctx;
@@ -87,6 +88,7 @@ pub use ctx::{Activity, IoClass, IoOptions, TaskCtx};
 pub use deps::MAX_CHAIN;
 pub use exec::RunError;
 pub use io::{DiskImage, File, IoHandle, IoWait, FILE_SPAN, IO_ALIGN};
+pub use sluice_cache::{CacheConfig, CacheStats};
 pub use sluice_core::Op;
 pub use sluice_device::{CrashReport, CrashSpec};
 pub use sync::{Condvar, LockFuture, Mutex, MutexGuard, RwLock, RwReadGuard, RwWriteGuard};
@@ -136,6 +138,7 @@ pub struct StackBuilder {
     max_sim_ns: Nanos,
     direct: bool,
     image: Option<DiskImage>,
+    cache: Option<CacheConfig>,
 }
 
 impl Default for StackBuilder {
@@ -155,6 +158,7 @@ impl Default for StackBuilder {
             max_sim_ns: 24 * 3600 * 1_000_000_000,
             direct: true,
             image: None,
+            cache: None,
         }
     }
 }
@@ -246,6 +250,15 @@ impl StackBuilder {
         self
     }
 
+    /// A page cache for buffered I/O ([`File::read_buffered`], [`File::write_buffered`]):
+    /// its size, RCP's per-class dirty ratios (1 % non-critical, 20 % critical by
+    /// default) and whether they are per class. A non-critical flusher task writes
+    /// dirty pages back. Without it (the default) buffered I/O is refused.
+    pub fn cache(mut self, cfg: CacheConfig) -> StackBuilder {
+        self.cache = Some(cfg);
+        self
+    }
+
     /// Start from the files and device contents a crash left
     /// ([`Stack::run_until_crash`]); simulated devices only. The device should be the
     /// one the image came from.
@@ -295,6 +308,10 @@ impl StackBuilder {
                 "cores = {}: give 1 to 1024",
                 self.cores
             )));
+        }
+        if let Some(c) = &self.cache {
+            c.validate()
+                .map_err(|e| RuntimeError::Config(e.to_string()))?;
         }
         if self.interval_ns == 0 {
             return Err(RuntimeError::Config(
@@ -402,6 +419,8 @@ impl Stack {
         if let Some(image) = &b.image {
             io.install(image.clone());
         }
+        let cache = b.cache.map(|c| Rc::new(cache::Cache::new(c)));
+        io.cache = cache.clone();
         let cfg = ExecConfig {
             cores: b.cores,
             wakeup: b.wakeup,
@@ -422,6 +441,9 @@ impl Stack {
                 }),
             )
         };
+        if let Some(c) = cache {
+            sh.spawn(cache::flusher_ctx(), Box::pin(cache::flusher(c)));
+        }
         Ok((sh, main_id, slot))
     }
 }
@@ -488,6 +510,7 @@ impl Shared {
                 boost_ends: inner.stats.boost_ends,
                 inherited_promotions: inner.stats.inherited_promotions,
                 core_busy_ns: inner.cores.iter().map(|c| c.busy_ns).collect(),
+                cache: inner.io.cache.as_ref().map(|c| c.pc.borrow().stats()),
             }),
             ..Extra::from_block(if real { "io_uring" } else { "sim" }, stack.b.seed, block)
         };

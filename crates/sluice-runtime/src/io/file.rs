@@ -88,6 +88,36 @@ impl File {
         })
     }
 
+    pub(crate) fn from_id(id: u32) -> File {
+        File { id }
+    }
+
+    pub(crate) fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// Extend the length to `end` (a buffered write).
+    pub(crate) fn grow(&self, end: u64) {
+        with(|inner, _| {
+            let f = &mut inner.io.files[self.id as usize];
+            f.len = f.len.max(end);
+        })
+    }
+
+    /// An error if the stack did not create the file (it never writes such a file).
+    pub(crate) fn check_writable(&self) -> io::Result<()> {
+        if with(|inner, _| inner.io.files[self.id as usize].read_only) {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "write to '{}': the file was not created by the stack, so it is read-only",
+                    self.name()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Its length in bytes.
     pub fn len(&self) -> u64 {
         with(|inner, _| inner.io.files[self.id as usize].len)
@@ -134,9 +164,15 @@ impl File {
         self.submit(Op::Write, buf, offset, opts).await
     }
 
-    /// Make the data written so far durable: for now a device flush (the store's
-    /// journal gives fsync its full meaning later).
+    /// Make the data written so far durable: the file's dirty pages in the page cache
+    /// (if the stack has one) are written back by the calling task, with its class, and
+    /// their writebacks in flight awaited (a critical caller promotes them); then a
+    /// device FLUSH covers every write completed so far (the store's journal gives
+    /// fsync its metadata part later).
     pub async fn fsync(&self) -> io::Result<()> {
+        if with(|inner, _| inner.io.cache.is_some()) {
+            self.sync_cached().await?;
+        }
         let (r, _) = self
             .submit(Op::Flush, DmaBuffer::new(0), 0, IoOptions::new())
             .await;
@@ -306,6 +342,25 @@ impl IoHandle {
 pub struct IoWait {
     slot: u32,
     gen: u32,
+}
+
+impl IoWait {
+    pub(crate) fn parts(self) -> (u32, u32) {
+        (self.slot, self.gen)
+    }
+
+    pub(crate) fn from_parts(slot: u32, gen: u32) -> IoWait {
+        IoWait { slot, gen }
+    }
+
+    /// Whether the I/O succeeded, once it has completed and while its result has not
+    /// been collected (`None` otherwise).
+    pub(crate) fn outcome(self) -> Option<bool> {
+        with(|inner, _| {
+            let s = inner.io.slots.get(self.slot as usize)?;
+            (s.live && s.gen == self.gen).then_some(s.done?.ok)
+        })
+    }
 }
 
 /// Register task `t` as a waiter of slot `s` and record the dependency; `true` when

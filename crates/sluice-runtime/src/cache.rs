@@ -1,0 +1,401 @@
+//! The page cache in the runtime: buffered reads and writes of [`File`]s
+//! ([`File::read_buffered`], [`File::write_buffered`]), writeback by a non-critical
+//! flusher task, RCP's class-aware dirty throttling, and an fsync that writes its
+//! file's dirty pages and waits for their writeback. The cache's state machine is
+//! `sluice_cache::PageCache`; this module issues its I/O and its waits with the
+//! runtime's own primitives, so RCP's inheritance reaches into the cache:
+//!
+//! - a task that waits on a page **under writeback** (to change it, or in fsync)
+//!   awaits that write's [`IoWait`]: a critical waiter promotes it (RCP §5: the
+//!   `PG_writeback` wait);
+//! - a writer **throttled** at its dirty limit waits on the `room` condition, whose
+//!   helper is the flusher: a critical waiter boosts the flusher, whose writeback then
+//!   goes out critical (RCP §4.4, the blocked task's cause resolved);
+//! - a throttled task whose class was raised meanwhile is judged by the critical limit
+//!   when it asks again.
+//!
+//! Both worlds run this code: in simulation on the simulated device, on real files
+//! through the real backend's ring (files opened `O_DIRECT`: the host's page cache is
+//! not involved).
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::io;
+use std::rc::Rc;
+
+use sluice_cache::{CacheConfig, PageCache, PageKey, ReadDone, WriteCheck, PAGE};
+use sluice_core::{IoClass, Op};
+
+use crate::buffer::DmaBuffer;
+use crate::ctx::{Activity, IoOptions, TaskCtx};
+use crate::exec::with;
+use crate::io::{File, IoHandle, IoWait};
+use crate::sync::{Condvar, Mutex};
+
+/// Most writebacks the flusher keeps in flight.
+const FLUSH_DEPTH: usize = 16;
+
+/// The stack's page cache (one per stack, shared by its tasks).
+pub(crate) struct Cache {
+    pub pc: RefCell<PageCache<DmaBuffer>>,
+    lock: Mutex<()>,
+    /// Signalled when writeback made room (dirty pages fell, frames became clean).
+    room: Condvar,
+    /// Wakes the flusher.
+    work: Condvar,
+    /// Tasks waiting in `room`.
+    waiting: Cell<u32>,
+    /// Writers waiting for their dirty limit, FIFO per limit (index 0: the critical
+    /// limit, which is everyone's when class limits are off; 1: the non-critical one),
+    /// as the block layer's admission is FIFO within a class: a writer does not pass
+    /// one that waits for the same limit.
+    queues: RefCell<[VecDeque<u64>; 2]>,
+    next_waiter: Cell<u64>,
+}
+
+impl std::fmt::Debug for Cache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cache")
+            .field("stats", &self.pc.borrow().stats())
+            .finish()
+    }
+}
+
+/// A waiter handle as a cache token (slot, generation).
+fn token(w: IoWait) -> u64 {
+    let (slot, gen) = w.parts();
+    (slot as u64) << 32 | gen as u64
+}
+
+fn wait_of(token: u64) -> IoWait {
+    IoWait::from_parts((token >> 32) as u32, token as u32)
+}
+
+fn current() -> Rc<Cache> {
+    with(|inner, _| inner.io.cache.clone()).expect("checked by the caller")
+}
+
+fn no_cache() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        "buffered I/O needs a page cache: build the stack with StackBuilder::cache(CacheConfig)",
+    )
+}
+
+fn page_key(file: &File, offset: u64) -> (PageKey, usize) {
+    let key = PageKey {
+        file: file.id(),
+        index: offset / PAGE,
+    };
+    (key, (offset % PAGE) as usize)
+}
+
+impl Cache {
+    pub(crate) fn new(cfg: CacheConfig) -> Cache {
+        Cache {
+            pc: RefCell::new(PageCache::new(cfg)),
+            lock: Mutex::new(()),
+            room: Condvar::new(),
+            work: Condvar::new(),
+            waiting: Cell::new(0),
+            queues: RefCell::new([VecDeque::new(), VecDeque::new()]),
+            next_waiter: Cell::new(0),
+        }
+    }
+
+    /// The dirty-limit queue of a writer of `class`.
+    fn limit_queue(&self, class: IoClass) -> usize {
+        let cfg = *self.pc.borrow().config();
+        usize::from(class != IoClass::Critical && cfg.class_limits)
+    }
+
+    /// Wait until the calling task may dirty one more page: its class's limit has room
+    /// and no earlier writer waits for the same limit. The class is read again after
+    /// every wait: a task that inherited the critical class meanwhile moves to the
+    /// critical limit (RCP §4.4).
+    async fn admit_dirty(&self) {
+        let mut me: Option<(usize, u64)> = None;
+        loop {
+            let class = crate::current_class();
+            let lq = self.limit_queue(class);
+            {
+                let mut q = self.queues.borrow_mut();
+                if let Some((old, id)) = me.filter(|m| m.0 != lq) {
+                    q[old].retain(|&x| x != id);
+                    me = None;
+                }
+                let first = match me {
+                    None => q[lq].is_empty(),
+                    Some((_, id)) => q[lq].front() == Some(&id),
+                };
+                if first && self.pc.borrow().may_dirty(class) {
+                    if me.is_some() {
+                        q[lq].pop_front();
+                    }
+                    return;
+                }
+                if me.is_none() {
+                    let id = self.next_waiter.get();
+                    self.next_waiter.set(id + 1);
+                    q[lq].push_back(id);
+                    me = Some((lq, id));
+                    self.pc.borrow_mut().note_throttled();
+                }
+            }
+            self.wait_room().await;
+        }
+    }
+
+    /// Wait until writeback has made room (or changed something worth a new look).
+    async fn wait_room(&self) {
+        let g = self.lock.lock().await;
+        self.waiting.set(self.waiting.get() + 1);
+        self.work.notify_one();
+        let g = self.room.wait(g).await;
+        self.waiting.set(self.waiting.get() - 1);
+        drop(g);
+    }
+
+    /// Wait for the writeback of `key` tagged `t` (RCP's `PG_writeback` wait: a
+    /// critical waiter promotes the write) and end it if its issuer has not yet — the
+    /// issuer may be waiting for an earlier, unpromoted write of its batch.
+    async fn wait_writeback(&self, key: PageKey, t: u64) {
+        let w = wait_of(t);
+        w.await;
+        if let Some(ok) = w.outcome() {
+            self.pc.borrow_mut().end_writeback(key, t, ok);
+        }
+    }
+
+    /// Tell waiters that room was made.
+    async fn made_room(&self) {
+        let _g = self.lock.lock().await;
+        self.room.notify_all();
+    }
+
+    fn flusher_has_work(&self) -> bool {
+        let pc = self.pc.borrow();
+        let dirty = pc.dirty_pages();
+        dirty > pc.config().background_pages() || (dirty > 0 && self.waiting.get() > 0)
+    }
+
+    /// Write back up to `FLUSH_DEPTH` dirty pages (of `file` only, if given) with the
+    /// calling task's class, then wait for them. Returns the first error.
+    async fn write_back(&self, file: Option<u32>) -> io::Result<usize> {
+        let mut flying: Vec<(PageKey, u64, IoHandle)> = Vec::with_capacity(FLUSH_DEPTH);
+        while flying.len() < FLUSH_DEPTH {
+            let mut pc = self.pc.borrow_mut();
+            let Some((key, f)) = pc.start_writeback(file) else {
+                break;
+            };
+            let mut buf = DmaBuffer::new(PAGE as usize);
+            pc.read(f, 0, &mut buf);
+            let h = File::from_id(key.file).submit(
+                Op::Write,
+                buf,
+                key.index * PAGE,
+                IoOptions::new().activity(Activity::WRITEBACK),
+            );
+            let t = token(h.waiter());
+            pc.set_token(f, t);
+            flying.push((key, t, h));
+        }
+        let n = flying.len();
+        let mut first_err = None;
+        for (key, t, h) in flying {
+            let (r, _) = h.await;
+            // A task that waited on it may have ended it already.
+            self.pc.borrow_mut().end_writeback(key, t, r.is_ok());
+            if let Err(e) = r {
+                first_err.get_or_insert(e);
+            }
+        }
+        if n > 0 {
+            self.made_room().await;
+        }
+        first_err.map_or(Ok(n), Err)
+    }
+}
+
+/// The flusher: a non-critical task that writes dirty pages back when they pass the
+/// background threshold or a writer waits for room.
+pub(crate) async fn flusher(cache: Rc<Cache>) {
+    cache.room.register_helper();
+    loop {
+        {
+            let mut g = cache.lock.lock().await;
+            while !cache.flusher_has_work() {
+                g = cache.work.wait(g).await;
+            }
+        }
+        // A failed writeback leaves its page dirty; it is tried again next round.
+        let _ = cache.write_back(None).await;
+    }
+}
+
+/// The flusher's context: flow `writeback`, normal class.
+pub(crate) fn flusher_ctx() -> TaskCtx {
+    TaskCtx::new("writeback").activity(Activity::WRITEBACK)
+}
+
+impl File {
+    /// Read `out.len()` bytes at `offset` through the page cache; returns the bytes
+    /// read (short at the end of the file). Missing pages are read from the device
+    /// with the task's class; a page enters the cache's index when its read completes
+    /// (AIOS lazy indexing).
+    pub async fn read_buffered(&self, offset: u64, out: &mut [u8]) -> io::Result<usize> {
+        let Some(cache) = with(|inner, _| inner.io.cache.clone()) else {
+            return Err(no_cache());
+        };
+        let n = self.len().saturating_sub(offset).min(out.len() as u64) as usize;
+        let mut done = 0;
+        while done < n {
+            let (key, off) = page_key(self, offset + done as u64);
+            let len = (PAGE as usize - off).min(n - done);
+            self.read_page(&cache, key, off, &mut out[done..done + len])
+                .await?;
+            done += len;
+        }
+        Ok(n)
+    }
+
+    async fn read_page(
+        &self,
+        cache: &Cache,
+        key: PageKey,
+        off: usize,
+        out: &mut [u8],
+    ) -> io::Result<()> {
+        loop {
+            let hit = {
+                let mut pc = cache.pc.borrow_mut();
+                pc.lookup(key).map(|f| pc.read(f, off, out))
+            };
+            if hit.is_some() {
+                return Ok(());
+            }
+            if !cache.pc.borrow_mut().begin_read(key) {
+                // Every page is dirty or under writeback: wait for the flusher.
+                cache.wait_room().await;
+                continue;
+            }
+            // Lazy indexing: the read is issued first; the page is indexed when it
+            // completes.
+            let h = self.submit(
+                Op::Read,
+                DmaBuffer::new(PAGE as usize),
+                key.index * PAGE,
+                IoOptions::new(),
+            );
+            let (r, buf) = h.await;
+            let mut pc = cache.pc.borrow_mut();
+            if let Err(e) = r {
+                pc.fail_read(key);
+                return Err(e);
+            }
+            match pc.insert_read(key, buf) {
+                ReadDone::Indexed(f) | ReadDone::Abandoned(f, _) => {
+                    pc.read(f, off, out);
+                    return Ok(());
+                }
+                ReadDone::Stale(_) => continue,
+            }
+        }
+    }
+
+    /// Write `data` at `offset` through the page cache; returns the bytes written. The
+    /// write completes in the cache (write it back with [`File::fsync`], or let the
+    /// flusher do it); a writer that would pass its class's dirty limit waits for
+    /// writeback first (RCP's class-aware dirty ratios).
+    pub async fn write_buffered(&self, offset: u64, data: &[u8]) -> io::Result<usize> {
+        let Some(cache) = with(|inner, _| inner.io.cache.clone()) else {
+            return Err(no_cache());
+        };
+        self.check_writable()?;
+        let mut done = 0;
+        while done < data.len() {
+            let (key, off) = page_key(self, offset + done as u64);
+            let len = (PAGE as usize - off).min(data.len() - done);
+            self.write_page(&cache, key, off, &data[done..done + len])
+                .await?;
+            done += len;
+        }
+        self.grow(offset + data.len() as u64);
+        Ok(data.len())
+    }
+
+    async fn write_page(
+        &self,
+        cache: &Cache,
+        key: PageKey,
+        off: usize,
+        data: &[u8],
+    ) -> io::Result<()> {
+        // Admitted by the dirty limit (then written without a further wait, unless the
+        // page changed state meanwhile).
+        let mut admitted = false;
+        loop {
+            let check = cache.pc.borrow_mut().check_write(key, off, data.len());
+            match check {
+                WriteCheck::WaitWriteback(t) => cache.wait_writeback(key, t).await,
+                WriteCheck::NeedRead if key.index * PAGE < self.len() => {
+                    // A partial write of a page not cached: read it in first.
+                    let mut scratch = [0u8; 1];
+                    self.read_page(cache, key, 0, &mut scratch).await?;
+                }
+                // Ready, or a partial page past the end of the file: a new zeroed page.
+                WriteCheck::Ready { .. } | WriteCheck::NeedRead => {
+                    let new_dirty = !matches!(check, WriteCheck::Ready { new_dirty: false });
+                    if new_dirty && !admitted {
+                        cache.admit_dirty().await;
+                        admitted = true;
+                        continue;
+                    }
+                    // Some(wake the flusher) when written; None: no room.
+                    let written = {
+                        let mut pc = cache.pc.borrow_mut();
+                        let room = if pc.contains(key) {
+                            pc.write(key, off, data, None);
+                            true
+                        } else if pc.reserve() {
+                            pc.write(key, off, data, Some(DmaBuffer::new(PAGE as usize)));
+                            true
+                        } else {
+                            false
+                        };
+                        room.then(|| pc.dirty_pages() > pc.config().background_pages())
+                    };
+                    match written {
+                        None => cache.wait_room().await,
+                        Some(wake) => {
+                            if wake {
+                                cache.work.notify_one();
+                            }
+                            return Ok(());
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Write back this file's dirty pages with the calling task's class and wait for
+    /// every writeback of its pages in flight (a critical caller promotes them).
+    pub(crate) async fn sync_cached(&self) -> io::Result<()> {
+        let cache = current();
+        loop {
+            let dirty = cache.pc.borrow().file_dirty(self.id());
+            if dirty {
+                cache.write_back(Some(self.id())).await?;
+                continue;
+            }
+            let flying = cache.pc.borrow().writebacks_of(self.id());
+            if flying.is_empty() {
+                return Ok(());
+            }
+            for (key, t) in flying {
+                cache.wait_writeback(key, t).await;
+            }
+        }
+    }
+}
