@@ -18,6 +18,7 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 pub use sluice_block as block;
+pub use sluice_cache as cache;
 pub use sluice_core as core;
 pub use sluice_device as device;
 pub use sluice_engine as engine;

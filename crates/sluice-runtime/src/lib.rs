@@ -254,6 +254,28 @@ impl StackBuilder {
     /// its size, RCP's per-class dirty ratios (1 % non-critical, 20 % critical by
     /// default) and whether they are per class. A non-critical flusher task writes
     /// dirty pages back. Without it (the default) buffered I/O is refused.
+    ///
+    /// ```
+    /// use sluice_runtime::{CacheConfig, File, Stack};
+    ///
+    /// let out = Stack::builder()
+    ///     .device("nand")
+    ///     .cache(CacheConfig { pages: 1024, ..CacheConfig::default() })
+    ///     .build()
+    ///     .unwrap()
+    ///     .run(|| async {
+    ///         let f = File::create("log").await.unwrap();
+    ///         f.write_buffered(10, b"hello").await.unwrap(); // in the cache
+    ///         f.fsync().await.unwrap(); // written back, then a device FLUSH
+    ///         let mut back = [0u8; 5];
+    ///         f.read_buffered(10, &mut back).await.unwrap();
+    ///         back
+    ///     })
+    ///     .unwrap();
+    /// assert_eq!(&out.value, b"hello");
+    /// let cache = out.report.extra.runtime.unwrap().cache.unwrap();
+    /// assert_eq!((cache.writebacks, cache.hits), (1, 1));
+    /// ```
     pub fn cache(mut self, cfg: CacheConfig) -> StackBuilder {
         self.cache = Some(cfg);
         self
