@@ -26,6 +26,7 @@ pub use sluice_metrics as metrics;
 pub use sluice_repro as repro;
 pub use sluice_runtime as runtime;
 pub use sluice_sim as sim;
+pub use sluice_store as store;
 pub use sluice_workload as workload;
 
 pub mod cli;

@@ -1,0 +1,208 @@
+//! Journal records: the normal journal (jbd2-like: descriptor, metadata blocks, commit)
+//! and FastResponse's f-transactions (ICS '22 §3.4, Fig. 11: a header with the journal
+//! header, F_entries and block tags, the metadata blocks, a commit block). Pure
+//! encoding and validation; the store does the I/O.
+
+use crate::layout::{le32, le64, Inode, BLOCK, INODE_SIZE};
+
+const JSB: &[u8; 8] = b"SLJSUPER";
+const DESC: &[u8; 8] = b"SLJDESCR";
+const COMMIT: &[u8; 8] = b"SLJCOMMT";
+const FSB: &[u8; 8] = b"SLFSUPER";
+const FHEAD: &[u8; 8] = b"SLFHEADR";
+const FCOMMIT: &[u8; 8] = b"SLFCOMMT";
+
+/// Block tags one descriptor holds.
+pub const MAX_TAGS: usize = (BLOCK - 32) / 8;
+
+/// Bytes a device writes atomically (one sector): journal superblocks and commit
+/// blocks keep their contents and checksum inside it, so a torn write leaves either the
+/// old or the new record (as jbd2 relies on for its superblock and commit block).
+const SECTOR: usize = 512;
+
+fn seal_sector(b: &mut [u8]) {
+    let crc = crc32c::crc32c(&b[..SECTOR - 4]);
+    b[SECTOR - 4..SECTOR].copy_from_slice(&crc.to_le_bytes());
+}
+
+fn sealed_sector(b: &[u8], magic: &[u8; 8]) -> bool {
+    &b[..8] == magic && crc32c::crc32c(&b[..SECTOR - 4]) == le32(b, SECTOR - 4)
+}
+
+fn seal(b: &mut [u8]) {
+    let crc = crc32c::crc32c(&b[..BLOCK - 4]);
+    b[BLOCK - 4..].copy_from_slice(&crc.to_le_bytes());
+}
+
+fn sealed(b: &[u8], magic: &[u8; 8]) -> bool {
+    &b[..8] == magic && crc32c::crc32c(&b[..BLOCK - 4]) == le32(b, BLOCK - 4)
+}
+
+/// A journal superblock (normal or f-area): the first transaction id (normal) or the
+/// first sequence number (f-area) that recovery accepts.
+pub fn encode_super(f_area: bool, first: u64) -> Vec<u8> {
+    let mut b = vec![0u8; BLOCK];
+    b[..8].copy_from_slice(if f_area { FSB } else { JSB });
+    b[8..16].copy_from_slice(&first.to_le_bytes());
+    seal_sector(&mut b);
+    b
+}
+
+/// Read a journal superblock.
+pub fn decode_super(f_area: bool, b: &[u8]) -> Option<u64> {
+    sealed_sector(b, if f_area { FSB } else { JSB }).then(|| le64(b, 8))
+}
+
+/// A normal transaction's descriptor: its id and the home blocks of the blocks that
+/// follow it.
+pub fn encode_descriptor(id: u64, tags: &[u64]) -> Vec<u8> {
+    assert!(tags.len() <= MAX_TAGS);
+    let mut b = vec![0u8; BLOCK];
+    b[..8].copy_from_slice(DESC);
+    b[8..16].copy_from_slice(&id.to_le_bytes());
+    b[16..20].copy_from_slice(&(tags.len() as u32).to_le_bytes());
+    for (i, t) in tags.iter().enumerate() {
+        b[24 + 8 * i..32 + 8 * i].copy_from_slice(&t.to_le_bytes());
+    }
+    seal(&mut b);
+    b
+}
+
+/// Read a descriptor: (id, tags).
+pub fn decode_descriptor(b: &[u8]) -> Option<(u64, Vec<u64>)> {
+    if !sealed(b, DESC) {
+        return None;
+    }
+    let n = le32(b, 16) as usize;
+    if n > MAX_TAGS {
+        return None;
+    }
+    Some((le64(b, 8), (0..n).map(|i| le64(b, 24 + 8 * i)).collect()))
+}
+
+/// The checksum a commit block carries: over the descriptor (or header) and the blocks.
+pub fn body_crc<'a>(blocks: impl IntoIterator<Item = &'a [u8]>) -> u32 {
+    blocks.into_iter().fold(0u32, crc32c::crc32c_append)
+}
+
+/// A commit block (normal, or of an f-transaction with its sequence number).
+pub fn encode_commit(f_area: bool, id: u64, seq: u64, crc: u32) -> Vec<u8> {
+    let mut b = vec![0u8; BLOCK];
+    b[..8].copy_from_slice(if f_area { FCOMMIT } else { COMMIT });
+    b[8..16].copy_from_slice(&id.to_le_bytes());
+    b[16..24].copy_from_slice(&seq.to_le_bytes());
+    b[24..28].copy_from_slice(&crc.to_le_bytes());
+    seal_sector(&mut b);
+    b
+}
+
+/// Whether `b` is the commit block of (id, seq) with body checksum `crc`.
+pub fn check_commit(f_area: bool, b: &[u8], id: u64, seq: u64, crc: u32) -> bool {
+    sealed_sector(b, if f_area { FCOMMIT } else { COMMIT })
+        && le64(b, 8) == id
+        && le64(b, 16) == seq
+        && le32(b, 24) == crc
+}
+
+/// An f-transaction's header: the normal transaction it belongs to (`id`), its
+/// sequence number in the f-area, its F_entries (inode number, inode) and the block
+/// tags of the metadata blocks that follow (the files' indirect blocks).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FHeader {
+    /// The running normal transaction when it was committed.
+    pub id: u64,
+    /// Sequence number in the f-area.
+    pub seq: u64,
+    /// F_entries.
+    pub entries: Vec<(u32, Inode)>,
+    /// Home blocks of the metadata blocks that follow.
+    pub tags: Vec<u64>,
+}
+
+/// F_entries one header holds (with no tags).
+pub const MAX_FENTRIES: usize = 24;
+
+impl FHeader {
+    /// The header block.
+    pub fn encode(&self) -> Vec<u8> {
+        assert!(self.entries.len() <= MAX_FENTRIES && self.tags.len() <= 64);
+        let mut b = vec![0u8; BLOCK];
+        b[..8].copy_from_slice(FHEAD);
+        b[8..16].copy_from_slice(&self.id.to_le_bytes());
+        b[16..24].copy_from_slice(&self.seq.to_le_bytes());
+        b[24..28].copy_from_slice(&(self.entries.len() as u32).to_le_bytes());
+        b[28..32].copy_from_slice(&(self.tags.len() as u32).to_le_bytes());
+        let mut at = 32;
+        for (ino, inode) in &self.entries {
+            b[at..at + 4].copy_from_slice(&ino.to_le_bytes());
+            inode.encode(&mut b[at + 4..at + 4 + INODE_SIZE]);
+            at += 4 + INODE_SIZE;
+        }
+        for t in &self.tags {
+            b[at..at + 8].copy_from_slice(&t.to_le_bytes());
+            at += 8;
+        }
+        seal(&mut b);
+        b
+    }
+
+    /// Read a header block.
+    pub fn decode(b: &[u8]) -> Option<FHeader> {
+        if !sealed(b, FHEAD) {
+            return None;
+        }
+        let (ne, nt) = (le32(b, 24) as usize, le32(b, 28) as usize);
+        if ne > MAX_FENTRIES || nt > 64 {
+            return None;
+        }
+        let mut at = 32;
+        let mut entries = Vec::with_capacity(ne);
+        for _ in 0..ne {
+            entries.push((le32(b, at), Inode::decode(&b[at + 4..at + 4 + INODE_SIZE])));
+            at += 4 + INODE_SIZE;
+        }
+        let tags = (0..nt).map(|i| le64(b, at + 8 * i)).collect();
+        Some(FHeader {
+            id: le64(b, 8),
+            seq: le64(b, 16),
+            entries,
+            tags,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip_and_torn_ones_are_refused() {
+        let d = encode_descriptor(7, &[100, 200]);
+        assert_eq!(decode_descriptor(&d), Some((7, vec![100, 200])));
+        let mut torn = d.clone();
+        torn[30] ^= 1;
+        assert_eq!(decode_descriptor(&torn), None);
+        let crc = body_crc([&d[..], &[1u8; BLOCK][..]]);
+        let c = encode_commit(false, 7, 0, crc);
+        assert!(check_commit(false, &c, 7, 0, crc));
+        assert!(!check_commit(false, &c, 8, 0, crc));
+        assert!(!check_commit(true, &c, 7, 0, crc));
+        let h = FHeader {
+            id: 3,
+            seq: 9,
+            entries: vec![(
+                5,
+                Inode {
+                    used: true,
+                    size: 12345,
+                    indirect: 77,
+                    ..Inode::default()
+                },
+            )],
+            tags: vec![77],
+        };
+        assert_eq!(FHeader::decode(&h.encode()), Some(h));
+        assert_eq!(decode_super(true, &encode_super(true, 4)), Some(4));
+        assert_eq!(decode_super(false, &encode_super(true, 4)), None);
+    }
+}

@@ -1,0 +1,228 @@
+//! The on-disk format: 4 KiB blocks.
+//!
+//! ```text
+//! block 0                      superblock (magic, geometry, crc32c)
+//! journal_start ..+journal     normal journal: its superblock, then transactions
+//! fjournal_start ..+fjournal   FastResponse's f-transaction area
+//! itable_start ..+itable       inodes, 128 bytes each (32 per block)
+//! dir_start ..+dir             the one directory: entries of 64 bytes (64 per block)
+//! bitmap_start ..+bitmap       block allocation bitmap (1 bit per block)
+//! data_start ..                file data and indirect blocks
+//! ```
+//!
+//! An inode maps its file by 24 direct block numbers and one indirect block of 1 024
+//! numbers (files up to 4 MiB + 96 KiB). Every record carries a magic and a crc32c
+//! where a torn or stale write must be told apart.
+
+/// Bytes in a block.
+pub const BLOCK: usize = 4096;
+/// Direct block pointers per inode.
+pub const DIRECT: usize = 24;
+/// Block numbers in an indirect block.
+pub const PER_INDIRECT: usize = BLOCK / 4;
+/// Largest file, in blocks.
+pub const MAX_FILE_BLOCKS: u64 = (DIRECT + PER_INDIRECT) as u64;
+/// Bytes per inode.
+pub const INODE_SIZE: usize = 128;
+/// Inodes per block.
+pub const INODES_PER_BLOCK: usize = BLOCK / INODE_SIZE;
+/// Bytes per directory entry.
+pub const DIRENT_SIZE: usize = 64;
+/// Directory entries per block.
+pub const DIRENTS_PER_BLOCK: usize = BLOCK / DIRENT_SIZE;
+/// Longest file name, bytes.
+pub const MAX_NAME: usize = DIRENT_SIZE - 5;
+
+const SB_MAGIC: &[u8; 8] = b"SLUICEFS";
+
+/// The geometry, as the superblock records it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Geometry {
+    /// Blocks of the device or file.
+    pub blocks: u64,
+    /// Inodes (and directory entries).
+    pub inodes: u32,
+    /// Normal journal blocks (its superblock included).
+    pub journal: u64,
+    /// f-transaction area blocks.
+    pub fjournal: u64,
+}
+
+impl Geometry {
+    /// A geometry for `blocks` blocks with the default areas: 1 024 inodes, a 1 MiB
+    /// journal, a 256 KiB f-transaction area.
+    pub fn new(blocks: u64) -> Geometry {
+        Geometry {
+            blocks,
+            inodes: 1024,
+            journal: 256,
+            fjournal: 64,
+        }
+    }
+    /// First journal block (its superblock).
+    pub fn journal_start(&self) -> u64 {
+        1
+    }
+    /// First f-transaction area block.
+    pub fn fjournal_start(&self) -> u64 {
+        self.journal_start() + self.journal
+    }
+    /// First inode-table block.
+    pub fn itable_start(&self) -> u64 {
+        self.fjournal_start() + self.fjournal
+    }
+    /// Inode-table blocks.
+    pub fn itable_blocks(&self) -> u64 {
+        (self.inodes as u64).div_ceil(INODES_PER_BLOCK as u64)
+    }
+    /// First directory block.
+    pub fn dir_start(&self) -> u64 {
+        self.itable_start() + self.itable_blocks()
+    }
+    /// Directory blocks.
+    pub fn dir_blocks(&self) -> u64 {
+        (self.inodes as u64).div_ceil(DIRENTS_PER_BLOCK as u64)
+    }
+    /// First bitmap block.
+    pub fn bitmap_start(&self) -> u64 {
+        self.dir_start() + self.dir_blocks()
+    }
+    /// Bitmap blocks.
+    pub fn bitmap_blocks(&self) -> u64 {
+        self.blocks.div_ceil(BLOCK as u64 * 8)
+    }
+    /// First data block.
+    pub fn data_start(&self) -> u64 {
+        self.bitmap_start() + self.bitmap_blocks()
+    }
+    /// The block and byte offset of inode `ino` (1-based).
+    pub fn inode_pos(&self, ino: u32) -> (u64, usize) {
+        let i = (ino - 1) as usize;
+        (
+            self.itable_start() + (i / INODES_PER_BLOCK) as u64,
+            i % INODES_PER_BLOCK * INODE_SIZE,
+        )
+    }
+    /// The block and byte offset of directory slot `slot`.
+    pub fn dirent_pos(&self, slot: u32) -> (u64, usize) {
+        let s = slot as usize;
+        (
+            self.dir_start() + (s / DIRENTS_PER_BLOCK) as u64,
+            s % DIRENTS_PER_BLOCK * DIRENT_SIZE,
+        )
+    }
+
+    /// Check the geometry is usable.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.journal < 8 || self.fjournal < 4 || self.inodes == 0 {
+            return Err("journal ≥ 8 blocks, f-journal ≥ 4 blocks, inodes ≥ 1".into());
+        }
+        if self.data_start() + 16 > self.blocks {
+            return Err(format!(
+                "{} blocks leave no room for data (metadata needs {}): give a larger device",
+                self.blocks,
+                self.data_start()
+            ));
+        }
+        Ok(())
+    }
+
+    /// The superblock.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = vec![0u8; BLOCK];
+        b[..8].copy_from_slice(SB_MAGIC);
+        b[8..16].copy_from_slice(&self.blocks.to_le_bytes());
+        b[16..20].copy_from_slice(&self.inodes.to_le_bytes());
+        b[20..28].copy_from_slice(&self.journal.to_le_bytes());
+        b[28..36].copy_from_slice(&self.fjournal.to_le_bytes());
+        let crc = crc32c::crc32c(&b[..BLOCK - 4]);
+        b[BLOCK - 4..].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    /// Read a superblock.
+    pub fn decode(b: &[u8]) -> Result<Geometry, String> {
+        if &b[..8] != SB_MAGIC {
+            return Err("no sluice store here (bad superblock magic): run mkfs first".into());
+        }
+        if crc32c::crc32c(&b[..BLOCK - 4]) != le32(b, BLOCK - 4) {
+            return Err("the superblock's checksum is wrong".into());
+        }
+        let g = Geometry {
+            blocks: le64(b, 8),
+            inodes: le32(b, 16),
+            journal: le64(b, 20),
+            fjournal: le64(b, 28),
+        };
+        g.validate()?;
+        Ok(g)
+    }
+}
+
+/// An inode.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Inode {
+    /// In use.
+    pub used: bool,
+    /// Bytes.
+    pub size: u64,
+    /// Direct block numbers (0: a hole).
+    pub direct: [u32; DIRECT],
+    /// The indirect block (0: none).
+    pub indirect: u32,
+}
+
+impl Inode {
+    /// Write it into `b` (128 bytes).
+    pub fn encode(&self, b: &mut [u8]) {
+        b[..INODE_SIZE].fill(0);
+        b[0] = self.used as u8;
+        b[8..16].copy_from_slice(&self.size.to_le_bytes());
+        for (i, d) in self.direct.iter().enumerate() {
+            b[16 + 4 * i..20 + 4 * i].copy_from_slice(&d.to_le_bytes());
+        }
+        b[112..116].copy_from_slice(&self.indirect.to_le_bytes());
+    }
+
+    /// Read it from `b`.
+    pub fn decode(b: &[u8]) -> Inode {
+        let mut direct = [0u32; DIRECT];
+        for (i, d) in direct.iter_mut().enumerate() {
+            *d = le32(b, 16 + 4 * i);
+        }
+        Inode {
+            used: b[0] == 1,
+            size: le64(b, 8),
+            direct,
+            indirect: le32(b, 112),
+        }
+    }
+}
+
+/// A directory entry: (inode, name); inode 0 = free slot.
+pub fn encode_dirent(b: &mut [u8], ino: u32, name: &str) {
+    b[..DIRENT_SIZE].fill(0);
+    b[..4].copy_from_slice(&ino.to_le_bytes());
+    b[4] = name.len() as u8;
+    b[5..5 + name.len()].copy_from_slice(name.as_bytes());
+}
+
+/// Read a directory entry.
+pub fn decode_dirent(b: &[u8]) -> Option<(u32, String)> {
+    let ino = le32(b, 0);
+    if ino == 0 {
+        return None;
+    }
+    let n = (b[4] as usize).min(MAX_NAME);
+    Some((ino, String::from_utf8_lossy(&b[5..5 + n]).into_owned()))
+}
+
+/// Little-endian u32 at `at`.
+pub fn le32(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+/// Little-endian u64 at `at`.
+pub fn le64(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}

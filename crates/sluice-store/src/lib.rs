@@ -1,0 +1,33 @@
+//! # sluice-store — a journaled file store
+//!
+//! A small file store with its own layout ([`layout`]) on one runtime [`File`] (a file
+//! of the stack, on the simulated SSD or on a real disk), with ordered-mode semantics:
+//! a file's data reaches the device before the transaction that makes it reachable
+//! commits. Two ways to make a file durable:
+//!
+//! * **compound** commit (jbd2-like): one running transaction holds every file's
+//!   metadata changes; a journal task commits it (descriptor, metadata blocks, FLUSH,
+//!   commit block with FUA) and an `fsync` waits for the whole transaction, including
+//!   the other files' ordered data;
+//! * **fjournal** (FastResponse, ICS '22 §3.4): the fsyncing task commits an
+//!   f-transaction holding only its file's inode and indirect block, in a separate
+//!   area (header with F_entries and block tags, metadata blocks, commit block); the
+//!   normal journal commits the same blocks again later. Recovery redoes the normal
+//!   transactions, then the f-transactions whose id is above the last normal one, in
+//!   order, and rebuilds the block bitmap from the inodes.
+//!
+//! Blocks and inode numbers freed by a transaction are not reused until it commits, so
+//! an f-transaction never makes a block reachable from two files after a crash.
+//! Every journal I/O carries the class of the task that issues it (the fsyncing task's
+//! in fjournal; the journal task's — inherited from a critical fsync waiter through
+//! the commit condition — in compound).
+
+#![warn(missing_docs, missing_debug_implementations)]
+
+pub mod journal;
+pub mod layout;
+mod recover;
+mod store;
+
+pub use layout::Geometry;
+pub use store::{CommitMode, Store, StoreError, StoreFile, StoreStats};

@@ -1,0 +1,455 @@
+//! The store: metadata in memory, the running transaction, commits (compound and
+//! file-level), checkpoints, mount with recovery, and the file operations.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+
+use sluice_runtime::{Activity, Condvar, DmaBuffer, File, IoOptions, Mutex, Op};
+
+use crate::layout::{Geometry, Inode, BLOCK, MAX_FILE_BLOCKS, MAX_NAME};
+
+mod commit;
+mod meta;
+mod mount;
+
+/// How `fsync` makes a file durable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommitMode {
+    /// jbd2-like: the journal task commits the whole running transaction.
+    Compound,
+    /// FastResponse's fjournal: the fsyncing task commits an f-transaction of its file.
+    FileLevel,
+}
+
+/// What went wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The device's I/O failed.
+    #[error("store I/O: {0}")]
+    Io(#[from] io::Error),
+    /// No such file.
+    #[error("no file '{0}' in the store")]
+    NotFound(String),
+    /// The name is taken.
+    #[error("file '{0}' exists in the store")]
+    Exists(String),
+    /// The name is empty, too long or has '/' or NUL.
+    #[error("file name '{0}': give 1 to {MAX_NAME} bytes without '/' or NUL")]
+    BadName(String),
+    /// Out of blocks or inodes.
+    #[error("the store is full ({0})")]
+    NoSpace(&'static str),
+    /// The write would pass the largest file.
+    #[error("a file holds at most {} bytes", MAX_FILE_BLOCKS * BLOCK as u64)]
+    TooBig,
+    /// A commit failed: the journal stopped (remount to recover).
+    #[error("the store's journal aborted after an I/O error: {0}; remount to recover")]
+    Aborted(String),
+    /// The on-disk format is not a store's, or is damaged.
+    #[error("{0}")]
+    Corrupt(String),
+}
+
+/// A file of the store (its inode number).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StoreFile {
+    ino: u32,
+}
+
+/// The store's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    /// Normal transactions committed.
+    pub commits: u64,
+    /// Metadata blocks they wrote to the journal.
+    pub journal_blocks: u64,
+    /// f-transactions committed.
+    pub ftxns: u64,
+    /// Checkpoints (metadata written home, journal reclaimed).
+    pub checkpoints: u64,
+    /// Normal transactions redone at mount.
+    pub redone: u64,
+    /// f-transactions redone at mount.
+    pub fredone: u64,
+    /// Inodes without a name freed at mount (files whose creation did not commit).
+    pub orphans: u64,
+}
+
+/// The device: blocks of a runtime file.
+#[derive(Debug)]
+pub(crate) struct Dev {
+    file: File,
+}
+
+impl Dev {
+    pub(crate) async fn read(&self, block: u64) -> io::Result<Vec<u8>> {
+        let (r, buf) = self
+            .file
+            .read_at(DmaBuffer::new(BLOCK), block * BLOCK as u64)
+            .await;
+        r?;
+        Ok(buf.to_vec())
+    }
+
+    async fn write(&self, block: u64, data: &[u8], opts: IoOptions) -> io::Result<()> {
+        let (r, _) = self
+            .file
+            .write_at_with(DmaBuffer::from_slice(data), block * BLOCK as u64, opts)
+            .await;
+        r.map(|_| ())
+    }
+
+    /// Write blocks (home block, contents) concurrently and wait for all.
+    async fn write_all(&self, blocks: &[(u64, Vec<u8>)], opts: IoOptions) -> io::Result<()> {
+        let hs: Vec<_> = blocks
+            .iter()
+            .map(|(b, d)| {
+                self.file
+                    .submit(Op::Write, DmaBuffer::from_slice(d), b * BLOCK as u64, opts)
+            })
+            .collect();
+        let mut first = Ok(());
+        for h in hs {
+            if let (Err(e), _) = h.await {
+                if first.is_ok() {
+                    first = Err(e);
+                }
+            }
+        }
+        first
+    }
+
+    async fn flush(&self) -> io::Result<()> {
+        self.file.fsync().await
+    }
+}
+
+#[derive(Debug, Default)]
+struct Txn {
+    id: u64,
+    dirty: BTreeSet<u64>,
+    freed_blocks: Vec<u32>,
+    freed_inodes: Vec<u32>,
+}
+
+#[derive(Debug)]
+struct State {
+    g: Geometry,
+    /// Every metadata block (inode table, directory, bitmap, indirect blocks).
+    meta: BTreeMap<u64, Vec<u8>>,
+    running: Txn,
+    /// Transactions closed and committing: their frees, released at commit.
+    closing: BTreeMap<u64, (Vec<u32>, Vec<u32>)>,
+    /// Open write handles per transaction, and per inode.
+    handles: BTreeMap<u64, u32>,
+    ino_handles: BTreeMap<u32, u32>,
+    committed: u64,
+    requested: u64,
+    /// Committed metadata not yet written home.
+    checkpoint: BTreeMap<u64, Vec<u8>>,
+    jhead: u64,
+    fhead: u64,
+    fseq: u64,
+    /// Blocks in use (in memory: includes blocks freed by a transaction not committed).
+    used: Vec<bool>,
+    hint: u64,
+    inode_used: Vec<bool>,
+    names: BTreeMap<String, (u32, u32)>,
+    /// The last transaction that changed each inode.
+    ino_txn: BTreeMap<u32, u64>,
+    /// Why the journal stopped, if it did.
+    aborted: Option<String>,
+    stats: StoreStats,
+}
+
+/// A mounted store (share it with `Rc`). Its journal task runs until the stack ends.
+#[derive(Debug)]
+pub struct Store {
+    dev: Dev,
+    mode: CommitMode,
+    st: RefCell<State>,
+    lock: Mutex<()>,
+    /// Wakes the journal task.
+    work: Condvar,
+    /// Signalled when a transaction commits or a write handle ends.
+    done: Condvar,
+    commit_lock: Mutex<()>,
+    fj_lock: Mutex<()>,
+}
+
+/// How often the journal task commits a running transaction with changes (jbd2's
+/// commit interval is 5 s; shorter here, as simulated runs are short).
+const COMMIT_INTERVAL_NS: u64 = 50_000_000;
+
+fn journal_io() -> IoOptions {
+    IoOptions::new().activity(Activity::WAL)
+}
+
+impl Store {
+    /// The counters.
+    pub fn stats(&self) -> StoreStats {
+        self.st.borrow().stats
+    }
+
+    /// The files, by name.
+    pub fn list(&self) -> Vec<(String, u64)> {
+        let st = self.st.borrow();
+        st.names
+            .iter()
+            .map(|(n, (ino, _))| (n.clone(), st.inode(*ino).size))
+            .collect()
+    }
+
+    /// Create an empty file `name`.
+    pub fn create(&self, name: &str) -> Result<StoreFile, StoreError> {
+        if name.is_empty() || name.len() > MAX_NAME || name.contains(['/', '\0']) {
+            return Err(StoreError::BadName(name.into()));
+        }
+        let mut st = self.st.borrow_mut();
+        if st.names.contains_key(name) {
+            return Err(StoreError::Exists(name.into()));
+        }
+        let ino = (1..=st.g.inodes)
+            .find(|&i| !st.inode_used[i as usize - 1])
+            .ok_or(StoreError::NoSpace("inodes"))?;
+        let used_slots: BTreeSet<u32> = st.names.values().map(|v| v.1).collect();
+        let slot = (0..st.g.inodes)
+            .find(|s| !used_slots.contains(s))
+            .ok_or(StoreError::NoSpace("directory"))?;
+        st.inode_used[ino as usize - 1] = true;
+        st.set_inode(
+            ino,
+            &Inode {
+                used: true,
+                ..Inode::default()
+            },
+        );
+        st.set_dirent(slot, ino, name);
+        st.names.insert(name.into(), (ino, slot));
+        Ok(StoreFile { ino })
+    }
+
+    /// Open file `name`.
+    pub fn open(&self, name: &str) -> Result<StoreFile, StoreError> {
+        let st = self.st.borrow();
+        let &(ino, _) = st
+            .names
+            .get(name)
+            .ok_or_else(|| StoreError::NotFound(name.into()))?;
+        Ok(StoreFile { ino })
+    }
+
+    /// A file's length in bytes.
+    pub fn len(&self, f: StoreFile) -> u64 {
+        self.st.borrow().inode(f.ino).size
+    }
+
+    /// Remove file `name` (its blocks and inode are reused once the removal commits).
+    pub fn unlink(&self, name: &str) -> Result<(), StoreError> {
+        let mut st = self.st.borrow_mut();
+        let (ino, slot) = st
+            .names
+            .remove(name)
+            .ok_or_else(|| StoreError::NotFound(name.into()))?;
+        let inode = st.inode(ino);
+        let blocks = st.blocks_of(&inode);
+        for b in &blocks {
+            st.set_bit(*b, false);
+        }
+        st.running
+            .freed_blocks
+            .extend(blocks.iter().map(|&b| b as u32));
+        st.running.freed_inodes.push(ino);
+        st.set_inode(ino, &Inode::default());
+        st.set_dirent(slot, 0, "");
+        Ok(())
+    }
+
+    /// Rename `from` to `to` (replacing `to` if it exists).
+    pub fn rename(&self, from: &str, to: &str) -> Result<(), StoreError> {
+        if to.is_empty() || to.len() > MAX_NAME || to.contains(['/', '\0']) {
+            return Err(StoreError::BadName(to.into()));
+        }
+        if !self.st.borrow().names.contains_key(from) {
+            return Err(StoreError::NotFound(from.into()));
+        }
+        if from == to {
+            return Ok(());
+        }
+        if self.st.borrow().names.contains_key(to) {
+            self.unlink(to)?;
+        }
+        let mut st = self.st.borrow_mut();
+        let (ino, slot) = st.names.remove(from).expect("checked");
+        st.set_dirent(slot, ino, to);
+        st.names.insert(to.into(), (ino, slot));
+        Ok(())
+    }
+
+    /// Read `out.len()` bytes at `offset` (short at the end of the file; holes read as
+    /// zeros), with the calling task's class.
+    pub async fn read(
+        &self,
+        f: StoreFile,
+        offset: u64,
+        out: &mut [u8],
+    ) -> Result<usize, StoreError> {
+        let (n, map) = {
+            let st = self.st.borrow();
+            let inode = st.inode(f.ino);
+            let n = inode.size.saturating_sub(offset).min(out.len() as u64) as usize;
+            let map: Vec<u64> = if n == 0 {
+                Vec::new()
+            } else {
+                (offset / BLOCK as u64..=(offset + n as u64 - 1) / BLOCK as u64)
+                    .map(|i| st.map(&inode, i))
+                    .collect()
+            };
+            (n, map)
+        };
+        let mut done = 0;
+        for (k, phys) in map.into_iter().enumerate() {
+            let start = if k == 0 {
+                (offset % BLOCK as u64) as usize
+            } else {
+                0
+            };
+            let len = (BLOCK - start).min(n - done);
+            if phys == 0 {
+                out[done..done + len].fill(0);
+            } else {
+                let b = self.dev.read(phys).await?;
+                out[done..done + len].copy_from_slice(&b[start..start + len]);
+            }
+            done += len;
+        }
+        Ok(n)
+    }
+
+    /// Write `data` at `offset`: blocks are allocated in the running transaction and the
+    /// data written home (direct, with the calling task's class) before the write
+    /// returns; the transaction cannot commit while it is in flight (ordered mode).
+    pub async fn write(&self, f: StoreFile, offset: u64, data: &[u8]) -> Result<usize, StoreError> {
+        if data.is_empty() {
+            return Ok(0);
+        }
+        let end = offset + data.len() as u64;
+        if end.div_ceil(BLOCK as u64) > MAX_FILE_BLOCKS {
+            return Err(StoreError::TooBig);
+        }
+        let (first, last) = (offset / BLOCK as u64, (end - 1) / BLOCK as u64);
+        // Blocks covered in part and already written: read them first.
+        let mut images: Vec<Vec<u8>> = Vec::with_capacity((last - first + 1) as usize);
+        for idx in first..=last {
+            let (bs, be) = (idx * BLOCK as u64, (idx + 1) * BLOCK as u64);
+            let whole = offset <= bs && end >= be;
+            let phys = {
+                let st = self.st.borrow();
+                st.map(&st.inode(f.ino), idx)
+            };
+            let mut img = if whole || phys == 0 {
+                vec![0u8; BLOCK]
+            } else {
+                self.dev.read(phys).await?
+            };
+            let (s, e) = (offset.max(bs), end.min(be));
+            img[(s - bs) as usize..(e - bs) as usize]
+                .copy_from_slice(&data[(s - offset) as usize..(e - offset) as usize]);
+            images.push(img);
+        }
+        // Allocation and size, in the running transaction, with a handle held.
+        let (txn, writes) = {
+            let mut st = self.st.borrow_mut();
+            let mut inode = st.inode(f.ino);
+            let mut writes = Vec::with_capacity(images.len());
+            for (k, img) in images.into_iter().enumerate() {
+                let phys = st.map_alloc(&mut inode, first + k as u64)?;
+                writes.push((phys, img));
+            }
+            inode.size = inode.size.max(end);
+            st.set_inode(f.ino, &inode);
+            let txn = st.running.id;
+            *st.handles.entry(txn).or_default() += 1;
+            *st.ino_handles.entry(f.ino).or_default() += 1;
+            (txn, writes)
+        };
+        let r = self.dev.write_all(&writes, IoOptions::new()).await;
+        {
+            let mut st = self.st.borrow_mut();
+            dec(&mut st.handles, txn);
+            dec(&mut st.ino_handles, f.ino);
+        }
+        self.signal_done().await;
+        r?;
+        Ok(data.len())
+    }
+
+    /// Make `f` durable (its data, size and blocks): in compound mode by waiting for the
+    /// journal task to commit the running transaction; in fjournal mode by committing an
+    /// f-transaction of `f` alone.
+    pub async fn fsync(&self, f: StoreFile) -> Result<(), StoreError> {
+        let (t, committed) = {
+            let st = self.st.borrow();
+            (st.ino_txn.get(&f.ino).copied().unwrap_or(0), st.committed)
+        };
+        if t <= committed {
+            // Metadata durable already; the data written since needs a flush.
+            self.dev.flush().await?;
+            return Ok(());
+        }
+        match self.mode {
+            CommitMode::Compound => self.wait_commit(t).await,
+            CommitMode::FileLevel => self.fjournal(f).await,
+        }
+    }
+
+    /// Commit everything changed so far (waits for the journal task).
+    pub async fn sync(&self) -> Result<(), StoreError> {
+        let id = self.st.borrow().last_change();
+        self.wait_commit(id).await
+    }
+
+    /// Check the store's structure: every used inode's blocks in the data area, owned
+    /// once and marked in the bitmap; no other data block marked; names point at used
+    /// inodes. Returns the problems found (none: consistent).
+    pub fn check(&self) -> Vec<String> {
+        let st = self.st.borrow();
+        let g = st.g;
+        let mut problems = Vec::new();
+        let mut owner: BTreeMap<u64, u32> = BTreeMap::new();
+        for ino in 1..=g.inodes {
+            let i = st.inode(ino);
+            if !i.used {
+                continue;
+            }
+            for b in st.blocks_of(&i) {
+                if b < g.data_start() || b >= g.blocks {
+                    problems.push(format!("inode {ino}: block {b} outside the data area"));
+                } else if let Some(o) = owner.insert(b, ino) {
+                    problems.push(format!("block {b} owned by inodes {o} and {ino}"));
+                }
+            }
+        }
+        for b in g.data_start()..g.blocks {
+            if st.bit(b) != owner.contains_key(&b) {
+                problems.push(format!("bitmap bit of block {b} is {}", st.bit(b)));
+            }
+        }
+        for (name, (ino, _)) in &st.names {
+            if !st.inode(*ino).used {
+                problems.push(format!("'{name}' names unused inode {ino}"));
+            }
+        }
+        problems
+    }
+}
+
+fn dec<K: Ord>(m: &mut BTreeMap<K, u32>, k: K) {
+    if let Some(v) = m.get_mut(&k) {
+        *v -= 1;
+        if *v == 0 {
+            m.remove(&k);
+        }
+    }
+}

@@ -1,0 +1,246 @@
+//! Commits: the journal task, normal transactions (compound, jbd2-like), checkpoints,
+//! and f-transactions (FastResponse's fjournal).
+
+use std::io;
+use std::rc::Rc;
+
+use sluice_runtime::IoOptions;
+
+use super::{journal_io, Store, StoreError, StoreFile, Txn};
+use crate::journal::{self, FHeader, MAX_TAGS};
+
+impl Store {
+    pub(super) fn request(&self, id: u64) {
+        let mut st = self.st.borrow_mut();
+        if id > st.requested {
+            st.requested = id;
+            drop(st);
+            self.work.notify_one();
+        }
+    }
+
+    pub(super) async fn wait_commit(&self, id: u64) -> Result<(), StoreError> {
+        self.request(id);
+        let mut g = self.lock.lock().await;
+        loop {
+            let (committed, aborted) = {
+                let st = self.st.borrow();
+                (st.committed, st.aborted.clone())
+            };
+            if let Some(e) = aborted {
+                return Err(StoreError::Aborted(e));
+            }
+            if committed >= id {
+                return Ok(());
+            }
+            g = self.done.wait(g).await;
+        }
+    }
+
+    pub(super) async fn signal_done(&self) {
+        let _g = self.lock.lock().await;
+        self.done.notify_all();
+    }
+
+    pub(super) async fn journal_task(self: Rc<Self>) {
+        self.done.register_helper();
+        loop {
+            {
+                let mut g = self.lock.lock().await;
+                loop {
+                    let pending = {
+                        let st = self.st.borrow();
+                        st.requested > st.committed
+                    };
+                    if pending {
+                        break;
+                    }
+                    g = self.work.wait(g).await;
+                }
+            }
+            let r = self.commit().await;
+            if let Err(e) = &r {
+                // The device failed: the journal aborts (as jbd2's), and every waiting
+                // and later fsync gets the error.
+                self.st.borrow_mut().aborted = Some(e.to_string());
+            }
+            self.signal_done().await;
+            if r.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Commit the running transaction (one at a time).
+    pub(super) async fn commit(&self) -> io::Result<()> {
+        let _c = self.commit_lock.lock().await;
+        // Close: the blocks' images now (frozen), a new running transaction. An empty
+        // transaction is not closed: ids in the journal stay consecutive, as recovery
+        // requires.
+        let (id, snapshot) = {
+            let mut st = self.st.borrow_mut();
+            if st.running.dirty.is_empty() {
+                st.requested = st.committed;
+                return Ok(());
+            }
+            let next = Txn {
+                id: st.running.id + 1,
+                ..Txn::default()
+            };
+            let t = std::mem::replace(&mut st.running, next);
+            let snap: Vec<(u64, Vec<u8>)> =
+                t.dirty.iter().map(|b| (*b, st.meta[b].clone())).collect();
+            st.closing.insert(t.id, (t.freed_blocks, t.freed_inodes));
+            (t.id, snap)
+        };
+        // Ordered mode: the transaction's data writes complete first.
+        {
+            let mut g = self.lock.lock().await;
+            while self.st.borrow().handles.get(&id).copied().unwrap_or(0) > 0 {
+                g = self.done.wait(g).await;
+            }
+        }
+        let chunks: Vec<&[(u64, Vec<u8>)]> = snapshot.chunks(MAX_TAGS).collect();
+        let need = snapshot.len() as u64 + chunks.len() as u64 + 1;
+        let g = self.st.borrow().g;
+        if need + 1 >= g.journal {
+            return Err(io::Error::other(format!(
+                "a transaction of {} blocks does not fit the {}-block journal",
+                snapshot.len(),
+                g.journal
+            )));
+        }
+        if self.st.borrow().jhead + need >= g.journal {
+            self.checkpoint().await?;
+        }
+        let mut at = g.journal_start() + self.st.borrow().jhead;
+        let mut writes = Vec::with_capacity(need as usize);
+        for c in &chunks {
+            let tags: Vec<u64> = c.iter().map(|(b, _)| *b).collect();
+            writes.push((at, journal::encode_descriptor(id, &tags)));
+            at += 1;
+            for (_, blk) in c.iter() {
+                writes.push((at, blk.clone()));
+                at += 1;
+            }
+        }
+        self.dev.write_all(&writes, journal_io()).await?;
+        // The data and the journal blocks are durable before the commit record.
+        self.dev.flush().await?;
+        let crc = journal::body_crc(writes.iter().map(|(_, b)| &b[..]));
+        let cb = journal::encode_commit(false, id, 0, crc);
+        self.dev.write(at, &cb, journal_io().fua(true)).await?;
+        let mut st = self.st.borrow_mut();
+        st.committed = id;
+        st.jhead += need;
+        st.stats.commits += 1;
+        st.stats.journal_blocks += snapshot.len() as u64;
+        for (b, v) in snapshot {
+            st.checkpoint.insert(b, v);
+        }
+        let (blocks, inodes) = st.closing.remove(&id).unwrap_or_default();
+        for b in blocks {
+            st.used[b as usize] = false;
+        }
+        for i in inodes {
+            st.inode_used[i as usize - 1] = false;
+        }
+        Ok(())
+    }
+
+    /// Write the committed metadata home and reclaim the journal (commit lock held).
+    pub(super) async fn checkpoint(&self) -> io::Result<()> {
+        let (blocks, g, next) = {
+            let mut st = self.st.borrow_mut();
+            let b: Vec<(u64, Vec<u8>)> = std::mem::take(&mut st.checkpoint).into_iter().collect();
+            (b, st.g, st.committed + 1)
+        };
+        self.dev.write_all(&blocks, IoOptions::new()).await?;
+        self.dev.flush().await?;
+        let js = journal::encode_super(false, next);
+        self.dev
+            .write(g.journal_start(), &js, journal_io().fua(true))
+            .await?;
+        let mut st = self.st.borrow_mut();
+        st.jhead = 1;
+        st.stats.checkpoints += 1;
+        Ok(())
+    }
+
+    /// Commit an f-transaction of `f` (FastResponse's fjournal), as the calling task.
+    pub(super) async fn fjournal(&self, f: StoreFile) -> Result<(), StoreError> {
+        let _fj = self.fj_lock.lock().await;
+        // The file's own writes in flight complete first (ordered mode for this file;
+        // other files' data is not waited for).
+        {
+            let mut g = self.lock.lock().await;
+            while self
+                .st
+                .borrow()
+                .ino_handles
+                .get(&f.ino)
+                .copied()
+                .unwrap_or(0)
+                > 0
+            {
+                g = self.done.wait(g).await;
+            }
+        }
+        let (g, fhead) = {
+            let st = self.st.borrow();
+            (st.g, st.fhead)
+        };
+        let inode = self.st.borrow().inode(f.ino);
+        let ntags = u64::from(inode.indirect != 0);
+        if fhead + ntags + 2 >= g.fjournal {
+            // The f-area is full: a normal commit covers every f-transaction in it,
+            // then the area starts over.
+            let id = self.st.borrow().last_change();
+            self.wait_commit(id).await?;
+            let seq = self.st.borrow().fseq;
+            let fsb = journal::encode_super(true, seq);
+            self.dev
+                .write(g.fjournal_start(), &fsb, journal_io().fua(true))
+                .await?;
+            self.st.borrow_mut().fhead = 1;
+            // The commit made this file durable too.
+            return Ok(());
+        }
+        let (h, blocks) = {
+            let st = self.st.borrow();
+            let tags: Vec<u64> = if inode.indirect != 0 {
+                vec![inode.indirect as u64]
+            } else {
+                Vec::new()
+            };
+            let blocks: Vec<Vec<u8>> = tags.iter().map(|t| st.meta[t].clone()).collect();
+            (
+                FHeader {
+                    id: st.running.id,
+                    seq: st.fseq,
+                    entries: vec![(f.ino, inode)],
+                    tags,
+                },
+                blocks,
+            )
+        };
+        let hb = h.encode();
+        let fs = g.fjournal_start();
+        let mut writes = vec![(fs + fhead, hb.clone())];
+        for (i, b) in blocks.iter().enumerate() {
+            writes.push((fs + fhead + 1 + i as u64, b.clone()));
+        }
+        self.dev.write_all(&writes, journal_io()).await?;
+        self.dev.flush().await?;
+        let crc = journal::body_crc(std::iter::once(&hb[..]).chain(blocks.iter().map(|b| &b[..])));
+        let cb = journal::encode_commit(true, h.id, h.seq, crc);
+        self.dev
+            .write(fs + fhead + 1 + ntags, &cb, journal_io().fua(true))
+            .await?;
+        let mut st = self.st.borrow_mut();
+        st.fhead += ntags + 2;
+        st.fseq += 1;
+        st.stats.ftxns += 1;
+        Ok(())
+    }
+}

@@ -1,0 +1,140 @@
+//! The in-memory metadata: inodes, directory entries, the bitmap, block maps and
+//! allocation, each change marked in the running transaction.
+
+use super::{State, StoreError};
+use crate::layout::{encode_dirent, Inode, BLOCK, DIRECT, INODE_SIZE, PER_INDIRECT};
+
+impl State {
+    /// The transaction that holds the latest change (the running one, or the last
+    /// closed one when the running one is empty).
+    pub(super) fn last_change(&self) -> u64 {
+        if self.running.dirty.is_empty() {
+            self.running.id - 1
+        } else {
+            self.running.id
+        }
+    }
+
+    pub(super) fn dirty(&mut self, b: u64) {
+        self.running.dirty.insert(b);
+    }
+
+    pub(super) fn inode(&self, ino: u32) -> Inode {
+        let (b, off) = self.g.inode_pos(ino);
+        Inode::decode(&self.meta[&b][off..off + INODE_SIZE])
+    }
+
+    pub(super) fn set_inode(&mut self, ino: u32, inode: &Inode) {
+        let (b, off) = self.g.inode_pos(ino);
+        inode.encode(&mut self.meta.get_mut(&b).expect("inode table")[off..off + INODE_SIZE]);
+        self.dirty(b);
+        let id = self.running.id;
+        self.ino_txn.insert(ino, id);
+    }
+
+    pub(super) fn set_dirent(&mut self, slot: u32, ino: u32, name: &str) {
+        let (b, off) = self.g.dirent_pos(slot);
+        encode_dirent(
+            &mut self.meta.get_mut(&b).expect("directory")[off..],
+            ino,
+            name,
+        );
+        self.dirty(b);
+    }
+
+    pub(super) fn bit(&self, b: u64) -> bool {
+        let per = BLOCK as u64 * 8;
+        let blk = &self.meta[&(self.g.bitmap_start() + b / per)];
+        blk[(b % per / 8) as usize] & (1 << (b % 8)) != 0
+    }
+
+    pub(super) fn set_bit(&mut self, b: u64, on: bool) {
+        let per = BLOCK as u64 * 8;
+        let home = self.g.bitmap_start() + b / per;
+        let byte = &mut self.meta.get_mut(&home).expect("bitmap")[(b % per / 8) as usize];
+        if on {
+            *byte |= 1 << (b % 8);
+        } else {
+            *byte &= !(1 << (b % 8));
+        }
+        self.dirty(home);
+    }
+
+    /// Block `idx` of a file (0: a hole).
+    pub(super) fn map(&self, inode: &Inode, idx: u64) -> u64 {
+        let i = idx as usize;
+        if i < DIRECT {
+            return inode.direct[i] as u64;
+        }
+        if inode.indirect == 0 {
+            return 0;
+        }
+        let ind = &self.meta[&(inode.indirect as u64)];
+        crate::layout::le32(ind, (i - DIRECT) * 4) as u64
+    }
+
+    /// Every block a file uses (data and its indirect block).
+    pub(super) fn blocks_of(&self, inode: &Inode) -> Vec<u64> {
+        let mut v: Vec<u64> = inode
+            .direct
+            .iter()
+            .filter(|&&b| b != 0)
+            .map(|&b| b as u64)
+            .collect();
+        if inode.indirect != 0 {
+            v.push(inode.indirect as u64);
+            if let Some(ind) = self.meta.get(&(inode.indirect as u64)) {
+                for k in 0..PER_INDIRECT {
+                    let b = crate::layout::le32(ind, k * 4);
+                    if b != 0 {
+                        v.push(b as u64);
+                    }
+                }
+            }
+        }
+        v
+    }
+
+    pub(super) fn alloc(&mut self) -> Result<u64, StoreError> {
+        let (start, end) = (self.g.data_start(), self.g.blocks);
+        let n = end - start;
+        for k in 0..n {
+            let b = start + (self.hint - start + k) % n;
+            if !self.used[b as usize] {
+                self.used[b as usize] = true;
+                self.hint = b + 1;
+                if self.hint >= end {
+                    self.hint = start;
+                }
+                self.set_bit(b, true);
+                return Ok(b);
+            }
+        }
+        Err(StoreError::NoSpace("blocks"))
+    }
+
+    /// Block `idx` of `inode`, allocated if a hole (the indirect block too).
+    pub(super) fn map_alloc(&mut self, inode: &mut Inode, idx: u64) -> Result<u64, StoreError> {
+        let cur = self.map(inode, idx);
+        if cur != 0 {
+            return Ok(cur);
+        }
+        let i = idx as usize;
+        if i >= DIRECT && inode.indirect == 0 {
+            let ind = self.alloc()?;
+            self.meta.insert(ind, vec![0u8; BLOCK]);
+            self.dirty(ind);
+            inode.indirect = ind as u32;
+        }
+        let b = self.alloc()?;
+        if i < DIRECT {
+            inode.direct[i] = b as u32;
+        } else {
+            let home = inode.indirect as u64;
+            let ind = self.meta.get_mut(&home).expect("indirect block in memory");
+            ind[(i - DIRECT) * 4..(i - DIRECT) * 4 + 4].copy_from_slice(&(b as u32).to_le_bytes());
+            self.dirty(home);
+        }
+        Ok(b)
+    }
+}

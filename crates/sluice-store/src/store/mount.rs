@@ -1,0 +1,200 @@
+//! Making a store (`mkfs`) and mounting one, with recovery.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use sluice_runtime::{sleep, spawn, Activity, Condvar, File, IoOptions, Mutex, TaskCtx};
+
+use super::{CommitMode, Dev, State, Store, StoreError, StoreStats, Txn, COMMIT_INTERVAL_NS};
+use crate::journal;
+use crate::layout::{decode_dirent, Geometry, Inode, BLOCK, INODE_SIZE};
+use crate::recover;
+
+impl Store {
+    /// Lay out an empty store on `file` (which must be the store's own): `blocks`
+    /// blocks with the default areas.
+    pub async fn mkfs(file: &File, g: Geometry) -> Result<(), StoreError> {
+        g.validate().map_err(StoreError::Corrupt)?;
+        let dev = Dev { file: *file };
+        let mut blocks = vec![(0, g.encode())];
+        blocks.push((g.journal_start(), journal::encode_super(false, 1)));
+        blocks.push((g.fjournal_start(), journal::encode_super(true, 1)));
+        let mut bitmap = vec![vec![0u8; BLOCK]; g.bitmap_blocks() as usize];
+        for b in 0..g.data_start() {
+            bitmap[(b / (BLOCK as u64 * 8)) as usize][(b / 8 % BLOCK as u64) as usize] |=
+                1 << (b % 8);
+        }
+        for b in g.itable_start()..g.bitmap_start() {
+            blocks.push((b, vec![0u8; BLOCK]));
+        }
+        for (i, bm) in bitmap.into_iter().enumerate() {
+            blocks.push((g.bitmap_start() + i as u64, bm));
+        }
+        // The last block gives the file its length.
+        blocks.push((g.blocks - 1, vec![0u8; BLOCK]));
+        dev.write_all(&blocks, IoOptions::new()).await?;
+        dev.flush().await?;
+        Ok(())
+    }
+
+    /// Mount the store on `file`: recover (redo committed transactions, then the
+    /// f-transactions above them), rebuild the bitmap from the inodes, free inodes
+    /// without a name, and start the journal task.
+    pub async fn mount(file: &File, mode: CommitMode) -> Result<Rc<Store>, StoreError> {
+        let dev = Dev { file: *file };
+        let g = Geometry::decode(&dev.read(0).await?).map_err(StoreError::Corrupt)?;
+        let found = recover::scan(&dev, &g).await?;
+        let mut stats = StoreStats {
+            redone: found.redone,
+            fredone: found.ftxns.len() as u64,
+            ..StoreStats::default()
+        };
+        // Metadata: home blocks, with the committed journal blocks over them.
+        let mut meta = BTreeMap::new();
+        for b in g.itable_start()..g.data_start() {
+            let v = match found.blocks.get(&b) {
+                Some(v) => v.clone(),
+                None => dev.read(b).await?,
+            };
+            meta.insert(b, v);
+        }
+        let mut home: BTreeMap<u64, Vec<u8>> = found.blocks.clone();
+        // f-transactions above Max_ID, in order: their inodes and indirect blocks.
+        let mut max_f = found.max_id;
+        for (h, blocks) in &found.ftxns {
+            max_f = max_f.max(h.id);
+            for (ino, inode) in &h.entries {
+                let (b, off) = g.inode_pos(*ino);
+                let blk = meta.get_mut(&b).expect("inode table in memory");
+                inode.encode(&mut blk[off..off + INODE_SIZE]);
+                home.insert(b, blk.clone());
+            }
+            for (t, d) in h.tags.iter().zip(blocks) {
+                home.insert(*t, d.clone());
+            }
+        }
+        let mut inodes = Vec::with_capacity(g.inodes as usize);
+        for ino in 1..=g.inodes {
+            let (b, off) = g.inode_pos(ino);
+            inodes.push(Inode::decode(&meta[&b][off..off + INODE_SIZE]));
+        }
+        // Indirect blocks of the used inodes.
+        for i in inodes.iter().filter(|i| i.used && i.indirect != 0) {
+            let b = i.indirect as u64;
+            let v = match home.get(&b) {
+                Some(v) => v.clone(),
+                None => dev.read(b).await?,
+            };
+            meta.insert(b, v);
+        }
+        let mut st = State {
+            g,
+            meta,
+            running: Txn {
+                id: max_f + 1,
+                ..Txn::default()
+            },
+            closing: BTreeMap::new(),
+            handles: BTreeMap::new(),
+            ino_handles: BTreeMap::new(),
+            committed: max_f,
+            requested: max_f,
+            checkpoint: BTreeMap::new(),
+            jhead: 1,
+            fhead: 1,
+            fseq: found.next_seq,
+            used: vec![false; g.blocks as usize],
+            hint: g.data_start(),
+            inode_used: inodes.iter().map(|i| i.used).collect(),
+            names: BTreeMap::new(),
+            ino_txn: BTreeMap::new(),
+            aborted: None,
+            stats: StoreStats::default(),
+        };
+        // Names; inodes without one are orphans (their creation never committed).
+        let mut named = vec![false; g.inodes as usize];
+        for slot in 0..g.inodes {
+            let (b, off) = g.dirent_pos(slot);
+            if let Some((ino, name)) = decode_dirent(&st.meta[&b][off..]) {
+                if ino >= 1 && ino <= g.inodes && inodes[ino as usize - 1].used {
+                    named[ino as usize - 1] = true;
+                    st.names.insert(name, (ino, slot));
+                } else {
+                    st.set_dirent(slot, 0, "");
+                }
+            }
+        }
+        for ino in 1..=g.inodes {
+            if inodes[ino as usize - 1].used && !named[ino as usize - 1] {
+                st.set_inode(ino, &Inode::default());
+                st.inode_used[ino as usize - 1] = false;
+                stats.orphans += 1;
+            }
+        }
+        // The bitmap, rebuilt from the inodes (FastResponse: f-transactions do not log
+        // it).
+        for b in 0..g.data_start() {
+            st.used[b as usize] = true;
+        }
+        for ino in 1..=g.inodes {
+            let i = st.inode(ino);
+            if !i.used {
+                continue;
+            }
+            for b in st.blocks_of(&i) {
+                st.used[b as usize] = true;
+            }
+        }
+        for b in g.data_start()..g.blocks {
+            let on = st.used[b as usize];
+            if st.bit(b) != on {
+                st.set_bit(b, on);
+            }
+        }
+        st.stats = stats;
+        // Redone blocks go home now, then the journals are reclaimed (normal first:
+        // its new first id is above every f-transaction's).
+        let home: Vec<(u64, Vec<u8>)> = home
+            .into_keys()
+            .map(|b| (b, st.meta.get(&b).cloned().unwrap_or_default()))
+            .filter(|(_, v)| !v.is_empty())
+            .collect();
+        dev.write_all(&home, IoOptions::new()).await?;
+        dev.flush().await?;
+        let js = journal::encode_super(false, st.running.id);
+        dev.write(g.journal_start(), &js, IoOptions::new().fua(true))
+            .await?;
+        let fsb = journal::encode_super(true, st.fseq);
+        dev.write(g.fjournal_start(), &fsb, IoOptions::new().fua(true))
+            .await?;
+        let store = Rc::new(Store {
+            dev,
+            mode,
+            st: RefCell::new(st),
+            lock: Mutex::new(()),
+            work: Condvar::new(),
+            done: Condvar::new(),
+            commit_lock: Mutex::new(()),
+            fj_lock: Mutex::new(()),
+        });
+        let s = store.clone();
+        let _journal = spawn(TaskCtx::new("jbd").activity(Activity::WAL), async move {
+            s.journal_task().await
+        });
+        let s = store.clone();
+        let _timer = spawn(TaskCtx::new("jbd-timer"), async move {
+            loop {
+                sleep(COMMIT_INTERVAL_NS).await;
+                let id = {
+                    let st = s.st.borrow();
+                    (!st.running.dirty.is_empty()).then_some(st.running.id)
+                };
+                if let Some(id) = id {
+                    s.request(id);
+                }
+            }
+        });
+        Ok(store)
+    }
+}
