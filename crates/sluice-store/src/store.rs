@@ -74,6 +74,10 @@ pub struct StoreStats {
     pub fredone: u64,
     /// Inodes without a name freed at mount (files whose creation did not commit).
     pub orphans: u64,
+    /// Buffered blocks written home by normal commits (ordered data: every file's).
+    pub data_by_commit: u64,
+    /// Buffered blocks written home by fsyncs of their own file.
+    pub data_by_fsync: u64,
 }
 
 /// The device: blocks of a runtime file.
@@ -158,10 +162,33 @@ struct State {
     names: BTreeMap<String, (u32, u32)>,
     /// The last transaction that changed each inode.
     ino_txn: BTreeMap<u32, u64>,
+    /// Buffered data not yet home, by (inode, block index).
+    data: BTreeMap<(u32, u64), Dirty>,
+    data_bytes: u64,
+    next_gen: u64,
     /// Why the journal stopped, if it did.
     aborted: Option<String>,
     stats: StoreStats,
 }
+
+/// A buffered block not yet home.
+#[derive(Debug)]
+struct Dirty {
+    /// Its home block (allocated at write time).
+    phys: u64,
+    bytes: Vec<u8>,
+    /// The transaction that first dirtied it: it goes home before that one commits.
+    txn: u64,
+    /// Bumped by every write, so a writeback removes it only if unchanged.
+    gen: u64,
+}
+
+/// A copy of a buffered block taken for writeback: (inode, index), generation, home,
+/// contents.
+type DataCopy = ((u32, u64), u64, u64, Vec<u8>);
+
+/// Buffered data above which a writer waits for a commit to write it home.
+const DATA_LIMIT: u64 = 32 << 20;
 
 /// A mounted store (share it with `Rc`). Its journal task runs until the stack ends.
 #[derive(Debug)]
@@ -175,6 +202,8 @@ pub struct Store {
     /// Signalled when a transaction commits or a write handle ends.
     done: Condvar,
     commit_lock: Mutex<()>,
+    /// Held while buffered data goes home (a block never has two writebacks in flight).
+    data_lock: Mutex<()>,
     fj_lock: Mutex<()>,
 }
 
@@ -316,31 +345,41 @@ impl Store {
                 0
             };
             let len = (BLOCK - start).min(n - done);
-            if phys == 0 {
-                out[done..done + len].fill(0);
-            } else {
-                let b = self.dev.read(phys).await?;
-                out[done..done + len].copy_from_slice(&b[start..start + len]);
+            let idx = offset / BLOCK as u64 + k as u64;
+            match self.block_now(f.ino, idx, phys).await? {
+                None => out[done..done + len].fill(0),
+                Some(b) => out[done..done + len].copy_from_slice(&b[start..start + len]),
             }
             done += len;
         }
         Ok(n)
     }
 
-    /// Write `data` at `offset`: blocks are allocated in the running transaction and the
-    /// data written home (direct, with the calling task's class) before the write
-    /// returns; the transaction cannot commit while it is in flight (ordered mode).
-    pub async fn write(&self, f: StoreFile, offset: u64, data: &[u8]) -> Result<usize, StoreError> {
-        if data.is_empty() {
-            return Ok(0);
+    /// A block of a file as it is now: buffered, else home (`phys`), else a hole.
+    async fn block_now(&self, ino: u32, idx: u64, phys: u64) -> io::Result<Option<Vec<u8>>> {
+        if let Some(d) = self.st.borrow().data.get(&(ino, idx)) {
+            return Ok(Some(d.bytes.clone()));
         }
+        if phys == 0 {
+            return Ok(None);
+        }
+        self.dev.read(phys).await.map(Some)
+    }
+
+    /// The new images of the blocks `data` at `offset` covers (blocks covered in part
+    /// are read first).
+    async fn images(
+        &self,
+        f: StoreFile,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<Vec<Vec<u8>>, StoreError> {
         let end = offset + data.len() as u64;
         if end.div_ceil(BLOCK as u64) > MAX_FILE_BLOCKS {
             return Err(StoreError::TooBig);
         }
         let (first, last) = (offset / BLOCK as u64, (end - 1) / BLOCK as u64);
-        // Blocks covered in part and already written: read them first.
-        let mut images: Vec<Vec<u8>> = Vec::with_capacity((last - first + 1) as usize);
+        let mut images = Vec::with_capacity((last - first + 1) as usize);
         for idx in first..=last {
             let (bs, be) = (idx * BLOCK as u64, (idx + 1) * BLOCK as u64);
             let whole = offset <= bs && end >= be;
@@ -348,23 +387,57 @@ impl Store {
                 let st = self.st.borrow();
                 st.map(&st.inode(f.ino), idx)
             };
-            let mut img = if whole || phys == 0 {
-                vec![0u8; BLOCK]
-            } else {
-                self.dev.read(phys).await?
-            };
+            let mut img = match whole {
+                true => None,
+                false => self.block_now(f.ino, idx, phys).await?,
+            }
+            .unwrap_or_else(|| vec![0u8; BLOCK]);
             let (s, e) = (offset.max(bs), end.min(be));
             img[(s - bs) as usize..(e - bs) as usize]
                 .copy_from_slice(&data[(s - offset) as usize..(e - offset) as usize]);
             images.push(img);
         }
+        Ok(images)
+    }
+
+    /// Write `data` at `offset` directly: blocks are allocated in the running
+    /// transaction and the data written home (with the calling task's class) before the
+    /// write returns; the transaction cannot commit while it is in flight (ordered
+    /// mode).
+    pub async fn write(&self, f: StoreFile, offset: u64, data: &[u8]) -> Result<usize, StoreError> {
+        if data.is_empty() {
+            return Ok(0);
+        }
+        let first = offset / BLOCK as u64;
+        let end = offset + data.len() as u64;
+        let last = (end - 1) / BLOCK as u64;
+        // A block with buffered data may have a writeback in flight: writing it
+        // directly now could land before that older copy. Such writes wait for the
+        // writeback and keep others out until they are home.
+        let buffered = {
+            let st = self.st.borrow();
+            st.data
+                .range((f.ino, first)..=(f.ino, last))
+                .next()
+                .is_some()
+        };
+        let _d = match buffered {
+            true => Some(self.data_lock.lock().await),
+            false => None,
+        };
+        let images = self.images(f, offset, data).await?;
         // Allocation and size, in the running transaction, with a handle held.
         let (txn, writes) = {
             let mut st = self.st.borrow_mut();
             let mut inode = st.inode(f.ino);
             let mut writes = Vec::with_capacity(images.len());
             for (k, img) in images.into_iter().enumerate() {
-                let phys = st.map_alloc(&mut inode, first + k as u64)?;
+                let idx = first + k as u64;
+                let phys = st.map_alloc(&mut inode, idx)?;
+                // A direct write supersedes buffered data of the block.
+                if let Some(d) = st.data.remove(&(f.ino, idx)) {
+                    st.data_bytes -= d.bytes.len() as u64;
+                }
                 writes.push((phys, img));
             }
             inode.size = inode.size.max(end);
@@ -385,6 +458,97 @@ impl Store {
         Ok(data.len())
     }
 
+    /// Write `data` at `offset` into the store's buffers: blocks are allocated and the
+    /// size set in the running transaction; the data goes home before that transaction
+    /// commits (ordered mode: a compound commit writes every file's buffered data —
+    /// FastResponse's T_D2 — an fjournal fsync only its own file's). When more than
+    /// 32 MiB are buffered, the writer writes them home first.
+    pub async fn write_buffered(
+        &self,
+        f: StoreFile,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<usize, StoreError> {
+        if data.is_empty() {
+            return Ok(0);
+        }
+        let over = self.st.borrow().data_bytes > DATA_LIMIT;
+        if over {
+            // Too much buffered: the writer writes it home (early data is always safe
+            // in ordered mode).
+            self.write_data(|_, _| true).await?;
+        }
+        let images = self.images(f, offset, data).await?;
+        let first = offset / BLOCK as u64;
+        let mut st = self.st.borrow_mut();
+        let mut inode = st.inode(f.ino);
+        for (k, img) in images.into_iter().enumerate() {
+            let idx = first + k as u64;
+            let phys = st.map_alloc(&mut inode, idx)?;
+            let (txn, gen) = (st.running.id, st.next_gen);
+            st.next_gen += 1;
+            match st.data.get_mut(&(f.ino, idx)) {
+                Some(d) => {
+                    d.bytes = img;
+                    d.gen = gen;
+                }
+                None => {
+                    st.data_bytes += img.len() as u64;
+                    st.data.insert(
+                        (f.ino, idx),
+                        Dirty {
+                            phys,
+                            bytes: img,
+                            txn,
+                            gen,
+                        },
+                    );
+                }
+            }
+        }
+        let end = offset + data.len() as u64;
+        if end > inode.size {
+            inode.size = end;
+            st.set_inode(f.ino, &inode);
+        } else if st.inode(f.ino) != inode {
+            st.set_inode(f.ino, &inode);
+        }
+        Ok(data.len())
+    }
+
+    /// Copies of the buffered blocks `keep` selects, for writeback.
+    fn data_copies(&self, keep: impl Fn(&(u32, u64), &Dirty) -> bool) -> Vec<DataCopy> {
+        self.st
+            .borrow()
+            .data
+            .iter()
+            .filter(|(k, d)| keep(k, d))
+            .map(|(k, d)| (*k, d.gen, d.phys, d.bytes.clone()))
+            .collect()
+    }
+
+    /// Write the buffered blocks `keep` selects home (one writeback at a time; the
+    /// copies are taken under the lock, so no direct write of the block can be
+    /// overtaken by an older copy) and drop those not written again meanwhile. Returns
+    /// how many went.
+    async fn write_data(&self, keep: impl Fn(&(u32, u64), &Dirty) -> bool) -> io::Result<u64> {
+        let _d = self.data_lock.lock().await;
+        let copies = self.data_copies(keep);
+        if copies.is_empty() {
+            return Ok(0);
+        }
+        let writes: Vec<(u64, Vec<u8>)> = copies.iter().map(|c| (c.2, c.3.clone())).collect();
+        self.dev.write_all(&writes, IoOptions::new()).await?;
+        let mut st = self.st.borrow_mut();
+        for (key, gen, _, _) in &copies {
+            if st.data.get(key).is_some_and(|d| d.gen == *gen) {
+                let d = st.data.remove(key).expect("present");
+                st.data_bytes -= d.bytes.len() as u64;
+            }
+        }
+        Ok(copies.len() as u64)
+    }
+
     /// Make `f` durable (its data, size and blocks): in compound mode by waiting for the
     /// journal task to commit the running transaction; in fjournal mode by committing an
     /// f-transaction of `f` alone.
@@ -394,7 +558,11 @@ impl Store {
             (st.ino_txn.get(&f.ino).copied().unwrap_or(0), st.committed)
         };
         if t <= committed {
-            // Metadata durable already; the data written since needs a flush.
+            // Metadata durable already: the file's buffered overwrites go home, then a
+            // flush covers them and the direct writes since.
+            let ino = f.ino;
+            let n = self.write_data(|k, _| k.0 == ino).await?;
+            self.st.borrow_mut().stats.data_by_fsync += n;
             self.dev.flush().await?;
             return Ok(());
         }

@@ -1,4 +1,5 @@
-//! Crash consistency, tested with seeded crashes: tasks append to their files, fsync,
+//! Crash consistency, tested with seeded crashes: tasks append to their files (direct
+//! and buffered writes, mixed), fsync,
 //! and create, rename and unlink scratch files; the power goes at a seeded instant
 //! (unflushed writes survive, are lost or are torn); the store is mounted again
 //! (recovery) and must be consistent, and every file must hold a prefix of what its task
@@ -65,7 +66,11 @@ async fn task(s: Rc<Store>, t: usize, seed: u64, model: Rc<RefCell<Vec<Model>>>)
             if off + n as u64 > 1 << 22 {
                 continue;
             }
-            s.write(f, off, &v).await.unwrap();
+            if rng.random_bool(0.5) {
+                s.write_buffered(f, off, &v).await.unwrap();
+            } else {
+                s.write(f, off, &v).await.unwrap();
+            }
             model.borrow_mut()[t].data.extend_from_slice(&v);
         } else if r < 85 {
             let len = model.borrow()[t].data.len();

@@ -93,13 +93,18 @@ impl Store {
             st.closing.insert(t.id, (t.freed_blocks, t.freed_inodes));
             (t.id, snap)
         };
-        // Ordered mode: the transaction's data writes complete first.
+        // Ordered mode: the transaction's direct data writes complete first, and its
+        // buffered data goes home.
         {
             let mut g = self.lock.lock().await;
             while self.st.borrow().handles.get(&id).copied().unwrap_or(0) > 0 {
                 g = self.done.wait(g).await;
             }
         }
+        // Ordered data: every buffered block dirtied up to this transaction goes home
+        // first (FastResponse's T_D2 — other files' data included).
+        let n = self.write_data(|_, d| d.txn <= id).await?;
+        self.st.borrow_mut().stats.data_by_commit += n;
         let chunks: Vec<&[(u64, Vec<u8>)]> = snapshot.chunks(MAX_TAGS).collect();
         let need = snapshot.len() as u64 + chunks.len() as u64 + 1;
         let g = self.st.borrow().g;
@@ -224,6 +229,11 @@ impl Store {
                 blocks,
             )
         };
+        // The file's buffered data, as of the inode image above, goes home first (its
+        // own only: the point of fjournal).
+        let ino = f.ino;
+        let n = self.write_data(|k, _| k.0 == ino).await?;
+        self.st.borrow_mut().stats.data_by_fsync += n;
         let hb = h.encode();
         let fs = g.fjournal_start();
         let mut writes = vec![(fs + fhead, hb.clone())];

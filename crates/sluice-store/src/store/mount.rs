@@ -109,6 +109,9 @@ impl Store {
             inode_used: inodes.iter().map(|i| i.used).collect(),
             names: BTreeMap::new(),
             ino_txn: BTreeMap::new(),
+            data: BTreeMap::new(),
+            data_bytes: 0,
+            next_gen: 0,
             aborted: None,
             stats: StoreStats::default(),
         };
@@ -176,6 +179,7 @@ impl Store {
             work: Condvar::new(),
             done: Condvar::new(),
             commit_lock: Mutex::new(()),
+            data_lock: Mutex::new(()),
             fj_lock: Mutex::new(()),
         });
         let s = store.clone();
