@@ -63,6 +63,47 @@ pub struct PageKey {
 /// A frame of the cache.
 pub type FrameId = u32;
 
+/// Pages `first..=last` of a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PageRange {
+    /// The file.
+    pub file: u32,
+    /// First page index.
+    pub first: u64,
+    /// Last page index (inclusive).
+    pub last: u64,
+}
+
+impl PageRange {
+    /// Every page of `file`.
+    pub fn file(file: u32) -> PageRange {
+        PageRange {
+            file,
+            first: 0,
+            last: u64::MAX,
+        }
+    }
+
+    /// The pages bytes `offset..offset + len` touch (`len` ≥ 1).
+    pub fn bytes(file: u32, offset: u64, len: u64) -> PageRange {
+        PageRange {
+            file,
+            first: offset / PAGE,
+            last: (offset + len.max(1) - 1) / PAGE,
+        }
+    }
+
+    fn keys(self) -> std::ops::RangeInclusive<PageKey> {
+        PageKey {
+            file: self.file,
+            index: self.first,
+        }..=PageKey {
+            file: self.file,
+            index: self.last,
+        }
+    }
+}
+
 /// The cache's settings.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CacheConfig {
@@ -437,17 +478,13 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> PageCache<B> {
         }
     }
 
-    /// The next dirty page to write back (of `file` only, if given), in (file, index)
+    /// The next dirty page to write back (of `range` only, if given), in (file, index)
     /// order; it becomes under writeback (tag it with [`PageCache::set_token`]).
     /// Returns its key and frame; copy its data with [`PageCache::read`].
-    pub fn start_writeback(&mut self, file: Option<u32>) -> Option<(PageKey, FrameId)> {
-        let key = match file {
+    pub fn start_writeback(&mut self, range: Option<PageRange>) -> Option<(PageKey, FrameId)> {
+        let key = match range {
             None => *self.dirty.iter().next()?,
-            Some(file) => *self
-                .dirty
-                .range(PageKey { file, index: 0 }..)
-                .next()
-                .filter(|k| k.file == file)?,
+            Some(r) => *self.dirty.range(r.keys()).next()?,
         };
         self.dirty.remove(&key);
         self.writeback += 1;
@@ -483,13 +520,14 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> PageCache<B> {
         true
     }
 
-    /// The writebacks in flight of `file`'s pages (what an fsync waits on), in page
-    /// order: (page, token).
-    pub fn writebacks_of(&self, file: u32) -> Vec<(PageKey, u64)> {
+    /// The writebacks in flight of the pages in `range` (what an fsync or a direct
+    /// read waits on), in page order: (page, token).
+    pub fn writebacks_in(&self, range: PageRange) -> Vec<(PageKey, u64)> {
+        let keys = range.keys();
         let mut v: Vec<(PageKey, u64)> = self
             .index
             .iter()
-            .filter(|(k, _)| k.file == file)
+            .filter(|(k, _)| keys.contains(k))
             .filter_map(|(k, &f)| {
                 let fr = self.frame(f);
                 (fr.state == State::Writeback).then_some((*k, fr.token))
@@ -499,21 +537,19 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> PageCache<B> {
         v
     }
 
-    /// Whether `file` has dirty pages.
-    pub fn file_dirty(&self, file: u32) -> bool {
-        self.dirty
-            .range(PageKey { file, index: 0 }..)
-            .next()
-            .is_some_and(|k| k.file == file)
+    /// Whether pages in `range` are dirty.
+    pub fn dirty_in(&self, range: PageRange) -> bool {
+        self.dirty.range(range.keys()).next().is_some()
     }
 
-    /// Drop every clean page of `file` (the file was truncated or removed). Dirty pages
-    /// and pages under writeback stay.
-    pub fn forget_clean(&mut self, file: u32) {
+    /// Drop the clean pages in `range` (a direct write went around the cache, or the
+    /// file went away). Dirty pages and pages under writeback stay.
+    pub fn forget_clean(&mut self, range: PageRange) {
+        let r = range.keys();
         let keys: Vec<PageKey> = self
             .index
             .iter()
-            .filter(|(k, &f)| k.file == file && self.frame(f).state == State::Clean)
+            .filter(|(k, &f)| r.contains(k) && self.frame(f).state == State::Clean)
             .map(|(k, _)| *k)
             .collect();
         for k in keys {

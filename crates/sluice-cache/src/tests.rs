@@ -50,7 +50,7 @@ fn writeback_cleans_and_a_writer_waits_for_it() {
     assert_eq!(k, key(3));
     c.set_token(f, 42);
     assert_eq!(c.check_write(k, 0, 512), WriteCheck::WaitWriteback(42));
-    assert_eq!(c.writebacks_of(0), vec![(k, 42)]);
+    assert_eq!(c.writebacks_in(PageRange::file(0)), vec![(k, 42)]);
     let mut out = [0u8; 16];
     c.read(f, 0, &mut out);
     assert_eq!(out, [7; 16], "a page under writeback is readable");
@@ -69,10 +69,10 @@ fn a_failed_writeback_leaves_the_page_dirty() {
     let mut c = Cache::new(cfg(64));
     assert!(c.reserve());
     c.write(key(1), 0, &page(7), Some(page(0)));
-    let (k, f) = c.start_writeback(Some(0)).unwrap();
+    let (k, f) = c.start_writeback(Some(PageRange::file(0))).unwrap();
     c.set_token(f, 1);
     c.end_writeback(k, 1, false);
-    assert!(c.file_dirty(0));
+    assert!(c.dirty_in(PageRange::file(0)));
     assert_eq!(c.stats().writeback_errors, 1);
 }
 

@@ -23,7 +23,7 @@ use std::collections::VecDeque;
 use std::io;
 use std::rc::Rc;
 
-use sluice_cache::{CacheConfig, PageCache, PageKey, ReadDone, WriteCheck, PAGE};
+use sluice_cache::{CacheConfig, PageCache, PageKey, PageRange, ReadDone, WriteCheck, PAGE};
 use sluice_core::{IoClass, Op};
 
 use crate::buffer::DmaBuffer;
@@ -179,13 +179,13 @@ impl Cache {
         dirty > pc.config().background_pages() || (dirty > 0 && self.waiting.get() > 0)
     }
 
-    /// Write back up to `FLUSH_DEPTH` dirty pages (of `file` only, if given) with the
+    /// Write back up to `FLUSH_DEPTH` dirty pages (of `range` only, if given) with the
     /// calling task's class, then wait for them. Returns the first error.
-    async fn write_back(&self, file: Option<u32>) -> io::Result<usize> {
+    async fn write_back(&self, range: Option<PageRange>) -> io::Result<usize> {
         let mut flying: Vec<(PageKey, u64, IoHandle)> = Vec::with_capacity(FLUSH_DEPTH);
         while flying.len() < FLUSH_DEPTH {
             let mut pc = self.pc.borrow_mut();
-            let Some((key, f)) = pc.start_writeback(file) else {
+            let Some((key, f)) = pc.start_writeback(range) else {
                 break;
             };
             let mut buf = DmaBuffer::new(PAGE as usize);
@@ -379,23 +379,47 @@ impl File {
         }
     }
 
-    /// Write back this file's dirty pages with the calling task's class and wait for
-    /// every writeback of its pages in flight (a critical caller promotes them).
-    pub(crate) async fn sync_cached(&self) -> io::Result<()> {
+    /// Write back the dirty pages of `range` with the calling task's class and wait
+    /// for every writeback of its pages in flight (a critical caller promotes them):
+    /// what `fsync` does for the whole file, and what a direct read or write does for
+    /// its range first (as Linux's `filemap_write_and_wait_range` before direct I/O).
+    pub(crate) async fn sync_range(&self, range: PageRange) -> io::Result<()> {
         let cache = current();
         loop {
-            let dirty = cache.pc.borrow().file_dirty(self.id());
+            let dirty = cache.pc.borrow().dirty_in(range);
             if dirty {
-                cache.write_back(Some(self.id())).await?;
+                cache.write_back(Some(range)).await?;
                 continue;
             }
-            let flying = cache.pc.borrow().writebacks_of(self.id());
+            let flying = cache.pc.borrow().writebacks_in(range);
             if flying.is_empty() {
                 return Ok(());
             }
             for (key, t) in flying {
                 cache.wait_writeback(key, t).await;
             }
+        }
+    }
+}
+
+impl File {
+    /// Before a direct read or write of bytes `offset..offset + len`: the range's dirty
+    /// pages go to the device and its writebacks in flight are awaited (promoted for a
+    /// critical caller), so a direct read sees buffered writes and a direct write is not
+    /// overtaken by an older writeback.
+    pub(crate) async fn direct_coherence(&self, offset: u64, len: usize) -> io::Result<()> {
+        if with(|inner, _| inner.io.cache.is_none()) || len == 0 {
+            return Ok(());
+        }
+        self.sync_range(PageRange::bytes(self.id(), offset, len as u64))
+            .await
+    }
+
+    /// After a direct write: clean cached pages of its range are stale; drop them.
+    pub(crate) fn direct_written(&self, offset: u64, len: usize) {
+        if let Some(c) = with(|inner, _| inner.io.cache.clone()) {
+            c.pc.borrow_mut()
+                .forget_clean(PageRange::bytes(self.id(), offset, len as u64));
         }
     }
 }

@@ -136,32 +136,44 @@ impl File {
     /// Read `buf.len()` bytes at `offset` into `buf`; returns the bytes read (short at
     /// the end of the file) and the buffer.
     pub async fn read_at(&self, buf: DmaBuffer, offset: u64) -> (io::Result<usize>, DmaBuffer) {
-        self.submit(Op::Read, buf, offset, IoOptions::new()).await
+        self.read_at_with(buf, offset, IoOptions::new()).await
     }
 
-    /// [`File::read_at`] with per-I/O options (class, activity).
+    /// [`File::read_at`] with per-I/O options (class, activity). With a page cache,
+    /// dirty pages of the range are written back first and their writebacks awaited (a
+    /// critical reader promotes them), so the read sees buffered writes.
     pub async fn read_at_with(
         &self,
         buf: DmaBuffer,
         offset: u64,
         opts: IoOptions,
     ) -> (io::Result<usize>, DmaBuffer) {
+        if let Err(e) = self.direct_coherence(offset, buf.len()).await {
+            return (Err(e), buf);
+        }
         self.submit(Op::Read, buf, offset, opts).await
     }
 
     /// Write `buf` at `offset`; returns the bytes written and the buffer.
     pub async fn write_at(&self, buf: DmaBuffer, offset: u64) -> (io::Result<usize>, DmaBuffer) {
-        self.submit(Op::Write, buf, offset, IoOptions::new()).await
+        self.write_at_with(buf, offset, IoOptions::new()).await
     }
 
-    /// [`File::write_at`] with per-I/O options.
+    /// [`File::write_at`] with per-I/O options. With a page cache, the range's dirty
+    /// pages are written back first and its clean cached pages dropped after.
     pub async fn write_at_with(
         &self,
         buf: DmaBuffer,
         offset: u64,
         opts: IoOptions,
     ) -> (io::Result<usize>, DmaBuffer) {
-        self.submit(Op::Write, buf, offset, opts).await
+        let len = buf.len();
+        if let Err(e) = self.direct_coherence(offset, len).await {
+            return (Err(e), buf);
+        }
+        let r = self.submit(Op::Write, buf, offset, opts).await;
+        self.direct_written(offset, len);
+        r
     }
 
     /// Make the data written so far durable: the file's dirty pages in the page cache
@@ -171,7 +183,8 @@ impl File {
     /// fsync its metadata part later).
     pub async fn fsync(&self) -> io::Result<()> {
         if with(|inner, _| inner.io.cache.is_some()) {
-            self.sync_cached().await?;
+            self.sync_range(sluice_cache::PageRange::file(self.id))
+                .await?;
         }
         let (r, _) = self
             .submit(Op::Flush, DmaBuffer::new(0), 0, IoOptions::new())
