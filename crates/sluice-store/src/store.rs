@@ -5,13 +5,23 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 
-use sluice_runtime::{Activity, Condvar, DmaBuffer, File, IoOptions, Mutex, Op};
+use sluice_runtime::{Activity, Condvar, DmaBuffer, File, IoHandle, IoOptions, Mutex, Op};
 
 use crate::layout::{Geometry, Inode, BLOCK, MAX_FILE_BLOCKS, MAX_NAME};
 
 mod commit;
 mod meta;
 mod mount;
+
+/// How a commit's data and journal writes are ordered before its FLUSH.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FsyncPath {
+    /// Data first, then the journal blocks (the baseline).
+    #[default]
+    Sync,
+    /// AIOS's asynchronous path: the journal blocks go out while the data is in flight.
+    Async,
+}
 
 /// How `fsync` makes a file durable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,13 +116,20 @@ impl Dev {
 
     /// Write blocks (home block, contents) concurrently and wait for all.
     async fn write_all(&self, blocks: &[(u64, Vec<u8>)], opts: IoOptions) -> io::Result<()> {
-        let hs: Vec<_> = blocks
+        Dev::wait_all(self.submit_all(blocks, opts)).await
+    }
+
+    fn submit_all(&self, blocks: &[(u64, Vec<u8>)], opts: IoOptions) -> Vec<IoHandle> {
+        blocks
             .iter()
             .map(|(b, d)| {
                 self.file
                     .submit(Op::Write, DmaBuffer::from_slice(d), b * BLOCK as u64, opts)
             })
-            .collect();
+            .collect()
+    }
+
+    async fn wait_all(hs: Vec<IoHandle>) -> io::Result<()> {
         let mut first = Ok(());
         for h in hs {
             if let (Err(e), _) = h.await {
@@ -204,6 +221,7 @@ pub struct Store {
     commit_lock: Mutex<()>,
     /// Held while buffered data goes home (a block never has two writebacks in flight).
     data_lock: Mutex<()>,
+    fsync_path: std::cell::Cell<FsyncPath>,
     fj_lock: Mutex<()>,
 }
 
@@ -216,6 +234,11 @@ fn journal_io() -> IoOptions {
 }
 
 impl Store {
+    /// Choose the synchronous (default) or asynchronous (AIOS) commit path.
+    pub fn set_fsync_path(&self, path: FsyncPath) {
+        self.fsync_path.set(path);
+    }
+
     /// The counters.
     pub fn stats(&self) -> StoreStats {
         self.st.borrow().stats
@@ -476,7 +499,7 @@ impl Store {
         if over {
             // Too much buffered: the writer writes it home (early data is always safe
             // in ordered mode).
-            self.write_data(|_, _| true).await?;
+            self.write_data(|_, _| true, &[]).await?;
         }
         let images = self.images(f, offset, data).await?;
         let first = offset / BLOCK as u64;
@@ -531,14 +554,28 @@ impl Store {
     /// copies are taken under the lock, so no direct write of the block can be
     /// overtaken by an older copy) and drop those not written again meanwhile. Returns
     /// how many went.
-    async fn write_data(&self, keep: impl Fn(&(u32, u64), &Dirty) -> bool) -> io::Result<u64> {
+    ///
+    /// `journal` blocks (a commit's descriptor and metadata, an f-transaction's header
+    /// and blocks) go too: after the data on the synchronous path, beside it on the
+    /// asynchronous one (AIOS, ATC '19 §3.3–3.4: journal I/O overlapped with data I/O —
+    /// the FLUSH before the commit record orders both).
+    async fn write_data(
+        &self,
+        keep: impl Fn(&(u32, u64), &Dirty) -> bool,
+        journal: &[(u64, Vec<u8>)],
+    ) -> io::Result<u64> {
         let _d = self.data_lock.lock().await;
         let copies = self.data_copies(keep);
-        if copies.is_empty() {
-            return Ok(0);
-        }
         let writes: Vec<(u64, Vec<u8>)> = copies.iter().map(|c| (c.2, c.3.clone())).collect();
-        self.dev.write_all(&writes, IoOptions::new()).await?;
+        let jopts = IoOptions::new().activity(Activity::WAL);
+        if self.fsync_path.get() == FsyncPath::Async {
+            let mut hs = self.dev.submit_all(&writes, IoOptions::new());
+            hs.extend(self.dev.submit_all(journal, jopts));
+            Dev::wait_all(hs).await?;
+        } else {
+            Dev::wait_all(self.dev.submit_all(&writes, IoOptions::new())).await?;
+            Dev::wait_all(self.dev.submit_all(journal, jopts)).await?;
+        }
         let mut st = self.st.borrow_mut();
         for (key, gen, _, _) in &copies {
             if st.data.get(key).is_some_and(|d| d.gen == *gen) {
@@ -561,7 +598,7 @@ impl Store {
             // Metadata durable already: the file's buffered overwrites go home, then a
             // flush covers them and the direct writes since.
             let ino = f.ino;
-            let n = self.write_data(|k, _| k.0 == ino).await?;
+            let n = self.write_data(|k, _| k.0 == ino, &[]).await?;
             self.st.borrow_mut().stats.data_by_fsync += n;
             self.dev.flush().await?;
             return Ok(());

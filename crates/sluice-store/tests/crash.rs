@@ -4,7 +4,8 @@
 //! (unflushed writes survive, are lost or are torn); the store is mounted again
 //! (recovery) and must be consistent, and every file must hold a prefix of what its task
 //! wrote at least as long as what its last completed fsync covered — in both commit
-//! modes: 1 000 seeded crashes each (`STORE_CRASH_SEED=N cargo test -p sluice-store
+//! modes and both commit paths (synchronous, AIOS's asynchronous): 1 000 seeded
+//! crashes per mode (`STORE_CRASH_SEED=N cargo test -p sluice-store
 //! --test crash` replays one).
 
 use std::cell::RefCell;
@@ -13,7 +14,7 @@ use std::rc::Rc;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use sluice_runtime::{spawn, CrashSpec, DiskImage, File, Stack, StackBuilder, TaskCtx};
-use sluice_store::{CommitMode, Geometry, Store};
+use sluice_store::{CommitMode, FsyncPath, Geometry, Store};
 
 const TASKS: usize = 3;
 const IMG: &str = "store.img";
@@ -105,6 +106,12 @@ fn crash_and_check(mode: CommitMode, seed: u64, base: &DiskImage, at: u64) -> (u
             move || async move {
                 let f = File::open(IMG).await.unwrap();
                 let s = Store::mount(&f, mode).await.unwrap();
+                // Every other seed takes AIOS's asynchronous commit path.
+                s.set_fsync_path(if seed % 2 == 1 {
+                    FsyncPath::Async
+                } else {
+                    FsyncPath::Sync
+                });
                 let hs: Vec<_> = (0..TASKS)
                     .map(|t| {
                         spawn(

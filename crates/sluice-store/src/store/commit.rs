@@ -101,10 +101,6 @@ impl Store {
                 g = self.done.wait(g).await;
             }
         }
-        // Ordered data: every buffered block dirtied up to this transaction goes home
-        // first (FastResponse's T_D2 — other files' data included).
-        let n = self.write_data(|_, d| d.txn <= id).await?;
-        self.st.borrow_mut().stats.data_by_commit += n;
         let chunks: Vec<&[(u64, Vec<u8>)]> = snapshot.chunks(MAX_TAGS).collect();
         let need = snapshot.len() as u64 + chunks.len() as u64 + 1;
         let g = self.st.borrow().g;
@@ -129,7 +125,11 @@ impl Store {
                 at += 1;
             }
         }
-        self.dev.write_all(&writes, journal_io()).await?;
+        // Ordered data: every buffered block dirtied up to this transaction goes home
+        // (FastResponse's T_D2 — other files' data included), before the journal
+        // blocks or beside them (AIOS's asynchronous path).
+        let n = self.write_data(|_, d| d.txn <= id, &writes).await?;
+        self.st.borrow_mut().stats.data_by_commit += n;
         // The data and the journal blocks are durable before the commit record.
         self.dev.flush().await?;
         let crc = journal::body_crc(writes.iter().map(|(_, b)| &b[..]));
@@ -229,18 +229,17 @@ impl Store {
                 blocks,
             )
         };
-        // The file's buffered data, as of the inode image above, goes home first (its
-        // own only: the point of fjournal).
-        let ino = f.ino;
-        let n = self.write_data(|k, _| k.0 == ino).await?;
-        self.st.borrow_mut().stats.data_by_fsync += n;
         let hb = h.encode();
         let fs = g.fjournal_start();
         let mut writes = vec![(fs + fhead, hb.clone())];
         for (i, b) in blocks.iter().enumerate() {
             writes.push((fs + fhead + 1 + i as u64, b.clone()));
         }
-        self.dev.write_all(&writes, journal_io()).await?;
+        // The file's buffered data, as of the inode image above (its own only: the
+        // point of fjournal), then the f-transaction's blocks — or both at once.
+        let ino = f.ino;
+        let n = self.write_data(|k, _| k.0 == ino, &writes).await?;
+        self.st.borrow_mut().stats.data_by_fsync += n;
         self.dev.flush().await?;
         let crc = journal::body_crc(std::iter::once(&hb[..]).chain(blocks.iter().map(|b| &b[..])));
         let cb = journal::encode_commit(true, h.id, h.seq, crc);

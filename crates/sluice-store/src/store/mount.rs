@@ -180,6 +180,7 @@ impl Store {
             done: Condvar::new(),
             commit_lock: Mutex::new(()),
             data_lock: Mutex::new(()),
+            fsync_path: std::cell::Cell::new(super::FsyncPath::Sync),
             fj_lock: Mutex::new(()),
         });
         let s = store.clone();
