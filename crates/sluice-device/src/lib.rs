@@ -96,15 +96,19 @@
 mod arbiter;
 pub mod durability;
 pub mod faults;
+pub mod ftl;
 mod profile;
+pub mod service;
 mod ssd;
 
 pub use durability::{Contents, ContentsStats, CrashReport, CrashSpec, FlushTicket};
 pub use faults::{FaultConfig, FaultSpecError};
+pub use ftl::{FlashConfig, FlashStats};
 pub use profile::{
     Arbitration, ArbitrationKind, Burst, Controller, DeviceProfile, Geometry, Media, Nominal,
     ProfileError, WriteBuffer, WritePlacement,
 };
+pub use service::{OpVariation, ServiceVariation};
 pub use ssd::{Command, DeviceCompletion, DeviceStats, NvmeSsd, SubmitError};
 
 // Re-exported for convenience: the vocabulary the API uses.

@@ -426,7 +426,9 @@ impl Stack {
         let block = BlockLayer::new(policy, &[]);
         let port = match &self.device {
             DeviceChoice::Simulated(profile) => {
-                io::Port::Sim(SimPort::new(NvmeSsd::new(profile, b.cores)))
+                let mut ssd = NvmeSsd::new(profile, b.cores);
+                ssd.set_seed(b.seed);
+                io::Port::Sim(SimPort::new(ssd))
             }
             DeviceChoice::Directory(dir) => io::Port::Real(
                 real::RealPort::new(dir, 256, b.direct).map_err(RuntimeError::Config)?,

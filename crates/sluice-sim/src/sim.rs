@@ -183,6 +183,7 @@ impl<'a> Sim<'a> {
 
         let mut device = NvmeSsd::new(profile, cfg.cores);
         device.set_faults(cfg.faults, cfg.seed);
+        device.set_seed(cfg.seed);
         let cap: usize = threads.iter().map(|t| t.iodepth as usize).sum();
         // Preallocate for the usual depths; deeper runs grow as requests arrive.
         let block = BlockLayer::with_meter(policy, &flows, sluice_block::NoMeter, cap.min(1 << 16));
