@@ -449,7 +449,11 @@ impl Ftl {
     /// Units `die` can still write without collecting.
     fn room(&self, die: u32) -> u32 {
         let (b, next) = self.active[die as usize];
-        let in_active = if b == NONE { 0 } else { self.block_units - next };
+        let in_active = if b == NONE {
+            0
+        } else {
+            self.block_units - next
+        };
         in_active + self.free[die as usize].len() as u32 * self.block_units
     }
 
@@ -553,7 +557,10 @@ mod tests {
         assert!(f.all_buffered(8192, 8192));
         assert!(!f.all_buffered(4096, 8192));
         f.program(1, 8192, 8192);
-        assert!(f.all_buffered(8192, 4096), "in the buffer until its program ends");
+        assert!(
+            f.all_buffered(8192, 4096),
+            "in the buffer until its program ends"
+        );
         f.buffer_out(8192, 8192);
         assert!(!f.all_buffered(8192, 4096));
         assert_eq!(f.die_of(8192), Some(1));

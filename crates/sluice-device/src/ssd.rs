@@ -3,8 +3,8 @@
 
 use crate::arbiter::Arbiter;
 use crate::faults::{Fault, FaultConfig, Faults};
-use crate::profile::{Arbitration, DeviceProfile, ProfileError, WritePlacement};
 use crate::ftl::{FlashStats, Ftl};
+use crate::profile::{Arbitration, DeviceProfile, ProfileError, WritePlacement};
 use crate::service::Service;
 use sluice_core::{Nanos, Op, QueueClass};
 use std::cmp::Reverse;
@@ -233,7 +233,10 @@ impl FlashState {
             (Some(g), true) => g.channels,
             _ => 0,
         };
-        let program_bytes = p.write_buffer.as_ref().map_or(m.stripe_bytes, |w| w.program_bytes);
+        let program_bytes = p
+            .write_buffer
+            .as_ref()
+            .map_or(m.stripe_bytes, |w| w.program_bytes);
         Some(FlashState {
             ftl: Ftl::new(c, m.units, (m.stripe_bytes / c.map_bytes).max(1)),
             channels,

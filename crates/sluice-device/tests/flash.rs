@@ -85,7 +85,10 @@ fn sustained_random_writes_fall_to_a_steady_state_with_wa_above_1() {
     assert!(steady < 0.6 * fresh, "steady {steady} vs fresh {fresh}");
     // … and are steady (within 10 % of their mean) …
     for x in tail {
-        assert!((x.iops / steady - 1.0).abs() < 0.1, "{x:?} vs steady {steady}");
+        assert!(
+            (x.iops / steady - 1.0).abs() < 0.1,
+            "{x:?} vs steady {steady}"
+        );
     }
     // … with write amplification above 1.
     let wa: f64 = tail.iter().map(|x| x.wa).sum::<f64>() / tail.len() as f64;

@@ -517,6 +517,7 @@ impl Shared {
                 device_fetched_per_class: PerClass(dev.stats().fetched_per_class),
                 device_wrr_weights: block.wrr_applied(),
                 device_faults: None,
+                device_flash: sluice_sim::flash_facts(dev),
                 littles_law_l: 0.0,
                 littles_law_lambda_w: 0.0,
             }),

@@ -600,6 +600,7 @@ impl<'a> Sim<'a> {
                     media_errors: self.port.device.stats().media_errors,
                     timeouts: self.port.device.stats().timeouts,
                 }),
+                device_flash: crate::port::flash_facts(&self.port.device),
                 littles_law_l: round6(l),
                 littles_law_lambda_w: round6(lambda_w),
             }),
