@@ -32,6 +32,7 @@ fn sustained_writes(p: &DeviceProfile, qd: u32, windows: usize, per: u64) -> Vec
             op: Op::Write,
             offset: rng.below(span) * 4096,
             len: 4096,
+            fua: false,
         }
     };
     for _ in 0..qd {
@@ -107,6 +108,7 @@ fn reads_of_buffered_data_come_from_dram() {
             op,
             offset: 1 << 20,
             len: 4096,
+            fua: false,
         };
         ssd.advance(at, &mut out);
         ssd.submit(at, qid, c).unwrap();
