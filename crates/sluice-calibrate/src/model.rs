@@ -183,7 +183,8 @@ pub fn derive(a: &Anchors) -> Model {
     // Per-byte unit time from the read slope.
     let c_read = a.read_fit.map_or(0.0, |f| f.slope);
     let u = (c_read - ns_per_byte_bus).max(1e-4);
-    let unit_bw = (1e9 / u).min(1e15);
+    // At most the profile bound (1 TB/s) so the profile validates.
+    let unit_bw = (1e9 / u).min(1e12);
     let t_small = SMALL * 1e9 / unit_bw;
     d.push(format!(
         "1 / unit_bandwidth = read cost slope {:.4} ns/B − 1 / bus {:.4} ns/B = {:.4} ns/B ({:.1} MB/s)",
@@ -797,13 +798,36 @@ mod tests {
         let m = derive(&a);
         assert!(m.read_ns >= 100 && m.read_cmd_ns < 100_000, "{m:?}");
         assert!(!m.caveats.is_empty());
-        let toml = m.to_toml("x", "y \"quoted\"", &["line one".into(), String::new()]);
+        let p = m.to_profile("x", "y \"quoted\"");
+        let toml = profile_text(&p, &m, &["line one".into(), String::new()]).unwrap();
         assert!(toml.starts_with("# line one\n#\n"), "{toml}");
-        assert!(
-            toml.contains("description = \"y \\\"quoted\\\"\""),
-            "{toml}"
-        );
         assert!(toml.contains("[nominal]") && toml.contains("[media]"));
+        // serde quotes the description; the text loads back as the same profile.
+        let back = DeviceProfile::from_toml_str(&toml, "x").unwrap();
+        assert_eq!(back, p);
+        assert_eq!(back.description, "y \"quoted\"");
+    }
+
+    #[test]
+    fn the_spread_fit_inverts_the_log_normal_body() {
+        for sigma in [0.05, 0.2, 0.6, 1.2] {
+            let media = 50_000.0;
+            let spread = media * (-sigma * sigma / 2.0f64).exp() * ((2.326 * sigma).exp() - 1.0);
+            let got = fit_sigma(spread, media);
+            assert!((got - sigma).abs() < 1e-6, "{got} vs {sigma}");
+        }
+        assert_eq!(fit_sigma(0.0, 1000.0), 0.0);
+        assert_eq!(
+            fit_sigma(1e12, 1000.0),
+            2.0,
+            "clamped to the profile's range"
+        );
+        // A model with spread writes it into [service], and the profile validates.
+        let m = derive(&anchors()).with_spread((100_000.0, 130_000.0), (60_000.0, 60_000.0));
+        let p = m.to_profile("x", "y");
+        p.validate().unwrap();
+        let v = p.service.expect("read spread");
+        assert!(v.read.sigma > 0.0);
     }
 
     #[test]
