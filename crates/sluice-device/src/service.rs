@@ -133,7 +133,7 @@ impl ServiceVariation {
     }
 }
 
-/// Cells of the body's quantile table.
+/// Cells of the body's quantile table (2¹², indexed by the top 12 bits of a draw).
 const CELLS: usize = 4096;
 
 /// Precomputed parameters of one operation kind.
@@ -259,18 +259,21 @@ impl Service {
         let r: u64 = self.rng.random();
         let mut t = nominal_ns as f64;
         if !p.body.is_empty() {
-            let x = (r >> 32) as f64 * (CELLS as f64 / 4_294_967_296.0);
-            let i = x as usize;
-            let f = x - i as f64;
-            t *= p.body[i] + (p.body[i + 1] - p.body[i]) * f;
+            // The high 32 bits: a cell (top 12 bits) and the place in it (the next 20).
+            let hi = (r >> 32) as u32;
+            let i = (hi >> 20) as usize;
+            let f = (hi & 0xF_FFFF) as f64 * (1.0 / 1_048_576.0);
+            let (a, b) = (p.body[i], p.body[i + 1]);
+            t *= a + (b - a) * f;
         }
         if (r as u32) < p.tail_threshold {
             let tail_mean = p.tail_mean;
             let e: f64 = self.rng.sample(Exp1);
             t += e * tail_mean;
         }
-        // Bounded by the profile's limits (10 s) so sums of times cannot wrap.
-        (t.round() as Nanos).clamp(1, 10_000_000_000)
+        // Rounded (t > 0), bounded by the profile's limits (10 s) so sums of times cannot
+        // wrap.
+        ((t + 0.5) as Nanos).clamp(1, 10_000_000_000)
     }
 }
 
