@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
 cargo build --release --quiet
-bin=target/release/sluice
+bin=${CARGO_TARGET_DIR:-target}/release/sluice
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for secs in 1 10; do

@@ -51,7 +51,7 @@ pub enum CliError {
     Engine(#[from] sluice_engine::EngineError),
     /// `sluice calibrate` refused its input or failed.
     #[error("{0}")]
-    Calibrate(#[from] sluice_engine::calibrate::CalibrateError),
+    Calibrate(#[from] sluice_calibrate::CalibrateError),
     /// A command-line value is malformed (what, and how to write it).
     #[error("{0}")]
     Usage(String),

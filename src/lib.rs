@@ -12,6 +12,7 @@
 //! * [`workload`] — fio job files and deterministic I/O generators;
 //! * [`sim`] — the deterministic discrete-event simulator;
 //! * [`engine`] — the real engine: the same policies on files and devices through io_uring;
+//! * [`calibrate`] — measuring a real device and deriving its simulated profile;
 //! * [`metrics`] — latency histograms with breakdown, shares, fairness, JSON, plots;
 //! * [`repro`] — paper experiments with goals (`sluice repro`);
 //! * [`cli`] — the parts of the `sluice` command that are worth testing as a library.
@@ -19,6 +20,7 @@
 
 pub use sluice_block as block;
 pub use sluice_cache as cache;
+pub use sluice_calibrate as calibrate;
 pub use sluice_core as core;
 pub use sluice_device as device;
 pub use sluice_engine as engine;

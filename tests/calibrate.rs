@@ -5,11 +5,11 @@
 
 use std::process::{Command, Output};
 
+use sluice::calibrate::analysis::LinearFit;
+use sluice::calibrate::model::{self, mva_iops, Anchors};
+use sluice::calibrate::{PointSpec, Window};
 use sluice::core::policy;
 use sluice::device::DeviceProfile;
-use sluice::engine::calibrate::analysis::LinearFit;
-use sluice::engine::calibrate::model::{self, mva_iops, Anchors};
-use sluice::engine::calibrate::{PointSpec, Window};
 use sluice::sim::{self, SimConfig};
 
 fn sluice(args: &[&str]) -> Output {
@@ -83,12 +83,11 @@ fn within(got: f64, want: f64, tol: f64) -> bool {
 fn derived_profile_round_trips_and_the_simulator_follows_the_anchors() {
     let a = soft_anchors();
     let m = model::derive(&a);
-    let text = m.to_toml(
-        "soft",
-        "a synthetic soft-knee device",
-        &["header line".to_string(), String::new()],
-    );
+    let value = m.to_profile("soft", "a synthetic soft-knee device");
+    let text = model::profile_text(&value, &m, &["header line".to_string(), String::new()])
+        .expect("serde writes the profile");
     let p = DeviceProfile::from_toml_str(&text, "soft.toml").expect("the profile validates");
+    assert_eq!(p, value, "what serde writes loads back as the same profile");
     assert!(text.starts_with("# header line\n#\n"), "{text}");
     assert_eq!(p.name, "soft");
     assert_eq!(p.media.units, m.units);
@@ -157,7 +156,8 @@ fn buffered_writes_round_trip() {
     a.write_iops = 60_000.0;
     let m = model::derive(&a);
     assert!(m.write_buffer.is_some(), "{m:?}");
-    let p = DeviceProfile::from_toml_str(&m.to_toml("buf", "buffered", &[]), "buf.toml").unwrap();
+    let p = m.to_profile("buf", "buffered");
+    p.validate().unwrap();
     let w = simulate(
         &p,
         PointSpec {
@@ -226,7 +226,23 @@ fn quick_calibration_writes_a_profile_the_simulator_loads() {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert!(v["points"].as_array().unwrap().len() >= 10);
-    assert_eq!(v["validation"].as_array().unwrap().len(), 2);
+    // The five validation jobs (sluice_calibrate::validate::JOBS).
+    let names: Vec<&str> = v["validation"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["job"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "randread 4k qd1",
+            "randread 4k qd32",
+            "randwrite 4k qd32",
+            "randrw 70/30 16k qd4",
+            "read 128k qd8"
+        ]
+    );
     // `sluice sim --device` accepts it.
     let job = work.path().join("j.fio");
     std::fs::write(

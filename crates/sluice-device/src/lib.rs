@@ -75,16 +75,19 @@
 //! (front end, or the units) is saturated, additional commands queue, and by Little's
 //! law mean latency ≈ QD / IOPS.
 //!
+//! 7. **Variation** (optional `[service]`, [`service`]): each media operation's time is
+//!    drawn from a mean-preserving log-normal body plus a rare exponential tail, seeded
+//!    by [`NvmeSsd::set_seed`].
+//! 8. **Flash management** (optional `[flash]`, [`ftl`]): a page-level map, greedy
+//!    garbage collection with copy and erase cost before destage programs, channel
+//!    buses shared by their dies, reads served from the write buffer.
+//!
 //! ## Left out
 //!
-//! * Garbage collection and erases (`media.erase_ns` is documentation only), and
-//!   write amplification; the logical-to-physical map is not kept (reads are placed by
-//!   LBA striping even after out-of-place writes).
-//! * Channel-bus sharing between the dies of one channel (each unit has its own
-//!   transfer rate), reads served from the write buffer, and program suspension.
+//! * Program/erase suspension, cache reads, wear levelling; variation of the controller
+//!   and bus stages.
 //! * A unit's reads are booked when fetched, a few µs ahead of their arrival, so a
 //!   destage program that ends in the meantime starts after them (a small gap).
-//! * Command errors: every completion has `ok = true`.
 //!
 //! ## Profiles
 //!
@@ -96,15 +99,19 @@
 mod arbiter;
 pub mod durability;
 pub mod faults;
+pub mod ftl;
 mod profile;
+pub mod service;
 mod ssd;
 
 pub use durability::{Contents, ContentsStats, CrashReport, CrashSpec, FlushTicket};
 pub use faults::{FaultConfig, FaultSpecError};
+pub use ftl::{FlashConfig, FlashStats};
 pub use profile::{
     Arbitration, ArbitrationKind, Burst, Controller, DeviceProfile, Geometry, Media, Nominal,
     ProfileError, WriteBuffer, WritePlacement,
 };
+pub use service::{OpVariation, ServiceVariation};
 pub use ssd::{Command, DeviceCompletion, DeviceStats, NvmeSsd, SubmitError};
 
 // Re-exported for convenience: the vocabulary the API uses.

@@ -3,6 +3,8 @@
 //! A profile is a TOML file (see `crates/sluice-device/profiles/` for the shipped ones).
 //! Every section rejects unknown keys, so a typo is an error that names the line.
 
+use crate::ftl::FlashConfig;
+use crate::service::ServiceVariation;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -80,6 +82,15 @@ pub struct DeviceProfile {
     /// A DRAM write buffer, where the device has one.
     #[serde(default)]
     pub write_buffer: Option<WriteBuffer>,
+    /// Per-operation variation of media times (`[service]`; none when absent), see
+    /// [`crate::service`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<ServiceVariation>,
+    /// Flash management (`[flash]`: mapping, over-provisioning, garbage collection,
+    /// channel buses, reads from the write buffer; none when absent), see
+    /// [`crate::ftl`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flash: Option<FlashConfig>,
 }
 
 /// The figures a profile promises for 4 KB random I/O. They are not inputs of the model:
@@ -392,8 +403,8 @@ pub struct Media {
     /// Fixed unit time of writing one stripe (program), ns. With a write buffer this is
     /// the time of one program of `write_buffer.program_bytes`.
     pub write_ns: u64,
-    /// Block erase time, ns. Not used: garbage collection is not modelled (kept for
-    /// documentation and for later profiles).
+    /// Block erase time, ns: the cost of a garbage-collection erase with `[flash]`
+    /// (documentation only without it).
     #[serde(default)]
     pub erase_ns: Option<u64>,
     /// Per-unit transfer rate (channel), bytes per second: a piece of `b` bytes adds
@@ -730,6 +741,19 @@ impl DeviceProfile {
                 "write_buffer.program_bytes",
                 w.program_bytes as u64,
                 "bytes written by one program, e.g. page × planes",
+            )?;
+        }
+        if let Some(v) = &self.service {
+            v.validate(o)?;
+        }
+        if let Some(f) = &self.flash {
+            f.validate(
+                o,
+                m.units,
+                self.write_buffer.is_some(),
+                m.erase_ns.is_some(),
+                m.write_placement == WritePlacement::RoundRobin,
+                m.geometry.is_some(),
             )?;
         }
         Ok(())

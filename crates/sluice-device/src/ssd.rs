@@ -3,7 +3,9 @@
 
 use crate::arbiter::Arbiter;
 use crate::faults::{Fault, FaultConfig, Faults};
+use crate::ftl::{FlashStats, Ftl};
 use crate::profile::{Arbitration, DeviceProfile, ProfileError, WritePlacement};
+use crate::service::Service;
 use sluice_core::{Nanos, Op, QueueClass};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -197,10 +199,55 @@ struct BufferState {
     flushes: VecDeque<FlushWaiter>,
     admitted_bytes: u64,
     destaged_bytes: u64,
-    /// Per unit: pieces (ready time, bytes) waiting to be programmed.
-    pending: Vec<VecDeque<(Nanos, u32)>>,
+    /// Per unit: pieces (ready time, offset, bytes) waiting to be programmed.
+    pending: Vec<VecDeque<(Nanos, u64, u32)>>,
     /// Per unit: a program is in progress (its end event is in the heap).
     programming: Vec<bool>,
+}
+
+/// Flash management state: the FTL and the channel buses.
+#[derive(Clone, Debug)]
+struct FlashState {
+    ftl: Ftl,
+    /// Channel buses shared by their dies (0: each die transfers on its own).
+    channels: u32,
+    /// Per channel: booked transfers (start, end), sorted and disjoint, pruned as time
+    /// passes; a new transfer takes the first gap that fits (bounded by the commands
+    /// and programs in flight).
+    chan_busy: Vec<VecDeque<(Nanos, Nanos)>>,
+    buffer_reads: bool,
+    /// Per die: the piece (offset, bytes) its program in progress writes; it leaves the
+    /// buffer when the program ends.
+    programming: Vec<(u64, u32)>,
+    map_bytes: u64,
+    erase_ns: Nanos,
+    /// Program time per byte of GC copies (the buffer's coalesced program rate).
+    copy_program: PerByte,
+}
+
+impl FlashState {
+    fn new(p: &DeviceProfile) -> Option<FlashState> {
+        let c = p.flash.as_ref()?;
+        let m = &p.media;
+        let channels = match (&m.geometry, c.channel_bus) {
+            (Some(g), true) => g.channels,
+            _ => 0,
+        };
+        let program_bytes = p
+            .write_buffer
+            .as_ref()
+            .map_or(m.stripe_bytes, |w| w.program_bytes);
+        Some(FlashState {
+            ftl: Ftl::new(c, m.units, (m.stripe_bytes / c.map_bytes).max(1)),
+            channels,
+            chan_busy: (0..channels).map(|_| VecDeque::new()).collect(),
+            buffer_reads: c.buffer_reads,
+            programming: vec![(0, 0); m.units as usize],
+            map_bytes: c.map_bytes as u64,
+            erase_ns: m.erase_ns.unwrap_or(0),
+            copy_program: PerByte::new(m.write_ns, program_bytes as u64),
+        })
+    }
 }
 
 /// The simulated NVMe SSD. Passive and deterministic: it is given the time by its
@@ -241,6 +288,10 @@ pub struct NvmeSsd {
     write_ptr: u32,
     buffer: Option<BufferState>,
     faults: Option<Faults>,
+    /// Per-operation media-time variation (`None`: the profile has none).
+    service: Option<Service>,
+    /// Flash management (`None`: the profile has no `[flash]`).
+    flash: Option<FlashState>,
     stats: DeviceStats,
 }
 
@@ -307,6 +358,8 @@ impl NvmeSsd {
             write_ptr: 0,
             buffer,
             faults: None,
+            service: Service::new(profile.service.as_ref(), 0),
+            flash: FlashState::new(profile),
             stats: DeviceStats {
                 unit_busy_ns: vec![0; m.units as usize],
                 ..DeviceStats::default()
@@ -477,6 +530,13 @@ impl NvmeSsd {
         self.faults = cfg.is_active().then(|| Faults::new(cfg, seed));
     }
 
+    /// Seed the device's own random streams (the media-time variation of the profile's
+    /// `[service]` section) with the run's seed; a device not seeded uses seed 0. Call
+    /// before the first command: the same seed and call sequence give the same times.
+    pub fn set_seed(&mut self, seed: u64) {
+        self.service = Service::new(self.profile.service.as_ref(), seed);
+    }
+
     /// The faults in force, if any.
     pub fn faults(&self) -> Option<&FaultConfig> {
         self.faults.as_ref().map(|f| f.config())
@@ -493,6 +553,81 @@ impl NvmeSsd {
         if t > st.area_until_ns {
             st.inflight_area += self.inflight as u128 * (t - st.area_until_ns) as u128;
             st.area_until_ns = t;
+        }
+    }
+
+    /// Flash-management counters (write amplification, GC), for a profile with
+    /// `[flash]`.
+    pub fn flash_stats(&self) -> Option<FlashStats> {
+        self.flash.as_ref().map(|f| f.ftl.stats)
+    }
+
+    /// Whether a read is served from the write buffer (`[flash] buffer_reads` and all
+    /// its data still buffered); counts it.
+    #[inline]
+    fn read_from_buffer(&mut self, offset: u64, len: u64) -> bool {
+        match &mut self.flash {
+            Some(f) if f.buffer_reads && f.ftl.all_buffered(offset, len) => {
+                f.ftl.stats.buffer_reads += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Book a transfer of `xfer_ns` for unit `u` on its channel, in the first free gap
+    /// at or after `at`, when channels are shared (else at once); `now` is the current
+    /// time (transfers that ended before it are forgotten). Returns (start, end).
+    #[inline]
+    fn channel(&mut self, u: u32, now: Nanos, at: Nanos, xfer_ns: Nanos) -> (Nanos, Nanos) {
+        let Some(f) = self.flash.as_mut().filter(|f| f.channels > 0) else {
+            return (at, at + xfer_ns);
+        };
+        let busy = &mut f.chan_busy[(u % f.channels) as usize];
+        while busy.front().is_some_and(|&(_, e)| e <= now) {
+            busy.pop_front();
+        }
+        let mut s = at;
+        let mut pos = busy.len();
+        for (i, &(bs, be)) in busy.iter().enumerate() {
+            if be <= s {
+                continue;
+            }
+            if bs >= s + xfer_ns {
+                pos = i;
+                break;
+            }
+            s = be;
+        }
+        busy.insert(pos, (s, s + xfer_ns));
+        (s, s + xfer_ns)
+    }
+
+    /// Garbage-collect on die `u` before programming `[offset, offset + bytes)` there
+    /// and map the piece; returns the die time the collection takes (copy-back reads
+    /// and programs, erases; see [`crate::ftl`]).
+    fn collect_garbage(&mut self, u: u32, offset: u64, bytes: u32) -> Nanos {
+        let f = self.flash.as_mut().expect("flash");
+        f.programming[u as usize] = (offset, bytes);
+        let w = f.ftl.program(u, offset, bytes as u64);
+        if w.copies == 0 && w.erases == 0 {
+            return 0;
+        }
+        let pages = (w.copies * f.map_bytes).div_ceil(self.stripe);
+        let (copy_prog, erase) = (f.copy_program.ns(w.copies * f.map_bytes), f.erase_ns);
+        let reads = self.vary(pages * self.read_ns, false);
+        let programs = self.vary(copy_prog, true);
+        let gc = reads + programs + w.erases * erase;
+        self.flash.as_mut().expect("flash").ftl.stats.gc_busy_ns += gc;
+        gc
+    }
+
+    /// A media operation's time: its nominal cost, varied per the profile's `[service]`.
+    #[inline]
+    fn vary(&mut self, nominal_ns: Nanos, write: bool) -> Nanos {
+        match &mut self.service {
+            Some(s) => s.draw(nominal_ns, write),
+            None => nominal_ns,
         }
     }
 
@@ -559,6 +694,10 @@ impl NvmeSsd {
         self.front_free = fe;
         self.stats.front_busy_ns += svc;
         match cmd.op {
+            Op::Read if self.read_from_buffer(cmd.offset, len) => {
+                let ack = self.buffer.as_ref().expect("flash needs a buffer").ack_ns;
+                Some(fe + ack)
+            }
             Op::Read => Some(self.media(fs, fe, cmd.offset, len, false)),
             // A FUA write goes through to the media (write-through), as a device with a
             // volatile cache serves it.
@@ -600,12 +739,16 @@ impl NvmeSsd {
         b.used += len as u64;
         b.admitted_bytes += len as u64;
         let round_robin = self.placement == WritePlacement::RoundRobin;
+        if let Some(f) = &mut self.flash {
+            f.ftl.buffer_in(offset, len as u64);
+        }
         let mut pos = offset;
         let mut left = len as u64;
         loop {
+            let piece = pos;
             let (unit, bytes) = self.next_piece(&mut pos, &mut left, round_robin);
             let u = unit as usize;
-            b.pending[u].push_back((at, bytes as u32));
+            b.pending[u].push_back((at, piece, bytes as u32));
             if !b.programming[u] {
                 self.start_program(&mut b, u, at);
             }
@@ -621,13 +764,22 @@ impl NvmeSsd {
     /// Start the next pending program on unit `u` (not before `now`, its data, or the
     /// unit's committed work).
     fn start_program(&mut self, b: &mut BufferState, u: usize, now: Nanos) {
-        let Some((ready, bytes)) = b.pending[u].pop_front() else {
+        let Some((ready, offset, bytes)) = b.pending[u].pop_front() else {
             b.programming[u] = false;
             return;
         };
-        let cost = b.program.ns(bytes as u64) + self.unit_xfer.ns(bytes as u64);
-        let start = now.max(ready).max(self.unit_free[u]);
-        let end = start + cost;
+        let xfer = self.unit_xfer.ns(bytes as u64);
+        let program = self.vary(b.program.ns(bytes as u64), true);
+        let begin = now.max(ready).max(self.unit_free[u]);
+        let mut start = begin;
+        if self.flash.is_some() {
+            start += self.collect_garbage(u as u32, offset, bytes);
+        }
+        // The data crosses the die's channel (shared with the other dies on it when
+        // `[flash] channel_bus`), then the die programs it.
+        let (_, xe) = self.channel(u as u32, now, start, xfer);
+        let end = xe + program;
+        let cost = end - begin;
         self.unit_free[u] = end;
         self.stats.unit_busy_ns[u] += cost;
         b.programming[u] = true;
@@ -638,6 +790,10 @@ impl NvmeSsd {
     /// start the unit's next program.
     fn program_end(&mut self, t: Nanos, unit: u32, bytes: u32) {
         let mut b = self.buffer.take().expect("program without a buffer");
+        if let Some(f) = &mut self.flash {
+            let (offset, len) = f.programming[unit as usize];
+            f.ftl.buffer_out(offset, len as u64);
+        }
         b.used -= bytes as u64;
         b.destaged_bytes += bytes as u64;
         while let Some(f) = b.flushes.front() {
@@ -707,13 +863,31 @@ impl NvmeSsd {
         let mut left = len;
         let mut end = 0;
         for i in 0..n {
-            let (unit, bytes) = self.next_piece(&mut pos, &mut left, round_robin);
+            let piece = pos;
+            let (mut unit, bytes) = self.next_piece(&mut pos, &mut left, round_robin);
+            if !write {
+                if let Some(d) = self.flash.as_ref().and_then(|f| f.ftl.die_of(piece)) {
+                    unit = d;
+                }
+            }
             let arrival = if n == 1 {
                 fe
             } else {
                 fs + (fe - fs) * (i + 1) / n
             };
-            let cost = fixed + self.unit_xfer.ns(bytes);
+            let array = self.vary(fixed, write);
+            let xfer = self.unit_xfer.ns(bytes);
+            if !write && self.flash.as_ref().is_some_and(|f| f.channels > 0) {
+                // Array read on the die, then the data out over the shared channel.
+                let u = unit as usize;
+                let start = arrival.max(self.unit_free[u]);
+                let (_, e) = self.channel(unit, fs, start + array, xfer);
+                self.unit_free[u] = e;
+                self.stats.unit_busy_ns[u] += e - start;
+                end = end.max(e);
+                continue;
+            }
+            let cost = array + xfer;
             let span = if write { self.write_units as usize } else { 1 };
             let g0 = unit as usize / span * span;
             let group = g0..g0 + span;

@@ -91,7 +91,9 @@ fn drain(ssd: &mut NvmeSsd) -> Vec<sluice_device::DeviceCompletion> {
 
 #[test]
 fn queue_full_and_sq_free() {
-    let p = DeviceProfile::builtin("ull").unwrap();
+    // Fixed service times (no `[service]` variation), so completions keep fetch order.
+    let mut p = DeviceProfile::builtin("ull").unwrap();
+    p.service = None;
     let mut ssd = NvmeSsd::new(&p, 1);
     let q = ssd.queue_id(0, QueueClass::Medium);
     let max = p.controller.max_outstanding;

@@ -201,3 +201,49 @@ fn huge_numbers_are_rejected_with_their_unit_not_wrapped() {
     assert_eq!(field, "media.bus_bandwidth_bytes");
     assert!(msg.contains("bytes per second"), "{msg}");
 }
+
+#[test]
+fn service_and_flash_sections_are_checked() {
+    // A log-normal shape out of range names its field.
+    let (text, _) = with_line("sigma", "sigma = 5.0");
+    let (field, msg) = invalid_field(&text);
+    assert_eq!(field, "service.read.sigma", "{msg}");
+    assert!(msg.contains("0..=2"), "{msg}");
+    // An unknown key in [service.read] is a parse error naming the line.
+    let (text, line) = with_line("tail_prob", "tail_chance = 0.1");
+    match DeviceProfile::from_toml_str(&text, "my.toml") {
+        Err(ProfileError::Parse {
+            line: l, message, ..
+        }) => {
+            assert_eq!(l, line, "{message}");
+            assert!(message.contains("tail_chance"), "{message}");
+        }
+        other => panic!("expected a parse error, got {other:?}"),
+    }
+    // [flash] needs a write buffer, an erase time and out-of-place writes.
+    let nand = include_str!("../profiles/nand.toml");
+    let no_buffer = nand.replace("[write_buffer]", "[unused_buffer]");
+    let no_buffer = no_buffer
+        .lines()
+        .filter(|l| !l.starts_with("[unused_buffer]"))
+        .filter(|l| {
+            !(l.starts_with("capacity_bytes")
+                || l.starts_with("ack_ns")
+                || l.starts_with("program_bytes"))
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let (field, msg) = invalid_field(&no_buffer);
+    assert_eq!(field, "flash", "{msg}");
+    assert!(msg.contains("[write_buffer]"), "{msg}");
+    let lba = nand.replace(
+        "write_placement = \"round_robin\"",
+        "write_placement = \"lba\"",
+    );
+    let (field, msg) = invalid_field(&lba);
+    assert_eq!(field, "media.write_placement", "{msg}");
+    let tiny_op = nand.replace("over_provisioning = 0.25", "over_provisioning = 0.001");
+    let (field, msg) = invalid_field(&tiny_op);
+    assert_eq!(field, "flash.over_provisioning", "{msg}");
+    assert!(msg.contains("gc_free_blocks"), "{msg}");
+}

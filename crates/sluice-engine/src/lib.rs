@@ -47,7 +47,6 @@
 
 mod arbiter;
 mod buf;
-pub mod calibrate;
 mod device;
 mod error;
 mod files;

@@ -195,10 +195,29 @@ pub struct SimFacts {
     /// Commands the device failed (seeded media errors and timeouts), if faults are on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device_faults: Option<DeviceFaults>,
+    /// Flash management on a profile with `[flash]` (write amplification, GC time).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_flash: Option<DeviceFlash>,
     /// Little's law: time-average requests in the system.
     pub littles_law_l: f64,
     /// Little's law: λ·W from the per-request latencies.
     pub littles_law_lambda_w: f64,
+}
+
+/// Flash management of the simulated device over the run (a profile with `[flash]`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct DeviceFlash {
+    /// (host + GC-copied mapping units) / host units programmed; 1 without GC.
+    pub write_amplification: f64,
+    /// Die time spent in garbage collection (copy-back reads and programs, erases),
+    /// summed over dies, ns.
+    pub gc_ns: u64,
+    /// Blocks erased by garbage collection.
+    pub gc_erases: u64,
+    /// Bytes copied by garbage collection.
+    pub gc_copied_bytes: u64,
+    /// Reads served from the write buffer.
+    pub buffer_reads: u64,
 }
 
 /// Seeded command faults the simulated device injected.

@@ -47,8 +47,8 @@ pub use collector::{
     Collector, FlowInfo, JobInfo, RunSetup, Sample, DEFAULT_INTERVAL_NS, MAX_BINS,
 };
 pub use extra::{
-    DeviceFaults, Extra, FileFact, IoErrorFact, PerClass, PolicyCounters, PolicySeries,
-    PolicyTiming, RealFacts, RuntimeFacts, SimFacts,
+    DeviceFaults, DeviceFlash, Extra, FileFact, IoErrorFact, PerClass, PolicyCounters,
+    PolicySeries, PolicyTiming, RealFacts, RuntimeFacts, SimFacts,
 };
 pub use fios::{fios_figures, FiosFigures, FiosMetricError, TaskFigures};
 pub use plot::{plot, plot_xy, XySeries};

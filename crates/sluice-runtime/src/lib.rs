@@ -426,7 +426,9 @@ impl Stack {
         let block = BlockLayer::new(policy, &[]);
         let port = match &self.device {
             DeviceChoice::Simulated(profile) => {
-                io::Port::Sim(SimPort::new(NvmeSsd::new(profile, b.cores)))
+                let mut ssd = NvmeSsd::new(profile, b.cores);
+                ssd.set_seed(b.seed);
+                io::Port::Sim(SimPort::new(ssd))
             }
             DeviceChoice::Directory(dir) => io::Port::Real(
                 real::RealPort::new(dir, 256, b.direct).map_err(RuntimeError::Config)?,
@@ -515,6 +517,7 @@ impl Shared {
                 device_fetched_per_class: PerClass(dev.stats().fetched_per_class),
                 device_wrr_weights: block.wrr_applied(),
                 device_faults: None,
+                device_flash: sluice_sim::flash_facts(dev),
                 littles_law_l: 0.0,
                 littles_law_lambda_w: 0.0,
             }),

@@ -31,5 +31,5 @@ mod port;
 mod sim;
 
 pub use config::{LittleCheck, SimConfig, SimError, SimOutput, SimStats};
-pub use port::SimPort;
+pub use port::{flash_facts, SimPort};
 pub use sim::run;

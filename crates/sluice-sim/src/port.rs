@@ -74,3 +74,21 @@ impl DevicePort for SimPort {
         }
     }
 }
+
+/// The device's flash-management figures for a report's `extra.device_flash` (a profile
+/// with `[flash]`; `None` otherwise).
+pub fn flash_facts(device: &NvmeSsd) -> Option<sluice_metrics::DeviceFlash> {
+    let f = device.flash_stats()?;
+    let map_bytes = device
+        .profile()
+        .flash
+        .as_ref()
+        .map_or(0, |c| c.map_bytes as u64);
+    Some(sluice_metrics::DeviceFlash {
+        write_amplification: (f.write_amplification() * 1e6).round() / 1e6,
+        gc_ns: f.gc_busy_ns,
+        gc_erases: f.gc_erases,
+        gc_copied_bytes: f.gc_copied_units * map_bytes,
+        buffer_reads: f.buffer_reads,
+    })
+}

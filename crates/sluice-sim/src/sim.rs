@@ -183,6 +183,7 @@ impl<'a> Sim<'a> {
 
         let mut device = NvmeSsd::new(profile, cfg.cores);
         device.set_faults(cfg.faults, cfg.seed);
+        device.set_seed(cfg.seed);
         let cap: usize = threads.iter().map(|t| t.iodepth as usize).sum();
         // Preallocate for the usual depths; deeper runs grow as requests arrive.
         let block = BlockLayer::with_meter(policy, &flows, sluice_block::NoMeter, cap.min(1 << 16));
@@ -599,6 +600,7 @@ impl<'a> Sim<'a> {
                     media_errors: self.port.device.stats().media_errors,
                     timeouts: self.port.device.stats().timeouts,
                 }),
+                device_flash: crate::port::flash_facts(&self.port.device),
                 littles_law_l: round6(l),
                 littles_law_lambda_w: round6(lambda_w),
             }),

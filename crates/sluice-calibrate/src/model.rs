@@ -1,5 +1,6 @@
 //! From measured anchors to the parameters of sluice's simulated NVMe SSD (the model of
-//! `sluice-device`, see `docs/devices.md`), written as a device profile (TOML).
+//! `sluice-device`, see `docs/devices.md`): a [`DeviceProfile`] value ([`Model::to_profile`]),
+//! written by serde with the derivation as a comment header ([`profile_text`]).
 //!
 //! ## The derivation
 //!
@@ -39,11 +40,21 @@
 //! * Arbitration round robin (a host-side device offers no NVMe WRR), 1024 controller
 //!   slots (queue depth is the host's, not a device limit that was measured).
 //!
+//! * Spread ([`Model::with_spread`]): the `[service]` log-normal σ of reads (and of
+//!   in-place writes) is solved from the measured QD1 median and p99 so that the media
+//!   part of a request reproduces `p99 − median`:
+//!   `p99 − p50 = media_ns · e^(−σ²/2) · (e^(2.326σ) − 1)` (bisection on σ ∈ [0, 2]).
+//!
 //! Left out (not measurable from outside, or not in the model): the write-buffer size
-//! (set to 8 MiB), garbage collection, latency variance (the model's service times are
-//! fixed, so its p99 is close to its mean: the real p99 is not reproduced).
+//! (set to 8 MiB: the device's cache is not measured), garbage collection, the rare
+//! tail (a 99.999 % figure needs far longer runs than the grid's windows), and separate
+//! read and write buses and parallelism (the device model has one of each).
 
 use super::analysis::LinearFit;
+use sluice_device::{
+    Arbitration, Burst, Controller, DeviceProfile, Media, Nominal, OpVariation, ServiceVariation,
+    WriteBuffer, WritePlacement,
+};
 
 /// Fraction of the smaller QD1 latency given to each of `fetch_ns` and `complete_ns`.
 pub const LATENCY_ONLY_SHARE: f64 = 0.1;
@@ -126,6 +137,8 @@ pub struct Model {
     pub bus_bandwidth_bytes: u64,
     /// `[write_buffer]`, when writes are buffered.
     pub write_buffer: Option<BufferParams>,
+    /// `[service]`: the spread fitted by [`Model::with_spread`], if any.
+    pub service: Option<ServiceVariation>,
     /// How each figure was derived, with the numbers (for the profile's header).
     pub derivation: Vec<String>,
     /// Where the model cannot follow the measurement (also in the header).
@@ -170,7 +183,8 @@ pub fn derive(a: &Anchors) -> Model {
     // Per-byte unit time from the read slope.
     let c_read = a.read_fit.map_or(0.0, |f| f.slope);
     let u = (c_read - ns_per_byte_bus).max(1e-4);
-    let unit_bw = (1e9 / u).min(1e15);
+    // At most the profile bound (1 TB/s) so the profile validates.
+    let unit_bw = (1e9 / u).min(1e12);
     let t_small = SMALL * 1e9 / unit_bw;
     d.push(format!(
         "1 / unit_bandwidth = read cost slope {:.4} ns/B − 1 / bus {:.4} ns/B = {:.4} ns/B ({:.1} MB/s)",
@@ -372,6 +386,7 @@ pub fn derive(a: &Anchors) -> Model {
     anchors.read_iops = ir.round();
     anchors.write_iops = iw.round();
     Model {
+        service: None,
         anchors,
         max_outstanding: 1024,
         fetch_ns: round(f),
@@ -510,87 +525,162 @@ pub fn fit_shape(a: &Anchors, buffered: bool, unit_min_ns: f64) -> Option<Shape>
     best.map(|b| b.1)
 }
 
-/// A TOML basic string.
-fn toml_str(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
-            c => out.push(c),
+/// σ of a mean-preserving log-normal on `media_ns` whose p99 lies `spread_ns` above
+/// its median: `spread = media · e^(−σ²/2) · (e^(2.326σ) − 1)`, solved by bisection on
+/// [0, 2] (the right side grows with σ there); 0 for no spread.
+pub fn fit_sigma(spread_ns: f64, media_ns: f64) -> f64 {
+    if spread_ns <= 0.0 || media_ns <= 0.0 {
+        return 0.0;
+    }
+    let f = |s: f64| media_ns * (-s * s / 2.0).exp() * ((2.326 * s).exp() - 1.0);
+    if f(2.0) <= spread_ns {
+        return 2.0;
+    }
+    let (mut lo, mut hi) = (0.0, 2.0);
+    for _ in 0..60 {
+        let mid = (lo + hi) / 2.0;
+        if f(mid) < spread_ns {
+            lo = mid;
+        } else {
+            hi = mid;
         }
     }
-    out.push('"');
-    out
+    (lo + hi) / 2.0
+}
+
+/// The profile as TOML: `header` lines as comments (when, where, how it was measured),
+/// the derivation and the caveats, then the profile as serde writes it.
+pub fn profile_text(
+    profile: &DeviceProfile,
+    model: &Model,
+    header: &[String],
+) -> Result<String, toml::ser::Error> {
+    let mut t = String::new();
+    let mut comment = |line: &str| {
+        if line.is_empty() {
+            t.push_str("#\n");
+        } else {
+            t.push_str("# ");
+            t.push_str(line);
+            t.push('\n');
+        }
+    };
+    for line in header {
+        comment(line);
+    }
+    comment("");
+    comment("Derivation (sluice-calibrate model):");
+    for line in &model.derivation {
+        comment(&format!("  {line}"));
+    }
+    if !model.caveats.is_empty() {
+        comment("Where the model cannot follow the measurement:");
+        for line in &model.caveats {
+            comment(&format!("  {line}"));
+        }
+    }
+    t.push('\n');
+    t.push_str(&toml::to_string(profile)?);
+    Ok(t)
 }
 
 impl Model {
-    /// The profile as TOML: `header` lines as comments (when, where, how it was
-    /// measured), the derivation, then the sections `sluice sim --device` loads.
-    pub fn to_toml(&self, name: &str, description: &str, header: &[String]) -> String {
-        use std::fmt::Write;
-        let mut t = String::new();
-        for line in header {
-            if line.is_empty() {
-                t.push_str("#\n");
-            } else {
-                let _ = writeln!(t, "# {line}");
-            }
-        }
-        t.push_str("#\n# Derivation (sluice-engine calibrate::model):\n");
-        for line in &self.derivation {
-            let _ = writeln!(t, "#   {line}");
-        }
-        if !self.caveats.is_empty() {
-            t.push_str("# Where the model cannot follow the measurement:\n");
-            for line in &self.caveats {
-                let _ = writeln!(t, "#   {line}");
-            }
-        }
+    /// The simulated device's profile: `[nominal]` from the anchors, round-robin
+    /// arbitration, the derived controller, media and write buffer, the fitted spread.
+    pub fn to_profile(&self, name: &str, description: &str) -> DeviceProfile {
         let a = &self.anchors;
-        let _ = writeln!(t, "\nname = {}", toml_str(name));
-        let _ = writeln!(t, "description = {}", toml_str(description));
-        t.push_str("\n# Measured anchors (4 KB random I/O; steady state).\n[nominal]\n");
-        let _ = writeln!(t, "read_lat_qd1_ns = {}", round(a.read_lat_qd1_ns).max(1));
-        let _ = writeln!(t, "read_iops = {}", round(a.read_iops).max(1));
-        let _ = writeln!(t, "write_lat_qd1_ns = {}", round(a.write_lat_qd1_ns).max(1));
-        let _ = writeln!(t, "write_iops = {}", round(a.write_iops).max(1));
-        let _ = writeln!(t, "knee_qd = {}", a.knee_qd.max(1));
-        let _ = writeln!(t, "bandwidth_bytes = {}", self.bus_bandwidth_bytes);
-        t.push_str("\n[arbitration]\nkind = \"rr\"\nburst = 8\n");
-        t.push_str("\n[controller]\n");
-        let _ = writeln!(t, "max_outstanding = {}", self.max_outstanding);
-        t.push_str("sq_depth = 1024\n");
-        let _ = writeln!(t, "fetch_ns = {}", self.fetch_ns);
-        let _ = writeln!(t, "complete_ns = {}", self.complete_ns);
-        let _ = writeln!(t, "read_cmd_ns = {}", self.read_cmd_ns);
-        let _ = writeln!(t, "write_cmd_ns = {}", self.write_cmd_ns);
-        t.push_str("\n[media]\n");
-        let _ = writeln!(t, "units = {}", self.units);
-        let _ = writeln!(t, "stripe_bytes = {}", self.stripe_bytes);
-        let _ = writeln!(t, "read_ns = {}", self.read_ns);
-        let _ = writeln!(t, "write_ns = {}", self.write_ns);
-        let _ = writeln!(t, "unit_bandwidth_bytes = {}", self.unit_bandwidth_bytes);
-        let _ = writeln!(t, "bus_bandwidth_bytes = {}", self.bus_bandwidth_bytes);
-        let _ = writeln!(
-            t,
-            "write_placement = {}",
-            if self.write_buffer.is_some() {
-                "\"round_robin\""
-            } else {
-                "\"lba\""
-            }
-        );
-        if let Some(w) = &self.write_buffer {
-            t.push_str("\n[write_buffer]\n");
-            let _ = writeln!(t, "capacity_bytes = {}", w.capacity_bytes);
-            let _ = writeln!(t, "ack_ns = {}", w.ack_ns);
-            let _ = writeln!(t, "program_bytes = {}", w.program_bytes);
+        DeviceProfile {
+            name: name.to_string(),
+            description: description.to_string(),
+            nominal: Nominal {
+                read_lat_qd1_ns: round(a.read_lat_qd1_ns).max(1),
+                read_iops: round(a.read_iops).max(1),
+                write_lat_qd1_ns: round(a.write_lat_qd1_ns).max(1),
+                write_iops: round(a.write_iops).max(1),
+                knee_qd: a.knee_qd.max(1),
+                bandwidth_bytes: Some(self.bus_bandwidth_bytes),
+            },
+            arbitration: Arbitration::rr(Burst::Limited(8)),
+            controller: Controller {
+                max_outstanding: self.max_outstanding,
+                sq_depth: 1024,
+                fetch_ns: self.fetch_ns,
+                complete_ns: self.complete_ns,
+                read_cmd_ns: self.read_cmd_ns,
+                write_cmd_ns: self.write_cmd_ns,
+            },
+            media: Media {
+                units: self.units,
+                geometry: None,
+                stripe_bytes: self.stripe_bytes,
+                read_ns: self.read_ns,
+                write_ns: self.write_ns,
+                erase_ns: None,
+                unit_bandwidth_bytes: self.unit_bandwidth_bytes,
+                bus_bandwidth_bytes: self.bus_bandwidth_bytes,
+                write_placement: if self.write_buffer.is_some() {
+                    WritePlacement::RoundRobin
+                } else {
+                    WritePlacement::Lba
+                },
+                write_units: 1,
+            },
+            write_buffer: self.write_buffer.as_ref().map(|w| WriteBuffer {
+                capacity_bytes: w.capacity_bytes,
+                ack_ns: w.ack_ns,
+                program_bytes: w.program_bytes,
+                // Not measured: the profile default (a cache without power-loss
+                // protection).
+                volatile: true,
+            }),
+            service: self.service.clone(),
+            flash: None,
         }
-        t
+    }
+
+    /// Add the spread of the measured QD1 latencies (`(median, p99)` of 4 KiB reads and
+    /// writes, ns) as `[service]` σs (see the module docs). Writes into a buffer are
+    /// acknowledged before any media time, so their spread cannot be put on the media:
+    /// a caveat says so.
+    pub fn with_spread(mut self, read: (f64, f64), write: (f64, f64)) -> Model {
+        let xfer = SMALL * 1e9 / self.unit_bandwidth_bytes as f64;
+        let r_media = self.read_ns as f64 + xfer;
+        let sr = fit_sigma(read.1 - read.0, self.read_ns as f64);
+        self.derivation.push(format!(
+            "service.read.sigma = {sr:.3}: QD1 read p99 {:.1} µs − median {:.1} µs on read_ns {:.1} µs (media part {:.1} µs)",
+            read.1 / 1e3,
+            read.0 / 1e3,
+            self.read_ns as f64 / 1e3,
+            r_media / 1e3
+        ));
+        let sw = if self.write_buffer.is_some() {
+            self.caveats.push(format!(
+                "QD1 write spread (p99 {:.1} µs, median {:.1} µs) not reproduced: buffered writes complete before any media time",
+                write.1 / 1e3,
+                write.0 / 1e3
+            ));
+            0.0
+        } else {
+            let s = fit_sigma(write.1 - write.0, self.write_ns as f64);
+            self.derivation.push(format!(
+                "service.write.sigma = {s:.3}: QD1 write p99 {:.1} µs − median {:.1} µs on write_ns {:.1} µs",
+                write.1 / 1e3,
+                write.0 / 1e3,
+                self.write_ns as f64 / 1e3
+            ));
+            s
+        };
+        if sr > 0.0 || sw > 0.0 {
+            let v = |sigma: f64| OpVariation {
+                sigma: (sigma * 1000.0).round() / 1000.0,
+                ..OpVariation::default()
+            };
+            self.service = Some(ServiceVariation {
+                read: v(sr),
+                write: v(sw),
+            });
+        }
+        self
     }
 
     /// The model's QD1 latency of one request of `len` bytes (no queueing), ns: the sum
@@ -708,13 +798,36 @@ mod tests {
         let m = derive(&a);
         assert!(m.read_ns >= 100 && m.read_cmd_ns < 100_000, "{m:?}");
         assert!(!m.caveats.is_empty());
-        let toml = m.to_toml("x", "y \"quoted\"", &["line one".into(), String::new()]);
+        let p = m.to_profile("x", "y \"quoted\"");
+        let toml = profile_text(&p, &m, &["line one".into(), String::new()]).unwrap();
         assert!(toml.starts_with("# line one\n#\n"), "{toml}");
-        assert!(
-            toml.contains("description = \"y \\\"quoted\\\"\""),
-            "{toml}"
-        );
         assert!(toml.contains("[nominal]") && toml.contains("[media]"));
+        // serde quotes the description; the text loads back as the same profile.
+        let back = DeviceProfile::from_toml_str(&toml, "x").unwrap();
+        assert_eq!(back, p);
+        assert_eq!(back.description, "y \"quoted\"");
+    }
+
+    #[test]
+    fn the_spread_fit_inverts_the_log_normal_body() {
+        for sigma in [0.05, 0.2, 0.6, 1.2] {
+            let media = 50_000.0;
+            let spread = media * (-sigma * sigma / 2.0f64).exp() * ((2.326 * sigma).exp() - 1.0);
+            let got = fit_sigma(spread, media);
+            assert!((got - sigma).abs() < 1e-6, "{got} vs {sigma}");
+        }
+        assert_eq!(fit_sigma(0.0, 1000.0), 0.0);
+        assert_eq!(
+            fit_sigma(1e12, 1000.0),
+            2.0,
+            "clamped to the profile's range"
+        );
+        // A model with spread writes it into [service], and the profile validates.
+        let m = derive(&anchors()).with_spread((100_000.0, 130_000.0), (60_000.0, 60_000.0));
+        let p = m.to_profile("x", "y");
+        p.validate().unwrap();
+        let v = p.service.expect("read spread");
+        assert!(v.read.sigma > 0.0);
     }
 
     #[test]

@@ -1,5 +1,9 @@
-//! `sluice calibrate`: measure a real device through the engine and derive a simulated
-//! device profile from it — what Seastar's iotune does, without its known faults.
+//! # sluice-calibrate
+//!
+//! `sluice calibrate`: measure a real device through the engine, derive a simulated
+//! device profile ([`sluice_device::DeviceProfile`]) from it and check the simulator
+//! against the device ([`validate`]) — what Seastar's iotune does, without its known
+//! faults. The crate sits above the engine, the simulator and the device model.
 //!
 //! * **Steady state, not the first burst.** Every point is measured in consecutive
 //!   windows after a warm-up (excluded); it ends when the last `agree` windows' IOPS
@@ -18,10 +22,13 @@
 //! removes), or an existing file or device under `sluice run`'s safety rules (the
 //! engine's own checks: `--allow-write-existing`, `--allow-device`).
 
+#![warn(missing_docs, missing_debug_implementations)]
+
 pub mod analysis;
 pub mod model;
 mod summary;
 mod target;
+pub mod validate;
 
 pub use summary::{DirSummary, Summary};
 pub use target::Target;
@@ -30,13 +37,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+use analysis::{agreeing_tail, linear_fit, median, spread, LinearFit};
 use sluice_core::policy::PolicySpec;
 use sluice_core::Nanos;
+use sluice_engine::{EngineConfig, EngineError, FileSet};
 use sluice_metrics::RunReport;
-use sluice_workload::{parse_str, JobSpec, ParseOptions};
-
-use crate::{EngineConfig, EngineError, FileSet};
-use analysis::{agreeing_tail, linear_fit, median, spread, LinearFit};
+use sluice_workload::{BlockSizes, JobSpec, RwMode};
 
 /// Why a calibration could not run or finish.
 #[derive(Debug, thiserror::Error)]
@@ -44,9 +50,12 @@ pub enum CalibrateError {
     /// The engine refused the target or failed.
     #[error("{0}")]
     Engine(#[from] EngineError),
-    /// A generated job did not parse (a bug: the text is sluice's own).
-    #[error("calibrate: internal job error: {0}")]
-    Job(#[from] sluice_workload::WorkloadError),
+    /// The simulator refused a validation run.
+    #[error("calibrate: simulator: {0}")]
+    Sim(#[from] sluice_sim::SimError),
+    /// The derived profile does not validate (a bug of the derivation).
+    #[error("calibrate: derived profile: {0}")]
+    Profile(#[from] sluice_device::ProfileError),
     /// Bad input: what is wrong and how to fix it.
     #[error("calibrate: {0}")]
     BadInput(String),
@@ -215,7 +224,8 @@ impl PointSpec {
         format!("{} {} qd{}", self.mix_name(), show_bs(self.bs), self.qd)
     }
 
-    /// The fio job of this point on `filename` (region `size_bytes`), time based.
+    /// The engine's job of this point on `filename` (region `size_bytes`), time based,
+    /// built as a value (what a fio section `rw=… bs=… iodepth=… time_based` gives).
     pub fn job(
         &self,
         filename: &str,
@@ -224,22 +234,28 @@ impl PointSpec {
         ramp_ns: Nanos,
         seed: u64,
     ) -> Result<JobSpec, CalibrateError> {
-        let rw = match self.read_pct {
-            100 => "randread".to_string(),
-            0 => "randwrite".to_string(),
-            r => format!("randrw\nrwmixread={r}"),
+        let (rw, rwmixread) = match self.read_pct {
+            100 => (RwMode::RandRead, 50),
+            0 => (RwMode::RandWrite, 50),
+            r => (RwMode::RandRw, r),
         };
-        let text = format!(
-            "[cal]\nrw={rw}\nbs={}\niodepth={}\nsize={size_bytes}\nruntime={}us\nramp_time={}us\ntime_based\nrandseed={seed}\n",
-            self.bs,
-            self.qd,
-            (runtime_ns / 1000).max(1),
-            ramp_ns / 1000,
-        );
-        let mut jobs = parse_str(&text, "<calibrate>", &ParseOptions::default())?.jobs;
-        let mut job = jobs.pop().expect("one job section");
-        job.filename = Some(filename.to_string());
-        Ok(job)
+        // Whole microseconds, as a job file gives them.
+        let us = |ns: Nanos| ns / 1000 * 1000;
+        Ok(JobSpec {
+            name: "cal".into(),
+            flow: "cal".into(),
+            rw,
+            rwmixread,
+            bs: BlockSizes::fixed(self.bs),
+            size: size_bytes,
+            iodepth: self.qd,
+            runtime_ns: Some(us(runtime_ns).max(1000)),
+            ramp_ns: us(ramp_ns),
+            time_based: true,
+            randseed: Some(seed),
+            filename: Some(filename.to_string()),
+            ..JobSpec::default()
+        })
     }
 }
 

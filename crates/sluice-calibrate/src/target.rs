@@ -105,7 +105,7 @@ impl Target {
             allow_write_existing,
             ..EngineConfig::default()
         };
-        let files = crate::prepare(&[job], &cfg, stop, &mut |_, done, total| {
+        let files = sluice_engine::prepare(&[job], &cfg, stop, &mut |_, done, total| {
             progress(done, total)
         })?;
         let pf = &files.plan().files[0];
@@ -173,7 +173,7 @@ impl Target {
         };
         let none: PolicySpec = "none".parse().expect("`none` parses");
         let jobs = [job];
-        let out = crate::run(&jobs, &self.files, &none, &cfg, stop, &mut |_| {})?;
+        let out = sluice_engine::run(&jobs, &self.files, &none, &cfg, stop, &mut |_| {})?;
         if out.stats.interrupted || stop.load(Ordering::Relaxed) {
             return Err(CalibrateError::Interrupted);
         }

@@ -1,0 +1,149 @@
+//! Validation: the same jobs on the device (median of rounds) and in the simulator on
+//! the derived profile, and the simulator's error on each (`sim / real − 1`).
+//!
+//! The jobs ([`JOBS`]) cover what a profile is used for: 4 KiB random reads at QD1
+//! (latency) and QD32 (parallelism), 4 KiB random writes at QD32, a 70/30 16 KiB mix at
+//! QD4 (reads and writes together) and 128 KiB sequential reads at QD8 (bandwidth).
+//! The goals ([`GOAL_IOPS_MEAN`], [`GOAL_P99`]) are MQSim's validation range (FAST '18:
+//! errors from a few % to under 20 % against real SSDs).
+
+use std::sync::atomic::AtomicBool;
+
+use sluice_core::policy::{self, PolicySpec};
+use sluice_device::DeviceProfile;
+use sluice_sim::SimConfig;
+use sluice_workload::RwMode;
+
+use crate::analysis;
+use crate::{CalibrateError, Plan, PointSpec, Target, Window};
+
+/// Goal: |error| of IOPS and mean latency, %.
+pub const GOAL_IOPS_MEAN: f64 = 15.0;
+/// Goal: |error| of the 99th percentile, %.
+pub const GOAL_P99: f64 = 25.0;
+
+/// One validation job: a grid point's mix, size and depth, random or sequential.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Job {
+    /// Mix, request size, queue depth.
+    pub spec: PointSpec,
+    /// Sequential offsets (reads only) instead of random ones.
+    pub sequential: bool,
+}
+
+impl Job {
+    const fn random(read_pct: u8, bs: u32, qd: u32) -> Job {
+        Job {
+            spec: PointSpec { read_pct, bs, qd },
+            sequential: false,
+        }
+    }
+
+    /// A short label, e.g. `randread 4k qd1` or `read 128k qd8`.
+    pub fn label(&self) -> String {
+        if self.sequential {
+            self.spec.label().replacen("randread", "read", 1)
+        } else {
+            self.spec.label()
+        }
+    }
+}
+
+/// The validation jobs.
+pub const JOBS: [Job; 5] = [
+    Job::random(100, 4096, 1),
+    Job::random(100, 4096, 32),
+    Job::random(0, 4096, 32),
+    Job::random(70, 16384, 4),
+    Job {
+        spec: PointSpec {
+            read_pct: 100,
+            bs: 128 << 10,
+            qd: 8,
+        },
+        sequential: true,
+    },
+];
+
+/// Real (median of rounds) and simulated figures of one validation job.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Check {
+    /// The job.
+    pub job: Job,
+    /// The round whose IOPS is the median (its latencies belong to it).
+    pub real: Window,
+    /// IOPS of every real round.
+    pub real_rounds: Vec<f64>,
+    /// The simulator on the profile.
+    pub sim: Window,
+}
+
+impl Check {
+    /// Errors of the simulator in % (`sim / real − 1`): IOPS, mean latency, p99.
+    pub fn errors(&self) -> (f64, f64, f64) {
+        (
+            analysis::error_pct(self.sim.iops, self.real.iops),
+            analysis::error_pct(self.sim.lat_mean_ns, self.real.lat_mean_ns),
+            analysis::error_pct(self.sim.lat_p99_ns, self.real.lat_p99_ns),
+        )
+    }
+
+    /// Whether every error is within its goal.
+    pub fn meets_goals(&self) -> bool {
+        let (i, m, p) = self.errors();
+        i.abs() <= GOAL_IOPS_MEAN && m.abs() <= GOAL_IOPS_MEAN && p.abs() <= GOAL_P99
+    }
+}
+
+/// The window whose IOPS is the median of the rounds' (an actual run, so its latency
+/// figures belong together).
+pub fn median_window(rounds: &[Window]) -> Window {
+    let mut v: Vec<&Window> = rounds.iter().collect();
+    v.sort_by(|a, b| a.iops.total_cmp(&b.iops));
+    *v[v.len() / 2]
+}
+
+/// Run every job of [`JOBS`] on the device (`plan.validate_rounds` rounds of
+/// `plan.validate_ns` after a warm-up) and once in the simulator on `profile`;
+/// `progress` is told each job as it starts.
+pub fn validate(
+    target: &Target,
+    plan: &Plan,
+    profile: &DeviceProfile,
+    seed: u64,
+    stop: &AtomicBool,
+    progress: &mut dyn FnMut(&Job),
+) -> Result<Vec<Check>, CalibrateError> {
+    let none: PolicySpec = "none".parse().expect("`none` parses");
+    let mut checks = Vec::new();
+    for (i, job) in JOBS.iter().enumerate() {
+        progress(job);
+        let spec_of = |s: u64| -> Result<_, CalibrateError> {
+            let mut j = target.job(&job.spec, plan.validate_ns, plan.warmup_ns, s)?;
+            if job.sequential {
+                j.rw = RwMode::Read;
+            }
+            Ok(j)
+        };
+        let base = seed.wrapping_add(1000 + 10 * i as u64);
+        let mut rounds = Vec::new();
+        for r in 0..plan.validate_rounds.max(1) {
+            let j = spec_of(base + r as u64)?;
+            rounds.push(Window::from_report(&target.run_once(j, stop)?));
+        }
+        let cfg = SimConfig {
+            seed,
+            cores: 1,
+            ..SimConfig::default()
+        };
+        let policy = policy::build(&none).expect("`none` builds");
+        let out = sluice_sim::run(&[spec_of(base)?], profile, policy, &cfg, &mut |_| {})?;
+        checks.push(Check {
+            job: *job,
+            real_rounds: rounds.iter().map(|w| w.iops).collect(),
+            real: median_window(&rounds),
+            sim: Window::from_report(&out.report),
+        });
+    }
+    Ok(checks)
+}
