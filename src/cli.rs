@@ -55,6 +55,9 @@ pub enum CliError {
     /// A command-line value is malformed (what, and how to write it).
     #[error("{0}")]
     Usage(String),
+    /// `sluice run`: blocks failed their `verify` check (described above the table).
+    #[error("{0} block(s) failed verification; the first failure of each job is described above")]
+    VerifyFailed(u64),
     /// Stopped by Ctrl-C; the results so far were printed.
     #[error("interrupted; the results above cover the run until the stop")]
     Interrupted,
@@ -82,6 +85,7 @@ impl CliError {
             CliError::Engine(e) => e.exit_code(),
             CliError::Calibrate(e) => e.exit_code(),
             CliError::Usage(_) => 2,
+            CliError::VerifyFailed(_) => 1,
             CliError::Interrupted => 130,
         }
     }

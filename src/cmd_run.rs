@@ -136,6 +136,7 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
 
     let mut reports: Vec<RunReport> = Vec::with_capacity(specs.len());
     let mut interrupted = false;
+    let mut verify_failed = 0u64;
     for spec in &specs {
         if stop.load(Ordering::Relaxed) {
             interrupted = true;
@@ -178,6 +179,20 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
         for (job, n, first) in &st.errors {
             eprintln!("sluice: job '{job}': {n} I/O error(s); first: {first}");
         }
+        for v in &st.verify {
+            eprintln!(
+                "sluice: job '{}': verify={}: {} block(s) checked, {} failed{}",
+                v.job,
+                v.kind,
+                v.checked,
+                v.failed,
+                v.first
+                    .as_ref()
+                    .map(|f| format!("; first: {f}"))
+                    .unwrap_or_default()
+            );
+            verify_failed += v.failed;
+        }
         interrupted |= st.interrupted;
         let mut report = out.report;
         report.policy = spec.text.clone();
@@ -204,6 +219,9 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
     args.out.write_files(&reports)?;
     if interrupted {
         return Err(CliError::Interrupted);
+    }
+    if verify_failed > 0 {
+        return Err(CliError::VerifyFailed(verify_failed));
     }
     Ok(())
 }

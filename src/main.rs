@@ -204,6 +204,16 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
     for w in &warnings {
         eprintln!("sluice: warning: {w}");
     }
+    for j in &jobs {
+        if let Some(v) = &j.verify {
+            eprintln!(
+                "sluice: warning: job '{}': verify={}: the simulator does not model data, so nothing is checked \
+                 and the job runs without its verify reads; `sluice run` checks it on real files",
+                j.name,
+                v.kind.name()
+            );
+        }
+    }
     let mut profile = DeviceProfile::resolve(&args.device)?;
     if let Some(text) = &args.arbitration {
         profile = profile.with_arbitration(text.parse()?);

@@ -337,3 +337,62 @@ fn bad_command_line_values_are_bad_input() {
     );
     assert_eq!(names(dir.path()), vec!["j.fio"]);
 }
+
+#[test]
+fn verify_checks_on_real_files_and_the_simulator_says_it_does_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let job = write(
+        dir.path(),
+        "v.fio",
+        "[w]\nrw=write\nbs=4k\nsize=1m\niodepth=4\nverify=crc32c\n",
+    );
+    let o = sluice(&["run", &job, "-D", data.to_str().unwrap(), "--quiet"]);
+    if no_io_uring(&o) {
+        return;
+    }
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{e}");
+    assert!(
+        e.contains("job 'w': verify=crc32c: 256 block(s) checked, 0 failed"),
+        "{e}"
+    );
+    // The simulator: one line saying data is not modelled, and the run goes on.
+    let o = sluice(&["sim", &job, "--quiet"]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{e}");
+    let lines: Vec<&str> = e.lines().filter(|l| l.contains("verify")).collect();
+    assert_eq!(lines.len(), 1, "{e}");
+    assert!(lines[0].contains("does not model data"), "{e}");
+}
+
+#[test]
+fn a_corrupted_block_fails_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let w = write(
+        dir.path(),
+        "w.fio",
+        "[w]\nfilename=data\nrw=write\nbs=4k\nsize=256k\nverify=md5\ndo_verify=0\n",
+    );
+    let o = sluice(&["run", &w, "-D", d, "--keep-files", "--quiet"]);
+    if no_io_uring(&o) {
+        return;
+    }
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let path = dir.path().join("data");
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[5 * 4096 + 7] ^= 1;
+    std::fs::write(&path, bytes).unwrap();
+    let r = write(
+        dir.path(),
+        "r.fio",
+        "[r]\nfilename=data\nrw=read\nbs=4k\nsize=256k\nverify=md5\nverify_fatal=1\n",
+    );
+    let o = sluice(&["run", &r, "-D", d, "--quiet"]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(e.contains("6 block(s) checked, 1 failed; first: md5 verify failed on the block of 4096 bytes at file offset 20480"), "{e}");
+    assert!(e.contains("1 block(s) failed verification"), "{e}");
+}

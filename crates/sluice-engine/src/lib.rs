@@ -53,6 +53,7 @@ mod error;
 mod files;
 mod ptime;
 mod ring;
+mod verify;
 mod worker;
 
 use std::path::PathBuf;
@@ -63,7 +64,8 @@ use std::time::{Duration, Instant};
 use sluice_core::policy::{self, Policy, PolicySpec};
 use sluice_core::Nanos;
 use sluice_metrics::{
-    Collector, Extra, FileFact, IoErrorFact, PerClass, PolicyTiming, RealFacts, RunReport, RunSetup,
+    Collector, Extra, FileFact, IoErrorFact, PerClass, PolicyTiming, RealFacts, RunReport,
+    RunSetup, VerifyFact,
 };
 use sluice_workload::{flows_of, stonewall_groups, JobSpec};
 
@@ -139,6 +141,8 @@ pub struct EngineStats {
     pub interrupted: bool,
     /// Per job with errors: job name, error count, first error's description.
     pub errors: Vec<(String, u64, String)>,
+    /// Per job with `verify`: what its checks found.
+    pub verify: Vec<VerifyFact>,
 }
 
 /// The result of one real run.
@@ -503,6 +507,7 @@ pub fn run_with(
         cpu_sys_ns: cpu1.1.saturating_sub(cpu0.1),
         interrupted: stop.load(Ordering::Relaxed) || ok.iter().any(|r| r.interrupted),
         errors: Vec::new(),
+        verify: Vec::new(),
     };
     for (j, s) in jobs.iter().enumerate() {
         let n: u64 = ok.iter().map(|r| r.errors[j].0).sum();
@@ -512,6 +517,17 @@ pub fn run_with(
                 .find_map(|r| r.errors[j].1.clone())
                 .unwrap_or_default();
             stats.errors.push((s.name.clone(), n, first));
+        }
+    }
+    for (j, s) in jobs.iter().enumerate() {
+        if let Some(v) = &s.verify {
+            stats.verify.push(VerifyFact {
+                job: s.name.clone(),
+                kind: v.kind.name().to_string(),
+                checked: ok.iter().map(|r| r.verify[j].0).sum(),
+                failed: ok.iter().map(|r| r.verify[j].1).sum(),
+                first: ok.iter().find_map(|r| r.verify[j].2.clone()),
+            });
         }
     }
     let dev = dev.into_inner().expect("device lock");
@@ -607,6 +623,7 @@ fn fill_extra(
                     first: first.clone(),
                 })
                 .collect(),
+            verify: stats.verify.clone(),
         }),
         ..Extra::from_block("io_uring", cfg.seed, block)
     };

@@ -38,12 +38,13 @@ use io_uring::{opcode, squeue, types, IoUring};
 use sluice_block::{Finished, NewRequest};
 use sluice_core::{FlowId, IoClass, Nanos, Op};
 use sluice_metrics::Sample;
-use sluice_workload::{IoSource, JobSpec, NextIo};
+use sluice_workload::{IoSource, IoSpec, JobSpec, NextIo};
 
 use crate::buf::{AlignedBuf, BUF_ALIGN};
 use crate::device::{DevState, Doorbell, Outgoing};
 use crate::error::EngineError;
 use crate::ring::new_ring;
+use crate::verify::Verifier;
 use crate::Shared;
 
 const NONE: Nanos = Nanos::MAX;
@@ -86,6 +87,8 @@ pub(crate) struct WorkerResult {
     pub last_job_end: Nanos,
     /// Per job: errors and the first error's description.
     pub errors: Vec<(u64, Option<String>)>,
+    /// Per job: blocks checked, failed, the first failure (jobs with `verify`).
+    pub verify: Vec<(u64, u64, Option<String>)>,
     pub fixed_buffers: bool,
     pub ring_entries: u32,
     pub interrupted: bool,
@@ -111,6 +114,8 @@ struct Thread {
     iodepth: u32,
     state: State,
     wake_at: Nanos,
+    /// The job's data verification (`verify=`), if any.
+    verify: Option<Box<Verifier>>,
 }
 
 #[derive(Debug, Clone)]
@@ -144,6 +149,8 @@ pub(crate) struct Worker<'a> {
     /// Request slot → the request's offset (a piece's place in the slot's buffer is
     /// its offset minus this).
     slot_offset: Vec<u64>,
+    /// Request slot → its read is checked by the thread's verifier.
+    slot_check: Vec<bool>,
     free_slots: Vec<u32>,
     /// Requests the job threads issued this turn, for the block layer.
     new_reqs: Vec<(NewRequest, u32)>,
@@ -262,6 +269,10 @@ impl<'a> Worker<'a> {
                     iodepth: spec.iodepth.max(1),
                     state: State::Idle,
                     wake_at: NONE,
+                    verify: spec
+                        .verify
+                        .as_ref()
+                        .map(|v| Box::new(Verifier::new(v, spec.rw.writes()))),
                 }
             })
             .collect();
@@ -280,6 +291,7 @@ impl<'a> Worker<'a> {
             jobs,
             slot_thread: vec![0; slots],
             slot_offset: vec![0; slots],
+            slot_check: vec![false; slots],
             free_slots: (0..slots as u32).rev().collect(),
             new_reqs: Vec::with_capacity(slots),
             cqes: Vec::with_capacity(2 * entries as usize),
@@ -303,6 +315,7 @@ impl<'a> Worker<'a> {
             interrupted: false,
             res: WorkerResult {
                 errors: vec![(0, None); specs.len()],
+                verify: vec![(0, 0, None); specs.len()],
                 fixed_buffers: fixed_bufs,
                 ring_entries: entries,
                 ..WorkerResult::default()
@@ -361,7 +374,17 @@ impl<'a> Worker<'a> {
     }
 
     /// The run is over: this worker's facts.
-    pub(crate) fn finish(self) -> WorkerResult {
+    pub(crate) fn finish(mut self) -> WorkerResult {
+        for th in &self.threads {
+            if let Some(v) = &th.verify {
+                let r = &mut self.res.verify[th.job as usize];
+                r.0 += v.checked;
+                r.1 += v.failed;
+                if r.2.is_none() {
+                    r.2.clone_from(&v.first);
+                }
+            }
+        }
         self.res
     }
 
@@ -455,18 +478,44 @@ impl<'a> Worker<'a> {
             if th.state != State::Running || th.outstanding >= th.iodepth {
                 return;
             }
-            let io = match th.source.next(now, self.jobs[th.job as usize].pacer_base) {
-                NextIo::Issue(io) => io,
-                NextIo::At(at) => {
-                    self.wake(t, at);
-                    return;
+            // A verify job reads back what it wrote before it issues more (see verify.rs).
+            let mut check = false;
+            let read_back = th.verify.as_mut().and_then(|v| v.next_read());
+            let io = if let Some((offset, len)) = read_back {
+                check = true;
+                IoSpec {
+                    op: Op::Read,
+                    offset,
+                    len,
                 }
-                NextIo::Exhausted => {
-                    th.state = State::Stopping;
-                    self.maybe_thread_done(t);
-                    return;
+            } else if th.verify.as_ref().is_some_and(|v| v.busy()) {
+                return;
+            } else {
+                match th.source.next(now, self.jobs[th.job as usize].pacer_base) {
+                    NextIo::Issue(io) => io,
+                    NextIo::At(at) => {
+                        self.wake(t, at);
+                        return;
+                    }
+                    NextIo::Exhausted => {
+                        if let Some(v) = th.verify.as_mut() {
+                            // The final read-back starts when no write is in flight.
+                            if v.final_pending() && th.outstanding > 0 {
+                                return;
+                            }
+                            if v.start_final() {
+                                continue;
+                            }
+                        }
+                        th.state = State::Stopping;
+                        self.maybe_thread_done(t);
+                        return;
+                    }
                 }
             };
+            if let Some(v) = th.verify.as_mut() {
+                check |= io.op == Op::Read && v.checks_every_read();
+            }
             th.outstanding += 1;
             let rt = &self.jobs[th.job as usize];
             let r = NewRequest {
@@ -484,6 +533,18 @@ impl<'a> Worker<'a> {
                 .expect("a slot per unit of iodepth: outstanding ≤ iodepth");
             self.slot_thread[slot as usize] = t as u32;
             self.slot_offset[slot as usize] = r.offset;
+            self.slot_check[slot as usize] = check;
+            if let (Op::Write, Some(v)) = (io.op, th.verify.as_mut()) {
+                // SAFETY: the slot is free (taken just now), its buffer is slot_len ≥
+                // len bytes inside the region, and no other reference to it exists.
+                let buf = unsafe {
+                    std::slice::from_raw_parts_mut(
+                        self.region_ptr.add(slot as usize * self.slot_len),
+                        io.len as usize,
+                    )
+                };
+                v.fill(buf, io.offset);
+            }
             self.outstanding += 1;
             self.new_reqs.push((r, slot));
         }
@@ -669,6 +730,9 @@ impl<'a> Worker<'a> {
         let t_reap = self.clock();
         let slot = f.token as u32;
         let t = self.slot_thread[slot as usize] as usize;
+        if self.threads[t].verify.is_some() {
+            self.verify_done(t, slot, &f);
+        }
         self.free_slots.push(slot);
         self.outstanding -= 1;
         self.res.ios += 1;
@@ -700,6 +764,51 @@ impl<'a> Worker<'a> {
             }
         } else {
             self.maybe_thread_done(t);
+        }
+    }
+
+    /// A request of a verify job finished: record a written block, or check a block
+    /// read (before the slot and its buffer go back to the pool). A failed check
+    /// counts as an error of the job (as fio's), and ends the job with `verify_fatal`.
+    fn verify_done(&mut self, t: usize, slot: u32, f: &Finished) {
+        let th = &mut self.threads[t];
+        let job = th.job as usize;
+        let off = self.slot_offset[slot as usize] - th.file_base;
+        let v = th.verify.as_mut().expect("a verify job");
+        if f.op == Op::Write && f.ok {
+            v.written(off, f.len);
+            return;
+        }
+        if f.op != Op::Read || !self.slot_check[slot as usize] {
+            return;
+        }
+        if !v.checks_every_read() {
+            v.read_back_done();
+        }
+        if !f.ok {
+            return;
+        }
+        // SAFETY: the slot's request completed; its buffer (len ≤ slot_len bytes) is
+        // not in the kernel's hands and is not reused before the slot is freed.
+        let buf = unsafe {
+            std::slice::from_raw_parts(
+                self.region_ptr.add(slot as usize * self.slot_len),
+                f.len as usize,
+            )
+        };
+        let result = v.check(buf, off);
+        let failed = result.is_err();
+        v.record(result, off, f.len);
+        if failed {
+            self.sh
+                .collector
+                .lock()
+                .expect("collector lock")
+                .record_error(job, Op::Read);
+            if v.fatal() && !self.jobs[job].ended {
+                let now = self.now;
+                self.end_job(job, now);
+            }
         }
     }
 

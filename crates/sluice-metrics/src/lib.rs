@@ -48,7 +48,7 @@ pub use collector::{
 };
 pub use extra::{
     DeviceFaults, Extra, FileFact, IoErrorFact, PerClass, PolicyCounters, PolicySeries,
-    PolicyTiming, RealFacts, RuntimeFacts, SimFacts,
+    PolicyTiming, RealFacts, RuntimeFacts, SimFacts, VerifyFact,
 };
 pub use fios::{fios_figures, FiosFigures, FiosMetricError, TaskFigures};
 pub use plot::{plot, plot_xy, XySeries};

@@ -2,6 +2,8 @@
 
 use sluice_core::{IoClass, Nanos, Op};
 
+use crate::verify::VerifySpec;
+
 /// The I/O pattern of a job (fio's `rw`/`readwrite`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RwMode {
@@ -244,6 +246,9 @@ pub struct JobSpec {
     pub rate_process: RateProcess,
     /// When this job ends, every job of its stonewall group ends (`exitall`).
     pub exitall: bool,
+    /// Data verification (`verify=`…): acted on by `sluice run`; the simulator carries
+    /// no data.
+    pub verify: Option<VerifySpec>,
     /// `directory`: the `:`-separated list as given (empty if none).
     pub directory: Vec<String>,
     /// Start of the region, in bytes.
@@ -311,6 +316,7 @@ impl Default for JobSpec {
             percentage_random: [100, 100],
             rate_process: RateProcess::Linear,
             exitall: false,
+            verify: None,
             directory: Vec::new(),
             offset: 0,
             iodepth: 1,

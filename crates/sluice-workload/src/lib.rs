@@ -148,6 +148,7 @@ mod plan;
 mod source;
 pub mod units;
 mod values;
+mod verify;
 
 pub use error::WorkloadError;
 pub use gen::{stream_seed, IoGen, IoSpec, Pacer};
@@ -163,6 +164,7 @@ pub use options::{
 pub use parse::{parse_file, parse_str, parse_str_with, ParseOptions, Parsed, Warning};
 pub use plan::{flows_of, stonewall_groups, FlowConflict};
 pub use source::{IoSource, NextIo};
+pub use verify::{VerifyKind, VerifySpec};
 
 #[doc(no_inline)]
 pub use sluice_core::IoClass;

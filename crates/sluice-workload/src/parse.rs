@@ -17,6 +17,7 @@ use crate::units::{
     show_size, TimeUnit, PPM,
 };
 use crate::values::{parse_bsrange, parse_distribution, parse_file_service, split_paths};
+use crate::verify::{parse_pattern, parse_verify_kind, VerifyKind, VerifySpec};
 
 mod draft;
 mod fields;
@@ -202,6 +203,12 @@ struct Draft {
     prioclass: Option<u8>,
     stonewall: bool,
     exitall: bool,
+    /// `verify=` (its kind, `None` for `verify=0`) and where.
+    verify: Option<(Option<VerifyKind>, Loc)>,
+    verify_pattern: Option<Vec<u8>>,
+    do_verify: Option<bool>,
+    verify_fatal: bool,
+    verify_backlog: Option<u64>,
     filename: Option<(String, Loc)>,
     filename_format: Option<(String, Loc)>,
     directory: Option<(Vec<String>, Loc)>,
@@ -656,6 +663,7 @@ impl Parser<'_> {
             None => [100, 100],
         };
         let filename = self.resolve_file(&name, &d)?;
+        let verify = self.verify_of(&name, line, &d);
         let class = if d.critical || d.prioclass == Some(1) {
             if d.critical && d.prioclass == Some(3) {
                 self.warnings.push(format!(
@@ -705,6 +713,7 @@ impl Parser<'_> {
             percentage_random,
             rate_process: d.rate_process.unwrap_or(RateProcess::Linear),
             exitall: d.exitall,
+            verify,
             directory: d.directory.map(|x| x.0).unwrap_or_default(),
             offset,
             iodepth: d.iodepth.unwrap_or(1),
@@ -724,6 +733,33 @@ impl Parser<'_> {
             stonewall: d.stonewall,
             filename,
             passthrough: d.passthrough,
+        })
+    }
+
+    /// The job's verification: `verify=` if given, else `pattern` when
+    /// `verify_pattern` is given (as fio); the other verify options alone say they have
+    /// no effect.
+    fn verify_of(&mut self, name: &str, line: usize, d: &Draft) -> Option<VerifySpec> {
+        let kind = match &d.verify {
+            Some((k, _)) => *k,
+            None => d.verify_pattern.as_ref().map(|_| VerifyKind::Pattern),
+        };
+        let Some(kind) = kind else {
+            if d.verify_fatal || d.verify_backlog.is_some() || d.do_verify == Some(true) {
+                self.warnings.push(format!(
+                    "{}:{line}: job '{name}' sets do_verify, verify_fatal or verify_backlog without verify; \
+                     they have no effect (add verify=crc32c, md5 or pattern)",
+                    self.origin
+                ));
+            }
+            return None;
+        };
+        Some(VerifySpec {
+            kind,
+            pattern: d.verify_pattern.clone().unwrap_or_default(),
+            do_verify: d.do_verify.unwrap_or(true),
+            backlog: d.verify_backlog,
+            fatal: d.verify_fatal,
         })
     }
 

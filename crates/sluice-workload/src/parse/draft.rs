@@ -160,6 +160,16 @@ impl Draft {
             "prioclass" => self.prioclass = Some(small_uint(need(key, value)?, "2", 0, 3)?),
             "stonewall" | "wait_for_previous" => self.stonewall = parse_bool(value)?,
             "exitall" => self.exitall = parse_bool(value)?,
+            "verify" => {
+                self.verify = Some((parse_verify_kind(need(key, value)?)?, at.clone()));
+            }
+            "verify_pattern" => self.verify_pattern = Some(parse_pattern(need(key, value)?)?),
+            "do_verify" => self.do_verify = Some(parse_bool(value)?),
+            "verify_fatal" => self.verify_fatal = parse_bool(value)?,
+            "verify_backlog" => {
+                let n = parse_uint(need(key, value)?, "1024")?;
+                self.verify_backlog = (n > 0).then_some(n);
+            }
             "filename" => {
                 let v = need(key, value)?;
                 let files = split_paths(v);
