@@ -168,12 +168,30 @@ pub fn print_fios(
     Ok(())
 }
 
+/// What goes to stdout (fio's `--output-format`).
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutputFormat {
+    /// The table.
+    #[default]
+    Normal,
+    /// fio-style JSON instead of the table.
+    Json,
+    /// JSON with fio's json+ latency bins (`clat_ns.bins`), instead of the table; a
+    /// `--json` file gets the bins too.
+    #[value(name = "json+")]
+    JsonPlus,
+}
+
 /// The output options `sim` and `run` share.
 #[derive(clap::Args, Debug, Clone)]
 pub struct OutputArgs {
     /// Write fio-style JSON results here.
     #[arg(long)]
     pub json: Option<std::path::PathBuf>,
+    /// stdout: `normal` (the table), `json`, or `json+` (JSON with fio's latency bins,
+    /// `clat_ns.bins`, which fio's json+ tools read), as fio's `--output-format`.
+    #[arg(long, value_enum, default_value = "normal")]
+    pub output_format: OutputFormat,
     /// Write SVG figures (latency CCDF per job; bandwidth per flow over time) here.
     #[arg(long)]
     pub plot: Option<std::path::PathBuf>,
@@ -196,6 +214,30 @@ impl OutputArgs {
             check_writable_dir(d, "--plot")?;
         }
         Ok(())
+    }
+
+    /// The results to stdout in the `--output-format` (json+ bins are kept only for
+    /// json+), then the files asked for.
+    pub fn emit(
+        &self,
+        reports: &mut [sluice_metrics::RunReport],
+        out: &mut dyn std::io::Write,
+    ) -> Result<(), CliError> {
+        if self.output_format != OutputFormat::JsonPlus {
+            for r in reports.iter_mut() {
+                r.drop_bins();
+            }
+        }
+        match self.output_format {
+            OutputFormat::Normal => sluice_metrics::print_table(reports, out)?,
+            OutputFormat::Json | OutputFormat::JsonPlus => {
+                let bytes = sluice_metrics::json_bytes(reports)
+                    .map_err(|e| CliError::Io(std::io::Error::other(e)))?;
+                out.write_all(&bytes)?;
+                writeln!(out)?;
+            }
+        }
+        self.write_files(reports)
     }
 
     /// Write the JSON file and the figures asked for (the table goes to stdout apart).

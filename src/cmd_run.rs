@@ -11,7 +11,7 @@ use indicatif::ProgressBar;
 use sluice::cli::{load_jobs, parse_policy_list, progress_bar, CliError, OutputArgs};
 use sluice::core::policy::{self, PolicySpec};
 use sluice::engine::{self, EngineConfig, D2FQ_WEIGHTS};
-use sluice::metrics::{self, RunReport};
+use sluice::metrics::RunReport;
 
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
@@ -215,8 +215,7 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
     }
 
     let mut stdout = std::io::stdout().lock();
-    metrics::print_table(&reports, &mut stdout)?;
-    args.out.write_files(&reports)?;
+    args.out.emit(&mut reports, &mut stdout)?;
     if interrupted {
         return Err(CliError::Interrupted);
     }

@@ -313,3 +313,48 @@ fn sim_faults_count_errors_and_bad_specs_are_refused() {
     let o = sluice(&["sim", &job, "--faults", "latency=1"]);
     assert_bad_input(&o, &["unknown key 'latency'", "media, timeout"]);
 }
+
+#[test]
+fn output_format_json_plus_gives_fios_latency_bins() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(
+        dir.path(),
+        "r.fio",
+        "[r]\nrw=randread\nbs=4k\nsize=64m\niodepth=4\nnumber_ios=3000\n[w]\nrw=randwrite\nbs=64k\nsize=64m\nnumber_ios=500\n",
+    );
+    let o = sluice(&["sim", &job, "--output-format", "json+", "--quiet"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for (j, dir) in [(0, "read"), (1, "write")] {
+        let d = &v["jobs"][j][dir];
+        let bins = d["clat_ns"]["bins"].as_object().expect("bins");
+        let total: u64 = bins.values().map(|c| c.as_u64().unwrap()).sum();
+        assert_eq!(total, d["total_ios"].as_u64().unwrap());
+        for k in bins.keys() {
+            // Every key is the value fio names its bucket by.
+            let ns: u64 = k.parse().unwrap();
+            let i = sluice_metrics::plat_index(ns);
+            assert_eq!(sluice_metrics::plat_value(i), ns, "{k}");
+        }
+        // min and max fall in the first and last bucket.
+        let first: u64 = bins
+            .keys()
+            .map(|k| k.parse::<u64>().unwrap())
+            .min()
+            .unwrap();
+        let min = d["clat_ns"]["min"].as_u64().unwrap();
+        assert_eq!(
+            sluice_metrics::plat_index(min),
+            sluice_metrics::plat_index(first)
+        );
+        assert!(
+            v["jobs"][j]["trim"].is_object(),
+            "fio's tools read trim too"
+        );
+    }
+    // Plain json and the table have no bins.
+    let o = sluice(&["sim", &job, "--output-format", "json", "--quiet"]);
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("\"bins\""));
+    let o = sluice(&["sim", &job, "--output-format", "xml", "--quiet"]);
+    assert_eq!(o.status.code(), Some(2));
+}

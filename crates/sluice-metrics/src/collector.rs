@@ -6,6 +6,8 @@ use crate::report::{
     Percentiles, RunReport, FIO_PERCENTILES,
 };
 use hdrhistogram::Histogram;
+
+use crate::fioplus::PlatHist;
 use sluice_core::{Flow, FlowId, IoClass, Nanos, Op};
 use sluice_workload::JobSpec;
 
@@ -144,6 +146,8 @@ pub(crate) struct Lat {
     min: u64,
     max: u64,
     hist: Option<Histogram<u64>>,
+    /// fio's log-linear buckets, for json+ (`clat_ns.bins`).
+    plat: Option<PlatHist>,
 }
 
 impl Lat {
@@ -157,6 +161,7 @@ impl Lat {
             // Auto-resizing: starts tiny and grows (a bounded number of times, values are
             // clamped at one hour) to the largest value seen.
             hist: with_hist.then(|| Histogram::new(3).expect("3 significant digits is valid")),
+            plat: None,
         }
     }
 
@@ -170,6 +175,9 @@ impl Lat {
         if let Some(h) = &mut self.hist {
             // Cannot fail: auto-resize is on and the value is bounded.
             let _ = h.record(v.min(MAX_LAT_NS));
+        }
+        if let Some(p) = &mut self.plat {
+            p.add(v);
         }
     }
 
@@ -202,6 +210,7 @@ impl Lat {
             stddev,
             n: self.n,
             percentile,
+            bins: self.plat.as_ref().map(PlatHist::bins),
         }
     }
 
@@ -263,11 +272,13 @@ struct Dir {
 
 impl Dir {
     fn new() -> Dir {
-        Dir {
+        let mut d = Dir {
             ios: 0,
             bytes: 0,
             lat: Breakdown::new(true, true),
-        }
+        };
+        d.lat.clat.plat = Some(PlatHist::new());
+        d
     }
 
     fn report(&self, runtime_ns: u64) -> DirReport {
@@ -545,6 +556,7 @@ impl Collector {
                     read: acc.dirs[0].report(runtime_ns),
                     write: acc.dirs[1].report(runtime_ns),
                     sync: acc.dirs[2].report(runtime_ns),
+                    trim: DirReport::default(),
                     error: acc.errors,
                 }
             })

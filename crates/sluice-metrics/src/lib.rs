@@ -38,6 +38,7 @@
 
 mod collector;
 mod extra;
+mod fioplus;
 mod fios;
 mod plot;
 mod report;
@@ -50,11 +51,12 @@ pub use extra::{
     DeviceFaults, Extra, FileFact, IoErrorFact, PerClass, PolicyCounters, PolicySeries,
     PolicyTiming, RealFacts, RuntimeFacts, SimFacts, VerifyFact,
 };
+pub use fioplus::{plat_index, plat_value, PLAT_NR};
 pub use fios::{fios_figures, FiosFigures, FiosMetricError, TaskFigures};
 pub use plot::{plot, plot_xy, XySeries};
 pub use report::{
-    to_json, write_json, BwSeries, ClassReport, DirReport, Fairness, FlowReport, FlowSeries,
-    JobReport, LatReport, Percentiles, RunReport, FIO_PERCENTILES,
+    json_bytes, to_json, write_json, BwSeries, ClassReport, DirReport, Fairness, FlowReport,
+    FlowSeries, JobReport, LatReport, Percentiles, RunReport, FIO_PERCENTILES,
 };
 pub use table::print_table;
 

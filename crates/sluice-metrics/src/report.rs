@@ -54,8 +54,23 @@ pub struct JobReport {
     pub write: DirReport,
     /// Flushes (fio's `sync` section; `io_bytes` is 0).
     pub sync: DirReport,
+    /// Trims: sluice issues none; present and empty, as in fio's JSON (tools that read
+    /// fio's json+ look for all of read, write and trim).
+    pub trim: DirReport,
     /// Failed I/Os (failed samples plus [`crate::Collector::record_error`] calls).
     pub error: u64,
+}
+
+impl RunReport {
+    /// Remove fio's json+ bins (`clat_ns.bins`) from every job: the JSON then is fio's
+    /// plain `json` shape.
+    pub fn drop_bins(&mut self) {
+        for j in &mut self.jobs {
+            for d in [&mut j.read, &mut j.write, &mut j.sync] {
+                d.clat_ns.bins = None;
+            }
+        }
+    }
 }
 
 impl JobReport {
@@ -118,6 +133,11 @@ pub struct LatReport {
     /// Percentiles, keyed like fio (`"99.900000"`).
     #[serde(skip_serializing_if = "Percentiles::is_empty")]
     pub percentile: Percentiles,
+    /// fio's json+ bins (`clat_ns` of a job's direction only): bucket value (ns) →
+    /// count, see [`crate::fioplus`]. Written only with `--output-format=json+`
+    /// ([`RunReport::drop_bins`] removes them otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bins: Option<std::collections::BTreeMap<u64, u64>>,
 }
 
 /// `(percentile, value)` pairs in fio's order; serialises as a JSON object whose keys are
@@ -257,6 +277,15 @@ pub fn to_json(runs: &[RunReport]) -> serde_json::Value {
         serde_json::to_value(Runs { runs })
     };
     v.expect("reports serialise (string keys, finite or null numbers)")
+}
+
+/// [`to_json`]'s document, pretty-printed in fio's field order.
+pub fn json_bytes(runs: &[RunReport]) -> Result<Vec<u8>, serde_json::Error> {
+    if runs.len() == 1 {
+        serde_json::to_vec_pretty(&runs[0])
+    } else {
+        serde_json::to_vec_pretty(&Runs { runs })
+    }
 }
 
 /// Write [`to_json`]'s document, pretty-printed in fio's field order, to `path`.
