@@ -237,7 +237,52 @@ impl OutputArgs {
                 writeln!(out)?;
             }
         }
-        self.write_files(reports)
+        self.write_files(reports)?;
+        self.write_logs(reports)
+    }
+
+    /// Write the fio log files the jobs asked for (`write_bw_log`, …); with several
+    /// policies, each policy's files carry its name before `.log`.
+    pub fn write_logs(&self, reports: &[sluice_metrics::RunReport]) -> Result<(), CliError> {
+        let several = reports.len() > 1;
+        for r in reports {
+            if r.logs.is_empty() {
+                continue;
+            }
+            let suffix: String = r
+                .policy
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '-' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            let paths =
+                sluice_metrics::write_fio_logs(&r.logs, several.then_some(suffix.as_str()))?;
+            if r.logs.iter().any(|f| f.truncated) {
+                eprintln!(
+                    "sluice: warning: policy {}: the fio logs reached {} entries and were cut; \
+                     give log_avg_msec to average them",
+                    r.policy,
+                    sluice_metrics::MAX_LOG_ENTRIES
+                );
+            }
+            if !self.quiet {
+                eprintln!(
+                    "sluice: wrote {} fio log file(s): {}",
+                    paths.len(),
+                    paths
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
+        }
+        Ok(())
     }
 
     /// Write the JSON file and the figures asked for (the table goes to stdout apart).
@@ -303,6 +348,35 @@ pub fn check_writable_dir(d: &std::path::Path, flag: &str) -> Result<(), CliErro
     std::fs::write(&probe, b"")
         .map_err(|e| CliError::Usage(format!("{flag} {}: cannot be written: {e}", d.display())))?;
     let _ = std::fs::remove_file(probe);
+    Ok(())
+}
+
+/// Before a run: the directory of every fio log prefix (`write_bw_log=DIR/PREFIX`, …)
+/// exists and can be written (fio, too, creates no directory for its logs).
+pub fn check_log_prefixes(jobs: &[JobSpec]) -> Result<(), CliError> {
+    for j in jobs {
+        for (opt, p) in [
+            ("write_bw_log", &j.logs.bw),
+            ("write_lat_log", &j.logs.lat),
+            ("write_iops_log", &j.logs.iops),
+        ] {
+            let Some(p) = p else { continue };
+            let d = sluice_metrics::log_dir(p);
+            let bad = |why: String| {
+                CliError::Usage(format!(
+                    "job '{}': {opt}={p}: {why}; create the directory or give a prefix in one that exists",
+                    j.name
+                ))
+            };
+            if !d.is_dir() {
+                return Err(bad(format!("{} is not a directory", d.display())));
+            }
+            let probe = d.join(format!(".sluice-probe-{}", std::process::id()));
+            std::fs::write(&probe, b"")
+                .map_err(|e| bad(format!("{} cannot be written: {e}", d.display())))?;
+            let _ = std::fs::remove_file(probe);
+        }
+    }
     Ok(())
 }
 

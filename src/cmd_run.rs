@@ -85,6 +85,7 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
     for w in &warnings {
         eprintln!("sluice: warning: {w}");
     }
+    sluice::cli::check_log_prefixes(&jobs)?;
     let specs: Vec<PolicySpec> = parse_policy_list(&args.policy)?;
     for spec in &specs {
         policy::build(spec)?;

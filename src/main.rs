@@ -204,6 +204,7 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
     for w in &warnings {
         eprintln!("sluice: warning: {w}");
     }
+    sluice::cli::check_log_prefixes(&jobs)?;
     for j in &jobs {
         if let Some(v) = &j.verify {
             eprintln!(

@@ -396,3 +396,30 @@ fn a_corrupted_block_fails_the_run() {
     assert!(e.contains("6 block(s) checked, 1 failed; first: md5 verify failed on the block of 4096 bytes at file offset 20480"), "{e}");
     assert!(e.contains("1 block(s) failed verification"), "{e}");
 }
+
+#[test]
+fn fio_logs_on_real_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let d = dir.path().display().to_string();
+    let job = write(
+        dir.path(),
+        "l.fio",
+        &format!("[r]\nrw=randread\nsize=4m\nnumber_ios=300\nwrite_lat_log={d}/r\n"),
+    );
+    let o = sluice(&["run", &job, "-D", data.to_str().unwrap(), "--quiet"]);
+    if no_io_uring(&o) {
+        return;
+    }
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = std::fs::read_to_string(dir.path().join("r_lat.1.log")).unwrap();
+    assert_eq!(text.lines().count(), 300);
+    let mut last = 0;
+    for l in text.lines() {
+        let cols: Vec<u64> = l.split(", ").map(|c| c.parse().unwrap()).collect();
+        assert_eq!(cols.len(), 5);
+        assert!(cols[0] >= last && cols[1] > 0, "{l}");
+        last = cols[0];
+    }
+}

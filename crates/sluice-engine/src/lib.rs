@@ -375,7 +375,7 @@ pub fn run_with(
 
     let cpu0 = cpu_time_ns();
     let shared = Shared {
-        collector: Mutex::new(Collector::new(setup)),
+        collector: Mutex::new(Collector::new(setup).with_fio_logs(jobs)),
         job_live: jobs.iter().map(|s| AtomicU32::new(s.numjobs)).collect(),
         issued: (0..n_threads).map(|_| AtomicU64::new(0)).collect(),
         stop,

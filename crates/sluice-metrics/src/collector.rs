@@ -7,6 +7,7 @@ use crate::report::{
 };
 use hdrhistogram::Histogram;
 
+use crate::fiolog::FioLogs;
 use crate::fioplus::PlatHist;
 use sluice_core::{Flow, FlowId, IoClass, Nanos, Op};
 use sluice_workload::JobSpec;
@@ -353,6 +354,8 @@ pub struct Collector {
     /// Start of the measurement window and origin of the bandwidth bins.
     origin_ns: Nanos,
     interval_ns: Nanos,
+    /// fio's log files the jobs ask for ([`Collector::with_fio_logs`]).
+    logs: Option<Box<FioLogs>>,
 }
 
 impl Collector {
@@ -400,7 +403,16 @@ impl Collector {
             classes: [class(), class(), class()],
             origin_ns: 0,
             interval_ns,
+            logs: None,
         }
+    }
+
+    /// Keep the fio log files (`write_bw_log`, …) that `jobs` (the jobs of
+    /// [`RunSetup::for_jobs`], in the same order) ask for; they come back in
+    /// [`RunReport::logs`].
+    pub fn with_fio_logs(mut self, jobs: &[JobSpec]) -> Collector {
+        self.logs = FioLogs::for_jobs(jobs).map(Box::new);
+        self
     }
 
     /// Add a flow after construction (an application's task with a new flow name);
@@ -489,6 +501,9 @@ impl Collector {
         let post = s.reaped_ns.saturating_sub(s.device_done_ns);
         let bytes = s.bytes as u64;
 
+        if let Some(l) = &mut self.logs {
+            l.record(s, job.start_ns);
+        }
         let dir = &mut job.dirs[dir_index(s.op)];
         dir.ios += 1;
         dir.bytes += bytes;
@@ -692,7 +707,19 @@ impl Collector {
                 .collect(),
         };
 
+        let logs = match self.logs.take() {
+            Some(l) => {
+                let lens: Vec<Nanos> = self
+                    .jobs
+                    .iter()
+                    .map(|a| a.done_ns.unwrap_or(end_ns).saturating_sub(a.start_ns))
+                    .collect();
+                l.finish(&lens)
+            }
+            None => Vec::new(),
+        };
         RunReport {
+            logs,
             policy: policy.to_string(),
             duration_ns,
             jobs,

@@ -38,6 +38,7 @@
 
 mod collector;
 mod extra;
+mod fiolog;
 mod fioplus;
 mod fios;
 mod plot;
@@ -51,6 +52,7 @@ pub use extra::{
     DeviceFaults, Extra, FileFact, IoErrorFact, PerClass, PolicyCounters, PolicySeries,
     PolicyTiming, RealFacts, RuntimeFacts, SimFacts, VerifyFact,
 };
+pub use fiolog::{format_entry, log_dir, write_fio_logs, FioLogFile, LogEntry, MAX_LOG_ENTRIES};
 pub use fioplus::{plat_index, plat_value, PLAT_NR};
 pub use fios::{fios_figures, FiosFigures, FiosMetricError, TaskFigures};
 pub use plot::{plot, plot_xy, XySeries};

@@ -33,6 +33,9 @@ pub struct RunReport {
     /// What the run reports beyond fio's fields (block layer, policy counters, the
     /// engine's facts); the collector leaves it at its default for the engine to fill.
     pub extra: crate::Extra,
+    /// fio's log files the jobs asked for (written by the command, not in the JSON).
+    #[serde(skip)]
+    pub logs: Vec<crate::FioLogFile>,
 }
 
 /// One job's results, in fio's shape.

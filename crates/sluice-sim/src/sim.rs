@@ -192,7 +192,7 @@ impl<'a> Sim<'a> {
             cfg,
             block,
             port: SimPort::new(device),
-            collector: Collector::new(setup),
+            collector: Collector::new(setup).with_fio_logs(&specs),
             events: EventQueue::new(),
             threads,
             jobs: jobs_rt,

@@ -198,6 +198,42 @@ pub enum RateProcess {
     Poisson,
 }
 
+/// fio's log files a job asks for (`write_bw_log`, `write_lat_log`, `write_iops_log`,
+/// `log_avg_msec`, `per_job_logs`); written by the command after the run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogSpec {
+    /// `write_bw_log`: the file-name prefix (the job name when given bare).
+    pub bw: Option<String>,
+    /// `write_lat_log`: the prefix of the clat, slat and lat logs.
+    pub lat: Option<String>,
+    /// `write_iops_log`: the prefix.
+    pub iops: Option<String>,
+    /// `log_avg_msec`: average over windows of this many ms (0: an entry per I/O).
+    pub avg_msec: u64,
+    /// `per_job_logs` (default 1): one file per job, numbered as fio numbers it
+    /// (`prefix_bw.N.log`); 0: one file per prefix and type for all jobs.
+    pub per_job: bool,
+}
+
+impl Default for LogSpec {
+    fn default() -> Self {
+        LogSpec {
+            bw: None,
+            lat: None,
+            iops: None,
+            avg_msec: 0,
+            per_job: true,
+        }
+    }
+}
+
+impl LogSpec {
+    /// Whether any log is asked for.
+    pub fn any(&self) -> bool {
+        self.bw.is_some() || self.lat.is_some() || self.iops.is_some()
+    }
+}
+
 /// One job section, with `[global]` options applied and defaults filled in.
 ///
 /// See the crate documentation for each option's meaning and default.
@@ -249,6 +285,8 @@ pub struct JobSpec {
     /// Data verification (`verify=`…): acted on by `sluice run`; the simulator carries
     /// no data.
     pub verify: Option<VerifySpec>,
+    /// fio's log files.
+    pub logs: LogSpec,
     /// `directory`: the `:`-separated list as given (empty if none).
     pub directory: Vec<String>,
     /// Start of the region, in bytes.
@@ -317,6 +355,7 @@ impl Default for JobSpec {
             rate_process: RateProcess::Linear,
             exitall: false,
             verify: None,
+            logs: LogSpec::default(),
             directory: Vec::new(),
             offset: 0,
             iodepth: 1,

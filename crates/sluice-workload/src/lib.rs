@@ -154,7 +154,7 @@ pub use error::WorkloadError;
 pub use gen::{stream_seed, IoGen, IoSpec, Pacer};
 pub use include::MAX_INCLUDE_DEPTH;
 pub use job::{
-    weight_from_prio, BlockSize, BlockSizes, BsEntry, Distribution, FileService, JobSpec,
+    weight_from_prio, BlockSize, BlockSizes, BsEntry, Distribution, FileService, JobSpec, LogSpec,
     RateProcess, RwMode, Zone,
 };
 pub use limits::{check_limits, LimitError, MAX_INFLIGHT, MAX_THREADS};

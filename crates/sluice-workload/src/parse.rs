@@ -209,6 +209,13 @@ struct Draft {
     do_verify: Option<bool>,
     verify_fatal: bool,
     verify_backlog: Option<u64>,
+    /// `write_bw_log`, `write_lat_log`, `write_iops_log`: `Some(None)` when bare (the
+    /// job name).
+    log_bw: Option<Option<String>>,
+    log_lat: Option<Option<String>>,
+    log_iops: Option<Option<String>>,
+    log_avg_msec: u64,
+    per_job_logs: Option<bool>,
     filename: Option<(String, Loc)>,
     filename_format: Option<(String, Loc)>,
     directory: Option<(Vec<String>, Loc)>,
@@ -664,6 +671,16 @@ impl Parser<'_> {
         };
         let filename = self.resolve_file(&name, &d)?;
         let verify = self.verify_of(&name, line, &d);
+        let logs = crate::job::LogSpec {
+            bw: d.log_bw.clone().map(|p| p.unwrap_or_else(|| name.clone())),
+            lat: d.log_lat.clone().map(|p| p.unwrap_or_else(|| name.clone())),
+            iops: d
+                .log_iops
+                .clone()
+                .map(|p| p.unwrap_or_else(|| name.clone())),
+            avg_msec: d.log_avg_msec,
+            per_job: d.per_job_logs.unwrap_or(true),
+        };
         let class = if d.critical || d.prioclass == Some(1) {
             if d.critical && d.prioclass == Some(3) {
                 self.warnings.push(format!(
@@ -714,6 +731,7 @@ impl Parser<'_> {
             rate_process: d.rate_process.unwrap_or(RateProcess::Linear),
             exitall: d.exitall,
             verify,
+            logs,
             directory: d.directory.map(|x| x.0).unwrap_or_default(),
             offset,
             iodepth: d.iodepth.unwrap_or(1),

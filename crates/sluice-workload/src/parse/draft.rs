@@ -164,6 +164,19 @@ impl Draft {
                 self.verify = Some((parse_verify_kind(need(key, value)?)?, at.clone()));
             }
             "verify_pattern" => self.verify_pattern = Some(parse_pattern(need(key, value)?)?),
+            "write_bw_log" | "write_lat_log" | "write_iops_log" => {
+                let prefix = match value.map(str::trim) {
+                    None | Some("") => None,
+                    Some(v) => Some(v.to_string()),
+                };
+                match key {
+                    "write_bw_log" => self.log_bw = Some(prefix),
+                    "write_lat_log" => self.log_lat = Some(prefix),
+                    _ => self.log_iops = Some(prefix),
+                }
+            }
+            "log_avg_msec" => self.log_avg_msec = parse_uint(need(key, value)?, "1000")?,
+            "per_job_logs" => self.per_job_logs = Some(parse_bool(value)?),
             "do_verify" => self.do_verify = Some(parse_bool(value)?),
             "verify_fatal" => self.verify_fatal = parse_bool(value)?,
             "verify_backlog" => {
