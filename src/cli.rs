@@ -228,6 +228,28 @@ impl OutputArgs {
                 r.drop_bins();
             }
         }
+        if !self.quiet {
+            for r in reports.iter() {
+                for j in &r.jobs {
+                    let Some(s) = &j.steadystate else { continue };
+                    match (s.attained_ms, s.criterion) {
+                        (Some(ms), Some(c)) => eprintln!(
+                            "sluice: {}: job '{}': steady state ({}, window {} ms) reached at {:.3} s \
+                             (criterion {c}); the job ended there",
+                            r.policy,
+                            j.jobname,
+                            s.ss,
+                            s.duration_ms,
+                            ms as f64 / 1e3
+                        ),
+                        _ => eprintln!(
+                            "sluice: {}: job '{}': steady state ({}, window {} ms) not reached",
+                            r.policy, j.jobname, s.ss, s.duration_ms
+                        ),
+                    }
+                }
+            }
+        }
         match self.output_format {
             OutputFormat::Normal => sluice_metrics::print_table(reports, out)?,
             OutputFormat::Json | OutputFormat::JsonPlus => {

@@ -49,6 +49,7 @@ mod arbiter;
 mod buf;
 pub mod calibrate;
 mod device;
+mod early;
 mod error;
 mod files;
 mod ptime;
@@ -168,6 +169,9 @@ pub(crate) struct Shared<'a> {
     pub abort: AtomicBool,
     pub origin: Instant,
     pub interval_ns: Nanos,
+    /// `exitall` and `steadystate`: jobs to end early, and the counts steady state is
+    /// judged on.
+    pub early: early::EarlyEnd,
 }
 
 impl Shared<'_> {
@@ -382,7 +386,9 @@ pub fn run_with(
         abort: AtomicBool::new(false),
         origin: Instant::now(),
         interval_ns,
+        early: early::EarlyEnd::new(jobs, &job_group),
     };
+    let mut steady = early::SteadyChecks::new(jobs);
     let barrier = Barrier::new(n_workers + 1);
     let group_start = AtomicU64::new(0);
     let done_in_group = AtomicUsize::new(0);
@@ -460,6 +466,8 @@ pub fn run_with(
             done_in_group.store(0, Ordering::Release);
             barrier.wait();
             while done_in_group.load(Ordering::Acquire) < n_workers {
+                let job_start = |j: usize| start + jobs[j].startdelay_ns;
+                steady.poll(clock(), g, &job_start, &shared.early);
                 progress(progress_of(jobs, &job_group, g, start, clock(), &shared));
                 std::thread::sleep(Duration::from_millis(20));
             }
@@ -489,7 +497,10 @@ pub fn run_with(
         ok.push(r?);
     }
     let last_job_end = ok.iter().map(|r| r.last_job_end).max().unwrap_or(0);
-    let collector = shared.collector.into_inner().expect("collector lock");
+    let mut collector = shared.collector.into_inner().expect("collector lock");
+    for (j, r) in steady.reports() {
+        collector.set_steadystate(j, r);
+    }
     let mut report = collector.finish(
         if last_job_end > 0 {
             last_job_end

@@ -176,6 +176,10 @@ pub(crate) struct Worker<'a> {
     next_counter_ns: Nanos,
     interval_ns: Nanos,
     interrupted: bool,
+    /// The stonewall group running.
+    cur_group: usize,
+    /// Per job: completed I/Os and bytes not yet handed to [`crate::early::EarlyEnd`].
+    done_acc: Vec<(u64, u64)>,
     res: WorkerResult,
 }
 
@@ -313,6 +317,8 @@ impl<'a> Worker<'a> {
             next_counter_ns: 0,
             interval_ns: sh.interval_ns,
             interrupted: false,
+            cur_group: 0,
+            done_acc: vec![(0, 0); specs.len()],
             res: WorkerResult {
                 errors: vec![(0, None); specs.len()],
                 verify: vec![(0, 0, None); specs.len()],
@@ -331,6 +337,7 @@ impl<'a> Worker<'a> {
 
     /// Run the jobs of stonewall group `g`, which started at `group_start`.
     pub(crate) fn run_group(&mut self, g: usize, group_start: Nanos) -> Result<(), EngineError> {
+        self.cur_group = g;
         for (j, rt) in self.jobs.iter_mut().enumerate() {
             if rt.group != g || !rt.here {
                 continue;
@@ -407,6 +414,15 @@ impl<'a> Worker<'a> {
     /// Job ends and thread wake-ups that are due.
     fn timers(&mut self) {
         let now = self.now;
+        if self.sh.early.any_flagged() {
+            // exitall or steady state, decided elsewhere: end this worker's part.
+            for j in 0..self.jobs.len() {
+                let rt = &self.jobs[j];
+                if rt.here && !rt.ended && rt.group == self.cur_group && self.sh.early.flagged(j) {
+                    self.end_job(j, now);
+                }
+            }
+        }
         if now >= self.next_job_end {
             let mut next = NONE;
             for j in 0..self.jobs.len() {
@@ -447,6 +463,7 @@ impl<'a> Worker<'a> {
     /// Job `j` ends (runtime over, or interrupted) at `end`.
     fn end_job(&mut self, j: usize, end: Nanos) {
         self.jobs[j].ended = true;
+        self.sh.early.job_ended(j);
         self.res.last_job_end = self.res.last_job_end.max(end);
         self.sh
             .collector
@@ -829,6 +846,7 @@ impl<'a> Worker<'a> {
                 self.now
             };
             rt.ended = true;
+            self.sh.early.job_ended(j);
             self.res.last_job_end = self.res.last_job_end.max(end);
             self.sh
                 .collector
@@ -848,6 +866,19 @@ impl<'a> Worker<'a> {
                 c.record(s);
             }
             drop(c);
+            for s in &self.samples {
+                if s.ok {
+                    let a = &mut self.done_acc[s.job];
+                    a.0 += 1;
+                    a.1 += s.bytes as u64;
+                }
+            }
+            for (j, a) in self.done_acc.iter_mut().enumerate() {
+                if a.0 > 0 {
+                    self.sh.early.add(j, a.0, a.1);
+                    *a = (0, 0);
+                }
+            }
             self.samples.clear();
         }
         for th in &self.threads {

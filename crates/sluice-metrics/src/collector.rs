@@ -3,7 +3,7 @@
 use crate::jain_index;
 use crate::report::{
     BwSeries, ClassReport, DirReport, Fairness, FlowReport, FlowSeries, JobReport, LatReport,
-    Percentiles, RunReport, FIO_PERCENTILES,
+    Percentiles, RunReport, SteadyReport, FIO_PERCENTILES,
 };
 use hdrhistogram::Histogram;
 
@@ -356,6 +356,8 @@ pub struct Collector {
     interval_ns: Nanos,
     /// fio's log files the jobs ask for ([`Collector::with_fio_logs`]).
     logs: Option<Box<FioLogs>>,
+    /// Per job: its steady-state outcome ([`Collector::set_steadystate`]).
+    steady: Vec<Option<SteadyReport>>,
 }
 
 impl Collector {
@@ -404,7 +406,16 @@ impl Collector {
             origin_ns: 0,
             interval_ns,
             logs: None,
+            steady: Vec::new(),
         }
+    }
+
+    /// Record job `job`'s steady-state outcome for its report.
+    pub fn set_steadystate(&mut self, job: usize, r: SteadyReport) {
+        if self.steady.len() <= job {
+            self.steady.resize(job + 1, None);
+        }
+        self.steady[job] = Some(r);
     }
 
     /// Keep the fio log files (`write_bw_log`, …) that `jobs` (the jobs of
@@ -560,7 +571,8 @@ impl Collector {
             .jobs
             .iter()
             .zip(&self.jobs)
-            .map(|(info, acc)| {
+            .enumerate()
+            .map(|(ji, (info, acc))| {
                 let runtime_ns = acc.done_ns.unwrap_or(end_ns).saturating_sub(acc.start_ns);
                 JobReport {
                     jobname: info.name.clone(),
@@ -572,6 +584,7 @@ impl Collector {
                     write: acc.dirs[1].report(runtime_ns),
                     sync: acc.dirs[2].report(runtime_ns),
                     trim: DirReport::default(),
+                    steadystate: self.steady.get(ji).cloned().flatten(),
                     error: acc.errors,
                 }
             })

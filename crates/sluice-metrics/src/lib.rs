@@ -58,7 +58,7 @@ pub use fios::{fios_figures, FiosFigures, FiosMetricError, TaskFigures};
 pub use plot::{plot, plot_xy, XySeries};
 pub use report::{
     json_bytes, to_json, write_json, BwSeries, ClassReport, DirReport, Fairness, FlowReport,
-    FlowSeries, JobReport, LatReport, Percentiles, RunReport, FIO_PERCENTILES,
+    FlowSeries, JobReport, LatReport, Percentiles, RunReport, SteadyReport, FIO_PERCENTILES,
 };
 pub use table::print_table;
 

@@ -60,6 +60,9 @@ pub struct JobReport {
     /// Trims: sluice issues none; present and empty, as in fio's JSON (tools that read
     /// fio's json+ look for all of read, write and trim).
     pub trim: DirReport,
+    /// fio's steady-state detection, for a job with `ss_dur`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steadystate: Option<SteadyReport>,
     /// Failed I/Os (failed samples plus [`crate::Collector::record_error`] calls).
     pub error: u64,
 }
@@ -72,6 +75,40 @@ impl RunReport {
             for d in [&mut j.read, &mut j.write, &mut j.sync] {
                 d.clat_ns.bins = None;
             }
+        }
+    }
+}
+
+/// The outcome of a job's steady-state detection.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct SteadyReport {
+    /// The criterion and limit, fio's way (`iops_slope:0.01%`).
+    pub ss: String,
+    /// The window, ms.
+    pub duration_ms: u64,
+    /// Whether the job became steady (and so ended early).
+    pub attained: bool,
+    /// When, ms since the job's start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attained_ms: Option<u64>,
+    /// The criterion's value then (percent of the mean with a `%` limit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub criterion: Option<f64>,
+    /// The window's mean rate then (IOPS or bytes/s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean: Option<f64>,
+}
+
+impl SteadyReport {
+    /// The report of a tracker.
+    pub fn of(t: &sluice_workload::SteadyTrack) -> SteadyReport {
+        SteadyReport {
+            ss: t.spec().describe(),
+            duration_ms: t.spec().dur_ns / 1_000_000,
+            attained: t.attained.is_some(),
+            attained_ms: t.attained.map(|a| a.0 / 1_000_000),
+            criterion: t.attained.map(|a| (a.1.criterion * 1e6).round() / 1e6),
+            mean: t.attained.map(|a| (a.1.mean * 1e3).round() / 1e3),
         }
     }
 }

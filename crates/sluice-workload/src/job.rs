@@ -2,6 +2,7 @@
 
 use sluice_core::{IoClass, Nanos, Op};
 
+use crate::steady::SteadySpec;
 use crate::verify::VerifySpec;
 
 /// The I/O pattern of a job (fio's `rw`/`readwrite`).
@@ -287,6 +288,8 @@ pub struct JobSpec {
     pub verify: Option<VerifySpec>,
     /// fio's log files.
     pub logs: LogSpec,
+    /// fio's steady-state early end (`steadystate` with `ss_dur`).
+    pub steadystate: Option<SteadySpec>,
     /// `directory`: the `:`-separated list as given (empty if none).
     pub directory: Vec<String>,
     /// Start of the region, in bytes.
@@ -356,6 +359,7 @@ impl Default for JobSpec {
             exitall: false,
             verify: None,
             logs: LogSpec::default(),
+            steadystate: None,
             directory: Vec::new(),
             offset: 0,
             iodepth: 1,

@@ -146,6 +146,7 @@ mod options;
 mod parse;
 mod plan;
 mod source;
+mod steady;
 pub mod units;
 mod values;
 mod verify;
@@ -164,6 +165,7 @@ pub use options::{
 pub use parse::{parse_file, parse_str, parse_str_with, ParseOptions, Parsed, Warning};
 pub use plan::{flows_of, stonewall_groups, FlowConflict};
 pub use source::{IoSource, NextIo};
+pub use steady::{Attained, SteadyMetric, SteadySpec, SteadyState, SteadyTrack};
 pub use verify::{VerifyKind, VerifySpec};
 
 #[doc(no_inline)]

@@ -12,6 +12,7 @@ use crate::job::{
     weight_from_prio, BlockSize, BsEntry, Distribution, FileService, JobSpec, RateProcess, RwMode,
 };
 use crate::options::{engine_class, lookup, option_table, EngineClass, Support};
+use crate::steady::{parse_steadystate, SteadyMetric, SteadySpec};
 use crate::units::{
     parse_bool, parse_percent_ppm, parse_positive_size, parse_size, parse_time, parse_uint,
     show_size, TimeUnit, PPM,
@@ -216,6 +217,11 @@ struct Draft {
     log_iops: Option<Option<String>>,
     log_avg_msec: u64,
     per_job_logs: Option<bool>,
+    /// `steadystate`: (metric, slope, limit, percent) and where.
+    ss: Option<((SteadyMetric, bool, f64, bool), Loc)>,
+    ss_dur: Option<(u64, Loc)>,
+    ss_ramp: u64,
+    ss_interval: Option<(u64, Loc)>,
     filename: Option<(String, Loc)>,
     filename_format: Option<(String, Loc)>,
     directory: Option<(Vec<String>, Loc)>,
@@ -671,6 +677,7 @@ impl Parser<'_> {
         };
         let filename = self.resolve_file(&name, &d)?;
         let verify = self.verify_of(&name, line, &d);
+        let steadystate = self.steady_of(&name, line, &d)?;
         let logs = crate::job::LogSpec {
             bw: d.log_bw.clone().map(|p| p.unwrap_or_else(|| name.clone())),
             lat: d.log_lat.clone().map(|p| p.unwrap_or_else(|| name.clone())),
@@ -732,6 +739,7 @@ impl Parser<'_> {
             exitall: d.exitall,
             verify,
             logs,
+            steadystate,
             directory: d.directory.map(|x| x.0).unwrap_or_default(),
             offset,
             iodepth: d.iodepth.unwrap_or(1),
@@ -779,6 +787,54 @@ impl Parser<'_> {
             backlog: d.verify_backlog,
             fatal: d.verify_fatal,
         })
+    }
+
+    /// The job's steady-state detection: on with `ss_dur` (fio's default criterion
+    /// `iops_slope:0.01%`), with at least one interval in the window (two for a slope).
+    fn steady_of(
+        &mut self,
+        name: &str,
+        line: usize,
+        d: &Draft,
+    ) -> Result<Option<SteadySpec>, WorkloadError> {
+        let Some((dur_ns, dur_at)) = d.ss_dur.clone().filter(|x| x.0 > 0) else {
+            if let Some((_, at)) = &d.ss {
+                self.warnings.push(format!(
+                    "{}:{}: option 'steadystate': no effect without ss_dur (steadystate_duration) in job '{name}', as in fio",
+                    at.origin, at.line
+                ));
+            }
+            return Ok(None);
+        };
+        let (metric, slope, limit, percent) =
+            d.ss.as_ref()
+                .map_or((SteadyMetric::Iops, true, 0.01, true), |x| x.0);
+        let interval_ns = d.ss_interval.as_ref().map_or(1_000_000_000, |x| x.0);
+        let spec = SteadySpec {
+            metric,
+            slope,
+            limit,
+            percent,
+            dur_ns,
+            ramp_ns: d.ss_ramp,
+            interval_ns,
+        };
+        let need = if slope { 2 } else { 1 };
+        if spec.intervals() < need {
+            let _ = line;
+            return Err(self.option_err_at(
+                &dur_at,
+                "steadystate_duration",
+                format!(
+                    "ss_dur gives {} check interval(s) of {} ms in job '{name}'; {} needs at least {need}: \
+                     make ss_dur longer or steadystate_check_interval shorter",
+                    spec.intervals(),
+                    interval_ns / 1_000_000,
+                    spec.describe()
+                ),
+            ));
+        }
+        Ok(Some(spec))
     }
 
     /// The job's shared file name, as fio resolves it: `filename` (in the first

@@ -177,6 +177,28 @@ impl Draft {
             }
             "log_avg_msec" => self.log_avg_msec = parse_uint(need(key, value)?, "1000")?,
             "per_job_logs" => self.per_job_logs = Some(parse_bool(value)?),
+            "steadystate" | "ss" => {
+                self.ss = Some((parse_steadystate(need(key, value)?)?, at.clone()))
+            }
+            "steadystate_duration" | "ss_dur" => {
+                self.ss_dur = Some((
+                    parse_time(need(key, value)?, TimeUnit::Seconds)?,
+                    at.clone(),
+                ))
+            }
+            "steadystate_ramp_time" | "ss_ramp" => {
+                self.ss_ramp = parse_time(need(key, value)?, TimeUnit::Seconds)?
+            }
+            "steadystate_check_interval" | "ss_interval" => {
+                let t = parse_time(need(key, value)?, TimeUnit::Seconds)?;
+                if t < 1_000_000 {
+                    return Err(ApplyError::Bad(format!(
+                        "'{}' is shorter than 1 ms; give e.g. 1s or 500ms",
+                        need(key, value)?
+                    )));
+                }
+                self.ss_interval = Some((t, at.clone()))
+            }
             "do_verify" => self.do_verify = Some(parse_bool(value)?),
             "verify_fatal" => self.verify_fatal = parse_bool(value)?,
             "verify_backlog" => {
