@@ -318,6 +318,20 @@ fn a_block_device_needs_allow_device() {
 }
 
 #[test]
+fn a_device_this_machine_lacks_is_refused_and_nothing_is_created_in_dev() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = "/dev/sluice-no-such-nvme0n1";
+    let job = write(
+        dir.path(),
+        "j.fio",
+        &format!("[dev]\nrw=randread\nfilename={path}\nsize=1m\n"),
+    );
+    let o = sluice(&["run", &job, "-D", dir.path().to_str().unwrap()]);
+    assert_bad_input(&o, &[path, "names a device that does not exist", "creates no files in /dev"]);
+    assert!(!Path::new(path).exists());
+}
+
+#[test]
 fn bad_command_line_values_are_bad_input() {
     let dir = tempfile::tempdir().unwrap();
     let job = write(dir.path(), "j.fio", "[r]\nrw=randread\nsize=1m\n");

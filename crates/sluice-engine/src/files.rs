@@ -316,6 +316,12 @@ pub fn plan(
     for f in &mut files {
         let job = f.first_job.clone();
         match std::fs::metadata(&f.path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound && f.path.starts_with("/dev") => {
+                return Err(EngineError::NoSuchDevice {
+                    path: f.path.clone(),
+                    job,
+                });
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 f.create = true;
                 let parent = f
