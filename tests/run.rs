@@ -327,7 +327,14 @@ fn a_device_this_machine_lacks_is_refused_and_nothing_is_created_in_dev() {
         &format!("[dev]\nrw=randread\nfilename={path}\nsize=1m\n"),
     );
     let o = sluice(&["run", &job, "-D", dir.path().to_str().unwrap()]);
-    assert_bad_input(&o, &[path, "names a device that does not exist", "creates no files in /dev"]);
+    assert_bad_input(
+        &o,
+        &[
+            path,
+            "names a device that does not exist",
+            "creates no files in /dev",
+        ],
+    );
     assert!(!Path::new(path).exists());
 }
 
