@@ -193,8 +193,9 @@ impl FioLogs {
                 Kind::Bw => (s.bytes as u64 * 1_000_000).checked_div(lat).unwrap_or(0),
                 Kind::Iops => 1,
             };
-            if j.avg_ms > 0 {
-                let w = (t_ms / j.avg_ms) as usize;
+            if let Some(w) = t_ms.checked_div(j.avg_ms) {
+                // Averaged: the window of this completion.
+                let w = w as usize;
                 let v = &mut se.windows[ddir as usize];
                 if w >= v.len() {
                     if self.kept + (w + 1 - v.len()) > MAX_LOG_ENTRIES {

@@ -197,7 +197,7 @@ impl<'a> Sim<'a> {
             cfg,
             block,
             port: SimPort::new(device),
-            collector: Collector::new(setup).with_fio_logs(&specs),
+            collector: Collector::new(setup).with_fio_logs(specs),
             events: EventQueue::new(),
             threads,
             jobs: jobs_rt,
