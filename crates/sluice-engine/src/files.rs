@@ -316,7 +316,13 @@ pub fn plan(
     for f in &mut files {
         let job = f.first_job.clone();
         match std::fs::metadata(&f.path) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound && f.path.starts_with("/dev") => {
+            // A missing path among the devices is a device this machine lacks (/dev/shm
+            // is a memory file system, where files may be created).
+            Err(e)
+                if e.kind() == io::ErrorKind::NotFound
+                    && f.path.starts_with("/dev")
+                    && !f.path.starts_with("/dev/shm") =>
+            {
                 return Err(EngineError::NoSuchDevice {
                     path: f.path.clone(),
                     job,
