@@ -55,6 +55,9 @@ pub enum CliError {
     /// A command-line value is malformed (what, and how to write it).
     #[error("{0}")]
     Usage(String),
+    /// `sluice run`: blocks failed their `verify` check (described above the table).
+    #[error("{0} block(s) failed verification; the first failure of each job is described above")]
+    VerifyFailed(u64),
     /// Stopped by Ctrl-C; the results so far were printed.
     #[error("interrupted; the results above cover the run until the stop")]
     Interrupted,
@@ -82,6 +85,7 @@ impl CliError {
             CliError::Engine(e) => e.exit_code(),
             CliError::Calibrate(e) => e.exit_code(),
             CliError::Usage(_) => 2,
+            CliError::VerifyFailed(_) => 1,
             CliError::Interrupted => 130,
         }
     }
@@ -164,12 +168,30 @@ pub fn print_fios(
     Ok(())
 }
 
+/// What goes to stdout (fio's `--output-format`).
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutputFormat {
+    /// The table.
+    #[default]
+    Normal,
+    /// fio-style JSON instead of the table.
+    Json,
+    /// JSON with fio's json+ latency bins (`clat_ns.bins`), instead of the table; a
+    /// `--json` file gets the bins too.
+    #[value(name = "json+")]
+    JsonPlus,
+}
+
 /// The output options `sim` and `run` share.
 #[derive(clap::Args, Debug, Clone)]
 pub struct OutputArgs {
     /// Write fio-style JSON results here.
     #[arg(long)]
     pub json: Option<std::path::PathBuf>,
+    /// stdout: `normal` (the table), `json`, or `json+` (JSON with fio's latency bins,
+    /// `clat_ns.bins`, which fio's json+ tools read), as fio's `--output-format`.
+    #[arg(long, value_enum, default_value = "normal")]
+    pub output_format: OutputFormat,
     /// Write SVG figures (latency CCDF per job; bandwidth per flow over time) here.
     #[arg(long)]
     pub plot: Option<std::path::PathBuf>,
@@ -190,6 +212,97 @@ impl OutputArgs {
         }
         if let Some(d) = &self.plot {
             check_writable_dir(d, "--plot")?;
+        }
+        Ok(())
+    }
+
+    /// The results to stdout in the `--output-format` (json+ bins are kept only for
+    /// json+), then the files asked for.
+    pub fn emit(
+        &self,
+        reports: &mut [sluice_metrics::RunReport],
+        out: &mut dyn std::io::Write,
+    ) -> Result<(), CliError> {
+        if self.output_format != OutputFormat::JsonPlus {
+            for r in reports.iter_mut() {
+                r.drop_bins();
+            }
+        }
+        if !self.quiet {
+            for r in reports.iter() {
+                for j in &r.jobs {
+                    let Some(s) = &j.steadystate else { continue };
+                    match (s.attained_ms, s.criterion) {
+                        (Some(ms), Some(c)) => eprintln!(
+                            "sluice: {}: job '{}': steady state ({}, window {} ms) reached at {:.3} s \
+                             (criterion {c}); the job ended there",
+                            r.policy,
+                            j.jobname,
+                            s.ss,
+                            s.duration_ms,
+                            ms as f64 / 1e3
+                        ),
+                        _ => eprintln!(
+                            "sluice: {}: job '{}': steady state ({}, window {} ms) not reached",
+                            r.policy, j.jobname, s.ss, s.duration_ms
+                        ),
+                    }
+                }
+            }
+        }
+        match self.output_format {
+            OutputFormat::Normal => sluice_metrics::print_table(reports, out)?,
+            OutputFormat::Json | OutputFormat::JsonPlus => {
+                let bytes = sluice_metrics::json_bytes(reports)
+                    .map_err(|e| CliError::Io(std::io::Error::other(e)))?;
+                out.write_all(&bytes)?;
+                writeln!(out)?;
+            }
+        }
+        self.write_files(reports)?;
+        self.write_logs(reports)
+    }
+
+    /// Write the fio log files the jobs asked for (`write_bw_log`, …); with several
+    /// policies, each policy's files carry its name before `.log`.
+    pub fn write_logs(&self, reports: &[sluice_metrics::RunReport]) -> Result<(), CliError> {
+        let several = reports.len() > 1;
+        for r in reports {
+            if r.logs.is_empty() {
+                continue;
+            }
+            let suffix: String = r
+                .policy
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '-' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            let paths =
+                sluice_metrics::write_fio_logs(&r.logs, several.then_some(suffix.as_str()))?;
+            if r.logs.iter().any(|f| f.truncated) {
+                eprintln!(
+                    "sluice: warning: policy {}: the fio logs reached {} entries and were cut; \
+                     give log_avg_msec to average them",
+                    r.policy,
+                    sluice_metrics::MAX_LOG_ENTRIES
+                );
+            }
+            if !self.quiet {
+                eprintln!(
+                    "sluice: wrote {} fio log file(s): {}",
+                    paths.len(),
+                    paths
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
         }
         Ok(())
     }
@@ -257,6 +370,35 @@ pub fn check_writable_dir(d: &std::path::Path, flag: &str) -> Result<(), CliErro
     std::fs::write(&probe, b"")
         .map_err(|e| CliError::Usage(format!("{flag} {}: cannot be written: {e}", d.display())))?;
     let _ = std::fs::remove_file(probe);
+    Ok(())
+}
+
+/// Before a run: the directory of every fio log prefix (`write_bw_log=DIR/PREFIX`, …)
+/// exists and can be written (fio, too, creates no directory for its logs).
+pub fn check_log_prefixes(jobs: &[JobSpec]) -> Result<(), CliError> {
+    for j in jobs {
+        for (opt, p) in [
+            ("write_bw_log", &j.logs.bw),
+            ("write_lat_log", &j.logs.lat),
+            ("write_iops_log", &j.logs.iops),
+        ] {
+            let Some(p) = p else { continue };
+            let d = sluice_metrics::log_dir(p);
+            let bad = |why: String| {
+                CliError::Usage(format!(
+                    "job '{}': {opt}={p}: {why}; create the directory or give a prefix in one that exists",
+                    j.name
+                ))
+            };
+            if !d.is_dir() {
+                return Err(bad(format!("{} is not a directory", d.display())));
+            }
+            let probe = d.join(format!(".sluice-probe-{}", std::process::id()));
+            std::fs::write(&probe, b"")
+                .map_err(|e| bad(format!("{} cannot be written: {e}", d.display())))?;
+            let _ = std::fs::remove_file(probe);
+        }
+    }
     Ok(())
 }
 

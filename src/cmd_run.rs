@@ -11,7 +11,7 @@ use indicatif::ProgressBar;
 use sluice::cli::{load_jobs, parse_policy_list, progress_bar, CliError, OutputArgs};
 use sluice::core::policy::{self, PolicySpec};
 use sluice::engine::{self, EngineConfig, D2FQ_WEIGHTS};
-use sluice::metrics::{self, RunReport};
+use sluice::metrics::RunReport;
 
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
@@ -85,6 +85,7 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
     for w in &warnings {
         eprintln!("sluice: warning: {w}");
     }
+    sluice::cli::check_log_prefixes(&jobs)?;
     let specs: Vec<PolicySpec> = parse_policy_list(&args.policy)?;
     for spec in &specs {
         policy::build(spec)?;
@@ -136,6 +137,7 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
 
     let mut reports: Vec<RunReport> = Vec::with_capacity(specs.len());
     let mut interrupted = false;
+    let mut verify_failed = 0u64;
     for spec in &specs {
         if stop.load(Ordering::Relaxed) {
             interrupted = true;
@@ -178,6 +180,20 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
         for (job, n, first) in &st.errors {
             eprintln!("sluice: job '{job}': {n} I/O error(s); first: {first}");
         }
+        for v in &st.verify {
+            eprintln!(
+                "sluice: job '{}': verify={}: {} block(s) checked, {} failed{}",
+                v.job,
+                v.kind,
+                v.checked,
+                v.failed,
+                v.first
+                    .as_ref()
+                    .map(|f| format!("; first: {f}"))
+                    .unwrap_or_default()
+            );
+            verify_failed += v.failed;
+        }
         interrupted |= st.interrupted;
         let mut report = out.report;
         report.policy = spec.text.clone();
@@ -200,10 +216,12 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
     }
 
     let mut stdout = std::io::stdout().lock();
-    metrics::print_table(&reports, &mut stdout)?;
-    args.out.write_files(&reports)?;
+    args.out.emit(&mut reports, &mut stdout)?;
     if interrupted {
         return Err(CliError::Interrupted);
+    }
+    if verify_failed > 0 {
+        return Err(CliError::VerifyFailed(verify_failed));
     }
     Ok(())
 }

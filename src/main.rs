@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use clap::{Parser, Subcommand};
 use indicatif::ProgressBar;
 
-use sluice::cli::{load_jobs, parse_policy_list, progress_bar, CliError, OutputArgs};
+use sluice::cli::{load_jobs, parse_policy_list, progress_bar, CliError, OutputArgs, OutputFormat};
 use sluice::core::policy::{self, PolicySpec, POLICY_NAMES};
 use sluice::device::DeviceProfile;
 use sluice::metrics::{self, RunReport};
@@ -204,6 +204,17 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
     for w in &warnings {
         eprintln!("sluice: warning: {w}");
     }
+    sluice::cli::check_log_prefixes(&jobs)?;
+    for j in &jobs {
+        if let Some(v) = &j.verify {
+            eprintln!(
+                "sluice: warning: job '{}': verify={}: the simulator does not model data, so nothing is checked \
+                 and the job runs without its verify reads; `sluice run` checks it on real files",
+                j.name,
+                v.kind.name()
+            );
+        }
+    }
     let mut profile = DeviceProfile::resolve(&args.device)?;
     if let Some(text) = &args.arbitration {
         profile = profile.with_arbitration(text.parse()?);
@@ -293,11 +304,10 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
         }
     }
     let mut stdout = std::io::stdout().lock();
-    metrics::print_table(&reports, &mut stdout)?;
-    if args.alone && !interrupted {
+    args.out.emit(&mut reports, &mut stdout)?;
+    if args.alone && !interrupted && args.out.output_format == OutputFormat::Normal {
         sluice::cli::print_fios(&reports, &mut stdout)?;
     }
-    args.out.write_files(&reports)?;
     if interrupted {
         return Err(CliError::Interrupted);
     }

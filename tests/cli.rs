@@ -313,3 +313,108 @@ fn sim_faults_count_errors_and_bad_specs_are_refused() {
     let o = sluice(&["sim", &job, "--faults", "latency=1"]);
     assert_bad_input(&o, &["unknown key 'latency'", "media, timeout"]);
 }
+
+#[test]
+fn output_format_json_plus_gives_fios_latency_bins() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(
+        dir.path(),
+        "r.fio",
+        "[r]\nrw=randread\nbs=4k\nsize=64m\niodepth=4\nnumber_ios=3000\n[w]\nrw=randwrite\nbs=64k\nsize=64m\nnumber_ios=500\n",
+    );
+    let o = sluice(&["sim", &job, "--output-format", "json+", "--quiet"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for (j, dir) in [(0, "read"), (1, "write")] {
+        let d = &v["jobs"][j][dir];
+        let bins = d["clat_ns"]["bins"].as_object().expect("bins");
+        let total: u64 = bins.values().map(|c| c.as_u64().unwrap()).sum();
+        assert_eq!(total, d["total_ios"].as_u64().unwrap());
+        for k in bins.keys() {
+            // Every key is the value fio names its bucket by.
+            let ns: u64 = k.parse().unwrap();
+            let i = sluice_metrics::plat_index(ns);
+            assert_eq!(sluice_metrics::plat_value(i), ns, "{k}");
+        }
+        // min and max fall in the first and last bucket.
+        let first: u64 = bins
+            .keys()
+            .map(|k| k.parse::<u64>().unwrap())
+            .min()
+            .unwrap();
+        let min = d["clat_ns"]["min"].as_u64().unwrap();
+        assert_eq!(
+            sluice_metrics::plat_index(min),
+            sluice_metrics::plat_index(first)
+        );
+        assert!(
+            v["jobs"][j]["trim"].is_object(),
+            "fio's tools read trim too"
+        );
+    }
+    // Plain json and the table have no bins.
+    let o = sluice(&["sim", &job, "--output-format", "json", "--quiet"]);
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("\"bins\""));
+    let o = sluice(&["sim", &job, "--output-format", "xml", "--quiet"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn fio_log_files_in_fios_format_from_virtual_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    let job = write(
+        dir.path(),
+        "l.fio",
+        &format!(
+            "[global]\nsize=64m\nnumber_ios=400\n[r]\nrw=randread\niodepth=4\nwrite_lat_log={d}/r\nwrite_iops_log={d}/r\n\
+             [w]\nrw=write\nbs=64k\nwrite_bw_log={d}/w\nlog_avg_msec=1\n"
+        ),
+    );
+    let run = || {
+        let o = sluice(&["sim", &job, "--quiet"]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        [
+            "r_clat.1.log",
+            "r_slat.1.log",
+            "r_lat.1.log",
+            "r_iops.1.log",
+            "w_bw.2.log",
+        ]
+        .map(|f| std::fs::read_to_string(dir.path().join(f)).unwrap())
+    };
+    let a = run();
+    // An entry per I/O: 400 lines of five numeric columns, time in ms, reads (0).
+    for text in &a[..4] {
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 400);
+        for l in lines {
+            let cols: Vec<u64> = l.split(", ").map(|c| c.parse().unwrap()).collect();
+            assert_eq!(cols.len(), 5, "{l}");
+            assert_eq!((cols[2], cols[3], cols[4]), (0, 4096, 0), "{l}");
+        }
+    }
+    // slat + clat = lat, line by line.
+    for ((c, s), l) in a[0].lines().zip(a[1].lines()).zip(a[2].lines()) {
+        let v = |x: &str| x.split(", ").nth(1).unwrap().parse::<u64>().unwrap();
+        assert_eq!(v(c) + v(s), v(l));
+    }
+    // Averaged bandwidth: one entry per ms window of writes (direction 1).
+    let bw: Vec<&str> = a[4].lines().collect();
+    assert!(
+        !bw.is_empty() && bw.iter().all(|l| l.contains(", 1, 65536, 0")),
+        "{bw:?}"
+    );
+    // The same inputs give the same files.
+    assert_eq!(run(), a);
+    // A prefix in a missing directory is refused before the run.
+    let bad = write(
+        dir.path(),
+        "b.fio",
+        "[r]\nsize=1m\nwrite_bw_log=/nonexistent-dir/x\n",
+    );
+    assert_bad_input(
+        &sluice(&["sim", &bad]),
+        &["write_bw_log=/nonexistent-dir/x", "not a directory"],
+    );
+}

@@ -99,16 +99,10 @@ fn what_each_example_says_and_does() {
         p.warnings
     );
 
-    // zipf: the no-effect reporting options warn once each; the reader follows Zipf.
+    // zipf: the no-effect reporting options warn once each; the reader follows Zipf;
+    // the log options give fio's files (fio's thread numbers: zipf 1, uniform 2).
     let p = parse("zipf-read.fio").unwrap();
-    for opt in [
-        "ioengine",
-        "norandommap",
-        "group_reporting",
-        "gtod_reduce",
-        "write_lat_log",
-        "write_bw_log",
-    ] {
+    for opt in ["ioengine", "norandommap", "group_reporting", "gtod_reduce"] {
         assert_eq!(
             p.warnings
                 .iter()
@@ -123,6 +117,31 @@ fn what_each_example_says_and_does() {
         p.jobs[0].distribution[0],
         sluice_workload::Distribution::Zipf { theta, .. } if theta == 1.2
     ));
+    assert!(
+        !p.warnings.iter().any(|w| w.contains("_log'")),
+        "{:?}",
+        p.warnings
+    );
+    let out = sim(&p.jobs, 1);
+    let logs: Vec<&str> = out.report.logs.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(
+        logs,
+        [
+            "bw_bw.1.log",
+            "lat_clat.1.log",
+            "lat_slat.1.log",
+            "lat_lat.1.log",
+            "bw_bw.2.log",
+            "lat_clat.2.log",
+            "lat_slat.2.log",
+            "lat_lat.2.log"
+        ]
+    );
+    assert_eq!(
+        out.report.logs[1].entries.len() as u64,
+        out.report.jobs[0].read.total_ios,
+        "an entry per I/O"
+    );
 
     // include, ${VAR}, arithmetic, files, loops.
     let p = parse("include-env-math.fio").unwrap();

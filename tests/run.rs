@@ -318,6 +318,27 @@ fn a_block_device_needs_allow_device() {
 }
 
 #[test]
+fn a_device_this_machine_lacks_is_refused_and_nothing_is_created_in_dev() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = "/dev/sluice-no-such-nvme0n1";
+    let job = write(
+        dir.path(),
+        "j.fio",
+        &format!("[dev]\nrw=randread\nfilename={path}\nsize=1m\n"),
+    );
+    let o = sluice(&["run", &job, "-D", dir.path().to_str().unwrap()]);
+    assert_bad_input(
+        &o,
+        &[
+            path,
+            "names a device that does not exist",
+            "creates no files in /dev",
+        ],
+    );
+    assert!(!Path::new(path).exists());
+}
+
+#[test]
 fn bad_command_line_values_are_bad_input() {
     let dir = tempfile::tempdir().unwrap();
     let job = write(dir.path(), "j.fio", "[r]\nrw=randread\nsize=1m\n");
@@ -336,4 +357,90 @@ fn bad_command_line_values_are_bad_input() {
         &["/nonexistent/j.fio"],
     );
     assert_eq!(names(dir.path()), vec!["j.fio"]);
+}
+
+#[test]
+fn verify_checks_on_real_files_and_the_simulator_says_it_does_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let job = write(
+        dir.path(),
+        "v.fio",
+        "[w]\nrw=write\nbs=4k\nsize=1m\niodepth=4\nverify=crc32c\n",
+    );
+    let o = sluice(&["run", &job, "-D", data.to_str().unwrap(), "--quiet"]);
+    if no_io_uring(&o) {
+        return;
+    }
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{e}");
+    assert!(
+        e.contains("job 'w': verify=crc32c: 256 block(s) checked, 0 failed"),
+        "{e}"
+    );
+    // The simulator: one line saying data is not modelled, and the run goes on.
+    let o = sluice(&["sim", &job, "--quiet"]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{e}");
+    let lines: Vec<&str> = e.lines().filter(|l| l.contains("verify")).collect();
+    assert_eq!(lines.len(), 1, "{e}");
+    assert!(lines[0].contains("does not model data"), "{e}");
+}
+
+#[test]
+fn a_corrupted_block_fails_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let w = write(
+        dir.path(),
+        "w.fio",
+        "[w]\nfilename=data\nrw=write\nbs=4k\nsize=256k\nverify=md5\ndo_verify=0\n",
+    );
+    let o = sluice(&["run", &w, "-D", d, "--keep-files", "--quiet"]);
+    if no_io_uring(&o) {
+        return;
+    }
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let path = dir.path().join("data");
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[5 * 4096 + 7] ^= 1;
+    std::fs::write(&path, bytes).unwrap();
+    let r = write(
+        dir.path(),
+        "r.fio",
+        "[r]\nfilename=data\nrw=read\nbs=4k\nsize=256k\nverify=md5\nverify_fatal=1\n",
+    );
+    let o = sluice(&["run", &r, "-D", d, "--quiet"]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(e.contains("6 block(s) checked, 1 failed; first: md5 verify failed on the block of 4096 bytes at file offset 20480"), "{e}");
+    assert!(e.contains("1 block(s) failed verification"), "{e}");
+}
+
+#[test]
+fn fio_logs_on_real_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let d = dir.path().display().to_string();
+    let job = write(
+        dir.path(),
+        "l.fio",
+        &format!("[r]\nrw=randread\nsize=4m\nnumber_ios=300\nwrite_lat_log={d}/r\n"),
+    );
+    let o = sluice(&["run", &job, "-D", data.to_str().unwrap(), "--quiet"]);
+    if no_io_uring(&o) {
+        return;
+    }
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = std::fs::read_to_string(dir.path().join("r_lat.1.log")).unwrap();
+    assert_eq!(text.lines().count(), 300);
+    let mut last = 0;
+    for l in text.lines() {
+        let cols: Vec<u64> = l.split(", ").map(|c| c.parse().unwrap()).collect();
+        assert_eq!(cols.len(), 5);
+        assert!(cols[0] >= last && cols[1] > 0, "{l}");
+        last = cols[0];
+    }
 }

@@ -116,6 +116,19 @@ pub enum EngineError {
         /// The file or device.
         path: PathBuf,
     },
+    /// A path under `/dev` that does not exist: a device this machine does not have
+    /// (sluice creates no files among the devices).
+    #[error(
+        "{path} (job '{job}') names a device that does not exist on this machine; sluice run \
+         creates no files in /dev. Give the device this machine has (with --allow-device), \
+         or a file name (created in --directory)"
+    )]
+    NoSuchDevice {
+        /// The path.
+        path: PathBuf,
+        /// The job.
+        job: String,
+    },
     /// A block device was named without `--allow-device`.
     #[error(
         "{path} (job '{job}') is a block device; sluice run uses one only with --allow-device \

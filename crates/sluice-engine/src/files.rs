@@ -316,6 +316,18 @@ pub fn plan(
     for f in &mut files {
         let job = f.first_job.clone();
         match std::fs::metadata(&f.path) {
+            // A missing path among the devices is a device this machine lacks (/dev/shm
+            // is a memory file system, where files may be created).
+            Err(e)
+                if e.kind() == io::ErrorKind::NotFound
+                    && f.path.starts_with("/dev")
+                    && !f.path.starts_with("/dev/shm") =>
+            {
+                return Err(EngineError::NoSuchDevice {
+                    path: f.path.clone(),
+                    job,
+                });
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 f.create = true;
                 let parent = f

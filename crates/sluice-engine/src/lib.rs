@@ -48,10 +48,12 @@
 mod arbiter;
 mod buf;
 mod device;
+mod early;
 mod error;
 mod files;
 mod ptime;
 mod ring;
+mod verify;
 mod worker;
 
 use std::path::PathBuf;
@@ -62,7 +64,8 @@ use std::time::{Duration, Instant};
 use sluice_core::policy::{self, Policy, PolicySpec};
 use sluice_core::Nanos;
 use sluice_metrics::{
-    Collector, Extra, FileFact, IoErrorFact, PerClass, PolicyTiming, RealFacts, RunReport, RunSetup,
+    Collector, Extra, FileFact, IoErrorFact, PerClass, PolicyTiming, RealFacts, RunReport,
+    RunSetup, VerifyFact,
 };
 use sluice_workload::{flows_of, stonewall_groups, JobSpec};
 
@@ -138,6 +141,8 @@ pub struct EngineStats {
     pub interrupted: bool,
     /// Per job with errors: job name, error count, first error's description.
     pub errors: Vec<(String, u64, String)>,
+    /// Per job with `verify`: what its checks found.
+    pub verify: Vec<VerifyFact>,
 }
 
 /// The result of one real run.
@@ -163,6 +168,9 @@ pub(crate) struct Shared<'a> {
     pub abort: AtomicBool,
     pub origin: Instant,
     pub interval_ns: Nanos,
+    /// `exitall` and `steadystate`: jobs to end early, and the counts steady state is
+    /// judged on.
+    pub early: early::EarlyEnd,
 }
 
 impl Shared<'_> {
@@ -370,14 +378,16 @@ pub fn run_with(
 
     let cpu0 = cpu_time_ns();
     let shared = Shared {
-        collector: Mutex::new(Collector::new(setup)),
+        collector: Mutex::new(Collector::new(setup).with_fio_logs(jobs)),
         job_live: jobs.iter().map(|s| AtomicU32::new(s.numjobs)).collect(),
         issued: (0..n_threads).map(|_| AtomicU64::new(0)).collect(),
         stop,
         abort: AtomicBool::new(false),
         origin: Instant::now(),
         interval_ns,
+        early: early::EarlyEnd::new(jobs, &job_group),
     };
+    let mut steady = early::SteadyChecks::new(jobs);
     let barrier = Barrier::new(n_workers + 1);
     let group_start = AtomicU64::new(0);
     let done_in_group = AtomicUsize::new(0);
@@ -455,6 +465,8 @@ pub fn run_with(
             done_in_group.store(0, Ordering::Release);
             barrier.wait();
             while done_in_group.load(Ordering::Acquire) < n_workers {
+                let job_start = |j: usize| start + jobs[j].startdelay_ns;
+                steady.poll(clock(), g, &job_start, &shared.early);
                 progress(progress_of(jobs, &job_group, g, start, clock(), &shared));
                 std::thread::sleep(Duration::from_millis(20));
             }
@@ -484,7 +496,10 @@ pub fn run_with(
         ok.push(r?);
     }
     let last_job_end = ok.iter().map(|r| r.last_job_end).max().unwrap_or(0);
-    let collector = shared.collector.into_inner().expect("collector lock");
+    let mut collector = shared.collector.into_inner().expect("collector lock");
+    for (j, r) in steady.reports() {
+        collector.set_steadystate(j, r);
+    }
     let mut report = collector.finish(
         if last_job_end > 0 {
             last_job_end
@@ -502,6 +517,7 @@ pub fn run_with(
         cpu_sys_ns: cpu1.1.saturating_sub(cpu0.1),
         interrupted: stop.load(Ordering::Relaxed) || ok.iter().any(|r| r.interrupted),
         errors: Vec::new(),
+        verify: Vec::new(),
     };
     for (j, s) in jobs.iter().enumerate() {
         let n: u64 = ok.iter().map(|r| r.errors[j].0).sum();
@@ -511,6 +527,17 @@ pub fn run_with(
                 .find_map(|r| r.errors[j].1.clone())
                 .unwrap_or_default();
             stats.errors.push((s.name.clone(), n, first));
+        }
+    }
+    for (j, s) in jobs.iter().enumerate() {
+        if let Some(v) = &s.verify {
+            stats.verify.push(VerifyFact {
+                job: s.name.clone(),
+                kind: v.kind.name().to_string(),
+                checked: ok.iter().map(|r| r.verify[j].0).sum(),
+                failed: ok.iter().map(|r| r.verify[j].1).sum(),
+                first: ok.iter().find_map(|r| r.verify[j].2.clone()),
+            });
         }
     }
     let dev = dev.into_inner().expect("device lock");
@@ -606,6 +633,7 @@ fn fill_extra(
                     first: first.clone(),
                 })
                 .collect(),
+            verify: stats.verify.clone(),
         }),
         ..Extra::from_block("io_uring", cfg.seed, block)
     };

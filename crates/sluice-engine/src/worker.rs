@@ -38,12 +38,17 @@ use io_uring::{opcode, squeue, types, IoUring};
 use sluice_block::{Finished, NewRequest};
 use sluice_core::{FlowId, IoClass, Nanos, Op};
 use sluice_metrics::Sample;
-use sluice_workload::{IoSource, JobSpec, NextIo};
+use sluice_workload::{IoSource, IoSpec, JobSpec, NextIo};
 
 use crate::buf::{AlignedBuf, BUF_ALIGN};
 use crate::device::{DevState, Doorbell, Outgoing};
 use crate::error::EngineError;
 use crate::ring::new_ring;
+use crate::verify::Verifier;
+
+mod kernel;
+mod setup;
+mod verify_hook;
 use crate::Shared;
 
 const NONE: Nanos = Nanos::MAX;
@@ -86,6 +91,8 @@ pub(crate) struct WorkerResult {
     pub last_job_end: Nanos,
     /// Per job: errors and the first error's description.
     pub errors: Vec<(u64, Option<String>)>,
+    /// Per job: blocks checked, failed, the first failure (jobs with `verify`).
+    pub verify: Vec<(u64, u64, Option<String>)>,
     pub fixed_buffers: bool,
     pub ring_entries: u32,
     pub interrupted: bool,
@@ -111,6 +118,8 @@ struct Thread {
     iodepth: u32,
     state: State,
     wake_at: Nanos,
+    /// The job's data verification (`verify=`), if any.
+    verify: Option<Box<Verifier>>,
 }
 
 #[derive(Debug, Clone)]
@@ -144,6 +153,8 @@ pub(crate) struct Worker<'a> {
     /// Request slot → the request's offset (a piece's place in the slot's buffer is
     /// its offset minus this).
     slot_offset: Vec<u64>,
+    /// Request slot → its read is checked by the thread's verifier.
+    slot_check: Vec<bool>,
     free_slots: Vec<u32>,
     /// Requests the job threads issued this turn, for the block layer.
     new_reqs: Vec<(NewRequest, u32)>,
@@ -169,6 +180,10 @@ pub(crate) struct Worker<'a> {
     next_counter_ns: Nanos,
     interval_ns: Nanos,
     interrupted: bool,
+    /// The stonewall group running.
+    cur_group: usize,
+    /// Per job: completed I/Os and bytes not yet handed to [`crate::early::EarlyEnd`].
+    done_acc: Vec<(u64, u64)>,
     res: WorkerResult,
 }
 
@@ -177,139 +192,6 @@ fn clock(origin: Instant) -> Nanos {
 }
 
 impl<'a> Worker<'a> {
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new(
-        plan: &WorkerPlan,
-        specs: &'a [JobSpec],
-        cfg: &WorkerCfg,
-        entries: u32,
-        sh: &'a Shared<'a>,
-        dev: &'a Mutex<DevState>,
-        bells: &'a [Doorbell],
-    ) -> Result<Worker<'a>, EngineError> {
-        let total_depth: u32 = plan
-            .threads
-            .iter()
-            .map(|t| specs[t.1 as usize].iodepth.max(1))
-            .sum::<u32>()
-            .max(1);
-        let ring = new_ring(entries)?;
-        ring.submitter()
-            .register_files(&plan.fds)
-            .map_err(|source| EngineError::Ring {
-                entries,
-                hint: "registering the job files with the ring failed; raise ulimit -n",
-                source,
-            })?;
-
-        // One buffer per request slot, each as long as the largest block of the
-        // worker's jobs, filled with random data for writes.
-        let slot_len = plan
-            .threads
-            .iter()
-            .map(|t| {
-                let s = &specs[t.1 as usize];
-                s.bs.read.max_len().max(s.bs.write.max_len()) as usize
-            })
-            .max()
-            .unwrap_or(BUF_ALIGN)
-            .div_ceil(BUF_ALIGN)
-            * BUF_ALIGN;
-        let slots = total_depth as usize;
-        let mut region = AlignedBuf::new(slots * slot_len);
-        region.fill_random(0xB0FF_0000 ^ plan.index as u64);
-        let region_ptr = region.as_mut_ptr();
-        let iovecs: Vec<libc::iovec> = (0..slots)
-            .map(|i| libc::iovec {
-                // SAFETY: within the region.
-                iov_base: unsafe { region_ptr.add(i * slot_len) } as *mut libc::c_void,
-                iov_len: slot_len,
-            })
-            .collect();
-        // SAFETY: the buffers live in `region`, which the worker owns and drops after
-        // the ring (field order), so they outlive every registered use.
-        let fixed_bufs = slots <= u16::MAX as usize
-            && unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
-
-        let mut jobs: Vec<JobRt> = specs
-            .iter()
-            .enumerate()
-            .map(|(j, s)| JobRt {
-                here: false,
-                flow: cfg.job_flow[j],
-                class: s.class,
-                group: cfg.job_group[j],
-                start_ns: 0,
-                end_ns: NONE,
-                ended: false,
-                thinktime_ns: s.thinktime_ns,
-                pacer_base: 0,
-            })
-            .collect();
-        let threads: Vec<Thread> = plan
-            .threads
-            .iter()
-            .map(|&(global, job, t, file, base)| {
-                let spec = &specs[job as usize];
-                jobs[job as usize].here = true;
-                Thread {
-                    global,
-                    job,
-                    file,
-                    file_base: base,
-                    source: IoSource::new(spec, job as usize, t, cfg.seed),
-                    outstanding: 0,
-                    iodepth: spec.iodepth.max(1),
-                    state: State::Idle,
-                    wake_at: NONE,
-                }
-            })
-            .collect();
-        Ok(Worker {
-            index: plan.index,
-            sh,
-            dev,
-            bells,
-            specs,
-            ring,
-            _region: region,
-            region_ptr,
-            slot_len,
-            fixed_bufs,
-            threads,
-            jobs,
-            slot_thread: vec![0; slots],
-            slot_offset: vec![0; slots],
-            free_slots: (0..slots as u32).rev().collect(),
-            new_reqs: Vec::with_capacity(slots),
-            cqes: Vec::with_capacity(2 * entries as usize),
-            finished: Vec::with_capacity(2 * entries as usize),
-            outgoing: Vec::with_capacity(entries as usize),
-            to_wake: Vec::with_capacity(bells.len()),
-            in_ring: 0,
-            outstanding: 0,
-            bell_armed: false,
-            bell_buf: Box::new(0),
-            submit_batch: cfg.submit_batch.max(1) as usize,
-            now: 0,
-            next_wake: NONE,
-            next_job_end: NONE,
-            block_timer: NONE,
-            active: 0,
-            samples: Vec::with_capacity(SAMPLE_BATCH),
-            last_flush: 0,
-            next_counter_ns: 0,
-            interval_ns: sh.interval_ns,
-            interrupted: false,
-            res: WorkerResult {
-                errors: vec![(0, None); specs.len()],
-                fixed_buffers: fixed_bufs,
-                ring_entries: entries,
-                ..WorkerResult::default()
-            },
-        })
-    }
-
     #[inline]
     fn clock(&mut self) -> Nanos {
         self.now = clock(self.sh.origin);
@@ -318,6 +200,7 @@ impl<'a> Worker<'a> {
 
     /// Run the jobs of stonewall group `g`, which started at `group_start`.
     pub(crate) fn run_group(&mut self, g: usize, group_start: Nanos) -> Result<(), EngineError> {
+        self.cur_group = g;
         for (j, rt) in self.jobs.iter_mut().enumerate() {
             if rt.group != g || !rt.here {
                 continue;
@@ -361,7 +244,17 @@ impl<'a> Worker<'a> {
     }
 
     /// The run is over: this worker's facts.
-    pub(crate) fn finish(self) -> WorkerResult {
+    pub(crate) fn finish(mut self) -> WorkerResult {
+        for th in &self.threads {
+            if let Some(v) = &th.verify {
+                let r = &mut self.res.verify[th.job as usize];
+                r.0 += v.checked;
+                r.1 += v.failed;
+                if r.2.is_none() {
+                    r.2.clone_from(&v.first);
+                }
+            }
+        }
         self.res
     }
 
@@ -384,6 +277,15 @@ impl<'a> Worker<'a> {
     /// Job ends and thread wake-ups that are due.
     fn timers(&mut self) {
         let now = self.now;
+        if self.sh.early.any_flagged() {
+            // exitall or steady state, decided elsewhere: end this worker's part.
+            for j in 0..self.jobs.len() {
+                let rt = &self.jobs[j];
+                if rt.here && !rt.ended && rt.group == self.cur_group && self.sh.early.flagged(j) {
+                    self.end_job(j, now);
+                }
+            }
+        }
         if now >= self.next_job_end {
             let mut next = NONE;
             for j in 0..self.jobs.len() {
@@ -424,6 +326,7 @@ impl<'a> Worker<'a> {
     /// Job `j` ends (runtime over, or interrupted) at `end`.
     fn end_job(&mut self, j: usize, end: Nanos) {
         self.jobs[j].ended = true;
+        self.sh.early.job_ended(j);
         self.res.last_job_end = self.res.last_job_end.max(end);
         self.sh
             .collector
@@ -455,18 +358,44 @@ impl<'a> Worker<'a> {
             if th.state != State::Running || th.outstanding >= th.iodepth {
                 return;
             }
-            let io = match th.source.next(now, self.jobs[th.job as usize].pacer_base) {
-                NextIo::Issue(io) => io,
-                NextIo::At(at) => {
-                    self.wake(t, at);
-                    return;
+            // A verify job reads back what it wrote before it issues more (see verify.rs).
+            let mut check = false;
+            let read_back = th.verify.as_mut().and_then(|v| v.next_read());
+            let io = if let Some((offset, len)) = read_back {
+                check = true;
+                IoSpec {
+                    op: Op::Read,
+                    offset,
+                    len,
                 }
-                NextIo::Exhausted => {
-                    th.state = State::Stopping;
-                    self.maybe_thread_done(t);
-                    return;
+            } else if th.verify.as_ref().is_some_and(|v| v.busy()) {
+                return;
+            } else {
+                match th.source.next(now, self.jobs[th.job as usize].pacer_base) {
+                    NextIo::Issue(io) => io,
+                    NextIo::At(at) => {
+                        self.wake(t, at);
+                        return;
+                    }
+                    NextIo::Exhausted => {
+                        if let Some(v) = th.verify.as_mut() {
+                            // The final read-back starts when no write is in flight.
+                            if v.final_pending() && th.outstanding > 0 {
+                                return;
+                            }
+                            if v.start_final() {
+                                continue;
+                            }
+                        }
+                        th.state = State::Stopping;
+                        self.maybe_thread_done(t);
+                        return;
+                    }
                 }
             };
+            if let Some(v) = th.verify.as_mut() {
+                check |= io.op == Op::Read && v.checks_every_read();
+            }
             th.outstanding += 1;
             let rt = &self.jobs[th.job as usize];
             let r = NewRequest {
@@ -484,6 +413,18 @@ impl<'a> Worker<'a> {
                 .expect("a slot per unit of iodepth: outstanding ≤ iodepth");
             self.slot_thread[slot as usize] = t as u32;
             self.slot_offset[slot as usize] = r.offset;
+            self.slot_check[slot as usize] = check;
+            if let (Op::Write, Some(v)) = (io.op, th.verify.as_mut()) {
+                // SAFETY: the slot is free (taken just now), its buffer is slot_len ≥
+                // len bytes inside the region, and no other reference to it exists.
+                let buf = unsafe {
+                    std::slice::from_raw_parts_mut(
+                        self.region_ptr.add(slot as usize * self.slot_len),
+                        io.len as usize,
+                    )
+                };
+                v.fill(buf, io.offset);
+            }
             self.outstanding += 1;
             self.new_reqs.push((r, slot));
         }
@@ -547,128 +488,13 @@ impl<'a> Worker<'a> {
         Ok(())
     }
 
-    /// Write the SQEs of the pieces taken from the outbox, and re-arm the doorbell.
-    fn push_sqes(&mut self) {
-        let mut sq = self.ring.submission();
-        if !self.bell_armed {
-            let e = opcode::Read::new(
-                types::Fd(self.bells[self.index].raw()),
-                &mut *self.bell_buf as *mut u64 as *mut u8,
-                8,
-            )
-            .build()
-            .user_data(BELL);
-            // SAFETY: the buffer is the worker's, boxed, and outlives the ring's use of it
-            // (the ring is dropped with the worker); one entry is reserved for it.
-            unsafe { sq.push(&e) }.expect("an entry is reserved for the doorbell");
-            self.bell_armed = true;
-        }
-        for o in &self.outgoing {
-            let th = &self.threads[self.slot_thread[o.slot as usize] as usize];
-            let fd = types::Fixed(th.file);
-            let file_off = o.offset - th.file_base;
-            // SAFETY: a piece lies inside its request, whose buffer is slot_len ≥ len.
-            let buf = unsafe {
-                self.region_ptr.add(
-                    o.slot as usize * self.slot_len
-                        + (o.offset - self.slot_offset[o.slot as usize]) as usize,
-                )
-            };
-            let e = sqe(o, fd, buf, file_off, self.fixed_bufs);
-            // SAFETY: the buffer and the registered file stay valid until the CQE is
-            // reaped; the ring has room: commands in all rings ≤ cap < entries.
-            unsafe { sq.push(&e) }.expect("ring has room: in_ring ≤ cap < entries");
-            self.in_ring += 1;
-        }
-        drop(sq);
-        self.outgoing.clear();
-    }
-
-    /// Submit the SQEs written this turn and wait for a completion, the doorbell or a
-    /// deadline.
-    fn enter(&mut self) -> Result<(), EngineError> {
-        let deadline = self.next_wake.min(self.next_job_end).min(self.block_timer);
-        self.res.enters += 1;
-        let r = if self.in_ring > 0 && deadline.saturating_sub(self.now) > SHORT_DEADLINE_NS {
-            self.ring.submit_and_wait(1)
-        } else {
-            let wait = deadline.saturating_sub(self.now).clamp(1_000, IDLE_POLL_NS);
-            let ts = types::Timespec::new()
-                .sec(wait / 1_000_000_000)
-                .nsec((wait % 1_000_000_000) as u32);
-            let args = types::SubmitArgs::new().timespec(&ts);
-            self.ring.submitter().submit_with_args(1, &args)
-        };
-        match r {
-            Ok(_) => Ok(()),
-            Err(e)
-                if matches!(
-                    e.raw_os_error(),
-                    Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EAGAIN) | Some(libc::EBUSY)
-                ) =>
-            {
-                Ok(())
-            }
-            Err(source) => Err(EngineError::RingFailed {
-                worker: self.index,
-                source,
-            }),
-        }
-    }
-
-    /// Handle every completion the ring holds, `submit_batch` at a time: each batch goes
-    /// to the block layer under one lock, and the SQEs it frees go to the kernel at
-    /// once (without waiting) while the rest of the batch is handled.
-    fn reap(&mut self) -> Result<(), EngineError> {
-        self.cqes.clear();
-        for c in self.ring.completion() {
-            if c.user_data() == BELL {
-                self.bell_armed = false;
-            } else {
-                self.cqes.push((c.user_data(), c.result()));
-            }
-        }
-        let t_dev = self.clock();
-        let n = self.cqes.len();
-        let mut from = 0;
-        while from < n {
-            let to = (from + self.submit_batch).min(n);
-            self.sync(Some((from, to, t_dev)))?;
-            if to < n {
-                self.res.enters += 1;
-                self.ring
-                    .submit()
-                    .map_err(|source| EngineError::RingFailed {
-                        worker: self.index,
-                        source,
-                    })?;
-            }
-            from = to;
-        }
-        Ok(())
-    }
-
-    fn note_error(&mut self, slot: u32, op: Op, len: u32, offset: u64, res: i32) {
-        let th = &self.threads[self.slot_thread[slot as usize] as usize];
-        let e = &mut self.res.errors[th.job as usize];
-        e.0 += 1;
-        if e.1.is_none() {
-            let what = if res < 0 {
-                io::Error::from_raw_os_error(-res).to_string()
-            } else {
-                format!("short transfer, {res} of {len} bytes")
-            };
-            e.1 = Some(format!(
-                "{what} on {op} of {len} bytes at file offset {}",
-                offset - th.file_base
-            ));
-        }
-    }
-
     fn request_done(&mut self, f: Finished) {
         let t_reap = self.clock();
         let slot = f.token as u32;
         let t = self.slot_thread[slot as usize] as usize;
+        if self.threads[t].verify.is_some() {
+            self.verify_done(t, slot, &f);
+        }
         self.free_slots.push(slot);
         self.outstanding -= 1;
         self.res.ios += 1;
@@ -720,6 +546,7 @@ impl<'a> Worker<'a> {
                 self.now
             };
             rt.ended = true;
+            self.sh.early.job_ended(j);
             self.res.last_job_end = self.res.last_job_end.max(end);
             self.sh
                 .collector
@@ -739,6 +566,19 @@ impl<'a> Worker<'a> {
                 c.record(s);
             }
             drop(c);
+            for s in &self.samples {
+                if s.ok {
+                    let a = &mut self.done_acc[s.job];
+                    a.0 += 1;
+                    a.1 += s.bytes as u64;
+                }
+            }
+            for (j, a) in self.done_acc.iter_mut().enumerate() {
+                if a.0 > 0 {
+                    self.sh.early.add(j, a.0, a.1);
+                    *a = (0, 0);
+                }
+            }
             self.samples.clear();
         }
         for th in &self.threads {
@@ -750,22 +590,4 @@ impl<'a> Worker<'a> {
             self.next_counter_ns = self.now + self.interval_ns;
         }
     }
-}
-
-/// The SQE of one piece: its file (fixed index), offset in the file, the part of its
-/// request's buffer it covers; `user_data` is the piece tag.
-#[inline]
-fn sqe(o: &Outgoing, fd: types::Fixed, buf: *mut u8, file_off: u64, fixed: bool) -> squeue::Entry {
-    let e = match (o.op, fixed) {
-        (Op::Read, true) => opcode::ReadFixed::new(fd, buf, o.len, o.slot as u16)
-            .offset(file_off)
-            .build(),
-        (Op::Read, false) => opcode::Read::new(fd, buf, o.len).offset(file_off).build(),
-        (Op::Write, true) => opcode::WriteFixed::new(fd, buf, o.len, o.slot as u16)
-            .offset(file_off)
-            .build(),
-        (Op::Write, false) => opcode::Write::new(fd, buf, o.len).offset(file_off).build(),
-        (Op::Flush, _) => opcode::Fsync::new(fd).build(),
-    };
-    e.user_data(o.tag as u64)
 }

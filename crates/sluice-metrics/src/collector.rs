@@ -3,9 +3,12 @@
 use crate::jain_index;
 use crate::report::{
     BwSeries, ClassReport, DirReport, Fairness, FlowReport, FlowSeries, JobReport, LatReport,
-    Percentiles, RunReport, FIO_PERCENTILES,
+    Percentiles, RunReport, SteadyReport, FIO_PERCENTILES,
 };
 use hdrhistogram::Histogram;
+
+use crate::fiolog::FioLogs;
+use crate::fioplus::PlatHist;
 use sluice_core::{Flow, FlowId, IoClass, Nanos, Op};
 use sluice_workload::JobSpec;
 
@@ -144,6 +147,8 @@ pub(crate) struct Lat {
     min: u64,
     max: u64,
     hist: Option<Histogram<u64>>,
+    /// fio's log-linear buckets, for json+ (`clat_ns.bins`).
+    plat: Option<PlatHist>,
 }
 
 impl Lat {
@@ -157,6 +162,7 @@ impl Lat {
             // Auto-resizing: starts tiny and grows (a bounded number of times, values are
             // clamped at one hour) to the largest value seen.
             hist: with_hist.then(|| Histogram::new(3).expect("3 significant digits is valid")),
+            plat: None,
         }
     }
 
@@ -170,6 +176,9 @@ impl Lat {
         if let Some(h) = &mut self.hist {
             // Cannot fail: auto-resize is on and the value is bounded.
             let _ = h.record(v.min(MAX_LAT_NS));
+        }
+        if let Some(p) = &mut self.plat {
+            p.add(v);
         }
     }
 
@@ -202,6 +211,7 @@ impl Lat {
             stddev,
             n: self.n,
             percentile,
+            bins: self.plat.as_ref().map(PlatHist::bins),
         }
     }
 
@@ -263,11 +273,13 @@ struct Dir {
 
 impl Dir {
     fn new() -> Dir {
-        Dir {
+        let mut d = Dir {
             ios: 0,
             bytes: 0,
             lat: Breakdown::new(true, true),
-        }
+        };
+        d.lat.clat.plat = Some(PlatHist::new());
+        d
     }
 
     fn report(&self, runtime_ns: u64) -> DirReport {
@@ -342,6 +354,10 @@ pub struct Collector {
     /// Start of the measurement window and origin of the bandwidth bins.
     origin_ns: Nanos,
     interval_ns: Nanos,
+    /// fio's log files the jobs ask for ([`Collector::with_fio_logs`]).
+    logs: Option<Box<FioLogs>>,
+    /// Per job: its steady-state outcome ([`Collector::set_steadystate`]).
+    steady: Vec<Option<SteadyReport>>,
 }
 
 impl Collector {
@@ -389,7 +405,25 @@ impl Collector {
             classes: [class(), class(), class()],
             origin_ns: 0,
             interval_ns,
+            logs: None,
+            steady: Vec::new(),
         }
+    }
+
+    /// Record job `job`'s steady-state outcome for its report.
+    pub fn set_steadystate(&mut self, job: usize, r: SteadyReport) {
+        if self.steady.len() <= job {
+            self.steady.resize(job + 1, None);
+        }
+        self.steady[job] = Some(r);
+    }
+
+    /// Keep the fio log files (`write_bw_log`, …) that `jobs` (the jobs of
+    /// [`RunSetup::for_jobs`], in the same order) ask for; they come back in
+    /// [`RunReport::logs`].
+    pub fn with_fio_logs(mut self, jobs: &[JobSpec]) -> Collector {
+        self.logs = FioLogs::for_jobs(jobs).map(Box::new);
+        self
     }
 
     /// Add a flow after construction (an application's task with a new flow name);
@@ -478,6 +512,9 @@ impl Collector {
         let post = s.reaped_ns.saturating_sub(s.device_done_ns);
         let bytes = s.bytes as u64;
 
+        if let Some(l) = &mut self.logs {
+            l.record(s, job.start_ns);
+        }
         let dir = &mut job.dirs[dir_index(s.op)];
         dir.ios += 1;
         dir.bytes += bytes;
@@ -534,7 +571,8 @@ impl Collector {
             .jobs
             .iter()
             .zip(&self.jobs)
-            .map(|(info, acc)| {
+            .enumerate()
+            .map(|(ji, (info, acc))| {
                 let runtime_ns = acc.done_ns.unwrap_or(end_ns).saturating_sub(acc.start_ns);
                 JobReport {
                     jobname: info.name.clone(),
@@ -545,6 +583,8 @@ impl Collector {
                     read: acc.dirs[0].report(runtime_ns),
                     write: acc.dirs[1].report(runtime_ns),
                     sync: acc.dirs[2].report(runtime_ns),
+                    trim: DirReport::default(),
+                    steadystate: self.steady.get(ji).cloned().flatten(),
                     error: acc.errors,
                 }
             })
@@ -680,7 +720,19 @@ impl Collector {
                 .collect(),
         };
 
+        let logs = match self.logs.take() {
+            Some(l) => {
+                let lens: Vec<Nanos> = self
+                    .jobs
+                    .iter()
+                    .map(|a| a.done_ns.unwrap_or(end_ns).saturating_sub(a.start_ns))
+                    .collect();
+                l.finish(&lens)
+            }
+            None => Vec::new(),
+        };
         RunReport {
+            logs,
             policy: policy.to_string(),
             duration_ns,
             jobs,

@@ -255,6 +255,22 @@ pub struct IoErrorFact {
     pub first: String,
 }
 
+/// What a job's data verification (`verify=`) found on the real engine.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct VerifyFact {
+    /// The job's name.
+    pub job: String,
+    /// `crc32c`, `md5` or `pattern`.
+    pub kind: String,
+    /// Blocks read and checked.
+    pub checked: u64,
+    /// Blocks that failed their check.
+    pub failed: u64,
+    /// The first failure's description.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first: Option<String>,
+}
+
 /// The time spent inside policy calls on the real engine.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct PolicyTiming {
@@ -327,6 +343,9 @@ pub struct RealFacts {
     /// Jobs with I/O errors.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub io_errors: Vec<IoErrorFact>,
+    /// Jobs with `verify`: what their checks found.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub verify: Vec<VerifyFact>,
 }
 
 /// The application runtime's facts.

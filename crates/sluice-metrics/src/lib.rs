@@ -38,6 +38,8 @@
 
 mod collector;
 mod extra;
+mod fiolog;
+mod fioplus;
 mod fios;
 mod plot;
 mod report;
@@ -48,13 +50,15 @@ pub use collector::{
 };
 pub use extra::{
     DeviceFaults, DeviceFlash, Extra, FileFact, IoErrorFact, PerClass, PolicyCounters,
-    PolicySeries, PolicyTiming, RealFacts, RuntimeFacts, SimFacts,
+    PolicySeries, PolicyTiming, RealFacts, RuntimeFacts, SimFacts, VerifyFact,
 };
+pub use fiolog::{format_entry, log_dir, write_fio_logs, FioLogFile, LogEntry, MAX_LOG_ENTRIES};
+pub use fioplus::{plat_index, plat_value, PLAT_NR};
 pub use fios::{fios_figures, FiosFigures, FiosMetricError, TaskFigures};
 pub use plot::{plot, plot_xy, XySeries};
 pub use report::{
-    to_json, write_json, BwSeries, ClassReport, DirReport, Fairness, FlowReport, FlowSeries,
-    JobReport, LatReport, Percentiles, RunReport, FIO_PERCENTILES,
+    json_bytes, to_json, write_json, BwSeries, ClassReport, DirReport, Fairness, FlowReport,
+    FlowSeries, JobReport, LatReport, Percentiles, RunReport, SteadyReport, FIO_PERCENTILES,
 };
 pub use table::print_table;
 

@@ -33,6 +33,9 @@ pub struct RunReport {
     /// What the run reports beyond fio's fields (block layer, policy counters, the
     /// engine's facts); the collector leaves it at its default for the engine to fill.
     pub extra: crate::Extra,
+    /// fio's log files the jobs asked for (written by the command, not in the JSON).
+    #[serde(skip)]
+    pub logs: Vec<crate::FioLogFile>,
 }
 
 /// One job's results, in fio's shape.
@@ -54,8 +57,60 @@ pub struct JobReport {
     pub write: DirReport,
     /// Flushes (fio's `sync` section; `io_bytes` is 0).
     pub sync: DirReport,
+    /// Trims: sluice issues none; present and empty, as in fio's JSON (tools that read
+    /// fio's json+ look for all of read, write and trim).
+    pub trim: DirReport,
+    /// fio's steady-state detection, for a job with `ss_dur`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steadystate: Option<SteadyReport>,
     /// Failed I/Os (failed samples plus [`crate::Collector::record_error`] calls).
     pub error: u64,
+}
+
+impl RunReport {
+    /// Remove fio's json+ bins (`clat_ns.bins`) from every job: the JSON then is fio's
+    /// plain `json` shape.
+    pub fn drop_bins(&mut self) {
+        for j in &mut self.jobs {
+            for d in [&mut j.read, &mut j.write, &mut j.sync] {
+                d.clat_ns.bins = None;
+            }
+        }
+    }
+}
+
+/// The outcome of a job's steady-state detection.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct SteadyReport {
+    /// The criterion and limit, fio's way (`iops_slope:0.01%`).
+    pub ss: String,
+    /// The window, ms.
+    pub duration_ms: u64,
+    /// Whether the job became steady (and so ended early).
+    pub attained: bool,
+    /// When, ms since the job's start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attained_ms: Option<u64>,
+    /// The criterion's value then (percent of the mean with a `%` limit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub criterion: Option<f64>,
+    /// The window's mean rate then (IOPS or bytes/s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean: Option<f64>,
+}
+
+impl SteadyReport {
+    /// The report of a tracker.
+    pub fn of(t: &sluice_workload::SteadyTrack) -> SteadyReport {
+        SteadyReport {
+            ss: t.spec().describe(),
+            duration_ms: t.spec().dur_ns / 1_000_000,
+            attained: t.attained.is_some(),
+            attained_ms: t.attained.map(|a| a.0 / 1_000_000),
+            criterion: t.attained.map(|a| (a.1.criterion * 1e6).round() / 1e6),
+            mean: t.attained.map(|a| (a.1.mean * 1e3).round() / 1e3),
+        }
+    }
 }
 
 impl JobReport {
@@ -118,6 +173,11 @@ pub struct LatReport {
     /// Percentiles, keyed like fio (`"99.900000"`).
     #[serde(skip_serializing_if = "Percentiles::is_empty")]
     pub percentile: Percentiles,
+    /// fio's json+ bins (`clat_ns` of a job's direction only): bucket value (ns) →
+    /// count, see [`crate::fioplus`]. Written only with `--output-format=json+`
+    /// ([`RunReport::drop_bins`] removes them otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bins: Option<std::collections::BTreeMap<u64, u64>>,
 }
 
 /// `(percentile, value)` pairs in fio's order; serialises as a JSON object whose keys are
@@ -257,6 +317,15 @@ pub fn to_json(runs: &[RunReport]) -> serde_json::Value {
         serde_json::to_value(Runs { runs })
     };
     v.expect("reports serialise (string keys, finite or null numbers)")
+}
+
+/// [`to_json`]'s document, pretty-printed in fio's field order.
+pub fn json_bytes(runs: &[RunReport]) -> Result<Vec<u8>, serde_json::Error> {
+    if runs.len() == 1 {
+        serde_json::to_vec_pretty(&runs[0])
+    } else {
+        serde_json::to_vec_pretty(&Runs { runs })
+    }
 }
 
 /// Write [`to_json`]'s document, pretty-printed in fio's field order, to `path`.

@@ -19,6 +19,8 @@ pub enum Event {
     PolicyTimer,
     /// Sample the policy's counters (once per bandwidth interval).
     SampleCounters,
+    /// A job's steady-state check (fio's `steadystate`, every check interval).
+    SteadyCheck(u32),
 }
 
 /// Min-heap of events.

@@ -6,8 +6,10 @@ use sluice_block::{BlockLayer, Finished, NewRequest};
 use sluice_core::policy::Policy;
 use sluice_core::{FlowId, IoClass, Nanos};
 use sluice_device::{DeviceCompletion, DeviceProfile, NvmeSsd};
-use sluice_metrics::{Collector, DeviceFaults, Extra, PerClass, RunSetup, Sample, SimFacts};
-use sluice_workload::{flows_of, stonewall_groups, IoSource, IoSpec, JobSpec, NextIo};
+use sluice_metrics::{
+    Collector, DeviceFaults, Extra, PerClass, RunSetup, Sample, SimFacts, SteadyReport,
+};
+use sluice_workload::{flows_of, stonewall_groups, IoSource, IoSpec, JobSpec, NextIo, SteadyTrack};
 
 use crate::config::{LittleCheck, SimConfig, SimError, SimOutput, SimStats};
 use crate::events::{Event, EventQueue};
@@ -46,8 +48,10 @@ struct JobRt {
     threads: std::ops::Range<u32>,
     live: u32,
     done: bool,
-    /// When its `runtime` ran out, if it did.
+    /// When its `runtime` ran out (or it became steady), if it did.
     ended_ns: Option<Nanos>,
+    /// fio's steady-state detection, for a job with `ss_dur`.
+    ss: Option<SteadyTrack>,
 }
 
 struct Sim<'a> {
@@ -175,6 +179,7 @@ impl<'a> Sim<'a> {
                 live: spec.numjobs,
                 done: false,
                 ended_ns: None,
+                ss: spec.steadystate.as_ref().map(SteadyTrack::new),
             });
         }
 
@@ -193,7 +198,7 @@ impl<'a> Sim<'a> {
             cfg,
             block,
             port: SimPort::new(device),
-            collector: Collector::new(setup),
+            collector: Collector::new(setup).with_fio_logs(specs),
             events: EventQueue::new(),
             threads,
             jobs: jobs_rt,
@@ -352,6 +357,10 @@ impl<'a> Sim<'a> {
                 self.events
                     .push(start + spec.ramp_ns + rt, Event::JobEnd(j));
             }
+            if let Some(ss) = &spec.steadystate {
+                self.events
+                    .push(start + ss.interval_ns, Event::SteadyCheck(j));
+            }
             for t in self.jobs[j as usize].threads.clone() {
                 self.threads[t as usize].state = ThreadState::Running;
                 self.wake(t, start);
@@ -393,6 +402,24 @@ impl<'a> Sim<'a> {
                         th.state = ThreadState::Stopping;
                     }
                     self.maybe_thread_done(t);
+                }
+            }
+            Event::SteadyCheck(j) => {
+                let rt = &mut self.jobs[j as usize];
+                if rt.done || rt.ended_ns.is_some() {
+                    return;
+                }
+                let elapsed = self.now - rt.start_ns;
+                let ss = rt
+                    .ss
+                    .as_mut()
+                    .expect("checks only for jobs with steadystate");
+                let interval = ss.spec().interval_ns;
+                if ss.check(elapsed) {
+                    // fio ends a steady job at once, as its runtime would.
+                    self.events.push(self.now, Event::JobEnd(j));
+                } else {
+                    self.events.push(self.now + interval, Event::SteadyCheck(j));
                 }
             }
             Event::SampleCounters => {
@@ -493,6 +520,11 @@ impl<'a> Sim<'a> {
         let job = th.job as usize;
         // Completions after a job's time-based end are not counted, as in fio.
         if self.jobs[job].ended_ns.is_none() {
+            if let Some(ss) = &mut self.jobs[job].ss {
+                if rs.ok {
+                    ss.count(1, rs.len as u64);
+                }
+            }
             self.collector.record(&Sample {
                 job,
                 op: rs.op,
@@ -578,6 +610,11 @@ impl<'a> Sim<'a> {
             rel_error,
         };
         let fetched = self.port.device.stats().fetched_per_class;
+        for (j, rt) in self.jobs.iter().enumerate() {
+            if let Some(ss) = &rt.ss {
+                self.collector.set_steadystate(j, SteadyReport::of(ss));
+            }
+        }
         let mut report = std::mem::replace(
             &mut self.collector,
             Collector::new(RunSetup {

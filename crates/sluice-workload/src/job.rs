@@ -2,6 +2,9 @@
 
 use sluice_core::{IoClass, Nanos, Op};
 
+use crate::steady::SteadySpec;
+use crate::verify::VerifySpec;
+
 /// The I/O pattern of a job (fio's `rw`/`readwrite`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RwMode {
@@ -196,6 +199,42 @@ pub enum RateProcess {
     Poisson,
 }
 
+/// fio's log files a job asks for (`write_bw_log`, `write_lat_log`, `write_iops_log`,
+/// `log_avg_msec`, `per_job_logs`); written by the command after the run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogSpec {
+    /// `write_bw_log`: the file-name prefix (the job name when given bare).
+    pub bw: Option<String>,
+    /// `write_lat_log`: the prefix of the clat, slat and lat logs.
+    pub lat: Option<String>,
+    /// `write_iops_log`: the prefix.
+    pub iops: Option<String>,
+    /// `log_avg_msec`: average over windows of this many ms (0: an entry per I/O).
+    pub avg_msec: u64,
+    /// `per_job_logs` (default 1): one file per job, numbered as fio numbers it
+    /// (`prefix_bw.N.log`); 0: one file per prefix and type for all jobs.
+    pub per_job: bool,
+}
+
+impl Default for LogSpec {
+    fn default() -> Self {
+        LogSpec {
+            bw: None,
+            lat: None,
+            iops: None,
+            avg_msec: 0,
+            per_job: true,
+        }
+    }
+}
+
+impl LogSpec {
+    /// Whether any log is asked for.
+    pub fn any(&self) -> bool {
+        self.bw.is_some() || self.lat.is_some() || self.iops.is_some()
+    }
+}
+
 /// One job section, with `[global]` options applied and defaults filled in.
 ///
 /// See the crate documentation for each option's meaning and default.
@@ -244,6 +283,13 @@ pub struct JobSpec {
     pub rate_process: RateProcess,
     /// When this job ends, every job of its stonewall group ends (`exitall`).
     pub exitall: bool,
+    /// Data verification (`verify=`…): acted on by `sluice run`; the simulator carries
+    /// no data.
+    pub verify: Option<VerifySpec>,
+    /// fio's log files.
+    pub logs: LogSpec,
+    /// fio's steady-state early end (`steadystate` with `ss_dur`).
+    pub steadystate: Option<SteadySpec>,
     /// `directory`: the `:`-separated list as given (empty if none).
     pub directory: Vec<String>,
     /// Start of the region, in bytes.
@@ -311,6 +357,9 @@ impl Default for JobSpec {
             percentage_random: [100, 100],
             rate_process: RateProcess::Linear,
             exitall: false,
+            verify: None,
+            logs: LogSpec::default(),
+            steadystate: None,
             directory: Vec::new(),
             offset: 0,
             iodepth: 1,

@@ -146,14 +146,16 @@ mod options;
 mod parse;
 mod plan;
 mod source;
+mod steady;
 pub mod units;
 mod values;
+mod verify;
 
 pub use error::WorkloadError;
 pub use gen::{stream_seed, IoGen, IoSpec, Pacer};
 pub use include::MAX_INCLUDE_DEPTH;
 pub use job::{
-    weight_from_prio, BlockSize, BlockSizes, BsEntry, Distribution, FileService, JobSpec,
+    weight_from_prio, BlockSize, BlockSizes, BsEntry, Distribution, FileService, JobSpec, LogSpec,
     RateProcess, RwMode, Zone,
 };
 pub use limits::{check_limits, LimitError, MAX_INFLIGHT, MAX_THREADS};
@@ -163,6 +165,8 @@ pub use options::{
 pub use parse::{parse_file, parse_str, parse_str_with, ParseOptions, Parsed, Warning};
 pub use plan::{flows_of, stonewall_groups, FlowConflict};
 pub use source::{IoSource, NextIo};
+pub use steady::{Attained, SteadyMetric, SteadySpec, SteadyState, SteadyTrack};
+pub use verify::{VerifyKind, VerifySpec};
 
 #[doc(no_inline)]
 pub use sluice_core::IoClass;

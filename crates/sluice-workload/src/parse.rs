@@ -12,11 +12,13 @@ use crate::job::{
     weight_from_prio, BlockSize, BsEntry, Distribution, FileService, JobSpec, RateProcess, RwMode,
 };
 use crate::options::{engine_class, lookup, option_table, EngineClass, Support};
+use crate::steady::{parse_steadystate, SteadyMetric, SteadySpec};
 use crate::units::{
     parse_bool, parse_percent_ppm, parse_positive_size, parse_size, parse_time, parse_uint,
     show_size, TimeUnit, PPM,
 };
 use crate::values::{parse_bsrange, parse_distribution, parse_file_service, split_paths};
+use crate::verify::{parse_pattern, parse_verify_kind, VerifyKind, VerifySpec};
 
 mod draft;
 mod fields;
@@ -202,6 +204,24 @@ struct Draft {
     prioclass: Option<u8>,
     stonewall: bool,
     exitall: bool,
+    /// `verify=` (its kind, `None` for `verify=0`) and where.
+    verify: Option<(Option<VerifyKind>, Loc)>,
+    verify_pattern: Option<Vec<u8>>,
+    do_verify: Option<bool>,
+    verify_fatal: bool,
+    verify_backlog: Option<u64>,
+    /// `write_bw_log`, `write_lat_log`, `write_iops_log`: `Some(None)` when bare (the
+    /// job name).
+    log_bw: Option<Option<String>>,
+    log_lat: Option<Option<String>>,
+    log_iops: Option<Option<String>>,
+    log_avg_msec: u64,
+    per_job_logs: Option<bool>,
+    /// `steadystate`: (metric, slope, limit, percent) and where.
+    ss: Option<((SteadyMetric, bool, f64, bool), Loc)>,
+    ss_dur: Option<(u64, Loc)>,
+    ss_ramp: u64,
+    ss_interval: Option<(u64, Loc)>,
     filename: Option<(String, Loc)>,
     filename_format: Option<(String, Loc)>,
     directory: Option<(Vec<String>, Loc)>,
@@ -656,6 +676,18 @@ impl Parser<'_> {
             None => [100, 100],
         };
         let filename = self.resolve_file(&name, &d)?;
+        let verify = self.verify_of(&name, line, &d);
+        let steadystate = self.steady_of(&name, line, &d)?;
+        let logs = crate::job::LogSpec {
+            bw: d.log_bw.clone().map(|p| p.unwrap_or_else(|| name.clone())),
+            lat: d.log_lat.clone().map(|p| p.unwrap_or_else(|| name.clone())),
+            iops: d
+                .log_iops
+                .clone()
+                .map(|p| p.unwrap_or_else(|| name.clone())),
+            avg_msec: d.log_avg_msec,
+            per_job: d.per_job_logs.unwrap_or(true),
+        };
         let class = if d.critical || d.prioclass == Some(1) {
             if d.critical && d.prioclass == Some(3) {
                 self.warnings.push(format!(
@@ -705,6 +737,9 @@ impl Parser<'_> {
             percentage_random,
             rate_process: d.rate_process.unwrap_or(RateProcess::Linear),
             exitall: d.exitall,
+            verify,
+            logs,
+            steadystate,
             directory: d.directory.map(|x| x.0).unwrap_or_default(),
             offset,
             iodepth: d.iodepth.unwrap_or(1),
@@ -725,6 +760,81 @@ impl Parser<'_> {
             filename,
             passthrough: d.passthrough,
         })
+    }
+
+    /// The job's verification: `verify=` if given, else `pattern` when
+    /// `verify_pattern` is given (as fio); the other verify options alone say they have
+    /// no effect.
+    fn verify_of(&mut self, name: &str, line: usize, d: &Draft) -> Option<VerifySpec> {
+        let kind = match &d.verify {
+            Some((k, _)) => *k,
+            None => d.verify_pattern.as_ref().map(|_| VerifyKind::Pattern),
+        };
+        let Some(kind) = kind else {
+            if d.verify_fatal || d.verify_backlog.is_some() || d.do_verify == Some(true) {
+                self.warnings.push(format!(
+                    "{}:{line}: job '{name}' sets do_verify, verify_fatal or verify_backlog without verify; \
+                     they have no effect (add verify=crc32c, md5 or pattern)",
+                    self.origin
+                ));
+            }
+            return None;
+        };
+        Some(VerifySpec {
+            kind,
+            pattern: d.verify_pattern.clone().unwrap_or_default(),
+            do_verify: d.do_verify.unwrap_or(true),
+            backlog: d.verify_backlog,
+            fatal: d.verify_fatal,
+        })
+    }
+
+    /// The job's steady-state detection: on with `ss_dur` (fio's default criterion
+    /// `iops_slope:0.01%`), with at least one interval in the window (two for a slope).
+    fn steady_of(
+        &mut self,
+        name: &str,
+        line: usize,
+        d: &Draft,
+    ) -> Result<Option<SteadySpec>, WorkloadError> {
+        let Some((dur_ns, dur_at)) = d.ss_dur.clone().filter(|x| x.0 > 0) else {
+            if let Some((_, at)) = &d.ss {
+                self.warnings.push(format!(
+                    "{}:{}: option 'steadystate': no effect without ss_dur (steadystate_duration) in job '{name}', as in fio",
+                    at.origin, at.line
+                ));
+            }
+            return Ok(None);
+        };
+        let (metric, slope, limit, percent) =
+            d.ss.as_ref()
+                .map_or((SteadyMetric::Iops, true, 0.01, true), |x| x.0);
+        let interval_ns = d.ss_interval.as_ref().map_or(1_000_000_000, |x| x.0);
+        let spec = SteadySpec {
+            metric,
+            slope,
+            limit,
+            percent,
+            dur_ns,
+            ramp_ns: d.ss_ramp,
+            interval_ns,
+        };
+        let need = if slope { 2 } else { 1 };
+        if spec.intervals() < need {
+            let _ = line;
+            return Err(self.option_err_at(
+                &dur_at,
+                "steadystate_duration",
+                format!(
+                    "ss_dur gives {} check interval(s) of {} ms in job '{name}'; {} needs at least {need}: \
+                     make ss_dur longer or steadystate_check_interval shorter",
+                    spec.intervals(),
+                    interval_ns / 1_000_000,
+                    spec.describe()
+                ),
+            ));
+        }
+        Ok(Some(spec))
     }
 
     /// The job's shared file name, as fio resolves it: `filename` (in the first

@@ -568,3 +568,73 @@ fn no_input_panics() {
         let _ = parse_str(&format!("[j]\nrw=randrw\n{v}\n"), "t.fio", &LAX);
     }
 }
+
+#[test]
+fn verify_logs_and_steadystate_options() {
+    use sluice_workload::{SteadyMetric, VerifyKind};
+    let j = one("[w]\nrw=write\nverify=md5\nverify_backlog=64\nverify_fatal=1\ndo_verify=0\n");
+    let v = j.verify.unwrap();
+    assert_eq!(
+        (v.kind, v.backlog, v.fatal, v.do_verify),
+        (VerifyKind::Md5, Some(64), true, false)
+    );
+    // verify_pattern alone means verify=pattern, as in fio.
+    let v = one("[w]\nrw=write\nverify_pattern=0xdead \"x\"\n")
+        .verify
+        .unwrap();
+    assert_eq!(
+        (v.kind, v.pattern),
+        (VerifyKind::Pattern, vec![0xde, 0xad, b'x'])
+    );
+    assert!(one("[w]\nverify=0\n").verify.is_none());
+    option_error(
+        "[w]\nverify=sha256\n",
+        2,
+        "verify",
+        &["sha256", "crc32c, md5 or pattern"],
+    );
+    let p = parsed("[w]\nverify_fatal=1\n");
+    assert!(
+        p.warnings.iter().any(|w| w.contains("without verify")),
+        "{:?}",
+        p.warnings
+    );
+
+    let j = one("[r]\nwrite_bw_log\nwrite_lat_log=out/lat\nlog_avg_msec=500\nper_job_logs=0\n");
+    assert_eq!(j.logs.bw.as_deref(), Some("r"), "bare: the job name");
+    assert_eq!(j.logs.lat.as_deref(), Some("out/lat"));
+    assert_eq!(
+        (j.logs.iops.is_none(), j.logs.avg_msec, j.logs.per_job),
+        (true, 500, false)
+    );
+
+    let j = one("[r]\nss=bw_slope:2%\nss_dur=30s\nss_ramp=5s\n");
+    let s = j.steadystate.unwrap();
+    assert_eq!(
+        (s.metric, s.slope, s.limit, s.percent),
+        (SteadyMetric::Bw, true, 2.0, true)
+    );
+    assert_eq!(
+        (s.dur_ns, s.ramp_ns, s.interval_ns),
+        (30_000_000_000, 5_000_000_000, 1_000_000_000)
+    );
+    // ss_dur alone: fio's default criterion.
+    assert_eq!(
+        one("[r]\nss_dur=10s\n").steadystate.unwrap().describe(),
+        "iops_slope:0.01%"
+    );
+    // steadystate alone does nothing (as in fio) and says so.
+    let p = parsed("[r]\nsteadystate=iops:1%\n");
+    assert!(p.jobs[0].steadystate.is_none());
+    assert!(p
+        .warnings
+        .iter()
+        .any(|w| w.contains("no effect without ss_dur")));
+    option_error(
+        "[r]\nss=iops_slope:1%\nss_dur=1s\n",
+        3,
+        "steadystate_duration",
+        &["at least 2"],
+    );
+    option_error("[r]\nss=lat:1ms\n", 2, "ss", &["latency criteria"]);
+}

@@ -160,6 +160,51 @@ impl Draft {
             "prioclass" => self.prioclass = Some(small_uint(need(key, value)?, "2", 0, 3)?),
             "stonewall" | "wait_for_previous" => self.stonewall = parse_bool(value)?,
             "exitall" => self.exitall = parse_bool(value)?,
+            "verify" => {
+                self.verify = Some((parse_verify_kind(need(key, value)?)?, at.clone()));
+            }
+            "verify_pattern" => self.verify_pattern = Some(parse_pattern(need(key, value)?)?),
+            "write_bw_log" | "write_lat_log" | "write_iops_log" => {
+                let prefix = match value.map(str::trim) {
+                    None | Some("") => None,
+                    Some(v) => Some(v.to_string()),
+                };
+                match key {
+                    "write_bw_log" => self.log_bw = Some(prefix),
+                    "write_lat_log" => self.log_lat = Some(prefix),
+                    _ => self.log_iops = Some(prefix),
+                }
+            }
+            "log_avg_msec" => self.log_avg_msec = parse_uint(need(key, value)?, "1000")?,
+            "per_job_logs" => self.per_job_logs = Some(parse_bool(value)?),
+            "steadystate" | "ss" => {
+                self.ss = Some((parse_steadystate(need(key, value)?)?, at.clone()))
+            }
+            "steadystate_duration" | "ss_dur" => {
+                self.ss_dur = Some((
+                    parse_time(need(key, value)?, TimeUnit::Seconds)?,
+                    at.clone(),
+                ))
+            }
+            "steadystate_ramp_time" | "ss_ramp" => {
+                self.ss_ramp = parse_time(need(key, value)?, TimeUnit::Seconds)?
+            }
+            "steadystate_check_interval" | "ss_interval" => {
+                let t = parse_time(need(key, value)?, TimeUnit::Seconds)?;
+                if t < 1_000_000 {
+                    return Err(ApplyError::Bad(format!(
+                        "'{}' is shorter than 1 ms; give e.g. 1s or 500ms",
+                        need(key, value)?
+                    )));
+                }
+                self.ss_interval = Some((t, at.clone()))
+            }
+            "do_verify" => self.do_verify = Some(parse_bool(value)?),
+            "verify_fatal" => self.verify_fatal = parse_bool(value)?,
+            "verify_backlog" => {
+                let n = parse_uint(need(key, value)?, "1024")?;
+                self.verify_backlog = (n > 0).then_some(n);
+            }
             "filename" => {
                 let v = need(key, value)?;
                 let files = split_paths(v);

@@ -1,0 +1,143 @@
+//! The worker's side of the kernel: writing SQEs, `io_uring_enter`, reaping CQEs, and
+//! describing a failed transfer.
+
+#[allow(unused_imports)]
+use super::*;
+
+impl Worker<'_> {
+    /// Write the SQEs of the pieces taken from the outbox, and re-arm the doorbell.
+    pub(super) fn push_sqes(&mut self) {
+        let mut sq = self.ring.submission();
+        if !self.bell_armed {
+            let e = opcode::Read::new(
+                types::Fd(self.bells[self.index].raw()),
+                &mut *self.bell_buf as *mut u64 as *mut u8,
+                8,
+            )
+            .build()
+            .user_data(BELL);
+            // SAFETY: the buffer is the worker's, boxed, and outlives the ring's use of it
+            // (the ring is dropped with the worker); one entry is reserved for it.
+            unsafe { sq.push(&e) }.expect("an entry is reserved for the doorbell");
+            self.bell_armed = true;
+        }
+        for o in &self.outgoing {
+            let th = &self.threads[self.slot_thread[o.slot as usize] as usize];
+            let fd = types::Fixed(th.file);
+            let file_off = o.offset - th.file_base;
+            // SAFETY: a piece lies inside its request, whose buffer is slot_len ≥ len.
+            let buf = unsafe {
+                self.region_ptr.add(
+                    o.slot as usize * self.slot_len
+                        + (o.offset - self.slot_offset[o.slot as usize]) as usize,
+                )
+            };
+            let e = sqe(o, fd, buf, file_off, self.fixed_bufs);
+            // SAFETY: the buffer and the registered file stay valid until the CQE is
+            // reaped; the ring has room: commands in all rings ≤ cap < entries.
+            unsafe { sq.push(&e) }.expect("ring has room: in_ring ≤ cap < entries");
+            self.in_ring += 1;
+        }
+        drop(sq);
+        self.outgoing.clear();
+    }
+
+    /// Submit the SQEs written this turn and wait for a completion, the doorbell or a
+    /// deadline.
+    pub(super) fn enter(&mut self) -> Result<(), EngineError> {
+        let deadline = self.next_wake.min(self.next_job_end).min(self.block_timer);
+        self.res.enters += 1;
+        let r = if self.in_ring > 0 && deadline.saturating_sub(self.now) > SHORT_DEADLINE_NS {
+            self.ring.submit_and_wait(1)
+        } else {
+            let wait = deadline.saturating_sub(self.now).clamp(1_000, IDLE_POLL_NS);
+            let ts = types::Timespec::new()
+                .sec(wait / 1_000_000_000)
+                .nsec((wait % 1_000_000_000) as u32);
+            let args = types::SubmitArgs::new().timespec(&ts);
+            self.ring.submitter().submit_with_args(1, &args)
+        };
+        match r {
+            Ok(_) => Ok(()),
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EAGAIN) | Some(libc::EBUSY)
+                ) =>
+            {
+                Ok(())
+            }
+            Err(source) => Err(EngineError::RingFailed {
+                worker: self.index,
+                source,
+            }),
+        }
+    }
+
+    /// Handle every completion the ring holds, `submit_batch` at a time: each batch goes
+    /// to the block layer under one lock, and the SQEs it frees go to the kernel at
+    /// once (without waiting) while the rest of the batch is handled.
+    pub(super) fn reap(&mut self) -> Result<(), EngineError> {
+        self.cqes.clear();
+        for c in self.ring.completion() {
+            if c.user_data() == BELL {
+                self.bell_armed = false;
+            } else {
+                self.cqes.push((c.user_data(), c.result()));
+            }
+        }
+        let t_dev = self.clock();
+        let n = self.cqes.len();
+        let mut from = 0;
+        while from < n {
+            let to = (from + self.submit_batch).min(n);
+            self.sync(Some((from, to, t_dev)))?;
+            if to < n {
+                self.res.enters += 1;
+                self.ring
+                    .submit()
+                    .map_err(|source| EngineError::RingFailed {
+                        worker: self.index,
+                        source,
+                    })?;
+            }
+            from = to;
+        }
+        Ok(())
+    }
+
+    pub(super) fn note_error(&mut self, slot: u32, op: Op, len: u32, offset: u64, res: i32) {
+        let th = &self.threads[self.slot_thread[slot as usize] as usize];
+        let e = &mut self.res.errors[th.job as usize];
+        e.0 += 1;
+        if e.1.is_none() {
+            let what = if res < 0 {
+                io::Error::from_raw_os_error(-res).to_string()
+            } else {
+                format!("short transfer, {res} of {len} bytes")
+            };
+            e.1 = Some(format!(
+                "{what} on {op} of {len} bytes at file offset {}",
+                offset - th.file_base
+            ));
+        }
+    }
+}
+
+/// The SQE of one piece: its file (fixed index), offset in the file, the part of its
+/// request's buffer it covers; `user_data` is the piece tag.
+#[inline]
+fn sqe(o: &Outgoing, fd: types::Fixed, buf: *mut u8, file_off: u64, fixed: bool) -> squeue::Entry {
+    let e = match (o.op, fixed) {
+        (Op::Read, true) => opcode::ReadFixed::new(fd, buf, o.len, o.slot as u16)
+            .offset(file_off)
+            .build(),
+        (Op::Read, false) => opcode::Read::new(fd, buf, o.len).offset(file_off).build(),
+        (Op::Write, true) => opcode::WriteFixed::new(fd, buf, o.len, o.slot as u16)
+            .offset(file_off)
+            .build(),
+        (Op::Write, false) => opcode::Write::new(fd, buf, o.len).offset(file_off).build(),
+        (Op::Flush, _) => opcode::Fsync::new(fd).build(),
+    };
+    e.user_data(o.tag as u64)
+}

@@ -1,0 +1,148 @@
+//! Setting a worker up: its ring, registered files and buffers, request slots and job
+//! threads.
+
+#[allow(unused_imports)]
+use super::*;
+
+impl<'a> Worker<'a> {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        plan: &WorkerPlan,
+        specs: &'a [JobSpec],
+        cfg: &WorkerCfg,
+        entries: u32,
+        sh: &'a Shared<'a>,
+        dev: &'a Mutex<DevState>,
+        bells: &'a [Doorbell],
+    ) -> Result<Worker<'a>, EngineError> {
+        let total_depth: u32 = plan
+            .threads
+            .iter()
+            .map(|t| specs[t.1 as usize].iodepth.max(1))
+            .sum::<u32>()
+            .max(1);
+        let ring = new_ring(entries)?;
+        ring.submitter()
+            .register_files(&plan.fds)
+            .map_err(|source| EngineError::Ring {
+                entries,
+                hint: "registering the job files with the ring failed; raise ulimit -n",
+                source,
+            })?;
+
+        // One buffer per request slot, each as long as the largest block of the
+        // worker's jobs, filled with random data for writes.
+        let slot_len = plan
+            .threads
+            .iter()
+            .map(|t| {
+                let s = &specs[t.1 as usize];
+                s.bs.read.max_len().max(s.bs.write.max_len()) as usize
+            })
+            .max()
+            .unwrap_or(BUF_ALIGN)
+            .div_ceil(BUF_ALIGN)
+            * BUF_ALIGN;
+        let slots = total_depth as usize;
+        let mut region = AlignedBuf::new(slots * slot_len);
+        region.fill_random(0xB0FF_0000 ^ plan.index as u64);
+        let region_ptr = region.as_mut_ptr();
+        let iovecs: Vec<libc::iovec> = (0..slots)
+            .map(|i| libc::iovec {
+                // SAFETY: within the region.
+                iov_base: unsafe { region_ptr.add(i * slot_len) } as *mut libc::c_void,
+                iov_len: slot_len,
+            })
+            .collect();
+        // SAFETY: the buffers live in `region`, which the worker owns and drops after
+        // the ring (field order), so they outlive every registered use.
+        let fixed_bufs = slots <= u16::MAX as usize
+            && unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
+
+        let mut jobs: Vec<JobRt> = specs
+            .iter()
+            .enumerate()
+            .map(|(j, s)| JobRt {
+                here: false,
+                flow: cfg.job_flow[j],
+                class: s.class,
+                group: cfg.job_group[j],
+                start_ns: 0,
+                end_ns: NONE,
+                ended: false,
+                thinktime_ns: s.thinktime_ns,
+                pacer_base: 0,
+            })
+            .collect();
+        let threads: Vec<Thread> = plan
+            .threads
+            .iter()
+            .map(|&(global, job, t, file, base)| {
+                let spec = &specs[job as usize];
+                jobs[job as usize].here = true;
+                Thread {
+                    global,
+                    job,
+                    file,
+                    file_base: base,
+                    source: IoSource::new(spec, job as usize, t, cfg.seed),
+                    outstanding: 0,
+                    iodepth: spec.iodepth.max(1),
+                    state: State::Idle,
+                    wake_at: NONE,
+                    verify: spec
+                        .verify
+                        .as_ref()
+                        .map(|v| Box::new(Verifier::new(v, spec.rw.writes()))),
+                }
+            })
+            .collect();
+        Ok(Worker {
+            index: plan.index,
+            sh,
+            dev,
+            bells,
+            specs,
+            ring,
+            _region: region,
+            region_ptr,
+            slot_len,
+            fixed_bufs,
+            threads,
+            jobs,
+            slot_thread: vec![0; slots],
+            slot_offset: vec![0; slots],
+            slot_check: vec![false; slots],
+            free_slots: (0..slots as u32).rev().collect(),
+            new_reqs: Vec::with_capacity(slots),
+            cqes: Vec::with_capacity(2 * entries as usize),
+            finished: Vec::with_capacity(2 * entries as usize),
+            outgoing: Vec::with_capacity(entries as usize),
+            to_wake: Vec::with_capacity(bells.len()),
+            in_ring: 0,
+            outstanding: 0,
+            bell_armed: false,
+            bell_buf: Box::new(0),
+            submit_batch: cfg.submit_batch.max(1) as usize,
+            now: 0,
+            next_wake: NONE,
+            next_job_end: NONE,
+            block_timer: NONE,
+            active: 0,
+            samples: Vec::with_capacity(SAMPLE_BATCH),
+            last_flush: 0,
+            next_counter_ns: 0,
+            interval_ns: sh.interval_ns,
+            interrupted: false,
+            cur_group: 0,
+            done_acc: vec![(0, 0); specs.len()],
+            res: WorkerResult {
+                errors: vec![(0, None); specs.len()],
+                verify: vec![(0, 0, None); specs.len()],
+                fixed_buffers: fixed_bufs,
+                ring_entries: entries,
+                ..WorkerResult::default()
+            },
+        })
+    }
+}
