@@ -73,7 +73,9 @@ pub use arbiter::D2FQ_WEIGHTS;
 pub use error::EngineError;
 pub use files::{plan, FilePlan, FileSet, PlannedFile};
 
-use device::{DevState, Doorbell, RingPort};
+use device::DevState;
+pub use device::{Doorbell, RingPort};
+pub use ring::{new_ring, ring_entries};
 use ptime::{PolicyTime, OUTLIER_NS, TICK_SOURCE};
 use sluice_block::{BlockLayer, PolicyCall};
 use worker::{Worker, WorkerCfg, WorkerPlan, WorkerResult};

@@ -21,15 +21,23 @@
 //! One thread, virtual time, events ordered by (time, sequence); cores are visited in
 //! index order; nothing reads a clock. The same program, configuration and seed give the
 //! same report, byte for byte.
+//!
+//! # The real world, thread per core
+//! With a directory, core `c` is an OS thread with its own io_uring ([`cores`]); the
+//! state above (tasks, run queues, dependencies, the one block layer) is shared under
+//! one mutex, taken for the runtime's bookkeeping and never around a poll or a system
+//! call. A task's future lives on its core's thread ([`put_local`]); a wake-up of a task
+//! of another core rings that core's doorbell when the lock is released.
 
 use std::cell::{Cell, RefCell};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
-use std::rc::Rc;
-use std::sync::{Arc, Mutex as StdMutex};
+use std::sync::{Arc, Mutex as StdMutex, MutexGuard};
 use std::task::{Wake, Waker};
+
+use sluice_engine::Doorbell;
 
 use sluice_core::{FlowId, IoClass, Nanos};
 
@@ -38,6 +46,7 @@ use crate::ctx::TaskCtx;
 use crate::deps::{self, Dep, Deps, Graph, Switches};
 use crate::io::IoState;
 
+pub(crate) mod cores;
 mod driver;
 pub use driver::RunError;
 
@@ -64,9 +73,10 @@ pub(crate) enum TState {
 
 /// A task's future, boxed.
 pub(crate) type TaskFuture = Pin<Box<dyn Future<Output = ()>>>;
+/// A task's future that may be sent to another core's thread.
+pub(crate) type SendFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 pub(crate) struct Task {
-    fut: Option<TaskFuture>,
     pub ctx: TaskCtx,
     pub flow: FlowId,
     pub core: u16,
@@ -90,11 +100,6 @@ pub(crate) struct Task {
 }
 
 impl Task {
-    /// Take its future (at shutdown).
-    pub(crate) fn take_future(&mut self) -> Option<TaskFuture> {
-        self.fut.take()
-    }
-
     /// Task `t` waits for this one to end.
     pub(crate) fn add_joiner(&mut self, t: u32) {
         if !self.joiners.contains(&t) {
@@ -135,6 +140,9 @@ pub(crate) struct Core {
     gen: u64,
     last: Option<u32>,
     pub busy_ns: Nanos,
+    /// Real world: a task spun in `cpu` this round (its core handles every reaped
+    /// completion at its next turn).
+    pub spun: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -188,14 +196,55 @@ pub(crate) struct Inner {
     finished: Vec<sluice_block::Finished>,
     woken: Vec<u32>,
     policy_timer: Option<Nanos>,
+    /// Real world, several threads: per core, its doorbell is to be rung (a task of
+    /// it became runnable, or its outbox filled) when the lock is released.
+    pub kicks: Vec<bool>,
+    pub kicked: bool,
+    /// Real world, several threads: per core, futures spawned onto it from another core
+    /// (moved to its thread's table at its next turn).
+    pub inbox: Vec<Vec<(u32, SendFuture)>>,
+    /// Real world: the threads stop (the main task ended, or the run failed).
+    pub stop: bool,
+    pub failure: Option<RunError>,
+    /// Real world: per core, its thread found nothing to do and waits in its ring.
+    pub idle: Vec<bool>,
 }
 
-/// Generic wake-ups (a waker used by a future that is not the runtime's).
+// SAFETY: `Inner` is shared by the real backend's core threads under a mutex. What it
+// holds is plain data, wakers (Send + Sync), `Send` futures in `inbox`, and the I/O
+// state, whose only non-`Send` parts are the raw addresses of buffers in flight — owned
+// by their I/O slots, used only to build SQEs. Task futures (which may be `!Send`) are
+// not here: they live in their core thread's table (`put_local`).
+unsafe impl Send for Inner {}
+
+/// Generic wake-ups (a waker used by a future that is not the runtime's), and the
+/// cores' doorbells (real world, several threads; empty otherwise).
 #[derive(Debug, Default)]
-pub(crate) struct WakeList(StdMutex<Vec<u32>>);
+pub(crate) struct WakeList {
+    list: StdMutex<Vec<u32>>,
+    pub bells: Vec<Doorbell>,
+}
+
+impl WakeList {
+    pub(crate) fn new(bells: Vec<Doorbell>) -> WakeList {
+        WakeList {
+            list: StdMutex::new(Vec::new()),
+            bells,
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.list.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
+    }
+
+    pub(crate) fn take(&self) -> Vec<u32> {
+        std::mem::take(&mut *self.list.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
 
 struct TaskWaker {
     id: u32,
+    core: u16,
     list: Arc<WakeList>,
 }
 
@@ -204,18 +253,130 @@ impl Wake for TaskWaker {
         self.wake_by_ref();
     }
     fn wake_by_ref(self: &Arc<Self>) {
-        self.list.0.lock().expect("wake list").push(self.id);
+        self.list
+            .list
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(self.id);
+        if let Some(b) = self.list.bells.get(self.core as usize) {
+            b.ring();
+        }
     }
 }
 
 pub(crate) struct Shared {
-    pub inner: RefCell<Inner>,
-    wakes: Arc<WakeList>,
+    inner: StdMutex<Inner>,
+    pub wakes: Arc<WakeList>,
 }
 
+/// The runtime's state, locked by this thread; on release, the doorbells of the cores
+/// that got work are rung (outside the lock).
+pub(crate) struct InnerGuard<'a> {
+    g: Option<MutexGuard<'a, Inner>>,
+    bells: &'a [Doorbell],
+}
+
+impl std::ops::Deref for InnerGuard<'_> {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        self.g.as_ref().expect("held until dropped")
+    }
+}
+
+impl std::ops::DerefMut for InnerGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Inner {
+        self.g.as_mut().expect("held until dropped")
+    }
+}
+
+impl Drop for InnerGuard<'_> {
+    fn drop(&mut self) {
+        let Some(mut g) = self.g.take() else { return };
+        HELD.with(|h| h.set(false));
+        if !g.kicked {
+            return;
+        }
+        g.kicked = false;
+        // At most one kick per core and turn: a fixed-size mask, no allocation.
+        let mut ring = [0u64; 16];
+        for (c, k) in g.kicks.iter_mut().enumerate() {
+            if std::mem::take(k) {
+                ring[c / 64] |= 1 << (c % 64);
+            }
+        }
+        drop(g);
+        let me = MY_CORE.with(|m| m.get());
+        for (c, bell) in self.bells.iter().enumerate() {
+            if ring[c / 64] & (1 << (c % 64)) != 0 && c != me as usize {
+                bell.ring();
+            }
+        }
+    }
+}
+
+impl Shared {
+    /// Lock the runtime's state.
+    pub(crate) fn lock(&self) -> InnerGuard<'_> {
+        let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        HELD.with(|h| h.set(true));
+        InnerGuard {
+            g: Some(g),
+            bells: &self.wakes.bells,
+        }
+    }
+}
+
+/// This thread's core in the real world with several threads; `ALL_CORES` otherwise
+/// (one thread runs every core).
+pub(crate) const ALL_CORES: u16 = u16::MAX;
+
 thread_local! {
-    static CURRENT: RefCell<Option<Rc<Shared>>> = const { RefCell::new(None) };
+    static CURRENT: RefCell<Option<Arc<Shared>>> = const { RefCell::new(None) };
     static CUR_TASK: Cell<u32> = const { Cell::new(u32::MAX) };
+    pub(crate) static MY_CORE: Cell<u16> = const { Cell::new(ALL_CORES) };
+    /// This thread holds the runtime's lock.
+    static HELD: Cell<bool> = const { Cell::new(false) };
+    /// The futures of the tasks of this thread's core(s), by task id.
+    static LOCAL: RefCell<Vec<Option<TaskFuture>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Keep task `t`'s future on this thread.
+pub(crate) fn put_local(t: u32, fut: TaskFuture) {
+    LOCAL.with(|l| {
+        let mut l = l.borrow_mut();
+        if l.len() <= t as usize {
+            l.resize_with(t as usize + 1, || None);
+        }
+        l[t as usize] = Some(fut);
+    });
+}
+
+/// Take task `t`'s future from this thread's table (to poll or drop it).
+pub(crate) fn take_local(t: u32) -> Option<TaskFuture> {
+    LOCAL.with(|l| l.borrow_mut().get_mut(t as usize).and_then(Option::take))
+}
+
+/// Every future of this thread's table (at shutdown).
+pub(crate) fn take_all_local() -> Vec<(u32, TaskFuture)> {
+    LOCAL.with(|l| {
+        std::mem::take(&mut *l.borrow_mut())
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, f)| f.map(|f| (i as u32, f)))
+            .collect()
+    })
+}
+
+/// Make `sh` this thread's runtime, running core `core` (or [`ALL_CORES`]).
+pub(crate) fn enter(sh: &Arc<Shared>, core: u16) {
+    CURRENT.with(|c| *c.borrow_mut() = Some(sh.clone()));
+    MY_CORE.with(|m| m.set(core));
+}
+
+/// This thread runs no runtime any more.
+pub(crate) fn leave() {
+    CURRENT.with(|c| *c.borrow_mut() = None);
+    MY_CORE.with(|m| m.set(ALL_CORES));
 }
 
 /// Run `f` on the runtime of this thread and the task being polled.
@@ -223,25 +384,27 @@ thread_local! {
 /// # Panics
 /// Outside a running [`crate::Stack`] (the runtime's functions are for its tasks).
 pub(crate) fn with<R>(f: impl FnOnce(&mut Inner, u32) -> R) -> R {
-    let sh = CURRENT.with(|c| c.borrow().clone()).unwrap_or_else(|| {
-        panic!("sluice_runtime: called outside a running Stack (use Stack::run)")
-    });
+    let sh = current_shared();
     let t = CUR_TASK.with(|c| c.get());
-    let mut inner = sh.inner.borrow_mut();
+    let mut inner = sh.lock();
     f(&mut inner, t)
 }
 
-/// Like [`with`], but `None` when no runtime is running or it is busy (a guard dropped
-/// while the runtime shuts down).
+/// Like [`with`], but `None` when no runtime is running or this thread holds its lock
+/// already (a guard dropped while the runtime shuts down).
 pub(crate) fn try_with<R>(f: impl FnOnce(&mut Inner, u32) -> R) -> Option<R> {
     let sh = CURRENT.with(|c| c.borrow().clone())?;
+    if HELD.with(|h| h.get()) {
+        return None;
+    }
     let t = CUR_TASK.with(|c| c.get());
-    let mut inner = sh.inner.try_borrow_mut().ok()?;
+    let mut inner = sh.lock();
     Some(f(&mut inner, t))
 }
 
 impl Inner {
     pub(crate) fn new(cfg: ExecConfig, io: IoState, helper_window_ns: Nanos) -> Inner {
+        let cores_n = cfg.cores as usize;
         let cores = (0..cfg.cores).map(|_| Core::default()).collect();
         Inner {
             now: 0,
@@ -261,6 +424,25 @@ impl Inner {
             policy_timer: None,
             finished: Vec::new(),
             woken: Vec::new(),
+            kicks: vec![false; cores_n],
+            kicked: false,
+            inbox: (0..cores_n).map(|_| Vec::new()).collect(),
+            stop: false,
+            failure: None,
+            idle: vec![false; cores_n],
+        }
+    }
+
+    /// Whether the cores are threads of their own (the real world).
+    pub(crate) fn threaded(&self) -> bool {
+        self.io.is_real()
+    }
+
+    /// Core `c` has work: ring its doorbell when the lock is released.
+    pub(crate) fn kick(&mut self, c: u16) {
+        if self.threaded() {
+            self.kicks[c as usize] = true;
+            self.kicked = true;
         }
     }
 
@@ -299,10 +481,12 @@ impl Inner {
                 core.next = Some(t);
                 self.stats.critical_next += 1;
                 self.resched(c);
+                self.kick(c as u16);
                 return;
             }
         }
         self.cores[c].fifo.push_back(t);
+        self.kick(c as u16);
     }
 
     /// Need-resched: a non-critical CPU burst in progress on core `c` gives way now.
@@ -331,8 +515,14 @@ impl Inner {
     /// (the I/O rule) and its core is charged the completion (simulation only).
     fn handle_completions(&mut self, t: Nanos) {
         let mut finished = std::mem::take(&mut self.finished);
-        let mut woken = std::mem::take(&mut self.woken);
         self.io.advance_device(t, &mut finished);
+        self.finish_requests(&mut finished);
+        self.finished = finished;
+    }
+
+    /// Requests the block layer finished: their waiters are woken (the I/O rule).
+    pub(crate) fn finish_requests(&mut self, finished: &mut Vec<sluice_block::Finished>) {
+        let mut woken = std::mem::take(&mut self.woken);
         for f in finished.drain(..) {
             let s = f.token as u32;
             let issuer = self.io.issuer(s);
@@ -345,8 +535,16 @@ impl Inner {
                 self.wake(w, WakeKind::Io);
             }
         }
-        self.finished = finished;
         self.woken = woken;
+    }
+
+    /// Scratch vector for finished requests (kept: no allocation per batch).
+    pub(crate) fn take_finished(&mut self) -> Vec<sluice_block::Finished> {
+        std::mem::take(&mut self.finished)
+    }
+
+    pub(crate) fn keep_finished(&mut self, v: Vec<sluice_block::Finished>) {
+        self.finished = v;
     }
 
     /// Core `c` is busy for `ns` more (stack CPU, an interrupt), after what it is doing.
@@ -397,15 +595,11 @@ impl Inner {
         task.burst_done = false;
     }
 
-    /// A new task on `ctx`'s core (or the next core round robin).
-    pub(crate) fn spawn_task(
-        &mut self,
-        ctx: TaskCtx,
-        fut: Pin<Box<dyn Future<Output = ()>>>,
-        wakes: &Arc<WakeList>,
-    ) -> u32 {
+    /// A new task on `core`, or `ctx`'s core, or the next core round robin. Its future
+    /// is placed by the caller (before the task can be polled).
+    pub(crate) fn spawn_task(&mut self, ctx: TaskCtx, core: Option<u16>, wakes: &Arc<WakeList>) -> u32 {
         let id = self.tasks.len() as u32;
-        let core = match ctx.core {
+        let core = match core.or(ctx.core) {
             Some(c) => c % self.cfg.cores,
             None => {
                 let c = self.next_core;
@@ -415,12 +609,12 @@ impl Inner {
         };
         let flow = self.io.flow_of(&ctx);
         self.tasks.push(Task {
-            fut: Some(fut),
             ctx,
             flow,
             core,
             waker: Waker::from(Arc::new(TaskWaker {
                 id,
+                core,
                 list: wakes.clone(),
             })),
             state: TState::Blocked,
@@ -492,20 +686,31 @@ impl Graph for GraphView<'_> {
     }
 }
 
-/// Drop the futures of unfinished tasks with `sh` as this thread's runtime and each
+/// Drop the futures of this thread's unfinished tasks with `sh` as its runtime and each
 /// task as the current one (their destructors may release locks or cancel waits).
-pub(crate) fn drop_tasks(sh: &Rc<Shared>, futs: Vec<(u32, TaskFuture)>) {
-    CURRENT.with(|c| *c.borrow_mut() = Some(sh.clone()));
+pub(crate) fn drop_tasks(sh: &Arc<Shared>, core: u16) {
+    enter(sh, core);
+    let mut futs = take_all_local();
+    if core != ALL_CORES {
+        // Spawned onto this core and never moved to its table.
+        let sent = std::mem::take(&mut sh.lock().inbox[core as usize]);
+        futs.extend(sent.into_iter().map(|(t, f)| (t, f as TaskFuture)));
+    } else {
+        let mut inner = sh.lock();
+        for b in inner.inbox.iter_mut() {
+            futs.extend(b.drain(..).map(|(t, f)| (t, f as TaskFuture)));
+        }
+    }
     for (t, f) in futs {
         CUR_TASK.with(|x| x.set(t));
         drop(f);
     }
     CUR_TASK.with(|x| x.set(u32::MAX));
-    CURRENT.with(|c| *c.borrow_mut() = None);
+    leave();
 }
 
 /// The runtime of this thread, for spawning.
-pub(crate) fn current_shared() -> Rc<Shared> {
+pub(crate) fn current_shared() -> Arc<Shared> {
     CURRENT.with(|c| c.borrow().clone()).unwrap_or_else(|| {
         panic!("sluice_runtime: called outside a running Stack (use Stack::run)")
     })

@@ -72,6 +72,7 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::rc::Rc;
+use std::sync::{Arc, Mutex as StdMutex};
 use std::task::{Context, Poll};
 
 use sluice_block::BlockLayer;
@@ -316,13 +317,6 @@ impl StackBuilder {
                         d.display()
                     )));
                 }
-                if self.cores != 1 {
-                    return Err(RuntimeError::Config(format!(
-                        "cores = {}: the real backend runs on one core (the calling thread) \
-                         for now; give .cores(1)",
-                        self.cores
-                    )));
-                }
             }
         }
         if self.cores == 0 || self.cores > 1024 {
@@ -415,7 +409,7 @@ impl Stack {
         &self,
         ctx: TaskCtx,
         main: F,
-    ) -> Result<(Rc<Shared>, u32, Rc<RefCell<Option<Fut::Output>>>), RuntimeError>
+    ) -> Result<(Arc<Shared>, u32, Rc<RefCell<Option<Fut::Output>>>), RuntimeError>
     where
         F: FnOnce() -> Fut,
         Fut: Future + 'static,
@@ -431,8 +425,15 @@ impl Stack {
                 io::Port::Sim(SimPort::new(ssd))
             }
             DeviceChoice::Directory(dir) => io::Port::Real(
-                real::RealPort::new(dir, 256, b.direct).map_err(RuntimeError::Config)?,
+                real::RealPort::new(dir, b.cores, b.direct).map_err(RuntimeError::Config)?,
             ),
+        };
+        let bells = match &self.device {
+            DeviceChoice::Simulated(_) => Vec::new(),
+            DeviceChoice::Directory(_) => (0..b.cores)
+                .map(|_| sluice_engine::Doorbell::new())
+                .collect::<Result<_, _>>()
+                .map_err(|e| RuntimeError::Config(e.to_string()))?,
         };
         let collector = Collector::new(RunSetup {
             jobs: Vec::new(),
@@ -452,7 +453,7 @@ impl Stack {
             costs: b.costs,
             interval_ns: b.interval_ns,
         };
-        let sh = Shared::new(Inner::new(cfg, io, b.helper_window_ns));
+        let sh = Shared::new(Inner::new(cfg, io, b.helper_window_ns), bells);
         let slot: Rc<RefCell<Option<Fut::Output>>> = Rc::new(RefCell::new(None));
         let out = slot.clone();
         let main_id = {
@@ -475,7 +476,7 @@ impl Stack {
 impl Shared {
     /// The report of the run so far.
     fn report(&self, stack: &Stack) -> RunReport {
-        let mut inner = self.inner.borrow_mut();
+        let mut inner = self.lock();
         let inner = &mut *inner;
         let now = inner.now;
         let collector = std::mem::replace(
@@ -543,17 +544,9 @@ impl Shared {
     }
 
     /// Drop the tasks still alive (their destructors may call back into the runtime).
-    fn shutdown(self: &Rc<Self>) {
-        let futs: Vec<_> = {
-            let mut inner = self.inner.borrow_mut();
-            inner
-                .tasks
-                .iter_mut()
-                .enumerate()
-                .filter_map(|(i, t)| t.take_future().map(|f| (i as u32, f)))
-                .collect()
-        };
-        exec::drop_tasks(self, futs);
+    /// (The other cores' threads dropped theirs before they ended.)
+    fn shutdown(self: &Arc<Self>) {
+        exec::drop_tasks(self, exec::ALL_CORES);
     }
 }
 
@@ -561,7 +554,7 @@ impl Shared {
 #[must_use = "dropping a JoinHandle does not stop the task"]
 pub struct JoinHandle<T> {
     task: u32,
-    value: Rc<RefCell<Option<T>>>,
+    value: Arc<StdMutex<Option<T>>>,
 }
 
 impl<T> std::fmt::Debug for JoinHandle<T> {
@@ -582,15 +575,28 @@ impl<T> JoinHandle<T> {
 impl<T> Future for JoinHandle<T> {
     type Output = T;
     fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<T> {
-        if let Some(v) = self.value.borrow_mut().take() {
+        let v = self.value.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(v) = v {
             with(|inner, t| inner.unblock(t));
             return Poll::Ready(v);
         }
         let task = self.task;
-        with(|inner, t| {
+        let value = &self.value;
+        let ready = with(|inner, t| {
+            // Checked again under the runtime's lock: a task of another core may have
+            // ended since (it sets its value before it is marked done, under this lock).
+            if inner.tasks[task as usize].state == exec::TState::Done {
+                return true;
+            }
             inner.tasks[task as usize].add_joiner(t);
             inner.block_on(t, Dep::Join(task));
+            false
         });
+        if ready {
+            let v = value.lock().unwrap_or_else(|e| e.into_inner()).take();
+            with(|inner, t| inner.unblock(t));
+            return Poll::Ready(v.expect("a task that ended left its value"));
+        }
         Poll::Pending
     }
 }
@@ -637,20 +643,58 @@ impl Drop for BoostGuard {
     }
 }
 
-/// Spawn a task with context `ctx`.
+/// Spawn a task with context `ctx`. Its future stays on the thread that spawns it (it
+/// need not be `Send`): in simulation it goes to `ctx`'s core or the next core round
+/// robin; on a real stack, to the spawner's core (`ctx`'s core must be that one — use
+/// [`spawn_send`] for another core).
+///
+/// # Panics
+/// On a real stack, if `ctx` names another core than the spawner's.
 pub fn spawn<F>(ctx: TaskCtx, fut: F) -> JoinHandle<F::Output>
 where
     F: Future + 'static,
     F::Output: 'static,
 {
-    let value = Rc::new(RefCell::new(None));
+    let value = Arc::new(StdMutex::new(None));
     let out = value.clone();
     let sh = exec::current_shared();
     let task = sh.spawn(
         ctx,
         Box::pin(async move {
             let v = fut.await;
-            *out.borrow_mut() = Some(v);
+            *out.lock().unwrap_or_else(|e| e.into_inner()) = Some(v);
+        }),
+    );
+    JoinHandle { task, value }
+}
+
+/// Spawn a task whose future may run on another core's thread: on `ctx`'s core, or the
+/// next core round robin (in both worlds, as [`spawn`] does in simulation).
+///
+/// ```
+/// use sluice_runtime::{spawn_send, Stack, TaskCtx};
+/// let dir = tempfile::tempdir().unwrap();
+/// let out = Stack::builder().directory(dir.path()).direct(false).cores(2).build().unwrap()
+///     .run(|| async {
+///         let h = spawn_send(TaskCtx::new("other").core(1), async { 40 + 2 });
+///         h.await
+///     })
+///     .unwrap();
+/// assert_eq!(out.value, 42);
+/// ```
+pub fn spawn_send<F>(ctx: TaskCtx, fut: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let value = Arc::new(StdMutex::new(None));
+    let out = value.clone();
+    let sh = exec::current_shared();
+    let task = sh.spawn_send(
+        ctx,
+        Box::pin(async move {
+            let v = fut.await;
+            *out.lock().unwrap_or_else(|e| e.into_inner()) = Some(v);
         }),
     );
     JoinHandle { task, value }
@@ -744,6 +788,29 @@ pub struct Cpu {
     asked: bool,
 }
 
+impl Cpu {
+    /// Real world: spin one quantum of what is left; the rest after the core went back
+    /// to its ring (it reaps and handles the completions of the other tasks between two
+    /// quanta, as the simulated host looks at its queue between slices).
+    fn spin(&mut self, quantum: Nanos) -> Poll<()> {
+        let slice = self.ns.min(quantum);
+        let t0 = std::time::Instant::now();
+        while (t0.elapsed().as_nanos() as Nanos) < slice {
+            std::hint::spin_loop();
+        }
+        self.ns -= slice;
+        if self.ns == 0 {
+            return Poll::Ready(());
+        }
+        with(|inner, t| {
+            let c = inner.tasks[t as usize].core;
+            inner.cores[c as usize].spun = true;
+            inner.wake(t, exec::WakeKind::Other);
+        });
+        Poll::Pending
+    }
+}
+
 impl Future for Cpu {
     type Output = ();
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
@@ -753,15 +820,17 @@ impl Future for Cpu {
         if !self.asked {
             self.asked = true;
             let ns = self.ns;
-            if with(|inner, _| inner.io.is_real()) {
-                // Real: the CPU is used for real, here.
-                let t0 = std::time::Instant::now();
-                while (t0.elapsed().as_nanos() as Nanos) < ns {
-                    std::hint::spin_loop();
+            let real = with(|inner, t| {
+                if inner.io.is_real() {
+                    return Some(inner.cfg.costs.quantum_ns.max(1));
                 }
-                return Poll::Ready(());
+                inner.cpu(t, ns);
+                None
+            });
+            if let Some(quantum) = real {
+                self.asked = false;
+                return self.spin(quantum);
             }
-            with(|inner, t| inner.cpu(t, ns));
             return Poll::Pending;
         }
         if with(|inner, t| {
