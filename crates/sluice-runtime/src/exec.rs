@@ -267,6 +267,8 @@ impl Wake for TaskWaker {
 pub(crate) struct Shared {
     inner: StdMutex<Inner>,
     pub wakes: Arc<WakeList>,
+    /// The registered buffer pool (real world).
+    pub pool: Option<Arc<crate::pool::BufferPool>>,
 }
 
 /// The runtime's state, locked by this thread; on release, the doorbells of the cores
@@ -707,6 +709,11 @@ pub(crate) fn drop_tasks(sh: &Arc<Shared>, core: u16) {
     }
     CUR_TASK.with(|x| x.set(u32::MAX));
     leave();
+}
+
+/// The registered buffer pool of this thread's running stack, if it has one.
+pub(crate) fn current_pool() -> Option<Arc<crate::pool::BufferPool>> {
+    CURRENT.with(|c| c.borrow().as_ref().and_then(|sh| sh.pool.clone()))
 }
 
 /// The runtime of this thread, for spawning.

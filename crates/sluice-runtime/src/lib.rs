@@ -64,6 +64,7 @@ mod ctx;
 mod deps;
 mod exec;
 mod io;
+mod pool;
 mod real;
 mod sync;
 
@@ -140,7 +141,12 @@ pub struct StackBuilder {
     direct: bool,
     image: Option<DiskImage>,
     cache: Option<CacheConfig>,
+    /// Registered buffer pool (slots, bytes per slot); `None`: the default, real only.
+    buffer_pool: Option<(u32, usize)>,
 }
+
+/// The real backend's registered buffer pool by default: 256 slots of 64 KiB (16 MiB).
+pub const DEFAULT_BUFFER_POOL: (u32, usize) = (256, 64 << 10);
 
 impl Default for StackBuilder {
     fn default() -> Self {
@@ -160,6 +166,7 @@ impl Default for StackBuilder {
             direct: true,
             image: None,
             cache: None,
+            buffer_pool: None,
         }
     }
 }
@@ -192,6 +199,15 @@ impl StackBuilder {
     /// simulation.
     pub fn direct(mut self, direct: bool) -> StackBuilder {
         self.direct = direct;
+        self
+    }
+
+    /// Real backend: the registered (fixed) buffer pool, `slots` buffers of
+    /// `slot_bytes` (a multiple of 4 096) registered with every core's ring; default
+    /// [`DEFAULT_BUFFER_POOL`]; `buffer_pool(0, 0)`: none (every buffer from the heap,
+    /// plain reads and writes). A simulated stack refuses it (it has no ring).
+    pub fn buffer_pool(mut self, slots: u32, slot_bytes: usize) -> StackBuilder {
+        self.buffer_pool = Some((slots, slot_bytes));
         self
     }
 
@@ -301,6 +317,13 @@ impl StackBuilder {
                         .into(),
                 ))
             }
+            DeviceChoice::Simulated(_) if self.buffer_pool.is_some() => {
+                return Err(RuntimeError::Config(
+                    "buffer_pool is for the real backend (directory(DIR)); a simulated \
+                     device has no ring to register buffers with"
+                        .into(),
+                ))
+            }
             DeviceChoice::Simulated(p) => p.validate()?,
             DeviceChoice::Directory(_) if self.image.is_some() => {
                 return Err(RuntimeError::Config(
@@ -328,6 +351,9 @@ impl StackBuilder {
         if let Some(c) = &self.cache {
             c.validate()
                 .map_err(|e| RuntimeError::Config(e.to_string()))?;
+        }
+        if let Some((n, len)) = self.buffer_pool {
+            pool::check(n, len).map_err(RuntimeError::Config)?;
         }
         if self.interval_ns == 0 {
             return Err(RuntimeError::Config(
@@ -418,6 +444,13 @@ impl Stack {
         let b = &self.b;
         let policy = policy::build(&self.spec)?;
         let block = BlockLayer::new(policy, &[]);
+        let pool = match &self.device {
+            DeviceChoice::Simulated(_) => None,
+            DeviceChoice::Directory(_) => {
+                let (n, len) = b.buffer_pool.unwrap_or(DEFAULT_BUFFER_POOL);
+                (n > 0).then(|| Arc::new(pool::BufferPool::new(n, len)))
+            }
+        };
         let port = match &self.device {
             DeviceChoice::Simulated(profile) => {
                 let mut ssd = NvmeSsd::new(profile, b.cores);
@@ -425,7 +458,8 @@ impl Stack {
                 io::Port::Sim(SimPort::new(ssd))
             }
             DeviceChoice::Directory(dir) => io::Port::Real(
-                real::RealPort::new(dir, b.cores, b.direct).map_err(RuntimeError::Config)?,
+                real::RealPort::new(dir, b.cores, b.direct, pool.as_ref())
+                    .map_err(RuntimeError::Config)?,
             ),
         };
         let bells = match &self.device {
@@ -453,7 +487,7 @@ impl Stack {
             costs: b.costs,
             interval_ns: b.interval_ns,
         };
-        let sh = Shared::new(Inner::new(cfg, io, b.helper_window_ns), bells);
+        let sh = Shared::new(Inner::new(cfg, io, b.helper_window_ns), bells, pool);
         let slot: Rc<RefCell<Option<Fut::Output>>> = Rc::new(RefCell::new(None));
         let out = slot.clone();
         let main_id = {

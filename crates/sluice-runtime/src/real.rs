@@ -20,6 +20,7 @@
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use io_uring::{opcode, squeue, types, IoUring};
@@ -29,6 +30,7 @@ use sluice_core::{Nanos, Op};
 use sluice_engine::{Doorbell, RingPort, D2FQ_WEIGHTS};
 
 use crate::io::FILE_SPAN;
+use crate::pool::BufferPool;
 
 /// Most files a stack can have open (each ring's sparse file table).
 pub const MAX_FILES: u32 = 1024;
@@ -42,6 +44,8 @@ pub const RING_CAP: u32 = 255;
 /// at QD32 on this machine's disk).
 pub const HANDLE_BATCH: usize = 4;
 
+const NOT_FIXED: u32 = u32::MAX;
+
 /// `user_data` of the doorbell read (piece tags are below it).
 const BELL: u64 = u64::MAX;
 
@@ -52,11 +56,15 @@ pub(crate) struct RealPort {
     /// Open files with `O_DIRECT` (the default); off: through the host's page cache.
     direct: bool,
     files: Vec<std::fs::File>,
-    /// By block-layer request id: the buffer's address and the request's offset.
-    bufs: Vec<(usize, u64)>,
+    /// By block-layer request id: the buffer's address, the request's offset and the
+    /// buffer's index in the registered pool (`NOT_FIXED`: from the heap).
+    bufs: Vec<(usize, u64, u32)>,
     /// By block-layer request id: bytes transferred so far (its pieces' results).
     pub bytes: Vec<i64>,
     origin: Instant,
+    /// The identity of the stack's registered pool (0: none): a buffer of another
+    /// stack's pool goes as a plain read or write.
+    pool: usize,
 }
 
 impl std::fmt::Debug for RealPort {
@@ -76,10 +84,16 @@ pub(crate) struct Outgoing {
     len: u32,
     /// A write with FUA (durable when it completes).
     fua: bool,
+    fixed: u32,
 }
 
 impl RealPort {
-    pub(crate) fn new(dir: &Path, cores: u16, direct: bool) -> Result<RealPort, String> {
+    pub(crate) fn new(
+        dir: &Path,
+        cores: u16,
+        direct: bool,
+        pool: Option<&Arc<BufferPool>>,
+    ) -> Result<RealPort, String> {
         let meta =
             std::fs::metadata(dir).map_err(|e| format!("directory {}: {e}", dir.display()))?;
         if !meta.is_dir() {
@@ -93,6 +107,7 @@ impl RealPort {
             bufs: Vec::new(),
             bytes: Vec::new(),
             origin: Instant::now(),
+            pool: pool.map_or(0, |p| Arc::as_ptr(p) as usize),
         })
     }
 
@@ -155,14 +170,21 @@ impl RealPort {
         Ok(len)
     }
 
-    /// The buffer of block-layer request `req`.
-    pub(crate) fn set_buffer(&mut self, req: u64, ptr: usize, offset: u64) {
+    /// The buffer of block-layer request `req` (`fixed`: its registered index).
+    pub(crate) fn set_buffer(
+        &mut self,
+        req: u64,
+        ptr: usize,
+        offset: u64,
+        fixed: Option<(usize, u32)>,
+    ) {
+        let fixed = fixed.filter(|f| f.0 == self.pool && self.pool != 0).map(|f| f.1);
         let i = req as usize;
         if self.bufs.len() <= i {
-            self.bufs.resize(i + 1, (0, 0));
+            self.bufs.resize(i + 1, (0, 0, NOT_FIXED));
             self.bytes.resize(i + 1, 0);
         }
-        self.bufs[i] = (ptr, offset);
+        self.bufs[i] = (ptr, offset, fixed.unwrap_or(NOT_FIXED));
         self.bytes[i] = 0;
     }
 
@@ -184,7 +206,7 @@ impl RealPort {
             me,
             |tag| {
                 let req = block.piece(tag).req;
-                let (ptr, req_off) = bufs[req.id.0 as usize];
+                let (ptr, req_off, fixed) = bufs[req.id.0 as usize];
                 out.push(Outgoing {
                     tag,
                     op: req.op,
@@ -193,6 +215,7 @@ impl RealPort {
                     buf: ptr + (req.offset - req_off) as usize,
                     len: req.len,
                     fua: req.fua,
+                    fixed,
                 });
             },
             wake,
@@ -252,12 +275,28 @@ pub(crate) struct CoreRing {
 }
 
 impl CoreRing {
-    pub(crate) fn new(bell: &Doorbell) -> Result<CoreRing, String> {
+    /// A ring with the doorbell `bell`, a sparse file table, and `pool`'s slots
+    /// registered as its fixed buffers.
+    pub(crate) fn new(bell: &Doorbell, pool: Option<&BufferPool>) -> Result<CoreRing, String> {
         let entries = sluice_engine::ring_entries(RING_CAP);
         let ring = sluice_engine::new_ring(entries).map_err(|e| e.to_string())?;
         ring.submitter()
             .register_files_sparse(MAX_FILES)
             .map_err(|e| format!("cannot register a file table with the ring: {e}"))?;
+        if let Some(pool) = pool {
+            let iov = pool.iovecs();
+            // SAFETY: the pool's region outlives the ring (the stack holds the pool until
+            // every core's thread, and its ring, ended).
+            unsafe { ring.submitter().register_buffers(&iov) }.map_err(|e| {
+                format!(
+                    "cannot register the buffer pool ({} × {} bytes) with the ring: {e} \
+                     (raise the locked-memory limit, `ulimit -l`, give a smaller \
+                     StackBuilder::buffer_pool, or buffer_pool(0, 0) for none)",
+                    iov.len(),
+                    pool.slot_len
+                )
+            })?;
+        }
         Ok(CoreRing {
             ring,
             bell_fd: bell.raw(),
@@ -358,6 +397,15 @@ fn sqe(o: &Outgoing) -> squeue::Entry {
     let buf = o.buf as *mut u8;
     let dsync = if o.fua { libc::RWF_DSYNC } else { 0 };
     match o.op {
+        Op::Read if o.fixed != NOT_FIXED => opcode::ReadFixed::new(fd, buf, o.len, o.fixed as u16)
+            .offset(o.file_off)
+            .build(),
+        Op::Write if o.fixed != NOT_FIXED => {
+            opcode::WriteFixed::new(fd, buf, o.len, o.fixed as u16)
+                .offset(o.file_off)
+                .rw_flags(dsync)
+                .build()
+        }
         Op::Read => opcode::Read::new(fd, buf, o.len)
             .offset(o.file_off)
             .build(),

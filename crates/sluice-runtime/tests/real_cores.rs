@@ -205,3 +205,75 @@ fn a_cpu_burst_does_not_hold_back_another_tasks_completions() {
         "a read waited {worst_ms:.1} ms behind a CPU burst (quantum 1 ms)"
     );
 }
+
+#[test]
+fn registered_buffers_carry_the_data_on_every_core() {
+    let Some(out) = run(2, Inherit::ON, || async {
+        let f = Arc::new(File::create("data").await.unwrap());
+        let mut hs = Vec::new();
+        for c in 0..2u64 {
+            let f = f.clone();
+            hs.push(spawn_send(TaskCtx::new(format!("c{c}")).core(c as u16), async move {
+                let mut registered = 0;
+                for k in 0..16u64 {
+                    let n = c * 16 + k;
+                    // 4 KiB fits a slot of the default pool; 128 KiB does not.
+                    let len = if k == 15 { 128 << 10 } else { 4096 };
+                    let mut b = DmaBuffer::new(len);
+                    registered += b.is_registered() as u32;
+                    b.fill(n as u8 + 1);
+                    assert_eq!(f.write_at(b, n * (128 << 10)).await.0.unwrap(), len);
+                    let (r, b) = f.read_at(DmaBuffer::new(len), n * (128 << 10)).await;
+                    assert_eq!(r.unwrap(), len);
+                    assert!(b.iter().all(|&x| x == n as u8 + 1), "block {n}");
+                }
+                registered
+            }));
+        }
+        let mut registered = 0;
+        for h in hs {
+            registered += h.await;
+        }
+        registered
+    }) else {
+        return;
+    };
+    assert_eq!(out.value, 30, "the 4 KiB buffers come from the registered pool");
+}
+
+#[test]
+fn a_stack_without_a_pool_uses_heap_buffers_and_bad_pools_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Stack::builder()
+        .directory(dir.path())
+        .direct(false)
+        .buffer_pool(0, 0)
+        .build()
+        .unwrap();
+    match s.run(|| async {
+        let f = File::create("d").await.unwrap();
+        let b = DmaBuffer::new(4096);
+        let reg = b.is_registered();
+        f.write_at(b, 0).await.0.unwrap();
+        reg
+    }) {
+        Ok(o) => assert!(!o.value),
+        Err(e) if skip(&e) => return,
+        Err(e) => panic!("{e}"),
+    }
+    for (n, len, what) in [
+        (4, 1000, "multiple of 4096"),
+        (0, 4096, "give 1 to"),
+        (20_000, 4096, "give 1 to"),
+        (16_384, 1 << 20, "more than"),
+    ] {
+        let e = Stack::builder()
+            .directory(dir.path())
+            .buffer_pool(n, len)
+            .build()
+            .unwrap_err();
+        assert!(e.to_string().contains(what), "{e}");
+    }
+    let e = Stack::builder().buffer_pool(4, 4096).build().unwrap_err();
+    assert!(e.to_string().contains("real backend"), "{e}");
+}

@@ -127,7 +127,7 @@ fn fail(sh: &Shared, e: super::RunError) {
 
 fn core_loop(sh: &Arc<Shared>, c: u16, main: u32) -> Result<(), super::RunError> {
     super::enter(sh, c);
-    let mut ring = match CoreRing::new(&sh.wakes.bells[c as usize]) {
+    let mut ring = match CoreRing::new(&sh.wakes.bells[c as usize], sh.pool.as_deref()) {
         Ok(r) => r,
         Err(why) => {
             fail(sh, super::RunError::Core { core: c, why });

@@ -59,11 +59,17 @@ pub enum RunError {
 }
 
 impl Shared {
-    /// The shared state; `bells`: the cores' doorbells (real world, one per core).
-    pub(crate) fn new(inner: Inner, bells: Vec<sluice_engine::Doorbell>) -> Arc<Shared> {
+    /// The shared state; `bells`: the cores' doorbells (real world, one per core);
+    /// `pool`: the registered buffers (real world).
+    pub(crate) fn new(
+        inner: Inner,
+        bells: Vec<sluice_engine::Doorbell>,
+        pool: Option<Arc<crate::pool::BufferPool>>,
+    ) -> Arc<Shared> {
         Arc::new(Shared {
             inner: StdMutex::new(inner),
             wakes: Arc::new(WakeList::new(bells)),
+            pool,
         })
     }
 

@@ -258,9 +258,10 @@ impl File {
             };
             // The real port needs the buffer before the next pump dispatches it.
             let ptr = buf.as_ptr() as usize;
+            let fixed = buf.fixed_index();
             let req = io.block.submit(now, r, s as u64);
             if let Port::Real(p) = &mut io.port {
-                p.set_buffer(req.0, ptr, r.offset);
+                p.set_buffer(req.0, ptr, r.offset, fixed);
             }
             let gen = io.slots[s as usize].gen;
             // Keep the slot's waiter list (its capacity): no allocation per I/O.
