@@ -235,15 +235,9 @@ fn turns(sh: &Arc<Shared>, c: u16, main: u32, ring: &mut CoreRing) -> Result<(),
         fds.clear();
         ring.push(&out);
         out.clear();
-        if budget > 0 {
-            sh.run_core_budget(ci, budget);
-        }
-        // 3. The ring: wait only when this core has nothing to run or to handle.
-        let runnable = {
-            let inner = sh.lock();
-            let core = &inner.cores[ci];
-            core.next.is_some() || !core.fifo.is_empty() || !inner.inbox[ci].is_empty()
-        };
+        let runnable = budget > 0 && sh.run_core_budget(ci, budget);
+        // 3. The ring: wait only when this core has nothing to run or to handle (a task
+        // another core makes runnable from now on rings this core's doorbell).
         ring.enter(!runnable, wait_ns).map_err(super::RunError::Ring)?;
     }
 }

@@ -263,15 +263,21 @@ impl Shared {
         self.run_core_budget(c, usize::MAX);
     }
 
-    pub(super) fn run_core_budget(&self, c: usize, mut budget: usize) {
+    /// [`Shared::run_core`] with at most `budget` polls; returns whether a task of the
+    /// core is still runnable. One lock per poll to pick the task (and run its switch
+    /// and CPU slices in simulation), one after it.
+    pub(super) fn run_core_budget(&self, c: usize, mut budget: usize) -> bool {
         loop {
-            let picked = {
+            let (t, waker, sent) = {
                 let mut inner = self.lock();
                 let inner = &mut *inner;
                 let now = inner.now;
                 let core = &mut inner.cores[c];
-                if core.busy_until > now {
-                    None
+                if budget == 0 {
+                    return core.next.is_some() || !core.fifo.is_empty();
+                }
+                let (t, switch) = if core.busy_until > now {
+                    return false;
                 } else if let Some(cur) = core.current {
                     // The core finished a slice, a switch or stack CPU for `cur`.
                     core.in_burst = false;
@@ -284,7 +290,7 @@ impl Shared {
                         inner.tasks[cur as usize].state = TState::Queued;
                         continue;
                     }
-                    Some((cur, false))
+                    (cur, false)
                 } else if let Some(t) = core.next.take().or_else(|| core.fifo.pop_front()) {
                     core.current = Some(t);
                     core.slice_ended = false;
@@ -292,31 +298,18 @@ impl Shared {
                     let switch = core.last != Some(t);
                     core.last = Some(t);
                     inner.tasks[t as usize].state = TState::Running;
-                    Some((t, switch))
+                    (t, switch)
                 } else {
-                    None
+                    return false;
+                };
+                if switch {
+                    let ns = inner.cfg.costs.switch_ns;
+                    if ns > 0 {
+                        inner.charge_core(c as u16, ns);
+                        continue;
+                    }
                 }
-            };
-            let Some((t, switch)) = picked else { return };
-            if budget == 0 {
-                // Back to the queue's front: it runs first next round.
-                let mut inner = self.lock();
-                inner.cores[c].current = None;
-                inner.cores[c].fifo.push_front(t);
-                inner.tasks[t as usize].state = TState::Queued;
-                return;
-            }
-            if switch {
-                let mut inner = self.lock();
-                let ns = inner.cfg.costs.switch_ns;
-                if ns > 0 {
-                    inner.charge_core(c as u16, ns);
-                    continue;
-                }
-            }
-            // A CPU burst still to run?
-            {
-                let mut inner = self.lock();
+                // A CPU burst still to run?
                 let burst = inner.tasks[t as usize].burst;
                 if burst > 0 {
                     let slice = burst.min(inner.cfg.costs.quantum_ns);
@@ -330,32 +323,28 @@ impl Shared {
                     inner.cores[c].ran_ns += slice;
                     continue;
                 }
+                budget -= 1;
+                // The poll.
+                inner.charge = 0;
+                inner.stats.polls += 1;
+                // Futures sent to this core since its last turn.
+                let sent = std::mem::take(&mut inner.inbox[c]);
+                let task = &mut inner.tasks[t as usize];
+                task.notified = false;
+                (t, task.waker.clone(), sent)
+            };
+            for (id, f) in sent {
+                put_local(id, f);
             }
-            budget -= 1;
-            self.poll(c, t);
+            let Some(fut) = take_local(t) else {
+                unreachable!("task {t} runs on core {c} but its future is not on this thread")
+            };
+            self.poll(c, t, fut, waker);
         }
     }
 
     /// Poll task `t` on core `c`.
-    fn poll(&self, c: usize, t: u32) {
-        let (mut fut, waker) = {
-            let mut inner = self.lock();
-            inner.charge = 0;
-            inner.stats.polls += 1;
-            // Futures sent to this core since its last turn.
-            let sent = std::mem::take(&mut inner.inbox[c]);
-            let task = &mut inner.tasks[t as usize];
-            task.notified = false;
-            let waker = task.waker.clone();
-            drop(inner);
-            for (id, f) in sent {
-                put_local(id, f);
-            }
-            let Some(f) = take_local(t) else {
-                unreachable!("task {t} runs on core {c} but its future is not on this thread")
-            };
-            (f, waker)
-        };
+    fn poll(&self, c: usize, t: u32, mut fut: TaskFuture, waker: std::task::Waker) {
         CUR_TASK.with(|x| x.set(t));
         let mut cx = Context::from_waker(&waker);
         let r = fut.as_mut().poll(&mut cx);
