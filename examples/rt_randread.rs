@@ -3,7 +3,7 @@
 //! set beside `sluice run` on the same job (`scripts/bench-runtime.sh` does both).
 //!
 //! ```sh
-//! cargo run --release --example rt_randread -- --real DIR [--qd 32] [--secs 5] [--size-mb 1024] [--cores N]
+//! cargo run --release --example rt_randread -- --real DIR [--qd 32] [--secs 5] [--size-mb 1024] [--cores N] [--no-pool]
 //! cargo run --release --example rt_randread -- --device ull
 //! ```
 
@@ -21,6 +21,7 @@ struct Args {
     file: Option<String>,
     buffered: bool,
     cores: Option<u16>,
+    no_pool: bool,
 }
 
 fn parse() -> Result<Args, String> {
@@ -33,12 +34,18 @@ fn parse() -> Result<Args, String> {
         file: None,
         buffered: false,
         cores: None,
+        no_pool: false,
     };
     let v: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
     while i < v.len() {
         if v[i] == "--buffered" {
             a.buffered = true;
+            i += 1;
+            continue;
+        }
+        if v[i] == "--no-pool" {
+            a.no_pool = true;
             i += 1;
             continue;
         }
@@ -61,7 +68,7 @@ fn parse() -> Result<Args, String> {
                     u16::try_from(num()?).map_err(|_| format!("--cores {val}: give 1 to 1024"))?,
                 )
             }
-            other => return Err(format!("unknown option {other}; use --real DIR, --file NAME (an existing file of DIR, read-only), --buffered (no O_DIRECT: tmpfs), --device NAME, --qd N, --secs N, --size-mb N, --cores N (the readers are spread over them)")),
+            other => return Err(format!("unknown option {other}; use --real DIR, --file NAME (an existing file of DIR, read-only), --buffered (no O_DIRECT: tmpfs), --no-pool (no registered buffers), --device NAME, --qd N, --secs N, --size-mb N, --cores N (the readers are spread over them)")),
         }
         i += 2;
     }
@@ -79,6 +86,12 @@ fn main() -> ExitCode {
     let mut b = Stack::builder().device(&a.device).policy("none");
     if let Some(d) = &a.real {
         b = b.directory(d).cores(1).direct(!a.buffered);
+        if a.no_pool {
+            b = b.buffer_pool(0, 0);
+        }
+    } else if a.no_pool || a.buffered {
+        eprintln!("rt_randread: --no-pool and --buffered are for --real DIR");
+        return ExitCode::from(2);
     }
     if let Some(c) = a.cores {
         b = b.cores(c);

@@ -277,3 +277,24 @@ fn a_stack_without_a_pool_uses_heap_buffers_and_bad_pools_are_refused() {
     let e = Stack::builder().buffer_pool(4, 4096).build().unwrap_err();
     assert!(e.to_string().contains("real backend"), "{e}");
 }
+
+#[test]
+#[should_panic(expected = "use spawn_send")]
+fn spawn_of_a_non_send_task_onto_another_core_is_refused_with_the_remedy() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Stack::builder()
+        .directory(dir.path())
+        .direct(false)
+        .cores(2)
+        .build()
+        .unwrap();
+    let r = s.run(|| async {
+        let rc = std::rc::Rc::new(1);
+        spawn(TaskCtx::new("elsewhere").core(1), async move { *rc }).await
+    });
+    if let Err(e) = r {
+        if skip(&e) {
+            panic!("io_uring unavailable (so: use spawn_send)");
+        }
+    }
+}

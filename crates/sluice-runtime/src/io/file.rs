@@ -442,6 +442,10 @@ impl Future for IoHandle {
             });
             let r = if f.ok {
                 Ok(n)
+            } else if io.is_real() {
+                Err(io::Error::other(format!(
+                    "{op} of {len} bytes failed: the kernel returned an error for it"
+                )))
             } else {
                 Err(io::Error::other(format!(
                     "{op} of {len} bytes failed on the simulated device (media error or timeout)"
