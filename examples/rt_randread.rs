@@ -148,25 +148,22 @@ fn main() -> ExitCode {
                 Some(c) => ctx.core((k % c) as u16),
                 None => ctx,
             };
-            tasks.push(spawn_send(
-                ctx,
-                async move {
-                    let mut x: u64 =
-                        0x9E37_79B9_7F4A_7C15 ^ (k + 1).wrapping_mul(0xA24B_AED4_963E_E407);
-                    let mut buf = DmaBuffer::new(4096);
-                    let mut ios = 0u64;
-                    while now() < end {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
-                        let (r, b) = f.read_at(buf, (x % blocks) * 4096).await;
-                        r.unwrap();
-                        buf = b;
-                        ios += 1;
-                    }
-                    ios
-                },
-            ));
+            tasks.push(spawn_send(ctx, async move {
+                let mut x: u64 =
+                    0x9E37_79B9_7F4A_7C15 ^ (k + 1).wrapping_mul(0xA24B_AED4_963E_E407);
+                let mut buf = DmaBuffer::new(4096);
+                let mut ios = 0u64;
+                while now() < end {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let (r, b) = f.read_at(buf, (x % blocks) * 4096).await;
+                    r.unwrap();
+                    buf = b;
+                    ios += 1;
+                }
+                ios
+            }));
         }
         let mut ios = 0;
         for t in tasks {

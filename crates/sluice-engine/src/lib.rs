@@ -75,8 +75,8 @@ pub use files::{plan, FilePlan, FileSet, PlannedFile};
 
 use device::DevState;
 pub use device::{Doorbell, RingPort};
-pub use ring::{new_ring, ring_entries};
 use ptime::{PolicyTime, OUTLIER_NS, TICK_SOURCE};
+pub use ring::{new_ring, ring_entries};
 use sluice_block::{BlockLayer, PolicyCall};
 use worker::{Worker, WorkerCfg, WorkerPlan, WorkerResult};
 

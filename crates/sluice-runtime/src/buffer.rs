@@ -60,7 +60,9 @@ impl DmaBuffer {
     /// Its pool's identity and its index among the pool's registered buffers, if it
     /// is from a pool.
     pub(crate) fn fixed_index(&self) -> Option<(usize, u32)> {
-        self.pool.as_ref().map(|p| (Arc::as_ptr(&p.0) as usize, p.1))
+        self.pool
+            .as_ref()
+            .map(|p| (Arc::as_ptr(&p.0) as usize, p.1))
     }
 
     /// A buffer holding a copy of `data`.

@@ -234,7 +234,10 @@ impl WakeList {
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.list.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
+        self.list
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
     }
 
     pub(crate) fn take(&self) -> Vec<u32> {
@@ -599,7 +602,12 @@ impl Inner {
 
     /// A new task on `core`, or `ctx`'s core, or the next core round robin. Its future
     /// is placed by the caller (before the task can be polled).
-    pub(crate) fn spawn_task(&mut self, ctx: TaskCtx, core: Option<u16>, wakes: &Arc<WakeList>) -> u32 {
+    pub(crate) fn spawn_task(
+        &mut self,
+        ctx: TaskCtx,
+        core: Option<u16>,
+        wakes: &Arc<WakeList>,
+    ) -> u32 {
         let id = self.tasks.len() as u32;
         let core = match core.or(ctx.core) {
             Some(c) => c % self.cfg.cores,

@@ -54,7 +54,7 @@ pub(crate) fn check(count: u32, slot_len: usize) -> Result<(), String> {
             "buffer_pool: {count} slots: give 1 to {MAX_SLOTS} (or buffer_pool(0, 0) for none)"
         ));
     }
-    if slot_len == 0 || slot_len % POOL_ALIGN != 0 {
+    if slot_len == 0 || !slot_len.is_multiple_of(POOL_ALIGN) {
         return Err(format!(
             "buffer_pool: slots of {slot_len} bytes: give a multiple of {POOL_ALIGN}"
         ));

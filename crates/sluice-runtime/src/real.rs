@@ -178,7 +178,9 @@ impl RealPort {
         offset: u64,
         fixed: Option<(usize, u32)>,
     ) {
-        let fixed = fixed.filter(|f| f.0 == self.pool && self.pool != 0).map(|f| f.1);
+        let fixed = fixed
+            .filter(|f| f.0 == self.pool && self.pool != 0)
+            .map(|f| f.1);
         let i = req as usize;
         if self.bufs.len() <= i {
             self.bufs.resize(i + 1, (0, 0, NOT_FIXED));
@@ -200,7 +202,11 @@ impl RealPort {
         fds: &mut Vec<RawFd>,
         wake: &mut Vec<usize>,
     ) {
-        fds.extend(self.files[registered.min(self.files.len())..].iter().map(|f| f.as_raw_fd()));
+        fds.extend(
+            self.files[registered.min(self.files.len())..]
+                .iter()
+                .map(|f| f.as_raw_fd()),
+        );
         let bufs = &self.bufs;
         self.rings.take_outbox(
             me,
@@ -406,9 +412,7 @@ fn sqe(o: &Outgoing) -> squeue::Entry {
                 .rw_flags(dsync)
                 .build()
         }
-        Op::Read => opcode::Read::new(fd, buf, o.len)
-            .offset(o.file_off)
-            .build(),
+        Op::Read => opcode::Read::new(fd, buf, o.len).offset(o.file_off).build(),
         // FUA: RWF_DSYNC makes this one write durable when it completes.
         Op::Write => opcode::Write::new(fd, buf, o.len)
             .offset(o.file_off)

@@ -12,10 +12,10 @@
 //! waiters by priority).
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::future::Future;
 use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::task::{Context, Poll};
 
 use sluice_core::IoClass;
@@ -197,7 +197,9 @@ impl<T> Mutex<T> {
 
 impl<T: std::fmt::Debug> std::fmt::Debug for Mutex<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Mutex").field("id", &self.id.load(Relaxed)).finish()
+        f.debug_struct("Mutex")
+            .field("id", &self.id.load(Relaxed))
+            .finish()
     }
 }
 

@@ -115,7 +115,10 @@ fn holder_inherits(inherit: Inherit) -> Option<(bool, u64)> {
         });
         waiter.await;
         let (boosted, undone) = holder.await;
-        assert!(undone, "the holder stayed critical after it released the lock");
+        assert!(
+            undone,
+            "the holder stayed critical after it released the lock"
+        );
         boosted
     })?;
     let boosts = out.report.extra.runtime.as_ref().unwrap().boosts;
@@ -128,7 +131,10 @@ fn a_critical_waiter_on_one_core_boosts_the_holder_on_another() {
         return;
     };
     let (off, boosts_off) = holder_inherits(Inherit::OFF).unwrap();
-    assert!(on, "the holder on core 1 was not boosted by the critical waiter on core 0");
+    assert!(
+        on,
+        "the holder on core 1 was not boosted by the critical waiter on core 0"
+    );
     assert!(boosts_on >= 1);
     assert!(!off, "the holder was boosted with inheritance off");
     assert_eq!(boosts_off, 0);
@@ -213,22 +219,25 @@ fn registered_buffers_carry_the_data_on_every_core() {
         let mut hs = Vec::new();
         for c in 0..2u64 {
             let f = f.clone();
-            hs.push(spawn_send(TaskCtx::new(format!("c{c}")).core(c as u16), async move {
-                let mut registered = 0;
-                for k in 0..16u64 {
-                    let n = c * 16 + k;
-                    // 4 KiB fits a slot of the default pool; 128 KiB does not.
-                    let len = if k == 15 { 128 << 10 } else { 4096 };
-                    let mut b = DmaBuffer::new(len);
-                    registered += b.is_registered() as u32;
-                    b.fill(n as u8 + 1);
-                    assert_eq!(f.write_at(b, n * (128 << 10)).await.0.unwrap(), len);
-                    let (r, b) = f.read_at(DmaBuffer::new(len), n * (128 << 10)).await;
-                    assert_eq!(r.unwrap(), len);
-                    assert!(b.iter().all(|&x| x == n as u8 + 1), "block {n}");
-                }
-                registered
-            }));
+            hs.push(spawn_send(
+                TaskCtx::new(format!("c{c}")).core(c as u16),
+                async move {
+                    let mut registered = 0;
+                    for k in 0..16u64 {
+                        let n = c * 16 + k;
+                        // 4 KiB fits a slot of the default pool; 128 KiB does not.
+                        let len = if k == 15 { 128 << 10 } else { 4096 };
+                        let mut b = DmaBuffer::new(len);
+                        registered += b.is_registered() as u32;
+                        b.fill(n as u8 + 1);
+                        assert_eq!(f.write_at(b, n * (128 << 10)).await.0.unwrap(), len);
+                        let (r, b) = f.read_at(DmaBuffer::new(len), n * (128 << 10)).await;
+                        assert_eq!(r.unwrap(), len);
+                        assert!(b.iter().all(|&x| x == n as u8 + 1), "block {n}");
+                    }
+                    registered
+                },
+            ));
         }
         let mut registered = 0;
         for h in hs {
@@ -238,7 +247,10 @@ fn registered_buffers_carry_the_data_on_every_core() {
     }) else {
         return;
     };
-    assert_eq!(out.value, 30, "the 4 KiB buffers come from the registered pool");
+    assert_eq!(
+        out.value, 30,
+        "the 4 KiB buffers come from the registered pool"
+    );
 }
 
 #[test]

@@ -195,7 +195,14 @@ fn turns(sh: &Arc<Shared>, c: u16, main: u32, ring: &mut CoreRing) -> Result<(),
             }
             let io = &mut inner.io;
             if let Port::Real(p) = &mut io.port {
-                p.take(&io.block, ci, ring.registered, &mut out, &mut fds, &mut wake);
+                p.take(
+                    &io.block,
+                    ci,
+                    ring.registered,
+                    &mut out,
+                    &mut fds,
+                    &mut wake,
+                );
             }
             for w in wake.drain(..) {
                 inner.kick(w as u16);
@@ -238,6 +245,7 @@ fn turns(sh: &Arc<Shared>, c: u16, main: u32, ring: &mut CoreRing) -> Result<(),
         let runnable = budget > 0 && sh.run_core_budget(ci, budget);
         // 3. The ring: wait only when this core has nothing to run or to handle (a task
         // another core makes runnable from now on rings this core's doorbell).
-        ring.enter(!runnable, wait_ns).map_err(super::RunError::Ring)?;
+        ring.enter(!runnable, wait_ns)
+            .map_err(super::RunError::Ring)?;
     }
 }
