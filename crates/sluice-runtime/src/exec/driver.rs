@@ -11,7 +11,7 @@ use std::task::{Context, Poll};
 use sluice_core::Nanos;
 
 use super::{
-    put_local, take_local, Ev, Inner, SendFuture, Shared, TState, TaskFuture, WakeKind, WakeList,
+    put_local, take_local, InnerGuard, Ev, Inner, SendFuture, Shared, TState, TaskFuture, WakeKind, WakeList,
     ALL_CORES, CUR_TASK, MY_CORE,
 };
 use crate::ctx::TaskCtx;
@@ -267,9 +267,11 @@ impl Shared {
     /// core is still runnable. One lock per poll to pick the task (and run its switch
     /// and CPU slices in simulation), one after it.
     pub(super) fn run_core_budget(&self, c: usize, mut budget: usize) -> bool {
+        // The lock the last poll's bookkeeping took, kept for the next pick.
+        let mut held: Option<InnerGuard<'_>> = None;
         loop {
             let (t, waker, sent) = {
-                let mut inner = self.lock();
+                let mut inner = held.take().unwrap_or_else(|| self.lock());
                 let inner = &mut *inner;
                 let now = inner.now;
                 let core = &mut inner.cores[c];
@@ -339,19 +341,35 @@ impl Shared {
             let Some(fut) = take_local(t) else {
                 unreachable!("task {t} runs on core {c} but its future is not on this thread")
             };
-            self.poll(c, t, fut, waker);
+            let (g, ended) = self.poll(c, t, fut, waker);
+            match ended {
+                Some(f) => {
+                    drop(g);
+                    drop(f);
+                }
+                None => held = Some(g),
+            }
         }
     }
 
     /// Poll task `t` on core `c`.
-    fn poll(&self, c: usize, t: u32, mut fut: TaskFuture, waker: std::task::Waker) {
+    /// Returns the runtime's lock, still held (the next pick takes it over), and the
+    /// future of a task that ended (to drop without the lock: its destructors may call
+    /// back).
+    fn poll(
+        &self,
+        c: usize,
+        t: u32,
+        mut fut: TaskFuture,
+        waker: std::task::Waker,
+    ) -> (InnerGuard<'_>, Option<TaskFuture>) {
         CUR_TASK.with(|x| x.set(t));
         let mut cx = Context::from_waker(&waker);
         let r = fut.as_mut().poll(&mut cx);
         CUR_TASK.with(|x| x.set(u32::MAX));
         let mut dropped = None;
+        let mut inner = self.lock();
         {
-            let mut inner = self.lock();
             let charge = std::mem::take(&mut inner.charge);
             let task = &mut inner.tasks[t as usize];
             match r {
@@ -384,8 +402,7 @@ impl Shared {
             }
             inner.charge_core(c as u16, charge);
         }
-        // Drop a finished future outside the borrow (its destructors may call back).
-        drop(dropped);
+        (inner, dropped)
     }
 }
 
