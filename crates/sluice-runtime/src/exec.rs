@@ -372,6 +372,16 @@ pub(crate) fn take_all_local() -> Vec<(u32, TaskFuture)> {
     })
 }
 
+/// Before a run on this thread: drop the futures an earlier run left in this thread's
+/// table because it ended by a panic (with no runtime current, as they would have been
+/// dropped with that run's state). Nothing is done while a run is current here.
+pub(crate) fn discard_stale_futures() {
+    if CURRENT.with(|c| c.borrow().is_some()) {
+        return;
+    }
+    drop(take_all_local());
+}
+
 /// Make `sh` this thread's runtime, running core `core` (or [`ALL_CORES`]).
 pub(crate) fn enter(sh: &Arc<Shared>, core: u16) {
     CURRENT.with(|c| *c.borrow_mut() = Some(sh.clone()));

@@ -442,6 +442,7 @@ impl Stack {
         Fut::Output: 'static,
     {
         let b = &self.b;
+        exec::discard_stale_futures();
         let policy = policy::build(&self.spec)?;
         let block = BlockLayer::new(policy, &[]);
         let pool = match &self.device {

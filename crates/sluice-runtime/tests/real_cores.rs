@@ -310,3 +310,35 @@ fn spawn_of_a_non_send_task_onto_another_core_is_refused_with_the_remedy() {
         }
     }
 }
+
+#[test]
+fn a_panic_in_a_task_of_another_core_reaches_the_caller_and_the_thread_runs_again() {
+    let r = std::panic::catch_unwind(|| {
+        run(2, Inherit::ON, || async {
+            let h = spawn_send(TaskCtx::new("boom").core(1), async {
+                sleep(1_000_000).await;
+                panic!("boom on core 1");
+            });
+            // Left pending on core 0 when the run stops.
+            let m = Arc::new(Mutex::new(()));
+            let _g = m.lock().await;
+            h.await
+        })
+    });
+    let msg = match r {
+        Ok(None) => return, // io_uring unavailable (said by `run`)
+        Ok(Some(_)) => panic!("the panic of core 1 did not reach Stack::run's caller"),
+        Err(msg) => msg,
+    };
+    let msg = msg
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| msg.downcast_ref::<String>().cloned())
+        .unwrap_or_default();
+    assert!(msg.contains("boom on core 1"), "{msg}");
+    // The same thread runs a new stack (the old run's futures are gone).
+    let out = run(2, Inherit::ON, || async { 7 });
+    if let Some(o) = out {
+        assert_eq!(o.value, 7);
+    }
+}
