@@ -454,8 +454,13 @@ impl Future for IoHandle {
             if !wait_on(inner, t, s, gen) {
                 return None;
             }
-            // Done: the sample is taken now, when a waiting task runs again.
-            let now = inner.now;
+            // Done: the sample is taken now, when a waiting task runs again (on real
+            // files the clock is read: the turn's time is that of the completion's
+            // handling, and the wait after it is the "after device" part).
+            let now = match &inner.io.port {
+                Port::Real(p) => p.clock().max(inner.now),
+                Port::Sim(_) => inner.now,
+            };
             let io = &mut inner.io;
             let slot = &mut io.slots[s as usize];
             let f = slot.done.expect("ended");
