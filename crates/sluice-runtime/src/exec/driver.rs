@@ -11,8 +11,8 @@ use std::task::{Context, Poll};
 use sluice_core::Nanos;
 
 use super::{
-    put_local, take_local, InnerGuard, Ev, Inner, SendFuture, Shared, TState, TaskFuture, WakeKind, WakeList,
-    ALL_CORES, CUR_TASK, MY_CORE,
+    put_local, take_local, Ev, Inner, InnerGuard, SendFuture, Shared, TState, TaskFuture, WakeKind,
+    WakeList, ALL_CORES, CUR_TASK, MY_CORE,
 };
 use crate::ctx::TaskCtx;
 
