@@ -342,3 +342,20 @@ fn a_panic_in_a_task_of_another_core_reaches_the_caller_and_the_thread_runs_agai
         assert_eq!(o.value, 7);
     }
 }
+
+#[test]
+fn a_task_queued_on_an_idle_core_is_not_taken_for_a_deadlock() {
+    // Core 1 is idle (waiting in its ring) when core 0 spawns onto it and joins: for a
+    // moment every core looks idle while core 1's doorbell is on its way. This was
+    // reported as a deadlock about every second run before the check looked at the run
+    // queues too.
+    for _ in 0..40 {
+        let Some(out) = run(2, Inherit::ON, || async {
+            sleep(200_000).await;
+            spawn_send(TaskCtx::new("other").core(1), async { 40 + 2 }).await
+        }) else {
+            return;
+        };
+        assert_eq!(out.value, 42);
+    }
+}

@@ -220,8 +220,16 @@ fn turns(sh: &Arc<Shared>, c: u16, main: u32, ring: &mut CoreRing) -> Result<(),
             let deadline = inner.events.peek().map(|std::cmp::Reverse((t, _, _))| *t);
             if queued == 0 && ring.cqes.is_empty() {
                 inner.idle[ci] = true;
+                // Every core waits in its ring, and none has a task to run (a core's
+                // flag is from its last turn: a task queued on it since then, whose
+                // doorbell is on its way, is seen here).
                 let all_idle = inner.idle.iter().all(|&i| i);
+                let none_queued = inner
+                    .cores
+                    .iter()
+                    .all(|k| k.next.is_none() && k.fifo.is_empty() && k.current.is_none());
                 if all_idle
+                    && none_queued
                     && deadline.is_none()
                     && inner.io.block.inflight() == 0
                     && out.is_empty()
