@@ -21,8 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use sluice::runtime::{
-    now, sleep, spawn_send, Activity, DmaBuffer, File, Inherit, IoOptions, Mutex, Op, Stack,
-    TaskCtx,
+    now, sleep, spawn_on, Activity, DmaBuffer, File, Inherit, IoOptions, Mutex, Op, Stack, TaskCtx,
 };
 
 const MS: u64 = 1_000_000;
@@ -67,9 +66,9 @@ fn wait_for_lock(
         .run(move || async move {
             let lock = Arc::new(Mutex::new(()));
             // The bulk writer: 32 writes of 128 KiB outstanding, for 20 ms.
-            let writer = spawn_send(
+            let writer = spawn_on(
                 on(TaskCtx::new("bulk").activity(Activity::COMPACTION), 1),
-                async {
+                || async {
                     let f = File::create("bulk").await.unwrap();
                     let mut q = std::collections::VecDeque::new();
                     let mut off = 0u64;
@@ -94,12 +93,12 @@ fn wait_for_lock(
             let l = lock.clone();
             let held = Arc::new(AtomicBool::new(false));
             let held2 = held.clone();
-            let bg = spawn_send(
+            let bg = spawn_on(
                 on(
                     TaskCtx::new("checkpointer").activity(Activity::CHECKPOINT),
                     1,
                 ),
-                async move {
+                move || async move {
                     sleep(2 * MS).await;
                     let f = File::create("meta").await.unwrap();
                     let _g = l.lock().await;
@@ -108,17 +107,20 @@ fn wait_for_lock(
                 },
             );
             // The critical task: needs the lock a little later.
-            let crit = spawn_send(on(TaskCtx::new("client").critical(), 0), async move {
-                sleep(2 * MS + 200 * US).await;
-                // On real files the holder may be late (a loaded host): wait until it
-                // holds the lock (in simulation it does by now).
-                while !held.load(Ordering::SeqCst) {
-                    sleep(50 * US).await;
-                }
-                let t0 = now();
-                let _g = lock.lock().await;
-                now() - t0
-            });
+            let crit = spawn_on(
+                on(TaskCtx::new("client").critical(), 0),
+                move || async move {
+                    sleep(2 * MS + 200 * US).await;
+                    // On real files the holder may be late (a loaded host): wait until it
+                    // holds the lock (in simulation it does by now).
+                    while !held.load(Ordering::SeqCst) {
+                        sleep(50 * US).await;
+                    }
+                    let t0 = now();
+                    let _g = lock.lock().await;
+                    now() - t0
+                },
+            );
             let waited = crit.await;
             bg.await;
             writer.await;

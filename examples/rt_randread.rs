@@ -10,7 +10,7 @@
 use std::collections::VecDeque;
 use std::process::ExitCode;
 
-use sluice::runtime::{now, spawn_send, DmaBuffer, File, IoOptions, Op, Stack, TaskCtx};
+use sluice::runtime::{now, spawn_on, DmaBuffer, File, IoOptions, Op, Stack, TaskCtx};
 
 struct Args {
     real: Option<String>,
@@ -148,7 +148,7 @@ fn main() -> ExitCode {
                 Some(c) => ctx.core((k % c) as u16),
                 None => ctx,
             };
-            tasks.push(spawn_send(ctx, async move {
+            tasks.push(spawn_on(ctx, move || async move {
                 let mut x: u64 =
                     0x9E37_79B9_7F4A_7C15 ^ (k + 1).wrapping_mul(0xA24B_AED4_963E_E407);
                 let mut buf = DmaBuffer::new(4096);

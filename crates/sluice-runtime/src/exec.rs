@@ -76,8 +76,9 @@ pub(crate) enum TState {
 
 /// A task's future, boxed.
 pub(crate) type TaskFuture = Pin<Box<dyn Future<Output = ()>>>;
-/// A task's future that may be sent to another core's thread.
-pub(crate) type SendFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+/// What makes a task's future on another core's thread (the closure is sent; the
+/// future it makes there never moves, so it need not be `Send`).
+pub(crate) type MakeFuture = Box<dyn FnOnce() -> TaskFuture + Send>;
 
 pub(crate) struct Task {
     pub ctx: TaskCtx,
@@ -203,9 +204,9 @@ pub(crate) struct Inner {
     /// it became runnable, or its outbox filled) when the lock is released.
     pub kicks: Vec<bool>,
     pub kicked: bool,
-    /// Real world, several threads: per core, futures spawned onto it from another core
-    /// (moved to its thread's table at its next turn).
-    pub inbox: Vec<Vec<(u32, SendFuture)>>,
+    /// Real world, several threads: per core, tasks spawned onto it from another core,
+    /// whose futures it makes at its next poll.
+    pub inbox: Vec<Vec<(u32, MakeFuture)>>,
     /// Real world: the threads stop (the main task ended, or the run failed).
     pub stop: bool,
     pub failure: Option<RunError>,
@@ -214,10 +215,12 @@ pub(crate) struct Inner {
 }
 
 // SAFETY: `Inner` is shared by the real backend's core threads under a mutex. What it
-// holds is plain data, wakers (Send + Sync), `Send` futures in `inbox`, and the I/O
-// state, whose only non-`Send` parts are the raw addresses of buffers in flight — owned
-// by their I/O slots, used only to build SQEs. Task futures (which may be `!Send`) are
-// not here: they live in their core thread's table (`put_local`).
+// holds is plain data, wakers (Send + Sync), `Send` closures in `inbox`, and the I/O
+// state, whose non-`Send` parts are the raw addresses of buffers in flight — owned by
+// their I/O slots, used only to build SQEs — and the page cache (`Rc`/`RefCell`), which
+// `StackBuilder::build` allows on a real stack only with one core (one thread). Task
+// futures (which may be `!Send`) are not here: they live in their core thread's table
+// (`put_local`).
 unsafe impl Send for Inner {}
 
 impl Inner {

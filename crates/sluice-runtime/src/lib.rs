@@ -94,7 +94,7 @@ pub use sluice_core::Op;
 pub use sluice_device::{CrashReport, CrashSpec};
 pub use sync::{Condvar, LockFuture, Mutex, MutexGuard, RwLock, RwReadGuard, RwWriteGuard};
 pub use task::{
-    cpu, current_class, now, set_class, sleep, spawn, spawn_send, yield_now, BoostGuard, Cpu,
+    cpu, current_class, now, set_class, sleep, spawn, spawn_on, yield_now, BoostGuard, Cpu,
     JoinHandle, Sleep, TaskHandle, YieldNow,
 };
 
@@ -353,6 +353,15 @@ impl StackBuilder {
         if let Some(c) = &self.cache {
             c.validate()
                 .map_err(|e| RuntimeError::Config(e.to_string()))?;
+        }
+        if self.cache.is_some() && self.cores > 1 && matches!(device, DeviceChoice::Directory(_)) {
+            // The cache's state is single-threaded (Rc/RefCell); a real stack's cores
+            // are threads.
+            return Err(RuntimeError::Config(format!(
+                "cache(...) with cores = {}: on real files the page cache runs on one core \
+                 for now; give .cores(1) (simulated stacks take any number)",
+                self.cores
+            )));
         }
         if let Some((n, len)) = self.buffer_pool {
             pool::check(n, len).map_err(RuntimeError::Config)?;

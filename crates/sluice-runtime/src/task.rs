@@ -108,7 +108,7 @@ impl Drop for BoostGuard {
 /// Spawn a task with context `ctx`. Its future stays on the thread that spawns it (it
 /// need not be `Send`): in simulation it goes to `ctx`'s core or the next core round
 /// robin; on a real stack, to the spawner's core (`ctx`'s core must be that one — use
-/// [`spawn_send`] for another core).
+/// [`spawn_on`] for another core).
 ///
 /// # Panics
 /// On a real stack, if `ctx` names another core than the spawner's.
@@ -130,33 +130,41 @@ where
     JoinHandle { task, value }
 }
 
-/// Spawn a task whose future may run on another core's thread: on `ctx`'s core, or the
-/// next core round robin (in both worlds, as [`spawn`] does in simulation).
+/// Spawn a task on another core: `make` (which must be `Send`) goes to `ctx`'s core (or
+/// the next core round robin, in both worlds, as [`spawn`] does in simulation) and makes
+/// the task's future there, so the future itself need not be `Send` (it may hold `Rc`s
+/// or the runtime's non-`Send` futures); only its output must be.
 ///
 /// ```
-/// use sluice_runtime::{spawn_send, Stack, TaskCtx};
+/// use sluice_runtime::{spawn_on, DmaBuffer, File, Stack, TaskCtx};
 /// let dir = tempfile::tempdir().unwrap();
 /// let out = Stack::builder().directory(dir.path()).direct(false).cores(2).build().unwrap()
 ///     .run(|| async {
-///         let h = spawn_send(TaskCtx::new("other").core(1), async { 40 + 2 });
+///         let h = spawn_on(TaskCtx::new("other").core(1), || async {
+///             let f = File::create("on-core-1").await.unwrap();
+///             f.write_at(DmaBuffer::new(4096), 0).await.0.unwrap()
+///         });
 ///         h.await
 ///     })
 ///     .unwrap();
-/// assert_eq!(out.value, 42);
+/// assert_eq!(out.value, 4096);
 /// ```
-pub fn spawn_send<F>(ctx: TaskCtx, fut: F) -> JoinHandle<F::Output>
+pub fn spawn_on<F, Fut>(ctx: TaskCtx, make: F) -> JoinHandle<Fut::Output>
 where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: Future + 'static,
+    Fut::Output: Send + 'static,
 {
     let value = Arc::new(StdMutex::new(None));
     let out = value.clone();
     let sh = exec::current_shared();
-    let task = sh.spawn_send(
+    let task = sh.spawn_on(
         ctx,
-        Box::pin(async move {
-            let v = fut.await;
-            *out.lock().unwrap_or_else(|e| e.into_inner()) = Some(v);
+        Box::new(move || -> exec::TaskFuture {
+            Box::pin(async move {
+                let v = make().await;
+                *out.lock().unwrap_or_else(|e| e.into_inner()) = Some(v);
+            })
         }),
     );
     JoinHandle { task, value }

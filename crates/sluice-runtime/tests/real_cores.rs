@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sluice_runtime::{
-    cpu, current_class, sleep, spawn, spawn_send, yield_now, Condvar, DmaBuffer, File, Inherit,
+    cpu, current_class, sleep, spawn, spawn_on, yield_now, Condvar, DmaBuffer, File, Inherit,
     IoClass, Mutex, RunOutput, RuntimeError, Stack, TaskCtx,
 };
 
@@ -49,9 +49,9 @@ fn tasks_of_other_cores_do_io_and_are_joined() {
         let mut hs = Vec::new();
         for i in 0..12u64 {
             let f = f.clone();
-            hs.push(spawn_send(
+            hs.push(spawn_on(
                 TaskCtx::new(format!("w{i}")).core((i % 3) as u16),
-                async move {
+                move || async move {
                     for k in 0..8u64 {
                         let mut b = DmaBuffer::new(4096);
                         b.fill((i * 8 + k) as u8);
@@ -87,7 +87,7 @@ fn holder_inherits(inherit: Inherit) -> Option<(bool, u64)> {
         let m = Arc::new(Mutex::new(0u32));
         let held = Arc::new(AtomicBool::new(false));
         let (m2, held2) = (m.clone(), held.clone());
-        let holder = spawn_send(TaskCtx::new("holder").core(1), async move {
+        let holder = spawn_on(TaskCtx::new("holder").core(1), move || async move {
             let mut g = m2.lock().await;
             held2.store(true, Ordering::SeqCst);
             let t0 = Instant::now();
@@ -152,9 +152,9 @@ fn no_lost_wakeups_across_cores() {
         let mut hs = Vec::new();
         for me in 0..3u64 {
             let (turn, count) = (turn.clone(), count.clone());
-            hs.push(spawn_send(
+            hs.push(spawn_on(
                 TaskCtx::new(format!("p{me}")).core(me as u16),
-                async move {
+                move || async move {
                     for _ in 0..ROUNDS {
                         let (m, cv) = &*turn;
                         let mut g = m.lock().await;
@@ -228,9 +228,9 @@ fn registered_buffers_carry_the_data_on_every_core() {
         let mut hs = Vec::new();
         for c in 0..2u64 {
             let f = f.clone();
-            hs.push(spawn_send(
+            hs.push(spawn_on(
                 TaskCtx::new(format!("c{c}")).core(c as u16),
-                async move {
+                move || async move {
                     let mut registered = 0;
                     for k in 0..16u64 {
                         let n = c * 16 + k;
@@ -300,7 +300,7 @@ fn a_stack_without_a_pool_uses_heap_buffers_and_bad_pools_are_refused() {
 }
 
 #[test]
-#[should_panic(expected = "use spawn_send")]
+#[should_panic(expected = "use spawn_on")]
 fn spawn_of_a_non_send_task_onto_another_core_is_refused_with_the_remedy() {
     let dir = tempfile::tempdir().unwrap();
     let s = Stack::builder()
@@ -315,7 +315,7 @@ fn spawn_of_a_non_send_task_onto_another_core_is_refused_with_the_remedy() {
     });
     if let Err(e) = r {
         if skip(&e) {
-            panic!("io_uring unavailable (so: use spawn_send)");
+            panic!("io_uring unavailable (so: use spawn_on)");
         }
     }
 }
@@ -324,7 +324,7 @@ fn spawn_of_a_non_send_task_onto_another_core_is_refused_with_the_remedy() {
 fn a_panic_in_a_task_of_another_core_reaches_the_caller_and_the_thread_runs_again() {
     let r = std::panic::catch_unwind(|| {
         run(2, Inherit::ON, || async {
-            let h = spawn_send(TaskCtx::new("boom").core(1), async {
+            let h = spawn_on(TaskCtx::new("boom").core(1), || async {
                 sleep(1_000_000).await;
                 panic!("boom on core 1");
             });
@@ -367,11 +367,23 @@ fn a_task_queued_on_an_idle_core_is_not_taken_for_a_deadlock() {
             .cores(2)
             .build()
             .unwrap();
-        match s.run(|| async { spawn_send(TaskCtx::new("other").core(1), async { 40 + 2 }).await })
+        match s.run(|| async { spawn_on(TaskCtx::new("other").core(1), || async { 40 + 2 }).await })
         {
             Ok(out) => assert_eq!(out.value, 42),
             Err(e) if skip(&e) => return,
             Err(e) => panic!("{e}"),
         }
     }
+}
+
+#[test]
+fn a_page_cache_on_several_real_cores_is_refused_with_the_remedy() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = Stack::builder()
+        .directory(dir.path())
+        .cores(2)
+        .cache(sluice_runtime::CacheConfig::default())
+        .build()
+        .unwrap_err();
+    assert!(e.to_string().contains("give .cores(1)"), "{e}");
 }

@@ -11,7 +11,7 @@ use std::task::{Context, Poll};
 use sluice_core::Nanos;
 
 use super::{
-    put_local, take_local, Ev, Inner, InnerGuard, SendFuture, Shared, TState, TaskFuture, WakeKind,
+    put_local, take_local, Ev, Inner, InnerGuard, MakeFuture, Shared, TState, TaskFuture, WakeKind,
     WakeList, ALL_CORES, CUR_TASK, MY_CORE,
 };
 use crate::ctx::TaskCtx;
@@ -88,7 +88,9 @@ impl Shared {
             let want = ctx.core.map(|c| c % inner.cfg.cores).unwrap_or(me);
             assert!(
                 want == me,
-                "sluice_runtime::spawn: task '{}' is for core {want} but is spawned on core                  {me}, and a real stack's cores are threads: use spawn_send for a task of                  another core (its future must be Send)",
+                "sluice_runtime::spawn: task '{}' is for core {want} but is spawned on core \
+                 {me}, and a real stack's cores are threads: use spawn_on for a task of \
+                 another core (it makes the future there)",
                 ctx.name()
             );
             Some(me)
@@ -99,18 +101,18 @@ impl Shared {
         t
     }
 
-    /// Spawn a task whose future may go to another core's thread (`ctx`'s core, or the
-    /// next core round robin).
-    pub(crate) fn spawn_send(&self, ctx: TaskCtx, fut: SendFuture) -> u32 {
+    /// Spawn a task on `ctx`'s core (or the next core round robin) whose future `make`
+    /// makes there: the closure goes to the core's thread, the future never moves.
+    pub(crate) fn spawn_on(&self, ctx: TaskCtx, make: MakeFuture) -> u32 {
         let me = MY_CORE.with(|m| m.get());
         let mut inner = self.lock();
         let t = inner.spawn_task(ctx, None, &self.wakes);
         let core = inner.tasks[t as usize].core;
         if me == ALL_CORES || me == core {
             drop(inner);
-            put_local(t, fut);
+            put_local(t, make());
         } else {
-            inner.inbox[core as usize].push((t, fut));
+            inner.inbox[core as usize].push((t, make));
             inner.kick(core);
         }
         t
@@ -335,8 +337,8 @@ impl Shared {
                 task.notified = false;
                 (t, task.waker.clone(), sent)
             };
-            for (id, f) in sent {
-                put_local(id, f);
+            for (id, make) in sent {
+                put_local(id, make());
             }
             let Some(fut) = take_local(t) else {
                 unreachable!("task {t} runs on core {c} but its future is not on this thread")

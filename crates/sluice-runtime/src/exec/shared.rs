@@ -216,17 +216,18 @@ pub(crate) fn try_with<R>(f: impl FnOnce(&mut Inner, u32) -> R) -> Option<R> {
 /// task as the current one (their destructors may release locks or cancel waits).
 pub(crate) fn drop_tasks(sh: &Arc<Shared>, core: u16) {
     enter(sh, core);
-    let mut futs = take_all_local();
-    if core != ALL_CORES {
-        // Spawned onto this core and never moved to its table.
-        let sent = std::mem::take(&mut sh.lock().inbox[core as usize]);
-        futs.extend(sent.into_iter().map(|(t, f)| (t, f as TaskFuture)));
-    } else {
+    let futs = take_all_local();
+    // Tasks spawned onto this core (or any, with one thread) that never ran: their
+    // futures were never made; the closures go (outside the lock).
+    let sent: Vec<_> = {
         let mut inner = sh.lock();
-        for b in inner.inbox.iter_mut() {
-            futs.extend(b.drain(..).map(|(t, f)| (t, f as TaskFuture)));
+        if core != ALL_CORES {
+            std::mem::take(&mut inner.inbox[core as usize])
+        } else {
+            inner.inbox.iter_mut().flat_map(|b| b.drain(..)).collect()
         }
-    }
+    };
+    drop(sent);
     for (t, f) in futs {
         CUR_TASK.with(|x| x.set(t));
         drop(f);
