@@ -10,13 +10,18 @@
 //! cargo run --release --example inversion                 # simulated ull, policy rcp
 //! cargo run --release --example inversion -- --device nand --policy rcp
 //! cargo run --release --example inversion -- --real DIR   # real files under DIR (io_uring)
+//! cargo run --release --example inversion -- --real DIR --cores 2
 //! ```
+//!
+//! With `--cores N` (N ≥ 2) the writer and the lock holder run on core 1 and the
+//! critical task on core 0: on a real stack, threads of their own.
 
 use std::process::ExitCode;
-use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use sluice::runtime::{
-    now, sleep, spawn, Activity, DmaBuffer, File, Inherit, IoOptions, Mutex, Op, Stack, TaskCtx,
+    now, sleep, spawn_on, Activity, DmaBuffer, File, Inherit, IoOptions, Mutex, Op, Stack, TaskCtx,
 };
 
 const MS: u64 = 1_000_000;
@@ -27,6 +32,7 @@ fn wait_for_lock(
     device: &str,
     policy: &str,
     real: Option<&str>,
+    cores: Option<u16>,
     inherit: Inherit,
 ) -> Result<u64, String> {
     let mut b = Stack::builder()
@@ -46,49 +52,75 @@ fn wait_for_lock(
         }
         b = b.directory(run_dir).cores(1);
     }
+    if let Some(n) = cores {
+        b = b.cores(n);
+    }
+    // The writer and the holder on core 1, the critical task on core 0 (with --cores);
+    // round robin otherwise.
+    let on = move |ctx: TaskCtx, core: u16| match cores {
+        Some(n) => ctx.core(core % n),
+        None => ctx,
+    };
     let stack = b.build().map_err(|e| e.to_string())?;
     let out = stack
-        .run(|| async {
-            let lock = Rc::new(Mutex::new(()));
+        .run(move || async move {
+            let lock = Arc::new(Mutex::new(()));
             // The bulk writer: 32 writes of 128 KiB outstanding, for 20 ms.
-            let writer = spawn(TaskCtx::new("bulk").activity(Activity::COMPACTION), async {
-                let f = File::create("bulk").await.unwrap();
-                let mut q = std::collections::VecDeque::new();
-                let mut off = 0u64;
-                while now() < 20 * MS {
-                    while q.len() < 32 {
-                        q.push_back(f.submit(
-                            Op::Write,
-                            DmaBuffer::new(128 << 10),
-                            off,
-                            IoOptions::new(),
-                        ));
-                        off += 128 << 10;
+            let writer = spawn_on(
+                on(TaskCtx::new("bulk").activity(Activity::COMPACTION), 1),
+                || async {
+                    let f = File::create("bulk").await.unwrap();
+                    let mut q = std::collections::VecDeque::new();
+                    let mut off = 0u64;
+                    while now() < 20 * MS {
+                        while q.len() < 32 {
+                            q.push_back(f.submit(
+                                Op::Write,
+                                DmaBuffer::new(128 << 10),
+                                off,
+                                IoOptions::new(),
+                            ));
+                            off += 128 << 10;
+                        }
+                        q.pop_front().unwrap().await.0.unwrap();
                     }
-                    q.pop_front().unwrap().await.0.unwrap();
-                }
-                for h in q {
-                    h.await.0.unwrap();
-                }
-            });
+                    for h in q {
+                        h.await.0.unwrap();
+                    }
+                },
+            );
             // The background task: takes the lock, then writes 4 KiB under it.
             let l = lock.clone();
-            let bg = spawn(
-                TaskCtx::new("checkpointer").activity(Activity::CHECKPOINT),
-                async move {
+            let held = Arc::new(AtomicBool::new(false));
+            let held2 = held.clone();
+            let bg = spawn_on(
+                on(
+                    TaskCtx::new("checkpointer").activity(Activity::CHECKPOINT),
+                    1,
+                ),
+                move || async move {
                     sleep(2 * MS).await;
                     let f = File::create("meta").await.unwrap();
                     let _g = l.lock().await;
+                    held2.store(true, Ordering::SeqCst);
                     f.write_at(DmaBuffer::new(4096), 0).await.0.unwrap();
                 },
             );
             // The critical task: needs the lock a little later.
-            let crit = spawn(TaskCtx::new("client").critical(), async move {
-                sleep(2 * MS + 200 * US).await;
-                let t0 = now();
-                let _g = lock.lock().await;
-                now() - t0
-            });
+            let crit = spawn_on(
+                on(TaskCtx::new("client").critical(), 0),
+                move || async move {
+                    sleep(2 * MS + 200 * US).await;
+                    // On real files the holder may be late (a loaded host): wait until it
+                    // holds the lock (in simulation it does by now).
+                    while !held.load(Ordering::SeqCst) {
+                        sleep(50 * US).await;
+                    }
+                    let t0 = now();
+                    let _g = lock.lock().await;
+                    now() - t0
+                },
+            );
             let waited = crit.await;
             bg.await;
             writer.await;
@@ -103,6 +135,7 @@ fn main() -> ExitCode {
     let mut device = "ull".to_string();
     let mut policy = "rcp".to_string();
     let mut real = None;
+    let mut cores = None;
     let mut i = 0;
     while i < args.len() {
         let value = args.get(i + 1).cloned();
@@ -110,23 +143,33 @@ fn main() -> ExitCode {
             ("--device", Some(v)) => device = v,
             ("--policy", Some(v)) => policy = v,
             ("--real", Some(v)) => real = Some(v),
+            ("--cores", Some(v)) => match v.parse::<u16>() {
+                Ok(n) => cores = Some(n),
+                Err(_) => {
+                    eprintln!("inversion: --cores {v}: give a number of cores, 1 to 1024");
+                    return ExitCode::from(2);
+                }
+            },
             (flag, _) => {
-                eprintln!("inversion: unknown or incomplete option '{flag}'; use --device NAME, --policy SPEC, --real DIR");
+                eprintln!("inversion: unknown or incomplete option '{flag}'; use --device NAME, --policy SPEC, --real DIR, --cores N");
                 return ExitCode::from(2);
             }
         }
         i += 2;
     }
-    let world = match &real {
+    let mut world = match &real {
         Some(d) => format!("real files under {d}"),
         None => format!("simulated {device}"),
     };
+    if let Some(n) = cores {
+        world += &format!(", {n} cores");
+    }
     println!("critical task's wait for the lock ({world}, {policy}):");
     for (name, inherit) in [
         ("inheritance off", Inherit::OFF),
         ("inheritance on", Inherit::ON),
     ] {
-        match wait_for_lock(&device, &policy, real.as_deref(), inherit) {
+        match wait_for_lock(&device, &policy, real.as_deref(), cores, inherit) {
             Ok(ns) => println!("  {name:<16} {:>10.1} µs", ns as f64 / 1e3),
             Err(e) => {
                 eprintln!("inversion: {e}");

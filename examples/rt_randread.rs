@@ -3,14 +3,14 @@
 //! set beside `sluice run` on the same job (`scripts/bench-runtime.sh` does both).
 //!
 //! ```sh
-//! cargo run --release --example rt_randread -- --real DIR [--qd 32] [--secs 5] [--size-mb 1024]
+//! cargo run --release --example rt_randread -- --real DIR [--qd 32] [--secs 5] [--size-mb 1024] [--cores N] [--no-pool]
 //! cargo run --release --example rt_randread -- --device ull
 //! ```
 
 use std::collections::VecDeque;
 use std::process::ExitCode;
 
-use sluice::runtime::{now, spawn, DmaBuffer, File, IoOptions, Op, Stack, TaskCtx};
+use sluice::runtime::{now, spawn_on, DmaBuffer, File, IoOptions, Op, Stack, TaskCtx};
 
 struct Args {
     real: Option<String>,
@@ -20,6 +20,8 @@ struct Args {
     size_mb: u64,
     file: Option<String>,
     buffered: bool,
+    cores: Option<u16>,
+    no_pool: bool,
 }
 
 fn parse() -> Result<Args, String> {
@@ -31,12 +33,19 @@ fn parse() -> Result<Args, String> {
         size_mb: 1024,
         file: None,
         buffered: false,
+        cores: None,
+        no_pool: false,
     };
     let v: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
     while i < v.len() {
         if v[i] == "--buffered" {
             a.buffered = true;
+            i += 1;
+            continue;
+        }
+        if v[i] == "--no-pool" {
+            a.no_pool = true;
             i += 1;
             continue;
         }
@@ -54,7 +63,12 @@ fn parse() -> Result<Args, String> {
             "--secs" => a.secs = num()?.max(1),
             "--size-mb" => a.size_mb = num()?.max(1),
             "--file" => a.file = Some(val.clone()),
-            other => return Err(format!("unknown option {other}; use --real DIR, --file NAME (an existing file of DIR, read-only), --buffered (no O_DIRECT: tmpfs), --device NAME, --qd N, --secs N, --size-mb N")),
+            "--cores" => {
+                a.cores = Some(
+                    u16::try_from(num()?).map_err(|_| format!("--cores {val}: give 1 to 1024"))?,
+                )
+            }
+            other => return Err(format!("unknown option {other}; use --real DIR, --file NAME (an existing file of DIR, read-only), --buffered (no O_DIRECT: tmpfs), --no-pool (no registered buffers), --device NAME, --qd N, --secs N, --size-mb N, --cores N (the readers are spread over them)")),
         }
         i += 2;
     }
@@ -72,7 +86,17 @@ fn main() -> ExitCode {
     let mut b = Stack::builder().device(&a.device).policy("none");
     if let Some(d) = &a.real {
         b = b.directory(d).cores(1).direct(!a.buffered);
+        if a.no_pool {
+            b = b.buffer_pool(0, 0);
+        }
+    } else if a.no_pool || a.buffered {
+        eprintln!("rt_randread: --no-pool and --buffered are for --real DIR");
+        return ExitCode::from(2);
     }
+    if let Some(c) = a.cores {
+        b = b.cores(c);
+    }
+    let cores = a.cores.map(u64::from);
     let stack = match b.build() {
         Ok(s) => s,
         Err(e) => {
@@ -112,31 +136,34 @@ fn main() -> ExitCode {
         } else {
             size
         };
-        // Random 4 KiB reads at depth qd for `secs`: qd tasks, each one read at a time.
+        // Random 4 KiB reads at depth qd for `secs`: qd tasks, each one read at a time,
+        // dealt to the cores round robin.
         let blocks = size / 4096;
         let t0 = now();
         let end = t0 + secs * 1_000_000_000;
         let mut tasks = Vec::with_capacity(qd);
         for k in 0..qd as u64 {
-            tasks.push(spawn(
-                TaskCtx::new(format!("reader{k}")).flow("readers"),
-                async move {
-                    let mut x: u64 =
-                        0x9E37_79B9_7F4A_7C15 ^ (k + 1).wrapping_mul(0xA24B_AED4_963E_E407);
-                    let mut buf = DmaBuffer::new(4096);
-                    let mut ios = 0u64;
-                    while now() < end {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
-                        let (r, b) = f.read_at(buf, (x % blocks) * 4096).await;
-                        r.unwrap();
-                        buf = b;
-                        ios += 1;
-                    }
-                    ios
-                },
-            ));
+            let ctx = TaskCtx::new(format!("reader{k}")).flow("readers");
+            let ctx = match cores {
+                Some(c) => ctx.core((k % c) as u16),
+                None => ctx,
+            };
+            tasks.push(spawn_on(ctx, move || async move {
+                let mut x: u64 =
+                    0x9E37_79B9_7F4A_7C15 ^ (k + 1).wrapping_mul(0xA24B_AED4_963E_E407);
+                let mut buf = DmaBuffer::new(4096);
+                let mut ios = 0u64;
+                while now() < end {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let (r, b) = f.read_at(buf, (x % blocks) * 4096).await;
+                    r.unwrap();
+                    buf = b;
+                    ios += 1;
+                }
+                ios
+            }));
         }
         let mut ios = 0;
         for t in tasks {

@@ -1,32 +1,44 @@
 #!/usr/bin/env bash
 # Issue 11 benchmark, CPU-bound: 4 KiB random reads at QD32 through the runtime's API
-# (examples/rt_randread.rs, real backend, one core) against fio's io_uring engine on the
-# same 1 GiB file on tmpfs (memory: what is measured is the CPU cost per I/O), with
-# O_DIRECT and buffered, alternating, ROUNDS rounds; prints medians and ratios.
+# (examples/rt_randread.rs, real backend, CORES cores: 32 reader tasks dealt to them)
+# against fio's io_uring engine (CORES jobs of QD 32/CORES) on the same 1 GiB file on
+# tmpfs (memory: what is measured is the CPU cost per I/O), with O_DIRECT and buffered,
+# alternating, ROUNDS rounds; prints medians and ratios.
 # Goal: runtime IOPS >= 0.95 x fio's.
 #
-#   scripts/bench-runtime-tmpfs.sh           ROUNDS=5 SECS=3 (about 2 minutes)
+#   scripts/bench-runtime-tmpfs.sh           ROUNDS=5 SECS=3 CORES=1 (about 2 minutes)
+#   The example is built in $CARGO_TARGET_DIR (default target); fio must be installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-5}
 SECS=${SECS:-3}
+CORES=${CORES:-1}
+case "$CORES" in
+1 | 2 | 4 | 8 | 16 | 32) ;;
+*)
+    echo "CORES=$CORES: give 1, 2, 4, 8, 16 or 32 (a divisor of the depth 32)" >&2
+    exit 2
+    ;;
+esac
 DIR=${TMPFS_DIR:-/dev/shm/sluice-bench-runtime}
 if ! command -v fio >/dev/null; then
-    apt-get update -qq && apt-get install -y -qq fio >/dev/null
+    echo "fio is not installed (e.g. apt-get install fio): nothing to compare with" >&2
+    exit 2
 fi
 cargo build --release --quiet --example rt_randread
-RT=target/release/examples/rt_randread
+RT=${CARGO_TARGET_DIR:-target}/release/examples/rt_randread
 mkdir -p "$DIR"
 trap 'rm -rf "$DIR"' EXIT
 dd if=/dev/urandom of="$DIR/data.1g" bs=1M count=1024 status=none
 fio_iops() {
-    fio --name=r --filename="$DIR/data.1g" --rw=randread --bs=4k --iodepth=32 \
+    fio --name=r --filename="$DIR/data.1g" --rw=randread --bs=4k --iodepth=$((32 / CORES)) \
+        --numjobs="$CORES" --group_reporting \
         --ioengine=io_uring --direct="$1" --time_based --runtime="$SECS" --size=1g \
         --norandommap --randrepeat=0 --output-format=json 2>/dev/null |
         python3 -c "import json,sys; print(round(json.load(sys.stdin)['jobs'][0]['read']['iops']))"
 }
 rt_iops() {
-    "$RT" --real "$DIR" --file data.1g --qd 32 --secs "$SECS" $1 | sed -E 's/.*= ([0-9]+) IOPS.*/\1/'
+    "$RT" --real "$DIR" --file data.1g --qd 32 --secs "$SECS" --cores "$CORES" $1 | sed -E 's/.*= ([0-9]+) IOPS.*/\1/'
 }
 declare -a rd fd rb fb
 for r in $(seq 1 "$ROUNDS"); do

@@ -37,9 +37,10 @@ use crate::arbiter::Arbiter;
 use crate::error::EngineError;
 use crate::ptime::PolicyTime;
 
-/// The port between the block layer and the workers' rings.
+/// The port between the block layer and the workers' rings (shared with the
+/// application runtime's thread-per-core backend, whose cores are its workers).
 #[derive(Debug)]
-pub(crate) struct RingPort {
+pub struct RingPort {
     arb: Arbiter,
     /// Most commands in all rings together.
     cap: u32,
@@ -59,7 +60,10 @@ pub(crate) struct RingPort {
 }
 
 impl RingPort {
-    pub(crate) fn new(workers: usize, cap: u32, max_inflight: u32, weights: [u32; 3]) -> Self {
+    /// A port for `workers` rings holding at most `cap` commands together; the block
+    /// layer may have `max_inflight` pieces dispatched; `weights` are the arbiter's
+    /// high/medium/low weights until the policy sets its own.
+    pub fn new(workers: usize, cap: u32, max_inflight: u32, weights: [u32; 3]) -> Self {
         RingPort {
             arb: Arbiter::new(max_inflight as usize, weights),
             cap,
@@ -76,12 +80,12 @@ impl RingPort {
     }
 
     /// Most commands in all rings together.
-    pub(crate) fn cap(&self) -> u32 {
+    pub fn cap(&self) -> u32 {
         self.cap
     }
 
     /// A command left a ring (its CQE was reaped): feed the rings from the arbiter.
-    fn command_done<M: sluice_block::Meter>(&mut self, block: &BlockLayer<M>) {
+    pub fn command_done<M: sluice_block::Meter>(&mut self, block: &BlockLayer<M>) {
         self.in_rings -= 1;
         while self.in_rings < self.cap {
             let Some((tag, class)) = self.arb.pop() else {
@@ -89,6 +93,23 @@ impl RingPort {
             };
             let owner = block.piece(tag).req.hwq as usize;
             self.send(owner, tag, class);
+        }
+    }
+
+    /// Hand worker `me`'s outbox to `f` (piece tags, in dispatch order) and empty it;
+    /// push to `wake` the other workers whose outbox turned non-empty since they last
+    /// looked (their doorbells are to be rung, outside the lock).
+    pub fn take_outbox(&mut self, me: usize, mut f: impl FnMut(u32), wake: &mut Vec<usize>) {
+        for &tag in &self.outbox[me] {
+            f(tag);
+        }
+        self.outbox[me].clear();
+        self.notified[me] = false;
+        for w in 0..self.outbox.len() {
+            if w != me && !self.outbox[w].is_empty() && !self.notified[w] {
+                self.notified[w] = true;
+                wake.push(w);
+            }
         }
     }
 
@@ -165,36 +186,34 @@ impl DevState {
         wake: &mut Vec<usize>,
     ) {
         self.block.pump(now_ns, &mut self.port);
-        for &tag in &self.port.outbox[me] {
-            let p = self.block.piece(tag);
-            out.push(Outgoing {
-                tag,
-                slot: self.block.request(p.req.id).token as u32,
-                op: p.req.op,
-                offset: p.req.offset,
-                len: p.req.len,
-            });
-        }
-        self.port.outbox[me].clear();
-        self.port.notified[me] = false;
-        for w in 0..self.port.outbox.len() {
-            if w != me && !self.port.outbox[w].is_empty() && !self.port.notified[w] {
-                self.port.notified[w] = true;
-                wake.push(w);
-            }
-        }
+        let block = &self.block;
+        self.port.take_outbox(
+            me,
+            |tag| {
+                let p = block.piece(tag);
+                out.push(Outgoing {
+                    tag,
+                    slot: block.request(p.req.id).token as u32,
+                    op: p.req.op,
+                    offset: p.req.offset,
+                    len: p.req.len,
+                });
+            },
+            wake,
+        );
     }
 }
 
 /// A worker's wake-up line: an eventfd that other workers write to when they put
 /// pieces in its outbox; the worker keeps a read of it pending in its ring.
 #[derive(Debug)]
-pub(crate) struct Doorbell {
+pub struct Doorbell {
     fd: OwnedFd,
 }
 
 impl Doorbell {
-    pub(crate) fn new() -> Result<Doorbell, EngineError> {
+    /// A new eventfd.
+    pub fn new() -> Result<Doorbell, EngineError> {
         // SAFETY: plain system call; the result is checked.
         let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
         if fd < 0 {
@@ -206,12 +225,13 @@ impl Doorbell {
         })
     }
 
-    pub(crate) fn raw(&self) -> i32 {
+    /// Its descriptor (for the pending read in the owner's ring).
+    pub fn raw(&self) -> i32 {
         self.fd.as_raw_fd()
     }
 
     /// Wake the worker that owns this doorbell.
-    pub(crate) fn ring(&self) {
+    pub fn ring(&self) {
         let one: u64 = 1;
         // SAFETY: 8 bytes from a valid u64. An eventfd write fails only on counter
         // overflow (EAGAIN), which still leaves the reader woken.

@@ -73,8 +73,10 @@ pub use arbiter::D2FQ_WEIGHTS;
 pub use error::EngineError;
 pub use files::{plan, FilePlan, FileSet, PlannedFile};
 
-use device::{DevState, Doorbell, RingPort};
+use device::DevState;
+pub use device::{Doorbell, RingPort};
 use ptime::{PolicyTime, OUTLIER_NS, TICK_SOURCE};
+pub use ring::{new_ring, ring_entries};
 use sluice_block::{BlockLayer, PolicyCall};
 use worker::{Worker, WorkerCfg, WorkerPlan, WorkerResult};
 

@@ -7,7 +7,7 @@ use crate::error::{ring_hint, EngineError};
 /// Create a ring with `entries` SQEs (and twice as many CQEs). Tries the flags that
 /// make a single-threaded submitter cheaper first (single issuer, deferred task
 /// work), then plain set-up for older kernels.
-pub(crate) fn new_ring(entries: u32) -> Result<IoUring, EngineError> {
+pub fn new_ring(entries: u32) -> Result<IoUring, EngineError> {
     let lean = IoUring::builder()
         .setup_single_issuer()
         .setup_coop_taskrun()
@@ -32,7 +32,7 @@ pub(crate) fn new_ring(entries: u32) -> Result<IoUring, EngineError> {
 
 /// Ring entries for a worker whose ring holds at most `cap` commands, plus the read of
 /// its doorbell (eventfd) that is always pending.
-pub(crate) fn ring_entries(cap: u32) -> u32 {
+pub fn ring_entries(cap: u32) -> u32 {
     (cap + 1).max(8).next_power_of_two()
 }
 

@@ -1,6 +1,9 @@
 //! [`DmaBuffer`]: the I/O buffers applications hand to the runtime.
 
 use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+
+use crate::pool::BufferPool;
 
 /// A buffer for I/O, aligned to 4 KiB (what `O_DIRECT` and DMA want).
 ///
@@ -10,21 +13,56 @@ use std::ops::{Deref, DerefMut};
 /// assert_eq!(b.len(), 8192);
 /// assert_eq!(b.as_ptr() as usize % 4096, 0);
 /// ```
+///
+/// Inside a real stack, a buffer that fits a slot of the stack's registered pool
+/// ([`crate::StackBuilder::buffer_pool`]) is taken from it, and its I/O goes as io_uring
+/// fixed-buffer reads and writes ([`DmaBuffer::is_registered`]).
 pub struct DmaBuffer {
     ptr: std::ptr::NonNull<u8>,
     len: usize,
+    /// The pool slot it occupies, if it is from the registered pool.
+    pool: Option<(Arc<BufferPool>, u32)>,
 }
 
 impl DmaBuffer {
-    /// A zeroed buffer of `len` bytes (at least 1 is allocated).
+    /// A zeroed buffer of `len` bytes (at least 1 is allocated): from the running real
+    /// stack's registered pool when it fits a free slot, from the heap otherwise.
     pub fn new(len: usize) -> DmaBuffer {
+        if let Some(pool) = crate::exec::current_pool().filter(|p| len <= p.slot_len) {
+            if let Some((i, ptr)) = pool.take() {
+                // SAFETY: the slot is `slot_len ≥ len` bytes, and ours until dropped.
+                unsafe { std::ptr::write_bytes(ptr, 0, len) };
+                return DmaBuffer {
+                    ptr: std::ptr::NonNull::new(ptr).expect("inside the pool's region"),
+                    len,
+                    pool: Some((pool, i)),
+                };
+            }
+        }
         let layout = std::alloc::Layout::from_size_align(len.max(1), 4096)
             .expect("buffer size fits a layout");
         // SAFETY: the layout has a non-zero size.
         let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
         let ptr =
             std::ptr::NonNull::new(ptr).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
-        DmaBuffer { ptr, len }
+        DmaBuffer {
+            ptr,
+            len,
+            pool: None,
+        }
+    }
+
+    /// Whether it is a slot of the stack's registered pool (its I/O uses fixed buffers).
+    pub fn is_registered(&self) -> bool {
+        self.pool.is_some()
+    }
+
+    /// Its pool's identity and its index among the pool's registered buffers, if it
+    /// is from a pool.
+    pub(crate) fn fixed_index(&self) -> Option<(usize, u32)> {
+        self.pool
+            .as_ref()
+            .map(|p| (Arc::as_ptr(&p.0) as usize, p.1))
     }
 
     /// A buffer holding a copy of `data`.
@@ -37,6 +75,10 @@ impl DmaBuffer {
 
 impl Drop for DmaBuffer {
     fn drop(&mut self) {
+        if let Some((pool, i)) = self.pool.take() {
+            pool.give(i);
+            return;
+        }
         let layout =
             std::alloc::Layout::from_size_align(self.len.max(1), 4096).expect("as allocated");
         // SAFETY: allocated in `new` with this layout.
@@ -73,7 +115,10 @@ impl AsMut<[u8]> for DmaBuffer {
 
 impl std::fmt::Debug for DmaBuffer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DmaBuffer").field("len", &self.len).finish()
+        f.debug_struct("DmaBuffer")
+            .field("len", &self.len)
+            .field("registered", &self.pool.is_some())
+            .finish()
     }
 }
 

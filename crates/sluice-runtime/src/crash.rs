@@ -64,7 +64,7 @@ impl Stack {
         };
         let report = sh.report(&self);
         let (at_ns, (image, crash)) = {
-            let mut inner = sh.inner.borrow_mut();
+            let mut inner = sh.lock();
             let at = if finished { inner.now } else { cut };
             (at, inner.io.crash(spec))
         };

@@ -21,15 +21,20 @@
 //! One thread, virtual time, events ordered by (time, sequence); cores are visited in
 //! index order; nothing reads a clock. The same program, configuration and seed give the
 //! same report, byte for byte.
+//!
+//! # The real world, thread per core
+//! With a directory, core `c` is an OS thread with its own io_uring ([`cores`]); the
+//! state above (tasks, run queues, dependencies, the one block layer) is shared under
+//! one mutex, taken for the runtime's bookkeeping and never around a poll or a system
+//! call. A task's future lives on its core's thread ([`put_local`]); a wake-up of a task
+//! of another core rings that core's doorbell when the lock is released.
 
-use std::cell::{Cell, RefCell};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
-use std::rc::Rc;
-use std::sync::{Arc, Mutex as StdMutex};
-use std::task::{Wake, Waker};
+use std::sync::Arc;
+use std::task::Waker;
 
 use sluice_core::{FlowId, IoClass, Nanos};
 
@@ -38,8 +43,15 @@ use crate::ctx::TaskCtx;
 use crate::deps::{self, Dep, Deps, Graph, Switches};
 use crate::io::IoState;
 
+pub(crate) mod cores;
 mod driver;
+mod shared;
 pub use driver::RunError;
+pub(crate) use shared::{
+    current_pool, current_shared, discard_stale_futures, drop_tasks, enter, leave, put_local,
+    take_local, try_with, with, InnerGuard, Shared, WakeList, ALL_CORES, MY_CORE,
+};
+use shared::{TaskWaker, CUR_TASK};
 
 /// Why a task became runnable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,9 +76,11 @@ pub(crate) enum TState {
 
 /// A task's future, boxed.
 pub(crate) type TaskFuture = Pin<Box<dyn Future<Output = ()>>>;
+/// What makes a task's future on another core's thread (the closure is sent; the
+/// future it makes there never moves, so it need not be `Send`).
+pub(crate) type MakeFuture = Box<dyn FnOnce() -> TaskFuture + Send>;
 
 pub(crate) struct Task {
-    fut: Option<TaskFuture>,
     pub ctx: TaskCtx,
     pub flow: FlowId,
     pub core: u16,
@@ -90,11 +104,6 @@ pub(crate) struct Task {
 }
 
 impl Task {
-    /// Take its future (at shutdown).
-    pub(crate) fn take_future(&mut self) -> Option<TaskFuture> {
-        self.fut.take()
-    }
-
     /// Task `t` waits for this one to end.
     pub(crate) fn add_joiner(&mut self, t: u32) {
         if !self.joiners.contains(&t) {
@@ -135,6 +144,9 @@ pub(crate) struct Core {
     gen: u64,
     last: Option<u32>,
     pub busy_ns: Nanos,
+    /// Real world: a task spun in `cpu` this round (its core handles every reaped
+    /// completion at its next turn).
+    pub spun: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -188,60 +200,32 @@ pub(crate) struct Inner {
     finished: Vec<sluice_block::Finished>,
     woken: Vec<u32>,
     policy_timer: Option<Nanos>,
+    /// Real world, several threads: per core, its doorbell is to be rung (a task of
+    /// it became runnable, or its outbox filled) when the lock is released.
+    pub kicks: Vec<bool>,
+    pub kicked: bool,
+    /// Real world, several threads: per core, tasks spawned onto it from another core,
+    /// whose futures it makes at its next poll.
+    pub inbox: Vec<Vec<(u32, MakeFuture)>>,
+    /// Real world: the threads stop (the main task ended, or the run failed).
+    pub stop: bool,
+    pub failure: Option<RunError>,
+    /// Real world: per core, its thread found nothing to do and waits in its ring.
+    pub idle: Vec<bool>,
 }
 
-/// Generic wake-ups (a waker used by a future that is not the runtime's).
-#[derive(Debug, Default)]
-pub(crate) struct WakeList(StdMutex<Vec<u32>>);
-
-struct TaskWaker {
-    id: u32,
-    list: Arc<WakeList>,
-}
-
-impl Wake for TaskWaker {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.list.0.lock().expect("wake list").push(self.id);
-    }
-}
-
-pub(crate) struct Shared {
-    pub inner: RefCell<Inner>,
-    wakes: Arc<WakeList>,
-}
-
-thread_local! {
-    static CURRENT: RefCell<Option<Rc<Shared>>> = const { RefCell::new(None) };
-    static CUR_TASK: Cell<u32> = const { Cell::new(u32::MAX) };
-}
-
-/// Run `f` on the runtime of this thread and the task being polled.
-///
-/// # Panics
-/// Outside a running [`crate::Stack`] (the runtime's functions are for its tasks).
-pub(crate) fn with<R>(f: impl FnOnce(&mut Inner, u32) -> R) -> R {
-    let sh = CURRENT.with(|c| c.borrow().clone()).unwrap_or_else(|| {
-        panic!("sluice_runtime: called outside a running Stack (use Stack::run)")
-    });
-    let t = CUR_TASK.with(|c| c.get());
-    let mut inner = sh.inner.borrow_mut();
-    f(&mut inner, t)
-}
-
-/// Like [`with`], but `None` when no runtime is running or it is busy (a guard dropped
-/// while the runtime shuts down).
-pub(crate) fn try_with<R>(f: impl FnOnce(&mut Inner, u32) -> R) -> Option<R> {
-    let sh = CURRENT.with(|c| c.borrow().clone())?;
-    let t = CUR_TASK.with(|c| c.get());
-    let mut inner = sh.inner.try_borrow_mut().ok()?;
-    Some(f(&mut inner, t))
-}
+// SAFETY: `Inner` is shared by the real backend's core threads under a mutex. What it
+// holds is plain data, wakers (Send + Sync), `Send` closures in `inbox`, and the I/O
+// state, whose non-`Send` parts are the raw addresses of buffers in flight — owned by
+// their I/O slots, used only to build SQEs — and the page cache (`Rc`/`RefCell`), which
+// `StackBuilder::build` allows on a real stack only with one core (one thread). Task
+// futures (which may be `!Send`) are not here: they live in their core thread's table
+// (`put_local`).
+unsafe impl Send for Inner {}
 
 impl Inner {
     pub(crate) fn new(cfg: ExecConfig, io: IoState, helper_window_ns: Nanos) -> Inner {
+        let cores_n = cfg.cores as usize;
         let cores = (0..cfg.cores).map(|_| Core::default()).collect();
         Inner {
             now: 0,
@@ -261,6 +245,25 @@ impl Inner {
             policy_timer: None,
             finished: Vec::new(),
             woken: Vec::new(),
+            kicks: vec![false; cores_n],
+            kicked: false,
+            inbox: (0..cores_n).map(|_| Vec::new()).collect(),
+            stop: false,
+            failure: None,
+            idle: vec![false; cores_n],
+        }
+    }
+
+    /// Whether the cores are threads of their own (the real world).
+    pub(crate) fn threaded(&self) -> bool {
+        self.io.is_real()
+    }
+
+    /// Core `c` has work: ring its doorbell when the lock is released.
+    pub(crate) fn kick(&mut self, c: u16) {
+        if self.threaded() {
+            self.kicks[c as usize] = true;
+            self.kicked = true;
         }
     }
 
@@ -299,10 +302,12 @@ impl Inner {
                 core.next = Some(t);
                 self.stats.critical_next += 1;
                 self.resched(c);
+                self.kick(c as u16);
                 return;
             }
         }
         self.cores[c].fifo.push_back(t);
+        self.kick(c as u16);
     }
 
     /// Need-resched: a non-critical CPU burst in progress on core `c` gives way now.
@@ -331,8 +336,14 @@ impl Inner {
     /// (the I/O rule) and its core is charged the completion (simulation only).
     fn handle_completions(&mut self, t: Nanos) {
         let mut finished = std::mem::take(&mut self.finished);
-        let mut woken = std::mem::take(&mut self.woken);
         self.io.advance_device(t, &mut finished);
+        self.finish_requests(&mut finished);
+        self.finished = finished;
+    }
+
+    /// Requests the block layer finished: their waiters are woken (the I/O rule).
+    pub(crate) fn finish_requests(&mut self, finished: &mut Vec<sluice_block::Finished>) {
+        let mut woken = std::mem::take(&mut self.woken);
         for f in finished.drain(..) {
             let s = f.token as u32;
             let issuer = self.io.issuer(s);
@@ -345,8 +356,16 @@ impl Inner {
                 self.wake(w, WakeKind::Io);
             }
         }
-        self.finished = finished;
         self.woken = woken;
+    }
+
+    /// Scratch vector for finished requests (kept: no allocation per batch).
+    pub(crate) fn take_finished(&mut self) -> Vec<sluice_block::Finished> {
+        std::mem::take(&mut self.finished)
+    }
+
+    pub(crate) fn keep_finished(&mut self, v: Vec<sluice_block::Finished>) {
+        self.finished = v;
     }
 
     /// Core `c` is busy for `ns` more (stack CPU, an interrupt), after what it is doing.
@@ -397,15 +416,16 @@ impl Inner {
         task.burst_done = false;
     }
 
-    /// A new task on `ctx`'s core (or the next core round robin).
+    /// A new task on `core`, or `ctx`'s core, or the next core round robin. Its future
+    /// is placed by the caller (before the task can be polled).
     pub(crate) fn spawn_task(
         &mut self,
         ctx: TaskCtx,
-        fut: Pin<Box<dyn Future<Output = ()>>>,
+        core: Option<u16>,
         wakes: &Arc<WakeList>,
     ) -> u32 {
         let id = self.tasks.len() as u32;
-        let core = match ctx.core {
+        let core = match core.or(ctx.core) {
             Some(c) => c % self.cfg.cores,
             None => {
                 let c = self.next_core;
@@ -415,12 +435,12 @@ impl Inner {
         };
         let flow = self.io.flow_of(&ctx);
         self.tasks.push(Task {
-            fut: Some(fut),
             ctx,
             flow,
             core,
             waker: Waker::from(Arc::new(TaskWaker {
                 id,
+                core,
                 list: wakes.clone(),
             })),
             state: TState::Blocked,
@@ -490,23 +510,4 @@ impl Graph for GraphView<'_> {
             self.0.stats.inherited_promotions += 1;
         }
     }
-}
-
-/// Drop the futures of unfinished tasks with `sh` as this thread's runtime and each
-/// task as the current one (their destructors may release locks or cancel waits).
-pub(crate) fn drop_tasks(sh: &Rc<Shared>, futs: Vec<(u32, TaskFuture)>) {
-    CURRENT.with(|c| *c.borrow_mut() = Some(sh.clone()));
-    for (t, f) in futs {
-        CUR_TASK.with(|x| x.set(t));
-        drop(f);
-    }
-    CUR_TASK.with(|x| x.set(u32::MAX));
-    CURRENT.with(|c| *c.borrow_mut() = None);
-}
-
-/// The runtime of this thread, for spawning.
-pub(crate) fn current_shared() -> Rc<Shared> {
-    CURRENT.with(|c| c.borrow().clone()).unwrap_or_else(|| {
-        panic!("sluice_runtime: called outside a running Stack (use Stack::run)")
-    })
 }

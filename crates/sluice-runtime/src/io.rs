@@ -223,21 +223,9 @@ impl IoState {
                 }
                 self.completions = done;
             }
-            Port::Real(p) => {
-                for _ in 0..crate::real::HANDLE_BATCH {
-                    let Some((tag, res)) = p.cqes.pop_front() else {
-                        break;
-                    };
-                    let req = self.block.piece(tag).req;
-                    let ok = res >= 0;
-                    if ok {
-                        p.bytes[req.id.0 as usize] += res as i64;
-                    }
-                    if let Some(f) = self.block.piece_done(now, tag, ok) {
-                        out.push(f);
-                    }
-                }
-            }
+            // The real world's completions are handled by the cores' loops
+            // (exec::cores), from each core's own ring.
+            Port::Real(_) => {}
         }
     }
 

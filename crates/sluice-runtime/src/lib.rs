@@ -64,15 +64,16 @@ mod ctx;
 mod deps;
 mod exec;
 mod io;
+mod pool;
 mod real;
 mod sync;
+mod task;
 
 use std::cell::RefCell;
 use std::future::Future;
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::rc::Rc;
-use std::task::{Context, Poll};
+use std::sync::Arc;
 
 use sluice_block::BlockLayer;
 use sluice_core::policy::{self, PolicySpec};
@@ -92,9 +93,12 @@ pub use sluice_cache::{CacheConfig, CacheStats};
 pub use sluice_core::Op;
 pub use sluice_device::{CrashReport, CrashSpec};
 pub use sync::{Condvar, LockFuture, Mutex, MutexGuard, RwLock, RwReadGuard, RwWriteGuard};
+pub use task::{
+    cpu, current_class, now, set_class, sleep, spawn, spawn_on, yield_now, BoostGuard, Cpu,
+    JoinHandle, Sleep, TaskHandle, YieldNow,
+};
 
-use deps::Dep;
-use exec::{with, ExecConfig, Inner, Shared};
+use exec::{ExecConfig, Inner, Shared};
 
 /// Why a stack could not be built or run.
 #[derive(Debug, thiserror::Error)]
@@ -139,7 +143,12 @@ pub struct StackBuilder {
     direct: bool,
     image: Option<DiskImage>,
     cache: Option<CacheConfig>,
+    /// Registered buffer pool (slots, bytes per slot); `None`: the default, real only.
+    buffer_pool: Option<(u32, usize)>,
 }
+
+/// The real backend's registered buffer pool by default: 256 slots of 64 KiB (16 MiB).
+pub const DEFAULT_BUFFER_POOL: (u32, usize) = (256, 64 << 10);
 
 impl Default for StackBuilder {
     fn default() -> Self {
@@ -159,6 +168,7 @@ impl Default for StackBuilder {
             direct: true,
             image: None,
             cache: None,
+            buffer_pool: None,
         }
     }
 }
@@ -191,6 +201,15 @@ impl StackBuilder {
     /// simulation.
     pub fn direct(mut self, direct: bool) -> StackBuilder {
         self.direct = direct;
+        self
+    }
+
+    /// Real backend: the registered (fixed) buffer pool, `slots` buffers of
+    /// `slot_bytes` (a multiple of 4 096) registered with every core's ring; default
+    /// [`DEFAULT_BUFFER_POOL`]; `buffer_pool(0, 0)`: none (every buffer from the heap,
+    /// plain reads and writes). A simulated stack refuses it (it has no ring).
+    pub fn buffer_pool(mut self, slots: u32, slot_bytes: usize) -> StackBuilder {
+        self.buffer_pool = Some((slots, slot_bytes));
         self
     }
 
@@ -300,6 +319,13 @@ impl StackBuilder {
                         .into(),
                 ))
             }
+            DeviceChoice::Simulated(_) if self.buffer_pool.is_some() => {
+                return Err(RuntimeError::Config(
+                    "buffer_pool is for the real backend (directory(DIR)); a simulated \
+                     device has no ring to register buffers with"
+                        .into(),
+                ))
+            }
             DeviceChoice::Simulated(p) => p.validate()?,
             DeviceChoice::Directory(_) if self.image.is_some() => {
                 return Err(RuntimeError::Config(
@@ -316,13 +342,6 @@ impl StackBuilder {
                         d.display()
                     )));
                 }
-                if self.cores != 1 {
-                    return Err(RuntimeError::Config(format!(
-                        "cores = {}: the real backend runs on one core (the calling thread) \
-                         for now; give .cores(1)",
-                        self.cores
-                    )));
-                }
             }
         }
         if self.cores == 0 || self.cores > 1024 {
@@ -334,6 +353,18 @@ impl StackBuilder {
         if let Some(c) = &self.cache {
             c.validate()
                 .map_err(|e| RuntimeError::Config(e.to_string()))?;
+        }
+        if self.cache.is_some() && self.cores > 1 && matches!(device, DeviceChoice::Directory(_)) {
+            // The cache's state is single-threaded (Rc/RefCell); a real stack's cores
+            // are threads.
+            return Err(RuntimeError::Config(format!(
+                "cache(...) with cores = {}: on real files the page cache runs on one core \
+                 for now; give .cores(1) (simulated stacks take any number)",
+                self.cores
+            )));
+        }
+        if let Some((n, len)) = self.buffer_pool {
+            pool::check(n, len).map_err(RuntimeError::Config)?;
         }
         if self.interval_ns == 0 {
             return Err(RuntimeError::Config(
@@ -415,15 +446,23 @@ impl Stack {
         &self,
         ctx: TaskCtx,
         main: F,
-    ) -> Result<(Rc<Shared>, u32, Rc<RefCell<Option<Fut::Output>>>), RuntimeError>
+    ) -> Result<(Arc<Shared>, u32, Rc<RefCell<Option<Fut::Output>>>), RuntimeError>
     where
         F: FnOnce() -> Fut,
         Fut: Future + 'static,
         Fut::Output: 'static,
     {
         let b = &self.b;
+        exec::discard_stale_futures();
         let policy = policy::build(&self.spec)?;
         let block = BlockLayer::new(policy, &[]);
+        let pool = match &self.device {
+            DeviceChoice::Simulated(_) => None,
+            DeviceChoice::Directory(_) => {
+                let (n, len) = b.buffer_pool.unwrap_or(DEFAULT_BUFFER_POOL);
+                (n > 0).then(|| Arc::new(pool::BufferPool::new(n, len)))
+            }
+        };
         let port = match &self.device {
             DeviceChoice::Simulated(profile) => {
                 let mut ssd = NvmeSsd::new(profile, b.cores);
@@ -431,8 +470,16 @@ impl Stack {
                 io::Port::Sim(SimPort::new(ssd))
             }
             DeviceChoice::Directory(dir) => io::Port::Real(
-                real::RealPort::new(dir, 256, b.direct).map_err(RuntimeError::Config)?,
+                real::RealPort::new(dir, b.cores, b.direct, pool.as_ref())
+                    .map_err(RuntimeError::Config)?,
             ),
+        };
+        let bells = match &self.device {
+            DeviceChoice::Simulated(_) => Vec::new(),
+            DeviceChoice::Directory(_) => (0..b.cores)
+                .map(|_| sluice_engine::Doorbell::new())
+                .collect::<Result<_, _>>()
+                .map_err(|e| RuntimeError::Config(e.to_string()))?,
         };
         let collector = Collector::new(RunSetup {
             jobs: Vec::new(),
@@ -452,7 +499,7 @@ impl Stack {
             costs: b.costs,
             interval_ns: b.interval_ns,
         };
-        let sh = Shared::new(Inner::new(cfg, io, b.helper_window_ns));
+        let sh = Shared::new(Inner::new(cfg, io, b.helper_window_ns), bells, pool);
         let slot: Rc<RefCell<Option<Fut::Output>>> = Rc::new(RefCell::new(None));
         let out = slot.clone();
         let main_id = {
@@ -475,7 +522,7 @@ impl Stack {
 impl Shared {
     /// The report of the run so far.
     fn report(&self, stack: &Stack) -> RunReport {
-        let mut inner = self.inner.borrow_mut();
+        let mut inner = self.lock();
         let inner = &mut *inner;
         let now = inner.now;
         let collector = std::mem::replace(
@@ -543,234 +590,8 @@ impl Shared {
     }
 
     /// Drop the tasks still alive (their destructors may call back into the runtime).
-    fn shutdown(self: &Rc<Self>) {
-        let futs: Vec<_> = {
-            let mut inner = self.inner.borrow_mut();
-            inner
-                .tasks
-                .iter_mut()
-                .enumerate()
-                .filter_map(|(i, t)| t.take_future().map(|f| (i as u32, f)))
-                .collect()
-        };
-        exec::drop_tasks(self, futs);
-    }
-}
-
-/// A spawned task: await it for its result.
-#[must_use = "dropping a JoinHandle does not stop the task"]
-pub struct JoinHandle<T> {
-    task: u32,
-    value: Rc<RefCell<Option<T>>>,
-}
-
-impl<T> std::fmt::Debug for JoinHandle<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("JoinHandle")
-            .field("task", &self.task)
-            .finish()
-    }
-}
-
-impl<T> JoinHandle<T> {
-    /// A handle on the task itself (to boost it).
-    pub fn task(&self) -> TaskHandle {
-        TaskHandle { task: self.task }
-    }
-}
-
-impl<T> Future for JoinHandle<T> {
-    type Output = T;
-    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<T> {
-        if let Some(v) = self.value.borrow_mut().take() {
-            with(|inner, t| inner.unblock(t));
-            return Poll::Ready(v);
-        }
-        let task = self.task;
-        with(|inner, t| {
-            inner.tasks[task as usize].add_joiner(t);
-            inner.block_on(t, Dep::Join(task));
-        });
-        Poll::Pending
-    }
-}
-
-/// A task, for [`TaskHandle::boost`] (RocksDB's idea of raising a background job's
-/// priority while foreground work stalls on it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TaskHandle {
-    task: u32,
-}
-
-impl TaskHandle {
-    /// Make the task critical until the guard is dropped: its queued requests are
-    /// promoted, its new I/O is critical, its wake-ups use the critical rule.
-    pub fn boost(&self) -> BoostGuard {
-        let task = self.task;
-        with(|inner, _| {
-            inner.tasks[task as usize].explicit += 1;
-            let slots = inner.tasks[task as usize].outstanding.clone();
-            let now = inner.now;
-            for s in slots {
-                inner.io.promote(now, s);
-            }
-            inner.deps.dirty = true;
-        });
-        BoostGuard { task }
-    }
-}
-
-/// Ends an explicit boost when dropped.
-#[derive(Debug)]
-pub struct BoostGuard {
-    task: u32,
-}
-
-impl Drop for BoostGuard {
-    fn drop(&mut self) {
-        let task = self.task;
-        exec::try_with(|inner, _| {
-            let t = &mut inner.tasks[task as usize];
-            t.explicit = t.explicit.saturating_sub(1);
-            inner.deps.dirty = true;
-        });
-    }
-}
-
-/// Spawn a task with context `ctx`.
-pub fn spawn<F>(ctx: TaskCtx, fut: F) -> JoinHandle<F::Output>
-where
-    F: Future + 'static,
-    F::Output: 'static,
-{
-    let value = Rc::new(RefCell::new(None));
-    let out = value.clone();
-    let sh = exec::current_shared();
-    let task = sh.spawn(
-        ctx,
-        Box::pin(async move {
-            let v = fut.await;
-            *out.borrow_mut() = Some(v);
-        }),
-    );
-    JoinHandle { task, value }
-}
-
-/// Virtual time now, ns since the stack started.
-pub fn now() -> Nanos {
-    with(|inner, _| inner.now)
-}
-
-/// The current task's effective class (critical by inheritance included).
-pub fn current_class() -> IoClass {
-    with(|inner, t| inner.tasks[t as usize].effective_class())
-}
-
-/// Change the current task's class (e.g. a worker that starts serving a request).
-pub fn set_class(class: IoClass) {
-    with(|inner, t| {
-        inner.tasks[t as usize].ctx.class = class;
-        inner.deps.dirty = true;
-    });
-}
-
-/// Sleep for `ns` of (virtual) time.
-pub fn sleep(ns: Nanos) -> Sleep {
-    Sleep { ns, until: None }
-}
-
-/// The future of [`sleep`].
-#[derive(Debug)]
-pub struct Sleep {
-    ns: Nanos,
-    until: Option<Nanos>,
-}
-
-impl Future for Sleep {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
-        let (ns, until) = (self.ns, self.until);
-        let (ready, at) = with(|inner, t| match until {
-            Some(u) if inner.now >= u => (true, u),
-            Some(u) => (false, u),
-            None => {
-                let at = inner.now + ns;
-                inner.timer(t, at);
-                (false, at)
-            }
-        });
-        self.until = Some(at);
-        if ready {
-            Poll::Ready(())
-        } else {
-            Poll::Pending
-        }
-    }
-}
-
-/// Let the other runnable tasks of this core run first.
-pub fn yield_now() -> YieldNow {
-    YieldNow { yielded: false }
-}
-
-/// The future of [`yield_now`].
-#[derive(Debug)]
-pub struct YieldNow {
-    yielded: bool,
-}
-
-impl Future for YieldNow {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
-        if self.yielded {
-            return Poll::Ready(());
-        }
-        self.yielded = true;
-        with(|inner, t| inner.wake(t, exec::WakeKind::Other));
-        Poll::Pending
-    }
-}
-
-/// Use `ns` of CPU on the task's core (in slices of the cost table's quantum; a
-/// critical wake-up may preempt it). In simulation this is how a task says it computes.
-pub fn cpu(ns: Nanos) -> Cpu {
-    Cpu { ns, asked: false }
-}
-
-/// The future of [`cpu`].
-#[derive(Debug)]
-pub struct Cpu {
-    ns: Nanos,
-    asked: bool,
-}
-
-impl Future for Cpu {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
-        if self.ns == 0 {
-            return Poll::Ready(());
-        }
-        if !self.asked {
-            self.asked = true;
-            let ns = self.ns;
-            if with(|inner, _| inner.io.is_real()) {
-                // Real: the CPU is used for real, here.
-                let t0 = std::time::Instant::now();
-                while (t0.elapsed().as_nanos() as Nanos) < ns {
-                    std::hint::spin_loop();
-                }
-                return Poll::Ready(());
-            }
-            with(|inner, t| inner.cpu(t, ns));
-            return Poll::Pending;
-        }
-        if with(|inner, t| {
-            let task = &inner.tasks[t as usize];
-            task.burst == 0 && task.burst_done
-        }) {
-            Poll::Ready(())
-        } else {
-            Poll::Pending
-        }
+    /// (The other cores' threads dropped theirs before they ended.)
+    fn shutdown(self: &Arc<Self>) {
+        exec::drop_tasks(self, exec::ALL_CORES);
     }
 }

@@ -1,44 +1,71 @@
-//! The real backend's device port: the block layer's dispatches become io_uring SQEs
-//! on files of the stack's directory (`O_DIRECT`, registered with the ring), and CQEs
-//! come back as piece completions. One ring, one thread (the runtime's core).
+//! The real backend's device side, thread per core: the part the cores share (the
+//! engine's [`RingPort`] between the one block layer and the cores' rings, the files,
+//! each request's buffer) and the part each core's thread owns ([`CoreRing`]: its
+//! io_uring, its doorbell read, its copy of the file table).
+//!
+//! ```text
+//!  core 0 thread                core 1 thread             (one per core)
+//!    tasks ─ submit ─┐            tasks ─ submit ─┐
+//!                    ▼                            ▼
+//!  ┌─ one BlockLayer + RingPort (engine's), under the runtime's one lock ─────────┐
+//!  │ policy dispatch → outbox of the core the request came from (its hwq)         │
+//!  └──────────┬───────────────────────────────────────────┬───────────────────────┘
+//!   SQEs (registered file, user_data = piece tag)  doorbell (eventfd) if another
+//!   CoreRing 0: submit + wait ── CQE              core filled this core's outbox
+//! ```
+//!
+//! A piece goes to the ring of the core its request was issued from, so a task's I/O
+//! completes on its own core (where its waker runs), whichever core's turn dispatched it.
 
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
-use io_uring::{opcode, types, IoUring};
-use sluice_block::DevicePort;
+use io_uring::{opcode, squeue, types, IoUring};
+use sluice_block::{BlockLayer, DevicePort, Finished};
 use sluice_core::policy::Dispatch;
 use sluice_core::{Nanos, Op};
+use sluice_engine::{Doorbell, RingPort, D2FQ_WEIGHTS};
 
 use crate::io::FILE_SPAN;
+use crate::pool::BufferPool;
 
-/// Most files a stack can have open (the ring's sparse file table).
+/// Most files a stack can have open (each ring's sparse file table).
 pub const MAX_FILES: u32 = 1024;
 
-pub(crate) struct RealPort {
-    ring: IoUring,
-    pub dir: PathBuf,
-    /// Open files with `O_DIRECT` (the default); off: through the host's page cache.
-    direct: bool,
-    files: Vec<std::fs::File>,
-    /// By block-layer request id: the buffer's address and the request's offset.
-    bufs: Vec<(usize, u64)>,
-    /// By block-layer request id: bytes transferred so far (its pieces' results).
-    pub bytes: Vec<i64>,
-    inflight: u32,
-    entries: u32,
-    origin: Instant,
-    /// Completions reaped and not yet handled (handled a few at a time, so the device
-    /// gets new work before a whole burst of completions has been handled).
-    pub cqes: std::collections::VecDeque<(u32, i32)>,
-}
+/// Most commands in all the cores' rings together (the stand-in for the controller's
+/// command slots, as the engine's `--iodepth` cap).
+pub const RING_CAP: u32 = 255;
 
 /// Completions handled between two submissions (as the engine's `--submit-batch`: holding
 /// every new I/O until a whole burst of completions was handled cost 16–20 % of the IOPS
 /// at QD32 on this machine's disk).
 pub const HANDLE_BATCH: usize = 4;
+
+const NOT_FIXED: u32 = u32::MAX;
+
+/// `user_data` of the doorbell read (piece tags are below it).
+const BELL: u64 = u64::MAX;
+
+/// What the cores share: the port, the files, the buffers of the requests in flight.
+pub(crate) struct RealPort {
+    pub rings: RingPort,
+    pub dir: PathBuf,
+    /// Open files with `O_DIRECT` (the default); off: through the host's page cache.
+    direct: bool,
+    files: Vec<std::fs::File>,
+    /// By block-layer request id: the buffer's address, the request's offset and the
+    /// buffer's index in the registered pool (`NOT_FIXED`: from the heap).
+    bufs: Vec<(usize, u64, u32)>,
+    /// By block-layer request id: bytes transferred so far (its pieces' results).
+    pub bytes: Vec<i64>,
+    origin: Instant,
+    /// The identity of the stack's registered pool (0: none): a buffer of another
+    /// stack's pool goes as a plain read or write.
+    pool: usize,
+}
 
 impl std::fmt::Debug for RealPort {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -46,36 +73,41 @@ impl std::fmt::Debug for RealPort {
     }
 }
 
+/// One SQE to write, copied out of the shared state under the lock.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Outgoing {
+    tag: u32,
+    op: Op,
+    file: u32,
+    file_off: u64,
+    buf: usize,
+    len: u32,
+    /// A write with FUA (durable when it completes).
+    fua: bool,
+    fixed: u32,
+}
+
 impl RealPort {
-    pub(crate) fn new(dir: &Path, entries: u32, direct: bool) -> Result<RealPort, String> {
+    pub(crate) fn new(
+        dir: &Path,
+        cores: u16,
+        direct: bool,
+        pool: Option<&Arc<BufferPool>>,
+    ) -> Result<RealPort, String> {
         let meta =
             std::fs::metadata(dir).map_err(|e| format!("directory {}: {e}", dir.display()))?;
         if !meta.is_dir() {
             return Err(format!("{} is not a directory", dir.display()));
         }
-        // One thread submits and reaps: the flags that make that cheaper where the kernel
-        // has them (6.1+), plain set-up otherwise.
-        let ring = IoUring::builder()
-            .setup_single_issuer()
-            .setup_coop_taskrun()
-            .setup_defer_taskrun()
-            .build(entries)
-            .or_else(|_| IoUring::new(entries))
-            .map_err(|e| format!("cannot create an io_uring with {entries} entries: {e}"))?;
-        ring.submitter()
-            .register_files_sparse(MAX_FILES)
-            .map_err(|e| format!("cannot register a file table with the ring: {e}"))?;
         Ok(RealPort {
-            ring,
+            rings: RingPort::new(cores as usize, RING_CAP, RING_CAP, D2FQ_WEIGHTS),
             dir: dir.to_path_buf(),
             direct,
             files: Vec::new(),
             bufs: Vec::new(),
             bytes: Vec::new(),
-            inflight: 0,
-            entries,
             origin: Instant::now(),
-            cqes: std::collections::VecDeque::with_capacity(entries as usize),
+            pool: pool.map_or(0, |p| Arc::as_ptr(p) as usize),
         })
     }
 
@@ -85,6 +117,7 @@ impl RealPort {
     }
 
     /// Create file number `id` (`O_DIRECT`, new: an existing file is never touched).
+    /// The cores' rings register it at their next turn.
     pub(crate) fn create(&mut self, id: u32, name: &str) -> std::io::Result<()> {
         if id >= MAX_FILES {
             return Err(std::io::Error::other(format!(
@@ -112,10 +145,6 @@ impl RealPort {
                 };
                 std::io::Error::new(e.kind(), format!("{}: {e} ({why})", path.display()))
             })?;
-        self.ring
-            .submitter()
-            .register_files_update(id, &[f.as_raw_fd()])
-            .map_err(|e| std::io::Error::other(format!("registering {}: {e}", path.display())))?;
         debug_assert_eq!(self.files.len(), id as usize);
         self.files.push(f);
         Ok(())
@@ -136,108 +165,266 @@ impl RealPort {
             .open(&path)
             .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
         let len = f.metadata()?.len();
-        self.ring
-            .submitter()
-            .register_files_update(id, &[f.as_raw_fd()])
-            .map_err(|e| std::io::Error::other(format!("registering {}: {e}", path.display())))?;
+        debug_assert_eq!(self.files.len(), id as usize);
         self.files.push(f);
         Ok(len)
     }
 
-    /// The buffer of block-layer request `req`.
-    pub(crate) fn set_buffer(&mut self, req: u64, ptr: usize, offset: u64) {
+    /// The buffer of block-layer request `req` (`fixed`: its registered index).
+    pub(crate) fn set_buffer(
+        &mut self,
+        req: u64,
+        ptr: usize,
+        offset: u64,
+        fixed: Option<(usize, u32)>,
+    ) {
+        let fixed = fixed
+            .filter(|f| f.0 == self.pool && self.pool != 0)
+            .map(|f| f.1);
         let i = req as usize;
         if self.bufs.len() <= i {
-            self.bufs.resize(i + 1, (0, 0));
+            self.bufs.resize(i + 1, (0, 0, NOT_FIXED));
             self.bytes.resize(i + 1, 0);
         }
-        self.bufs[i] = (ptr, offset);
+        self.bufs[i] = (ptr, offset, fixed.unwrap_or(NOT_FIXED));
         self.bytes[i] = 0;
     }
 
-    pub(crate) fn inflight(&self) -> u32 {
-        self.inflight
+    /// Core `me`'s turn at the shared state: its outbox becomes SQEs to write (in
+    /// `out`), the files it has not registered yet are appended to `fds`, and the cores
+    /// whose outbox another dispatch filled are pushed to `wake`.
+    pub(crate) fn take(
+        &mut self,
+        block: &BlockLayer,
+        me: usize,
+        registered: usize,
+        out: &mut Vec<Outgoing>,
+        fds: &mut Vec<RawFd>,
+        wake: &mut Vec<usize>,
+    ) {
+        fds.extend(
+            self.files[registered.min(self.files.len())..]
+                .iter()
+                .map(|f| f.as_raw_fd()),
+        );
+        let bufs = &self.bufs;
+        self.rings.take_outbox(
+            me,
+            |tag| {
+                let req = block.piece(tag).req;
+                let (ptr, req_off, fixed) = bufs[req.id.0 as usize];
+                out.push(Outgoing {
+                    tag,
+                    op: req.op,
+                    file: (req.offset / FILE_SPAN) as u32,
+                    file_off: req.offset % FILE_SPAN,
+                    buf: ptr + (req.offset - req_off) as usize,
+                    len: req.len,
+                    fua: req.fua,
+                    fixed,
+                });
+            },
+            wake,
+        );
     }
 
-    /// Submit what was queued and, when no reaped completion is left to handle, wait for
-    /// one or until `deadline` (ns since the start; `None`: no deadline); then collect
-    /// the CQEs into `cqes`.
-    pub(crate) fn wait(&mut self, deadline: Option<Nanos>) -> std::io::Result<()> {
-        if !self.cqes.is_empty() {
-            self.ring.submit()?;
+    /// Piece `tag` came back from a ring with `res`: count its bytes, tell the block
+    /// layer, let the port feed the rings. The finished parent goes to `out`.
+    pub(crate) fn complete(
+        &mut self,
+        block: &mut BlockLayer,
+        now: Nanos,
+        tag: u32,
+        res: i32,
+        out: &mut Vec<Finished>,
+    ) {
+        let req = block.piece(tag).req;
+        let ok = res >= 0;
+        if ok {
+            self.bytes[req.id.0 as usize] += res as i64;
+        }
+        let f = block.piece_done(now, tag, ok);
+        self.rings.command_done(block);
+        if let Some(f) = f {
+            out.push(f);
+        }
+    }
+}
+
+impl DevicePort for RealPort {
+    fn max_inflight(&self) -> u32 {
+        self.rings.max_inflight()
+    }
+
+    fn try_submit(&mut self, now_ns: Nanos, tag: u32, d: &Dispatch) -> bool {
+        self.rings.try_submit(now_ns, tag, d)
+    }
+
+    fn set_wrr_weights(&mut self, weights: [u32; 3]) {
+        // Only the port's arbiter (beyond the cap): a file has no NVMe arbitration.
+        self.rings.set_wrr_weights(weights);
+    }
+}
+
+/// What a core's thread owns: its ring, the pending read of its doorbell, the files
+/// registered with its ring, the completions it reaped and has not handled yet.
+pub(crate) struct CoreRing {
+    ring: IoUring,
+    bell_fd: RawFd,
+    bell_buf: Box<u64>,
+    bell_armed: bool,
+    pub registered: usize,
+    /// Commands in this ring (written and not reaped).
+    pub in_ring: u32,
+    /// Reaped and not yet handled (handled [`HANDLE_BATCH`] at a time).
+    pub cqes: std::collections::VecDeque<(u32, i32)>,
+}
+
+impl CoreRing {
+    /// A ring with the doorbell `bell`, a sparse file table, and `pool`'s slots
+    /// registered as its fixed buffers.
+    pub(crate) fn new(bell: &Doorbell, pool: Option<&BufferPool>) -> Result<CoreRing, String> {
+        let entries = sluice_engine::ring_entries(RING_CAP);
+        let ring = sluice_engine::new_ring(entries).map_err(|e| e.to_string())?;
+        ring.submitter()
+            .register_files_sparse(MAX_FILES)
+            .map_err(|e| format!("cannot register a file table with the ring: {e}"))?;
+        if let Some(pool) = pool {
+            let iov = pool.iovecs();
+            // SAFETY: the pool's region outlives the ring (the stack holds the pool until
+            // every core's thread, and its ring, ended).
+            unsafe { ring.submitter().register_buffers(&iov) }.map_err(|e| {
+                format!(
+                    "cannot register the buffer pool ({} × {} bytes) with the ring: {e} \
+                     (raise the locked-memory limit, `ulimit -l`, give a smaller \
+                     StackBuilder::buffer_pool, or buffer_pool(0, 0) for none)",
+                    iov.len(),
+                    pool.slot_len
+                )
+            })?;
+        }
+        Ok(CoreRing {
+            ring,
+            bell_fd: bell.raw(),
+            bell_buf: Box::new(0),
+            bell_armed: false,
+            registered: 0,
+            in_ring: 0,
+            cqes: std::collections::VecDeque::with_capacity(2 * entries as usize),
+        })
+    }
+
+    /// Register the files `fds` (numbered from `registered` on) with this ring.
+    pub(crate) fn register(&mut self, fds: &[RawFd]) -> std::io::Result<()> {
+        if fds.is_empty() {
             return Ok(());
         }
-        let now = self.clock();
-        let r = match deadline {
-            None if self.inflight > 0 => self.ring.submit_and_wait(1).map(|_| ()),
-            None => self.ring.submit().map(|_| ()),
-            Some(d) => {
-                let wait = d.saturating_sub(now).max(1_000);
-                let ts = types::Timespec::new()
-                    .sec(wait / 1_000_000_000)
-                    .nsec((wait % 1_000_000_000) as u32);
-                let args = types::SubmitArgs::new().timespec(&ts);
-                self.ring.submitter().submit_with_args(1, &args).map(|_| ())
-            }
+        self.ring
+            .submitter()
+            .register_files_update(self.registered as u32, fds)?;
+        self.registered += fds.len();
+        Ok(())
+    }
+
+    /// Write the SQEs of `out` (and re-arm the doorbell's read).
+    pub(crate) fn push(&mut self, out: &[Outgoing]) {
+        let mut sq = self.ring.submission();
+        if !self.bell_armed {
+            let e = opcode::Read::new(
+                types::Fd(self.bell_fd),
+                &mut *self.bell_buf as *mut u64 as *mut u8,
+                8,
+            )
+            .build()
+            .user_data(BELL);
+            // SAFETY: the buffer is boxed and lives as long as the ring; one entry is
+            // always left for it (commands in all rings ≤ RING_CAP < entries).
+            unsafe { sq.push(&e) }.expect("an entry is reserved for the doorbell");
+            self.bell_armed = true;
+        }
+        for o in out {
+            let e = sqe(o);
+            // SAFETY: the buffer is owned by the I/O slot until its completion is
+            // handled; the file is registered; commands in all rings ≤ RING_CAP < entries.
+            unsafe { sq.push(&e) }.expect("ring has room: in_ring ≤ cap < entries");
+            self.in_ring += 1;
+        }
+    }
+
+    /// Submit what was written; wait for a completion, the doorbell or `wait_ns` when
+    /// `block` (and nothing is left to handle); collect the CQEs.
+    pub(crate) fn enter(&mut self, block: bool, wait_ns: Nanos) -> std::io::Result<()> {
+        let r = if !block || !self.cqes.is_empty() {
+            self.ring.submit().map(|_| ())
+        } else {
+            let wait = wait_ns.max(1_000);
+            let ts = types::Timespec::new()
+                .sec(wait / 1_000_000_000)
+                .nsec((wait % 1_000_000_000) as u32);
+            let args = types::SubmitArgs::new().timespec(&ts);
+            self.ring.submitter().submit_with_args(1, &args).map(|_| ())
         };
         match r {
             Err(e)
                 if !matches!(
                     e.raw_os_error(),
-                    Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)
+                    Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY) | Some(libc::EAGAIN)
                 ) =>
             {
                 return Err(e)
             }
             _ => {}
         }
-        let before = self.cqes.len();
         for c in self.ring.completion() {
-            self.cqes.push_back((c.user_data() as u32, c.result()));
+            if c.user_data() == BELL {
+                self.bell_armed = false;
+            } else {
+                self.cqes.push_back((c.user_data() as u32, c.result()));
+                self.in_ring -= 1;
+            }
         }
-        self.inflight -= (self.cqes.len() - before) as u32;
         Ok(())
+    }
+
+    /// At the end of a run: wait until the kernel is done with every buffer this ring
+    /// was given (the completions are dropped: nobody waits for them any more).
+    pub(crate) fn drain(&mut self) {
+        while self.in_ring > 0 {
+            self.cqes.clear();
+            if self.enter(true, 100_000_000).is_err() {
+                break;
+            }
+        }
     }
 }
 
-impl DevicePort for RealPort {
-    fn max_inflight(&self) -> u32 {
-        self.entries
-    }
-
-    fn try_submit(&mut self, _now_ns: Nanos, tag: u32, d: &Dispatch) -> bool {
-        if self.inflight >= self.entries {
-            return false;
+fn sqe(o: &Outgoing) -> squeue::Entry {
+    let fd = types::Fixed(o.file);
+    let buf = o.buf as *mut u8;
+    let dsync = if o.fua { libc::RWF_DSYNC } else { 0 };
+    match o.op {
+        Op::Read if o.fixed != NOT_FIXED => opcode::ReadFixed::new(fd, buf, o.len, o.fixed as u16)
+            .offset(o.file_off)
+            .build(),
+        Op::Write if o.fixed != NOT_FIXED => {
+            opcode::WriteFixed::new(fd, buf, o.len, o.fixed as u16)
+                .offset(o.file_off)
+                .rw_flags(dsync)
+                .build()
         }
-        let file = (d.req.offset / FILE_SPAN) as u32;
-        let off = d.req.offset % FILE_SPAN;
-        let (ptr, req_off) = self.bufs[d.req.id.0 as usize];
-        let buf = (ptr + (d.req.offset - req_off) as usize) as *mut u8;
-        let fd = types::Fixed(file);
-        let e = match d.req.op {
-            Op::Read => opcode::Read::new(fd, buf, d.req.len).offset(off).build(),
-            // FUA: RWF_DSYNC makes this one write durable when it completes.
-            Op::Write => opcode::Write::new(fd, buf, d.req.len)
-                .offset(off)
-                .rw_flags(if d.req.fua { libc::RWF_DSYNC } else { 0 })
-                .build(),
-            // A flush covers the writes completed before it was submitted (the runtime
-            // submits it after the task's writes completed). The ring does not order
-            // an fsync after writes still in flight, and this ring is not polled
-            // (IOPOLL rings refuse fsync).
-            Op::Flush => opcode::Fsync::new(fd)
-                .flags(types::FsyncFlags::DATASYNC)
-                .build(),
-        }
-        .user_data(tag as u64);
-        // SAFETY: the buffer is owned by the I/O slot until its completion is handled;
-        // the file is registered; the ring has room (inflight < entries).
-        unsafe { self.ring.submission().push(&e) }.expect("ring has room: inflight < entries");
-        self.inflight += 1;
-        true
+        Op::Read => opcode::Read::new(fd, buf, o.len).offset(o.file_off).build(),
+        // FUA: RWF_DSYNC makes this one write durable when it completes.
+        Op::Write => opcode::Write::new(fd, buf, o.len)
+            .offset(o.file_off)
+            .rw_flags(dsync)
+            .build(),
+        // A flush covers the writes completed before it was submitted (the runtime
+        // submits it after the task's writes completed). The ring does not order an
+        // fsync after writes still in flight, and this ring is not polled (IOPOLL rings
+        // refuse fsync).
+        Op::Flush => opcode::Fsync::new(fd)
+            .flags(types::FsyncFlags::DATASYNC)
+            .build(),
     }
-
-    fn set_wrr_weights(&mut self, _weights: [u32; 3]) {
-        // A file has no NVMe arbitration to program.
-    }
+    .user_data(o.tag as u64)
 }

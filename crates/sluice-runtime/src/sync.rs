@@ -2,15 +2,20 @@
 //! runtime can pass a critical waiter's class to whoever it waits on (RCP's I/O
 //! priority inheritance, FAST '17 §4.2.1; see [`crate::deps`] for the walk).
 //!
-//! They are for the tasks of one [`crate::Stack`] (single-threaded, like glommio's
-//! local locks): share them with `Rc`. A lock is handed to its next holder at unlock —
+//! They are for the tasks of one [`crate::Stack`], on any of its cores: share them with
+//! `Rc` among the tasks of one core, with `Arc` across the cores of a real stack (they
+//! are `Send` and `Sync`; their state lives in the runtime's shared dependency table,
+//! under its lock, so a critical task on core 0 waiting on a task of core 1 boosts it).
+//! Their ids are registered under the runtime's lock, which also orders a guard's
+//! release before the next holder's access to the value. A lock is handed to its next holder at unlock —
 //! critical waiters first, in arrival order within a class (as `rt_mutex` orders its
 //! waiters by priority).
 
-use std::cell::{Cell, UnsafeCell};
+use std::cell::UnsafeCell;
 use std::future::Future;
 use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::task::{Context, Poll};
 
 use sluice_core::IoClass;
@@ -20,20 +25,20 @@ use crate::exec::{self, with, Inner, WakeKind};
 
 const UNREGISTERED: u32 = u32::MAX;
 
-fn lock_id(cell: &Cell<u32>, inner: &mut Inner) -> u32 {
-    if cell.get() == UNREGISTERED {
+fn lock_id(cell: &AtomicU32, inner: &mut Inner) -> u32 {
+    if cell.load(Relaxed) == UNREGISTERED {
         inner.deps.locks.push(LockState::default());
-        cell.set(inner.deps.locks.len() as u32 - 1);
+        cell.store(inner.deps.locks.len() as u32 - 1, Relaxed);
     }
-    cell.get()
+    cell.load(Relaxed)
 }
 
-fn cond_id(cell: &Cell<u32>, inner: &mut Inner) -> u32 {
-    if cell.get() == UNREGISTERED {
+fn cond_id(cell: &AtomicU32, inner: &mut Inner) -> u32 {
+    if cell.load(Relaxed) == UNREGISTERED {
         inner.deps.conds.push(CondState::default());
-        cell.set(inner.deps.conds.len() as u32 - 1);
+        cell.store(inner.deps.conds.len() as u32 - 1, Relaxed);
     }
-    cell.get()
+    cell.load(Relaxed)
 }
 
 /// Try to take lock `l` for task `t` (exclusively or shared); queue it otherwise.
@@ -140,15 +145,22 @@ fn release(inner: &mut Inner, l: u32, t: u32, write: bool) {
 /// assert_eq!(out.value, 1);
 /// ```
 pub struct Mutex<T> {
-    id: Cell<u32>,
+    id: AtomicU32,
     value: UnsafeCell<T>,
 }
+
+// SAFETY: the value is reached only through a guard, and the runtime grants a lock to
+// one task at a time (or to readers only, for `RwLock`) under its own mutex, which
+// orders one holder's accesses before the next holder's.
+unsafe impl<T: Send> Sync for Mutex<T> {}
+// SAFETY: as above; readers share `&T` across threads, so `T: Sync` too.
+unsafe impl<T: Send + Sync> Sync for RwLock<T> {}
 
 impl<T> Mutex<T> {
     /// A new, unlocked mutex.
     pub fn new(value: T) -> Mutex<T> {
         Mutex {
-            id: Cell::new(UNREGISTERED),
+            id: AtomicU32::new(UNREGISTERED),
             value: UnsafeCell::new(value),
         }
     }
@@ -185,7 +197,9 @@ impl<T> Mutex<T> {
 
 impl<T: std::fmt::Debug> std::fmt::Debug for Mutex<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Mutex").field("id", &self.id.get()).finish()
+        f.debug_struct("Mutex")
+            .field("id", &self.id.load(Relaxed))
+            .finish()
     }
 }
 
@@ -225,7 +239,7 @@ impl<T> Drop for LockFuture<'_, T> {
         }
         // Cancelled while waiting: leave the queue (and give the lock back if it was
         // handed over meanwhile).
-        let id = self.m.id.get();
+        let id = self.m.id.load(Relaxed);
         if id == UNREGISTERED || !self.queued {
             return;
         }
@@ -263,7 +277,7 @@ impl<T> DerefMut for MutexGuard<'_, T> {
 
 impl<T> Drop for MutexGuard<'_, T> {
     fn drop(&mut self) {
-        let id = self.m.id.get();
+        let id = self.m.id.load(Relaxed);
         let task = self.task;
         exec::try_with(|inner, _| release(inner, id, task, true));
     }
@@ -278,7 +292,7 @@ impl<T: std::fmt::Debug> std::fmt::Debug for MutexGuard<'_, T> {
 /// A reader-writer lock; every holder (readers too) inherits a critical waiter's class.
 #[derive(Debug)]
 pub struct RwLock<T> {
-    id: Cell<u32>,
+    id: AtomicU32,
     value: UnsafeCell<T>,
 }
 
@@ -286,7 +300,7 @@ impl<T> RwLock<T> {
     /// A new, unlocked lock.
     pub fn new(value: T) -> RwLock<T> {
         RwLock {
-            id: Cell::new(UNREGISTERED),
+            id: AtomicU32::new(UNREGISTERED),
             value: UnsafeCell::new(value),
         }
     }
@@ -315,7 +329,7 @@ impl<T> RwLock<T> {
 }
 
 struct Acquire<'a> {
-    cell: &'a Cell<u32>,
+    cell: &'a AtomicU32,
     write: bool,
     queued: bool,
 }
@@ -354,7 +368,7 @@ impl<T> Deref for RwReadGuard<'_, T> {
 
 impl<T> Drop for RwReadGuard<'_, T> {
     fn drop(&mut self) {
-        let (id, task) = (self.l.id.get(), self.task);
+        let (id, task) = (self.l.id.load(Relaxed), self.task);
         exec::try_with(|inner, _| release(inner, id, task, false));
     }
 }
@@ -383,7 +397,7 @@ impl<T> DerefMut for RwWriteGuard<'_, T> {
 
 impl<T> Drop for RwWriteGuard<'_, T> {
     fn drop(&mut self) {
-        let (id, task) = (self.l.id.get(), self.task);
+        let (id, task) = (self.l.id.load(Relaxed), self.task);
         exec::try_with(|inner, _| release(inner, id, task, true));
     }
 }
@@ -395,14 +409,14 @@ impl<T> Drop for RwWriteGuard<'_, T> {
 /// task waits, the helpers inherit its class.
 #[derive(Debug, Default)]
 pub struct Condvar {
-    id: Cell<u32>,
+    id: AtomicU32,
 }
 
 impl Condvar {
     /// A new condition variable.
     pub fn new() -> Condvar {
         Condvar {
-            id: Cell::new(UNREGISTERED),
+            id: AtomicU32::new(UNREGISTERED),
         }
     }
 

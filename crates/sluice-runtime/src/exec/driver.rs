@@ -4,17 +4,16 @@
 //! the policy's timer), or, in the real world, into the ring until a completion or the
 //! next deadline.
 
-use std::cell::RefCell;
 use std::cmp::Reverse;
-use std::future::Future;
-use std::pin::Pin;
-use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex as StdMutex};
 use std::task::{Context, Poll};
 
 use sluice_core::Nanos;
 
-use super::{Ev, Inner, Shared, TState, WakeKind, WakeList, CURRENT, CUR_TASK};
+use super::{
+    put_local, take_local, Ev, Inner, InnerGuard, MakeFuture, Shared, TState, TaskFuture, WakeKind,
+    WakeList, ALL_CORES, CUR_TASK, MY_CORE,
+};
 use crate::ctx::TaskCtx;
 
 /// Why a run could not finish.
@@ -49,50 +48,109 @@ pub enum RunError {
     /// The real backend's ring failed.
     #[error("io_uring failed: {0}")]
     Ring(#[source] std::io::Error),
+    /// The real backend could not set up a core (its thread or its ring).
+    #[error("core {core}: {why}")]
+    Core {
+        /// The core.
+        core: u16,
+        /// What failed.
+        why: String,
+    },
 }
 
 impl Shared {
-    pub(crate) fn new(inner: Inner) -> Rc<Shared> {
-        Rc::new(Shared {
-            inner: RefCell::new(inner),
-            wakes: Arc::new(WakeList::default()),
+    /// The shared state; `bells`: the cores' doorbells (real world, one per core);
+    /// `pool`: the registered buffers (real world).
+    pub(crate) fn new(
+        inner: Inner,
+        bells: Vec<sluice_engine::Doorbell>,
+        pool: Option<Arc<crate::pool::BufferPool>>,
+    ) -> Arc<Shared> {
+        Arc::new(Shared {
+            inner: StdMutex::new(inner),
+            wakes: Arc::new(WakeList::new(bells)),
+            pool,
         })
     }
 
-    pub(crate) fn spawn(&self, ctx: TaskCtx, fut: Pin<Box<dyn Future<Output = ()>>>) -> u32 {
-        self.inner.borrow_mut().spawn_task(ctx, fut, &self.wakes)
+    /// Spawn a task whose future stays on this thread: on the spawner's core in the
+    /// real world with several threads (or `ctx`'s core if it is this one), by `ctx`'s
+    /// core or round robin when one thread runs every core.
+    ///
+    /// # Panics
+    /// If `ctx` names another core of a real stack: that future is not `Send`.
+    pub(crate) fn spawn(&self, ctx: TaskCtx, fut: TaskFuture) -> u32 {
+        let me = MY_CORE.with(|m| m.get());
+        let mut inner = self.lock();
+        let core = if me == ALL_CORES {
+            None
+        } else {
+            let want = ctx.core.map(|c| c % inner.cfg.cores).unwrap_or(me);
+            assert!(
+                want == me,
+                "sluice_runtime::spawn: task '{}' is for core {want} but is spawned on core \
+                 {me}, and a real stack's cores are threads: use spawn_on for a task of \
+                 another core (it makes the future there)",
+                ctx.name()
+            );
+            Some(me)
+        };
+        let t = inner.spawn_task(ctx, core, &self.wakes);
+        drop(inner);
+        put_local(t, fut);
+        t
+    }
+
+    /// Spawn a task on `ctx`'s core (or the next core round robin) whose future `make`
+    /// makes there: the closure goes to the core's thread, the future never moves.
+    pub(crate) fn spawn_on(&self, ctx: TaskCtx, make: MakeFuture) -> u32 {
+        let me = MY_CORE.with(|m| m.get());
+        let mut inner = self.lock();
+        let t = inner.spawn_task(ctx, None, &self.wakes);
+        let core = inner.tasks[t as usize].core;
+        if me == ALL_CORES || me == core {
+            drop(inner);
+            put_local(t, make());
+        } else {
+            inner.inbox[core as usize].push((t, make));
+            inner.kick(core);
+        }
+        t
     }
 
     /// Run until task `main` is done (or the run cannot go on).
-    pub(crate) fn run(self: &Rc<Self>, main: u32, max_ns: Nanos) -> Result<(), RunError> {
-        CURRENT.with(|c| *c.borrow_mut() = Some(self.clone()));
+    pub(crate) fn run(self: &Arc<Self>, main: u32, max_ns: Nanos) -> Result<(), RunError> {
+        if self.lock().threaded() {
+            return super::cores::run(self, main);
+        }
+        super::enter(self, ALL_CORES);
         let r = self.run_loop(main, max_ns);
-        CURRENT.with(|c| *c.borrow_mut() = None);
+        super::leave();
         r
     }
 
-    fn run_loop(self: &Rc<Self>, main: u32, max_ns: Nanos) -> Result<(), RunError> {
+    fn run_loop(self: &Arc<Self>, main: u32, max_ns: Nanos) -> Result<(), RunError> {
         {
-            let mut inner = self.inner.borrow_mut();
+            let mut inner = self.lock();
             if inner.io.block.has_counters() {
                 inner.push(0, Ev::Sample);
             }
         }
         loop {
             {
-                let mut inner = self.inner.borrow_mut();
+                let mut inner = self.lock();
                 if let crate::io::Port::Real(p) = &inner.io.port {
                     let t = p.clock();
                     inner.now = inner.now.max(t);
                 }
             }
             self.drain_wakes();
-            let ncores = self.inner.borrow().cores.len();
+            let ncores = self.lock().cores.len();
             for c in 0..ncores {
                 self.run_core(c);
             }
             {
-                let mut inner = self.inner.borrow_mut();
+                let mut inner = self.lock();
                 inner.refresh_deps();
                 let now = inner.now;
                 inner.io.pump(now);
@@ -105,7 +163,7 @@ impl Shared {
                     return Ok(());
                 }
             }
-            if !self.wakes.0.lock().expect("wake list").is_empty() {
+            if !self.wakes.is_empty() {
                 continue;
             }
             if self.runnable_now() {
@@ -117,7 +175,7 @@ impl Shared {
 
     /// Whether a core can pick a task at the current time.
     fn runnable_now(&self) -> bool {
-        let inner = self.inner.borrow();
+        let inner = self.lock();
         inner.cores.iter().any(|c| {
             c.current.is_none()
                 && c.busy_until <= inner.now
@@ -125,12 +183,12 @@ impl Shared {
         })
     }
 
-    fn drain_wakes(&self) {
-        let woken: Vec<u32> = std::mem::take(&mut *self.wakes.0.lock().expect("wake list"));
+    pub(super) fn drain_wakes(&self) {
+        let woken: Vec<u32> = self.wakes.take();
         if woken.is_empty() {
             return;
         }
-        let mut inner = self.inner.borrow_mut();
+        let mut inner = self.lock();
         for t in woken {
             inner.wake(t, WakeKind::Other);
         }
@@ -138,10 +196,7 @@ impl Shared {
 
     /// Move time to the next event and handle everything due then.
     fn advance(&self, max_ns: Nanos) -> Result<(), RunError> {
-        if self.inner.borrow().io.is_real() {
-            return self.advance_real();
-        }
-        let mut inner = self.inner.borrow_mut();
+        let mut inner = self.lock();
         let t_dev = inner.io.next_event_ns();
         let t_ev = inner.events.peek().map(|Reverse((t, _, _))| *t);
         let t = match (t_dev, t_ev) {
@@ -172,30 +227,8 @@ impl Shared {
         Ok(())
     }
 
-    /// The real world: submit, wait for a completion or the next timer, read the clock,
-    /// handle what is due.
-    fn advance_real(&self) -> Result<(), RunError> {
-        let mut inner = self.inner.borrow_mut();
-        let deadline = inner.events.peek().map(|Reverse((t, _, _))| *t);
-        let inflight = match &inner.io.port {
-            crate::io::Port::Real(p) => p.inflight(),
-            crate::io::Port::Sim(_) => 0,
-        };
-        if inflight == 0 && deadline.is_none() && inner.io.block.inflight() == 0 {
-            return Err(stuck(&inner));
-        }
-        if let crate::io::Port::Real(p) = &mut inner.io.port {
-            p.wait(deadline).map_err(RunError::Ring)?;
-            inner.now = p.clock().max(inner.now);
-        }
-        let t = inner.now;
-        inner.handle_completions(t);
-        self.due_events(&mut inner, t);
-        Ok(())
-    }
-
     /// Handle the events due at `t`.
-    fn due_events(&self, inner: &mut Inner, t: Nanos) {
+    pub(super) fn due_events(&self, inner: &mut Inner, t: Nanos) {
         while let Some(&Reverse((at, _, ev))) = inner.events.peek() {
             if at > t {
                 break;
@@ -225,16 +258,30 @@ impl Shared {
         }
     }
 
-    /// Let core `c` run tasks while it is free at the current time.
-    fn run_core(&self, c: usize) {
+    /// Let core `c` run tasks while it is free at the current time (simulation: until
+    /// none is runnable; real world: at most `budget` polls, so the thread goes back to
+    /// its ring between rounds).
+    pub(super) fn run_core(&self, c: usize) {
+        self.run_core_budget(c, usize::MAX);
+    }
+
+    /// [`Shared::run_core`] with at most `budget` polls; returns whether a task of the
+    /// core is still runnable. One lock per poll to pick the task (and run its switch
+    /// and CPU slices in simulation), one after it.
+    pub(super) fn run_core_budget(&self, c: usize, mut budget: usize) -> bool {
+        // The lock the last poll's bookkeeping took, kept for the next pick.
+        let mut held: Option<InnerGuard<'_>> = None;
         loop {
-            let picked = {
-                let mut inner = self.inner.borrow_mut();
+            let (t, waker, sent) = {
+                let mut inner = held.take().unwrap_or_else(|| self.lock());
                 let inner = &mut *inner;
                 let now = inner.now;
                 let core = &mut inner.cores[c];
-                if core.busy_until > now {
-                    None
+                if budget == 0 {
+                    return core.next.is_some() || !core.fifo.is_empty();
+                }
+                let (t, switch) = if core.busy_until > now {
+                    return false;
                 } else if let Some(cur) = core.current {
                     // The core finished a slice, a switch or stack CPU for `cur`.
                     core.in_burst = false;
@@ -247,7 +294,7 @@ impl Shared {
                         inner.tasks[cur as usize].state = TState::Queued;
                         continue;
                     }
-                    Some((cur, false))
+                    (cur, false)
                 } else if let Some(t) = core.next.take().or_else(|| core.fifo.pop_front()) {
                     core.current = Some(t);
                     core.slice_ended = false;
@@ -255,23 +302,18 @@ impl Shared {
                     let switch = core.last != Some(t);
                     core.last = Some(t);
                     inner.tasks[t as usize].state = TState::Running;
-                    Some((t, switch))
+                    (t, switch)
                 } else {
-                    None
+                    return false;
+                };
+                if switch {
+                    let ns = inner.cfg.costs.switch_ns;
+                    if ns > 0 {
+                        inner.charge_core(c as u16, ns);
+                        continue;
+                    }
                 }
-            };
-            let Some((t, switch)) = picked else { return };
-            if switch {
-                let mut inner = self.inner.borrow_mut();
-                let ns = inner.cfg.costs.switch_ns;
-                if ns > 0 {
-                    inner.charge_core(c as u16, ns);
-                    continue;
-                }
-            }
-            // A CPU burst still to run?
-            {
-                let mut inner = self.inner.borrow_mut();
+                // A CPU burst still to run?
                 let burst = inner.tasks[t as usize].burst;
                 if burst > 0 {
                     let slice = burst.min(inner.cfg.costs.quantum_ns);
@@ -285,31 +327,51 @@ impl Shared {
                     inner.cores[c].ran_ns += slice;
                     continue;
                 }
+                budget -= 1;
+                // The poll.
+                inner.charge = 0;
+                inner.stats.polls += 1;
+                // Futures sent to this core since its last turn.
+                let sent = std::mem::take(&mut inner.inbox[c]);
+                let task = &mut inner.tasks[t as usize];
+                task.notified = false;
+                (t, task.waker.clone(), sent)
+            };
+            for (id, make) in sent {
+                put_local(id, make());
             }
-            self.poll(c, t);
+            let Some(fut) = take_local(t) else {
+                unreachable!("task {t} runs on core {c} but its future is not on this thread")
+            };
+            let (g, ended) = self.poll(c, t, fut, waker);
+            match ended {
+                Some(f) => {
+                    drop(g);
+                    drop(f);
+                }
+                None => held = Some(g),
+            }
         }
     }
 
     /// Poll task `t` on core `c`.
-    fn poll(&self, c: usize, t: u32) {
-        let (mut fut, waker) = {
-            let mut inner = self.inner.borrow_mut();
-            inner.charge = 0;
-            inner.stats.polls += 1;
-            let task = &mut inner.tasks[t as usize];
-            task.notified = false;
-            match task.fut.take() {
-                Some(f) => (f, task.waker.clone()),
-                None => return,
-            }
-        };
+    /// Returns the runtime's lock, still held (the next pick takes it over), and the
+    /// future of a task that ended (to drop without the lock: its destructors may call
+    /// back).
+    fn poll(
+        &self,
+        c: usize,
+        t: u32,
+        mut fut: TaskFuture,
+        waker: std::task::Waker,
+    ) -> (InnerGuard<'_>, Option<TaskFuture>) {
         CUR_TASK.with(|x| x.set(t));
         let mut cx = Context::from_waker(&waker);
         let r = fut.as_mut().poll(&mut cx);
         CUR_TASK.with(|x| x.set(u32::MAX));
         let mut dropped = None;
+        let mut inner = self.lock();
         {
-            let mut inner = self.inner.borrow_mut();
             let charge = std::mem::take(&mut inner.charge);
             let task = &mut inner.tasks[t as usize];
             match r {
@@ -327,7 +389,7 @@ impl Shared {
                     }
                 }
                 Poll::Pending => {
-                    task.fut = Some(fut);
+                    put_local(t, fut);
                     if task.burst > 0 {
                         // Keeps the core: the burst runs next (see run_core).
                     } else {
@@ -342,13 +404,12 @@ impl Shared {
             }
             inner.charge_core(c as u16, charge);
         }
-        // Drop a finished future outside the borrow (its destructors may call back).
-        drop(dropped);
+        (inner, dropped)
     }
 }
 
 /// The deadlock error, naming what each blocked task waits on.
-fn stuck(inner: &Inner) -> RunError {
+pub(super) fn stuck(inner: &Inner) -> RunError {
     let mut list: Vec<String> = inner
         .tasks
         .iter()

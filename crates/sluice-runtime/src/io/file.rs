@@ -151,7 +151,7 @@ impl File {
         if let Err(e) = self.direct_coherence(offset, buf.len()).await {
             return (Err(e), buf);
         }
-        self.submit(Op::Read, buf, offset, opts).await
+        self.start(Op::Read, buf, offset, opts, true).await
     }
 
     /// Write `buf` at `offset`; returns the bytes written and the buffer.
@@ -171,7 +171,7 @@ impl File {
         if let Err(e) = self.direct_coherence(offset, len).await {
             return (Err(e), buf);
         }
-        let r = self.submit(Op::Write, buf, offset, opts).await;
+        let r = self.start(Op::Write, buf, offset, opts, true).await;
         self.direct_written(offset, len);
         r
     }
@@ -187,7 +187,7 @@ impl File {
                 .await?;
         }
         let (r, _) = self
-            .submit(Op::Flush, DmaBuffer::new(0), 0, IoOptions::new())
+            .start(Op::Flush, DmaBuffer::new(0), 0, IoOptions::new(), true)
             .await;
         r.map(|_| ())
     }
@@ -196,6 +196,21 @@ impl File {
     /// may wait for it too ([`IoHandle::waiter`]): a critical waiter promotes the
     /// request (RCP's inheritance through outstanding I/O).
     pub fn submit(&self, op: Op, buf: DmaBuffer, offset: u64, opts: IoOptions) -> IoHandle {
+        self.start(op, buf, offset, opts, false)
+    }
+
+    /// [`File::submit`]; `awaited`: the caller awaits the handle at once, so the task is
+    /// made a waiter of the I/O under the same lock as the submission (its first poll
+    /// then needs none: the I/O cannot complete before it, since completions are
+    /// handled by the task's own core between polls).
+    fn start(
+        &self,
+        op: Op,
+        buf: DmaBuffer,
+        offset: u64,
+        opts: IoOptions,
+        awaited: bool,
+    ) -> IoHandle {
         let len = if op == Op::Flush { 0 } else { buf.len() };
         let checked = if op == Op::Flush {
             Ok(())
@@ -207,6 +222,7 @@ impl File {
                 slot: u32::MAX,
                 early: Some((Err(e), buf)),
                 collected: true,
+                waiting: false,
             };
         }
         let read_only =
@@ -225,13 +241,13 @@ impl File {
                     buf,
                 )),
                 collected: true,
+                waiting: false,
             };
         }
         let slot = with(|inner, t| {
             let now = inner.now;
             let task = &inner.tasks[t as usize];
             let flow = task.flow;
-            let flow_name = task.ctx.flow_name().to_string();
             let boosted =
                 task.effective_class() == IoClass::Critical && task.ctx.class != IoClass::Critical;
             let mut class = opts.class.unwrap_or_else(|| task.effective_class());
@@ -245,7 +261,14 @@ impl File {
                 let f = &mut io.files[self.id as usize];
                 f.len = f.len.max(offset + len as u64);
             }
-            let job = io.job_of(flow, &flow_name, activity, class);
+            // Looked up without the flow's name (no allocation per I/O) once it exists.
+            let job = match io.jobs.get(&(flow.0, activity)) {
+                Some(&j) => j,
+                None => {
+                    let flow_name = inner.tasks[t as usize].ctx.flow_name().to_string();
+                    io.job_of(flow, &flow_name, activity, class)
+                }
+            };
             let s = io.alloc_slot();
             let r = NewRequest {
                 flow,
@@ -258,9 +281,10 @@ impl File {
             };
             // The real port needs the buffer before the next pump dispatches it.
             let ptr = buf.as_ptr() as usize;
+            let fixed = buf.fixed_index();
             let req = io.block.submit(now, r, s as u64);
             if let Port::Real(p) = &mut io.port {
-                p.set_buffer(req.0, ptr, r.offset);
+                p.set_buffer(req.0, ptr, r.offset, fixed);
             }
             let gen = io.slots[s as usize].gen;
             // Keep the slot's waiter list (its capacity): no allocation per I/O.
@@ -290,12 +314,18 @@ impl File {
             io.last_io_ns = now;
             inner.tasks[t as usize].outstanding.push(s);
             inner.charge += inner.cfg.costs.submit_ns;
+            if awaited {
+                let gen = inner.io.slots[s as usize].gen;
+                let waiting = !wait_on(inner, t, s, gen);
+                debug_assert!(waiting, "an I/O cannot end in the poll that issued it");
+            }
             s
         });
         IoHandle {
             slot,
             early: None,
             collected: false,
+            waiting: awaited,
         }
     }
 }
@@ -332,6 +362,8 @@ pub struct IoHandle {
     slot: u32,
     early: Option<(io::Result<usize>, DmaBuffer)>,
     collected: bool,
+    /// The task was made a waiter at submission: the first poll is pending at once.
+    waiting: bool,
 }
 
 impl IoHandle {
@@ -413,14 +445,22 @@ impl Future for IoHandle {
         if let Some(r) = self.early.take() {
             return Poll::Ready(r);
         }
+        if std::mem::take(&mut self.waiting) {
+            return Poll::Pending;
+        }
         let s = self.slot;
         let out = with(|inner, t| {
             let gen = inner.io.slots[s as usize].gen;
             if !wait_on(inner, t, s, gen) {
                 return None;
             }
-            // Done: the sample is taken now, when a waiting task runs again.
-            let now = inner.now;
+            // Done: the sample is taken now, when a waiting task runs again (on real
+            // files the clock is read: the turn's time is that of the completion's
+            // handling, and the wait after it is the "after device" part).
+            let now = match &inner.io.port {
+                Port::Real(p) => p.clock().max(inner.now),
+                Port::Sim(_) => inner.now,
+            };
             let io = &mut inner.io;
             let slot = &mut io.slots[s as usize];
             let f = slot.done.expect("ended");
@@ -441,6 +481,10 @@ impl Future for IoHandle {
             });
             let r = if f.ok {
                 Ok(n)
+            } else if io.is_real() {
+                Err(io::Error::other(format!(
+                    "{op} of {len} bytes failed: the kernel returned an error for it"
+                )))
             } else {
                 Err(io::Error::other(format!(
                     "{op} of {len} bytes failed on the simulated device (media error or timeout)"

@@ -1,0 +1,259 @@
+//! The real backend's run loop, thread per core (as glommio's and Seastar's executors):
+//! core 0 is the calling thread, cores 1..N are threads of their own, each with its own
+//! io_uring ([`CoreRing`]). A task runs on the core it was spawned on.
+//!
+//! # A core's turn
+//! 1. under the runtime's lock: read the clock; hand up to [`HANDLE_BATCH`] of the
+//!    completions this core reaped to the block layer (all of them after a round in
+//!    which a task spun in `cpu`, so a CPU burst delays them by one quantum at most) and
+//!    wake their waiters; wake the tasks of generic wakers; fire the timers due (any
+//!    core may: the timer heap is shared); recompute inheritance; pump the one block
+//!    layer; take this core's outbox (pieces of requests issued from this core, whoever
+//!    dispatched them) and the files its ring has not registered yet;
+//! 2. without the lock: register those files, write the SQEs, ring the doorbells of the
+//!    cores that got work, run one round of this core's run queue (the tasks runnable
+//!    at the start of the round, each polled once);
+//! 3. enter the ring: submit, and wait for a completion, the doorbell or the next timer
+//!    when nothing is runnable.
+//!
+//! # No lost wake-ups
+//! A core's doorbell read is armed before the core looks for work, and an eventfd keeps
+//! its count: a wake-up that comes after the look completes the read, so the wait ends.
+//!
+//! # The end
+//! The main task's end (or a deadlock: every core idle with nothing in flight and no
+//! timer) stops every core; each waits until its ring gave back every buffer, then
+//! drops the futures of its unfinished tasks on its own thread.
+
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use sluice_core::Nanos;
+
+use super::driver::stuck;
+use super::{Ev, Shared, TState, WakeKind};
+use crate::io::Port;
+use crate::real::{CoreRing, HANDLE_BATCH};
+
+/// How long an idle core waits in its ring before it looks again (ns).
+const IDLE_WAIT_NS: Nanos = 10_000_000;
+
+/// Run the cores until task `main` is done.
+pub(crate) fn run(sh: &Arc<Shared>, main: u32) -> Result<(), super::RunError> {
+    let n = {
+        let mut inner = sh.lock();
+        if inner.io.block.has_counters() {
+            inner.push(0, Ev::Sample);
+        }
+        inner.cfg.cores
+    };
+    std::thread::scope(|s| {
+        let mut threads = Vec::new();
+        for c in 1..n {
+            let sh2 = sh.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("sluice-core-{c}"))
+                .spawn_scoped(s, move || guarded(&sh2, c, main));
+            match spawned {
+                Ok(h) => threads.push(h),
+                Err(e) => {
+                    fail(
+                        sh,
+                        super::RunError::Core {
+                            core: c,
+                            why: format!("cannot start its thread: {e}"),
+                        },
+                    );
+                    break;
+                }
+            }
+        }
+        let r0 = guarded(sh, 0, main);
+        let mut panic = None;
+        for h in threads {
+            match h.join() {
+                Ok(Ok(r)) => drop(r),
+                Ok(Err(p)) | Err(p) => panic = panic.or(Some(p)),
+            }
+        }
+        let r0 = match r0 {
+            Ok(r) => r,
+            Err(p) => resume_unwind(p),
+        };
+        if let Some(p) = panic {
+            resume_unwind(p);
+        }
+        r0?;
+        match sh.lock().failure.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    })
+}
+
+type Panic = Box<dyn std::any::Any + Send + 'static>;
+
+/// Core `c`'s thread: its loop, then its tasks dropped; a panic stops every core.
+fn guarded(sh: &Arc<Shared>, c: u16, main: u32) -> Result<Result<(), super::RunError>, Panic> {
+    let r = catch_unwind(AssertUnwindSafe(|| core_loop(sh, c, main)));
+    if r.is_err() {
+        stop_all(sh);
+    }
+    if c != 0 {
+        // Core 0's tasks are dropped by `Stack::run`, after the report.
+        let _ = catch_unwind(AssertUnwindSafe(|| super::drop_tasks(sh, c)));
+    }
+    super::leave();
+    r
+}
+
+/// Stop every core.
+fn stop_all(sh: &Shared) {
+    let mut inner = sh.lock();
+    inner.stop = true;
+    for c in 0..inner.cfg.cores {
+        inner.kick(c);
+    }
+}
+
+fn fail(sh: &Shared, e: super::RunError) {
+    let mut inner = sh.lock();
+    if inner.failure.is_none() {
+        inner.failure = Some(e);
+    }
+    drop(inner);
+    stop_all(sh);
+}
+
+fn core_loop(sh: &Arc<Shared>, c: u16, main: u32) -> Result<(), super::RunError> {
+    super::enter(sh, c);
+    let mut ring = match CoreRing::new(&sh.wakes.bells[c as usize], sh.pool.as_deref()) {
+        Ok(r) => r,
+        Err(why) => {
+            fail(sh, super::RunError::Core { core: c, why });
+            return Ok(());
+        }
+    };
+    let r = turns(sh, c, main, &mut ring);
+    ring.drain();
+    if let Err(e) = r {
+        fail(sh, e);
+    }
+    Ok(())
+}
+
+fn turns(sh: &Arc<Shared>, c: u16, main: u32, ring: &mut CoreRing) -> Result<(), super::RunError> {
+    let ci = c as usize;
+    let mut out = Vec::with_capacity(crate::real::RING_CAP as usize);
+    let mut fds = Vec::new();
+    let mut wake = Vec::new();
+    loop {
+        let (budget, wait_ns) = {
+            let mut g = sh.lock();
+            let inner = &mut *g;
+            if inner.stop {
+                return Ok(());
+            }
+            inner.idle[ci] = false;
+            let Port::Real(p) = &inner.io.port else {
+                unreachable!("the threaded loop runs the real backend")
+            };
+            let now = p.clock().max(inner.now);
+            inner.now = now;
+            // 1. Completions this core reaped.
+            let n = if std::mem::take(&mut inner.cores[ci].spun) {
+                ring.cqes.len()
+            } else {
+                HANDLE_BATCH
+            };
+            let mut fin = inner.take_finished();
+            let io = &mut inner.io;
+            if let Port::Real(p) = &mut io.port {
+                for _ in 0..n {
+                    let Some((tag, res)) = ring.cqes.pop_front() else {
+                        break;
+                    };
+                    p.complete(&mut io.block, now, tag, res, &mut fin);
+                }
+            }
+            inner.finish_requests(&mut fin);
+            inner.keep_finished(fin);
+            // Generic wakers, timers.
+            if !sh.wakes.is_empty() {
+                for t in sh.wakes.take() {
+                    inner.wake(t, WakeKind::Other);
+                }
+            }
+            sh.due_events(inner, now);
+            // Inheritance, the block layer.
+            inner.refresh_deps();
+            inner.io.pump(now);
+            let want = inner.io.block.next_timer_ns();
+            if let Some(w) = want.filter(|_| want != inner.policy_timer) {
+                inner.policy_timer = want;
+                inner.push(w.max(now), Ev::PolicyTimer);
+            }
+            let io = &mut inner.io;
+            if let Port::Real(p) = &mut io.port {
+                p.take(
+                    &io.block,
+                    ci,
+                    ring.registered,
+                    &mut out,
+                    &mut fds,
+                    &mut wake,
+                );
+            }
+            for w in wake.drain(..) {
+                inner.kick(w as u16);
+            }
+            if inner.tasks[main as usize].state == TState::Done {
+                drop(g);
+                stop_all(sh);
+                ring.register(&fds).map_err(super::RunError::Ring)?;
+                ring.push(&out);
+                ring.enter(false, 0).map_err(super::RunError::Ring)?;
+                return Ok(());
+            }
+            let core = &inner.cores[ci];
+            let queued = core.fifo.len() + core.next.is_some() as usize;
+            let deadline = inner.events.peek().map(|std::cmp::Reverse((t, _, _))| *t);
+            if queued == 0 && ring.cqes.is_empty() {
+                inner.idle[ci] = true;
+                // Every core waits in its ring, and none has a task to run (a core's
+                // flag is from its last turn: a task queued on it since then, whose
+                // doorbell is on its way, is seen here).
+                let all_idle = inner.idle.iter().all(|&i| i);
+                let none_queued = inner
+                    .cores
+                    .iter()
+                    .all(|k| k.next.is_none() && k.fifo.is_empty() && k.current.is_none());
+                if all_idle
+                    && none_queued
+                    && deadline.is_none()
+                    && inner.io.block.inflight() == 0
+                    && out.is_empty()
+                    && inner.inbox.iter().all(Vec::is_empty)
+                    && sh.wakes.is_empty()
+                {
+                    let e = stuck(inner);
+                    drop(g);
+                    fail(sh, e);
+                    return Ok(());
+                }
+            }
+            let wait = deadline.map_or(IDLE_WAIT_NS, |d| d.saturating_sub(now).min(IDLE_WAIT_NS));
+            (queued, wait)
+        };
+        // 2. Files, SQEs, one round of the run queue.
+        ring.register(&fds).map_err(super::RunError::Ring)?;
+        fds.clear();
+        ring.push(&out);
+        out.clear();
+        let runnable = budget > 0 && sh.run_core_budget(ci, budget);
+        // 3. The ring: wait only when this core has nothing to run or to handle (a task
+        // another core makes runnable from now on rings this core's doorbell).
+        ring.enter(!runnable, wait_ns)
+            .map_err(super::RunError::Ring)?;
+    }
+}
