@@ -82,10 +82,20 @@ fn a_critical_writer_is_not_throttled_by_background_dirty_data() {
     assert!(s_off.peak_dirty > s_on.peak_dirty);
 }
 
-/// A normal task writes page 0 of a file and fsyncs it: its writeback sits behind a
-/// saturating writer's queue. 50 µs later a critical task rewrites page 0 and must wait
-/// for that writeback (stable pages). Returns the critical task's wait.
-fn writeback_wait(inherit: Inherit) -> u64 {
+/// The critical part of a writeback-wait scenario: what the critical task does with
+/// the file whose page 0 is under writeback.
+#[derive(Clone, Copy)]
+enum Critical {
+    /// Rewrite page 0 buffered (stable pages: wait for the writeback).
+    Rewrite,
+    /// Read page 0 directly (coherence: wait for the writeback).
+    DirectRead,
+}
+
+/// A normal task writes page 0 of a file buffered and fsyncs it: its writeback sits
+/// behind a saturating writer's queue. 50 µs later a critical task touches page 0 as
+/// `what` says and must wait for that writeback. Returns the critical task's wait.
+fn writeback_wait(inherit: Inherit, what: Critical) -> u64 {
     Stack::builder()
         .device("ull")
         .policy("rcp")
@@ -93,7 +103,7 @@ fn writeback_wait(inherit: Inherit) -> u64 {
         .cache(cache(4096, true))
         .build()
         .unwrap()
-        .run(|| async {
+        .run(move || async move {
             let bulk = spawn(TaskCtx::new("bulk"), async {
                 let f = File::create("bulk").await.unwrap();
                 let end = now() + 20 * MS;
@@ -125,7 +135,19 @@ fn writeback_wait(inherit: Inherit) -> u64 {
             let crit = spawn(TaskCtx::new("update").critical(), async move {
                 sleep(2 * MS + 50 * US).await;
                 let t0 = now();
-                f.write_buffered(0, &[2u8; 4096]).await.unwrap();
+                match what {
+                    Critical::Rewrite => {
+                        f.write_buffered(0, &[2u8; 4096]).await.unwrap();
+                    }
+                    Critical::DirectRead => {
+                        let (r, buf) = f.read_at(DmaBuffer::new(4096), 0).await;
+                        assert_eq!(r.unwrap(), 4096);
+                        assert!(
+                            buf.iter().all(|&b| b == 1),
+                            "the direct read sees the buffered write"
+                        );
+                    }
+                }
                 now() - t0
             });
             let waited = crit.await;
@@ -139,8 +161,8 @@ fn writeback_wait(inherit: Inherit) -> u64 {
 
 #[test]
 fn a_critical_task_waiting_on_writeback_promotes_that_write() {
-    let on = writeback_wait(Inherit::ON);
-    let off = writeback_wait(Inherit::OFF);
+    let on = writeback_wait(Inherit::ON, Critical::Rewrite);
+    let off = writeback_wait(Inherit::OFF, Critical::Rewrite);
     // ull: a 4 KiB write ≈ 10 µs, a 128 KiB one ≈ 60 µs; with inheritance the wait is
     // about one device write, without it the writeback waits behind the queue.
     assert!(on < 300 * US, "on {on}");
@@ -296,71 +318,10 @@ fn buffered_writes_made_durable_by_fsync_survive_a_crash() {
     }
 }
 
-/// A normal task writes page 0 buffered and fsyncs it: its writeback sits behind a
-/// saturating writer's queue. 50 µs later a critical task reads page 0 *directly*: it
-/// must wait for that writeback first (a direct read sees buffered writes). Returns the
-/// critical reader's wait.
-fn direct_read_wait(inherit: Inherit) -> u64 {
-    Stack::builder()
-        .device("ull")
-        .policy("rcp")
-        .inherit(inherit)
-        .cache(cache(4096, true))
-        .build()
-        .unwrap()
-        .run(|| async {
-            let bulk = spawn(TaskCtx::new("bulk"), async {
-                let f = File::create("bulk").await.unwrap();
-                let end = now() + 20 * MS;
-                let mut q = std::collections::VecDeque::new();
-                let mut off = 0;
-                while now() < end {
-                    while q.len() < 32 {
-                        q.push_back(f.submit(
-                            Op::Write,
-                            DmaBuffer::new(128 << 10),
-                            off,
-                            IoOptions::new(),
-                        ));
-                        off = (off + (128 << 10)) % (1 << 30);
-                    }
-                    q.pop_front().unwrap().await.0.unwrap();
-                }
-                for h in q {
-                    h.await.0.unwrap();
-                }
-            });
-            let f = File::create("table").await.unwrap();
-            let g = f;
-            let syncer = spawn(TaskCtx::new("checkpoint"), async move {
-                sleep(2 * MS).await;
-                g.write_buffered(0, &[1u8; 4096]).await.unwrap();
-                g.fsync().await.unwrap();
-            });
-            let crit = spawn(TaskCtx::new("get").critical(), async move {
-                sleep(2 * MS + 50 * US).await;
-                let t0 = now();
-                let (r, buf) = f.read_at(DmaBuffer::new(4096), 0).await;
-                assert_eq!(r.unwrap(), 4096);
-                assert!(
-                    buf.iter().all(|&b| b == 1),
-                    "the direct read sees the buffered write"
-                );
-                now() - t0
-            });
-            let waited = crit.await;
-            syncer.await;
-            bulk.await;
-            waited
-        })
-        .unwrap()
-        .value
-}
-
 #[test]
 fn a_critical_reader_waiting_on_writeback_promotes_that_write() {
-    let on = direct_read_wait(Inherit::ON);
-    let off = direct_read_wait(Inherit::OFF);
+    let on = writeback_wait(Inherit::ON, Critical::DirectRead);
+    let off = writeback_wait(Inherit::OFF, Critical::DirectRead);
     // The read itself is one more device read (≈ 10 µs on ull) after the writeback.
     assert!(on < 300 * US, "on {on}");
     assert!(off > 3 * on, "on {on} off {off}");
