@@ -199,7 +199,9 @@ impl Lat {
             Some(h) => Percentiles(
                 FIO_PERCENTILES
                     .iter()
-                    .map(|&p| (p, h.value_at_percentile(p)))
+                    // A histogram bucket reports its highest equivalent value, which
+                    // can pass the largest sample: no percentile is above the max.
+                    .map(|&p| (p, h.value_at_percentile(p).clamp(self.min, self.max)))
                     .collect(),
             ),
             None => Percentiles::default(),

@@ -107,6 +107,26 @@ fn percentiles_of_uniform_distribution() {
 }
 
 #[test]
+fn no_percentile_passes_the_largest_sample() {
+    // Every latency in one histogram bucket just below its top: the bucket's highest
+    // equivalent value is above the largest sample, the percentiles are not.
+    let mut c = Collector::new(setup(&[("f", 1)], &[("j", 0, IoClass::Normal)]));
+    for k in 0..100u64 {
+        let lat = 6_990_000 + k;
+        c.record(&sample(0, Op::Read, 4096, 10 * MS + k, (0, lat, 0)));
+    }
+    let r = c.finish(20 * MS, "none");
+    let clat = &r.jobs[0].read.clat_ns;
+    for (p, v) in &clat.percentile.0 {
+        assert!(
+            *v <= clat.max && *v >= clat.min,
+            "p{p} = {v}, max {}",
+            clat.max
+        );
+    }
+}
+
+#[test]
 fn breakdown_sums_to_clat() {
     let mut c = Collector::new(setup(&[("f", 1)], &[("j", 0, IoClass::Critical)]));
     let mut x = 12345u64;
