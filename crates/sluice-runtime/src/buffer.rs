@@ -28,7 +28,18 @@ impl DmaBuffer {
     /// A zeroed buffer of `len` bytes (at least 1 is allocated): from the running real
     /// stack's registered pool when it fits a free slot, from the heap otherwise.
     pub fn new(len: usize) -> DmaBuffer {
-        if let Some(pool) = crate::exec::current_pool().filter(|p| len <= p.slot_len) {
+        DmaBuffer::alloc(len, true)
+    }
+
+    /// A buffer outside the registered pool, for data held long (the page cache's
+    /// pages), so it does not take the slots the I/O path needs.
+    pub(crate) fn unpooled(len: usize) -> DmaBuffer {
+        DmaBuffer::alloc(len, false)
+    }
+
+    fn alloc(len: usize, pooled: bool) -> DmaBuffer {
+        let pool = pooled.then(crate::exec::current_pool).flatten();
+        if let Some(pool) = pool.filter(|p| len <= p.slot_len) {
             if let Some((i, ptr)) = pool.take() {
                 // SAFETY: the slot is `slot_len ≥ len` bytes, and ours until dropped.
                 unsafe { std::ptr::write_bytes(ptr, 0, len) };

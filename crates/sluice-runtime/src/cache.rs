@@ -283,7 +283,7 @@ impl File {
             // completes.
             let h = self.submit(
                 Op::Read,
-                DmaBuffer::new(PAGE as usize),
+                DmaBuffer::unpooled(PAGE as usize),
                 key.index * PAGE,
                 IoOptions::new(),
             );
@@ -358,7 +358,7 @@ impl File {
                             pc.write(key, off, data, None);
                             true
                         } else if pc.reserve() {
-                            pc.write(key, off, data, Some(DmaBuffer::new(PAGE as usize)));
+                            pc.write(key, off, data, Some(DmaBuffer::unpooled(PAGE as usize)));
                             true
                         } else {
                             false
