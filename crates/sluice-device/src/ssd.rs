@@ -10,6 +10,9 @@ use sluice_core::{Nanos, Op, QueueClass};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
+mod buffer;
+mod flash;
+
 /// One NVMe command as the host submits it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Command {
@@ -562,66 +565,6 @@ impl NvmeSsd {
         self.flash.as_ref().map(|f| f.ftl.stats)
     }
 
-    /// Whether a read is served from the write buffer (`[flash] buffer_reads` and all
-    /// its data still buffered); counts it.
-    #[inline]
-    fn read_from_buffer(&mut self, offset: u64, len: u64) -> bool {
-        match &mut self.flash {
-            Some(f) if f.buffer_reads && f.ftl.all_buffered(offset, len) => {
-                f.ftl.stats.buffer_reads += 1;
-                true
-            }
-            _ => false,
-        }
-    }
-
-    /// Book a transfer of `xfer_ns` for unit `u` on its channel, in the first free gap
-    /// at or after `at`, when channels are shared (else at once); `now` is the current
-    /// time (transfers that ended before it are forgotten). Returns (start, end).
-    #[inline]
-    fn channel(&mut self, u: u32, now: Nanos, at: Nanos, xfer_ns: Nanos) -> (Nanos, Nanos) {
-        let Some(f) = self.flash.as_mut().filter(|f| f.channels > 0) else {
-            return (at, at + xfer_ns);
-        };
-        let busy = &mut f.chan_busy[(u % f.channels) as usize];
-        while busy.front().is_some_and(|&(_, e)| e <= now) {
-            busy.pop_front();
-        }
-        let mut s = at;
-        let mut pos = busy.len();
-        for (i, &(bs, be)) in busy.iter().enumerate() {
-            if be <= s {
-                continue;
-            }
-            if bs >= s + xfer_ns {
-                pos = i;
-                break;
-            }
-            s = be;
-        }
-        busy.insert(pos, (s, s + xfer_ns));
-        (s, s + xfer_ns)
-    }
-
-    /// Garbage-collect on die `u` before programming `[offset, offset + bytes)` there
-    /// and map the piece; returns the die time the collection takes (copy-back reads
-    /// and programs, erases; see [`crate::ftl`]).
-    fn collect_garbage(&mut self, u: u32, offset: u64, bytes: u32) -> Nanos {
-        let f = self.flash.as_mut().expect("flash");
-        f.programming[u as usize] = (offset, bytes);
-        let w = f.ftl.program(u, offset, bytes as u64);
-        if w.copies == 0 && w.erases == 0 {
-            return 0;
-        }
-        let pages = (w.copies * f.map_bytes).div_ceil(self.stripe);
-        let (copy_prog, erase) = (f.copy_program.ns(w.copies * f.map_bytes), f.erase_ns);
-        let reads = self.vary(pages * self.read_ns, false);
-        let programs = self.vary(copy_prog, true);
-        let gc = reads + programs + w.erases * erase;
-        self.flash.as_mut().expect("flash").ftl.stats.gc_busy_ns += gc;
-        gc
-    }
-
     /// A media operation's time: its nominal cost, varied per the profile's `[service]`.
     #[inline]
     fn vary(&mut self, nominal_ns: Nanos, write: bool) -> Nanos {
@@ -729,96 +672,6 @@ impl NvmeSsd {
                 }
                 _ => Some(fe),
             },
-        }
-    }
-
-    /// Admit a write's data into the buffer at `at`: queue its pieces for destaging
-    /// and return its acknowledgement time.
-    fn admit(&mut self, at: Nanos, offset: u64, len: u32) -> Nanos {
-        let mut b = self.buffer.take().expect("buffer");
-        b.used += len as u64;
-        b.admitted_bytes += len as u64;
-        let round_robin = self.placement == WritePlacement::RoundRobin;
-        if let Some(f) = &mut self.flash {
-            f.ftl.buffer_in(offset, len as u64);
-        }
-        let mut pos = offset;
-        let mut left = len as u64;
-        loop {
-            let piece = pos;
-            let (unit, bytes) = self.next_piece(&mut pos, &mut left, round_robin);
-            let u = unit as usize;
-            b.pending[u].push_back((at, piece, bytes as u32));
-            if !b.programming[u] {
-                self.start_program(&mut b, u, at);
-            }
-            if left == 0 {
-                break;
-            }
-        }
-        let ack = at + b.ack_ns;
-        self.buffer = Some(b);
-        ack
-    }
-
-    /// Start the next pending program on unit `u` (not before `now`, its data, or the
-    /// unit's committed work).
-    fn start_program(&mut self, b: &mut BufferState, u: usize, now: Nanos) {
-        let Some((ready, offset, bytes)) = b.pending[u].pop_front() else {
-            b.programming[u] = false;
-            return;
-        };
-        let xfer = self.unit_xfer.ns(bytes as u64);
-        let program = self.vary(b.program.ns(bytes as u64), true);
-        let begin = now.max(ready).max(self.unit_free[u]);
-        let mut start = begin;
-        if self.flash.is_some() {
-            start += self.collect_garbage(u as u32, offset, bytes);
-        }
-        // The data crosses the die's channel (shared with the other dies on it when
-        // `[flash] channel_bus`), then the die programs it.
-        let (_, xe) = self.channel(u as u32, now, start, xfer);
-        let end = xe + program;
-        let cost = end - begin;
-        self.unit_free[u] = end;
-        self.stats.unit_busy_ns[u] += cost;
-        b.programming[u] = true;
-        self.push_event(end, PROGRAM | u as u32, bytes);
-    }
-
-    /// A destage program ended: free its room, admit waiting writes, wake flushes,
-    /// start the unit's next program.
-    fn program_end(&mut self, t: Nanos, unit: u32, bytes: u32) {
-        let mut b = self.buffer.take().expect("program without a buffer");
-        if let Some(f) = &mut self.flash {
-            let (offset, len) = f.programming[unit as usize];
-            f.ftl.buffer_out(offset, len as u64);
-        }
-        b.used -= bytes as u64;
-        b.destaged_bytes += bytes as u64;
-        while let Some(f) = b.flushes.front() {
-            if f.target > b.destaged_bytes {
-                break;
-            }
-            let done = f.ready.max(t) + self.complete_ns;
-            let slot = f.slot;
-            b.flushes.pop_front();
-            self.push_event(done, slot, 0);
-        }
-        self.start_program(&mut b, unit as usize, t);
-        self.buffer = Some(b);
-        loop {
-            let b = self.buffer.as_mut().expect("buffer");
-            let Some(&w) = b.waiters.front() else { break };
-            if b.used + w.len as u64 > b.capacity && b.used > 0 {
-                break;
-            }
-            b.waiters.pop_front();
-            let at = w.ready.max(t);
-            self.stats.buffer_full_waits += 1;
-            self.stats.buffer_wait_ns += at - w.ready;
-            let ack = self.admit(at, w.offset, w.len);
-            self.push_event(ack + self.complete_ns, w.slot, 0);
         }
     }
 

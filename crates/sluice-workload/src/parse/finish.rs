@@ -1,0 +1,369 @@
+//! The end of a job section: its draft checked and turned into a `JobSpec` (with its
+//! verify and steady-state settings and its file name resolved).
+
+use super::*;
+
+impl Parser<'_> {
+    pub(super) fn finish_job(
+        &mut self,
+        section: String,
+        line: usize,
+        d: Draft,
+    ) -> Result<JobSpec, WorkloadError> {
+        let name = d.name.clone().unwrap_or(section);
+        let defaults = JobSpec::default();
+        let rw = d.rw.unwrap_or(defaults.rw);
+        let header = self.loc(line);
+
+        // Files: nrfiles × filesize, side by side; size then defaults io_size.
+        let nrfiles = d.nrfiles.as_ref().map_or(1, |n| n.0);
+        let (file_size, size_where, size_at) = match (&d.filesize, &d.size) {
+            (Some((f, at)), _) => (
+                *f,
+                format!("filesize={} on {}", show_size(*f), self.where_(at)),
+                at.clone(),
+            ),
+            (None, Some((s, at))) => {
+                let per = s / nrfiles as u64;
+                if per == 0 {
+                    let n_at = d.nrfiles.as_ref().map_or(at, |n| &n.1);
+                    return Err(self.option_err_at(
+                        n_at,
+                        "nrfiles",
+                        format!(
+                            "size={} split over nrfiles={nrfiles} leaves less than a byte per file in job '{name}'; \
+                             use fewer files or a larger size",
+                            show_size(*s)
+                        ),
+                    ));
+                }
+                let w = if nrfiles > 1 {
+                    format!(
+                        "the file size {} (size={} on {} over nrfiles={nrfiles})",
+                        show_size(per),
+                        show_size(*s),
+                        self.where_(at)
+                    )
+                } else {
+                    format!("size={} on {}", show_size(*s), self.where_(at))
+                };
+                (per, w, at.clone())
+            }
+            (None, None) => {
+                let per = defaults.size / nrfiles as u64;
+                let w = if nrfiles > 1 {
+                    format!(
+                        "the file size {} (the default size {} over nrfiles={nrfiles})",
+                        show_size(per),
+                        show_size(defaults.size)
+                    )
+                } else {
+                    format!("the default size {}", show_size(defaults.size))
+                };
+                (per, w, header.clone())
+            }
+        };
+        let region = file_size.checked_mul(nrfiles as u64).ok_or_else(|| {
+            self.option_err_at(
+                &size_at,
+                "filesize",
+                format!("nrfiles × filesize overflows 64 bits in job '{name}'; use smaller files"),
+            )
+        })?;
+        let io_size = match (&d.io_size, &d.filesize, &d.size) {
+            (Some((n, _)), _, _) => Some(*n),
+            // fio: with filesize, size only sets how much I/O to do.
+            (None, Some(_), Some((s, _))) => Some(*s),
+            _ => None,
+        };
+        let offset = d.offset.as_ref().map_or(0, |o| o.0);
+        let mut sizes = [BlockSize::Fixed(4096), BlockSize::Fixed(4096)];
+        for (dir, slot) in sizes.iter_mut().enumerate() {
+            let used = if dir == 0 { rw.reads() } else { rw.writes() };
+            let (table, option, set_at) = match (&d.bssplit[dir], &d.bs[dir]) {
+                (Some((t, opt, at)), _) => (BlockSize::Split(t.clone()), *opt, Some(at)),
+                (None, Some((b, at))) => (BlockSize::Fixed(*b), "bs", Some(at)),
+                (None, None) => (BlockSize::Fixed(4096), "size", None),
+            };
+            let max = table.max_len() as u64;
+            if used && max > file_size {
+                let dir_name = if dir == 0 { "reads" } else { "writes" };
+                return Err(match set_at {
+                    Some(at) => self.option_err_at(
+                        at,
+                        option,
+                        format!(
+                            "block size {} for {dir_name} is larger than {size_where} in job '{name}'; \
+                             use a smaller block size or a larger size",
+                            show_size(max)
+                        ),
+                    ),
+                    None => self.option_err_at(
+                        &size_at,
+                        if d.filesize.is_some() { "filesize" } else { "size" },
+                        format!(
+                            "{size_where} in job '{name}' is smaller than the default block size 4KiB; \
+                             make it at least one block, or set bs"
+                        ),
+                    ),
+                });
+            }
+            *slot = table;
+        }
+        let [read_bs, write_bs] = sizes;
+        if offset.checked_add(region).is_none() {
+            let at = d.offset.as_ref().map_or(&header, |o| &o.1);
+            return Err(self.option_err_at(
+                at,
+                "offset",
+                format!("offset + size overflows 64 bits in job '{name}'; use a smaller offset"),
+            ));
+        }
+        // zoned_abs zones must fit in a file (fio stops on "sizes exceed file size").
+        let distribution = match d.distribution.clone() {
+            Some((dist, at)) => {
+                for dd in &dist {
+                    if let Distribution::ZonedAbs(z) = dd {
+                        let total: u64 = z.iter().map(|z| z.size).fold(0, u64::saturating_add);
+                        if total > file_size {
+                            return Err(self.option_err_at(
+                                &at,
+                                "random_distribution",
+                                format!(
+                                    "the zones add up to {}, more than {size_where} in job '{name}'; \
+                                     make the zones smaller or the file larger",
+                                    show_size(total)
+                                ),
+                            ));
+                        }
+                    }
+                }
+                if !rw.is_random() && dist.iter().any(|x| *x != Distribution::Uniform) {
+                    self.warnings.push(format!(
+                        "{}:{}: option 'random_distribution': no effect on the sequential rw={} of job '{name}'",
+                        at.origin, at.line, rw.name()
+                    ));
+                }
+                dist
+            }
+            None => [Distribution::Uniform, Distribution::Uniform],
+        };
+        let percentage_random = match d.percentage_random.clone() {
+            Some((p, at)) => {
+                if !rw.is_random() && p != [100, 100] {
+                    self.warnings.push(format!(
+                        "{}:{}: option 'percentage_random': no effect on the sequential rw={} of job '{name}' (as in fio)",
+                        at.origin, at.line, rw.name()
+                    ));
+                }
+                p
+            }
+            None => [100, 100],
+        };
+        let filename = self.resolve_file(&name, &d)?;
+        let verify = self.verify_of(&name, line, &d);
+        let steadystate = self.steady_of(&name, line, &d)?;
+        let logs = crate::job::LogSpec {
+            bw: d.log_bw.clone().map(|p| p.unwrap_or_else(|| name.clone())),
+            lat: d.log_lat.clone().map(|p| p.unwrap_or_else(|| name.clone())),
+            iops: d
+                .log_iops
+                .clone()
+                .map(|p| p.unwrap_or_else(|| name.clone())),
+            avg_msec: d.log_avg_msec,
+            per_job: d.per_job_logs.unwrap_or(true),
+        };
+        let class = if d.critical || d.prioclass == Some(1) {
+            if d.critical && d.prioclass == Some(3) {
+                self.warnings.push(format!(
+                    "{}:{line}: job '{name}' sets both sluice_critical=1 and prioclass=3 (idle); it is treated as critical",
+                    self.origin
+                ));
+            }
+            IoClass::Critical
+        } else if d.prioclass == Some(3) {
+            IoClass::Idle
+        } else {
+            IoClass::Normal
+        };
+        if d.time_based && d.runtime_ns.is_none() {
+            // fio itself needs a runtime for a time-based job to end.
+            return Err(WorkloadError::Option {
+                origin: self.origin.to_string(),
+                line,
+                option: "time_based".into(),
+                message: format!(
+                    "job '{name}' is time_based but has no runtime, so it would never end; \
+                     add runtime= (e.g. runtime=10s) or remove time_based"
+                ),
+            });
+        }
+        Ok(JobSpec {
+            flow: d.flow.unwrap_or_else(|| name.clone()),
+            weight: d
+                .weight
+                .unwrap_or_else(|| weight_from_prio(d.prio, d.prioclass)),
+            name,
+            line,
+            class,
+            rw,
+            rwmixread: d.rwmixread.unwrap_or(defaults.rwmixread),
+            bs: crate::job::BlockSizes {
+                read: read_bs,
+                write: write_bs,
+            },
+            size: region,
+            nrfiles,
+            file_service: d.file_service.unwrap_or(defaults.file_service),
+            io_size,
+            loops: d.loops.unwrap_or(1),
+            number_ios: d.number_ios,
+            distribution,
+            percentage_random,
+            rate_process: d.rate_process.unwrap_or(RateProcess::Linear),
+            exitall: d.exitall,
+            verify,
+            logs,
+            steadystate,
+            directory: d.directory.map(|x| x.0).unwrap_or_default(),
+            offset,
+            iodepth: d.iodepth.unwrap_or(1),
+            numjobs: d.numjobs.unwrap_or(1),
+            runtime_ns: d.runtime_ns,
+            time_based: d.time_based,
+            ramp_ns: d.ramp_ns,
+            startdelay_ns: d.startdelay_ns,
+            thinktime_ns: d.thinktime_ns,
+            rate_bytes: d.rate_bytes,
+            rate_bytes_total: d.rate_bytes_total,
+            rate_iops: d.rate_iops,
+            rate_iops_total: d.rate_iops_total,
+            randseed: d.randseed,
+            prio: d.prio,
+            prioclass: d.prioclass,
+            stonewall: d.stonewall,
+            filename,
+            passthrough: d.passthrough,
+        })
+    }
+
+    /// The job's verification: `verify=` if given, else `pattern` when
+    /// `verify_pattern` is given (as fio); the other verify options alone say they have
+    /// no effect.
+    pub(super) fn verify_of(&mut self, name: &str, line: usize, d: &Draft) -> Option<VerifySpec> {
+        let kind = match &d.verify {
+            Some((k, _)) => *k,
+            None => d.verify_pattern.as_ref().map(|_| VerifyKind::Pattern),
+        };
+        let Some(kind) = kind else {
+            if d.verify_fatal || d.verify_backlog.is_some() || d.do_verify == Some(true) {
+                self.warnings.push(format!(
+                    "{}:{line}: job '{name}' sets do_verify, verify_fatal or verify_backlog without verify; \
+                     they have no effect (add verify=crc32c, md5 or pattern)",
+                    self.origin
+                ));
+            }
+            return None;
+        };
+        Some(VerifySpec {
+            kind,
+            pattern: d.verify_pattern.clone().unwrap_or_default(),
+            do_verify: d.do_verify.unwrap_or(true),
+            backlog: d.verify_backlog,
+            fatal: d.verify_fatal,
+        })
+    }
+
+    /// The job's steady-state detection: on with `ss_dur` (fio's default criterion
+    /// `iops_slope:0.01%`), with at least one interval in the window (two for a slope).
+    pub(super) fn steady_of(
+        &mut self,
+        name: &str,
+        line: usize,
+        d: &Draft,
+    ) -> Result<Option<SteadySpec>, WorkloadError> {
+        let Some((dur_ns, dur_at)) = d.ss_dur.clone().filter(|x| x.0 > 0) else {
+            if let Some((_, at)) = &d.ss {
+                self.warnings.push(format!(
+                    "{}:{}: option 'steadystate': no effect without ss_dur (steadystate_duration) in job '{name}', as in fio",
+                    at.origin, at.line
+                ));
+            }
+            return Ok(None);
+        };
+        let (metric, slope, limit, percent) =
+            d.ss.as_ref()
+                .map_or((SteadyMetric::Iops, true, 0.01, true), |x| x.0);
+        let interval_ns = d.ss_interval.as_ref().map_or(1_000_000_000, |x| x.0);
+        let spec = SteadySpec {
+            metric,
+            slope,
+            limit,
+            percent,
+            dur_ns,
+            ramp_ns: d.ss_ramp,
+            interval_ns,
+        };
+        let need = if slope { 2 } else { 1 };
+        if spec.intervals() < need {
+            let _ = line;
+            return Err(self.option_err_at(
+                &dur_at,
+                "steadystate_duration",
+                format!(
+                    "ss_dur gives {} check interval(s) of {} ms in job '{name}'; {} needs at least {need}: \
+                     make ss_dur longer or steadystate_check_interval shorter",
+                    spec.intervals(),
+                    interval_ns / 1_000_000,
+                    spec.describe()
+                ),
+            ));
+        }
+        Ok(Some(spec))
+    }
+
+    /// The job's shared file name, as fio resolves it: `filename` (in the first
+    /// `directory` when relative), or a `filename_format` without `$jobnum` (every
+    /// thread of the job uses the same files); `None` when each thread has its own.
+    pub(super) fn resolve_file(
+        &mut self,
+        name: &str,
+        d: &Draft,
+    ) -> Result<Option<String>, WorkloadError> {
+        let dir0 = d.directory.as_ref().and_then(|(v, _)| v.first().cloned());
+        let join = |f: &str| match &dir0 {
+            Some(dir) if !Path::new(f).is_absolute() => {
+                Path::new(dir).join(f).display().to_string()
+            }
+            _ => f.to_string(),
+        };
+        if let Some((f, _)) = &d.filename {
+            return Ok(Some(join(f)));
+        }
+        if let Some((fmt, at)) = &d.filename_format {
+            let named = fmt
+                .replace("$jobname", name)
+                .replace("$clientuid", "")
+                .replace("$filenum", "0");
+            if !fmt.contains("$jobnum") {
+                return Ok(Some(join(&named)));
+            }
+            if !fmt.contains("$jobname") {
+                self.warnings.push(format!(
+                    "{}:{}: option 'filename_format': '{fmt}' gives threads of different jobs the same file names; \
+                     sluice gives each thread of job '{name}' its own region instead (files shared across jobs need filename=)",
+                    at.origin, at.line
+                ));
+            }
+            return Ok(None);
+        }
+        if let Some((_, at)) = &d.directory {
+            self.warnings.push(format!(
+                "{}:{}: option 'directory': job '{name}' names no file, so each thread gets its own region; \
+                 the directory only places named files (`sluice run` creates generated files in --directory)",
+                at.origin, at.line
+            ));
+        }
+        Ok(None)
+    }
+}
