@@ -408,7 +408,7 @@ impl File {
     /// critical caller), so a direct read sees buffered writes and a direct write is not
     /// overtaken by an older writeback.
     pub(crate) async fn direct_coherence(&self, offset: u64, len: usize) -> io::Result<()> {
-        if with(|inner, _| inner.io.cache.is_none()) || len == 0 {
+        if !crate::exec::current_has_cache() || len == 0 {
             return Ok(());
         }
         self.sync_range(PageRange::bytes(self.id(), offset, len as u64))
@@ -417,6 +417,9 @@ impl File {
 
     /// After a direct write: clean cached pages of its range are stale; drop them.
     pub(crate) fn direct_written(&self, offset: u64, len: usize) {
+        if !crate::exec::current_has_cache() {
+            return;
+        }
         if let Some(c) = with(|inner, _| inner.io.cache.clone()) {
             c.pc.borrow_mut()
                 .forget_clean(PageRange::bytes(self.id(), offset, len as u64));

@@ -48,8 +48,8 @@ mod driver;
 mod shared;
 pub use driver::RunError;
 pub(crate) use shared::{
-    current_pool, current_shared, discard_stale_futures, drop_tasks, enter, leave, put_local,
-    take_local, try_with, with, InnerGuard, Shared, WakeList, ALL_CORES, MY_CORE,
+    current_has_cache, current_pool, current_shared, discard_stale_futures, drop_tasks, enter,
+    leave, put_local, take_local, try_with, with, InnerGuard, Shared, WakeList, ALL_CORES, MY_CORE,
 };
 use shared::{TaskWaker, CUR_TASK};
 

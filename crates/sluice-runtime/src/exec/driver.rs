@@ -66,10 +66,12 @@ impl Shared {
         bells: Vec<sluice_engine::Doorbell>,
         pool: Option<Arc<crate::pool::BufferPool>>,
     ) -> Arc<Shared> {
+        let has_cache = inner.io.cache.is_some();
         Arc::new(Shared {
             inner: StdMutex::new(inner),
             wakes: Arc::new(WakeList::new(bells)),
             pool,
+            has_cache,
         })
     }
 

@@ -67,6 +67,8 @@ pub(crate) struct Shared {
     pub wakes: Arc<WakeList>,
     /// The registered buffer pool (real world).
     pub pool: Option<Arc<crate::pool::BufferPool>>,
+    /// Whether the stack has a page cache (fixed at build: read without the lock).
+    pub has_cache: bool,
 }
 
 /// The runtime's state, locked by this thread; on release, the doorbells of the cores
@@ -239,6 +241,12 @@ pub(crate) fn drop_tasks(sh: &Arc<Shared>, core: u16) {
 /// The registered buffer pool of this thread's running stack, if it has one.
 pub(crate) fn current_pool() -> Option<Arc<crate::pool::BufferPool>> {
     CURRENT.with(|c| c.borrow().as_ref().and_then(|sh| sh.pool.clone()))
+}
+
+/// Whether this thread's running stack has a page cache (no lock taken: the direct
+/// I/O path asks it on every read and write).
+pub(crate) fn current_has_cache() -> bool {
+    CURRENT.with(|c| c.borrow().as_ref().is_some_and(|sh| sh.has_cache))
 }
 
 /// The runtime of this thread, for spawning.
