@@ -1,10 +1,13 @@
 //! The runtime on real files (a temporary directory) through io_uring: the same program
 //! as in simulation. Where io_uring cannot be set up, each test says why and returns.
 
+mod common;
+use common::skip;
+
 use std::rc::Rc;
 
 use sluice_runtime::{
-    now, sleep, spawn, DmaBuffer, File, Inherit, IoOptions, Mutex, Op, RuntimeError, Stack, TaskCtx,
+    now, sleep, spawn, DmaBuffer, File, Inherit, IoOptions, Mutex, Op, Stack, TaskCtx,
 };
 
 fn stack(dir: &std::path::Path, policy: &str, inherit: Inherit) -> Option<Stack> {
@@ -18,15 +21,6 @@ fn stack(dir: &std::path::Path, policy: &str, inherit: Inherit) -> Option<Stack>
         Ok(s) => Some(s),
         Err(e) => panic!("{e}"),
     }
-}
-
-fn skip(e: &RuntimeError) -> bool {
-    let m = e.to_string();
-    if m.contains("cannot create an io_uring") || m.contains("file table") {
-        eprintln!("io_uring unavailable, test skipped: {m}");
-        return true;
-    }
-    false
 }
 
 #[test]

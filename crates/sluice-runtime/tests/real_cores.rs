@@ -3,13 +3,16 @@
 //! that do not hold back other tasks' completions. Where io_uring cannot be set up, each
 //! test says why and returns.
 
+mod common;
+use common::skip;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sluice_runtime::{
     cpu, current_class, sleep, spawn, spawn_on, yield_now, Condvar, DmaBuffer, File, Inherit,
-    IoClass, Mutex, RunOutput, RuntimeError, Stack, TaskCtx,
+    IoClass, Mutex, RunOutput, Stack, TaskCtx,
 };
 
 fn run<T: 'static, Fut: std::future::Future<Output = T> + 'static>(
@@ -31,15 +34,6 @@ fn run<T: 'static, Fut: std::future::Future<Output = T> + 'static>(
         Err(e) if skip(&e) => None,
         Err(e) => panic!("{e}"),
     }
-}
-
-fn skip(e: &RuntimeError) -> bool {
-    let m = e.to_string();
-    if m.contains("cannot create an io_uring") || m.contains("file table") {
-        eprintln!("io_uring unavailable, test skipped: {m}");
-        return true;
-    }
-    false
 }
 
 #[test]
