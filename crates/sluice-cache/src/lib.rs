@@ -63,6 +63,39 @@ pub struct PageKey {
 /// A frame of the cache.
 pub type FrameId = u32;
 
+/// A page buffer: its bytes, or none where data is not modelled (the simulator's
+/// fio jobs carry no data: [`NoData`]). Every `AsRef<[u8]> + AsMut<[u8]>` buffer is
+/// one.
+pub trait PageData {
+    /// The bytes, if data is modelled.
+    fn bytes(&self) -> Option<&[u8]>;
+    /// The bytes to change, if data is modelled.
+    fn bytes_mut(&mut self) -> Option<&mut [u8]>;
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> PageData for T {
+    fn bytes(&self) -> Option<&[u8]> {
+        Some(self.as_ref())
+    }
+    fn bytes_mut(&mut self) -> Option<&mut [u8]> {
+        Some(self.as_mut())
+    }
+}
+
+/// A page without data: the cache keeps states and accounting only (copies are
+/// skipped).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NoData;
+
+impl PageData for NoData {
+    fn bytes(&self) -> Option<&[u8]> {
+        None
+    }
+    fn bytes_mut(&mut self) -> Option<&mut [u8]> {
+        None
+    }
+}
+
 /// Pages `first..=last` of a file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PageRange {
@@ -282,7 +315,7 @@ pub struct PageCache<B> {
     stats: CacheStats,
 }
 
-impl<B: AsRef<[u8]> + AsMut<[u8]>> PageCache<B> {
+impl<B: PageData> PageCache<B> {
     /// An empty cache.
     ///
     /// # Panics
@@ -352,7 +385,9 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> PageCache<B> {
 
     /// Copy bytes `off..off + out.len()` of frame `f` into `out`.
     pub fn read(&self, f: FrameId, off: usize, out: &mut [u8]) {
-        out.copy_from_slice(&self.frame(f).data.as_ref()[off..off + out.len()]);
+        if let Some(b) = self.frame(f).data.bytes() {
+            out.copy_from_slice(&b[off..off + out.len()]);
+        }
     }
 
     /// Room for one more page (a read about to be issued, or a new page a write
@@ -468,7 +503,9 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> PageCache<B> {
             fr.state != State::Writeback,
             "write to a page under writeback"
         );
-        fr.data.as_mut()[off..off + data.len()].copy_from_slice(data);
+        if let Some(b) = fr.data.bytes_mut() {
+            b[off..off + data.len()].copy_from_slice(data);
+        }
         fr.referenced = true;
         if fr.state == State::Clean {
             fr.state = State::Dirty;
@@ -560,7 +597,9 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> PageCache<B> {
     }
 
     fn install(&mut self, key: PageKey, data: B, state: State) -> FrameId {
-        assert_eq!(data.as_ref().len() as u64, PAGE, "a page buffer is 4 KiB");
+        if let Some(b) = data.bytes() {
+            assert_eq!(b.len() as u64, PAGE, "a page buffer is 4 KiB");
+        }
         let frame = Frame {
             key,
             data,
@@ -623,6 +662,8 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> PageCache<B> {
         self.frames[f as usize].as_mut().expect("live frame")
     }
 }
+
+pub mod front;
 
 #[cfg(test)]
 mod tests;

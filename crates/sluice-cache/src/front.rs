@@ -1,0 +1,497 @@
+//! # The buffered front: fio's buffered jobs through the page cache
+//!
+//! fio jobs with `direct=0` (or `buffered=1`) read and write through the host's page
+//! cache. In sluice both request loops that run fio jobs — the simulator's
+//! (`sluice sim`) and the real engine's workers (`sluice run`) — hand such a job's
+//! I/Os to this one state machine, which sits between the job threads and the one
+//! [`BlockLayer`]: written once, driven by both. It reads no clock (the caller passes
+//! `now`), sleeps on nothing and spawns nothing.
+//!
+//! ## What a job's I/O does here
+//! * **read**: pages in the cache are copied out at once (a hit); the missing pages
+//!   are read from the device in runs of contiguous pages (one device read per run,
+//!   at most [`FrontConfig::run_pages`]) under the reader's class and flow, with
+//!   AIOS's **lazy indexing**: a run's pages are only *reserved* when its read is
+//!   issued and are indexed when it completes, so a second reader that misses on the
+//!   same page meanwhile issues a **duplicate read**; the later of the two is
+//!   abandoned when it completes (the reader is given the indexed page, see
+//!   [`PageCache::insert_read`]). A read whose page was written and left the cache
+//!   while it was in flight is stale: that page is read again. The I/O completes when
+//!   every page has been copied out. There is no readahead.
+//! * **write**: completes as soon as its bytes are in the cache (dirty pages). It
+//!   first waits for every page of its range under writeback (stable pages); a
+//!   **critical** writer that waits on a writeback **promotes** that write in the
+//!   block layer (RCP §4.4: inheritance through outstanding I/O); a partial page not
+//!   cached is read first (read-modify-write); a writer about to dirty new pages waits
+//!   while dirty + writeback pages are at its class's limit (RCP's class-aware dirty
+//!   limits, [`CacheConfig::dirty_limit`]): the throttled writers of a class wait in
+//!   FIFO order.
+//! * **fsync** (fio's `fsync=`, `fdatasync=`, `end_fsync`, `fsync_on_close`): starts
+//!   writeback of every dirty page of the file under the caller's class and flow,
+//!   waits for every writeback of the file in flight (promoting them for a critical
+//!   caller), then sends a device FLUSH; it completes with the flush. A raw fio file
+//!   has no metadata, so `fdatasync` is the same operation here.
+//!
+//! ## Writeback
+//! Background writeback is the flusher's job, not the writers': it runs while dirty
+//! pages are above [`CacheConfig::background_pages`] or a writer waits for room or for
+//! its limit, in (file, page) order, in runs of contiguous dirty pages, as
+//! **non-critical** I/O charged to the file's flow (cgroup writeback charges the
+//! owner), with at most [`FrontConfig::writeback_pages`] pages in flight.
+//!
+//! ## The protocol
+//! The client [`submit`](Front::submit)s each I/O of a buffered job with an id of its
+//! own; the front submits device requests to the block layer with tokens that have
+//! [`FRONT_TOKEN`] set; the client routes every [`Finished`] whose token has it to
+//! [`Front::finished`]. Both calls push the job I/Os that completed to `done`. Data is
+//! optional: the simulator's jobs carry none ([`crate::NoData`] pages, `()` buffers),
+//! the engine's carry their slot buffers.
+
+use std::collections::{HashMap, VecDeque};
+
+use sluice_block::{BlockLayer, Finished, Meter};
+use sluice_core::{FlowId, IoClass, Nanos, ReqId};
+
+use crate::{CacheConfig, CacheStats, PageCache};
+use crate::{PageData, PageKey, PAGE};
+
+mod paths;
+#[cfg(test)]
+mod tests;
+
+/// Tokens of the front's own device requests have this bit set.
+pub const FRONT_TOKEN: u64 = 1 << 63;
+
+/// The front's settings.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FrontConfig {
+    /// The page cache.
+    pub cache: CacheConfig,
+    /// Most pages under background writeback at once (256 = 1 MiB).
+    pub writeback_pages: usize,
+    /// Most pages in one device read or write (32 = 128 KiB).
+    pub run_pages: u32,
+}
+
+impl Default for FrontConfig {
+    fn default() -> Self {
+        FrontConfig {
+            cache: CacheConfig::default(),
+            writeback_pages: 256,
+            run_pages: 32,
+        }
+    }
+}
+
+/// A file the front serves: where its pages are on the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrontFile {
+    /// Byte offset of the file's first page in the block layer's address space.
+    pub base: u64,
+    /// The flow its background writeback is charged to.
+    pub flow: FlowId,
+}
+
+/// What a job's I/O asks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrontOp {
+    /// Read bytes.
+    Read,
+    /// Write bytes.
+    Write,
+    /// Make the file's written bytes durable (fsync / fdatasync).
+    Fsync,
+}
+
+/// A job's I/O buffer: its bytes, where data is carried.
+pub trait IoBuf {
+    /// The I/O's bytes (`len` of them), or `None` when data is not modelled.
+    fn bytes(&mut self) -> Option<&mut [u8]>;
+}
+
+impl IoBuf for () {
+    fn bytes(&mut self) -> Option<&mut [u8]> {
+        None
+    }
+}
+
+/// Where the front's page and device-I/O buffers come from.
+pub trait Alloc {
+    /// A buffer (zeroed, `len` bytes; DMA-aligned where the device needs it).
+    type Buf: PageData;
+    /// A new buffer of `len` bytes.
+    fn alloc(&mut self, len: usize) -> Self::Buf;
+}
+
+/// No data: buffers are [`crate::NoData`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoAlloc;
+
+impl Alloc for NoAlloc {
+    type Buf = crate::NoData;
+    fn alloc(&mut self, _len: usize) -> crate::NoData {
+        crate::NoData
+    }
+}
+
+/// One I/O of a buffered job.
+#[derive(Debug)]
+pub struct FrontIo<D> {
+    /// The client's id (returned in [`FrontDone`]).
+    pub id: u64,
+    /// The file (an index into the files given to [`Front::new`]).
+    pub file: u32,
+    /// Read, write or fsync.
+    pub op: FrontOp,
+    /// Byte offset in the file (ignored by fsync).
+    pub offset: u64,
+    /// Length in bytes (ignored by fsync).
+    pub len: u32,
+    /// The issuing job's class: its dirty limit, and its device I/O's class.
+    pub class: IoClass,
+    /// The issuing job's flow (its device reads and fsyncs are charged to it).
+    pub flow: FlowId,
+    /// The data.
+    pub data: D,
+}
+
+/// A job's I/O that completed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrontDone {
+    /// The client's id.
+    pub id: u64,
+    /// False when a device request it needed failed.
+    pub ok: bool,
+    /// Admission, dispatch and device completion of the last device request it waited
+    /// on, or all `now` when it needed none (a hit, a write into the cache).
+    pub admit_ns: Nanos,
+    /// See `admit_ns`.
+    pub dispatch_ns: Nanos,
+    /// See `admit_ns`.
+    pub device_done_ns: Nanos,
+}
+
+/// The front's counters beside the cache's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct FrontStats {
+    /// The page cache's counters.
+    #[serde(flatten)]
+    pub cache: CacheStats,
+    /// Device reads issued (runs of pages).
+    pub device_reads: u64,
+    /// Device writes issued (runs of pages written back).
+    pub device_writes: u64,
+    /// Flushes issued by fsyncs.
+    pub flushes: u64,
+    /// Writebacks promoted to critical because a critical task waited on them.
+    pub promotions: u64,
+}
+
+#[derive(Debug)]
+struct Pending<D> {
+    io: FrontIo<D>,
+    /// Reads issued for it and not yet taken.
+    reads_left: u32,
+    /// A read: pages below this are copied or being read; a write: a
+    /// read-modify-write read is in flight.
+    next_page: u64,
+    /// A read: pages to read again (their read was stale).
+    redo: Vec<u64>,
+    /// An fsync: its writeback was started.
+    started: bool,
+    ok: bool,
+    times: Option<(Nanos, Nanos, Nanos)>,
+}
+
+#[derive(Debug)]
+enum Kind {
+    /// A read of pages for job I/O `waiter` (a read, or a write's read-modify-write).
+    Read { waiter: u32 },
+    /// Pages written back.
+    Writeback,
+    /// An fsync's flush.
+    Flush { waiter: u32 },
+}
+
+#[derive(Debug)]
+struct Dev<B> {
+    kind: Kind,
+    file: u32,
+    first: u64,
+    n: u32,
+    buf: Option<B>,
+    id: ReqId,
+}
+
+/// Where a blocked job I/O waits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Blocked {
+    /// Page reads of its own.
+    Reads,
+    /// A writeback (token).
+    Writeback(u64),
+    /// Its class's dirty limit.
+    Limit,
+    /// Room in the cache.
+    Room,
+}
+
+/// The buffered front (see the module docs). `D`: the job I/Os' buffers; `A`: where
+/// page buffers come from.
+#[derive(Debug)]
+pub struct Front<D, A: Alloc> {
+    cfg: FrontConfig,
+    pc: PageCache<A::Buf>,
+    alloc: A,
+    files: Vec<FrontFile>,
+    pending: Vec<Option<Pending<D>>>,
+    free: Vec<u32>,
+    devs: HashMap<u64, Dev<A::Buf>>,
+    next_seq: u64,
+    /// Job I/Os waiting for a writeback, by its token.
+    wb_waiters: HashMap<u64, Vec<u32>>,
+    /// Writers at their dirty limit: critical, others (FIFO each).
+    throttled: [VecDeque<u32>; 2],
+    /// Job I/Os waiting for room in the cache.
+    no_room: VecDeque<u32>,
+    /// Pages under writeback started by the flusher.
+    wb_inflight: usize,
+    stats: FrontStats,
+}
+
+impl<D: IoBuf, A: Alloc> Front<D, A> {
+    /// A front over an empty cache serving `files`.
+    ///
+    /// # Panics
+    /// If `cfg.cache` does not validate (check it with [`CacheConfig::validate`]).
+    pub fn new(cfg: FrontConfig, files: Vec<FrontFile>, alloc: A) -> Self {
+        Front {
+            cfg,
+            pc: PageCache::new(cfg.cache),
+            alloc,
+            files,
+            pending: Vec::new(),
+            free: Vec::new(),
+            devs: HashMap::new(),
+            next_seq: 0,
+            wb_waiters: HashMap::new(),
+            throttled: [VecDeque::new(), VecDeque::new()],
+            no_room: VecDeque::new(),
+            wb_inflight: 0,
+            stats: FrontStats::default(),
+        }
+    }
+
+    /// Whether a block-layer token is one of the front's.
+    pub fn owns(token: u64) -> bool {
+        token & FRONT_TOKEN != 0
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> FrontStats {
+        FrontStats {
+            cache: self.pc.stats(),
+            ..self.stats
+        }
+    }
+
+    /// The page cache (read-only: pages, dirty pages, settings).
+    pub fn cache(&self) -> &PageCache<A::Buf> {
+        &self.pc
+    }
+
+    /// Job I/Os not yet completed.
+    pub fn pending(&self) -> usize {
+        self.pending.len() - self.free.len()
+    }
+
+    /// The buffer of the front's device request `token` (for the engine's SQE).
+    pub fn device_buf(&mut self, token: u64) -> Option<&mut A::Buf> {
+        self.devs.get_mut(&(token & !FRONT_TOKEN))?.buf.as_mut()
+    }
+
+    /// A job's I/O arrives; device requests go out on queue `hwq`.
+    pub fn submit<M: Meter>(
+        &mut self,
+        now: Nanos,
+        io: FrontIo<D>,
+        hwq: u16,
+        block: &mut BlockLayer<M>,
+        done: &mut Vec<FrontDone>,
+    ) {
+        let p = Pending {
+            next_page: io.offset / PAGE,
+            io,
+            reads_left: 0,
+            redo: Vec::new(),
+            started: false,
+            ok: true,
+            times: None,
+        };
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.pending[i as usize] = Some(p);
+                i
+            }
+            None => {
+                self.pending.push(Some(p));
+                (self.pending.len() - 1) as u32
+            }
+        };
+        let mut cx = Cx {
+            now,
+            hwq,
+            block,
+            done,
+        };
+        self.attempt(&mut cx, i);
+        self.kick(&mut cx);
+    }
+
+    /// One of the front's device requests finished (its token has [`FRONT_TOKEN`]).
+    pub fn finished<M: Meter>(
+        &mut self,
+        now: Nanos,
+        f: &Finished,
+        hwq: u16,
+        block: &mut BlockLayer<M>,
+        done: &mut Vec<FrontDone>,
+    ) {
+        let seq = f.token & !FRONT_TOKEN;
+        let d = self.devs.remove(&seq).expect("a front request in flight");
+        let times = (f.admit_ns, f.dispatch_ns, f.device_done_ns);
+        let mut cx = Cx {
+            now,
+            hwq,
+            block,
+            done,
+        };
+        match d.kind {
+            Kind::Read { waiter } => self.read_done(&mut cx, d, waiter, f.ok, times),
+            Kind::Writeback => {
+                for i in 0..d.n as u64 {
+                    let key = PageKey {
+                        file: d.file,
+                        index: d.first + i,
+                    };
+                    self.pc.end_writeback(key, seq, f.ok);
+                }
+                self.wb_inflight = self.wb_inflight.saturating_sub(d.n as usize);
+                for w in self.wb_waiters.remove(&seq).unwrap_or_default() {
+                    let p = self.p(w);
+                    p.times = Some(times);
+                    self.attempt(&mut cx, w);
+                }
+                self.wake_blocked(&mut cx);
+            }
+            Kind::Flush { waiter } => {
+                let p = self.p(waiter);
+                p.ok &= f.ok;
+                p.times = Some(times);
+                self.complete(&mut cx, waiter);
+            }
+        }
+        self.kick(&mut cx);
+    }
+
+    fn p(&mut self, i: u32) -> &mut Pending<D> {
+        self.pending[i as usize]
+            .as_mut()
+            .expect("a pending job I/O")
+    }
+
+    /// Try to make progress on job I/O `i`; it completes or is left waiting.
+    fn attempt<M: Meter>(&mut self, cx: &mut Cx<'_, M>, i: u32) {
+        let blocked = match self.p(i).io.op {
+            FrontOp::Read => self.try_read(cx, i),
+            FrontOp::Write => self.try_write(cx, i),
+            FrontOp::Fsync => self.try_fsync(cx, i),
+        };
+        match blocked {
+            None => self.complete(cx, i),
+            Some(Blocked::Reads) => {}
+            Some(Blocked::Writeback(tok)) => {
+                self.wb_waiters.entry(tok).or_default().push(i);
+                if self.p(i).io.class == IoClass::Critical {
+                    self.promote(cx, tok);
+                }
+            }
+            Some(Blocked::Limit) => {
+                self.pc.note_throttled();
+                let c = usize::from(self.p(i).io.class != IoClass::Critical);
+                self.throttled[c].push_back(i);
+            }
+            Some(Blocked::Room) => self.no_room.push_back(i),
+        }
+    }
+
+    /// RCP: a critical task waits on the writeback `tok`: raise it to critical.
+    fn promote<M: Meter>(&mut self, cx: &mut Cx<'_, M>, tok: u64) {
+        if let Some(d) = self.devs.get(&tok) {
+            if cx.block.promote(cx.now, d.id) {
+                self.stats.promotions += 1;
+            }
+        }
+    }
+
+    /// The flusher: background writeback while dirty pages are above the background
+    /// threshold or a writer waits for room or its limit.
+    fn kick<M: Meter>(&mut self, cx: &mut Cx<'_, M>) {
+        while self.wb_inflight < self.cfg.writeback_pages {
+            let need = self.pc.dirty_pages() > self.pc.config().background_pages()
+                || !self.throttled.iter().all(VecDeque::is_empty)
+                || !self.no_room.is_empty();
+            if !need || !self.write_back(cx, None, IoClass::Normal, FlowId(0)) {
+                break;
+            }
+        }
+    }
+
+    /// Writebacks ended or pages arrived: the writers at their limit (critical first,
+    /// each class in FIFO order) and the I/Os waiting for room try again.
+    fn wake_blocked<M: Meter>(&mut self, cx: &mut Cx<'_, M>) {
+        for c in 0..2 {
+            let q = std::mem::take(&mut self.throttled[c]);
+            for i in q {
+                let class = self.p(i).io.class;
+                if self.pc.may_dirty(class) {
+                    self.attempt(cx, i);
+                } else {
+                    self.throttled[c].push_back(i);
+                }
+            }
+        }
+        let q = std::mem::take(&mut self.no_room);
+        for i in q {
+            self.attempt(cx, i);
+        }
+    }
+
+    fn complete<M: Meter>(&mut self, cx: &mut Cx<'_, M>, i: u32) {
+        let p = self.pending[i as usize].take().expect("a pending job I/O");
+        self.free.push(i);
+        let (a, d, dd) = p.times.unwrap_or((cx.now, cx.now, cx.now));
+        cx.done.push(FrontDone {
+            id: p.io.id,
+            ok: p.ok,
+            admit_ns: a,
+            dispatch_ns: d,
+            device_done_ns: dd,
+        });
+    }
+}
+
+/// The bytes `lo..hi` of `offset..offset + len` that page `index` holds.
+pub(crate) fn page_part(offset: u64, len: u32, index: u64) -> (u64, u64) {
+    let lo = offset.max(index * PAGE);
+    let hi = (offset + len as u64).min((index + 1) * PAGE);
+    (lo, hi)
+}
+
+/// The caller's context of one call.
+pub(crate) struct Cx<'a, M: Meter> {
+    pub(crate) now: Nanos,
+    pub(crate) hwq: u16,
+    pub(crate) block: &'a mut BlockLayer<M>,
+    pub(crate) done: &'a mut Vec<FrontDone>,
+}
