@@ -439,3 +439,52 @@ mod tests {
         assert!(parse_policy_list(&["x=1".to_string()]).is_err());
     }
 }
+
+/// The page cache of buffered jobs (`direct=0`), options `sim` and `run` share.
+#[derive(clap::Args, Debug, Clone)]
+pub struct CacheArgs {
+    /// Size of sluice's page cache for buffered jobs (`direct=0`), e.g. `64m`, `1g`.
+    #[arg(long, value_name = "SIZE", default_value = "64m")]
+    pub page_cache: String,
+    /// Dirty ratios of the page cache: `NORMAL,CRITICAL` (RCP's class-aware limits:
+    /// non-critical writers may dirty up to NORMAL of the cache, critical ones up to
+    /// CRITICAL), in percent.
+    #[arg(long, value_name = "N%,C%", default_value = "1%,20%")]
+    pub dirty_ratio: String,
+    /// One dirty limit for every writer (the CRITICAL ratio), as Linux: the baseline of
+    /// RCP's class-aware limits.
+    #[arg(long)]
+    pub single_dirty_limit: bool,
+}
+
+impl CacheArgs {
+    /// The buffered front's settings.
+    pub fn front_config(&self) -> Result<sluice_cache::front::FrontConfig, CliError> {
+        let bytes = sluice_workload::units::parse_size(&self.page_cache)
+            .map_err(|e| CliError::Usage(format!("--page-cache {}: {e}", self.page_cache)))?;
+        let pct = |s: &str| -> Result<f64, CliError> {
+            let v = s.trim().trim_end_matches('%');
+            v.parse::<f64>().map(|x| x / 100.0).map_err(|_| {
+                CliError::Usage(format!(
+                    "--dirty-ratio {}: cannot read '{s}' as a percentage; write e.g. 1%,20%",
+                    self.dirty_ratio
+                ))
+            })
+        };
+        let (n, c) = self.dirty_ratio.split_once(',').ok_or_else(|| {
+            CliError::Usage(format!(
+                "--dirty-ratio {}: give two ratios NORMAL,CRITICAL, e.g. 1%,20%",
+                self.dirty_ratio
+            ))
+        })?;
+        let mut cfg = sluice_cache::front::FrontConfig::default();
+        cfg.cache.pages = (bytes / sluice_cache::PAGE) as usize;
+        cfg.cache.dirty_ratio_normal = pct(n)?;
+        cfg.cache.dirty_ratio_critical = pct(c)?;
+        cfg.cache.class_limits = !self.single_dirty_limit;
+        cfg.cache
+            .validate()
+            .map_err(|e| CliError::Usage(format!("--page-cache/--dirty-ratio: {e}")))?;
+        Ok(cfg)
+    }
+}

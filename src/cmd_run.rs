@@ -59,6 +59,8 @@ pub struct RunArgs {
     #[arg(long, default_value = "252,126,42")]
     wrr: String,
     #[command(flatten)]
+    cache: sluice::cli::CacheArgs,
+    #[command(flatten)]
     out: OutputArgs,
 }
 
@@ -101,6 +103,7 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
         ring_cap: args.ring_cap,
         wrr_weights: parse_wrr(&args.wrr)?,
         submit_batch: args.submit_batch,
+        page_cache: args.cache.front_config()?,
     };
 
     // Ctrl-C (or SIGTERM) once: stop and report what was measured; twice: exit now.

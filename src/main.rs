@@ -104,6 +104,8 @@ struct SimArgs {
     #[arg(long, value_name = "SPEC")]
     faults: Option<String>,
     #[command(flatten)]
+    cache: sluice::cli::CacheArgs,
+    #[command(flatten)]
     out: OutputArgs,
 }
 
@@ -252,6 +254,7 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
             None => sluice::device::FaultConfig::none(),
         },
         stop: Some(stop.clone()),
+        page_cache: args.cache.front_config()?,
         ..SimConfig::default()
     };
     let show_progress = !args.out.quiet && std::io::stderr().is_terminal();

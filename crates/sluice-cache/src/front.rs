@@ -90,6 +90,9 @@ pub struct FrontFile {
     pub base: u64,
     /// The flow its background writeback is charged to.
     pub flow: FlowId,
+    /// The hardware queue (simulated core, engine worker) its device I/O goes out on:
+    /// the one whose ring has the file open.
+    pub hwq: u16,
 }
 
 /// What a job's I/O asks.
@@ -305,17 +308,32 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
         self.pending.len() - self.free.len()
     }
 
-    /// The buffer of the front's device request `token` (for the engine's SQE).
-    pub fn device_buf(&mut self, token: u64) -> Option<&mut A::Buf> {
-        self.devs.get_mut(&(token & !FRONT_TOKEN))?.buf.as_mut()
+    /// The buffer of the front's device request `token` from its byte `dev_offset`
+    /// (in the block layer's address space: a piece's offset) on, for the engine's
+    /// SQE; `None` for a flush, or without data.
+    pub fn device_buf(&mut self, token: u64, dev_offset: u64) -> Option<&mut [u8]> {
+        let d = self.devs.get_mut(&(token & !FRONT_TOKEN))?;
+        let start = self.files[d.file as usize].base + d.first * PAGE;
+        let at = dev_offset.checked_sub(start)? as usize;
+        d.buf.as_mut()?.bytes_mut()?.get_mut(at..)
     }
 
-    /// A job's I/O arrives; device requests go out on queue `hwq`.
+    /// The file of the front's device request `token`.
+    pub fn device_file(&self, token: u64) -> Option<FrontFile> {
+        let d = self.devs.get(&(token & !FRONT_TOKEN))?;
+        Some(self.files[d.file as usize])
+    }
+
+    /// The files served.
+    pub fn files(&self) -> &[FrontFile] {
+        &self.files
+    }
+
+    /// A job's I/O arrives.
     pub fn submit<M: Meter>(
         &mut self,
         now: Nanos,
         io: FrontIo<D>,
-        hwq: u16,
         block: &mut BlockLayer<M>,
         done: &mut Vec<FrontDone>,
     ) {
@@ -338,12 +356,7 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
                 (self.pending.len() - 1) as u32
             }
         };
-        let mut cx = Cx {
-            now,
-            hwq,
-            block,
-            done,
-        };
+        let mut cx = Cx { now, block, done };
         self.attempt(&mut cx, i);
         self.kick(&mut cx);
     }
@@ -353,19 +366,13 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
         &mut self,
         now: Nanos,
         f: &Finished,
-        hwq: u16,
         block: &mut BlockLayer<M>,
         done: &mut Vec<FrontDone>,
     ) {
         let seq = f.token & !FRONT_TOKEN;
         let d = self.devs.remove(&seq).expect("a front request in flight");
         let times = (f.admit_ns, f.dispatch_ns, f.device_done_ns);
-        let mut cx = Cx {
-            now,
-            hwq,
-            block,
-            done,
-        };
+        let mut cx = Cx { now, block, done };
         match d.kind {
             Kind::Read { waiter } => self.read_done(&mut cx, d, waiter, f.ok, times),
             Kind::Writeback => {
@@ -491,7 +498,27 @@ pub(crate) fn page_part(offset: u64, len: u32, index: u64) -> (u64, u64) {
 /// The caller's context of one call.
 pub(crate) struct Cx<'a, M: Meter> {
     pub(crate) now: Nanos,
-    pub(crate) hwq: u16,
     pub(crate) block: &'a mut BlockLayer<M>,
     pub(crate) done: &'a mut Vec<FrontDone>,
+}
+
+/// Whether a job (named `name`, whose largest I/O is `max_io` bytes and whose file
+/// ends at byte `end`) can run buffered with `cfg`: its file must end on a page (pages
+/// are read and written whole), and its largest I/O must take at most a quarter of the
+/// cache (a write needs all its pages at once).
+pub fn check_job(cfg: &FrontConfig, name: &str, max_io: u32, end: u64) -> Result<(), String> {
+    if !end.is_multiple_of(PAGE) {
+        return Err(format!(
+            "job '{name}': a buffered job (direct=0) works in 4 KiB pages, but its file ends at byte {end}; give offset and size as multiples of 4k"
+        ));
+    }
+    let pages = (max_io as u64).div_ceil(PAGE) + 1;
+    if pages * 4 > cfg.cache.pages as u64 {
+        return Err(format!(
+            "job '{name}': its {max_io}-byte I/Os need {pages} pages, more than a quarter of the {}-page cache; give a larger --page-cache (at least {} KiB) or a smaller bs",
+            cfg.cache.pages,
+            pages * 4 * PAGE / 1024
+        ));
+    }
+    Ok(())
 }

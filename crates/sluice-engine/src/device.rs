@@ -148,6 +148,8 @@ impl DevicePort for RingPort {
 pub(crate) struct DevState {
     pub block: BlockLayer<PolicyTime>,
     pub port: RingPort,
+    /// The page cache of buffered jobs, if any job is.
+    pub front: Option<crate::buffered::EngineFront>,
 }
 
 /// The SQE a worker writes for one piece, copied out of the shared state.
@@ -160,6 +162,9 @@ pub(crate) struct Outgoing {
     /// Device address space offset of the piece.
     pub offset: u64,
     pub len: u32,
+    /// A piece of the page cache's own I/O: its buffer's address (0 for a flush) and
+    /// its file's base; `None` for a job's request (its slot's buffer).
+    pub front: Option<(usize, u64)>,
 }
 
 impl DevState {
@@ -187,16 +192,33 @@ impl DevState {
     ) {
         self.block.pump(now_ns, &mut self.port);
         let block = &self.block;
+        let front = &mut self.front;
         self.port.take_outbox(
             me,
             |tag| {
                 let p = block.piece(tag);
+                let token = block.request(p.req.id).token;
+                let front = (token & sluice_cache::front::FRONT_TOKEN != 0).then(|| {
+                    let f = &mut front
+                        .as_mut()
+                        .expect("front requests come from the cache")
+                        .front;
+                    let base = f
+                        .device_file(token)
+                        .expect("a front request in flight")
+                        .base;
+                    let buf = f
+                        .device_buf(token, p.req.offset)
+                        .map_or(0, |b| b.as_mut_ptr() as usize);
+                    (buf, base)
+                });
                 out.push(Outgoing {
                     tag,
-                    slot: block.request(p.req.id).token as u32,
+                    slot: token as u32,
                     op: p.req.op,
                     offset: p.req.offset,
                     len: p.req.len,
+                    front,
                 });
             },
             wake,

@@ -11,6 +11,9 @@ use sluice_core::Nanos;
 /// created, so a refused run leaves nothing behind.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
+    /// A buffered job (`direct=0`) cannot run through the page cache as configured.
+    #[error("{0}")]
+    Buffered(String),
     /// The job list was empty.
     #[error("no jobs to run")]
     NoJobs,

@@ -47,6 +47,7 @@
 
 mod arbiter;
 mod buf;
+mod buffered;
 mod device;
 mod early;
 mod error;
@@ -107,6 +108,8 @@ pub struct EngineConfig {
     /// many are ready (the rest go with the next wait); 1 gives each I/O to the kernel
     /// at once, as fio does. Default 4.
     pub submit_batch: u32,
+    /// The page cache of buffered jobs (`direct=0`; used only when a job is).
+    pub page_cache: sluice_cache::front::FrontConfig,
 }
 
 impl Default for EngineConfig {
@@ -122,6 +125,7 @@ impl Default for EngineConfig {
             ring_cap: None,
             wrr_weights: D2FQ_WEIGHTS,
             submit_batch: 4,
+            page_cache: sluice_cache::front::FrontConfig::default(),
         }
     }
 }
@@ -305,6 +309,28 @@ pub fn run(
     run_with(jobs, files, policy, cfg, stop, progress)
 }
 
+/// Whether the buffered jobs can run through the page cache as configured.
+fn check_buffered(
+    jobs: &[JobSpec],
+    cfg: &sluice_cache::front::FrontConfig,
+) -> Result<(), EngineError> {
+    cfg.cache
+        .validate()
+        .map_err(|e| EngineError::Buffered(e.to_string()))?;
+    for s in jobs.iter().filter(|s| s.buffered) {
+        if s.verify.is_some() {
+            return Err(EngineError::Buffered(format!(
+                "job '{}': verify with direct=0 is not supported (verify checks what reaches the device); give direct=1 or drop verify",
+                s.name
+            )));
+        }
+        let max_io = s.bs.read.max_len().max(s.bs.write.max_len());
+        sluice_cache::front::check_job(cfg, &s.name, max_io, s.offset + s.size)
+            .map_err(EngineError::Buffered)?;
+    }
+    Ok(())
+}
+
 /// [`run`] with a policy object instead of a specification: for embedders and tests
 /// with policies of their own. The one policy object serves every worker (see
 /// [`EngineConfig::workers`]).
@@ -370,9 +396,34 @@ pub fn run_with(
         .map(|s| s.numjobs as u64 * s.iodepth.max(1) as u64)
         .sum();
     let max_inflight = (4 * total_depth.max(cap as u64)).min(u32::MAX as u64 / 2) as u32;
+    // Buffered jobs' files in the page cache: each file's cache I/O goes out on the
+    // first worker that has it open.
+    let mut front_files: Vec<sluice_cache::front::FrontFile> = Vec::new();
+    for p in &plans {
+        for &(_, j, _, _, base) in &p.threads {
+            if jobs[j as usize].buffered && !front_files.iter().any(|f| f.base == base) {
+                front_files.push(sluice_cache::front::FrontFile {
+                    base,
+                    flow: job_flow[j as usize],
+                    hwq: p.index as u16,
+                });
+            }
+        }
+    }
+    let front = if front_files.is_empty() {
+        None
+    } else {
+        check_buffered(jobs, &cfg.page_cache)?;
+        Some(buffered::EngineFront::new(
+            cfg.page_cache,
+            front_files,
+            n_workers,
+        ))
+    };
     let dev = Mutex::new(DevState {
         block: BlockLayer::with_meter(policy, &flows, PolicyTime::new(), total_depth as usize),
         port: RingPort::new(n_workers, cap, max_inflight, cfg.wrr_weights),
+        front,
     });
     let bells: Vec<Doorbell> = (0..n_workers)
         .map(|_| Doorbell::new())
@@ -637,6 +688,7 @@ fn fill_extra(
                 .collect(),
             verify: stats.verify.clone(),
         }),
+        page_cache: dev.front.as_ref().map(|f| f.front.stats()),
         ..Extra::from_block("io_uring", cfg.seed, block)
     };
 }

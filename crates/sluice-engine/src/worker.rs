@@ -41,11 +41,14 @@ use sluice_metrics::Sample;
 use sluice_workload::{IoSource, IoSpec, JobSpec, NextIo};
 
 use crate::buf::{AlignedBuf, BUF_ALIGN};
+use crate::buffered::SlotData;
 use crate::device::{DevState, Doorbell, Outgoing};
 use crate::error::EngineError;
 use crate::ring::new_ring;
 use crate::verify::Verifier;
+use sluice_cache::front::{FrontDone, FrontIo, FRONT_TOKEN};
 
+mod buffered;
 mod kernel;
 mod setup;
 mod verify_hook;
@@ -120,6 +123,8 @@ struct Thread {
     wake_at: Nanos,
     /// The job's data verification (`verify=`), if any.
     verify: Option<Box<Verifier>>,
+    /// Its file in the page cache, for a buffered job.
+    front_file: Option<u32>,
 }
 
 #[derive(Debug, Clone)]
@@ -158,6 +163,12 @@ pub(crate) struct Worker<'a> {
     free_slots: Vec<u32>,
     /// Requests the job threads issued this turn, for the block layer.
     new_reqs: Vec<(NewRequest, u32)>,
+    /// Buffered jobs' I/Os issued this turn, for the page cache.
+    new_front: Vec<FrontIo<SlotData>>,
+    /// Buffered jobs' I/Os the page cache completed, to hand to their threads.
+    front_done: Vec<FrontDone>,
+    /// Request slot → (op, bytes, submitted) of a buffered job's I/O.
+    slot_io: Vec<(Op, u32, Nanos)>,
     /// CQEs of this turn: (user_data, result).
     cqes: Vec<(u64, i32)>,
     finished: Vec<Finished>,
@@ -230,10 +241,24 @@ impl<'a> Worker<'a> {
             self.clock();
             self.timers();
             self.sync(None)?;
-            if self.active == 0 && self.outstanding == 0 {
+            // The page cache's own I/O in this ring ends before the worker does (its
+            // buffers stay the cache's until their completions are reaped).
+            if self.active == 0 && self.outstanding == 0 && self.in_ring == 0 {
                 break;
             }
-            self.enter()?;
+            if self.new_front.is_empty() {
+                self.enter()?;
+            } else {
+                // The page cache completed I/Os at once (hits, writes into the cache)
+                // and their threads issued more: go round without waiting.
+                self.res.enters += 1;
+                self.ring
+                    .submit()
+                    .map_err(|source| EngineError::RingFailed {
+                        worker: self.index,
+                        source,
+                    })?;
+            }
             self.reap()?;
             if self.samples.len() >= SAMPLE_BATCH || self.now >= self.last_flush + FLUSH_NS {
                 self.flush();
@@ -371,8 +396,13 @@ impl<'a> Worker<'a> {
             } else if th.verify.as_ref().is_some_and(|v| v.busy()) {
                 return;
             } else {
-                match th.source.next(now, self.jobs[th.job as usize].pacer_base) {
+                match th.source.next_with(
+                    now,
+                    self.jobs[th.job as usize].pacer_base,
+                    th.outstanding,
+                ) {
                     NextIo::Issue(io) => io,
+                    NextIo::Drain => return,
                     NextIo::At(at) => {
                         self.wake(t, at);
                         return;
@@ -426,7 +456,11 @@ impl<'a> Worker<'a> {
                 v.fill(buf, io.offset);
             }
             self.outstanding += 1;
-            self.new_reqs.push((r, slot));
+            if let Some(file) = th.front_file {
+                self.issue_buffered(slot, file, r, io.offset, now);
+            } else {
+                self.new_reqs.push((r, slot));
+            }
         }
     }
 
@@ -436,26 +470,41 @@ impl<'a> Worker<'a> {
     /// write the SQEs and handle the finished requests.
     fn sync(&mut self, done: Option<(usize, usize, Nanos)>) -> Result<(), EngineError> {
         let dev_lock = self.dev;
-        let mut dev = dev_lock.lock().expect("device lock");
+        let mut guard = dev_lock.lock().expect("device lock");
+        let dev = &mut *guard;
+        let now = self.now;
         if let Some((from, to, t_dev)) = done {
             for i in from..to {
                 let (ud, res) = self.cqes[i];
                 let tag = ud as u32;
                 let p = dev.block.piece(tag).req;
                 let ok = res >= 0 && (p.op == Op::Flush || res as u32 == p.len);
-                if !ok {
-                    let slot = dev.block.request(p.id).token as u32;
-                    self.note_error(slot, p.op, p.len, p.offset, res);
+                let token = dev.block.request(p.id).token;
+                if !ok && token & FRONT_TOKEN == 0 {
+                    self.note_error(token as u32, p.op, p.len, p.offset, res);
                 }
                 self.in_ring -= 1;
                 if let Some(f) = dev.complete(t_dev, tag, ok) {
-                    self.finished.push(f);
+                    if f.token & FRONT_TOKEN != 0 {
+                        let ef = dev
+                            .front
+                            .as_mut()
+                            .expect("front requests come from the cache");
+                        ef.front.finished(t_dev, &f, &mut dev.block, &mut ef.done);
+                    } else {
+                        self.finished.push(f);
+                    }
                 }
             }
         }
-        let now = self.now;
         for (r, slot) in self.new_reqs.drain(..) {
             dev.block.submit(now, r, slot as u64);
+        }
+        if let Some(ef) = dev.front.as_mut() {
+            for io in self.new_front.drain(..) {
+                ef.front.submit(now, io, &mut dev.block, &mut ef.done);
+            }
+            ef.route(self.index, &mut self.front_done, &mut self.to_wake);
         }
         dev.block.fire_timer(now);
         dev.pump_and_take(now, self.index, &mut self.outgoing, &mut self.to_wake);
@@ -466,7 +515,7 @@ impl<'a> Worker<'a> {
             None
         };
         let policy = dev.block.policy().name();
-        drop(dev);
+        drop(guard);
         for w in self.to_wake.drain(..) {
             self.bells[w].ring();
         }
@@ -485,6 +534,7 @@ impl<'a> Worker<'a> {
             self.request_done(f);
         }
         self.finished = finished;
+        self.buffered_done();
         Ok(())
     }
 

@@ -49,6 +49,9 @@ pub struct Extra {
     /// FIOS's slowdowns against alone-runs (`sluice sim --alone`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fios: Option<FiosFigures>,
+    /// The page cache of buffered fio jobs (`direct=0`), when a job was buffered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page_cache: Option<sluice_cache::front::FrontStats>,
 }
 
 impl Extra {

@@ -24,6 +24,9 @@ pub struct SimConfig {
     /// Set (e.g. by a Ctrl-C handler) to end every job now and report what was measured
     /// so far; looked at every 65 536 events.
     pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// The page cache of buffered jobs (`direct=0`): its size, dirty limits and
+    /// writeback (used only when a job is buffered).
+    pub page_cache: sluice_cache::front::FrontConfig,
 }
 
 impl Default for SimConfig {
@@ -35,6 +38,7 @@ impl Default for SimConfig {
             max_sim_ns: 24 * 3600 * 1_000_000_000,
             faults: FaultConfig::none(),
             stop: None,
+            page_cache: sluice_cache::front::FrontConfig::default(),
         }
     }
 }
@@ -54,6 +58,9 @@ pub enum SimError {
     /// More threads than the simulator can index.
     #[error("too many threads ({0}); at most 65535 over all jobs")]
     TooManyThreads(u64),
+    /// A buffered job cannot run through the page cache as configured.
+    #[error("{0}")]
+    PageCache(String),
     /// The run is larger than sluice's limits (docs/limits.md).
     #[error("{0}")]
     Limit(#[from] sluice_workload::LimitError),

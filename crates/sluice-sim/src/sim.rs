@@ -15,6 +15,9 @@ use crate::config::{LittleCheck, SimConfig, SimError, SimOutput, SimStats};
 use crate::events::{Event, EventQueue};
 use crate::port::SimPort;
 
+mod buffered;
+use buffered::Buffered;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ThreadState {
     /// Its job has not started.
@@ -32,6 +35,8 @@ struct Thread {
     job: u32,
     source: IoSource,
     base: u64,
+    /// Its file in the page cache (buffered jobs).
+    file: u32,
     hwq: u16,
     outstanding: u32,
     iodepth: u32,
@@ -67,6 +72,8 @@ struct Sim<'a> {
     groups: Vec<Vec<u32>>,
     group: usize,
     completions: Vec<DeviceCompletion>,
+    /// The page cache of buffered jobs (`direct=0`), if any job is.
+    buffered: Option<Buffered>,
     timer_armed: Option<Nanos>,
     now: Nanos,
     /// When the last job ended (the end of the measurement; draining comes after).
@@ -138,6 +145,7 @@ impl<'a> Sim<'a> {
         // Threads and their address ranges: every (job, thread) has its own region
         // unless jobs name the same `filename`, which then share one.
         let mut bases: BTreeMap<String, u64> = BTreeMap::new();
+        let mut files: Vec<(u64, FlowId, u16)> = Vec::new();
         let mut next_base: u64 = 0;
         let align = |x: u64| x.div_ceil(1 << 20) << 20;
         let mut threads = Vec::with_capacity(total_threads as usize);
@@ -159,10 +167,18 @@ impl<'a> Sim<'a> {
                     b
                 });
                 let global = threads.len() as u32;
+                let file = match files.iter().position(|f| f.0 == base) {
+                    Some(i) => i,
+                    None => {
+                        files.push((base, job_flow[j], (global % cfg.cores as u32) as u16));
+                        files.len() - 1
+                    }
+                } as u32;
                 threads.push(Thread {
                     job: j as u32,
                     source: IoSource::new(spec, j, t, cfg.seed),
                     base,
+                    file,
                     hwq: (global % cfg.cores as u32) as u16,
                     outstanding: 0,
                     iodepth: spec.iodepth.max(1),
@@ -193,9 +209,11 @@ impl<'a> Sim<'a> {
         // Preallocate for the usual depths; deeper runs grow as requests arrive.
         let block = BlockLayer::with_meter(policy, &flows, sluice_block::NoMeter, cap.min(1 << 16));
 
+        let buffered = Buffered::for_jobs(specs, &cfg.page_cache, &files)?;
         Ok(Sim {
             specs,
             cfg,
+            buffered,
             block,
             port: SimPort::new(device),
             collector: Collector::new(setup).with_fio_logs(specs),
@@ -451,18 +469,23 @@ impl<'a> Sim<'a> {
             if th.outstanding >= th.iodepth {
                 return;
             }
-            let io = match th.source.next(now, self.jobs[th.job as usize].start_ns) {
-                NextIo::Issue(io) => io,
-                NextIo::At(at) => {
-                    self.wake(t, at);
-                    return;
-                }
-                NextIo::Exhausted => {
-                    th.state = ThreadState::Stopping;
-                    self.maybe_thread_done(t);
-                    return;
-                }
-            };
+            let io =
+                match th
+                    .source
+                    .next_with(now, self.jobs[th.job as usize].start_ns, th.outstanding)
+                {
+                    NextIo::Issue(io) => io,
+                    NextIo::At(at) => {
+                        self.wake(t, at);
+                        return;
+                    }
+                    NextIo::Drain => return,
+                    NextIo::Exhausted => {
+                        th.state = ThreadState::Stopping;
+                        self.maybe_thread_done(t);
+                        return;
+                    }
+                };
             th.outstanding += 1;
             let (job, base, hwq) = (th.job, th.base, th.hwq);
             self.submit(t, job, base, hwq, io);
@@ -473,6 +496,10 @@ impl<'a> Sim<'a> {
         let rt = &self.jobs[job as usize];
         self.in_system += 1;
         self.in_system_submit_sum += self.now as u128;
+        if self.specs[job as usize].buffered {
+            self.submit_buffered(thread, io);
+            return;
+        }
         let r = NewRequest {
             flow: rt.flow,
             op: io.op,
@@ -503,18 +530,27 @@ impl<'a> Sim<'a> {
         self.port.device.advance(self.now, &mut done);
         for c in done.drain(..) {
             if let Some(f) = self.block.piece_done(self.now, c.tag, c.ok) {
-                self.request_done(f);
+                if sluice_cache::front::FRONT_TOKEN & f.token != 0 {
+                    self.front_finished(f);
+                } else {
+                    self.request_done(f);
+                }
             }
         }
         self.completions = done;
     }
 
     fn request_done(&mut self, rs: Finished) {
+        self.io_done(rs.token as u32, &rs);
+    }
+
+    /// Thread `t`'s I/O `rs` completed (a request of a direct job, or a buffered job's
+    /// I/O through the page cache, then with its device times).
+    fn io_done(&mut self, t: u32, rs: &Finished) {
         self.in_system -= 1;
         self.in_system_submit_sum -= rs.submit_ns as u128;
         self.ios += 1;
         self.latency_sum_ns += (self.now - rs.submit_ns) as u128;
-        let t = rs.token as u32;
         let th = &mut self.threads[t as usize];
         th.outstanding -= 1;
         let job = th.job as usize;
@@ -641,6 +677,7 @@ impl<'a> Sim<'a> {
                 littles_law_l: round6(l),
                 littles_law_lambda_w: round6(lambda_w),
             }),
+            page_cache: self.buffered.as_ref().map(Buffered::stats),
             ..Extra::from_block("sim", self.cfg.seed, &self.block)
         };
         SimOutput {

@@ -327,6 +327,12 @@ pub struct JobSpec {
     /// Wait for all earlier jobs to finish before starting (`stonewall`,
     /// `wait_for_previous`).
     pub stonewall: bool,
+    /// Buffered I/O through sluice's page cache (`direct=0`, `buffered=1`).
+    pub buffered: bool,
+    /// A sync after every this many writes (`fsync=N`, `fdatasync=N`; 0: none).
+    pub fsync_every: u32,
+    /// A sync when the thread is done (`end_fsync`, `fsync_on_close`).
+    pub end_fsync: bool,
     /// `filename`: jobs naming the same file share one address range.
     pub filename: Option<String>,
     /// Options accepted but not acted on, as written (`ioengine`, `direct`,
@@ -378,6 +384,9 @@ impl Default for JobSpec {
             prioclass: None,
             stonewall: false,
             filename: None,
+            buffered: false,
+            fsync_every: 0,
+            end_fsync: false,
             passthrough: Vec::new(),
         }
     }

@@ -63,9 +63,11 @@
 //!
 //! More of fio's options — files (`filesize`, `nrfiles`, `file_service_type`,
 //! `directory`, `filename_format`), amounts (`io_size`, `loops`, `number_ios`),
-//! `bsrange`, `random_distribution`, `percentage_random`, `rate_process`, `exitall` —
-//! and every option sluice accepts with no effect, does not support yet (buffered I/O
-//! and syncing: a warning, the job runs as direct I/O) or refuses are listed, with what
+//! `bsrange`, `random_distribution`, `percentage_random`, `rate_process`, `exitall`,
+//! buffered I/O (`direct=0`, `buffered=1`) and syncs (`fsync`, `fdatasync`,
+//! `end_fsync`, `fsync_on_close`) — and every option sluice accepts with no effect,
+//! does not support yet (other syncing options: a warning, the job runs without them)
+//! or refuses are listed, with what
 //! each does in sluice, by [`option_table`]; `docs/workloads.md` holds the same list,
 //! generated from it. Options accepted without action are recorded in
 //! [`JobSpec::passthrough`]; each gives one warning per file saying why it has no
@@ -124,8 +126,8 @@
 //!   file per thread for `sluice run`).
 //!
 //! Not supported: `offset_increment`, `zonemode`, trim, verification, per-I/O
-//! priorities (`cmdprio*`), `rw=…:N` modifiers, file-size ranges, buffered I/O and
-//! syncing (see [`option_table`]).
+//! priorities (`cmdprio*`), `rw=…:N` modifiers, file-size ranges, `sync=1`,
+//! `sync_file_range`, `write_barrier` (see [`option_table`]).
 //!
 //! ## Generation
 //!

@@ -11,10 +11,9 @@ pub enum Support {
     /// Accepted, with one warning per option and file saying it has no effect in sluice
     /// (it concerns fio's own bookkeeping, output or host set-up, not the I/O stream).
     NoEffect,
-    /// Buffered I/O and syncing, which belong to the store/cache layer sluice does not
-    /// have yet: accepted with a warning (the job runs as direct I/O without flushes),
-    /// as `direct=0` always was. Values in [`OptionInfo::quiet`] ask for nothing
-    /// unsupported and pass silently.
+    /// Syncing options sluice does not act on yet: accepted with a warning (the job
+    /// runs without them). Values in [`OptionInfo::quiet`] ask for nothing unsupported
+    /// and pass silently.
     NotYet,
     /// It changes what the job does in a way sluice cannot reproduce: an error naming
     /// file, line, option and value (a warning with `--ignore-unknown`). Values in
@@ -28,7 +27,9 @@ impl Support {
         match self {
             Support::Yes => "Options sluice acts on",
             Support::NoEffect => "Accepted, with no effect (one warning per option)",
-            Support::NotYet => "Not supported yet: buffered I/O and syncing (a warning; the job runs as direct I/O)",
+            Support::NotYet => {
+                "Not supported yet: other syncing options (a warning; the job runs without them)"
+            }
             Support::Refused => "Refused (an error; a warning with `--ignore-unknown`)",
         }
     }
@@ -111,7 +112,7 @@ const HOST: &str = "host set-up of fio's own threads; sluice's simulator has no 
 const ENGINE_OPT: &str =
     "a tuning knob of fio's engine; sluice submits through its own simulator or io_uring engine";
 const DATA: &str = "the contents of write buffers; the simulator carries no data and `sluice run` writes pseudo-random data";
-const SYNC: &str = "sluice has no page cache or file system yet (the store/cache layer); the job runs as direct I/O without flushes";
+const SYNC: &str = "not acted on yet (sluice's page cache does fsync, fdatasync, end_fsync and fsync_on_close); the job runs without it";
 
 static TABLE: &[OptionInfo] = &[
     // ------------------------------------------------------------- acted on
@@ -148,6 +149,12 @@ static TABLE: &[OptionInfo] = &[
     o("prioclass", &[], Yes, "prioclass=2", "1 real time (critical), 2 best effort, 3 idle"),
     o("stonewall", &["wait_for_previous"], Yes, "stonewall", "wait for all earlier jobs to finish first"),
     o("exitall", &[], Yes, "exitall", "when this job ends, every job of its stonewall group ends (both worlds)"),
+    o("direct", &[], Yes, "direct=0", "direct=1 (sluice's default) goes around the cache; direct=0 reads and writes through sluice's page cache (class-aware dirty limits, lazy indexing, writeback) in both worlds, sized by --page-cache"),
+    o("buffered", &[], Yes, "buffered=1", "the opposite of direct: buffered=1 goes through sluice's page cache"),
+    o("fsync", &[], Yes, "fsync=32", "a sync after every N writes, once the thread's I/Os in flight have completed: writeback of the file's dirty pages (buffered jobs) then a device flush; reported in the sync section"),
+    o("fdatasync", &[], Yes, "fdatasync=32", "as fsync (a raw file has no metadata to leave out); with both, the more frequent applies"),
+    o("end_fsync", &[], Yes, "end_fsync=1", "a sync when the thread has issued all its I/O (size-based jobs; a job ended by its runtime does not sync)"),
+    o("fsync_on_close", &[], Yes, "fsync_on_close=1", "as end_fsync: sluice closes a job's files at its end"),
     o("write_bw_log", &[], Yes, "write_bw_log=bw", "fio's bandwidth log `PREFIX_bw.N.log` (KiB/s; the job name when bare), in both worlds (the simulator's from virtual time)"),
     o("write_lat_log", &[], Yes, "write_lat_log=lat", "fio's latency logs `PREFIX_clat.N.log`, `_slat`, `_lat` (ns: reaped − dispatch, dispatch − submit, reaped − submit)"),
     o("write_iops_log", &[], Yes, "write_iops_log=iops", "fio's IOPS log `PREFIX_iops.N.log`"),
@@ -258,12 +265,6 @@ static TABLE: &[OptionInfo] = &[
     o("uid", &[], NoEffect, "uid=1000", HOST),
     o("gid", &[], NoEffect, "gid=1000", HOST),
     // ------------------------------------------------------------- not yet
-    q("direct", &[], NotYet, &["1", "true", "yes", "on"], "direct=0", SYNC),
-    q("buffered", &[], NotYet, OFF, "buffered=1", SYNC),
-    q("fsync", &[], NotYet, &["0"], "fsync=32", SYNC),
-    q("fdatasync", &[], NotYet, &["0"], "fdatasync=32", SYNC),
-    q("end_fsync", &[], NotYet, OFF, "end_fsync=1", SYNC),
-    q("fsync_on_close", &[], NotYet, OFF, "fsync_on_close=1", SYNC),
     q("create_on_open", &[], NotYet, OFF, "create_on_open=1", SYNC),
     q("create_fsync", &[], NotYet, OFF, "create_fsync=1", SYNC),
     q("sync", &[], NotYet, &["0", "none", "false", "no", "off"], "sync=1", SYNC),

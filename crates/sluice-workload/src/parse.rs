@@ -227,6 +227,11 @@ struct Draft {
     filename_format: Option<(String, Loc)>,
     directory: Option<(Vec<String>, Loc)>,
     passthrough: Vec<(String, String)>,
+    /// `direct=0` / `buffered=1` (the last one given wins, as in fio).
+    buffered: bool,
+    fsync: u32,
+    fdatasync: u32,
+    end_fsync: bool,
     critical: bool,
     weight: Option<u32>,
     flow: Option<String>,

@@ -13,6 +13,10 @@ pub enum NextIo {
     At(Nanos),
     /// The thread has issued all it should (size-based end).
     Exhausted,
+    /// A sync (fio's `fsync=`/`fdatasync=`/`end_fsync`) is due and waits for the
+    /// thread's I/Os in flight to complete, as fio quiesces before a sync; ask again
+    /// after a completion.
+    Drain,
 }
 
 /// A thread's [`IoGen`] and [`Pacer`] together: the next I/O is generated once, its
@@ -27,6 +31,12 @@ pub struct IoSource {
     /// resets its rate accounting), so a backlog from the warm-up is not caught up.
     ramp_ns: Nanos,
     ramp_over: bool,
+    /// fio's `fsync=N` / `fdatasync=N`: a sync after every N writes (0: none).
+    sync_every: u32,
+    writes_since_sync: u32,
+    sync_due: bool,
+    /// `end_fsync` / `fsync_on_close`: a sync when the thread has issued all it should.
+    end_sync: bool,
 }
 
 impl IoSource {
@@ -39,11 +49,38 @@ impl IoSource {
             pending: None,
             ramp_ns: job.ramp_ns,
             ramp_over: job.ramp_ns == 0,
+            sync_every: job.fsync_every,
+            writes_since_sync: 0,
+            sync_due: false,
+            end_sync: job.end_fsync,
         }
     }
 
     /// What to do at `now_ns`; pacer slots count from `pace_base_ns` (the job's start).
+    /// For a thread with nothing in flight (see [`IoSource::next_with`]).
     pub fn next(&mut self, now_ns: Nanos, pace_base_ns: Nanos) -> NextIo {
+        self.next_with(now_ns, pace_base_ns, 0)
+    }
+
+    /// What to do at `now_ns`, for a thread with `in_flight` I/Os outstanding: a sync
+    /// (an [`IoSpec`] with [`sluice_core::Op::Flush`], not paced) comes after every
+    /// `fsync_every` writes and at the end with `end_fsync`, once nothing is in flight
+    /// ([`NextIo::Drain`] until then).
+    pub fn next_with(&mut self, now_ns: Nanos, pace_base_ns: Nanos, in_flight: u32) -> NextIo {
+        if self.sync_due || (self.end_sync && self.pending.is_none() && self.gen.exhausted()) {
+            if in_flight > 0 {
+                return NextIo::Drain;
+            }
+            if !self.sync_due {
+                self.end_sync = false;
+            }
+            self.sync_due = false;
+            return NextIo::Issue(IoSpec {
+                op: sluice_core::Op::Flush,
+                offset: 0,
+                len: 0,
+            });
+        }
         let mut pace_base_ns = pace_base_ns;
         if !self.ramp_over {
             if let Some(p) = self.pacer.as_mut() {
@@ -83,6 +120,13 @@ impl IoSource {
             return NextIo::At(at);
         }
         self.pending = None;
+        if io.op == sluice_core::Op::Write && self.sync_every > 0 {
+            self.writes_since_sync += 1;
+            if self.writes_since_sync == self.sync_every {
+                self.writes_since_sync = 0;
+                self.sync_due = true;
+            }
+        }
         NextIo::Issue(io)
     }
 
@@ -117,6 +161,32 @@ mod tests {
         };
         assert_ne!(first, second);
         assert_eq!(s.next(1_000_000, 0), NextIo::At(2_000_000));
+    }
+
+    #[test]
+    fn a_sync_after_every_n_writes_and_at_the_end_once_nothing_is_in_flight() {
+        let job = JobSpec {
+            rw: crate::RwMode::Write,
+            size: 20 << 10,
+            fsync_every: 2,
+            end_fsync: true,
+            ..JobSpec::default()
+        };
+        let mut s = IoSource::new(&job, 0, 0, 1);
+        let mut ops = Vec::new();
+        loop {
+            match s.next_with(0, 0, 1) {
+                NextIo::Issue(io) => ops.push(io.op),
+                NextIo::Drain => match s.next_with(0, 0, 0) {
+                    NextIo::Issue(io) => ops.push(io.op),
+                    other => panic!("a drained sync goes: {other:?}"),
+                },
+                NextIo::Exhausted => break,
+                NextIo::At(_) => panic!("not paced"),
+            }
+        }
+        use sluice_core::Op::{Flush as F, Write as W};
+        assert_eq!(ops, [W, W, F, W, W, F, W, F]);
     }
 
     #[test]

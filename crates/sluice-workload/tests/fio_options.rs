@@ -102,16 +102,31 @@ fn not_yet_options_warn_once_unless_the_value_asks_for_nothing() {
             "{:?}",
             p.warnings
         );
-        assert!(p.warnings[0].contains("direct I/O"), "{:?}", p.warnings);
+        assert!(
+            p.warnings[0].contains("runs without it"),
+            "{:?}",
+            p.warnings
+        );
         for q in o.quiet {
             let p = parsed(&format!("[a]\n{}={q}\n", o.name));
             assert!(p.warnings.is_empty(), "{}={q}: {:?}", o.name, p.warnings);
         }
     }
-    // As direct=0 always did: the job still runs, as direct I/O.
-    let p = parsed("[j]\nbuffered=1\nfsync=8\ndirect=0\nend_fsync=1\n");
-    assert_eq!(p.warnings.len(), 4, "{:?}", p.warnings);
-    assert!(p.warnings[0].starts_with("t.fio:2: option 'buffered': not supported yet: buffered=1"));
+    let p = parsed("[j]\nsync=1\n");
+    assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
+    assert!(p.warnings[0].starts_with("t.fio:2: option 'sync': not supported yet: sync=1"));
+}
+
+#[test]
+fn buffered_and_sync_options_reach_the_job() {
+    let p = parsed("[j]\nbuffered=1\nfsync=8\nfdatasync=4\nend_fsync=1\n[k]\ndirect=0\ndirect=1\n");
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    let j = &p.jobs[0];
+    assert!(j.buffered && j.end_fsync);
+    assert_eq!(j.fsync_every, 4, "the more frequent of fsync and fdatasync");
+    assert!(!p.jobs[1].buffered, "the last of direct/buffered wins");
+    let p = parsed("[j]\nfsync_on_close=1\ndirect=0\n");
+    assert!(p.jobs[0].end_fsync && p.jobs[0].buffered && p.jobs[0].fsync_every == 0);
 }
 
 #[test]

@@ -288,11 +288,9 @@ fn global_inheritance_accumulates_and_applies_forward() {
     assert!(!first.time_based);
     assert_eq!(
         first.passthrough,
-        vec![
-            ("ioengine".to_string(), "io_uring".to_string()),
-            ("direct".to_string(), "1".to_string())
-        ]
+        vec![("ioengine".to_string(), "io_uring".to_string())]
     );
+    assert!(!first.buffered, "direct=1");
 
     // The second [global] adds to the first.
     assert_eq!(second.bs.write, BlockSize::Fixed(16384));
@@ -487,9 +485,9 @@ runtime=0
 
 #[test]
 fn warnings_for_ignored_settings() {
-    let p = parse_str("[j]\ndirect=0\n", "w.fio", &STRICT).unwrap();
+    let p = parse_str("[j]\nwrite_barrier=4\n", "w.fio", &STRICT).unwrap();
     assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
-    assert!(p.warnings[0].starts_with("w.fio:2: option 'direct': "));
+    assert!(p.warnings[0].starts_with("w.fio:2: option 'write_barrier': "));
     // A time-based job without a runtime would never end: refused (issue 17).
     let e = parse_str("[j]\ntime_based\n", "w.fio", &STRICT).unwrap_err();
     assert!(e.to_string().contains("no runtime"), "{e}");

@@ -104,7 +104,7 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
             offset: self.files[file as usize].base + first * PAGE,
             len: n * PAGE as u32,
             class,
-            hwq: cx.hwq,
+            hwq: self.files[file as usize].hwq,
             fua: false,
         };
         self.send(cx, r, Kind::Read { waiter }, file, first, n, Some(buf));
@@ -280,7 +280,7 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
             offset: 0,
             len: 0,
             class,
-            hwq: cx.hwq,
+            hwq: self.files[file as usize].hwq,
             fua: false,
         };
         self.send(cx, r, Kind::Flush { waiter: i }, file, 0, 0, None);
@@ -326,7 +326,7 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
             offset: file.base + first.index * PAGE,
             len: (n as u64 * PAGE) as u32,
             class,
-            hwq: cx.hwq,
+            hwq: file.hwq,
             fua: false,
         };
         self.stats.device_writes += 1;

@@ -79,6 +79,7 @@ impl Rig {
         let files = vec![FrontFile {
             base: 1 << 20,
             flow: FlowId(0),
+            hwq: 0,
         }];
         Rig {
             front: Front::new(cfg, files, VecAlloc),
@@ -107,7 +108,7 @@ impl Rig {
             data: Data(data),
         };
         self.front
-            .submit(self.now, io, 0, &mut self.block, &mut self.done);
+            .submit(self.now, io, &mut self.block, &mut self.done);
         self.block.pump(self.now, &mut self.port);
         self.next_id
     }
@@ -129,7 +130,10 @@ impl Rig {
         self.now += 1000;
         let token = self.block.request(req.id).token;
         if req.op != Op::Flush {
-            let buf = self.front.device_buf(token).expect("a data buffer");
+            let buf = self
+                .front
+                .device_buf(token, req.offset)
+                .expect("a data buffer");
             for k in 0..req.len as u64 {
                 let at = req.offset + k;
                 if req.op == Op::Write {
@@ -145,7 +149,7 @@ impl Rig {
             .expect("one piece");
         assert!(Front::<Data, VecAlloc>::owns(f.token));
         self.front
-            .finished(self.now, &f, 0, &mut self.block, &mut self.done);
+            .finished(self.now, &f, &mut self.block, &mut self.done);
         self.block.pump(self.now, &mut self.port);
         Some(req.op)
     }
@@ -196,13 +200,13 @@ fn a_read_copies_the_device_bytes_across_pages() {
         flow: FlowId(0),
         data: Data(vec![0; 200]),
     };
-    r.front.submit(0, io, 0, &mut r.block, &mut r.done);
+    r.front.submit(0, io, &mut r.block, &mut r.done);
     r.block.pump(0, &mut r.port);
     assert_eq!(r.port.inflight.len(), 1, "two missing pages: one run");
     r.drain();
     assert!(r.is_done(id));
     // The buffer is gone with the I/O; check through a hit instead.
-    let mut out = vec![0; 200];
+    let mut out = [0; 200];
     let f0 = r
         .front
         .pc

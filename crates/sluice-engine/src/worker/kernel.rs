@@ -22,17 +22,35 @@ impl Worker<'_> {
             self.bell_armed = true;
         }
         for o in &self.outgoing {
-            let th = &self.threads[self.slot_thread[o.slot as usize] as usize];
-            let fd = types::Fixed(th.file);
-            let file_off = o.offset - th.file_base;
-            // SAFETY: a piece lies inside its request, whose buffer is slot_len ≥ len.
-            let buf = unsafe {
-                self.region_ptr.add(
-                    o.slot as usize * self.slot_len
-                        + (o.offset - self.slot_offset[o.slot as usize]) as usize,
-                )
-            };
-            let e = sqe(o, fd, buf, file_off, self.fixed_bufs);
+            let (e, fd, buf, file_off, fixed);
+            if let Some((ptr, base)) = o.front {
+                // The page cache's own I/O: its file is open in this worker (the
+                // file's queue), its buffer is the cache's (not registered).
+                let th = self
+                    .threads
+                    .iter()
+                    .find(|t| t.file_base == base)
+                    .expect("a cache file's I/O goes to a worker that has it open");
+                (fd, file_off, buf, fixed) = (
+                    types::Fixed(th.file),
+                    o.offset - base,
+                    ptr as *mut u8,
+                    false,
+                );
+            } else {
+                let th = &self.threads[self.slot_thread[o.slot as usize] as usize];
+                fd = types::Fixed(th.file);
+                file_off = o.offset - th.file_base;
+                // SAFETY: a piece lies inside its request, whose buffer is slot_len ≥ len.
+                buf = unsafe {
+                    self.region_ptr.add(
+                        o.slot as usize * self.slot_len
+                            + (o.offset - self.slot_offset[o.slot as usize]) as usize,
+                    )
+                };
+                fixed = self.fixed_bufs;
+            }
+            e = sqe(o, fd, buf, file_off, fixed);
             // SAFETY: the buffer and the registered file stay valid until the CQE is
             // reaped; the ring has room: commands in all rings ≤ cap < entries.
             unsafe { sq.push(&e) }.expect("ring has room: in_ring ≤ cap < entries");

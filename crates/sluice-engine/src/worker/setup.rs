@@ -59,6 +59,15 @@ impl<'a> Worker<'a> {
         let fixed_bufs = slots <= u16::MAX as usize
             && unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
 
+        // The page cache's files (their bases), in its order.
+        let front_files: Vec<u64> = dev
+            .lock()
+            .expect("device lock")
+            .front
+            .as_ref()
+            .map_or(Vec::new(), |f| {
+                f.front.files().iter().map(|f| f.base).collect()
+            });
         let mut jobs: Vec<JobRt> = specs
             .iter()
             .enumerate()
@@ -94,6 +103,11 @@ impl<'a> Worker<'a> {
                         .verify
                         .as_ref()
                         .map(|v| Box::new(Verifier::new(v, spec.rw.writes()))),
+                    front_file: spec
+                        .buffered
+                        .then(|| front_files.iter().position(|&b| b == base))
+                        .flatten()
+                        .map(|i| i as u32),
                 }
             })
             .collect();
@@ -115,6 +129,9 @@ impl<'a> Worker<'a> {
             slot_check: vec![false; slots],
             free_slots: (0..slots as u32).rev().collect(),
             new_reqs: Vec::with_capacity(slots),
+            new_front: Vec::new(),
+            front_done: Vec::new(),
+            slot_io: vec![(Op::Read, 0, 0); slots],
             cqes: Vec::with_capacity(2 * entries as usize),
             finished: Vec::with_capacity(2 * entries as usize),
             outgoing: Vec::with_capacity(entries as usize),

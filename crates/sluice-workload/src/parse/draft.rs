@@ -160,6 +160,13 @@ impl Draft {
             "prioclass" => self.prioclass = Some(small_uint(need(key, value)?, "2", 0, 3)?),
             "stonewall" | "wait_for_previous" => self.stonewall = parse_bool(value)?,
             "exitall" => self.exitall = parse_bool(value)?,
+            "direct" => self.buffered = !parse_bool(value)?,
+            "buffered" => self.buffered = parse_bool(value)?,
+            "fsync" => self.fsync = small_uint(need(key, value)?, "32", 0, u32::MAX as u64)?,
+            "fdatasync" => {
+                self.fdatasync = small_uint(need(key, value)?, "32", 0, u32::MAX as u64)?
+            }
+            "end_fsync" | "fsync_on_close" => self.end_fsync |= parse_bool(value)?,
             "verify" => {
                 self.verify = Some((parse_verify_kind(need(key, value)?)?, at.clone()));
             }

@@ -243,6 +243,14 @@ impl Parser<'_> {
             prioclass: d.prioclass,
             stonewall: d.stonewall,
             filename,
+            buffered: d.buffered,
+            // fio syncs after every `fsync` writes and every `fdatasync` writes; a raw
+            // file has no metadata, so the two are one sync here: the more frequent.
+            fsync_every: match (d.fsync, d.fdatasync) {
+                (0, n) | (n, 0) => n,
+                (a, b) => a.min(b),
+            },
+            end_fsync: d.end_fsync,
             passthrough: d.passthrough,
         })
     }

@@ -1,0 +1,137 @@
+//! Buffered jobs (`direct=0`) in the simulator: their I/Os go to the page cache's
+//! buffered front ([`sluice_cache::front`]), the same state machine the real engine
+//! drives, which reads, writes back and flushes through the one block layer. Pages
+//! carry no data here (the simulator models time, not bytes).
+
+use sluice_block::Finished;
+use sluice_cache::front::{
+    Front, FrontConfig, FrontDone, FrontFile, FrontIo, FrontOp, FrontStats, NoAlloc,
+};
+use sluice_core::{FlowId, Nanos, Op};
+use sluice_workload::{IoSpec, JobSpec};
+
+use super::Sim;
+use crate::config::SimError;
+
+/// The page cache of a simulation's buffered jobs and their I/Os in flight.
+pub(super) struct Buffered {
+    front: Front<(), NoAlloc>,
+    /// Job I/Os in the front, by id: (thread, submitted, op, bytes).
+    ios: Vec<Option<(u32, Nanos, Op, u32)>>,
+    free: Vec<u32>,
+    done: Vec<FrontDone>,
+}
+
+impl Buffered {
+    /// The cache, if any job is buffered; `files`: (base, flow) of each file.
+    pub(super) fn for_jobs(
+        specs: &[JobSpec],
+        cfg: &FrontConfig,
+        files: &[(u64, FlowId, u16)],
+    ) -> Result<Option<Buffered>, SimError> {
+        if !specs.iter().any(|s| s.buffered) {
+            return Ok(None);
+        }
+        cfg.cache
+            .validate()
+            .map_err(|e| SimError::PageCache(e.to_string()))?;
+        for s in specs.iter().filter(|s| s.buffered) {
+            let max_io = s.bs.read.max_len().max(s.bs.write.max_len());
+            sluice_cache::front::check_job(cfg, &s.name, max_io, s.offset + s.size)
+                .map_err(SimError::PageCache)?;
+        }
+        let files = files
+            .iter()
+            .map(|&(base, flow, hwq)| FrontFile { base, flow, hwq })
+            .collect();
+        Ok(Some(Buffered {
+            front: Front::new(*cfg, files, NoAlloc),
+            ios: Vec::new(),
+            free: Vec::new(),
+            done: Vec::new(),
+        }))
+    }
+
+    /// The cache's counters.
+    pub(super) fn stats(&self) -> FrontStats {
+        self.front.stats()
+    }
+}
+
+impl Sim<'_> {
+    /// Thread `t` of a buffered job issues `io` (counted in the system already).
+    pub(super) fn submit_buffered(&mut self, t: u32, io: IoSpec) {
+        let th = &self.threads[t as usize];
+        let rt = &self.jobs[th.job as usize];
+        let (file, class, flow) = (th.file, rt.class, rt.flow);
+        let b = self
+            .buffered
+            .as_mut()
+            .expect("a buffered job has the cache");
+        let rec = Some((t, self.now, io.op, io.len));
+        let id = match b.free.pop() {
+            Some(i) => {
+                b.ios[i as usize] = rec;
+                i
+            }
+            None => {
+                b.ios.push(rec);
+                (b.ios.len() - 1) as u32
+            }
+        };
+        let op = match io.op {
+            Op::Read => FrontOp::Read,
+            Op::Write => FrontOp::Write,
+            Op::Flush => FrontOp::Fsync,
+        };
+        let fio = FrontIo {
+            id: id as u64,
+            file,
+            op,
+            offset: io.offset,
+            len: io.len,
+            class,
+            flow,
+            data: (),
+        };
+        b.front.submit(self.now, fio, &mut self.block, &mut b.done);
+        self.buffered_done();
+    }
+
+    /// One of the cache's device requests finished.
+    pub(super) fn front_finished(&mut self, f: Finished) {
+        let b = self
+            .buffered
+            .as_mut()
+            .expect("front requests come from the cache");
+        b.front.finished(self.now, &f, &mut self.block, &mut b.done);
+        self.buffered_done();
+    }
+
+    /// Hand the job I/Os the cache completed to their threads (which may issue more:
+    /// taken one at a time until none is left).
+    fn buffered_done(&mut self) {
+        loop {
+            let b = self.buffered.as_mut().expect("the cache");
+            if b.done.is_empty() {
+                return;
+            }
+            let d = b.done.remove(0);
+            let (t, submit_ns, op, len) = b.ios[d.id as usize].take().expect("a job I/O in flight");
+            b.free.push(d.id as u32);
+            let f = Finished {
+                id: sluice_core::ReqId(u64::MAX),
+                token: t as u64,
+                op,
+                len,
+                class: self.jobs[self.threads[t as usize].job as usize].class,
+                submit_ns,
+                admit_ns: d.admit_ns,
+                dispatch_ns: d.dispatch_ns,
+                device_done_ns: d.device_done_ns,
+                ok: d.ok,
+            };
+            self.io_done(t, &f);
+        }
+    }
+}
