@@ -89,15 +89,17 @@ fn what_each_example_says_and_does() {
     assert_eq!(p.jobs[0].name, "fio-rand-read");
     assert_eq!(p.jobs[0].iodepth, 16);
 
-    // fio-seq-write: direct=0 is buffered in fio; sluice says it is not supported yet.
+    // fio-seq-write: direct=0 is buffered, in fio and in sluice (its page cache).
     let p = parse("fio-seq-write.fio").unwrap();
     assert!(
-        p.warnings
-            .iter()
-            .any(|w| w.contains(":8: option 'direct': not supported yet: direct=0")),
+        p.warnings.iter().all(|w| !w.contains("'direct'")),
         "{:?}",
         p.warnings
     );
+    assert!(p.jobs[0].buffered);
+    let out = sim(&p.jobs, 1);
+    let pc = out.report.extra.page_cache.expect("through the page cache");
+    assert!(pc.device_writes > 0 && pc.cache.dirtied > 0, "{pc:?}");
 
     // zipf: the no-effect reporting options warn once each; the reader follows Zipf;
     // the log options give fio's files (fio's thread numbers: zipf 1, uniform 2).
@@ -171,20 +173,20 @@ fn what_each_example_says_and_does() {
     let out = sim(&p.jobs, 1);
     assert!(ios(&out, 1) <= (128 << 20) as f64);
 
-    // buffered: every buffered/sync option says "not supported yet" once; the job runs
-    // as direct I/O and writes its 8 MiB.
+    // buffered: buffered=1, fsync=32 and end_fsync run through the page cache (a sync
+    // after every 32 writes and one at the end); create_on_open is not acted on yet
+    // and says so once.
     let p = parse("buffered.fio").unwrap();
-    for opt in ["buffered", "fsync", "end_fsync", "create_on_open"] {
-        assert!(
-            p.warnings
-                .iter()
-                .any(|w| w.contains(&format!("option '{opt}': not supported yet"))),
-            "{opt}: {:?}",
-            p.warnings
-        );
-    }
+    assert_eq!(p.warnings.len(), 2, "{:?}", p.warnings);
+    assert!(p
+        .warnings
+        .iter()
+        .any(|w| w.contains("option 'create_on_open': not supported yet")));
     let out = sim(&p.jobs, 1);
     assert_eq!(out.report.jobs[0].write.io_bytes, 8 << 20);
+    // 128 writes of 64 KiB: 4 syncs after every 32, and the end sync.
+    assert_eq!(out.report.jobs[0].sync.total_ios, 5);
+    assert_eq!(out.report.extra.page_cache.expect("cache").flushes, 5);
 
     // exitall: the short writer's end (32 MiB) ends the 50 ms Poisson reader early.
     let p = parse("poisson-exitall.fio").unwrap();
