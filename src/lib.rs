@@ -18,6 +18,7 @@
 //! * [`cli`] — the parts of the `sluice` command that are worth testing as a library.
 #![warn(missing_docs, missing_debug_implementations)]
 
+pub use sluice_apps as apps;
 pub use sluice_block as block;
 pub use sluice_cache as cache;
 pub use sluice_calibrate as calibrate;

@@ -17,6 +17,7 @@ mod d2fq;
 mod fastresponse_block;
 pub mod fios;
 mod rcp_block;
+mod rcp_stack;
 
 use sluice_core::policy::{self, PolicySpec};
 use sluice_device::DeviceProfile;
@@ -98,6 +99,14 @@ pub enum ReproError {
     /// A figure could not be written.
     #[error("{0}")]
     Plot(#[from] sluice_metrics::MetricsError),
+    /// An application of a whole-stack experiment failed (a bug in the experiment).
+    #[error("{what}: {message}")]
+    App {
+        /// The experiment's run.
+        what: String,
+        /// What failed.
+        message: String,
+    },
     /// No suite has that name.
     #[error("unknown repro suite '{name}'; known suites: {known}")]
     UnknownSuite {
@@ -198,6 +207,7 @@ pub fn suites() -> Vec<Suite> {
         fios::SUITE,
         fastresponse_block::SUITE,
         rcp_block::SUITE,
+        rcp_stack::SUITE,
     ]
 }
 

@@ -1,0 +1,14 @@
+//! # sluice-apps — applications for the whole-stack experiments
+//!
+//! Programs written against sluice's public runtime API ([`sluice_runtime`]) that stand
+//! in for the applications of the papers' whole-stack results, so that the same code
+//! runs in the deterministic simulation and on real files:
+//!
+//! * [`oltp`]: RCP's PostgreSQL under TPC-C (FAST '17 §6–7.2): clients running
+//!   transactions with buffer locks, reads through the page cache, a WAL appended under
+//!   a lock and made durable by a WAL writer with group commit, and a checkpointer that
+//!   writes the dirty pages out and fsyncs them every interval.
+
+#![warn(missing_docs)]
+
+pub mod oltp;

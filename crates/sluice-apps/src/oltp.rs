@@ -1,0 +1,585 @@
+//! An OLTP stand-in for RCP's PostgreSQL under TPC-C (Kim et al., FAST '17, §6 and
+//! §7.2), on sluice's runtime.
+//!
+//! What it keeps of PostgreSQL is what makes RCP's priority inversions happen:
+//!
+//! * **clients** (PostgreSQL's backends; critical tasks, RCP's "foreground") run
+//!   transactions back to back (or with a think time): a little CPU, `reads` 4 KiB
+//!   page reads of the data file **through the page cache** (a page the buffer pool
+//!   holds dirty needs no read), then `updates` page updates, each under the page's
+//!   **buffer lock** (a [`Mutex`] per stripe of pages: PostgreSQL's buffer content
+//!   lock) while holding a **row lock** of one of a few hot rows (TPC-C's district
+//!   rows) to the end of the transaction, then a WAL record appended under the **WAL
+//!   insert lock**, then the commit waits on a [`Condvar`] until the WAL writer has
+//!   made the record durable (a client waiting for a row lock waits on a client that
+//!   waits on the WAL writer: RCP's transitive dependencies);
+//! * a **WAL writer** (background, normal class) with **group commit**: it takes every
+//!   record appended so far, writes them to the WAL file through the page cache and
+//!   fsyncs it, then wakes the committers; it is the condition's registered helper, so
+//!   a critical committer waiting on it lends it its class (RCP §4.2: inheritance
+//!   through condition variables);
+//! * a **checkpointer** (background: normal, or idle for CFQ-IDLE's configuration),
+//!   every `checkpoint_ms` after the previous checkpoint ended: it writes every page
+//!   the buffer pool holds dirty through the page cache, **holding that page's buffer
+//!   lock while it writes** (as PostgreSQL's `FlushBuffer` holds the content lock), then
+//!   fsyncs the data file, then logs a checkpoint record, which truncates the WAL (the
+//!   log size RCP's Fig. 5 tracks).
+//!
+//! A non-critical checkpointer throttled at its dirty limit or stuck behind the device
+//! while a client waits for its buffer lock, a WAL writer whose fsync queues behind
+//! checkpoint writeback while every client waits on it: the inversions RCP resolves
+//! by inheritance through locks, condition variables and outstanding I/O, class-aware
+//! dirty limits and a block layer that prefers critical I/O.
+//!
+//! The program is the same in both worlds; the caller builds the stack (device,
+//! policy, cache, inheritance) and runs [`run`] as its main task.
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeSet;
+use std::rc::Rc;
+
+use serde::Deserialize;
+use sluice_runtime::{
+    cpu, now, sleep, spawn, Activity, CacheConfig, Condvar, DmaBuffer, File, Inherit, IoClass,
+    Mutex, Stack, TaskCtx,
+};
+
+const PAGE: u64 = 4096;
+const MS: u64 = 1_000_000;
+
+/// The workload's parameters (a TOML table of these keys; every key optional).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct OltpConfig {
+    /// Client tasks (critical).
+    pub clients: u32,
+    /// Think time between a client's transactions, µs (0: back to back, as RCP's
+    /// unlimited-rate runs).
+    pub think_us: u64,
+    /// Database size, MiB (4 KiB pages of one data file).
+    pub data_mib: u64,
+    /// Page-cache size in percent of the database (RCP: a 40 % buffer pool).
+    pub cache_percent: u32,
+    /// Pages a transaction reads.
+    pub reads: u32,
+    /// Pages a transaction updates (the first of those it read).
+    pub updates: u32,
+    /// CPU per transaction, µs.
+    pub cpu_us: u64,
+    /// Buffer-lock stripes: page `p`'s lock is stripe `p % stripes`.
+    pub stripes: u32,
+    /// Hot rows (TPC-C's district rows): a transaction locks one, chosen at random,
+    /// from its first update until its commit is durable, as a row lock is held to the
+    /// end of the transaction; 0: none.
+    pub hot_rows: u32,
+    /// WAL bytes per transaction.
+    pub wal_bytes: u32,
+    /// Time from the end of one checkpoint to the start of the next, ms (PostgreSQL's
+    /// `checkpoint_timeout`; RCP ran 30 s on a 10 GB database, scaled down here).
+    pub checkpoint_ms: u64,
+    /// Warm-up, ms: transactions run but are not measured.
+    pub warmup_ms: u64,
+    /// The measured run, ms.
+    pub run_ms: u64,
+    /// Seed of the clients' page choices.
+    pub seed: u64,
+}
+
+impl Default for OltpConfig {
+    fn default() -> Self {
+        OltpConfig {
+            clients: 16,
+            think_us: 0,
+            data_mib: 64,
+            cache_percent: 40,
+            reads: 8,
+            updates: 2,
+            cpu_us: 20,
+            stripes: 128,
+            hot_rows: 10,
+            wal_bytes: 512,
+            checkpoint_ms: 250,
+            warmup_ms: 250,
+            run_ms: 1500,
+            seed: 1,
+        }
+    }
+}
+
+impl OltpConfig {
+    /// Parse a TOML table of [`OltpConfig`]'s keys (unknown keys are errors).
+    pub fn from_toml(text: &str) -> Result<OltpConfig, String> {
+        let c: OltpConfig = toml::from_str(text).map_err(|e| e.to_string())?;
+        c.check()?;
+        Ok(c)
+    }
+
+    /// Check the values.
+    pub fn check(&self) -> Result<(), String> {
+        let pos = |name: &str, v: u64| {
+            if v == 0 {
+                Err(format!("{name} = 0: give at least 1"))
+            } else {
+                Ok(())
+            }
+        };
+        pos("clients", self.clients as u64)?;
+        pos("data_mib", self.data_mib)?;
+        pos("stripes", self.stripes as u64)?;
+        pos("run_ms", self.run_ms)?;
+        pos("checkpoint_ms", self.checkpoint_ms)?;
+        pos("reads", self.reads as u64)?;
+        if self.updates > self.reads {
+            return Err(format!(
+                "updates = {} > reads = {}: a transaction updates pages it read",
+                self.updates, self.reads
+            ));
+        }
+        if !(1..=100).contains(&self.cache_percent) {
+            return Err(format!(
+                "cache_percent = {}: give 1 to 100",
+                self.cache_percent
+            ));
+        }
+        Ok(())
+    }
+
+    /// Pages of the database.
+    pub fn pages(&self) -> u64 {
+        self.data_mib * (1 << 20) / PAGE
+    }
+
+    /// Pages of the page cache (`cache_percent` of the database).
+    pub fn cache_pages(&self) -> usize {
+        ((self.pages() * self.cache_percent as u64 / 100) as usize).max(16)
+    }
+}
+
+/// What a run measured.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OltpResult {
+    /// Transactions committed in the measured run.
+    pub txns: u64,
+    /// Length of the measured run, ns.
+    pub measured_ns: u64,
+    /// Their latencies (start to durable commit), ns, sorted.
+    pub latencies_ns: Vec<u64>,
+    /// Checkpoints completed over the whole run (warm-up included).
+    pub checkpoints: u32,
+    /// Checkpoints' durations, ns.
+    pub checkpoint_ns: Vec<u64>,
+    /// Largest WAL size reached, bytes (the log a checkpoint truncates; RCP Fig. 5).
+    pub max_log_bytes: u64,
+    /// WAL fsyncs (group commits).
+    pub wal_flushes: u64,
+}
+
+impl OltpResult {
+    /// Transactions per second.
+    pub fn tps(&self) -> f64 {
+        self.txns as f64 / (self.measured_ns.max(1) as f64 / 1e9)
+    }
+
+    /// The latency at percentile `p` (0–100), ns; 0 without transactions.
+    pub fn percentile(&self, p: f64) -> u64 {
+        let n = self.latencies_ns.len();
+        if n == 0 {
+            return 0;
+        }
+        let rank = ((p / 100.0) * n as f64).ceil() as usize;
+        self.latencies_ns[rank.clamp(1, n) - 1]
+    }
+
+    /// Mean latency, ns.
+    pub fn mean(&self) -> f64 {
+        let n = self.latencies_ns.len().max(1) as f64;
+        self.latencies_ns.iter().map(|&l| l as f64).sum::<f64>() / n
+    }
+
+    /// The latency CCDF as (latency ms, fraction of transactions at least that slow),
+    /// one point per distinct latency step of about 1 % of the log scale.
+    pub fn ccdf(&self) -> Vec<(f64, f64)> {
+        let n = self.latencies_ns.len();
+        let mut out = Vec::new();
+        let mut last = 0.0f64;
+        for (i, &l) in self.latencies_ns.iter().enumerate() {
+            let ms = l as f64 / 1e6;
+            if i == 0 || ms >= last * 1.01 || i == n - 1 {
+                out.push((ms, (n - i) as f64 / n as f64));
+                last = ms;
+            }
+        }
+        out
+    }
+}
+
+/// The WAL's state, under the WAL insert lock.
+#[derive(Debug, Default)]
+struct Wal {
+    /// Bytes appended and not yet taken by the writer.
+    pending: u64,
+    /// LSN of the last appended byte.
+    appended: u64,
+    /// LSN up to which the WAL is durable.
+    flushed: u64,
+    /// LSN of the last checkpoint record: the log before it can be recycled.
+    checkpoint_lsn: u64,
+    stop: bool,
+}
+
+struct Shared {
+    cfg: OltpConfig,
+    data: File,
+    /// Buffer locks, by stripe.
+    locks: Vec<Mutex<()>>,
+    /// Row locks of the hot rows.
+    rows: Vec<Mutex<()>>,
+    /// Pages the buffer pool holds dirty (not yet written by a checkpoint).
+    dirty: RefCell<BTreeSet<u64>>,
+    wal: Mutex<Wal>,
+    /// PostgreSQL's `WALWriteLock`: held while the WAL file is written and fsynced
+    /// (by the WAL writer, and by the checkpointer for its checkpoint record); the
+    /// WAL file and its write offset.
+    wal_write: Mutex<(File, u64)>,
+    /// The WAL writer waits here for records.
+    work: Condvar,
+    /// Committers wait here for their record to be durable.
+    durable: Condvar,
+    stop: Cell<bool>,
+    measuring: Cell<bool>,
+    latencies: RefCell<Vec<u64>>,
+    checkpoints: Cell<u32>,
+    checkpoint_ns: RefCell<Vec<u64>>,
+    max_log: Cell<u64>,
+    wal_flushes: Cell<u64>,
+}
+
+/// Run the workload: load the database, start the WAL writer, the checkpointer (in
+/// `checkpointer` class) and the clients, warm up, measure, stop. Run it as a stack's
+/// main task; every file it creates is the stack's.
+///
+/// # Panics
+/// If a file operation fails (the stack's directory is full, an I/O error): the
+/// experiment cannot go on.
+pub async fn run(cfg: OltpConfig, checkpointer: IoClass) -> OltpResult {
+    let data = File::create("data").await.expect("create the data file");
+    // Load the database with direct 256 KiB writes (cold cache afterwards).
+    let chunk = 256u64 << 10;
+    for i in 0..cfg.pages() * PAGE / chunk {
+        data.write_at(DmaBuffer::new(chunk as usize), i * chunk)
+            .await
+            .0
+            .expect("load the database");
+    }
+    let wal_file = File::create("wal").await.expect("create the WAL");
+    let sh = Rc::new(Shared {
+        locks: (0..cfg.stripes).map(|_| Mutex::new(())).collect(),
+        rows: (0..cfg.hot_rows).map(|_| Mutex::new(())).collect(),
+        data,
+        cfg: cfg.clone(),
+        dirty: RefCell::new(BTreeSet::new()),
+        wal: Mutex::new(Wal::default()),
+        wal_write: Mutex::new((wal_file, 0)),
+        work: Condvar::new(),
+        durable: Condvar::new(),
+        stop: Cell::new(false),
+        measuring: Cell::new(false),
+        latencies: RefCell::new(Vec::new()),
+        checkpoints: Cell::new(0),
+        checkpoint_ns: RefCell::new(Vec::new()),
+        max_log: Cell::new(0),
+        wal_flushes: Cell::new(0),
+    });
+    let writer = spawn(
+        TaskCtx::new("walwriter").activity(Activity::WAL),
+        wal_writer(sh.clone()),
+    );
+    let ck = spawn(
+        TaskCtx::new("checkpointer")
+            .class(checkpointer)
+            .activity(Activity::CHECKPOINT),
+        checkpoint_loop(sh.clone()),
+    );
+    let clients: Vec<_> = (0..cfg.clients)
+        .map(|c| {
+            spawn(
+                TaskCtx::new(format!("client{c}"))
+                    .flow("clients")
+                    .critical()
+                    .activity(Activity::GET),
+                client(sh.clone(), c),
+            )
+        })
+        .collect();
+    sleep(cfg.warmup_ms * MS).await;
+    sh.measuring.set(true);
+    let t0 = now();
+    sleep(cfg.run_ms * MS).await;
+    sh.measuring.set(false);
+    let measured_ns = now() - t0;
+    sh.stop.set(true);
+    for c in clients {
+        c.await;
+    }
+    {
+        let mut w = sh.wal.lock().await;
+        w.stop = true;
+    }
+    sh.work.notify_all();
+    writer.await;
+    ck.await;
+    let mut latencies = sh.latencies.take();
+    latencies.sort_unstable();
+    OltpResult {
+        txns: latencies.len() as u64,
+        measured_ns,
+        latencies_ns: latencies,
+        checkpoints: sh.checkpoints.get(),
+        checkpoint_ns: sh.checkpoint_ns.take(),
+        max_log_bytes: sh.max_log.get(),
+        wal_flushes: sh.wal_flushes.get(),
+    }
+}
+
+/// A client: transactions until told to stop.
+async fn client(sh: Rc<Shared>, c: u32) {
+    let cfg = &sh.cfg;
+    let mut x = cfg.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (c as u64 + 1);
+    let mut next = move || {
+        // xorshift64*: the client's page choices, deterministic per seed.
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    };
+    let mut page_buf = vec![0u8; PAGE as usize];
+    while !sh.stop.get() {
+        let t0 = now();
+        cpu(cfg.cpu_us * 1000).await;
+        let mut pages = Vec::with_capacity(cfg.reads as usize);
+        for _ in 0..cfg.reads {
+            let p = next() % cfg.pages();
+            pages.push(p);
+            if !sh.dirty.borrow().contains(&p) {
+                sh.data
+                    .read_buffered(p * PAGE, &mut page_buf)
+                    .await
+                    .expect("read a page");
+            }
+        }
+        // A hot row's lock, held until the commit is durable.
+        let row = if cfg.hot_rows > 0 && cfg.updates > 0 {
+            Some(
+                sh.rows[(next() % cfg.hot_rows as u64) as usize]
+                    .lock()
+                    .await,
+            )
+        } else {
+            None
+        };
+        for &p in pages.iter().take(cfg.updates as usize) {
+            // The buffer lock: a checkpointer writing this page out holds it.
+            let g = sh.locks[(p % cfg.stripes as u64) as usize].lock().await;
+            sh.dirty.borrow_mut().insert(p);
+            drop(g);
+        }
+        let lsn = {
+            let mut w = sh.wal.lock().await;
+            w.appended += cfg.wal_bytes as u64;
+            w.pending += cfg.wal_bytes as u64;
+            w.appended
+        };
+        sh.work.notify_one();
+        let mut w = sh.wal.lock().await;
+        while w.flushed < lsn {
+            w = sh.durable.wait(w).await;
+        }
+        drop(w);
+        drop(row);
+        if sh.measuring.get() {
+            sh.latencies.borrow_mut().push(now() - t0);
+        }
+        if cfg.think_us > 0 {
+            sleep(cfg.think_us * 1000).await;
+        }
+    }
+}
+
+/// The WAL writer: group commit until stopped.
+async fn wal_writer(sh: Rc<Shared>) {
+    // It signals the committers' condition: a critical committer lends it its class.
+    sh.durable.register_helper();
+    loop {
+        let mut w = sh.wal.lock().await;
+        while w.pending == 0 && !w.stop {
+            w = sh.work.wait(w).await;
+        }
+        if w.pending == 0 {
+            break;
+        }
+        let (bytes, upto) = (w.pending, w.appended);
+        w.pending = 0;
+        drop(w);
+        append_wal(&sh, bytes).await;
+        sh.wal_flushes.set(sh.wal_flushes.get() + 1);
+        let mut w = sh.wal.lock().await;
+        w.flushed = upto;
+        sh.max_log
+            .set(sh.max_log.get().max(w.flushed - w.checkpoint_lsn));
+        drop(w);
+        sh.durable.notify_all();
+    }
+    sh.durable.unregister_helper();
+}
+
+/// Write `bytes` at the WAL's end and fsync it, under `WALWriteLock`.
+async fn append_wal(sh: &Shared, bytes: u64) {
+    let mut g = sh.wal_write.lock().await;
+    let off = g.1;
+    let buf = vec![0u8; bytes as usize];
+    g.0.write_buffered(off, &buf)
+        .await
+        .expect("append to the WAL");
+    g.0.fsync().await.expect("fsync the WAL");
+    g.1 = off + bytes;
+}
+
+/// The checkpointer: every `checkpoint_ms` after the last one ended, write the dirty
+/// pages out (each under its buffer lock), fsync the data file, log the checkpoint.
+async fn checkpoint_loop(sh: Rc<Shared>) {
+    let cfg = &sh.cfg;
+    let page = vec![0u8; PAGE as usize];
+    loop {
+        sleep(cfg.checkpoint_ms * MS).await;
+        if sh.stop.get() {
+            break;
+        }
+        let t0 = now();
+        // The redo point: the WAL up to here is covered once the checkpoint ends.
+        let redo = sh.wal.lock().await.appended;
+        let pages: Vec<u64> = std::mem::take(&mut *sh.dirty.borrow_mut())
+            .into_iter()
+            .collect();
+        for p in pages {
+            let g = sh.locks[(p % cfg.stripes as u64) as usize].lock().await;
+            sh.data
+                .write_buffered(p * PAGE, &page)
+                .await
+                .expect("write a dirty page");
+            drop(g);
+        }
+        sh.data.fsync().await.expect("fsync the data file");
+        // The checkpoint record, written and fsynced under WALWriteLock: the WAL
+        // writer (and through it every committer) waits for the checkpointer here.
+        append_wal(&sh, 8192).await;
+        sh.wal.lock().await.checkpoint_lsn = redo;
+        sh.checkpoints.set(sh.checkpoints.get() + 1);
+        sh.checkpoint_ns.borrow_mut().push(now() - t0);
+    }
+}
+
+/// One configuration of the stack under the workload (RCP Fig. 6 and Fig. 10).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StackSetup {
+    /// Its name in tables.
+    pub name: &'static str,
+    /// The block layer's policy.
+    pub policy: &'static str,
+    /// RCP's class-aware dirty limits (off: one limit for everybody, as Linux).
+    pub class_limits: bool,
+    /// RCP's inheritance, per kind.
+    pub inherit: Inherit,
+    /// The checkpointer's class.
+    pub checkpointer: IoClass,
+}
+
+impl StackSetup {
+    /// RCP Fig. 6's configurations: `none` (no scheduling, one dirty limit, no
+    /// inheritance), `cfq-idle` (the checkpointer in the idle class at the block layer
+    /// only, as CFQ-IDLE), `rcp-block` (RCP's block layer only) and `rcp` (the full
+    /// stack: RCP's block layer, class-aware dirty limits, inheritance).
+    pub fn fig6() -> Vec<StackSetup> {
+        let base = |name, policy, checkpointer| StackSetup {
+            name,
+            policy,
+            class_limits: false,
+            inherit: Inherit::OFF,
+            checkpointer,
+        };
+        vec![
+            base("none", "none", IoClass::Normal),
+            base("cfq-idle", "cfq", IoClass::Idle),
+            base("rcp-block", "rcp", IoClass::Normal),
+            StackSetup::full(),
+        ]
+    }
+
+    /// The full RCP stack.
+    pub fn full() -> StackSetup {
+        StackSetup {
+            name: "rcp",
+            policy: "rcp",
+            class_limits: true,
+            inherit: Inherit::ON,
+            checkpointer: IoClass::Normal,
+        }
+    }
+
+    /// RCP Fig. 10's ablation: the full stack with one part off at a time — the
+    /// caching layer's class-aware limits, the block layer (policy `none`),
+    /// inheritance through locks, through condition variables, through outstanding
+    /// I/O, and transitivity.
+    pub fn fig10() -> Vec<StackSetup> {
+        let full = StackSetup::full();
+        let without = |name, f: &dyn Fn(&mut StackSetup)| {
+            let mut s = StackSetup {
+                name,
+                ..full.clone()
+            };
+            f(&mut s);
+            s
+        };
+        vec![
+            full.clone(),
+            without("no cache limits", &|s| s.class_limits = false),
+            without("no block layer", &|s| s.policy = "none"),
+            without("no locks", &|s| s.inherit.locks = false),
+            without("no condvars", &|s| s.inherit.condvars = false),
+            without("no I/O", &|s| s.inherit.io = false),
+            without("no transitivity", &|s| s.inherit.transitive = false),
+        ]
+    }
+
+    /// Build this stack for `cfg` on `device` (a simulated profile), or on real files
+    /// under `real`, and run the workload.
+    pub fn run(
+        &self,
+        cfg: &OltpConfig,
+        device: &str,
+        real: Option<&std::path::Path>,
+    ) -> Result<OltpResult, String> {
+        cfg.check()?;
+        let cache = CacheConfig {
+            pages: cfg.cache_pages(),
+            class_limits: self.class_limits,
+            ..CacheConfig::default()
+        };
+        let mut b = Stack::builder()
+            .device(device)
+            .policy(self.policy)
+            .inherit(self.inherit)
+            .seed(cfg.seed)
+            .cache(cache)
+            .max_sim_ns(600_000 * MS);
+        if let Some(dir) = real {
+            b = b.directory(dir).cores(1);
+        }
+        let (cfg, ck) = (cfg.clone(), self.checkpointer);
+        let out = b
+            .build()
+            .map_err(|e| e.to_string())?
+            .run(move || run(cfg, ck))
+            .map_err(|e| e.to_string())?;
+        Ok(out.value)
+    }
+}

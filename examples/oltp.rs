@@ -1,0 +1,89 @@
+//! RCP's PostgreSQL/TPC-C stand-in (FAST '17 Fig. 6 and Fig. 10) on sluice's runtime:
+//! clients (critical) with buffer locks, reads through the page cache and group commit,
+//! beside a checkpointer that writes the dirty pages out and fsyncs every interval.
+//! Prints, per stack configuration, transactions per second, latency percentiles,
+//! checkpoints completed and the largest WAL.
+//!
+//! ```sh
+//! cargo run --release --example oltp                                 # Fig. 6 setups, simulated
+//! cargo run --release --example oltp -- --fig10                      # Fig. 10 ablation
+//! cargo run --release --example oltp -- --config experiments/rcp/fig6.toml --device nand
+//! cargo run --release --example oltp -- --real DIR                   # real files under DIR
+//! ```
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use sluice::apps::oltp::{OltpConfig, StackSetup};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (mut device, mut real, mut cfg, mut fig10) =
+        ("nand".to_string(), None, OltpConfig::default(), false);
+    let mut i = 0;
+    while i < args.len() {
+        match (args[i].as_str(), args.get(i + 1)) {
+            ("--device", Some(v)) => device = v.clone(),
+            ("--real", Some(v)) => real = Some(PathBuf::from(v)),
+            ("--config", Some(v)) => {
+                match std::fs::read_to_string(v)
+                    .map_err(|e| e.to_string())
+                    .and_then(|t| OltpConfig::from_toml(&t))
+                {
+                    Ok(c) => cfg = c,
+                    Err(e) => {
+                        eprintln!("oltp: {v}: {e}");
+                        return ExitCode::from(2);
+                    }
+                }
+            }
+            ("--fig10", _) => {
+                fig10 = true;
+                i += 1;
+                continue;
+            }
+            (flag, _) => {
+                eprintln!("oltp: unknown or incomplete option '{flag}'; use --device NAME, --real DIR, --config FILE or --fig10");
+                return ExitCode::from(2);
+            }
+        }
+        i += 2;
+    }
+    let setups = if fig10 {
+        StackSetup::fig10()
+    } else {
+        StackSetup::fig6()
+    };
+    println!(
+        "{:<18} {:>9} {:>10} {:>10} {:>10} {:>11} {:>12}",
+        "stack", "txn/s", "p50 ms", "p99 ms", "p99.9 ms", "checkpoints", "max WAL MiB"
+    );
+    for (k, s) in setups.iter().enumerate() {
+        let dir = real
+            .as_ref()
+            .map(|d| d.join(format!("oltp-{}-{k}", std::process::id())));
+        if let Some(d) = &dir {
+            if let Err(e) = std::fs::create_dir_all(d) {
+                eprintln!("oltp: {}: {e}", d.display());
+                return ExitCode::from(2);
+            }
+        }
+        match s.run(&cfg, &device, dir.as_deref()) {
+            Ok(r) => println!(
+                "{:<18} {:>9.0} {:>10.2} {:>10.2} {:>10.2} {:>11} {:>12.2}",
+                s.name,
+                r.tps(),
+                r.percentile(50.0) as f64 / 1e6,
+                r.percentile(99.0) as f64 / 1e6,
+                r.percentile(99.9) as f64 / 1e6,
+                r.checkpoints,
+                r.max_log_bytes as f64 / (1 << 20) as f64
+            ),
+            Err(e) => {
+                eprintln!("oltp: {}: {e}", s.name);
+                return ExitCode::from(1);
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
