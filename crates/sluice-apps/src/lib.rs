@@ -8,7 +8,12 @@
 //!   transactions with buffer locks, reads through the page cache, a WAL appended under
 //!   a lock and made durable by a WAL writer with group commit, and a checkpointer that
 //!   writes the dirty pages out and fsyncs them every interval.
+//! * [`fillsync`]: FastResponse's RocksDB fillsync beside HiBench co-runners (ICS '22
+//!   §4.2, Fig. 13, Table 1) on the journaled store: puts appended and fsynced at a
+//!   fixed rate, compound vs file-level journaling, with the Limited-Depth scheduler
+//!   and critical wakeup.
 
 #![warn(missing_docs)]
 
+pub mod fillsync;
 pub mod oltp;

@@ -15,6 +15,7 @@ use std::fmt::Write as _;
 
 mod d2fq;
 mod fastresponse_block;
+mod fastresponse_stack;
 pub mod fios;
 mod rcp_block;
 mod rcp_stack;
@@ -208,6 +209,7 @@ pub fn suites() -> Vec<Suite> {
         fastresponse_block::SUITE,
         rcp_block::SUITE,
         rcp_stack::SUITE,
+        fastresponse_stack::SUITE,
     ]
 }
 

@@ -1,0 +1,319 @@
+//! fillsync beside throughput co-runners on the journaled store: FastResponse's
+//! synchronous write path (Li et al., ICS '22, §4.2, Fig. 13, Table 1).
+//!
+//! * **fillsync** (RocksDB db_bench's, a critical task): a put every `interval_us`
+//!   (FastResponse sends 2 000 requests per second) appends a `record_bytes` record to
+//!   the log through the store's buffered write path and fsyncs the log; its latency
+//!   is the put's, from its arrival (a put that arrives while the previous one is
+//!   still in its fsync waits for it: the requests queue as they do at RocksDB's WAL);
+//! * **co-runners** (Table 1's throughput-oriented HiBench jobs, normal class): each
+//!   issues 128 KiB reads and 128 KiB buffered writes of its own files at its arrival
+//!   intervals, burning `cpu_us` of CPU per request (MapReduce tasks are CPU-heavy, so
+//!   the critical task competes for a core: FastResponse's critical wakeup matters),
+//!   and fsyncs its file every `fsync_every` writes (HDFS closing a block).
+//!
+//! The stack configurations are Fig. 13's schemes ([`Scheme`]): vanilla (no scheduling,
+//! compound journaling, FIFO wakeup), B-Opt (the Limited-Depth block scheduler), BS-Opt
+//! (+ critical wakeup), BSJ-Opt (+ file-level journaling, fjournal).
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use serde::Deserialize;
+use sluice_runtime::{cpu, now, sleep, spawn, File, IoClass, Stack, TaskCtx, Wakeup};
+use sluice_store::{CommitMode, Geometry, Store};
+
+const MS: u64 = 1_000_000;
+const US: u64 = 1_000;
+/// A co-runner's request: 128 KiB (Table 1).
+const REQ: usize = 128 << 10;
+/// A co-runner's file: 4 MiB (the store's largest file is a little over 4 MiB).
+const FILE: u64 = 4 << 20;
+
+/// One co-runner of Table 1: mean arrival intervals of its reads and writes.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CoRunner {
+    /// Its name (Terasort, Bayes, …).
+    pub name: String,
+    /// Mean interval between reads, ms.
+    pub read_ms: f64,
+    /// Mean interval between writes, ms.
+    pub write_ms: f64,
+}
+
+/// The workload's parameters (a TOML table; every key but `corunner` optional).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct FillsyncConfig {
+    /// Puts of the measured run.
+    pub puts: u32,
+    /// Interval between puts, µs (FastResponse: 2 000 requests/s = 500 µs).
+    pub interval_us: u64,
+    /// Bytes of a put's record.
+    pub record_bytes: u32,
+    /// Co-runner tasks of each kind (each with its own files).
+    pub corunner_tasks: u32,
+    /// A co-runner fsyncs its file every this many writes.
+    pub fsync_every: u32,
+    /// CPU a co-runner burns per request, µs.
+    pub cpu_us: u64,
+    /// Host cores.
+    pub cores: u16,
+    /// Warm-up before the first measured put, ms.
+    pub warmup_ms: u64,
+    /// Seed.
+    pub seed: u64,
+    /// The co-runners, one run per entry ([[corunner]] tables).
+    pub corunner: Vec<CoRunner>,
+}
+
+impl Default for FillsyncConfig {
+    fn default() -> Self {
+        FillsyncConfig {
+            puts: 500,
+            interval_us: 500,
+            record_bytes: 4096,
+            corunner_tasks: 2,
+            fsync_every: 8,
+            cpu_us: 100,
+            cores: 2,
+            warmup_ms: 20,
+            seed: 1,
+            corunner: Vec::new(),
+        }
+    }
+}
+
+impl FillsyncConfig {
+    /// Parse a TOML table of [`FillsyncConfig`]'s keys (unknown keys are errors).
+    pub fn from_toml(text: &str) -> Result<FillsyncConfig, String> {
+        let c: FillsyncConfig = toml::from_str(text).map_err(|e| e.to_string())?;
+        c.check()?;
+        Ok(c)
+    }
+
+    /// Check the values.
+    pub fn check(&self) -> Result<(), String> {
+        if self.puts == 0 || self.interval_us == 0 || self.cores == 0 {
+            return Err("puts, interval_us and cores must be at least 1".into());
+        }
+        if self.record_bytes == 0 || self.record_bytes as u64 * self.puts as u64 > FILE {
+            return Err(format!(
+                "record_bytes × puts = {} bytes: give 1 to {FILE} bytes of log (the store's files hold a little over 4 MiB)",
+                self.record_bytes as u64 * self.puts as u64
+            ));
+        }
+        for c in &self.corunner {
+            if !(c.read_ms > 0.0 && c.write_ms > 0.0) {
+                return Err(format!(
+                    "co-runner '{}': read_ms and write_ms must be above 0",
+                    c.name
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One of Fig. 13's schemes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Scheme {
+    /// Its name (the paper's).
+    pub name: &'static str,
+    /// Block-layer policy.
+    pub policy: &'static str,
+    /// Run-queue order.
+    pub wakeup: Wakeup,
+    /// Journal commit mode.
+    pub commit: CommitMode,
+}
+
+impl Scheme {
+    /// Fig. 13's four: vanilla, B-Opt (ld), BS-Opt (ld + critical wakeup), BSJ-Opt
+    /// (ld + critical wakeup + fjournal).
+    pub fn fig13() -> [Scheme; 4] {
+        let s = |name, policy, wakeup, commit| Scheme {
+            name,
+            policy,
+            wakeup,
+            commit,
+        };
+        [
+            s("vanilla", "none", Wakeup::Fifo, CommitMode::Compound),
+            s("B-Opt", "ld", Wakeup::Fifo, CommitMode::Compound),
+            s("BS-Opt", "ld", Wakeup::Critical, CommitMode::Compound),
+            s("BSJ-Opt", "ld", Wakeup::Critical, CommitMode::FileLevel),
+        ]
+    }
+}
+
+/// Latencies of the measured puts, ns, sorted.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Latencies(pub Vec<u64>);
+
+impl Latencies {
+    /// Mean, ns.
+    pub fn mean(&self) -> f64 {
+        self.0.iter().map(|&l| l as f64).sum::<f64>() / self.0.len().max(1) as f64
+    }
+
+    /// Percentile `p` (0–100), ns.
+    pub fn percentile(&self, p: f64) -> u64 {
+        let n = self.0.len();
+        if n == 0 {
+            return 0;
+        }
+        let rank = ((p / 100.0) * n as f64).ceil() as usize;
+        self.0[rank.clamp(1, n) - 1]
+    }
+}
+
+/// Run fillsync beside `co` under `scheme` on `device` (a simulated profile) or in a
+/// store file under `real`.
+pub fn run(
+    cfg: &FillsyncConfig,
+    co: &CoRunner,
+    scheme: &Scheme,
+    device: &str,
+    real: Option<&std::path::Path>,
+) -> Result<Latencies, String> {
+    cfg.check()?;
+    let mut b = Stack::builder()
+        .device(device)
+        .policy(scheme.policy)
+        .wakeup(scheme.wakeup)
+        .cores(cfg.cores)
+        .seed(cfg.seed)
+        .max_sim_ns(600_000 * MS);
+    if let Some(dir) = real {
+        b = b.directory(dir).cores(1);
+    }
+    let (cfg, co, mode) = (cfg.clone(), co.clone(), scheme.commit);
+    let out = b
+        .build()
+        .map_err(|e| e.to_string())?
+        .run(move || workload(cfg, co, mode))
+        .map_err(|e| e.to_string())?;
+    out.value
+}
+
+async fn workload(
+    cfg: FillsyncConfig,
+    co: CoRunner,
+    mode: CommitMode,
+) -> Result<Latencies, String> {
+    let err = |e: sluice_store::StoreError| e.to_string();
+    let img = File::create("store.img").await.map_err(|e| e.to_string())?;
+    // Room for the log and every co-runner's file, twice over.
+    let blocks = 2 * (FILE / 4096) * (1 + cfg.corunner_tasks as u64) + 8192;
+    // A 4 MiB journal and a 4 MiB f-transaction area: the log's f-transactions wrap
+    // the area every ~250 puts instead of every ~16 (ext4's journal is 128 MiB).
+    let geometry = Geometry {
+        journal: 1024,
+        fjournal: 1024,
+        ..Geometry::new(blocks)
+    };
+    Store::mkfs(&img, geometry).await.map_err(err)?;
+    let s = Store::mount(&img, mode).await.map_err(err)?;
+    let log = s.create("log").map_err(err)?;
+    let stop = Rc::new(Cell::new(false));
+    let mut tasks = Vec::new();
+    for t in 0..cfg.corunner_tasks {
+        let file = s.create(&format!("{}{t}", co.name)).map_err(err)?;
+        // Its file exists before it is read.
+        s.write_buffered(file, 0, &vec![1u8; FILE as usize])
+            .await
+            .map_err(err)?;
+        for write in [false, true] {
+            let (s, stop, cfg) = (s.clone(), stop.clone(), cfg.clone());
+            let mean_ms = if write { co.write_ms } else { co.read_ms };
+            let seed = cfg.seed ^ ((t as u64) << 8) ^ write as u64;
+            tasks.push(spawn(
+                TaskCtx::new(format!("{}{t}-{}", co.name, if write { "w" } else { "r" }))
+                    .flow(co.name.clone()),
+                corunner(s, file, stop, cfg, mean_ms, write, seed),
+            ));
+        }
+    }
+    sleep(cfg.warmup_ms * MS).await;
+    let put = spawn(
+        TaskCtx::new("fillsync").class(IoClass::Critical),
+        fillsync(s.clone(), log, cfg.clone()),
+    );
+    let lat = put.await;
+    stop.set(true);
+    for t in tasks {
+        t.await?;
+    }
+    let mut lat = lat?;
+    lat.sort_unstable();
+    Ok(Latencies(lat))
+}
+
+/// Puts at a fixed rate; each one's latency from its arrival to its fsync's end.
+async fn fillsync(
+    s: Rc<Store>,
+    log: sluice_store::StoreFile,
+    cfg: FillsyncConfig,
+) -> Result<Vec<u64>, String> {
+    let t0 = now();
+    let rec = vec![7u8; cfg.record_bytes as usize];
+    let mut lat = Vec::with_capacity(cfg.puts as usize);
+    for i in 0..cfg.puts as u64 {
+        let arrival = t0 + i * cfg.interval_us * US;
+        let t = now();
+        if t < arrival {
+            sleep(arrival - t).await;
+        }
+        s.write_buffered(log, i * cfg.record_bytes as u64, &rec)
+            .await
+            .map_err(|e| e.to_string())?;
+        s.fsync(log).await.map_err(|e| e.to_string())?;
+        lat.push(now() - arrival);
+    }
+    Ok(lat)
+}
+
+/// A co-runner's reads or writes: 128 KiB requests at exponentially distributed
+/// intervals of mean `mean_ms`, each after `cpu_us` of CPU.
+async fn corunner(
+    s: Rc<Store>,
+    file: sluice_store::StoreFile,
+    stop: Rc<Cell<bool>>,
+    cfg: FillsyncConfig,
+    mean_ms: f64,
+    write: bool,
+    seed: u64,
+) -> Result<(), String> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = move || {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    };
+    let mut buf = vec![0u8; REQ];
+    let mut writes = 0u32;
+    while !stop.get() {
+        // Exponential gap: −mean · ln(U), U in (0, 1].
+        let u = ((next() >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
+        sleep((-mean_ms * u.ln() * MS as f64) as u64).await;
+        cpu(cfg.cpu_us * US).await;
+        let off = next() % (FILE / REQ as u64) * REQ as u64;
+        if write {
+            s.write_buffered(file, off, &buf)
+                .await
+                .map_err(|e| e.to_string())?;
+            writes += 1;
+            if cfg.fsync_every > 0 && writes % cfg.fsync_every == 0 {
+                s.fsync(file).await.map_err(|e| e.to_string())?;
+            }
+        } else {
+            s.read(file, off, &mut buf)
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
+}
