@@ -12,8 +12,12 @@
 //!   §4.2, Fig. 13, Table 1) on the journaled store: puts appended and fsynced at a
 //!   fixed rate, compound vs file-level journaling, with the Limited-Depth scheduler
 //!   and critical wakeup.
+//! * [`writefsync`]: FIO-like 4 KiB random write + fsync at 1 to N threads on the
+//!   journaled store, the synchronous vs AIOS's asynchronous fsync path (ATC '19 §3.3,
+//!   Fig. 11).
 
 #![warn(missing_docs)]
 
 pub mod fillsync;
 pub mod oltp;
+pub mod writefsync;

@@ -13,6 +13,7 @@
 
 use std::fmt::Write as _;
 
+mod aios_stack;
 mod d2fq;
 mod fastresponse_block;
 mod fastresponse_stack;
@@ -210,6 +211,7 @@ pub fn suites() -> Vec<Suite> {
         rcp_block::SUITE,
         rcp_stack::SUITE,
         fastresponse_stack::SUITE,
+        aios_stack::SUITE,
     ]
 }
 

@@ -1,0 +1,78 @@
+//! Suite `aios`: AIOS's asynchronous fsync path (Lee et al., ATC '19, §3.3, Fig. 11) on
+//! the journaled store, 1 to N threads of 4 KiB random write + fsync
+//! (`sluice_apps::writefsync`), in the simulator.
+//!
+//! AIOS's read path (Fig. 8: lean submission and lazy indexing against the vanilla
+//! read path at 4–128 KiB) is not in this suite: the runtime has no vanilla read
+//! path with per-page indexing costs to compare against yet.
+
+use sluice_apps::writefsync::{run, WriteFsyncConfig};
+use sluice_store::FsyncPath;
+
+use crate::{Ctx, Experiment, Goal, ReproError, Suite};
+
+const FIG11: &str = include_str!("../../../experiments/aios/fig11.toml");
+
+/// The suite.
+pub(crate) const SUITE: Suite = Suite {
+    name: "aios",
+    about: "AIOS whole stack: write + fsync latency, synchronous vs asynchronous fsync path, 1–N threads (Fig. 11)",
+    experiments: &[Experiment {
+        id: "fig11",
+        title: "Fig. 11: 4 KiB random write + fsync latency, sync vs async fsync path, 1–8 threads",
+        file: "experiments/aios/fig11.toml",
+        run: fig11,
+    }],
+};
+
+fn fig11(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
+    let mut cfg = WriteFsyncConfig::from_toml(FIG11).map_err(|message| ReproError::App {
+        what: "experiments/aios/fig11.toml".into(),
+        message,
+    })?;
+    cfg.seed = ctx.seed;
+    let mut gains = Vec::new();
+    let mut line = Vec::new();
+    for &t in &cfg.threads {
+        let mut r = Vec::new();
+        for path in [FsyncPath::Sync, FsyncPath::Async] {
+            (ctx.on_run)(&format!(
+                "write+fsync, {t} threads, {path:?} path on {}",
+                cfg.device
+            ));
+            r.push(run(&cfg, t, path, None).map_err(|message| ReproError::App {
+                what: format!("write+fsync with {t} threads"),
+                message,
+            })?);
+        }
+        let gain = 1.0 - r[1].mean_ns / r[0].mean_ns.max(1.0);
+        line.push(format!(
+            "{t} threads: {:.1} → {:.1} µs ({:+.1} %), {:.0} → {:.0} IOPS",
+            r[0].mean_ns / 1e3,
+            r[1].mean_ns / 1e3,
+            -gain * 100.0,
+            r[0].iops,
+            r[1].iops
+        ));
+        gains.push(gain);
+    }
+    let shrinking = gains.windows(2).all(|w| w[1] <= w[0] + 0.02) && gains.last() < gains.first();
+    Ok(vec![
+        Goal {
+            experiment: "fig11".into(),
+            goal: "one thread: async fsync path cuts latency by >= 20 % (paper: up to 21 %)".into(),
+            measured: line.join("; "),
+            pass: gains[0] >= 0.2,
+        },
+        Goal {
+            experiment: "fig11".into(),
+            goal: "the gain shrinks as threads grow (paper's trend)".into(),
+            measured: gains
+                .iter()
+                .map(|g| format!("{:.1} %", g * 100.0))
+                .collect::<Vec<_>>()
+                .join(", "),
+            pass: shrinking,
+        },
+    ])
+}
