@@ -306,7 +306,7 @@ async fn corunner(
                 .await
                 .map_err(|e| e.to_string())?;
             writes += 1;
-            if cfg.fsync_every > 0 && writes % cfg.fsync_every == 0 {
+            if cfg.fsync_every > 0 && writes.is_multiple_of(cfg.fsync_every) {
                 s.fsync(file).await.map_err(|e| e.to_string())?;
             }
         } else {
