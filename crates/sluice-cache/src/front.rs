@@ -210,8 +210,8 @@ struct Pending<D> {
 enum Kind {
     /// A read of pages for job I/O `waiter` (a read, or a write's read-modify-write).
     Read { waiter: u32 },
-    /// Pages written back.
-    Writeback,
+    /// Pages written back: by the flusher (`background`) or by an fsync.
+    Writeback { background: bool },
     /// An fsync's flush.
     Flush { waiter: u32 },
 }
@@ -375,7 +375,7 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
         let mut cx = Cx { now, block, done };
         match d.kind {
             Kind::Read { waiter } => self.read_done(&mut cx, d, waiter, f.ok, times),
-            Kind::Writeback => {
+            Kind::Writeback { background } => {
                 for i in 0..d.n as u64 {
                     let key = PageKey {
                         file: d.file,
@@ -383,7 +383,9 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
                     };
                     self.pc.end_writeback(key, seq, f.ok);
                 }
-                self.wb_inflight = self.wb_inflight.saturating_sub(d.n as usize);
+                if background {
+                    self.wb_inflight -= d.n as usize;
+                }
                 for w in self.wb_waiters.remove(&seq).unwrap_or_default() {
                     let p = self.p(w);
                     p.times = Some(times);

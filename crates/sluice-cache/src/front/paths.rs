@@ -333,7 +333,9 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
         let seq = self.send(
             cx,
             r,
-            Kind::Writeback,
+            Kind::Writeback {
+                background: range.is_none(),
+            },
             first.file,
             first.index,
             n as u32,
