@@ -190,6 +190,19 @@ impl OltpResult {
         self.latencies_ns[rank.clamp(1, n) - 1]
     }
 
+    /// One line: throughput, p50 / p99 / p99.9, checkpoints, largest WAL.
+    pub fn summary(&self) -> String {
+        format!(
+            "{:.0} txn/s, p50 {:.2} ms, p99 {:.2} ms, p99.9 {:.2} ms, {} checkpoints, WAL ≤ {:.1} MiB",
+            self.tps(),
+            self.percentile(50.0) as f64 / 1e6,
+            self.percentile(99.0) as f64 / 1e6,
+            self.percentile(99.9) as f64 / 1e6,
+            self.checkpoints,
+            self.max_log_bytes as f64 / (1 << 20) as f64
+        )
+    }
+
     /// Mean latency, ns.
     pub fn mean(&self) -> f64 {
         let n = self.latencies_ns.len().max(1) as f64;

@@ -251,13 +251,7 @@ impl<'a> Worker<'a> {
             } else {
                 // The page cache completed I/Os at once (hits, writes into the cache)
                 // and their threads issued more: go round without waiting.
-                self.res.enters += 1;
-                self.ring
-                    .submit()
-                    .map_err(|source| EngineError::RingFailed {
-                        worker: self.index,
-                        source,
-                    })?;
+                self.submit_now()?;
             }
             self.reap()?;
             if self.samples.len() >= SAMPLE_BATCH || self.now >= self.last_flush + FLUSH_NS {

@@ -48,18 +48,6 @@ fn run(ctx: &Ctx, cfg: &OltpConfig, s: &StackSetup) -> Result<OltpResult, ReproE
     })
 }
 
-fn summary(r: &OltpResult) -> String {
-    format!(
-        "{:.0} txn/s, p50 {:.2} ms, p99 {:.2} ms, p99.9 {:.2} ms, {} checkpoints, WAL ≤ {:.1} MiB",
-        r.tps(),
-        r.percentile(50.0) as f64 / 1e6,
-        r.percentile(99.0) as f64 / 1e6,
-        r.percentile(99.9) as f64 / 1e6,
-        r.checkpoints,
-        r.max_log_bytes as f64 / (1 << 20) as f64
-    )
-}
-
 fn fig6(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
     let cfg = config("experiments/rcp/fig6.toml", FIG6, ctx.seed)?;
     let setups = StackSetup::fig6();
@@ -87,7 +75,7 @@ fn fig6(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
     let all = setups
         .iter()
         .zip(&results)
-        .map(|(s, r)| format!("{}: {}", s.name, summary(r)))
+        .map(|(s, r)| format!("{}: {}", s.name, r.summary()))
         .collect::<Vec<_>>()
         .join("; ");
     let p99 = rcp.percentile(99.0) as f64 / none.percentile(99.0).max(1) as f64;
@@ -140,7 +128,7 @@ fn fig10(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
                 "{}: throughput below the full stack's (paper: -7-33 %)",
                 s.name
             ),
-            measured: format!("{rel:.3} of {:.0} txn/s; {}", full.tps(), summary(&r)),
+            measured: format!("{rel:.3} of {:.0} txn/s; {}", full.tps(), r.summary()),
             pass: rel < 0.98,
         });
     }

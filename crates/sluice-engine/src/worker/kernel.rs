@@ -111,16 +111,22 @@ impl Worker<'_> {
             let to = (from + self.submit_batch).min(n);
             self.sync(Some((from, to, t_dev)))?;
             if to < n {
-                self.res.enters += 1;
-                self.ring
-                    .submit()
-                    .map_err(|source| EngineError::RingFailed {
-                        worker: self.index,
-                        source,
-                    })?;
+                self.submit_now()?;
             }
             from = to;
         }
+        Ok(())
+    }
+
+    /// Hand the SQEs written so far to the kernel without waiting for a completion.
+    pub(super) fn submit_now(&mut self) -> Result<(), EngineError> {
+        self.res.enters += 1;
+        self.ring
+            .submit()
+            .map_err(|source| EngineError::RingFailed {
+                worker: self.index,
+                source,
+            })?;
         Ok(())
     }
 
