@@ -30,4 +30,4 @@ mod recover;
 mod store;
 
 pub use layout::Geometry;
-pub use store::{CommitMode, FsyncPath, Store, StoreError, StoreFile, StoreStats};
+pub use store::{CommitMode, FileStat, FsyncPath, Store, StoreError, StoreFile, StoreStats};

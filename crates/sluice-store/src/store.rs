@@ -90,6 +90,19 @@ pub struct StoreStats {
     pub data_by_commit: u64,
     /// Buffered blocks written home by fsyncs of their own file.
     pub data_by_fsync: u64,
+    /// fsyncs and fdatasyncs that needed no commit (data and one FLUSH).
+    pub data_syncs: u64,
+}
+
+/// What [`Store::stat`] tells of a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileStat {
+    /// Bytes.
+    pub size: u64,
+    /// Blocks it holds (data and indirect).
+    pub blocks: u64,
+    /// Its change counter (bumped by every write and size change).
+    pub change: u64,
 }
 
 /// The device: blocks of a runtime file.
@@ -152,8 +165,18 @@ impl Dev {
 struct Txn {
     id: u64,
     dirty: BTreeSet<u64>,
-    freed_blocks: Vec<u32>,
-    freed_inodes: Vec<u32>,
+    /// What the transaction frees, released when it commits.
+    frees: Frees,
+}
+
+/// Blocks and inode numbers a transaction frees: data blocks and inodes are reused once
+/// it commits, metadata (indirect) blocks once a checkpoint has reclaimed the journal
+/// after that.
+#[derive(Debug, Default)]
+struct Frees {
+    blocks: Vec<u32>,
+    meta: Vec<u32>,
+    inodes: Vec<u32>,
 }
 
 #[derive(Debug)]
@@ -163,7 +186,10 @@ struct State {
     meta: BTreeMap<u64, Vec<u8>>,
     running: Txn,
     /// Transactions closed and committing: their frees, released at commit.
-    closing: BTreeMap<u64, (Vec<u32>, Vec<u32>)>,
+    closing: BTreeMap<u64, Frees>,
+    /// Metadata blocks freed by committed transactions, reused after the next
+    /// checkpoint (their old images may be in the journal).
+    held: Vec<u32>,
     /// Open write handles per transaction, and per inode.
     handles: BTreeMap<u64, u32>,
     ino_handles: BTreeMap<u32, u32>,
@@ -181,6 +207,9 @@ struct State {
     names: BTreeMap<String, (u32, u32)>,
     /// The last transaction that changed each inode.
     ino_txn: BTreeMap<u32, u64>,
+    /// The last transaction that changed each inode's essential metadata (used, size,
+    /// block map: all but the change counter).
+    ino_dtxn: BTreeMap<u32, u64>,
     /// Buffered data not yet home, by (inode, block index).
     data: BTreeMap<(u32, u64), Dirty>,
     data_bytes: u64,
@@ -246,6 +275,17 @@ impl Store {
         self.st.borrow().stats
     }
 
+    /// A file's size, blocks and change counter.
+    pub fn stat(&self, f: StoreFile) -> FileStat {
+        let st = self.st.borrow();
+        let i = st.inode(f.ino);
+        FileStat {
+            size: i.size,
+            blocks: st.blocks_of(&i).len() as u64,
+            change: i.change,
+        }
+    }
+
     /// The files, by name.
     pub fn list(&self) -> Vec<(String, u64)> {
         let st = self.st.borrow();
@@ -255,27 +295,55 @@ impl Store {
             .collect()
     }
 
-    /// Make `f` durable (its data, size and blocks): in compound mode by waiting for the
-    /// journal task to commit the running transaction; in fjournal mode by committing an
-    /// f-transaction of `f` alone.
+    /// Make `f` durable — its data and all its metadata (size, block map, change
+    /// counter): in compound mode by waiting for the journal task to commit the
+    /// transaction that holds its last change; in fjournal mode by committing an
+    /// f-transaction of `f` alone. Its name is made durable by a normal commit
+    /// ([`Store::sync`], or any compound commit).
     pub async fn fsync(&self, f: StoreFile) -> Result<(), StoreError> {
-        let (t, committed) = {
+        self.sync_file(f, true).await
+    }
+
+    /// Make `f`'s data durable, with the metadata needed to read it back — its size and
+    /// block map (what this store treats as essential) — but not a change that touched
+    /// only the change counter: an overwrite inside the file's allocated blocks (no new
+    /// block, same size) costs the data writes and one FLUSH, no journal commit, as
+    /// Linux's `fdatasync` skips the timestamps.
+    pub async fn fdatasync(&self, f: StoreFile) -> Result<(), StoreError> {
+        self.sync_file(f, false).await
+    }
+
+    async fn sync_file(&self, f: StoreFile, all: bool) -> Result<(), StoreError> {
+        let (t_all, t_data, committed) = {
             let st = self.st.borrow();
-            (st.ino_txn.get(&f.ino).copied().unwrap_or(0), st.committed)
+            let at = |m: &BTreeMap<u32, u64>| m.get(&f.ino).copied().unwrap_or(0);
+            (at(&st.ino_txn), at(&st.ino_dtxn), st.committed)
         };
-        if t <= committed {
-            // Metadata durable already: the file's buffered overwrites go home, then a
-            // flush covers them and the direct writes since.
-            let ino = f.ino;
-            let n = self.write_data(|k, _| k.0 == ino, &[]).await?;
-            self.st.borrow_mut().stats.data_by_fsync += n;
-            self.dev.flush().await?;
-            return Ok(());
+        let t = if all { t_all } else { t_data };
+        if t > committed {
+            match self.mode {
+                // The f-transaction writes the file's buffered data and FLUSHes after
+                // its writes in flight: everything of the file is covered.
+                CommitMode::FileLevel => return self.fjournal(f).await,
+                CommitMode::Compound => {
+                    self.wait_commit(t).await?;
+                    if t >= t_all {
+                        // Every write of the file bumped its change counter, so each is
+                        // in a transaction up to `t`: its commit covered them.
+                        return Ok(());
+                    }
+                }
+            }
         }
-        match self.mode {
-            CommitMode::Compound => self.wait_commit(t).await,
-            CommitMode::FileLevel => self.fjournal(f).await,
-        }
+        // The metadata needed is durable: the file's buffered blocks go home (those
+        // dirtied after the commit too), then a flush covers them and the direct writes
+        // completed so far.
+        let ino = f.ino;
+        let n = self.write_data(|k, _| k.0 == ino, &[]).await?;
+        self.st.borrow_mut().stats.data_by_fsync += n;
+        self.st.borrow_mut().stats.data_syncs += 1;
+        self.dev.flush().await?;
+        Ok(())
     }
 
     /// Commit everything changed so far (waits for the journal task).

@@ -5,8 +5,10 @@ use std::io;
 
 use sluice_runtime::{Activity, IoOptions};
 
-use super::{dec, DataCopy, Dev, Dirty, FsyncPath, Store, StoreError, StoreFile, DATA_LIMIT};
-use crate::layout::{BLOCK, MAX_FILE_BLOCKS};
+use super::{
+    dec, DataCopy, Dev, Dirty, FsyncPath, State, Store, StoreError, StoreFile, DATA_LIMIT,
+};
+use crate::layout::{Inode, BLOCK, MAX_FILE_BLOCKS};
 
 impl Store {
     /// Read `out.len()` bytes at `offset` (short at the end of the file; holes read as
@@ -65,7 +67,9 @@ impl Store {
     }
 
     /// The new images of the blocks `data` at `offset` covers (blocks covered in part
-    /// are read first).
+    /// are read first). Bytes past the end of the file in a block read are zeroed: a
+    /// block may hold bytes beyond the size (a truncation, a write the crash left
+    /// without its size), which must never show once the file grows over them.
     pub(super) async fn images(
         &self,
         f: StoreFile,
@@ -90,6 +94,10 @@ impl Store {
                 false => self.block_now(f.ino, idx, phys).await?,
             }
             .unwrap_or_else(|| vec![0u8; BLOCK]);
+            let size = self.st.borrow().inode(f.ino).size;
+            if size < be {
+                img[size.saturating_sub(bs) as usize..].fill(0);
+            }
             let (s, e) = (offset.max(bs), end.min(be));
             img[(s - bs) as usize..(e - bs) as usize]
                 .copy_from_slice(&data[(s - offset) as usize..(e - offset) as usize]);
@@ -123,22 +131,24 @@ impl Store {
             true => Some(self.data_lock.lock().await),
             false => None,
         };
+        let tail = self.grown_tail(f, offset, true).await?;
         let images = self.images(f, offset, data).await?;
         // Allocation and size, in the running transaction, with a handle held.
         let (txn, writes) = {
             let mut st = self.st.borrow_mut();
             let mut inode = st.inode(f.ino);
+            st.keep_tail(f.ino, &inode, tail);
+            let phys = st.map_alloc_all(f.ino, &mut inode, first..last + 1)?;
             let mut writes = Vec::with_capacity(images.len());
-            for (k, img) in images.into_iter().enumerate() {
-                let idx = first + k as u64;
-                let phys = st.map_alloc(&mut inode, idx)?;
+            for (k, (img, phys)) in images.into_iter().zip(phys).enumerate() {
                 // A direct write supersedes buffered data of the block.
-                if let Some(d) = st.data.remove(&(f.ino, idx)) {
+                if let Some(d) = st.data.remove(&(f.ino, first + k as u64)) {
                     st.data_bytes -= d.bytes.len() as u64;
                 }
                 writes.push((phys, img));
             }
             inode.size = inode.size.max(end);
+            inode.change += 1;
             st.set_inode(f.ino, &inode);
             let txn = st.running.id;
             *st.handles.entry(txn).or_default() += 1;
@@ -176,42 +186,94 @@ impl Store {
             // in ordered mode).
             self.write_data(|_, _| true, &[]).await?;
         }
+        let tail = self.grown_tail(f, offset, true).await?;
         let images = self.images(f, offset, data).await?;
         let first = offset / BLOCK as u64;
         let mut st = self.st.borrow_mut();
         let mut inode = st.inode(f.ino);
-        for (k, img) in images.into_iter().enumerate() {
-            let idx = first + k as u64;
-            let phys = st.map_alloc(&mut inode, idx)?;
-            let (txn, gen) = (st.running.id, st.next_gen);
-            st.next_gen += 1;
-            match st.data.get_mut(&(f.ino, idx)) {
-                Some(d) => {
-                    d.bytes = img;
-                    d.gen = gen;
-                }
-                None => {
-                    st.data_bytes += img.len() as u64;
-                    st.data.insert(
-                        (f.ino, idx),
-                        Dirty {
-                            phys,
-                            bytes: img,
-                            txn,
-                            gen,
-                        },
-                    );
-                }
-            }
+        st.keep_tail(f.ino, &inode, tail);
+        let n = images.len() as u64;
+        let phys = st.map_alloc_all(f.ino, &mut inode, first..first + n)?;
+        for (k, (img, phys)) in images.into_iter().zip(phys).enumerate() {
+            st.buffer_block(f.ino, first + k as u64, phys, img);
         }
-        let end = offset + data.len() as u64;
-        if end > inode.size {
-            inode.size = end;
-            st.set_inode(f.ino, &inode);
-        } else if st.inode(f.ino) != inode {
-            st.set_inode(f.ino, &inode);
-        }
+        inode.size = inode.size.max(offset + data.len() as u64);
+        inode.change += 1;
+        st.set_inode(f.ino, &inode);
         Ok(data.len())
+    }
+
+    /// Set `f`'s size to `len`. Shrinking unmaps and frees the blocks past the new end
+    /// (reused once the transaction commits — an indirect block once a checkpoint
+    /// follows) and drops their buffered data; growing leaves a hole, after zeroing the
+    /// bytes of the old last block that become part of the file (in the store's
+    /// buffer: ordered mode writes them home before the new size commits). The size
+    /// change is one step of the running transaction, as a write's.
+    pub async fn truncate(&self, f: StoreFile, len: u64) -> Result<(), StoreError> {
+        if len.div_ceil(BLOCK as u64) > MAX_FILE_BLOCKS {
+            return Err(StoreError::TooBig);
+        }
+        loop {
+            let change = self.st.borrow().inode(f.ino).change;
+            let tail = self.grown_tail(f, len, false).await?;
+            let mut st = self.st.borrow_mut();
+            let mut inode = st.inode(f.ino);
+            if inode.change != change {
+                // The file changed while its last block was read: again.
+                continue;
+            }
+            if len == inode.size {
+                return Ok(());
+            }
+            if len < inode.size {
+                let keep = len.div_ceil(BLOCK as u64);
+                st.unmap_from(&mut inode, keep);
+                st.drop_buffered(f.ino, keep);
+            }
+            st.keep_tail(f.ino, &inode, tail);
+            inode.size = len;
+            inode.change += 1;
+            st.set_inode(f.ino, &inode);
+            return Ok(());
+        }
+    }
+
+    /// When `f` grows from its size to `upto` past its partly used last block without
+    /// writing over it (a truncation up, a write beyond the end): that block's image
+    /// with the bytes from the old end zeroed. A block may hold bytes past the end (a
+    /// truncation down, a write the crash left without its size); they must never show.
+    /// `None` when the size ends on a block boundary or in a hole, or when the `write`
+    /// at `upto` covers the block (its image is zeroed past the end then).
+    async fn grown_tail(
+        &self,
+        f: StoreFile,
+        upto: u64,
+        write: bool,
+    ) -> Result<Option<Tail>, StoreError> {
+        let (size, phys) = {
+            let st = self.st.borrow();
+            let i = st.inode(f.ino);
+            let idx = i.size / BLOCK as u64;
+            let partly = i.size % BLOCK as u64 != 0 && upto > i.size;
+            (i.size, if partly { st.map(&i, idx) } else { 0 })
+        };
+        let idx = size / BLOCK as u64;
+        let bend = (idx + 1) * BLOCK as u64;
+        if phys == 0 || (write && upto / BLOCK as u64 == idx) {
+            return Ok(None);
+        }
+        let zeros = vec![0u8; (upto.min(bend) - size) as usize];
+        let img = self
+            .images(f, size, &zeros)
+            .await?
+            .pop()
+            .expect("one block");
+        Ok(Some(Tail {
+            idx,
+            phys,
+            size,
+            img,
+        }))
     }
 
     /// Copies of the buffered blocks `keep` selects, for writeback.
@@ -259,5 +321,67 @@ impl Store {
             }
         }
         Ok(copies.len() as u64)
+    }
+}
+
+/// The zeroed image of a file's old last block ([`Store::grown_tail`]).
+#[derive(Debug)]
+struct Tail {
+    idx: u64,
+    phys: u64,
+    /// The size it was read at.
+    size: u64,
+    img: Vec<u8>,
+}
+
+impl State {
+    /// Buffer the zeroed old last block if the file is still as it was read (`inode`:
+    /// its image now); it goes home before the growth commits (ordered mode).
+    fn keep_tail(&mut self, ino: u32, inode: &Inode, tail: Option<Tail>) {
+        if let Some(t) = tail {
+            if inode.size == t.size && self.map(inode, t.idx) == t.phys {
+                self.buffer_block(ino, t.idx, t.phys, t.img);
+            }
+        }
+    }
+
+    /// Keep `img` as the buffered contents of block `idx` of inode `ino` (home `phys`),
+    /// to go home before the running transaction commits (or the one that first
+    /// dirtied it, if it is buffered already).
+    pub(super) fn buffer_block(&mut self, ino: u32, idx: u64, phys: u64, img: Vec<u8>) {
+        let (txn, gen) = (self.running.id, self.next_gen);
+        self.next_gen += 1;
+        match self.data.get_mut(&(ino, idx)) {
+            Some(d) => {
+                d.bytes = img;
+                d.gen = gen;
+            }
+            None => {
+                self.data_bytes += img.len() as u64;
+                self.data.insert(
+                    (ino, idx),
+                    Dirty {
+                        phys,
+                        bytes: img,
+                        txn,
+                        gen,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Drop the buffered blocks of inode `ino` from block `from` on (their blocks are
+    /// freed). A writeback of them in flight still lands before the freeing commits.
+    pub(super) fn drop_buffered(&mut self, ino: u32, from: u64) {
+        let gone: Vec<(u32, u64)> = self
+            .data
+            .range((ino, from)..=(ino, u64::MAX))
+            .map(|(k, _)| *k)
+            .collect();
+        for k in gone {
+            let d = self.data.remove(&k).expect("present");
+            self.data_bytes -= d.bytes.len() as u64;
+        }
     }
 }

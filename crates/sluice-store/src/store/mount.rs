@@ -96,6 +96,7 @@ impl Store {
                 ..Txn::default()
             },
             closing: BTreeMap::new(),
+            held: Vec::new(),
             handles: BTreeMap::new(),
             ino_handles: BTreeMap::new(),
             committed: max_f,
@@ -109,6 +110,7 @@ impl Store {
             inode_used: inodes.iter().map(|i| i.used).collect(),
             names: BTreeMap::new(),
             ino_txn: BTreeMap::new(),
+            ino_dtxn: BTreeMap::new(),
             data: BTreeMap::new(),
             data_bytes: 0,
             next_gen: 0,

@@ -57,15 +57,11 @@ impl Store {
             .names
             .remove(name)
             .ok_or_else(|| StoreError::NotFound(name.into()))?;
-        let inode = st.inode(ino);
-        let blocks = st.blocks_of(&inode);
-        for b in &blocks {
-            st.set_bit(*b, false);
-        }
-        st.running
-            .freed_blocks
-            .extend(blocks.iter().map(|&b| b as u32));
-        st.running.freed_inodes.push(ino);
+        let mut inode = st.inode(ino);
+        st.unmap_from(&mut inode, 0);
+        // Buffered data of the file is dropped: its blocks are free.
+        st.drop_buffered(ino, 0);
+        st.running.frees.inodes.push(ino);
         st.set_inode(ino, &Inode::default());
         st.set_dirent(slot, 0, "");
         Ok(())
