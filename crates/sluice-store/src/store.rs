@@ -61,6 +61,9 @@ pub enum StoreError {
     /// The on-disk format is not a store's, or is damaged.
     #[error("{0}")]
     Corrupt(String),
+    /// A journal block fails its checksum (found at mount; nothing was replayed).
+    #[error("the store's journal is damaged: {0}")]
+    JournalCorrupt(String),
 }
 
 /// A file of the store (its inode number).
@@ -116,6 +119,16 @@ impl Dev {
         let (r, buf) = self
             .file
             .read_at(DmaBuffer::new(BLOCK), block * BLOCK as u64)
+            .await;
+        r?;
+        Ok(buf.to_vec())
+    }
+
+    /// Blocks `first..first + n` in one read.
+    pub(crate) async fn read_blocks(&self, first: u64, n: u64) -> io::Result<Vec<u8>> {
+        let (r, buf) = self
+            .file
+            .read_at(DmaBuffer::new(n as usize * BLOCK), first * BLOCK as u64)
             .await;
         r?;
         Ok(buf.to_vec())

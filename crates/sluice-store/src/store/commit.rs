@@ -117,7 +117,8 @@ impl Store {
         let mut at = g.journal_start() + self.st.borrow().jhead;
         let mut writes = Vec::with_capacity(need as usize);
         for c in &chunks {
-            let tags: Vec<u64> = c.iter().map(|(b, _)| *b).collect();
+            let tags: Vec<journal::Tag> =
+                c.iter().map(|(b, v)| (*b, journal::block_crc(v))).collect();
             writes.push((at, journal::encode_descriptor(id, &tags)));
             at += 1;
             for (_, blk) in c.iter() {
@@ -222,12 +223,17 @@ impl Store {
         }
         let (h, blocks) = {
             let st = self.st.borrow();
-            let tags: Vec<u64> = if inode.indirect != 0 {
+            let homes: Vec<u64> = if inode.indirect != 0 {
                 vec![inode.indirect as u64]
             } else {
                 Vec::new()
             };
-            let blocks: Vec<Vec<u8>> = tags.iter().map(|t| st.meta[t].clone()).collect();
+            let blocks: Vec<Vec<u8>> = homes.iter().map(|t| st.meta[t].clone()).collect();
+            let tags = homes
+                .iter()
+                .zip(&blocks)
+                .map(|(h, b)| (*h, journal::block_crc(b)))
+                .collect();
             (
                 FHeader {
                     id: st.running.id,

@@ -70,7 +70,7 @@ impl Store {
                 inode.encode(&mut blk[off..off + INODE_SIZE]);
                 home.insert(b, blk.clone());
             }
-            for (t, d) in h.tags.iter().zip(blocks) {
+            for ((t, _), d) in h.tags.iter().zip(blocks) {
                 home.insert(*t, d.clone());
             }
         }
