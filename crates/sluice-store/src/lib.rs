@@ -24,6 +24,7 @@
 
 #![warn(missing_docs, missing_debug_implementations)]
 
+pub mod crashtest;
 pub mod journal;
 pub mod layout;
 mod recover;

@@ -299,6 +299,18 @@ impl Store {
         }
     }
 
+    /// A crc32c of the metadata as it stands (inode table, directory, bitmap, the used
+    /// inodes' indirect blocks): two recoveries of the same store agree on it.
+    pub fn fingerprint(&self) -> u32 {
+        let st = self.st.borrow();
+        let fixed = (st.g.itable_start()..st.g.data_start()).map(|b| &st.meta[&b][..]);
+        let indirect = (1..=st.g.inodes)
+            .map(|i| st.inode(i))
+            .filter(|i| i.used && i.indirect != 0)
+            .map(|i| &st.meta[&(i.indirect as u64)][..]);
+        fixed.chain(indirect).fold(0, crc32c::crc32c_append)
+    }
+
     /// The files, by name.
     pub fn list(&self) -> Vec<(String, u64)> {
         let st = self.st.borrow();
