@@ -19,7 +19,10 @@ async fn names_and_lengths(buffered: bool) {
     if buffered {
         a.write_buffered(0, &[7u8; 8192]).await.unwrap();
     } else {
-        a.write_at(DmaBuffer::from_slice(&[7u8; 8192]), 0).await.0.unwrap();
+        a.write_at(DmaBuffer::from_slice(&[7u8; 8192]), 0)
+            .await
+            .0
+            .unwrap();
     }
     a.set_len(5000).await.unwrap();
     assert_eq!(a.len(), 5000);
@@ -107,7 +110,10 @@ fn names_and_lengths_on_real_files() {
         .collect();
     on_disk.sort();
     assert_eq!(on_disk, ["mine", "theirs"]);
-    assert_eq!(std::fs::read(dir.path().join("theirs")).unwrap(), b"not ours");
+    assert_eq!(
+        std::fs::read(dir.path().join("theirs")).unwrap(),
+        b"not ours"
+    );
     // Told to, the stack writes a file it did not create (a store a previous run left).
     let r = Stack::builder()
         .directory(dir.path())

@@ -25,10 +25,12 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 pub mod crashtest;
+pub mod fs;
 pub mod journal;
 pub mod layout;
 mod recover;
 mod store;
 
+pub use fs::{Fs, FsConfig, FsFile};
 pub use layout::Geometry;
 pub use store::{CommitMode, FileStat, FsyncPath, Store, StoreError, StoreFile, StoreStats};
