@@ -125,7 +125,10 @@ fn main() -> ExitCode {
     while let Some(a) = args.next() {
         let mut value = || args.next().ok_or(usage);
         let r = match a.as_str() {
-            "--alone" => Ok(alone = true),
+            "--alone" => {
+                alone = true;
+                Ok(())
+            }
             "--real" => value().map(|v| real = Some(v)),
             "--device" => value().map(|v| device = v),
             "--fs" => value().and_then(|v| {

@@ -41,7 +41,7 @@ async fn names_and_lengths(buffered: bool) {
     assert!(File::open("c").await.is_err());
     // Handles outlive their names.
     assert_eq!(read_all(&a).await.len(), 10_000);
-    assert!(c.len() == 0);
+    assert!(c.is_empty());
 }
 
 #[test]

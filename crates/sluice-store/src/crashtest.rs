@@ -199,47 +199,6 @@ impl Harness {
         self.check_at(seed, at)
     }
 
-    #[doc(hidden)]
-    pub fn debug_crashed_image(&self, seed: u64) -> DiskImage {
-        let at = self.end_ns / 1001 * (seed.wrapping_mul(7919) % 1000 + 1);
-        let Config { mode, fsync } = self.config;
-        let models: Vec<Rc<RefCell<TaskModel>>> = (0..TASKS)
-            .map(|t| Rc::new(RefCell::new(TaskModel::new(workload::main_name(t)))))
-            .collect();
-        let ms = models.clone();
-        builder(seed)
-            .image(self.base.clone())
-            .build()
-            .unwrap()
-            .run_until_crash(
-                at,
-                CrashSpec {
-                    seed,
-                    torn: seed % 2 == 0,
-                },
-                move || async move {
-                    let f = File::open(IMG).await.unwrap();
-                    let s = Store::mount(&f, mode).await.unwrap();
-                    s.set_fsync_path(fsync);
-                    let hs: Vec<_> = ms
-                        .into_iter()
-                        .enumerate()
-                        .map(|(t, m)| {
-                            spawn(
-                                TaskCtx::new(format!("t{t}")),
-                                workload::task(s.clone(), t, seed, m),
-                            )
-                        })
-                        .collect();
-                    for h in hs {
-                        h.await;
-                    }
-                },
-            )
-            .unwrap()
-            .image
-    }
-
     fn check_at(&self, seed: u64, at: u64) -> Result<SeedOutcome, Failure> {
         let r = catch_unwind(AssertUnwindSafe(|| self.seed_run(seed, at)));
         let what = match r {
@@ -275,7 +234,7 @@ impl Harness {
                 at,
                 CrashSpec {
                     seed,
-                    torn: seed % 2 == 0,
+                    torn: seed.is_multiple_of(2),
                 },
                 move || async move {
                     let f = File::open(IMG).await.expect("the store's file");

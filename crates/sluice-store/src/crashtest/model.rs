@@ -123,7 +123,7 @@ impl FileModel {
                 self.changes.len()
             ));
         }
-        match (0..n).find(|&i| !ok[i] && !(i >= low && got[i] == 0)) {
+        match (0..n).find(|&i| !(ok[i] || i >= low && got[i] == 0)) {
             None => Ok(()),
             Some(i) => Err(format!(
                 "byte {i} is {:#04x}, a value it never had since its last fsync returned \

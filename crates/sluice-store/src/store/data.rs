@@ -254,7 +254,7 @@ impl Store {
             let st = self.st.borrow();
             let i = st.inode(f.ino);
             let idx = i.size / BLOCK as u64;
-            let partly = i.size % BLOCK as u64 != 0 && upto > i.size;
+            let partly = !i.size.is_multiple_of(BLOCK as u64) && upto > i.size;
             (i.size, if partly { st.map(&i, idx) } else { 0 })
         };
         let idx = size / BLOCK as u64;
