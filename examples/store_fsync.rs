@@ -1,96 +1,106 @@
 //! fillsync on the journaled store: a critical task appends 4 KiB records to a log
 //! (buffered) and fsyncs each (RocksDB db_bench's fillsync), beside bulk writers that
-//! keep rewriting their own 4 MiB files with buffered 256 KiB writes and fsync every
-//! 1 MiB while the log runs (FastResponse ICS '22 Table 1's co-runners). The log's fsync latency with compound commits (jbd2-like: the whole
-//! running transaction, the others' ordered data included) against file-level
-//! f-transactions (FastResponse's fjournal: the log's inode alone), each with the
-//! synchronous commit path (data, then journal blocks) and AIOS's asynchronous one
-//! (journal blocks written while the data is in flight).
+//! keep rewriting their own 4 MiB files with buffered 256 KiB writes and fdatasync every
+//! 1 MiB while the log runs (FastResponse ICS '22 Table 1's co-runners). The log's fsync
+//! latency with compound commits (jbd2-like: the whole running transaction, the
+//! others' ordered data included) against file-level f-transactions (FastResponse's
+//! fjournal: the log's inode alone), each with the synchronous commit path (data, then
+//! journal blocks) and AIOS's asynchronous one (journal blocks written while the data
+//! is in flight) — and, as a baseline, the same program on the stack's own files
+//! (no journal; buffered writes through the runtime's page cache).
+//!
+//! The program is written once against `sluice::store::Fs`: which files it runs on is
+//! the one setting `--fs` (`host`, `compound`, `fjournal`, `compound+async`,
+//! `fjournal+async`; give several, or none for all five).
 //!
 //! ```sh
 //! cargo run --release --example store_fsync                    # simulated ull, policy rcp
 //! cargo run --release --example store_fsync -- --device nand   # a volatile write cache
-//! cargo run --release --example store_fsync -- --real DIR      # a store file in DIR
+//! cargo run --release --example store_fsync -- --real DIR      # files in DIR
 //! cargo run --release --example store_fsync -- --alone         # no co-runners
+//! cargo run --release --example store_fsync -- --fs host --fs fjournal
 //! ```
 
 use std::cell::Cell;
 use std::process::ExitCode;
 use std::rc::Rc;
 
-use sluice::runtime::{now, spawn, File, IoClass, Stack, StackBuilder, TaskCtx};
-use sluice::store::{CommitMode, FsyncPath, Geometry, Store};
+use sluice::runtime::{now, spawn, CacheConfig, IoClass, Stack, StackBuilder, TaskCtx};
+use sluice::store::{Fs, FsConfig};
 
 const RECORDS: usize = 400;
 
-fn builder(real: Option<&str>, device: &str) -> StackBuilder {
+fn builder(real: Option<&str>, device: &str, fs: &FsConfig) -> StackBuilder {
     let b = Stack::builder().policy("rcp");
-    match real {
+    let b = match real {
         Some(dir) => b.directory(dir).cores(1),
         None => b.device(device),
+    };
+    match fs {
+        // The stack's own files buffer in the runtime's page cache.
+        FsConfig::Host => b.cache(CacheConfig::default()),
+        FsConfig::Store { .. } => b,
     }
+}
+
+/// The program: the same whatever the files are.
+async fn fillsync(fs: Fs, bulk_writers: usize) -> Vec<u64> {
+    let log = fs.create("log").await.unwrap();
+    let done = Rc::new(Cell::new(false));
+    let mut bulk = Vec::new();
+    for w in 0..bulk_writers {
+        let (fs, done) = (fs.clone(), done.clone());
+        bulk.push(spawn(TaskCtx::new(format!("bulk{w}")), async move {
+            // 4 MiB files rewritten in place while the log runs.
+            let file = fs.create(&format!("bulk{w}")).await.unwrap();
+            let chunk = vec![w as u8; 256 << 10];
+            let mut i = 0u64;
+            while !done.get() {
+                file.write_buffered(i % 16 * (256 << 10), &chunk)
+                    .await
+                    .unwrap();
+                if i % 4 == 3 {
+                    file.fdatasync().await.unwrap();
+                }
+                i += 1;
+            }
+        }));
+    }
+    let fillsync = spawn(
+        TaskCtx::new("fillsync").class(IoClass::Critical),
+        async move {
+            let mut lat = Vec::with_capacity(RECORDS);
+            for i in 0..RECORDS as u64 {
+                log.write_buffered(i * 4096, &[i as u8; 4096])
+                    .await
+                    .unwrap();
+                let t0 = now();
+                log.fsync().await.unwrap();
+                lat.push(now() - t0);
+            }
+            lat
+        },
+    );
+    let lat = fillsync.await;
+    done.set(true);
+    for b in bulk {
+        b.await;
+    }
+    lat
 }
 
 fn run(
     real: Option<&str>,
     device: &str,
-    mode: CommitMode,
-    path: FsyncPath,
+    fs: FsConfig,
     bulk_writers: usize,
-    img: &str,
 ) -> Result<Vec<u64>, String> {
-    let img = img.to_string();
-    let out = builder(real, device)
+    let out = builder(real, device, &fs)
         .build()
         .map_err(|e| e.to_string())?
         .run(move || async move {
-            let f = File::create(&img).await.unwrap();
-            Store::mkfs(&f, Geometry::new(65536)).await.unwrap();
-            let s = Store::mount(&f, mode).await.unwrap();
-            s.set_fsync_path(path);
-            let log = s.create("log").unwrap();
-            let done = Rc::new(Cell::new(false));
-            let mut bulk = Vec::new();
-            for w in 0..bulk_writers {
-                let (s, done) = (s.clone(), done.clone());
-                bulk.push(spawn(TaskCtx::new(format!("bulk{w}")), async move {
-                    // 4 MiB files rewritten in place while the log runs.
-                    let file = s.create(&format!("bulk{w}")).unwrap();
-                    let chunk = vec![w as u8; 256 << 10];
-                    let mut i = 0u64;
-                    while !done.get() {
-                        s.write_buffered(file, i % 16 * (256 << 10), &chunk)
-                            .await
-                            .unwrap();
-                        if i % 4 == 3 {
-                            s.fsync(file).await.unwrap();
-                        }
-                        i += 1;
-                    }
-                }));
-            }
-            let s2 = s.clone();
-            let fillsync = spawn(
-                TaskCtx::new("fillsync").class(IoClass::Critical),
-                async move {
-                    let mut lat = Vec::with_capacity(RECORDS);
-                    for i in 0..RECORDS as u64 {
-                        s2.write_buffered(log, i * 4096, &[i as u8; 4096])
-                            .await
-                            .unwrap();
-                        let t0 = now();
-                        s2.fsync(log).await.unwrap();
-                        lat.push(now() - t0);
-                    }
-                    lat
-                },
-            );
-            let lat = fillsync.await;
-            done.set(true);
-            for b in bulk {
-                b.await;
-            }
-            lat
+            let files = Fs::mount(&fs).await.unwrap();
+            fillsync(files, bulk_writers).await
         })
         .map_err(|e| e.to_string())?;
     Ok(out.value)
@@ -109,56 +119,93 @@ fn summary(name: &str, mut v: Vec<u64>) -> (f64, f64) {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let alone = args.iter().any(|a| a == "--alone");
-    let args: Vec<&String> = args.iter().filter(|a| *a != "--alone").collect();
-    let (real, device) = match args.as_slice() {
-        [] => (None, "ull".to_string()),
-        [flag, v] if *flag == "--real" => (Some(v.to_string()), String::new()),
-        [flag, v] if *flag == "--device" => (None, v.to_string()),
-        _ => {
-            eprintln!("usage: store_fsync [--device PROFILE | --real DIR] [--alone]");
+    let mut args = std::env::args().skip(1);
+    let (mut real, mut device, mut alone, mut fss) = (None, "ull".to_string(), false, Vec::new());
+    let usage = "usage: store_fsync [--device PROFILE | --real DIR] [--alone] [--fs host|compound|fjournal[+async]]...";
+    while let Some(a) = args.next() {
+        let mut value = || args.next().ok_or(usage);
+        let r = match a.as_str() {
+            "--alone" => {
+                alone = true;
+                Ok(())
+            }
+            "--real" => value().map(|v| real = Some(v)),
+            "--device" => value().map(|v| device = v),
+            "--fs" => value().and_then(|v| {
+                v.parse::<FsConfig>().map(|c| fss.push(c)).map_err(|e| {
+                    eprintln!("store_fsync: {e}");
+                    usage
+                })
+            }),
+            _ => Err(usage),
+        };
+        if let Err(u) = r {
+            eprintln!("{u}");
             return ExitCode::from(2);
         }
-    };
+    }
+    if fss.is_empty() {
+        fss = [
+            "host",
+            "compound",
+            "compound+async",
+            "fjournal",
+            "fjournal+async",
+        ]
+        .iter()
+        .map(|s| s.parse().expect("a known setting"))
+        .collect();
+    }
     let bulk = if alone { 0 } else { 2 };
-    let world = real.as_deref().map_or(format!("simulated {device}"), |d| {
-        format!("a store file in {d}")
-    });
+    let world = real
+        .as_deref()
+        .map_or(format!("simulated {device}"), |d| format!("files in {d}"));
     println!("fillsync ({RECORDS} × 4 KiB append + fsync) beside {bulk} bulk writers, on {world}");
     let pid = std::process::id();
-    let mut res = Vec::new();
-    let runs = [
-        (CommitMode::Compound, FsyncPath::Sync, "compound"),
-        (CommitMode::Compound, FsyncPath::Async, "compound+async"),
-        (CommitMode::FileLevel, FsyncPath::Sync, "fjournal"),
-        (CommitMode::FileLevel, FsyncPath::Async, "fjournal+async"),
-    ];
-    for (k, (mode, path, name)) in runs.into_iter().enumerate() {
-        let img = format!("sluice-store-{pid}-{k}.img");
-        let r = run(real.as_deref(), &device, mode, path, bulk, &img);
-        if let Some(dir) = &real {
-            let _ = std::fs::remove_file(std::path::Path::new(dir).join(&img));
+    let mut res: Vec<(String, f64, f64)> = Vec::new();
+    for (k, fs) in fss.into_iter().enumerate() {
+        let name = fs.to_string();
+        // Each run in a directory of its own (real files: a subdirectory of DIR).
+        let sub = real
+            .as_deref()
+            .map(|d| format!("{d}/sluice-store-fsync-{pid}-{k}"));
+        if let Some(d) = &sub {
+            if let Err(e) = std::fs::create_dir(d) {
+                eprintln!("store_fsync: {d}: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+        let r = run(sub.as_deref(), &device, fs, bulk);
+        if let Some(d) = &sub {
+            let _ = std::fs::remove_dir_all(d);
         }
         match r {
-            Ok(v) => res.push(summary(name, v)),
+            Ok(v) => {
+                let (mean, p99) = summary(&name, v);
+                res.push((name, mean, p99));
+            }
             Err(e) => {
                 eprintln!("store_fsync: {e}");
                 return ExitCode::FAILURE;
             }
         }
     }
+    let get = |n: &str| res.iter().find(|r| r.0 == n).map(|r| (r.1, r.2));
     let pct = |a: f64, b: f64| (a / b - 1.0) * 100.0;
-    let ((cm, cp), (fm, fp)) = (res[0], res[2]);
-    println!(
-        "fjournal vs compound: mean {:+.0} %, p99 {:+.0} % (FastResponse reports −58 % mean, −74 % p99.9 on ext4)",
-        pct(fm, cm),
-        pct(fp, cp)
-    );
-    println!(
-        "asynchronous vs synchronous commit path: compound mean {:+.0} %, fjournal mean {:+.0} %",
-        pct(res[1].0, cm),
-        pct(res[3].0, fm)
-    );
+    if let (Some((cm, cp)), Some((fm, fp))) = (get("compound"), get("fjournal")) {
+        println!(
+            "fjournal vs compound: mean {:+.0} %, p99 {:+.0} % (FastResponse reports −58 % mean, −74 % p99.9 on ext4)",
+            pct(fm, cm),
+            pct(fp, cp)
+        );
+    }
+    for m in ["compound", "fjournal"] {
+        if let (Some((s, _)), Some((a, _))) = (get(m), get(&format!("{m}+async"))) {
+            println!(
+                "asynchronous vs synchronous commit path, {m}: mean {:+.0} %",
+                pct(a, s)
+            );
+        }
+    }
     ExitCode::SUCCESS
 }

@@ -58,6 +58,9 @@ pub enum CliError {
     /// `sluice run`: blocks failed their `verify` check (described above the table).
     #[error("{0} block(s) failed verification; the first failure of each job is described above")]
     VerifyFailed(u64),
+    /// `sluice crashtest`: seeds failed (each printed with its replay command).
+    #[error("{0} crash seed(s) failed; each is printed above with the command that replays it")]
+    CrashtestFailed(usize),
     /// Stopped by Ctrl-C; the results so far were printed.
     #[error("interrupted; the results above cover the run until the stop")]
     Interrupted,
@@ -85,7 +88,7 @@ impl CliError {
             CliError::Engine(e) => e.exit_code(),
             CliError::Calibrate(e) => e.exit_code(),
             CliError::Usage(_) => 2,
-            CliError::VerifyFailed(_) => 1,
+            CliError::VerifyFailed(_) | CliError::CrashtestFailed(_) => 1,
             CliError::Interrupted => 130,
         }
     }

@@ -15,6 +15,7 @@ use sluice::metrics::{self, RunReport};
 use sluice::sim::{self, SimConfig};
 
 mod cmd_calibrate;
+mod cmd_crashtest;
 mod cmd_run;
 
 #[derive(Parser, Debug)]
@@ -39,6 +40,9 @@ enum Cmd {
     Calibrate(cmd_calibrate::CalibrateArgs),
     /// Run a paper's experiments in the simulator and check their goals (pass/fail).
     Repro(ReproArgs),
+    /// Crash the journaled store at seeded instants and check each recovery (the
+    /// test suite's harness, for long runs).
+    Crashtest(cmd_crashtest::CrashtestArgs),
     /// List the built-in device profiles, the policies and the repro suites.
     List,
 }
@@ -116,6 +120,7 @@ fn main() -> ExitCode {
         Cmd::Repro(args) => cmd_repro(args),
         Cmd::Run(args) => cmd_run::cmd_run(args),
         Cmd::Calibrate(args) => cmd_calibrate::cmd_calibrate(args),
+        Cmd::Crashtest(args) => cmd_crashtest::cmd_crashtest(args),
         Cmd::List => cmd_list(),
     };
     match result {

@@ -25,6 +25,7 @@ use crate::buffer::DmaBuffer;
 use crate::ctx::{Activity, TaskCtx};
 
 mod file;
+mod names;
 pub use file::{File, IoHandle, IoWait};
 
 /// Address-space span of one file (1 TiB).
@@ -346,7 +347,10 @@ pub struct DiskImage {
 impl DiskImage {
     /// The files (name, length) the image holds.
     pub fn files(&self) -> impl Iterator<Item = (&str, u64)> {
-        self.files.iter().map(|(n, l)| (n.as_str(), *l))
+        self.files
+            .iter()
+            .filter(|(n, _)| !n.is_empty())
+            .map(|(n, l)| (n.as_str(), *l))
     }
 
     /// Read `out.len()` bytes of file `name` at `offset` as the image holds them
@@ -363,7 +367,10 @@ impl IoState {
     pub(crate) fn install(&mut self, image: DiskImage) {
         self.contents = image.contents;
         for (name, len) in image.files {
-            self.names.insert(name.clone(), self.files.len() as u32);
+            // A removed file keeps its place (its data's region), without a name.
+            if !name.is_empty() {
+                self.names.insert(name.clone(), self.files.len() as u32);
+            }
             self.files.push(FileMeta {
                 name,
                 len,

@@ -145,6 +145,8 @@ pub struct StackBuilder {
     cache: Option<CacheConfig>,
     /// Registered buffer pool (slots, bytes per slot); `None`: the default, real only.
     buffer_pool: Option<(u32, usize)>,
+    /// Real backend: `File::open` opens files the stack did not create for writing.
+    write_existing: bool,
 }
 
 /// The real backend's registered buffer pool by default: 256 slots of 64 KiB (16 MiB).
@@ -169,6 +171,7 @@ impl Default for StackBuilder {
             image: None,
             cache: None,
             buffer_pool: None,
+            write_existing: false,
         }
     }
 }
@@ -201,6 +204,15 @@ impl StackBuilder {
     /// simulation.
     pub fn direct(mut self, direct: bool) -> StackBuilder {
         self.direct = direct;
+        self
+    }
+
+    /// Real backend: [`File::open`] opens a file of the directory that the stack did not
+    /// create for writing too (default: read-only — the stack never writes such a file
+    /// unless told, as `sluice run --allow-write-existing`). For a file a previous run
+    /// left, such as a store to recover.
+    pub fn allow_write_existing(mut self, allow: bool) -> StackBuilder {
+        self.write_existing = allow;
         self
     }
 
@@ -469,10 +481,12 @@ impl Stack {
                 ssd.set_seed(b.seed);
                 io::Port::Sim(SimPort::new(ssd))
             }
-            DeviceChoice::Directory(dir) => io::Port::Real(
-                real::RealPort::new(dir, b.cores, b.direct, pool.as_ref())
-                    .map_err(RuntimeError::Config)?,
-            ),
+            DeviceChoice::Directory(dir) => {
+                let mut p = real::RealPort::new(dir, b.cores, b.direct, pool.as_ref())
+                    .map_err(RuntimeError::Config)?;
+                p.write_existing = b.write_existing;
+                io::Port::Real(p)
+            }
         };
         let bells = match &self.device {
             DeviceChoice::Simulated(_) => Vec::new(),

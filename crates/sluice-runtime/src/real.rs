@@ -55,6 +55,8 @@ pub(crate) struct RealPort {
     pub dir: PathBuf,
     /// Open files with `O_DIRECT` (the default); off: through the host's page cache.
     direct: bool,
+    /// Open existing files (not created by the stack) for writing too.
+    pub write_existing: bool,
     files: Vec<std::fs::File>,
     /// By block-layer request id: the buffer's address, the request's offset and the
     /// buffer's index in the registered pool (`NOT_FIXED`: from the heap).
@@ -103,6 +105,7 @@ impl RealPort {
             rings: RingPort::new(cores as usize, RING_CAP, RING_CAP, D2FQ_WEIGHTS),
             dir: dir.to_path_buf(),
             direct,
+            write_existing: false,
             files: Vec::new(),
             bufs: Vec::new(),
             bytes: Vec::new(),
@@ -150,8 +153,8 @@ impl RealPort {
         Ok(())
     }
 
-    /// Open the existing file `name` read-only as file number `id` (the runtime never
-    /// writes a file it did not create). Returns its length.
+    /// Open the existing file `name` as file number `id`: read-only (the runtime never
+    /// writes a file it did not create) unless `write_existing`. Returns its length.
     pub(crate) fn open_existing(&mut self, id: u32, name: &str) -> std::io::Result<u64> {
         if id >= MAX_FILES {
             return Err(std::io::Error::other(format!(
@@ -161,6 +164,7 @@ impl RealPort {
         let path = self.dir.join(name);
         let f = std::fs::OpenOptions::new()
             .read(true)
+            .write(self.write_existing)
             .custom_flags(if self.direct { libc::O_DIRECT } else { 0 })
             .open(&path)
             .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
@@ -168,6 +172,16 @@ impl RealPort {
         debug_assert_eq!(self.files.len(), id as usize);
         self.files.push(f);
         Ok(len)
+    }
+
+    /// Set the length of file number `id` (`ftruncate`).
+    pub(crate) fn set_len(&self, id: u32, len: u64) -> std::io::Result<()> {
+        self.files[id as usize].set_len(len)
+    }
+
+    /// The path of `name` in the stack's directory.
+    pub(crate) fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
     }
 
     /// The buffer of block-layer request `req` (`fixed`: its registered index).

@@ -12,8 +12,29 @@ const FSB: &[u8; 8] = b"SLFSUPER";
 const FHEAD: &[u8; 8] = b"SLFHEADR";
 const FCOMMIT: &[u8; 8] = b"SLFCOMMT";
 
-/// Block tags one descriptor holds.
-pub const MAX_TAGS: usize = (BLOCK - 32) / 8;
+/// Block tags one descriptor holds (a tag: the home block number and the crc32c of
+/// the logged block, as jbd2's v3 checksums).
+pub const MAX_TAGS: usize = (BLOCK - 32) / TAG;
+
+/// Bytes of a block tag.
+const TAG: usize = 12;
+
+/// A logged block's tag: its home block and the crc32c of its contents.
+pub type Tag = (u64, u32);
+
+/// The crc32c a tag carries for a logged block.
+pub fn block_crc(b: &[u8]) -> u32 {
+    crc32c::crc32c(b)
+}
+
+fn put_tag(b: &mut [u8], at: usize, (home, crc): Tag) {
+    b[at..at + 8].copy_from_slice(&home.to_le_bytes());
+    b[at + 8..at + 12].copy_from_slice(&crc.to_le_bytes());
+}
+
+fn get_tag(b: &[u8], at: usize) -> Tag {
+    (le64(b, at), le32(b, at + 8))
+}
 
 /// Bytes a device writes atomically (one sector): journal superblocks and commit
 /// blocks keep their contents and checksum inside it, so a torn write leaves either the
@@ -53,23 +74,23 @@ pub fn decode_super(f_area: bool, b: &[u8]) -> Option<u64> {
     sealed_sector(b, if f_area { FSB } else { JSB }).then(|| le64(b, 8))
 }
 
-/// A normal transaction's descriptor: its id and the home blocks of the blocks that
-/// follow it.
-pub fn encode_descriptor(id: u64, tags: &[u64]) -> Vec<u8> {
+/// A normal transaction's descriptor: its id and the tags of the blocks that follow
+/// it (home block, crc32c of the contents).
+pub fn encode_descriptor(id: u64, tags: &[Tag]) -> Vec<u8> {
     assert!(tags.len() <= MAX_TAGS);
     let mut b = vec![0u8; BLOCK];
     b[..8].copy_from_slice(DESC);
     b[8..16].copy_from_slice(&id.to_le_bytes());
     b[16..20].copy_from_slice(&(tags.len() as u32).to_le_bytes());
     for (i, t) in tags.iter().enumerate() {
-        b[24 + 8 * i..32 + 8 * i].copy_from_slice(&t.to_le_bytes());
+        put_tag(&mut b, 24 + TAG * i, *t);
     }
     seal(&mut b);
     b
 }
 
-/// Read a descriptor: (id, tags).
-pub fn decode_descriptor(b: &[u8]) -> Option<(u64, Vec<u64>)> {
+/// Read a descriptor: (id, tags). `None` if it is not one or its checksum is wrong.
+pub fn decode_descriptor(b: &[u8]) -> Option<(u64, Vec<Tag>)> {
     if !sealed(b, DESC) {
         return None;
     }
@@ -77,7 +98,10 @@ pub fn decode_descriptor(b: &[u8]) -> Option<(u64, Vec<u64>)> {
     if n > MAX_TAGS {
         return None;
     }
-    Some((le64(b, 8), (0..n).map(|i| le64(b, 24 + 8 * i)).collect()))
+    Some((
+        le64(b, 8),
+        (0..n).map(|i| get_tag(b, 24 + TAG * i)).collect(),
+    ))
 }
 
 /// The checksum a commit block carries: over the descriptor (or header) and the blocks.
@@ -94,6 +118,12 @@ pub fn encode_commit(f_area: bool, id: u64, seq: u64, crc: u32) -> Vec<u8> {
     b[24..28].copy_from_slice(&crc.to_le_bytes());
     seal_sector(&mut b);
     b
+}
+
+/// The (id, seq) of a commit block whose record is intact (magic and checksum of its
+/// sector), whatever its body checksum.
+pub fn commit_of(f_area: bool, b: &[u8]) -> Option<(u64, u64)> {
+    sealed_sector(b, if f_area { FCOMMIT } else { COMMIT }).then(|| (le64(b, 8), le64(b, 16)))
 }
 
 /// Whether `b` is the commit block of (id, seq) with body checksum `crc`.
@@ -115,8 +145,8 @@ pub struct FHeader {
     pub seq: u64,
     /// F_entries.
     pub entries: Vec<(u32, Inode)>,
-    /// Home blocks of the metadata blocks that follow.
-    pub tags: Vec<u64>,
+    /// Tags of the metadata blocks that follow (home block, crc32c).
+    pub tags: Vec<Tag>,
 }
 
 /// F_entries one header holds (with no tags).
@@ -139,8 +169,8 @@ impl FHeader {
             at += 4 + INODE_SIZE;
         }
         for t in &self.tags {
-            b[at..at + 8].copy_from_slice(&t.to_le_bytes());
-            at += 8;
+            put_tag(&mut b, at, *t);
+            at += TAG;
         }
         seal(&mut b);
         b
@@ -161,7 +191,7 @@ impl FHeader {
             entries.push((le32(b, at), Inode::decode(&b[at + 4..at + 4 + INODE_SIZE])));
             at += 4 + INODE_SIZE;
         }
-        let tags = (0..nt).map(|i| le64(b, at + 8 * i)).collect();
+        let tags = (0..nt).map(|i| get_tag(b, at + TAG * i)).collect();
         Some(FHeader {
             id: le64(b, 8),
             seq: le64(b, 16),
@@ -177,8 +207,8 @@ mod tests {
 
     #[test]
     fn records_round_trip_and_torn_ones_are_refused() {
-        let d = encode_descriptor(7, &[100, 200]);
-        assert_eq!(decode_descriptor(&d), Some((7, vec![100, 200])));
+        let d = encode_descriptor(7, &[(100, 1), (200, 2)]);
+        assert_eq!(decode_descriptor(&d), Some((7, vec![(100, 1), (200, 2)])));
         let mut torn = d.clone();
         torn[30] ^= 1;
         assert_eq!(decode_descriptor(&torn), None);
@@ -187,6 +217,8 @@ mod tests {
         assert!(check_commit(false, &c, 7, 0, crc));
         assert!(!check_commit(false, &c, 8, 0, crc));
         assert!(!check_commit(true, &c, 7, 0, crc));
+        assert_eq!(commit_of(false, &c), Some((7, 0)));
+        assert_eq!(commit_of(true, &c), None);
         let h = FHeader {
             id: 3,
             seq: 9,
@@ -199,7 +231,7 @@ mod tests {
                     ..Inode::default()
                 },
             )],
-            tags: vec![77],
+            tags: vec![(77, 0xdead_beef)],
         };
         assert_eq!(FHeader::decode(&h.encode()), Some(h));
         assert_eq!(decode_super(true, &encode_super(true, 4)), Some(4));

@@ -10,7 +10,7 @@
 //! data_start ..                file data and indirect blocks
 //! ```
 //!
-//! An inode maps its file by 24 direct block numbers and one indirect block of 1 024
+//! An inode (used flag, size, change counter, block map) maps its file by 24 direct block numbers and one indirect block of 1 024
 //! numbers (files up to 4 MiB + 96 KiB). Every record carries a magic and a crc32c
 //! where a torn or stale write must be told apart.
 
@@ -166,6 +166,10 @@ pub struct Inode {
     pub used: bool,
     /// Bytes.
     pub size: u64,
+    /// The change counter (as Linux's `i_version`): bumped by every write and every
+    /// truncate that changes the size. Not essential metadata: `fdatasync` does not
+    /// commit it when it is the only change (see `Store::fdatasync`).
+    pub change: u64,
     /// Direct block numbers (0: a hole).
     pub direct: [u32; DIRECT],
     /// The indirect block (0: none).
@@ -182,6 +186,16 @@ impl Inode {
             b[16 + 4 * i..20 + 4 * i].copy_from_slice(&d.to_le_bytes());
         }
         b[112..116].copy_from_slice(&self.indirect.to_le_bytes());
+        b[120..128].copy_from_slice(&self.change.to_le_bytes());
+    }
+
+    /// The same file data reachable the same way: everything but the change counter
+    /// (what `fdatasync` must make durable).
+    pub fn same_data_as(&self, other: &Inode) -> bool {
+        Inode {
+            change: other.change,
+            ..*self
+        } == *other
     }
 
     /// Read it from `b`.
@@ -193,6 +207,7 @@ impl Inode {
         Inode {
             used: b[0] == 1,
             size: le64(b, 8),
+            change: le64(b, 120),
             direct,
             indirect: le32(b, 112),
         }

@@ -17,17 +17,28 @@
 //!   order, and rebuilds the block bitmap from the inodes.
 //!
 //! Blocks and inode numbers freed by a transaction are not reused until it commits, so
-//! an f-transaction never makes a block reachable from two files after a crash.
+//! an f-transaction never makes a block reachable from two files after a crash (a freed
+//! indirect block not until the next checkpoint, so no replay writes its old image
+//! over a new owner). Files can be truncated; `fdatasync` skips the commit when only
+//! the change counter moved. Journal blocks are checksummed (crc32c) and damage is
+//! reported at mount, never replayed.
+//!
+//! Applications use [`Fs`]: the runtime `File`'s API over either the stack's own files
+//! or a store's, chosen by one setting ([`FsConfig`]). [`crashtest`] is the seeded
+//! crash-and-recover harness the tests and `sluice crashtest` run.
 //! Every journal I/O carries the class of the task that issues it (the fsyncing task's
 //! in fjournal; the journal task's — inherited from a critical fsync waiter through
 //! the commit condition — in compound).
 
 #![warn(missing_docs, missing_debug_implementations)]
 
+pub mod crashtest;
+pub mod fs;
 pub mod journal;
 pub mod layout;
 mod recover;
 mod store;
 
+pub use fs::{Fs, FsConfig, FsFile};
 pub use layout::Geometry;
-pub use store::{CommitMode, FsyncPath, Store, StoreError, StoreFile, StoreStats};
+pub use store::{CommitMode, FileStat, FsyncPath, Store, StoreError, StoreFile, StoreStats};

@@ -2,12 +2,23 @@
 //! take every transaction with a valid commit block, in order, noting the largest id
 //! (Max_ID); then scan the f-area and take every f-transaction whose id is above
 //! Max_ID, in order. The store redoes them and rebuilds the bitmap from the inodes.
+//!
+//! **Torn tail or damage.** A scan stops at the first record that is not the next one
+//! (a transaction never committed: the crash came before its commit block). But the
+//! commit block is written only after a FLUSH made the records before it durable, so a
+//! transaction whose commit record is intact must be whole: if its descriptor (or
+//! f-header), a logged block or the body checksum the commit carries fails its crc32c,
+//! or a commit record for the expected id lies further on while the chain broke before
+//! it, the journal is damaged — recovery reports it ([`StoreError::JournalCorrupt`])
+//! and replays nothing, rather than skip a committed transaction and every one after
+//! it. Ids and sequence numbers only grow (a reclaimed journal starts above every id
+//! it held), so a stale commit record never carries the expected one.
 
 use std::collections::BTreeMap;
 
-use crate::journal::{self, FHeader};
-use crate::layout::Geometry;
-use crate::store::Dev;
+use crate::journal::{self, FHeader, Tag};
+use crate::layout::{Geometry, BLOCK};
+use crate::store::{Dev, StoreError};
 
 /// What the journals hold.
 #[derive(Debug, Default)]
@@ -24,42 +35,154 @@ pub(crate) struct Found {
     pub redone: u64,
 }
 
-pub(crate) async fn scan(dev: &Dev, g: &Geometry) -> std::io::Result<Found> {
+/// One journal area, read whole.
+struct Area<'a> {
+    name: &'static str,
+    f_area: bool,
+    /// Its first block on the device.
+    start: u64,
+    bytes: &'a [u8],
+}
+
+impl Area<'_> {
+    fn len(&self) -> u64 {
+        (self.bytes.len() / BLOCK) as u64
+    }
+
+    fn block(&self, i: u64) -> &[u8] {
+        &self.bytes[i as usize * BLOCK..(i as usize + 1) * BLOCK]
+    }
+
+    /// The first intact record in blocks `from..` that proves the record `key` (id, or
+    /// sequence number in the f-area) committed: its commit record, or any record of a
+    /// later one (the next transaction starts only after the commit record of the one
+    /// before it completed).
+    fn later_record(&self, from: u64, key: u64) -> Option<u64> {
+        (from..self.len()).find(|&i| {
+            let b = self.block(i);
+            let k = match self.f_area {
+                false => journal::commit_of(false, b)
+                    .map(|c| c.0)
+                    .or_else(|| journal::decode_descriptor(b).map(|d| d.0)),
+                true => journal::commit_of(true, b)
+                    .map(|c| c.1)
+                    .or_else(|| FHeader::decode(b).map(|h| h.seq)),
+            };
+            k.is_some_and(|k| k >= key)
+        })
+    }
+
+    fn corrupt(&self, block: u64, what: String) -> StoreError {
+        StoreError::JournalCorrupt(format!(
+            "{} block {} (device block {}): {what}; nothing was replayed",
+            self.name,
+            block,
+            self.start + block
+        ))
+    }
+
+    /// The logged blocks after a descriptor or header at `at` with `tags`, each checked
+    /// against its tag's crc32c.
+    fn logged(&self, at: u64, tags: &[Tag], txn: &str) -> Result<Vec<Vec<u8>>, StoreError> {
+        let mut out = Vec::with_capacity(tags.len());
+        for (i, (home, crc)) in tags.iter().enumerate() {
+            let b = self.block(at + 1 + i as u64);
+            if journal::block_crc(b) != *crc {
+                return Err(self.corrupt(
+                    at + 1 + i as u64,
+                    format!("{txn}'s copy of block {home} fails its crc32c"),
+                ));
+            }
+            out.push(b.to_vec());
+        }
+        Ok(out)
+    }
+
+    /// The record at `at` is not the next one (`what` it is): the end of the journal,
+    /// unless a record from `at` on proves that `key` committed.
+    fn end_or_damage(&self, at: u64, key: u64, txn: &str, what: &str) -> Result<(), StoreError> {
+        match self.later_record(at, key) {
+            Some(c) => Err(self.corrupt(
+                at,
+                format!("{what}, but {txn} committed (block {c} holds a record of it or after it)"),
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+pub(crate) async fn scan(dev: &Dev, g: &Geometry) -> Result<Found, StoreError> {
     let mut found = Found::default();
-    let js = g.journal_start();
-    let first = journal::decode_super(false, &dev.read(js).await?)
-        .ok_or_else(|| std::io::Error::other("the journal superblock is damaged"))?;
+    let jbytes = dev.read_blocks(g.journal_start(), g.journal).await?;
+    let j = Area {
+        name: "normal journal",
+        f_area: false,
+        start: g.journal_start(),
+        bytes: &jbytes,
+    };
+    let first = journal::decode_super(false, j.block(0))
+        .ok_or_else(|| j.corrupt(0, "the journal superblock fails its crc32c".into()))?;
     found.max_id = first - 1;
     let mut p = 1;
     'txn: loop {
         let id = found.max_id + 1;
-        let mut pending: Vec<(u64, Vec<u8>)> = Vec::new();
-        let mut crc_parts: Vec<Vec<u8>> = Vec::new();
+        let txn = format!("transaction {id}");
+        // The descriptors read so far: (position, tags).
+        let mut descs: Vec<(u64, Vec<Tag>)> = Vec::new();
+        let mut crc_parts: Vec<&[u8]> = Vec::new();
         let mut q = p;
         loop {
-            if q >= g.journal {
+            if q >= j.len() {
                 break 'txn;
             }
-            let b = dev.read(js + q).await?;
-            if let Some((did, tags)) = journal::decode_descriptor(&b) {
-                if did != id || q + 1 + tags.len() as u64 >= g.journal {
+            let b = j.block(q);
+            match journal::decode_descriptor(b) {
+                Some((did, tags)) if did == id => {
+                    if q + 1 + tags.len() as u64 >= j.len() {
+                        j.end_or_damage(q, id, &txn, "a descriptor overruns the journal")?;
+                        break 'txn;
+                    }
+                    crc_parts.push(b);
+                    for i in 0..tags.len() as u64 {
+                        crc_parts.push(j.block(q + 1 + i));
+                    }
+                    let n = tags.len() as u64;
+                    descs.push((q, tags));
+                    q += 1 + n;
+                    continue;
+                }
+                Some(_) => {
+                    j.end_or_damage(q, id, &txn, "a stale descriptor")?;
                     break 'txn;
                 }
-                crc_parts.push(b);
-                for (i, t) in tags.iter().enumerate() {
-                    let blk = dev.read(js + q + 1 + i as u64).await?;
-                    crc_parts.push(blk.clone());
-                    pending.push((*t, blk));
-                }
-                q += 1 + tags.len() as u64;
-                continue;
+                None => {}
             }
-            let crc = journal::body_crc(crc_parts.iter().map(|v| &v[..]));
-            if crc_parts.is_empty() || !journal::check_commit(false, &b, id, 0, crc) {
+            if crc_parts.is_empty() {
+                // No descriptor of `id` here: the end, or a damaged descriptor.
+                j.end_or_damage(q, id, &txn, "no valid descriptor")?;
                 break 'txn;
             }
-            for (t, blk) in pending {
-                found.blocks.insert(t, blk);
+            let crc = journal::body_crc(crc_parts.iter().copied());
+            if !journal::check_commit(false, b, id, 0, crc) {
+                if journal::commit_of(false, b).is_some_and(|(cid, _)| cid == id) {
+                    // Committed, yet its body differs: name the damaged block if a
+                    // tag tells which.
+                    for (at, tags) in &descs {
+                        j.logged(*at, tags, &txn)?;
+                    }
+                    return Err(j.corrupt(
+                        q,
+                        format!("{txn}'s commit record does not match its body's crc32c"),
+                    ));
+                }
+                j.end_or_damage(q, id, &txn, "no commit record after the logged blocks")?;
+                break 'txn;
+            }
+            for (at, tags) in &descs {
+                let blocks = j.logged(*at, tags, &txn)?;
+                for ((home, _), blk) in tags.iter().zip(blocks) {
+                    found.blocks.insert(*home, blk);
+                }
             }
             found.max_id = id;
             found.redone += 1;
@@ -67,26 +190,51 @@ pub(crate) async fn scan(dev: &Dev, g: &Geometry) -> std::io::Result<Found> {
             break;
         }
     }
-    let fs = g.fjournal_start();
-    let mut seq = journal::decode_super(true, &dev.read(fs).await?)
-        .ok_or_else(|| std::io::Error::other("the f-journal superblock is damaged"))?;
+    let fbytes = dev.read_blocks(g.fjournal_start(), g.fjournal).await?;
+    let fa = Area {
+        name: "f-journal",
+        f_area: true,
+        start: g.fjournal_start(),
+        bytes: &fbytes,
+    };
+    let mut seq = journal::decode_super(true, fa.block(0))
+        .ok_or_else(|| fa.corrupt(0, "the f-journal superblock fails its crc32c".into()))?;
     let mut p = 1;
-    while p + 1 < g.fjournal {
-        let hb = dev.read(fs + p).await?;
-        let Some(h) = FHeader::decode(&hb) else { break };
+    while p + 1 < fa.len() {
+        let txn = format!("f-transaction {seq}");
+        let hb = fa.block(p);
+        let h = match FHeader::decode(hb) {
+            Some(h) if h.seq == seq => h,
+            _ => {
+                fa.end_or_damage(p, seq, &txn, "no valid header")?;
+                break;
+            }
+        };
         let n = h.tags.len() as u64;
-        if h.seq != seq || p + n + 1 >= g.fjournal {
+        if p + n + 1 >= fa.len() {
+            fa.end_or_damage(p, seq, &txn, "a header overruns the area")?;
             break;
         }
-        let mut blocks = Vec::with_capacity(h.tags.len());
-        for i in 0..n {
-            blocks.push(dev.read(fs + p + 1 + i).await?);
-        }
-        let crc = journal::body_crc(std::iter::once(&hb[..]).chain(blocks.iter().map(|b| &b[..])));
-        let cb = dev.read(fs + p + 1 + n).await?;
-        if !journal::check_commit(true, &cb, h.id, h.seq, crc) {
+        let crc = journal::body_crc(std::iter::once(hb).chain((0..n).map(|i| fa.block(p + 1 + i))));
+        let cb = fa.block(p + 1 + n);
+        if !journal::check_commit(true, cb, h.id, h.seq, crc) {
+            if journal::commit_of(true, cb).is_some_and(|(_, s)| s == seq) {
+                // Which part is damaged, if a logged block's tag says so.
+                fa.logged(p, &h.tags, &txn)?;
+                return Err(fa.corrupt(
+                    p + 1 + n,
+                    format!("{txn}'s commit record does not match its body's crc32c"),
+                ));
+            }
+            fa.end_or_damage(
+                p + 1 + n,
+                seq,
+                &txn,
+                "no commit record after the logged blocks",
+            )?;
             break;
         }
+        let blocks = fa.logged(p, &h.tags, &txn)?;
         p += n + 2;
         seq += 1;
         if h.id > found.max_id {

@@ -7,11 +7,13 @@ use std::io;
 
 use sluice_runtime::{Activity, Condvar, DmaBuffer, File, IoHandle, IoOptions, Mutex, Op};
 
-use crate::layout::{Geometry, Inode, BLOCK, MAX_FILE_BLOCKS, MAX_NAME};
+use crate::layout::{Geometry, BLOCK, MAX_FILE_BLOCKS, MAX_NAME};
 
 mod commit;
+mod data;
 mod meta;
 mod mount;
+mod names;
 
 /// How a commit's data and journal writes are ordered before its FLUSH.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -59,6 +61,9 @@ pub enum StoreError {
     /// The on-disk format is not a store's, or is damaged.
     #[error("{0}")]
     Corrupt(String),
+    /// A journal block fails its checksum (found at mount; nothing was replayed).
+    #[error("the store's journal is damaged: {0}")]
+    JournalCorrupt(String),
 }
 
 /// A file of the store (its inode number).
@@ -88,6 +93,19 @@ pub struct StoreStats {
     pub data_by_commit: u64,
     /// Buffered blocks written home by fsyncs of their own file.
     pub data_by_fsync: u64,
+    /// fsyncs and fdatasyncs that needed no commit (data and one FLUSH).
+    pub data_syncs: u64,
+}
+
+/// What [`Store::stat`] tells of a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileStat {
+    /// Bytes.
+    pub size: u64,
+    /// Blocks it holds (data and indirect).
+    pub blocks: u64,
+    /// Its change counter (bumped by every write and size change).
+    pub change: u64,
 }
 
 /// The device: blocks of a runtime file.
@@ -101,6 +119,16 @@ impl Dev {
         let (r, buf) = self
             .file
             .read_at(DmaBuffer::new(BLOCK), block * BLOCK as u64)
+            .await;
+        r?;
+        Ok(buf.to_vec())
+    }
+
+    /// Blocks `first..first + n` in one read.
+    pub(crate) async fn read_blocks(&self, first: u64, n: u64) -> io::Result<Vec<u8>> {
+        let (r, buf) = self
+            .file
+            .read_at(DmaBuffer::new(n as usize * BLOCK), first * BLOCK as u64)
             .await;
         r?;
         Ok(buf.to_vec())
@@ -150,8 +178,18 @@ impl Dev {
 struct Txn {
     id: u64,
     dirty: BTreeSet<u64>,
-    freed_blocks: Vec<u32>,
-    freed_inodes: Vec<u32>,
+    /// What the transaction frees, released when it commits.
+    frees: Frees,
+}
+
+/// Blocks and inode numbers a transaction frees: data blocks and inodes are reused once
+/// it commits, metadata (indirect) blocks once a checkpoint has reclaimed the journal
+/// after that.
+#[derive(Debug, Default)]
+struct Frees {
+    blocks: Vec<u32>,
+    meta: Vec<u32>,
+    inodes: Vec<u32>,
 }
 
 #[derive(Debug)]
@@ -161,7 +199,10 @@ struct State {
     meta: BTreeMap<u64, Vec<u8>>,
     running: Txn,
     /// Transactions closed and committing: their frees, released at commit.
-    closing: BTreeMap<u64, (Vec<u32>, Vec<u32>)>,
+    closing: BTreeMap<u64, Frees>,
+    /// Metadata blocks freed by committed transactions, reused after the next
+    /// checkpoint (their old images may be in the journal).
+    held: Vec<u32>,
     /// Open write handles per transaction, and per inode.
     handles: BTreeMap<u64, u32>,
     ino_handles: BTreeMap<u32, u32>,
@@ -179,6 +220,9 @@ struct State {
     names: BTreeMap<String, (u32, u32)>,
     /// The last transaction that changed each inode.
     ino_txn: BTreeMap<u32, u64>,
+    /// The last transaction that changed each inode's essential metadata (used, size,
+    /// block map: all but the change counter).
+    ino_dtxn: BTreeMap<u32, u64>,
     /// Buffered data not yet home, by (inode, block index).
     data: BTreeMap<(u32, u64), Dirty>,
     data_bytes: u64,
@@ -244,6 +288,29 @@ impl Store {
         self.st.borrow().stats
     }
 
+    /// A file's size, blocks and change counter.
+    pub fn stat(&self, f: StoreFile) -> FileStat {
+        let st = self.st.borrow();
+        let i = st.inode(f.ino);
+        FileStat {
+            size: i.size,
+            blocks: st.blocks_of(&i).len() as u64,
+            change: i.change,
+        }
+    }
+
+    /// A crc32c of the metadata as it stands (inode table, directory, bitmap, the used
+    /// inodes' indirect blocks): two recoveries of the same store agree on it.
+    pub fn fingerprint(&self) -> u32 {
+        let st = self.st.borrow();
+        let fixed = (st.g.itable_start()..st.g.data_start()).map(|b| &st.meta[&b][..]);
+        let indirect = (1..=st.g.inodes)
+            .map(|i| st.inode(i))
+            .filter(|i| i.used && i.indirect != 0)
+            .map(|i| &st.meta[&(i.indirect as u64)][..]);
+        fixed.chain(indirect).fold(0, crc32c::crc32c_append)
+    }
+
     /// The files, by name.
     pub fn list(&self) -> Vec<(String, u64)> {
         let st = self.st.borrow();
@@ -253,360 +320,55 @@ impl Store {
             .collect()
     }
 
-    /// Create an empty file `name`.
-    pub fn create(&self, name: &str) -> Result<StoreFile, StoreError> {
-        if name.is_empty() || name.len() > MAX_NAME || name.contains(['/', '\0']) {
-            return Err(StoreError::BadName(name.into()));
-        }
-        let mut st = self.st.borrow_mut();
-        if st.names.contains_key(name) {
-            return Err(StoreError::Exists(name.into()));
-        }
-        let ino = (1..=st.g.inodes)
-            .find(|&i| !st.inode_used[i as usize - 1])
-            .ok_or(StoreError::NoSpace("inodes"))?;
-        let used_slots: BTreeSet<u32> = st.names.values().map(|v| v.1).collect();
-        let slot = (0..st.g.inodes)
-            .find(|s| !used_slots.contains(s))
-            .ok_or(StoreError::NoSpace("directory"))?;
-        st.inode_used[ino as usize - 1] = true;
-        st.set_inode(
-            ino,
-            &Inode {
-                used: true,
-                ..Inode::default()
-            },
-        );
-        st.set_dirent(slot, ino, name);
-        st.names.insert(name.into(), (ino, slot));
-        Ok(StoreFile { ino })
-    }
-
-    /// Open file `name`.
-    pub fn open(&self, name: &str) -> Result<StoreFile, StoreError> {
-        let st = self.st.borrow();
-        let &(ino, _) = st
-            .names
-            .get(name)
-            .ok_or_else(|| StoreError::NotFound(name.into()))?;
-        Ok(StoreFile { ino })
-    }
-
-    /// A file's length in bytes.
-    pub fn len(&self, f: StoreFile) -> u64 {
-        self.st.borrow().inode(f.ino).size
-    }
-
-    /// Remove file `name` (its blocks and inode are reused once the removal commits).
-    pub fn unlink(&self, name: &str) -> Result<(), StoreError> {
-        let mut st = self.st.borrow_mut();
-        let (ino, slot) = st
-            .names
-            .remove(name)
-            .ok_or_else(|| StoreError::NotFound(name.into()))?;
-        let inode = st.inode(ino);
-        let blocks = st.blocks_of(&inode);
-        for b in &blocks {
-            st.set_bit(*b, false);
-        }
-        st.running
-            .freed_blocks
-            .extend(blocks.iter().map(|&b| b as u32));
-        st.running.freed_inodes.push(ino);
-        st.set_inode(ino, &Inode::default());
-        st.set_dirent(slot, 0, "");
-        Ok(())
-    }
-
-    /// Rename `from` to `to` (replacing `to` if it exists).
-    pub fn rename(&self, from: &str, to: &str) -> Result<(), StoreError> {
-        if to.is_empty() || to.len() > MAX_NAME || to.contains(['/', '\0']) {
-            return Err(StoreError::BadName(to.into()));
-        }
-        if !self.st.borrow().names.contains_key(from) {
-            return Err(StoreError::NotFound(from.into()));
-        }
-        if from == to {
-            return Ok(());
-        }
-        if self.st.borrow().names.contains_key(to) {
-            self.unlink(to)?;
-        }
-        let mut st = self.st.borrow_mut();
-        let (ino, slot) = st.names.remove(from).expect("checked");
-        st.set_dirent(slot, ino, to);
-        st.names.insert(to.into(), (ino, slot));
-        Ok(())
-    }
-
-    /// Read `out.len()` bytes at `offset` (short at the end of the file; holes read as
-    /// zeros), with the calling task's class.
-    pub async fn read(
-        &self,
-        f: StoreFile,
-        offset: u64,
-        out: &mut [u8],
-    ) -> Result<usize, StoreError> {
-        let (n, map) = {
-            let st = self.st.borrow();
-            let inode = st.inode(f.ino);
-            let n = inode.size.saturating_sub(offset).min(out.len() as u64) as usize;
-            let map: Vec<u64> = if n == 0 {
-                Vec::new()
-            } else {
-                (offset / BLOCK as u64..=(offset + n as u64 - 1) / BLOCK as u64)
-                    .map(|i| st.map(&inode, i))
-                    .collect()
-            };
-            (n, map)
-        };
-        let mut done = 0;
-        for (k, phys) in map.into_iter().enumerate() {
-            let start = if k == 0 {
-                (offset % BLOCK as u64) as usize
-            } else {
-                0
-            };
-            let len = (BLOCK - start).min(n - done);
-            let idx = offset / BLOCK as u64 + k as u64;
-            match self.block_now(f.ino, idx, phys).await? {
-                None => out[done..done + len].fill(0),
-                Some(b) => out[done..done + len].copy_from_slice(&b[start..start + len]),
-            }
-            done += len;
-        }
-        Ok(n)
-    }
-
-    /// A block of a file as it is now: buffered, else home (`phys`), else a hole.
-    async fn block_now(&self, ino: u32, idx: u64, phys: u64) -> io::Result<Option<Vec<u8>>> {
-        if let Some(d) = self.st.borrow().data.get(&(ino, idx)) {
-            return Ok(Some(d.bytes.clone()));
-        }
-        if phys == 0 {
-            return Ok(None);
-        }
-        self.dev.read(phys).await.map(Some)
-    }
-
-    /// The new images of the blocks `data` at `offset` covers (blocks covered in part
-    /// are read first).
-    async fn images(
-        &self,
-        f: StoreFile,
-        offset: u64,
-        data: &[u8],
-    ) -> Result<Vec<Vec<u8>>, StoreError> {
-        let end = offset + data.len() as u64;
-        if end.div_ceil(BLOCK as u64) > MAX_FILE_BLOCKS {
-            return Err(StoreError::TooBig);
-        }
-        let (first, last) = (offset / BLOCK as u64, (end - 1) / BLOCK as u64);
-        let mut images = Vec::with_capacity((last - first + 1) as usize);
-        for idx in first..=last {
-            let (bs, be) = (idx * BLOCK as u64, (idx + 1) * BLOCK as u64);
-            let whole = offset <= bs && end >= be;
-            let phys = {
-                let st = self.st.borrow();
-                st.map(&st.inode(f.ino), idx)
-            };
-            let mut img = match whole {
-                true => None,
-                false => self.block_now(f.ino, idx, phys).await?,
-            }
-            .unwrap_or_else(|| vec![0u8; BLOCK]);
-            let (s, e) = (offset.max(bs), end.min(be));
-            img[(s - bs) as usize..(e - bs) as usize]
-                .copy_from_slice(&data[(s - offset) as usize..(e - offset) as usize]);
-            images.push(img);
-        }
-        Ok(images)
-    }
-
-    /// Write `data` at `offset` directly: blocks are allocated in the running
-    /// transaction and the data written home (with the calling task's class) before the
-    /// write returns; the transaction cannot commit while it is in flight (ordered
-    /// mode).
-    pub async fn write(&self, f: StoreFile, offset: u64, data: &[u8]) -> Result<usize, StoreError> {
-        if data.is_empty() {
-            return Ok(0);
-        }
-        let first = offset / BLOCK as u64;
-        let end = offset + data.len() as u64;
-        let last = (end - 1) / BLOCK as u64;
-        // A block with buffered data may have a writeback in flight: writing it
-        // directly now could land before that older copy. Such writes wait for the
-        // writeback and keep others out until they are home.
-        let buffered = {
-            let st = self.st.borrow();
-            st.data
-                .range((f.ino, first)..=(f.ino, last))
-                .next()
-                .is_some()
-        };
-        let _d = match buffered {
-            true => Some(self.data_lock.lock().await),
-            false => None,
-        };
-        let images = self.images(f, offset, data).await?;
-        // Allocation and size, in the running transaction, with a handle held.
-        let (txn, writes) = {
-            let mut st = self.st.borrow_mut();
-            let mut inode = st.inode(f.ino);
-            let mut writes = Vec::with_capacity(images.len());
-            for (k, img) in images.into_iter().enumerate() {
-                let idx = first + k as u64;
-                let phys = st.map_alloc(&mut inode, idx)?;
-                // A direct write supersedes buffered data of the block.
-                if let Some(d) = st.data.remove(&(f.ino, idx)) {
-                    st.data_bytes -= d.bytes.len() as u64;
-                }
-                writes.push((phys, img));
-            }
-            inode.size = inode.size.max(end);
-            st.set_inode(f.ino, &inode);
-            let txn = st.running.id;
-            *st.handles.entry(txn).or_default() += 1;
-            *st.ino_handles.entry(f.ino).or_default() += 1;
-            (txn, writes)
-        };
-        let r = self.dev.write_all(&writes, IoOptions::new()).await;
-        {
-            let mut st = self.st.borrow_mut();
-            dec(&mut st.handles, txn);
-            dec(&mut st.ino_handles, f.ino);
-        }
-        self.signal_done().await;
-        r?;
-        Ok(data.len())
-    }
-
-    /// Write `data` at `offset` into the store's buffers: blocks are allocated and the
-    /// size set in the running transaction; the data goes home before that transaction
-    /// commits (ordered mode: a compound commit writes every file's buffered data —
-    /// FastResponse's T_D2 — an fjournal fsync only its own file's). When more than
-    /// 32 MiB are buffered, the writer writes them home first.
-    pub async fn write_buffered(
-        &self,
-        f: StoreFile,
-        offset: u64,
-        data: &[u8],
-    ) -> Result<usize, StoreError> {
-        if data.is_empty() {
-            return Ok(0);
-        }
-        let over = self.st.borrow().data_bytes > DATA_LIMIT;
-        if over {
-            // Too much buffered: the writer writes it home (early data is always safe
-            // in ordered mode).
-            self.write_data(|_, _| true, &[]).await?;
-        }
-        let images = self.images(f, offset, data).await?;
-        let first = offset / BLOCK as u64;
-        let mut st = self.st.borrow_mut();
-        let mut inode = st.inode(f.ino);
-        for (k, img) in images.into_iter().enumerate() {
-            let idx = first + k as u64;
-            let phys = st.map_alloc(&mut inode, idx)?;
-            let (txn, gen) = (st.running.id, st.next_gen);
-            st.next_gen += 1;
-            match st.data.get_mut(&(f.ino, idx)) {
-                Some(d) => {
-                    d.bytes = img;
-                    d.gen = gen;
-                }
-                None => {
-                    st.data_bytes += img.len() as u64;
-                    st.data.insert(
-                        (f.ino, idx),
-                        Dirty {
-                            phys,
-                            bytes: img,
-                            txn,
-                            gen,
-                        },
-                    );
-                }
-            }
-        }
-        let end = offset + data.len() as u64;
-        if end > inode.size {
-            inode.size = end;
-            st.set_inode(f.ino, &inode);
-        } else if st.inode(f.ino) != inode {
-            st.set_inode(f.ino, &inode);
-        }
-        Ok(data.len())
-    }
-
-    /// Copies of the buffered blocks `keep` selects, for writeback.
-    fn data_copies(&self, keep: impl Fn(&(u32, u64), &Dirty) -> bool) -> Vec<DataCopy> {
-        self.st
-            .borrow()
-            .data
-            .iter()
-            .filter(|(k, d)| keep(k, d))
-            .map(|(k, d)| (*k, d.gen, d.phys, d.bytes.clone()))
-            .collect()
-    }
-
-    /// Write the buffered blocks `keep` selects home (one writeback at a time; the
-    /// copies are taken under the lock, so no direct write of the block can be
-    /// overtaken by an older copy) and drop those not written again meanwhile. Returns
-    /// how many went.
-    ///
-    /// `journal` blocks (a commit's descriptor and metadata, an f-transaction's header
-    /// and blocks) go too: after the data on the synchronous path, beside it on the
-    /// asynchronous one (AIOS, ATC '19 §3.3–3.4: journal I/O overlapped with data I/O —
-    /// the FLUSH before the commit record orders both).
-    async fn write_data(
-        &self,
-        keep: impl Fn(&(u32, u64), &Dirty) -> bool,
-        journal: &[(u64, Vec<u8>)],
-    ) -> io::Result<u64> {
-        let _d = self.data_lock.lock().await;
-        let copies = self.data_copies(keep);
-        let writes: Vec<(u64, Vec<u8>)> = copies.iter().map(|c| (c.2, c.3.clone())).collect();
-        let jopts = IoOptions::new().activity(Activity::WAL);
-        if self.fsync_path.get() == FsyncPath::Async {
-            let mut hs = self.dev.submit_all(&writes, IoOptions::new());
-            hs.extend(self.dev.submit_all(journal, jopts));
-            Dev::wait_all(hs).await?;
-        } else {
-            Dev::wait_all(self.dev.submit_all(&writes, IoOptions::new())).await?;
-            Dev::wait_all(self.dev.submit_all(journal, jopts)).await?;
-        }
-        let mut st = self.st.borrow_mut();
-        for (key, gen, _, _) in &copies {
-            if st.data.get(key).is_some_and(|d| d.gen == *gen) {
-                let d = st.data.remove(key).expect("present");
-                st.data_bytes -= d.bytes.len() as u64;
-            }
-        }
-        Ok(copies.len() as u64)
-    }
-
-    /// Make `f` durable (its data, size and blocks): in compound mode by waiting for the
-    /// journal task to commit the running transaction; in fjournal mode by committing an
-    /// f-transaction of `f` alone.
+    /// Make `f` durable — its data and all its metadata (size, block map, change
+    /// counter): in compound mode by waiting for the journal task to commit the
+    /// transaction that holds its last change; in fjournal mode by committing an
+    /// f-transaction of `f` alone. Its name is made durable by a normal commit
+    /// ([`Store::sync`], or any compound commit).
     pub async fn fsync(&self, f: StoreFile) -> Result<(), StoreError> {
-        let (t, committed) = {
+        self.sync_file(f, true).await
+    }
+
+    /// Make `f`'s data durable, with the metadata needed to read it back — its size and
+    /// block map (what this store treats as essential) — but not a change that touched
+    /// only the change counter: an overwrite inside the file's allocated blocks (no new
+    /// block, same size) costs the data writes and one FLUSH, no journal commit, as
+    /// Linux's `fdatasync` skips the timestamps.
+    pub async fn fdatasync(&self, f: StoreFile) -> Result<(), StoreError> {
+        self.sync_file(f, false).await
+    }
+
+    async fn sync_file(&self, f: StoreFile, all: bool) -> Result<(), StoreError> {
+        let (t_all, t_data, committed) = {
             let st = self.st.borrow();
-            (st.ino_txn.get(&f.ino).copied().unwrap_or(0), st.committed)
+            let at = |m: &BTreeMap<u32, u64>| m.get(&f.ino).copied().unwrap_or(0);
+            (at(&st.ino_txn), at(&st.ino_dtxn), st.committed)
         };
-        if t <= committed {
-            // Metadata durable already: the file's buffered overwrites go home, then a
-            // flush covers them and the direct writes since.
-            let ino = f.ino;
-            let n = self.write_data(|k, _| k.0 == ino, &[]).await?;
-            self.st.borrow_mut().stats.data_by_fsync += n;
-            self.dev.flush().await?;
-            return Ok(());
+        let t = if all { t_all } else { t_data };
+        if t > committed {
+            match self.mode {
+                // The f-transaction writes the file's buffered data and FLUSHes after
+                // its writes in flight: everything of the file is covered.
+                CommitMode::FileLevel => return self.fjournal(f).await,
+                CommitMode::Compound => {
+                    self.wait_commit(t).await?;
+                    if t >= t_all {
+                        // Every write of the file bumped its change counter, so each is
+                        // in a transaction up to `t`: its commit covered them.
+                        return Ok(());
+                    }
+                }
+            }
         }
-        match self.mode {
-            CommitMode::Compound => self.wait_commit(t).await,
-            CommitMode::FileLevel => self.fjournal(f).await,
-        }
+        // The metadata needed is durable: the file's buffered blocks go home (those
+        // dirtied after the commit too), then a flush covers them and the direct writes
+        // completed so far.
+        let ino = f.ino;
+        let n = self.write_data(|k, _| k.0 == ino, &[]).await?;
+        self.st.borrow_mut().stats.data_by_fsync += n;
+        self.st.borrow_mut().stats.data_syncs += 1;
+        self.dev.flush().await?;
+        Ok(())
     }
 
     /// Commit everything changed so far (waits for the journal task).

@@ -62,7 +62,7 @@ impl File {
 
     /// Open an existing file `name`: one the stack created, or (real world) a file of
     /// the stack's directory, read-only — the stack never writes a file it did not
-    /// create.
+    /// create, unless [`crate::StackBuilder::allow_write_existing`].
     pub async fn open(name: &str) -> io::Result<File> {
         check_name(name)?;
         with(|inner, _| {
@@ -81,7 +81,7 @@ impl File {
             io.files.push(FileMeta {
                 name: name.to_string(),
                 len,
-                read_only: true,
+                read_only: !p.write_existing,
             });
             io.names.insert(name.to_string(), id);
             Ok(File { id })
@@ -330,7 +330,7 @@ impl File {
     }
 }
 
-fn check_name(name: &str) -> io::Result<()> {
+pub(super) fn check_name(name: &str) -> io::Result<()> {
     if name.is_empty() || name.contains('/') || name.contains('\0') {
         return Err(bad(format!(
             "file name '{name}': give a plain name (no '/', not empty) inside the stack"

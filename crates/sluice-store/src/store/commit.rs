@@ -90,7 +90,7 @@ impl Store {
             let t = std::mem::replace(&mut st.running, next);
             let snap: Vec<(u64, Vec<u8>)> =
                 t.dirty.iter().map(|b| (*b, st.meta[b].clone())).collect();
-            st.closing.insert(t.id, (t.freed_blocks, t.freed_inodes));
+            st.closing.insert(t.id, t.frees);
             (t.id, snap)
         };
         // Ordered mode: the transaction's direct data writes complete first, and its
@@ -117,7 +117,8 @@ impl Store {
         let mut at = g.journal_start() + self.st.borrow().jhead;
         let mut writes = Vec::with_capacity(need as usize);
         for c in &chunks {
-            let tags: Vec<u64> = c.iter().map(|(b, _)| *b).collect();
+            let tags: Vec<journal::Tag> =
+                c.iter().map(|(b, v)| (*b, journal::block_crc(v))).collect();
             writes.push((at, journal::encode_descriptor(id, &tags)));
             at += 1;
             for (_, blk) in c.iter() {
@@ -143,13 +144,16 @@ impl Store {
         for (b, v) in snapshot {
             st.checkpoint.insert(b, v);
         }
-        let (blocks, inodes) = st.closing.remove(&id).unwrap_or_default();
-        for b in blocks {
+        let frees = st.closing.remove(&id).unwrap_or_default();
+        for b in frees.blocks {
             st.used[b as usize] = false;
         }
-        for i in inodes {
+        for i in frees.inodes {
             st.inode_used[i as usize - 1] = false;
         }
+        // Freed metadata blocks may have images in the journal: reused after the next
+        // checkpoint, when no replay can write them again.
+        st.held.extend(frees.meta);
         Ok(())
     }
 
@@ -169,6 +173,12 @@ impl Store {
         let mut st = self.st.borrow_mut();
         st.jhead = 1;
         st.stats.checkpoints += 1;
+        // No transaction before `next` is replayed any more: freed metadata blocks of
+        // committed transactions can have new owners.
+        for b in std::mem::take(&mut st.held) {
+            st.used[b as usize] = false;
+            st.meta.remove(&(b as u64));
+        }
         Ok(())
     }
 
@@ -213,12 +223,17 @@ impl Store {
         }
         let (h, blocks) = {
             let st = self.st.borrow();
-            let tags: Vec<u64> = if inode.indirect != 0 {
+            let homes: Vec<u64> = if inode.indirect != 0 {
                 vec![inode.indirect as u64]
             } else {
                 Vec::new()
             };
-            let blocks: Vec<Vec<u8>> = tags.iter().map(|t| st.meta[t].clone()).collect();
+            let blocks: Vec<Vec<u8>> = homes.iter().map(|t| st.meta[t].clone()).collect();
+            let tags = homes
+                .iter()
+                .zip(&blocks)
+                .map(|(h, b)| (*h, journal::block_crc(b)))
+                .collect();
             (
                 FHeader {
                     id: st.running.id,

@@ -24,11 +24,16 @@ impl State {
         Inode::decode(&self.meta[&b][off..off + INODE_SIZE])
     }
 
+    /// Change inode `ino` in the running transaction. A change of anything but the
+    /// change counter (used, size, block map) is essential: `fdatasync` must commit it.
     pub(super) fn set_inode(&mut self, ino: u32, inode: &Inode) {
         let (b, off) = self.g.inode_pos(ino);
+        let id = self.running.id;
+        if !self.inode(ino).same_data_as(inode) {
+            self.ino_dtxn.insert(ino, id);
+        }
         inode.encode(&mut self.meta.get_mut(&b).expect("inode table")[off..off + INODE_SIZE]);
         self.dirty(b);
-        let id = self.running.id;
         self.ino_txn.insert(ino, id);
     }
 
@@ -113,12 +118,20 @@ impl State {
         Err(StoreError::NoSpace("blocks"))
     }
 
-    /// Block `idx` of `inode`, allocated if a hole (the indirect block too).
-    pub(super) fn map_alloc(&mut self, inode: &mut Inode, idx: u64) -> Result<u64, StoreError> {
+    /// Block `idx` of inode `ino` (whose new image is `inode`), allocated if a hole
+    /// (the indirect block too): an essential change.
+    pub(super) fn map_alloc(
+        &mut self,
+        ino: u32,
+        inode: &mut Inode,
+        idx: u64,
+    ) -> Result<u64, StoreError> {
         let cur = self.map(inode, idx);
         if cur != 0 {
             return Ok(cur);
         }
+        let id = self.running.id;
+        self.ino_dtxn.insert(ino, id);
         let i = idx as usize;
         if i >= DIRECT && inode.indirect == 0 {
             let ind = self.alloc()?;
@@ -136,5 +149,100 @@ impl State {
             self.dirty(home);
         }
         Ok(b)
+    }
+}
+
+impl State {
+    /// Blocks `idxs` of inode `ino` (new image `inode`), allocated where holes; all or
+    /// none: when the store is full, what this call allocated is given back.
+    pub(super) fn map_alloc_all(
+        &mut self,
+        ino: u32,
+        inode: &mut Inode,
+        idxs: std::ops::Range<u64>,
+    ) -> Result<Vec<u64>, StoreError> {
+        let before = *inode;
+        let mut new = Vec::new();
+        let mut phys = Vec::with_capacity(idxs.clone().count());
+        for idx in idxs {
+            let had = self.map(inode, idx);
+            match self.map_alloc(ino, inode, idx) {
+                Ok(b) => {
+                    if had == 0 {
+                        new.push((idx, b));
+                    }
+                    phys.push(b);
+                }
+                Err(e) => {
+                    for (idx, b) in new {
+                        let i = idx as usize;
+                        if i >= DIRECT {
+                            let home = inode.indirect as u64;
+                            let ind = self.meta.get_mut(&home).expect("indirect block");
+                            ind[(i - DIRECT) * 4..(i - DIRECT) * 4 + 4].fill(0);
+                        }
+                        self.used[b as usize] = false;
+                        self.set_bit(b, false);
+                    }
+                    if before.indirect == 0 && inode.indirect != 0 {
+                        let ind = inode.indirect as u64;
+                        self.used[ind as usize] = false;
+                        self.set_bit(ind, false);
+                        self.meta.remove(&ind);
+                        self.running.dirty.remove(&ind);
+                    }
+                    *inode = before;
+                    return Err(e);
+                }
+            }
+        }
+        Ok(phys)
+    }
+
+    /// Unmap blocks `keep..` of `inode` (new image, to be set by the caller) and free
+    /// them in the running transaction, with its indirect block when no entry is left.
+    /// Freed data blocks are reused once the transaction commits; a freed indirect
+    /// block only after the checkpoint that follows (it may be in the journal: a replay
+    /// must never write its old image over a new owner's data — what jbd2's revoke
+    /// records prevent).
+    pub(super) fn unmap_from(&mut self, inode: &mut Inode, keep: u64) {
+        for i in (keep as usize).min(DIRECT)..DIRECT {
+            let b = std::mem::take(&mut inode.direct[i]);
+            if b != 0 {
+                self.free_block(b, false);
+            }
+        }
+        if inode.indirect == 0 {
+            return;
+        }
+        let home = inode.indirect as u64;
+        let first = (keep as usize).saturating_sub(DIRECT);
+        let freed: Vec<u32> = {
+            let ind = self.meta.get_mut(&home).expect("indirect block in memory");
+            (first..PER_INDIRECT)
+                .filter_map(|k| {
+                    let b = crate::layout::le32(ind, k * 4);
+                    ind[k * 4..k * 4 + 4].fill(0);
+                    (b != 0).then_some(b)
+                })
+                .collect()
+        };
+        self.dirty(home);
+        for b in freed {
+            self.free_block(b, false);
+        }
+        if first == 0 {
+            inode.indirect = 0;
+            self.free_block(home as u32, true);
+        }
+    }
+
+    fn free_block(&mut self, b: u32, meta: bool) {
+        self.set_bit(b as u64, false);
+        if meta {
+            self.running.frees.meta.push(b);
+        } else {
+            self.running.frees.blocks.push(b);
+        }
     }
 }

@@ -70,7 +70,7 @@ impl Store {
                 inode.encode(&mut blk[off..off + INODE_SIZE]);
                 home.insert(b, blk.clone());
             }
-            for (t, d) in h.tags.iter().zip(blocks) {
+            for ((t, _), d) in h.tags.iter().zip(blocks) {
                 home.insert(*t, d.clone());
             }
         }
@@ -88,27 +88,35 @@ impl Store {
             };
             meta.insert(b, v);
         }
+        // The journals start again above every id and sequence number they may hold,
+        // committed or not: a crash can leave the records of the next transaction
+        // (id Max_ID + 1, or f-sequence `next_seq`) without a commit record, and the
+        // new epoch must not reuse their numbers — recovery would take them for the
+        // proof that a transaction committed (see `recover`).
+        let first = max_f + 2;
         let mut st = State {
             g,
             meta,
             running: Txn {
-                id: max_f + 1,
+                id: first,
                 ..Txn::default()
             },
             closing: BTreeMap::new(),
+            held: Vec::new(),
             handles: BTreeMap::new(),
             ino_handles: BTreeMap::new(),
-            committed: max_f,
-            requested: max_f,
+            committed: first - 1,
+            requested: first - 1,
             checkpoint: BTreeMap::new(),
             jhead: 1,
             fhead: 1,
-            fseq: found.next_seq,
+            fseq: found.next_seq + 1,
             used: vec![false; g.blocks as usize],
             hint: g.data_start(),
             inode_used: inodes.iter().map(|i| i.used).collect(),
             names: BTreeMap::new(),
             ino_txn: BTreeMap::new(),
+            ino_dtxn: BTreeMap::new(),
             data: BTreeMap::new(),
             data_bytes: 0,
             next_gen: 0,

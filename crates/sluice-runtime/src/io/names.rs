@@ -1,0 +1,130 @@
+//! Names and lengths of the stack's files: [`File::remove`], [`File::rename`],
+//! [`File::set_len`]. As POSIX, a handle stays usable after its name is removed or
+//! changed. Files the stack did not create (opened read-only) are never removed,
+//! renamed, replaced or truncated. In simulation these are metadata (no device I/O,
+//! and they survive a crash, as a file's length does); on real files they are the
+//! system calls, on the stack's directory.
+
+use std::io;
+
+use super::{File, IoState, Port, FILE_SPAN};
+use crate::exec::with;
+
+fn refused(what: &str, name: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        format!("{what} '{name}': the file was not created by the stack, so it is read-only"),
+    )
+}
+
+fn not_found(name: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::NotFound,
+        format!("no file '{name}' in the stack"),
+    )
+}
+
+impl IoState {
+    /// The file named `name`, if the stack may change it.
+    fn writable_named(&self, what: &str, name: &str) -> io::Result<u32> {
+        let &id = self.names.get(name).ok_or_else(|| not_found(name))?;
+        if self.files[id as usize].read_only {
+            return Err(refused(what, name));
+        }
+        Ok(id)
+    }
+}
+
+impl File {
+    /// Remove the name `name` (its handles stay usable).
+    pub async fn remove(name: &str) -> io::Result<()> {
+        with(|inner, _| {
+            let io = &mut inner.io;
+            let id = io.writable_named("remove", name)?;
+            if let Port::Real(p) = &io.port {
+                std::fs::remove_file(p.path(name))?;
+            }
+            io.names.remove(name);
+            io.files[id as usize].name.clear();
+            Ok(())
+        })
+    }
+
+    /// Rename `from` to `to`, replacing `to` if the stack created it.
+    pub async fn rename(from: &str, to: &str) -> io::Result<()> {
+        super::file::check_name(to)?;
+        with(|inner, _| {
+            let io = &mut inner.io;
+            let id = io.writable_named("rename", from)?;
+            if from == to {
+                return Ok(());
+            }
+            let replaced = match io.names.get(to) {
+                Some(_) => Some(io.writable_named("replace", to)?),
+                None => None,
+            };
+            if let Port::Real(p) = &io.port {
+                let target = p.path(to);
+                if replaced.is_none() && target.exists() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::AlreadyExists,
+                        format!(
+                            "rename onto '{}': a file the stack did not create",
+                            target.display()
+                        ),
+                    ));
+                }
+                std::fs::rename(p.path(from), target)?;
+            }
+            if let Some(r) = replaced {
+                io.files[r as usize].name.clear();
+            }
+            io.names.remove(from);
+            io.names.insert(to.to_string(), id);
+            io.files[id as usize].name = to.to_string();
+            Ok(())
+        })
+    }
+
+    /// Set the length to `len`: bytes past it are gone, and a later growth reads zeros
+    /// there. With a page cache, the file's dirty pages are written back first and
+    /// the cached pages past the new end dropped.
+    pub async fn set_len(&self, len: u64) -> io::Result<()> {
+        self.check_writable()?;
+        if len > FILE_SPAN {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("set_len({len}): beyond the largest file ({FILE_SPAN} bytes)"),
+            ));
+        }
+        let old = self.len();
+        if crate::exec::current_has_cache() {
+            self.sync_range(sluice_cache::PageRange::file(self.id()))
+                .await?;
+        }
+        with(|inner, _| -> io::Result<()> {
+            let io = &mut inner.io;
+            match &io.port {
+                Port::Real(p) => p.set_len(self.id(), len)?,
+                Port::Sim(_) => {
+                    // The bytes past the end read as zeros if the file grows again
+                    // (at once durable, as the length is).
+                    let base = self.id() as u64 * FILE_SPAN;
+                    let zeros = vec![0u8; 1 << 20];
+                    let mut at = len;
+                    while at < old {
+                        let n = (old - at).min(zeros.len() as u64) as usize;
+                        io.contents.write_done(base + at, &zeros[..n], true);
+                        at += n as u64;
+                    }
+                }
+            }
+            io.files[self.id() as usize].len = len;
+            Ok(())
+        })?;
+        if old > len {
+            self.direct_written(len, (old - len) as usize);
+        }
+        Ok(())
+    }
+}

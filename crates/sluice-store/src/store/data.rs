@@ -1,0 +1,387 @@
+//! File data: reads, direct and buffered writes (ordered mode), and the writeback of
+//! buffered blocks.
+
+use std::io;
+
+use sluice_runtime::{Activity, IoOptions};
+
+use super::{
+    dec, DataCopy, Dev, Dirty, FsyncPath, State, Store, StoreError, StoreFile, DATA_LIMIT,
+};
+use crate::layout::{Inode, BLOCK, MAX_FILE_BLOCKS};
+
+impl Store {
+    /// Read `out.len()` bytes at `offset` (short at the end of the file; holes read as
+    /// zeros), with the calling task's class.
+    pub async fn read(
+        &self,
+        f: StoreFile,
+        offset: u64,
+        out: &mut [u8],
+    ) -> Result<usize, StoreError> {
+        let (n, map) = {
+            let st = self.st.borrow();
+            let inode = st.inode(f.ino);
+            let n = inode.size.saturating_sub(offset).min(out.len() as u64) as usize;
+            let map: Vec<u64> = if n == 0 {
+                Vec::new()
+            } else {
+                (offset / BLOCK as u64..=(offset + n as u64 - 1) / BLOCK as u64)
+                    .map(|i| st.map(&inode, i))
+                    .collect()
+            };
+            (n, map)
+        };
+        let mut done = 0;
+        for (k, phys) in map.into_iter().enumerate() {
+            let start = if k == 0 {
+                (offset % BLOCK as u64) as usize
+            } else {
+                0
+            };
+            let len = (BLOCK - start).min(n - done);
+            let idx = offset / BLOCK as u64 + k as u64;
+            match self.block_now(f.ino, idx, phys).await? {
+                None => out[done..done + len].fill(0),
+                Some(b) => out[done..done + len].copy_from_slice(&b[start..start + len]),
+            }
+            done += len;
+        }
+        Ok(n)
+    }
+
+    /// A block of a file as it is now: buffered, else home (`phys`), else a hole.
+    pub(super) async fn block_now(
+        &self,
+        ino: u32,
+        idx: u64,
+        phys: u64,
+    ) -> io::Result<Option<Vec<u8>>> {
+        if let Some(d) = self.st.borrow().data.get(&(ino, idx)) {
+            return Ok(Some(d.bytes.clone()));
+        }
+        if phys == 0 {
+            return Ok(None);
+        }
+        self.dev.read(phys).await.map(Some)
+    }
+
+    /// The new images of the blocks `data` at `offset` covers (blocks covered in part
+    /// are read first). Bytes past the end of the file in a block read are zeroed: a
+    /// block may hold bytes beyond the size (a truncation, a write the crash left
+    /// without its size), which must never show once the file grows over them.
+    pub(super) async fn images(
+        &self,
+        f: StoreFile,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<Vec<Vec<u8>>, StoreError> {
+        let end = offset + data.len() as u64;
+        if end.div_ceil(BLOCK as u64) > MAX_FILE_BLOCKS {
+            return Err(StoreError::TooBig);
+        }
+        let (first, last) = (offset / BLOCK as u64, (end - 1) / BLOCK as u64);
+        let mut images = Vec::with_capacity((last - first + 1) as usize);
+        for idx in first..=last {
+            let (bs, be) = (idx * BLOCK as u64, (idx + 1) * BLOCK as u64);
+            let whole = offset <= bs && end >= be;
+            let phys = {
+                let st = self.st.borrow();
+                st.map(&st.inode(f.ino), idx)
+            };
+            let mut img = match whole {
+                true => None,
+                false => self.block_now(f.ino, idx, phys).await?,
+            }
+            .unwrap_or_else(|| vec![0u8; BLOCK]);
+            let size = self.st.borrow().inode(f.ino).size;
+            if size < be {
+                img[size.saturating_sub(bs) as usize..].fill(0);
+            }
+            let (s, e) = (offset.max(bs), end.min(be));
+            img[(s - bs) as usize..(e - bs) as usize]
+                .copy_from_slice(&data[(s - offset) as usize..(e - offset) as usize]);
+            images.push(img);
+        }
+        Ok(images)
+    }
+
+    /// Write `data` at `offset` directly: blocks are allocated in the running
+    /// transaction and the data written home (with the calling task's class) before the
+    /// write returns; the transaction cannot commit while it is in flight (ordered
+    /// mode).
+    pub async fn write(&self, f: StoreFile, offset: u64, data: &[u8]) -> Result<usize, StoreError> {
+        if data.is_empty() {
+            return Ok(0);
+        }
+        let first = offset / BLOCK as u64;
+        let end = offset + data.len() as u64;
+        let last = (end - 1) / BLOCK as u64;
+        // A block with buffered data may have a writeback in flight: writing it
+        // directly now could land before that older copy. Such writes wait for the
+        // writeback and keep others out until they are home.
+        let buffered = {
+            let st = self.st.borrow();
+            st.data
+                .range((f.ino, first)..=(f.ino, last))
+                .next()
+                .is_some()
+        };
+        let _d = match buffered {
+            true => Some(self.data_lock.lock().await),
+            false => None,
+        };
+        let tail = self.grown_tail(f, offset, true).await?;
+        let images = self.images(f, offset, data).await?;
+        // Allocation and size, in the running transaction, with a handle held.
+        let (txn, writes) = {
+            let mut st = self.st.borrow_mut();
+            let mut inode = st.inode(f.ino);
+            st.keep_tail(f.ino, &inode, tail);
+            let phys = st.map_alloc_all(f.ino, &mut inode, first..last + 1)?;
+            let mut writes = Vec::with_capacity(images.len());
+            for (k, (img, phys)) in images.into_iter().zip(phys).enumerate() {
+                // A direct write supersedes buffered data of the block.
+                if let Some(d) = st.data.remove(&(f.ino, first + k as u64)) {
+                    st.data_bytes -= d.bytes.len() as u64;
+                }
+                writes.push((phys, img));
+            }
+            inode.size = inode.size.max(end);
+            inode.change += 1;
+            st.set_inode(f.ino, &inode);
+            let txn = st.running.id;
+            *st.handles.entry(txn).or_default() += 1;
+            *st.ino_handles.entry(f.ino).or_default() += 1;
+            (txn, writes)
+        };
+        let r = self.dev.write_all(&writes, IoOptions::new()).await;
+        {
+            let mut st = self.st.borrow_mut();
+            dec(&mut st.handles, txn);
+            dec(&mut st.ino_handles, f.ino);
+        }
+        self.signal_done().await;
+        r?;
+        Ok(data.len())
+    }
+
+    /// Write `data` at `offset` into the store's buffers: blocks are allocated and the
+    /// size set in the running transaction; the data goes home before that transaction
+    /// commits (ordered mode: a compound commit writes every file's buffered data —
+    /// FastResponse's T_D2 — an fjournal fsync only its own file's). When more than
+    /// 32 MiB are buffered, the writer writes them home first.
+    pub async fn write_buffered(
+        &self,
+        f: StoreFile,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<usize, StoreError> {
+        if data.is_empty() {
+            return Ok(0);
+        }
+        let over = self.st.borrow().data_bytes > DATA_LIMIT;
+        if over {
+            // Too much buffered: the writer writes it home (early data is always safe
+            // in ordered mode).
+            self.write_data(|_, _| true, &[]).await?;
+        }
+        let tail = self.grown_tail(f, offset, true).await?;
+        let images = self.images(f, offset, data).await?;
+        let first = offset / BLOCK as u64;
+        let mut st = self.st.borrow_mut();
+        let mut inode = st.inode(f.ino);
+        st.keep_tail(f.ino, &inode, tail);
+        let n = images.len() as u64;
+        let phys = st.map_alloc_all(f.ino, &mut inode, first..first + n)?;
+        for (k, (img, phys)) in images.into_iter().zip(phys).enumerate() {
+            st.buffer_block(f.ino, first + k as u64, phys, img);
+        }
+        inode.size = inode.size.max(offset + data.len() as u64);
+        inode.change += 1;
+        st.set_inode(f.ino, &inode);
+        Ok(data.len())
+    }
+
+    /// Set `f`'s size to `len`. Shrinking unmaps and frees the blocks past the new end
+    /// (reused once the transaction commits — an indirect block once a checkpoint
+    /// follows) and drops their buffered data; growing leaves a hole, after zeroing the
+    /// bytes of the old last block that become part of the file (in the store's
+    /// buffer: ordered mode writes them home before the new size commits). The size
+    /// change is one step of the running transaction, as a write's.
+    pub async fn truncate(&self, f: StoreFile, len: u64) -> Result<(), StoreError> {
+        if len.div_ceil(BLOCK as u64) > MAX_FILE_BLOCKS {
+            return Err(StoreError::TooBig);
+        }
+        loop {
+            let change = self.st.borrow().inode(f.ino).change;
+            let tail = self.grown_tail(f, len, false).await?;
+            let mut st = self.st.borrow_mut();
+            let mut inode = st.inode(f.ino);
+            if inode.change != change {
+                // The file changed while its last block was read: again.
+                continue;
+            }
+            if len == inode.size {
+                return Ok(());
+            }
+            if len < inode.size {
+                let keep = len.div_ceil(BLOCK as u64);
+                st.unmap_from(&mut inode, keep);
+                st.drop_buffered(f.ino, keep);
+            }
+            st.keep_tail(f.ino, &inode, tail);
+            inode.size = len;
+            inode.change += 1;
+            st.set_inode(f.ino, &inode);
+            return Ok(());
+        }
+    }
+
+    /// When `f` grows from its size to `upto` past its partly used last block without
+    /// writing over it (a truncation up, a write beyond the end): that block's image
+    /// with the bytes from the old end zeroed. A block may hold bytes past the end (a
+    /// truncation down, a write the crash left without its size); they must never show.
+    /// `None` when the size ends on a block boundary or in a hole, or when the `write`
+    /// at `upto` covers the block (its image is zeroed past the end then).
+    async fn grown_tail(
+        &self,
+        f: StoreFile,
+        upto: u64,
+        write: bool,
+    ) -> Result<Option<Tail>, StoreError> {
+        let (size, phys) = {
+            let st = self.st.borrow();
+            let i = st.inode(f.ino);
+            let idx = i.size / BLOCK as u64;
+            let partly = !i.size.is_multiple_of(BLOCK as u64) && upto > i.size;
+            (i.size, if partly { st.map(&i, idx) } else { 0 })
+        };
+        let idx = size / BLOCK as u64;
+        let bend = (idx + 1) * BLOCK as u64;
+        if phys == 0 || (write && upto / BLOCK as u64 == idx) {
+            return Ok(None);
+        }
+        let zeros = vec![0u8; (upto.min(bend) - size) as usize];
+        let img = self
+            .images(f, size, &zeros)
+            .await?
+            .pop()
+            .expect("one block");
+        Ok(Some(Tail {
+            idx,
+            phys,
+            size,
+            img,
+        }))
+    }
+
+    /// Copies of the buffered blocks `keep` selects, for writeback.
+    pub(super) fn data_copies(&self, keep: impl Fn(&(u32, u64), &Dirty) -> bool) -> Vec<DataCopy> {
+        self.st
+            .borrow()
+            .data
+            .iter()
+            .filter(|(k, d)| keep(k, d))
+            .map(|(k, d)| (*k, d.gen, d.phys, d.bytes.clone()))
+            .collect()
+    }
+
+    /// Write the buffered blocks `keep` selects home (one writeback at a time; the
+    /// copies are taken under the lock, so no direct write of the block can be
+    /// overtaken by an older copy) and drop those not written again meanwhile. Returns
+    /// how many went.
+    ///
+    /// `journal` blocks (a commit's descriptor and metadata, an f-transaction's header
+    /// and blocks) go too: after the data on the synchronous path, beside it on the
+    /// asynchronous one (AIOS, ATC '19 §3.3–3.4: journal I/O overlapped with data I/O —
+    /// the FLUSH before the commit record orders both).
+    pub(super) async fn write_data(
+        &self,
+        keep: impl Fn(&(u32, u64), &Dirty) -> bool,
+        journal: &[(u64, Vec<u8>)],
+    ) -> io::Result<u64> {
+        let _d = self.data_lock.lock().await;
+        let copies = self.data_copies(keep);
+        let writes: Vec<(u64, Vec<u8>)> = copies.iter().map(|c| (c.2, c.3.clone())).collect();
+        let jopts = IoOptions::new().activity(Activity::WAL);
+        if self.fsync_path.get() == FsyncPath::Async {
+            let mut hs = self.dev.submit_all(&writes, IoOptions::new());
+            hs.extend(self.dev.submit_all(journal, jopts));
+            Dev::wait_all(hs).await?;
+        } else {
+            Dev::wait_all(self.dev.submit_all(&writes, IoOptions::new())).await?;
+            Dev::wait_all(self.dev.submit_all(journal, jopts)).await?;
+        }
+        let mut st = self.st.borrow_mut();
+        for (key, gen, _, _) in &copies {
+            if st.data.get(key).is_some_and(|d| d.gen == *gen) {
+                let d = st.data.remove(key).expect("present");
+                st.data_bytes -= d.bytes.len() as u64;
+            }
+        }
+        Ok(copies.len() as u64)
+    }
+}
+
+/// The zeroed image of a file's old last block ([`Store::grown_tail`]).
+#[derive(Debug)]
+struct Tail {
+    idx: u64,
+    phys: u64,
+    /// The size it was read at.
+    size: u64,
+    img: Vec<u8>,
+}
+
+impl State {
+    /// Buffer the zeroed old last block if the file is still as it was read (`inode`:
+    /// its image now); it goes home before the growth commits (ordered mode).
+    fn keep_tail(&mut self, ino: u32, inode: &Inode, tail: Option<Tail>) {
+        if let Some(t) = tail {
+            if inode.size == t.size && self.map(inode, t.idx) == t.phys {
+                self.buffer_block(ino, t.idx, t.phys, t.img);
+            }
+        }
+    }
+
+    /// Keep `img` as the buffered contents of block `idx` of inode `ino` (home `phys`),
+    /// to go home before the running transaction commits (or the one that first
+    /// dirtied it, if it is buffered already).
+    pub(super) fn buffer_block(&mut self, ino: u32, idx: u64, phys: u64, img: Vec<u8>) {
+        let (txn, gen) = (self.running.id, self.next_gen);
+        self.next_gen += 1;
+        match self.data.get_mut(&(ino, idx)) {
+            Some(d) => {
+                d.bytes = img;
+                d.gen = gen;
+            }
+            None => {
+                self.data_bytes += img.len() as u64;
+                self.data.insert(
+                    (ino, idx),
+                    Dirty {
+                        phys,
+                        bytes: img,
+                        txn,
+                        gen,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Drop the buffered blocks of inode `ino` from block `from` on (their blocks are
+    /// freed). A writeback of them in flight still lands before the freeing commits.
+    pub(super) fn drop_buffered(&mut self, ino: u32, from: u64) {
+        let gone: Vec<(u32, u64)> = self
+            .data
+            .range((ino, from)..=(ino, u64::MAX))
+            .map(|(k, _)| *k)
+            .collect();
+        for k in gone {
+            let d = self.data.remove(&k).expect("present");
+            self.data_bytes -= d.bytes.len() as u64;
+        }
+    }
+}

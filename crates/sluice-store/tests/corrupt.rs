@@ -1,0 +1,165 @@
+//! Damage to the journal (a flipped bit) is found by its crc32c checksums and reported
+//! at mount — the transactions are not replayed — while a crash's torn tail is not
+//! taken for damage.
+
+use sluice_runtime::{CrashSpec, DiskImage, DmaBuffer, File, Stack};
+use sluice_store::journal::{self, FHeader};
+use sluice_store::{CommitMode, Geometry, Store, StoreError};
+
+const IMG: &str = "store.img";
+const BLOCK: u64 = 4096;
+
+/// A store whose journals hold committed transactions (three normal ones; in
+/// fjournal mode f-transactions after them), as the power cut left it.
+fn journaled(mode: CommitMode) -> DiskImage {
+    Stack::builder()
+        .device("nand")
+        .build()
+        .unwrap()
+        .run_until_crash(
+            u64::MAX,
+            CrashSpec {
+                seed: 1,
+                torn: false,
+            },
+            move || async move {
+                let f = File::create(IMG).await.unwrap();
+                Store::mkfs(&f, Geometry::new(4096)).await.unwrap();
+                let s = Store::mount(&f, mode).await.unwrap();
+                for i in 0..3u8 {
+                    let h = s.create(&format!("f{i}")).unwrap();
+                    s.write(h, 0, &[i + 1; 200_000]).await.unwrap();
+                    s.sync().await.unwrap();
+                }
+                let h = s.open("f0").unwrap();
+                for i in 0..3u64 {
+                    s.write(h, 200_000 + i * 10, &[9; 10]).await.unwrap();
+                    s.fsync(h).await.unwrap();
+                }
+            },
+        )
+        .unwrap()
+        .image
+}
+
+/// Where the records are: (normal journal: descriptor and commit block of each
+/// transaction; f-area: header and commit block of each f-transaction), device blocks.
+#[derive(Debug, Default)]
+struct Records {
+    txns: Vec<(u64, u64)>,
+    ftxns: Vec<(u64, u64)>,
+}
+
+async fn read_block(f: &File, b: u64) -> Vec<u8> {
+    let (r, buf) = f.read_at(DmaBuffer::new(BLOCK as usize), b * BLOCK).await;
+    r.unwrap();
+    buf.to_vec()
+}
+
+async fn records(f: &File) -> Records {
+    let g = Geometry::new(4096);
+    let mut r = Records::default();
+    let mut b = g.journal_start() + 1;
+    while let Some((_, tags)) = journal::decode_descriptor(&read_block(f, b).await) {
+        let c = b + 1 + tags.len() as u64;
+        r.txns.push((b, c));
+        b = c + 1;
+    }
+    let mut b = g.fjournal_start() + 1;
+    while let Some(h) = FHeader::decode(&read_block(f, b).await) {
+        let c = b + 1 + h.tags.len() as u64;
+        r.ftxns.push((b, c));
+        b = c + 1;
+    }
+    r
+}
+
+/// Flip bit `bit` of device block `block` (none: leave the image as it is), then mount
+/// twice; returns the layout found and both mounts' outcomes.
+fn mount_damaged(
+    mode: CommitMode,
+    image: DiskImage,
+    pick: impl FnOnce(&Records) -> Option<(u64, usize)> + 'static,
+) -> (Records, Vec<Result<(), String>>) {
+    Stack::builder()
+        .device("nand")
+        .image(image)
+        .build()
+        .unwrap()
+        .run(move || async move {
+            let f = File::open(IMG).await.unwrap();
+            let recs = records(&f).await;
+            if let Some((block, bit)) = pick(&recs) {
+                let mut v = read_block(&f, block).await;
+                v[bit / 8] ^= 1 << (bit % 8);
+                let (r, _) = f.write_at(DmaBuffer::from_slice(&v), block * BLOCK).await;
+                r.unwrap();
+            }
+            let mut outcomes = Vec::new();
+            for _ in 0..2 {
+                outcomes.push(match Store::mount(&f, mode).await {
+                    Ok(s) => {
+                        assert_eq!(s.check(), Vec::<String>::new());
+                        Ok(())
+                    }
+                    Err(StoreError::JournalCorrupt(m)) => Err(m),
+                    Err(e) => panic!("{e}"),
+                });
+            }
+            (recs, outcomes)
+        })
+        .unwrap()
+        .value
+}
+
+#[test]
+fn a_flipped_bit_in_a_journal_block_is_reported_and_not_replayed() {
+    let image = journaled(CommitMode::Compound);
+    // Undamaged: recovery replays the three transactions.
+    let (recs, ok) = mount_damaged(CommitMode::Compound, image.clone(), |_| None);
+    assert!(recs.txns.len() >= 3, "{recs:?}");
+    assert_eq!(ok, vec![Ok(()), Ok(())]);
+    type Pick = fn(&Records) -> Option<(u64, usize)>;
+    let cases: [(&str, Pick); 4] = [
+        // A logged metadata block of the first transaction (its body).
+        ("a logged block", |r| Some((r.txns[0].0 + 1, 12_345))),
+        // The second transaction's descriptor.
+        ("a descriptor", |r| Some((r.txns[1].0, 100))),
+        // The first transaction's commit record (inside its sealed sector): the
+        // second transaction after it proves it had committed.
+        ("a commit record", |r| Some((r.txns[0].1, 70))),
+        // A logged block of the last transaction.
+        ("a block of the last transaction", |r| {
+            Some((r.txns[2].0 + 1, 5))
+        }),
+    ];
+    for (what, pick) in cases {
+        let (_, out) = mount_damaged(CommitMode::Compound, image.clone(), pick);
+        for o in &out {
+            let m = o.as_ref().expect_err(what);
+            assert!(m.contains("normal journal block"), "{what}: {m}");
+        }
+        // Nothing was replayed: the second mount finds the same damage.
+        assert_eq!(out[0], out[1], "{what}");
+    }
+}
+
+#[test]
+fn a_flipped_bit_in_an_f_transaction_is_reported() {
+    let image = journaled(CommitMode::FileLevel);
+    let (recs, ok) = mount_damaged(CommitMode::FileLevel, image.clone(), |_| None);
+    assert!(recs.ftxns.len() >= 3, "{recs:?}");
+    assert_eq!(ok, vec![Ok(()), Ok(())]);
+    type Pick = fn(&Records) -> Option<(u64, usize)>;
+    let cases: [(&str, Pick); 3] = [
+        ("the last header", |r| Some((r.ftxns[2].0, 40 * 8))),
+        ("a logged indirect block", |r| Some((r.ftxns[1].0 + 1, 8))),
+        ("a commit record", |r| Some((r.ftxns[0].1, 9 * 8))),
+    ];
+    for (what, pick) in cases {
+        let (_, out) = mount_damaged(CommitMode::FileLevel, image.clone(), pick);
+        let m = out[0].as_ref().expect_err(what);
+        assert!(m.contains("f-journal block"), "{what}: {m}");
+        assert_eq!(out[0], out[1], "{what}");
+    }
+}

@@ -1,0 +1,200 @@
+//! truncate and fdatasync: what they change, what they commit, and what a crash leaves.
+
+use std::future::Future;
+use std::rc::Rc;
+
+use sluice_runtime::{CrashSpec, DiskImage, File, Stack};
+use sluice_store::{CommitMode, Geometry, Store, StoreError};
+
+const IMG: &str = "store.img";
+const MODES: [CommitMode; 2] = [CommitMode::Compound, CommitMode::FileLevel];
+
+/// Run `work` on a fresh store of `blocks` blocks (on `nand`: a volatile write cache)
+/// and cut the power when it ends; unflushed writes survive or not as `seed` draws.
+fn crash_after<F, Fut>(mode: CommitMode, blocks: u64, seed: u64, work: F) -> DiskImage
+where
+    F: FnOnce(Rc<Store>) -> Fut + 'static,
+    Fut: Future<Output = ()> + 'static,
+{
+    Stack::builder()
+        .device("nand")
+        .seed(seed)
+        .build()
+        .unwrap()
+        .run_until_crash(
+            u64::MAX,
+            CrashSpec { seed, torn: true },
+            move || async move {
+                let f = File::create(IMG).await.unwrap();
+                Store::mkfs(&f, Geometry::new(blocks)).await.unwrap();
+                let s = Store::mount(&f, mode).await.unwrap();
+                work(s).await
+            },
+        )
+        .unwrap()
+        .image
+}
+
+/// Mount `image` (recovery) and run `check` on the store.
+fn recover<F, Fut, T>(mode: CommitMode, image: DiskImage, check: F) -> T
+where
+    F: FnOnce(Rc<Store>) -> Fut + 'static,
+    Fut: Future<Output = T> + 'static,
+    T: 'static,
+{
+    Stack::builder()
+        .device("nand")
+        .image(image)
+        .build()
+        .unwrap()
+        .run(move || async move {
+            let f = File::open(IMG).await.unwrap();
+            let s = Store::mount(&f, mode).await.unwrap();
+            assert_eq!(s.check(), Vec::<String>::new());
+            check(s).await
+        })
+        .unwrap()
+        .value
+}
+
+fn pattern(n: usize, salt: u8) -> Vec<u8> {
+    (0..n).map(|i| (i * 7 + salt as usize) as u8 | 1).collect()
+}
+
+async fn contents(s: &Store, name: &str) -> Vec<u8> {
+    let f = s.open(name).unwrap();
+    let mut v = vec![0u8; s.len(f) as usize];
+    s.read(f, 0, &mut v).await.unwrap();
+    v
+}
+
+#[test]
+fn truncate_shrinks_grows_with_zeros_and_survives_a_crash() {
+    for mode in MODES {
+        for seed in 0..4 {
+            let image = crash_after(mode, 4096, seed, |s| async move {
+                let f = s.create("a").unwrap();
+                // 200 KiB: direct blocks and the indirect block.
+                s.write_buffered(f, 0, &pattern(200 << 10, 1))
+                    .await
+                    .unwrap();
+                s.fsync(f).await.unwrap();
+                // The name is durable with a normal commit.
+                s.sync().await.unwrap();
+                assert_eq!(s.stat(f).blocks, 51);
+                s.truncate(f, 10_000).await.unwrap();
+                assert_eq!((s.len(f), s.stat(f).blocks), (10_000, 3));
+                // Growing again shows zeros where the old data was, in the old last
+                // block too.
+                s.truncate(f, 50_000).await.unwrap();
+                let v = contents(&s, "a").await;
+                assert_eq!(v[..10_000], pattern(10_000, 1)[..]);
+                assert!(v[10_000..].iter().all(|&b| b == 0));
+                // A write past the end leaves zeros before it.
+                s.truncate(f, 5_000).await.unwrap();
+                s.write(f, 9_000, &[9u8; 100]).await.unwrap();
+                let v = contents(&s, "a").await;
+                assert!(v[5_000..9_000].iter().all(|&b| b == 0));
+                assert_eq!(s.check(), Vec::<String>::new());
+                s.fsync(f).await.unwrap();
+            });
+            let v = recover(mode, image, |s| async move { contents(&s, "a").await });
+            assert_eq!(v.len(), 9_100, "{mode:?} seed {seed}");
+            assert_eq!(v[..5_000], pattern(5_000, 1)[..]);
+            assert!(v[5_000..9_000].iter().all(|&b| b == 0));
+            assert!(v[9_000..].iter().all(|&b| b == 9));
+        }
+    }
+}
+
+#[test]
+fn freed_blocks_wait_for_the_commit_and_indirect_blocks_for_a_checkpoint() {
+    // 30 data blocks in all.
+    let blocks = Geometry::new(1000).data_start() + 30;
+    for mode in MODES {
+        Stack::builder()
+            .device("ull")
+            .build()
+            .unwrap()
+            .run(move || async move {
+                let img = File::create(IMG).await.unwrap();
+                Store::mkfs(&img, Geometry::new(blocks)).await.unwrap();
+                let s = Store::mount(&img, mode).await.unwrap();
+                let (a, b) = (s.create("a").unwrap(), s.create("b").unwrap());
+                // 26 data blocks and the indirect block.
+                s.write(a, 0, &pattern(26 << 12, 2)).await.unwrap();
+                s.sync().await.unwrap();
+                s.truncate(a, 0).await.unwrap();
+                // Not committed: the blocks still belong to `a` on the device.
+                let full = s.write(b, 0, &pattern(5 << 12, 3)).await;
+                assert!(matches!(full, Err(StoreError::NoSpace(_))), "{full:?}");
+                s.sync().await.unwrap();
+                // Committed: the data blocks are free, the indirect block is held
+                // until a checkpoint (29 data blocks need an indirect block: 30).
+                let held = s.write(b, 0, &pattern(29 << 12, 3)).await;
+                assert!(matches!(held, Err(StoreError::NoSpace(_))), "{held:?}");
+                let c = s.create("c").unwrap();
+                s.truncate(b, 0).await.unwrap();
+                while s.stats().checkpoints == 0 {
+                    s.write(c, 0, &[1]).await.unwrap();
+                    s.sync().await.unwrap();
+                }
+                s.truncate(c, 0).await.unwrap();
+                s.sync().await.unwrap();
+                s.write(b, 0, &pattern(29 << 12, 3)).await.unwrap();
+                assert_eq!(s.check(), Vec::<String>::new());
+            })
+            .unwrap();
+    }
+}
+
+#[test]
+fn fdatasync_skips_the_commit_when_only_the_change_counter_moved() {
+    for mode in MODES {
+        for seed in 0..4 {
+            let image = crash_after(mode, 4096, seed, move |s| async move {
+                let f = s.create("a").unwrap();
+                s.write_buffered(f, 0, &pattern(8192, 4)).await.unwrap();
+                s.fsync(f).await.unwrap();
+                s.sync().await.unwrap();
+                let journal = |s: &Store| s.stats().commits + s.stats().ftxns;
+                let before = (journal(&s), s.stats().data_syncs);
+                // An overwrite inside the file: data and a FLUSH, no journal write.
+                s.write_buffered(f, 100, &[7u8; 3000]).await.unwrap();
+                s.fdatasync(f).await.unwrap();
+                assert_eq!(
+                    (journal(&s), s.stats().data_syncs),
+                    (before.0, before.1 + 1)
+                );
+                // fsync commits the change counter.
+                s.fsync(f).await.unwrap();
+                assert_eq!(journal(&s), before.0 + 1);
+                let change = s.stat(f).change;
+                // An overwrite and a direct one, fdatasync'd: the data survives, the
+                // counter may not.
+                s.write_buffered(f, 5000, &[8u8; 100]).await.unwrap();
+                s.write(f, 0, &[6u8; 4096]).await.unwrap();
+                s.fdatasync(f).await.unwrap();
+                assert_eq!(journal(&s), before.0 + 1);
+                // Appending changes the size: fdatasync commits.
+                s.write_buffered(f, 8192, &[5u8; 10]).await.unwrap();
+                s.fdatasync(f).await.unwrap();
+                assert_eq!(journal(&s), before.0 + 2);
+                assert!(s.stat(f).change >= change + 3);
+            });
+            let (v, change) = recover(mode, image, |s| async move {
+                let f = s.open("a").unwrap();
+                (contents(&s, "a").await, s.stat(f).change)
+            });
+            let mut want = pattern(8192, 4);
+            want[100..3100].fill(7);
+            want[5000..5100].fill(8);
+            want[..4096].fill(6);
+            want.extend_from_slice(&[5u8; 10]);
+            assert_eq!(v, want, "{mode:?} seed {seed}");
+            // The counter is at least the fsynced one (the append's fdatasync
+            // committed the inode with a later one).
+            assert!(change >= 3, "{mode:?} seed {seed}: change {change}");
+        }
+    }
+}
