@@ -16,6 +16,7 @@ use sluice::sim::{self, SimConfig};
 
 mod cmd_calibrate;
 mod cmd_crashtest;
+mod cmd_repro;
 mod cmd_run;
 
 #[derive(Parser, Debug)]
@@ -23,7 +24,7 @@ mod cmd_run;
     name = "sluice",
     version,
     about = "I/O scheduling for fast SSDs: the same policies on a simulated NVMe SSD and on real devices",
-    after_help = "Examples:\n  sluice sim                                   # the embedded default job on the simulated `ull` device\n  sluice sim jobs/weights-8642.fio --device zssd --policy none --json out.json\n  sluice run job.fio --directory /mnt/ssd --policy none --json out.json   # real I/O\n  sluice list                                  # devices and policies"
+    after_help = "Examples:\n  sluice sim                                   # the embedded default job on the simulated `ull` device\n  sluice sim jobs/weights-8642.fio --device zssd --policy none --json out.json\n  sluice run job.fio --directory /mnt/ssd --policy none --json out.json   # real I/O\n  sluice repro -j 2                            # the papers' experiments, two at a time\n  sluice list                                  # devices and policies"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -39,33 +40,12 @@ enum Cmd {
     /// Measure a device (directory, file or block device) and write a simulated device profile for it.
     Calibrate(cmd_calibrate::CalibrateArgs),
     /// Run a paper's experiments in the simulator and check their goals (pass/fail).
-    Repro(ReproArgs),
+    Repro(cmd_repro::ReproArgs),
     /// Crash the journaled store at seeded instants and check each recovery (the
     /// test suite's harness, for long runs).
     Crashtest(cmd_crashtest::CrashtestArgs),
     /// List the built-in device profiles, the policies and the repro suites.
     List,
-}
-
-#[derive(clap::Args, Debug)]
-struct ReproArgs {
-    /// Suites to run (see `sluice repro --list`); all when none is given.
-    suites: Vec<String>,
-    /// List the suites and their experiments, run nothing.
-    #[arg(long)]
-    list: bool,
-    /// Only the experiments whose id contains this text.
-    #[arg(long)]
-    only: Option<String>,
-    /// Seed of every simulation.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Write the experiments' figures (SVG) here.
-    #[arg(long)]
-    plot: Option<PathBuf>,
-    /// No progress lines on stderr.
-    #[arg(long, short = 'q')]
-    quiet: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -117,7 +97,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.cmd {
         Cmd::Sim(args) => cmd_sim(args),
-        Cmd::Repro(args) => cmd_repro(args),
+        Cmd::Repro(args) => cmd_repro::cmd_repro(args),
         Cmd::Run(args) => cmd_run::cmd_run(args),
         Cmd::Calibrate(args) => cmd_calibrate::cmd_calibrate(args),
         Cmd::Crashtest(args) => cmd_crashtest::cmd_crashtest(args),
@@ -146,61 +126,6 @@ fn cmd_list() -> Result<(), CliError> {
     writeln!(out, "repro suites (sluice repro NAME):")?;
     for s in sluice::repro::suites() {
         writeln!(out, "  {:<20} {}", s.name, s.about)?;
-    }
-    Ok(())
-}
-
-fn cmd_repro(args: ReproArgs) -> Result<(), CliError> {
-    let suites = if args.suites.is_empty() {
-        sluice::repro::suites()
-    } else {
-        args.suites
-            .iter()
-            .map(|n| sluice::repro::suite(n))
-            .collect::<Result<Vec<_>, _>>()?
-    };
-    let mut out = std::io::stdout().lock();
-    if args.list {
-        for s in &suites {
-            writeln!(out, "{} — {}", s.name, s.about)?;
-            for e in s.experiments {
-                writeln!(out, "  {:<12} {}  ({})", e.id, e.title, e.file)?;
-            }
-        }
-        return Ok(());
-    }
-    let quiet = args.quiet;
-    if let Some(d) = &args.plot {
-        sluice::cli::check_writable_dir(d, "--plot")?;
-    }
-    let mut all = Vec::new();
-    for s in &suites {
-        for e in s.experiments {
-            if args.only.as_deref().is_some_and(|o| !e.id.contains(o)) {
-                continue;
-            }
-            if !quiet {
-                eprintln!("sluice repro {}: {} — {}", s.name, e.id, e.title);
-            }
-            let on_run = |label: &str| {
-                if !quiet {
-                    eprintln!("  running {label}");
-                }
-            };
-            let ctx = sluice::repro::Ctx {
-                seed: args.seed,
-                on_run: &on_run,
-                plot_dir: args.plot.clone(),
-            };
-            let goals = (e.run)(&ctx)?;
-            all.extend(goals);
-        }
-    }
-    write!(out, "{}", sluice::repro::format_table(&all))?;
-    if all.iter().any(|g| !g.pass) {
-        return Err(CliError::GoalsFailed(
-            all.iter().filter(|g| !g.pass).count(),
-        ));
     }
     Ok(())
 }

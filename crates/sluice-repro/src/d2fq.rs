@@ -14,7 +14,10 @@
 //! benchmark `crates/sluice-core/benches/gvt.rs`.
 
 use sluice_core::policy::Counter;
+use sluice_device::DeviceProfile;
 use sluice_metrics::RunReport;
+use sluice_sim::SimOutput;
+use sluice_workload::JobSpec;
 
 use crate::{goal_within, Ctx, Experiment, Goal, ReproError, Suite};
 
@@ -126,13 +129,37 @@ fn job_p99_ns(r: &RunReport, job: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// The reports of `none` and then of each [`FAIR`] policy, run side by side.
+fn none_and_fair(
+    ctx: &Ctx,
+    jobs: &[JobSpec],
+    dev: &DeviceProfile,
+) -> Result<Vec<RunReport>, ReproError> {
+    let policies: Vec<&str> = std::iter::once("none")
+        .chain(FAIR.iter().copied())
+        .collect();
+    Ok(ctx
+        .sim_each(jobs, dev, &policies)?
+        .into_iter()
+        .map(|o| o.report)
+        .collect())
+}
+
+/// The reports of exactly `N` runs (as many as the policies given to `sim_each`).
+fn reports<const N: usize>(outs: Vec<SimOutput>) -> [RunReport; N] {
+    let v: Vec<RunReport> = outs.into_iter().map(|o| o.report).collect();
+    v.try_into()
+        .unwrap_or_else(|v: Vec<RunReport>| panic!("{N} runs asked for, {} came back", v.len()))
+}
+
 /// Shared by Fig. 11a and 11b: two equal-weight flows, ratio 1 ± 0.05 for the fair
 /// policies, and `none` off by more than 0.05.
 fn two_flow_ratio(ctx: &Ctx, id: &str, file: &str, text: &str) -> Result<Vec<Goal>, ReproError> {
     let jobs = ctx.jobs(file, text)?;
     let dev = ctx.device("zssd")?;
     let mut goals = Vec::new();
-    let none = ctx.sim(&jobs, &dev, "none")?.report;
+    let mut runs = none_and_fair(ctx, &jobs, &dev)?.into_iter();
+    let none = runs.next().expect("none ran");
     let r = bw_ratio(&none, 0, 1);
     goals.push(Goal {
         experiment: id.into(),
@@ -146,8 +173,7 @@ fn two_flow_ratio(ctx: &Ctx, id: &str, file: &str, text: &str) -> Result<Vec<Goa
         ),
         pass: (r - 1.0).abs() > 0.05,
     });
-    for p in FAIR {
-        let out = ctx.sim(&jobs, &dev, p)?.report;
+    for (p, out) in FAIR.iter().zip(runs) {
         let r = bw_ratio(&out, 0, 1);
         let mut g = goal_within(id, format!("{p} bandwidth ratio 1 ± 0.05"), r, 1.0, 0.05);
         g.measured = format!(
@@ -192,7 +218,8 @@ fn fig11c(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let none = ctx.sim(&jobs, &dev, "none")?.report;
+    let mut runs = none_and_fair(ctx, &jobs, &dev)?.into_iter();
+    let none = runs.next().expect("none ran");
     goals.push(Goal {
         experiment: "fig11c".into(),
         goal: "none ignores weights (some share off by > 5 %)".into(),
@@ -203,8 +230,7 @@ fn fig11c(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
         ),
         pass: none.fairness.max_abs_share_error > 0.05,
     });
-    for p in FAIR {
-        let out = ctx.sim(&jobs, &dev, p)?.report;
+    for (p, out) in FAIR.iter().zip(runs) {
         let err = out.fairness.max_abs_share_error;
         goals.push(Goal {
             experiment: "fig11c".into(),
@@ -224,8 +250,8 @@ fn fig6(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
     let file = "experiments/d2fq/fig6.fio";
     let jobs = ctx.jobs(file, FIG6)?;
     let dev = ctx.device("zssd")?;
-    let static4 = ctx.sim(&jobs, &dev, "d2fq:mode=static,hl=4")?.report;
-    let dynamic = ctx.sim(&jobs, &dev, "d2fq")?.report;
+    let [static4, dynamic] =
+        reports(ctx.sim_each(&jobs, &dev, &["d2fq:mode=static,hl=4", "d2fq"])?);
     let w1 = |r: &RunReport| r.flows[0].share_error;
     let mut goals = vec![
         Goal {
@@ -300,9 +326,11 @@ fn fig15(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
             })
             .fold(0.0, f64::max)
     };
-    let dynamic = ctx.sim(&jobs, &dev, "d2fq")?.report;
-    let static3 = ctx.sim(&jobs, &dev, "d2fq:mode=static,hl=3")?.report;
-    let static128 = ctx.sim(&jobs, &dev, "d2fq:mode=static,hl=128")?.report;
+    let [dynamic, static3, static128] = reports(ctx.sim_each(
+        &jobs,
+        &dev,
+        &["d2fq", "d2fq:mode=static,hl=3", "d2fq:mode=static,hl=128"],
+    )?);
 
     // Figures: bandwidth per flow over time (one file per run) and H/L over time.
     if let Some(dir) = &ctx.plot_dir {

@@ -20,6 +20,7 @@ mod fastresponse_stack;
 pub mod fios;
 mod rcp_block;
 mod rcp_stack;
+pub mod runner;
 
 use sluice_core::policy::{self, PolicySpec};
 use sluice_device::DeviceProfile;
@@ -124,8 +125,9 @@ pub enum ReproError {
 pub struct Ctx<'a> {
     /// Seed of every simulation the experiment runs.
     pub seed: u64,
-    /// Called with a short label before each simulation starts.
-    pub on_run: &'a dyn Fn(&str),
+    /// Called with a short label before each simulation starts (from the thread that
+    /// runs it: [`Ctx::sim_each`] runs simulations side by side).
+    pub on_run: &'a (dyn Fn(&str) + Sync),
     /// Where experiments write their figures (SVG); `None`: no figures.
     pub plot_dir: Option<std::path::PathBuf>,
 }
@@ -150,6 +152,24 @@ impl Ctx<'_> {
         policy: &str,
     ) -> Result<SimOutput, ReproError> {
         self.sim_with(jobs, device, policy, &SimConfig::default())
+    }
+
+    /// [`Ctx::sim`] under each of `policies`, side by side on the current thread pool
+    /// (see [`runner`]); the outputs in the order of `policies`, or the first error in
+    /// that order. The simulations are independent, so the outputs are those of
+    /// [`Ctx::sim`] one after another.
+    pub fn sim_each(
+        &self,
+        jobs: &[JobSpec],
+        device: &DeviceProfile,
+        policies: &[&str],
+    ) -> Result<Vec<SimOutput>, ReproError> {
+        use rayon::prelude::*;
+        let outs: Vec<Result<SimOutput, ReproError>> = policies
+            .par_iter()
+            .map(|p| self.sim(jobs, device, p))
+            .collect();
+        outs.into_iter().collect()
     }
 
     /// [`Ctx::sim`] with explicit simulator settings (its seed is replaced by the

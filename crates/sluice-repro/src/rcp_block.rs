@@ -49,8 +49,9 @@ fn fig11(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
     let dev = ctx.device("nand")?;
     let mut tput = Vec::new();
     let mut fg = Vec::new();
-    for n in LIMITS {
-        let out = ctx.sim(&jobs, &dev, &format!("rcp:limit={n}"))?;
+    let specs: Vec<String> = LIMITS.iter().map(|n| format!("rcp:limit={n}")).collect();
+    let specs: Vec<&str> = specs.iter().map(String::as_str).collect();
+    for out in ctx.sim_each(&jobs, &dev, &specs)? {
         tput.push(
             out.report
                 .classes
@@ -107,10 +108,15 @@ fn fig11(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
 fn admission(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
     let jobs = ctx.jobs("admission.fio", ADMISSION)?;
     let dev = ctx.device("ull")?;
-    let rcp = ctx.sim(&jobs, &dev, "rcp")?;
-    let shared = ctx.sim(&jobs, &dev, "rcp:isolate=0")?;
-    let none = ctx.sim(&jobs, &dev, "none")?;
-    let dl = ctx.sim(&jobs, &dev, "mq-deadline")?;
+    let mut runs = ctx
+        .sim_each(
+            &jobs,
+            &dev,
+            &["rcp", "rcp:isolate=0", "none", "mq-deadline"],
+        )?
+        .into_iter();
+    let mut next = || runs.next().expect("four runs");
+    let (rcp, shared, none, dl) = (next(), next(), next(), next());
     let crit = |o| class(o, IoClass::Critical);
     let p99 = |o| crit(o).clat_ns.percentile.get(99.0).unwrap_or(0) as f64;
     let wait = |o| crit(o).admit_wait_ns.max;
