@@ -108,6 +108,21 @@ pub fn load_jobs(
     Ok((parsed.jobs, parsed.warnings))
 }
 
+/// Run `jobs` on `profile` under the policy `spec` and name the report after it: the
+/// one simulation path of `sluice sim` and of each `sluice sweep` cell.
+pub fn simulate(
+    jobs: &[JobSpec],
+    profile: &sluice_device::DeviceProfile,
+    spec: &PolicySpec,
+    cfg: &sluice_sim::SimConfig,
+    progress: &mut dyn FnMut(f64),
+) -> Result<sluice_sim::SimOutput, CliError> {
+    let policy = sluice_core::policy::build(spec)?;
+    let mut out = sluice_sim::run(jobs, profile, policy, cfg, progress)?;
+    out.report.policy = spec.text.clone();
+    Ok(out)
+}
+
 /// Read `--policy` values: each value is a comma list of `NAME[:key=value,...]`; a
 /// comma-separated piece that holds `=` but no `:` continues the parameters of the
 /// policy before it, so `d2fq:mode=static,hl=4,none` is two policies.

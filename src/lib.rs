@@ -15,7 +15,8 @@
 //! * [`calibrate`] — measuring a real device and deriving its simulated profile;
 //! * [`metrics`] — latency histograms with breakdown, shares, fairness, JSON, plots;
 //! * [`repro`] — paper experiments with goals (`sluice repro`);
-//! * [`cli`] — the parts of the `sluice` command that are worth testing as a library.
+//! * [`cli`] — the parts of the `sluice` command that are worth testing as a library;
+//!   [`jobset`] (`--set KEY=VALUE` on a job file).
 #![warn(missing_docs, missing_debug_implementations)]
 
 pub use sluice_apps as apps;
@@ -33,3 +34,4 @@ pub use sluice_store as store;
 pub use sluice_workload as workload;
 
 pub mod cli;
+pub mod jobset;

@@ -8,11 +8,12 @@ use std::time::{Duration, Instant};
 use clap::{Parser, Subcommand};
 use indicatif::ProgressBar;
 
-use sluice::cli::{load_jobs, parse_policy_list, progress_bar, CliError, OutputArgs, OutputFormat};
+use sluice::cli::{parse_policy_list, progress_bar, CliError, OutputArgs, OutputFormat};
 use sluice::core::policy::{self, PolicySpec, POLICY_NAMES};
 use sluice::device::DeviceProfile;
+use sluice::jobset::{load_jobs_with_sets, JobSet};
 use sluice::metrics::{self, RunReport};
-use sluice::sim::{self, SimConfig};
+use sluice::sim::SimConfig;
 
 mod cmd_calibrate;
 mod cmd_crashtest;
@@ -87,6 +88,11 @@ struct SimArgs {
     /// count in each job's `error`; see `docs/devices.md`.
     #[arg(long, value_name = "SPEC")]
     faults: Option<String>,
+    /// Set an fio option in every job section (`KEY=VALUE`, e.g. `iodepth=32`) or in
+    /// one (`JOB.KEY=VALUE`), as if written at the end of the section; repeatable.
+    /// The value is taken whole (`bs=4k,64k` is fio's read,write pair).
+    #[arg(long, value_name = "[JOB.]KEY=VALUE")]
+    set: Vec<String>,
     #[command(flatten)]
     cache: sluice::cli::CacheArgs,
     #[command(flatten)]
@@ -132,7 +138,13 @@ fn cmd_list() -> Result<(), CliError> {
 
 fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
     args.out.check()?;
-    let (jobs, warnings) = load_jobs(args.job.as_deref(), args.out.ignore_unknown)?;
+    let sets = args
+        .set
+        .iter()
+        .map(|s| JobSet::parse(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (jobs, warnings) =
+        load_jobs_with_sets(args.job.as_deref(), args.out.ignore_unknown, &sets)?;
     for w in &warnings {
         eprintln!("sluice: warning: {w}");
     }
@@ -190,7 +202,6 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
     let show_progress = !args.out.quiet && std::io::stderr().is_terminal();
     let mut reports: Vec<RunReport> = Vec::with_capacity(specs.len());
     for spec in &specs {
-        let pol = policy::build(spec)?;
         let started = Instant::now();
         let mut bar: Option<ProgressBar> = None;
         let mut on_progress = |f: f64| {
@@ -204,7 +215,7 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
                 b.set_position((f * 1000.0) as u64);
             }
         };
-        let out = sim::run(&jobs, &profile, pol, &cfg, &mut on_progress)?;
+        let out = sluice::cli::simulate(&jobs, &profile, spec, &cfg, &mut on_progress)?;
         if let Some(b) = bar {
             b.finish_and_clear();
         }
@@ -220,9 +231,7 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
             );
         }
         let interrupted = out.stats.interrupted;
-        let mut report = out.report;
-        report.policy = spec.text.clone();
-        reports.push(report);
+        reports.push(out.report);
         if interrupted {
             eprintln!("sluice: interrupted; the results so far follow");
             break;
