@@ -61,6 +61,17 @@ pub enum CliError {
     /// `sluice crashtest`: seeds failed (each printed with its replay command).
     #[error("{0} crash seed(s) failed; each is printed above with the command that replays it")]
     CrashtestFailed(usize),
+    /// A cell of `sluice sweep` could not run (named with the command that replays it).
+    #[error("cell {cell} (`{command}`): {source}")]
+    Cell {
+        /// The cell's index.
+        cell: usize,
+        /// The `sluice sim` command that runs it alone.
+        command: String,
+        /// Why it failed.
+        #[source]
+        source: Box<CliError>,
+    },
     /// Stopped by Ctrl-C; the results so far were printed.
     #[error("interrupted; the results above cover the run until the stop")]
     Interrupted,
@@ -89,6 +100,7 @@ impl CliError {
             CliError::Calibrate(e) => e.exit_code(),
             CliError::Usage(_) => 2,
             CliError::VerifyFailed(_) | CliError::CrashtestFailed(_) => 1,
+            CliError::Cell { source, .. } => source.exit_code(),
             CliError::Interrupted => 130,
         }
     }

@@ -16,7 +16,8 @@
 //! * [`metrics`] — latency histograms with breakdown, shares, fairness, JSON, plots;
 //! * [`repro`] — paper experiments with goals (`sluice repro`);
 //! * [`cli`] — the parts of the `sluice` command that are worth testing as a library;
-//!   [`jobset`] (`--set KEY=VALUE` on a job file).
+//!   [`jobset`] (`--set KEY=VALUE` on a job file) and [`sweep`] (`sluice sweep`: the
+//!   cross product of policies, devices, seeds and job options, run side by side).
 #![warn(missing_docs, missing_debug_implementations)]
 
 pub use sluice_apps as apps;
@@ -35,3 +36,4 @@ pub use sluice_workload as workload;
 
 pub mod cli;
 pub mod jobset;
+pub mod sweep;

@@ -19,13 +19,14 @@ mod cmd_calibrate;
 mod cmd_crashtest;
 mod cmd_repro;
 mod cmd_run;
+mod cmd_sweep;
 
 #[derive(Parser, Debug)]
 #[command(
     name = "sluice",
     version,
     about = "I/O scheduling for fast SSDs: the same policies on a simulated NVMe SSD and on real devices",
-    after_help = "Examples:\n  sluice sim                                   # the embedded default job on the simulated `ull` device\n  sluice sim jobs/weights-8642.fio --device zssd --policy none --json out.json\n  sluice run job.fio --directory /mnt/ssd --policy none --json out.json   # real I/O\n  sluice repro -j 2                            # the papers' experiments, two at a time\n  sluice list                                  # devices and policies"
+    after_help = "Examples:\n  sluice sim                                   # the embedded default job on the simulated `ull` device\n  sluice sim jobs/weights-8642.fio --device zssd --policy none --json out.json\n  sluice run job.fio --directory /mnt/ssd --policy none --json out.json   # real I/O\n  sluice sweep --policy none,ld,rcp --seed 1..3 --set iodepth=1,4,32 --csv out.csv\n  sluice repro -j 2                            # the papers' experiments, two at a time\n  sluice list                                  # devices and policies"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -45,6 +46,9 @@ enum Cmd {
     /// Crash the journaled store at seeded instants and check each recovery (the
     /// test suite's harness, for long runs).
     Crashtest(cmd_crashtest::CrashtestArgs),
+    /// Run a job file over the cross product of devices, job options, policies and seeds
+    /// (cells side by side on all cores), one table, CSV and JSON row per cell.
+    Sweep(cmd_sweep::SweepArgs),
     /// List the built-in device profiles, the policies and the repro suites.
     List,
 }
@@ -107,6 +111,7 @@ fn main() -> ExitCode {
         Cmd::Run(args) => cmd_run::cmd_run(args),
         Cmd::Calibrate(args) => cmd_calibrate::cmd_calibrate(args),
         Cmd::Crashtest(args) => cmd_crashtest::cmd_crashtest(args),
+        Cmd::Sweep(args) => cmd_sweep::cmd_sweep(args),
         Cmd::List => cmd_list(),
     };
     match result {

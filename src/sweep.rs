@@ -1,0 +1,510 @@
+//! `sluice sweep`: one job file run over the cross product of devices, `--set` job
+//! options, policies and seeds, the cells side by side on all cores.
+//!
+//! Every cell is one `sluice sim` run — the same path ([`crate::cli::simulate`]) with
+//! one device, one policy, one seed and the cell's `--set` options — so a cell's row
+//! carries the `sluice sim` command that replays it alone, with its full report.
+//!
+//! Cells are numbered in cross-product order: devices, then each `--set` axis in the
+//! order given, then policies, then seeds, the last varying fastest. For sweeps larger
+//! than one machine each cell is also one plain command ([`Sweep::cell_command`]:
+//! `sluice sweep … --cell N --json FILE`), and [`rows::merge`] joins the cells' files
+//! into the output of an in-process sweep.
+
+pub mod rows;
+pub mod table;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use sluice_core::policy::PolicySpec;
+use sluice_device::DeviceProfile;
+use sluice_sim::SimConfig;
+use sluice_workload::{JobSpec, ParseOptions, WorkloadError};
+
+use crate::cli::{CliError, DEFAULT_JOB, DEFAULT_JOB_NAME};
+use crate::jobset::{parse_with_sets, JobSet};
+use rows::{CellRow, Settings, SweepInfo};
+
+/// The most cells one sweep may have.
+pub const MAX_CELLS: usize = 100_000;
+
+/// The simulated host cores when `--cores` is not given (as `sluice sim`).
+pub const DEFAULT_CORES: u16 = 8;
+
+/// What `sluice sweep` was given, before it is checked.
+#[derive(Clone, Debug, Default)]
+pub struct SweepInput {
+    /// The job file; `None`: the embedded default job.
+    pub job: Option<PathBuf>,
+    /// `--device` values (comma lists); empty: `ull`.
+    pub devices: Vec<String>,
+    /// `--policy` values (comma lists, as `sluice sim`); empty: as `sluice sim`.
+    pub policies: Vec<String>,
+    /// `--seed` values (comma lists of N or A..B); empty: 1.
+    pub seeds: Vec<String>,
+    /// `--set [JOB.]KEY=V1,V2,...` values (`\,` for a comma inside a value).
+    pub sets: Vec<String>,
+    /// `--cores`.
+    pub cores: u16,
+    /// `--ignore-unknown`.
+    pub ignore_unknown: bool,
+}
+
+/// One `--set` axis: an option (for every job or one) and the values it takes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SetAxis {
+    /// `KEY` or `JOB.KEY`.
+    pub target: String,
+    /// Each value as a checked assignment.
+    pub values: Vec<JobSet>,
+}
+
+/// A cell: one point of the cross product.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cell {
+    /// Its index, in cross-product order.
+    pub index: usize,
+    /// Index into the devices.
+    pub device: usize,
+    /// Index into each `--set` axis's values.
+    pub values: Vec<usize>,
+    /// Index into the policies.
+    pub policy: usize,
+    /// The seed.
+    pub seed: u64,
+}
+
+/// A checked sweep: its axes, the job text and the device profiles.
+#[derive(Debug)]
+pub struct Sweep {
+    job: Option<PathBuf>,
+    text: String,
+    origin: String,
+    devices: Vec<String>,
+    profiles: Vec<DeviceProfile>,
+    policies: Vec<PolicySpec>,
+    seeds: Vec<u64>,
+    axes: Vec<SetAxis>,
+    cores: u16,
+    ignore_unknown: bool,
+}
+
+/// Split a comma list; `\,` is a comma inside an item. Empty items are refused.
+fn split_list(flag: &str, text: &str) -> Result<Vec<String>, CliError> {
+    let mut items = vec![String::new()];
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&',') => {
+                chars.next();
+                items.last_mut().expect("one item").push(',');
+            }
+            ',' => items.push(String::new()),
+            c => items.last_mut().expect("one item").push(c),
+        }
+    }
+    let items: Vec<String> = items.into_iter().map(|s| s.trim().to_string()).collect();
+    if items.iter().any(String::is_empty) {
+        return Err(CliError::Usage(format!(
+            "{flag} '{text}': an empty entry (an empty list, two commas, or a comma at an \
+             end); give values separated by single commas"
+        )));
+    }
+    Ok(items)
+}
+
+/// Refuse a value given twice on one axis (it would only repeat cells).
+fn no_duplicates<T: PartialEq + std::fmt::Display>(flag: &str, v: &[T]) -> Result<(), CliError> {
+    for (i, x) in v.iter().enumerate() {
+        if v[..i].contains(x) {
+            return Err(CliError::Usage(format!(
+                "{flag}: '{x}' is given twice; give each value once"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Read seeds: `N` or `A..B` (inclusive), comma-separated.
+fn parse_seeds(values: &[String]) -> Result<Vec<u64>, CliError> {
+    let mut seeds = Vec::new();
+    for v in values {
+        for item in split_list("--seed", v)? {
+            let num = |s: &str| {
+                s.trim().parse::<u64>().map_err(|_| {
+                    CliError::Usage(format!(
+                        "--seed '{item}': not a seed; give whole numbers (1,2,3) or an \
+                         inclusive range (1..10)"
+                    ))
+                })
+            };
+            match item.split_once("..") {
+                Some((a, b)) => {
+                    let (a, b) = (num(a)?, num(b)?);
+                    if a > b || b - a >= MAX_CELLS as u64 {
+                        return Err(CliError::Usage(format!(
+                            "--seed '{item}': the range must go up, with at most {MAX_CELLS} seeds"
+                        )));
+                    }
+                    seeds.extend(a..=b);
+                }
+                None => seeds.push(num(&item)?),
+            }
+        }
+    }
+    if seeds.is_empty() {
+        seeds.push(1);
+    }
+    no_duplicates("--seed", &seeds)?;
+    Ok(seeds)
+}
+
+/// Seeds written back compactly: runs of consecutive seeds as `A..B`.
+fn seeds_text(seeds: &[u64]) -> String {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < seeds.len() {
+        let mut j = i;
+        while j + 1 < seeds.len() && seeds[j + 1] == seeds[j] + 1 {
+            j += 1;
+        }
+        parts.push(match j - i {
+            0 => seeds[i].to_string(),
+            1 => format!("{},{}", seeds[i], seeds[j]),
+            _ => format!("{}..{}", seeds[i], seeds[j]),
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
+/// `s` as one shell word: as it is when it holds only characters no shell treats
+/// specially, otherwise in single quotes.
+pub fn shell_word(s: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:=,@%+".contains(c);
+    if !s.is_empty() && s.chars().all(plain) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+impl Sweep {
+    /// Check `input`: read the job file, resolve the devices, build each policy once,
+    /// read the seeds and `--set` axes. Each value of an axis is checked as an option
+    /// here; whether the job file takes it is checked by [`Sweep::jobs`].
+    pub fn new(input: &SweepInput) -> Result<Sweep, CliError> {
+        let (text, origin) = match &input.job {
+            Some(p) => (
+                std::fs::read_to_string(p).map_err(|source| WorkloadError::Io {
+                    path: p.clone(),
+                    source,
+                })?,
+                p.display().to_string(),
+            ),
+            None => (DEFAULT_JOB.to_string(), DEFAULT_JOB_NAME.to_string()),
+        };
+        let mut devices = Vec::new();
+        for v in &input.devices {
+            devices.extend(split_list("--device", v)?);
+        }
+        if devices.is_empty() {
+            devices.push("ull".into());
+        }
+        no_duplicates("--device", &devices)?;
+        let profiles = devices
+            .iter()
+            .map(|d| DeviceProfile::resolve(d))
+            .collect::<Result<Vec<_>, _>>()?;
+        let default_policy = if input.job.is_none() {
+            "none,ld,rcp"
+        } else {
+            "none"
+        };
+        let policies = if input.policies.is_empty() {
+            crate::cli::parse_policy_list(&[default_policy.to_string()])?
+        } else {
+            crate::cli::parse_policy_list(&input.policies)?
+        };
+        for p in &policies {
+            sluice_core::policy::build(p)?;
+        }
+        let texts: Vec<&str> = policies.iter().map(|p| p.text.as_str()).collect();
+        no_duplicates("--policy", &texts)?;
+        let seeds = parse_seeds(&input.seeds)?;
+        let mut axes: Vec<SetAxis> = Vec::new();
+        for s in &input.sets {
+            let (target, list) = s.split_once('=').ok_or_else(|| {
+                CliError::Usage(format!(
+                    "--set '{s}': no '='; write KEY=V1,V2,... (an fio option and its values, \
+                     e.g. iodepth=1,4,32) or JOB.KEY=V1,V2,..."
+                ))
+            })?;
+            let target = target.trim().to_string();
+            if axes.iter().any(|a| a.target == target) {
+                return Err(CliError::Usage(format!(
+                    "--set {target} is given twice; give all its values in one --set {target}=V1,V2,..."
+                )));
+            }
+            let items = split_list(&format!("--set {target}"), list)?;
+            no_duplicates(&format!("--set {target}"), &items)?;
+            let values = items
+                .iter()
+                .map(|v| JobSet::parse(&format!("{target}={v}")))
+                .collect::<Result<Vec<_>, _>>()?;
+            axes.push(SetAxis { target, values });
+        }
+        if input.cores == 0 {
+            return Err(CliError::Usage("--cores must be at least 1".into()));
+        }
+        let sweep = Sweep {
+            job: input.job.clone(),
+            text,
+            origin,
+            devices,
+            profiles,
+            policies,
+            seeds,
+            axes,
+            cores: input.cores,
+            ignore_unknown: input.ignore_unknown,
+        };
+        sweep.checked_len()?;
+        Ok(sweep)
+    }
+
+    /// The number of cells, refused past [`MAX_CELLS`].
+    fn checked_len(&self) -> Result<usize, CliError> {
+        let sizes = [self.devices.len(), self.policies.len(), self.seeds.len()];
+        let mut n: usize = 1;
+        for k in sizes
+            .into_iter()
+            .chain(self.axes.iter().map(|a| a.values.len()))
+        {
+            n = n.saturating_mul(k);
+        }
+        if n > MAX_CELLS {
+            return Err(CliError::Usage(format!(
+                "the sweep has {n} cells, more than {MAX_CELLS}; split it (e.g. one sweep per device)"
+            )));
+        }
+        Ok(n)
+    }
+
+    /// The number of cells.
+    pub fn len(&self) -> usize {
+        self.checked_len().expect("checked when made")
+    }
+
+    /// Whether the sweep has no cells (never: every axis has a value).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Cell `index` (`index < len()`).
+    pub fn cell(&self, index: usize) -> Cell {
+        let mut rest = index;
+        let mut take = |k: usize| {
+            let v = rest % k;
+            rest /= k;
+            v
+        };
+        let seed = self.seeds[take(self.seeds.len())];
+        let policy = take(self.policies.len());
+        let mut values: Vec<usize> = self
+            .axes
+            .iter()
+            .rev()
+            .map(|a| take(a.values.len()))
+            .collect();
+        values.reverse();
+        let device = take(self.devices.len());
+        Cell {
+            index,
+            device,
+            values,
+            policy,
+            seed,
+        }
+    }
+
+    fn sets(&self, cell: &Cell) -> Vec<JobSet> {
+        self.axes
+            .iter()
+            .zip(&cell.values)
+            .map(|(a, &v)| a.values[v].clone())
+            .collect()
+    }
+
+    /// The jobs of `cell` (its `--set` options applied) and the parser's warnings.
+    pub fn jobs(&self, cell: &Cell) -> Result<(Vec<JobSpec>, Vec<String>), CliError> {
+        let opts = ParseOptions {
+            ignore_unknown: self.ignore_unknown,
+        };
+        parse_with_sets(&self.text, &self.origin, &opts, &self.sets(cell))
+    }
+
+    /// The number that tells cells' `--set` combinations apart (cells with the same one
+    /// share their parsed jobs).
+    fn combo(&self, cell: &Cell) -> usize {
+        self.axes
+            .iter()
+            .zip(&cell.values)
+            .fold(0, |acc, (a, &v)| acc * a.values.len() + v)
+    }
+
+    /// The options that every command of this sweep shares after the job file.
+    fn common_args(&self) -> Vec<String> {
+        let mut a = Vec::new();
+        if self.cores != DEFAULT_CORES {
+            a.extend(["--cores".to_string(), self.cores.to_string()]);
+        }
+        if self.ignore_unknown {
+            a.push("--ignore-unknown".into());
+        }
+        a
+    }
+
+    fn job_arg(&self) -> Vec<String> {
+        self.job
+            .iter()
+            .map(|p| shell_word(&p.display().to_string()))
+            .collect()
+    }
+
+    /// The command that runs the whole sweep (canonical: every axis written out).
+    pub fn command(&self) -> String {
+        let mut w = vec!["sluice".to_string(), "sweep".to_string()];
+        w.extend(self.job_arg());
+        let policies: Vec<&str> = self.policies.iter().map(|p| p.text.as_str()).collect();
+        w.extend([
+            "--device".into(),
+            shell_word(&self.devices.join(",")),
+            "--policy".into(),
+            shell_word(&policies.join(",")),
+            "--seed".into(),
+            seeds_text(&self.seeds),
+        ]);
+        for a in &self.axes {
+            let values: Vec<String> = a
+                .values
+                .iter()
+                .map(|v| v.value.replace(',', "\\,"))
+                .collect();
+            w.push("--set".into());
+            w.push(shell_word(&format!("{}={}", a.target, values.join(","))));
+        }
+        w.extend(self.common_args());
+        w.join(" ")
+    }
+
+    /// The plain command that runs cell `index` alone and writes its file `json`.
+    pub fn cell_command(&self, index: usize, json: &Path) -> String {
+        format!(
+            "{} --cell {index} --json {} --quiet",
+            self.command(),
+            shell_word(&json.display().to_string())
+        )
+    }
+
+    /// The `sluice sim` command that replays `cell` and prints its full report.
+    pub fn replay_command(&self, cell: &Cell) -> String {
+        let mut w = vec!["sluice".to_string(), "sim".to_string()];
+        w.extend(self.job_arg());
+        w.extend([
+            "--device".into(),
+            shell_word(&self.devices[cell.device]),
+            "--policy".into(),
+            shell_word(&self.policies[cell.policy].text),
+            "--seed".into(),
+            cell.seed.to_string(),
+        ]);
+        w.extend(self.common_args());
+        for s in self.sets(cell) {
+            w.push("--set".into());
+            w.push(shell_word(&s.to_string()));
+        }
+        w.join(" ")
+    }
+
+    /// Which sweep this is, for its files.
+    pub fn info(&self) -> SweepInfo {
+        SweepInfo {
+            command: self.command(),
+            cells: self.len(),
+        }
+    }
+
+    /// Run the cells `which` on `threads` threads; their rows in the order of `which`,
+    /// or the error of the first failing cell in that order (with the command that
+    /// replays it). Every cell's jobs are parsed first, so a `--set` value a job file
+    /// refuses stops the sweep before anything runs. `done(n, total, row)` is called as
+    /// each cell ends, from the thread that ran it. Returns the rows and the parser's
+    /// warnings (each once).
+    pub fn run(
+        &self,
+        which: &[usize],
+        threads: usize,
+        done: &(dyn Fn(usize, usize, &CellRow) + Sync),
+    ) -> Result<(Vec<CellRow>, Vec<String>), CliError> {
+        let cells: Vec<Cell> = which.iter().map(|&i| self.cell(i)).collect();
+        let mut parsed: std::collections::BTreeMap<usize, Vec<JobSpec>> = Default::default();
+        let mut warnings: Vec<String> = Vec::new();
+        for c in &cells {
+            if let std::collections::btree_map::Entry::Vacant(e) = parsed.entry(self.combo(c)) {
+                let (jobs, w) = self.jobs(c)?;
+                for w in w {
+                    if !warnings.contains(&w) {
+                        warnings.push(w);
+                    }
+                }
+                e.insert(jobs);
+            }
+        }
+        let finished = AtomicUsize::new(0);
+        let one = |k: usize| -> Result<CellRow, CliError> {
+            let c = &cells[k];
+            let cfg = SimConfig {
+                seed: c.seed,
+                cores: self.cores,
+                ..SimConfig::default()
+            };
+            let jobs = &parsed[&self.combo(c)];
+            let profile = &self.profiles[c.device];
+            let command = self.replay_command(c);
+            let out =
+                crate::cli::simulate(jobs, profile, &self.policies[c.policy], &cfg, &mut |_| {})
+                    .map_err(|e| CliError::Cell {
+                        cell: c.index,
+                        command: command.clone(),
+                        source: Box::new(e),
+                    })?;
+            let (jobs, classes, jain_index) = CellRow::figures(&out.report);
+            let row = CellRow {
+                cell: c.index,
+                device: self.devices[c.device].clone(),
+                policy: self.policies[c.policy].text.clone(),
+                seed: c.seed,
+                set: Settings(
+                    self.sets(c)
+                        .into_iter()
+                        .map(|s| (s.target(), s.value))
+                        .collect(),
+                ),
+                jobs,
+                classes,
+                jain_index,
+                command,
+            };
+            done(
+                finished.fetch_add(1, Ordering::SeqCst) + 1,
+                cells.len(),
+                &row,
+            );
+            Ok(row)
+        };
+        let rows = sluice_repro::runner::run_ordered(cells.len(), threads, &one)?;
+        Ok((rows, warnings))
+    }
+}
