@@ -201,8 +201,8 @@ fn write_file(p: &Path, bytes: &[u8]) -> Result<(), CliError> {
 /// job file refuses is found here rather than on a cluster.
 fn list(sweep: &Sweep, dir: &Path) -> Result<(), CliError> {
     let n = sweep.len();
-    for i in 0..n {
-        sweep.jobs(&sweep.cell(i))?;
+    for w in sweep.check()? {
+        eprintln!("sluice: warning: {w}");
     }
     let width = (n.saturating_sub(1)).to_string().len();
     let mut out = std::io::stdout().lock();

@@ -14,6 +14,8 @@
 pub mod rows;
 pub mod table;
 
+use std::collections::btree_map::Entry;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -74,6 +76,9 @@ pub struct Cell {
     /// The seed.
     pub seed: u64,
 }
+
+/// Each `--set` combination's jobs, by [`Sweep::combo`]'s number.
+type ParsedJobs = BTreeMap<usize, Vec<JobSpec>>;
 
 /// A checked sweep: its axes, the job text and the device profiles.
 #[derive(Debug)]
@@ -354,6 +359,39 @@ impl Sweep {
             .fold(0, |acc, (a, &v)| acc * a.values.len() + v)
     }
 
+    /// The jobs of each `--set` combination of `cells`, parsed once each (by
+    /// [`Sweep::combo`]), and the parser's warnings, each once.
+    fn parse(&self, cells: &[Cell]) -> Result<(ParsedJobs, Vec<String>), CliError> {
+        let mut parsed = BTreeMap::new();
+        let mut warnings: Vec<String> = Vec::new();
+        for c in cells {
+            if let Entry::Vacant(e) = parsed.entry(self.combo(c)) {
+                let (jobs, w) = self.jobs(c)?;
+                for w in w {
+                    if !warnings.contains(&w) {
+                        warnings.push(w);
+                    }
+                }
+                e.insert(jobs);
+            }
+        }
+        Ok((parsed, warnings))
+    }
+
+    /// Check that the job file takes every cell's `--set` values (each combination is
+    /// parsed once), without running anything; returns the parser's warnings.
+    pub fn check(&self) -> Result<Vec<String>, CliError> {
+        let mut firsts: Vec<Cell> = Vec::new();
+        let mut seen = std::collections::BTreeSet::new();
+        for i in 0..self.len() {
+            let c = self.cell(i);
+            if seen.insert(self.combo(&c)) {
+                firsts.push(c);
+            }
+        }
+        Ok(self.parse(&firsts)?.1)
+    }
+
     /// The options that every command of this sweep shares after the job file.
     fn common_args(&self) -> Vec<String> {
         let mut a = Vec::new();
@@ -449,19 +487,7 @@ impl Sweep {
         done: &(dyn Fn(usize, usize, &CellRow) + Sync),
     ) -> Result<(Vec<CellRow>, Vec<String>), CliError> {
         let cells: Vec<Cell> = which.iter().map(|&i| self.cell(i)).collect();
-        let mut parsed: std::collections::BTreeMap<usize, Vec<JobSpec>> = Default::default();
-        let mut warnings: Vec<String> = Vec::new();
-        for c in &cells {
-            if let std::collections::btree_map::Entry::Vacant(e) = parsed.entry(self.combo(c)) {
-                let (jobs, w) = self.jobs(c)?;
-                for w in w {
-                    if !warnings.contains(&w) {
-                        warnings.push(w);
-                    }
-                }
-                e.insert(jobs);
-            }
-        }
+        let (parsed, warnings) = self.parse(&cells)?;
         let finished = AtomicUsize::new(0);
         let one = |k: usize| -> Result<CellRow, CliError> {
             let c = &cells[k];
