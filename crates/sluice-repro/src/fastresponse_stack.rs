@@ -31,20 +31,26 @@ fn fig13(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
     let schemes = Scheme::fig13();
     let (mut mean_cut, mut tail_cut) = (Vec::new(), Vec::new());
     let mut goals = Vec::new();
-    for co in &cfg.corunner {
-        let mut res: Vec<Latencies> = Vec::new();
-        for s in &schemes {
+    // Every (co-runner, scheme) run side by side, co-runner by co-runner in order.
+    let pairs: Vec<_> = cfg
+        .corunner
+        .iter()
+        .flat_map(|co| schemes.iter().map(move |s| (co, s)))
+        .collect();
+    let mut all = ctx
+        .each(&pairs, |(co, s)| {
             (ctx.on_run)(&format!(
                 "fillsync beside {} under {} on {DEVICE}",
                 co.name, s.name
             ));
-            res.push(
-                run(&cfg, co, s, DEVICE, None).map_err(|message| ReproError::App {
-                    what: format!("fillsync beside {} under {}", co.name, s.name),
-                    message,
-                })?,
-            );
-        }
+            run(&cfg, co, s, DEVICE, None).map_err(|message| ReproError::App {
+                what: format!("fillsync beside {} under {}", co.name, s.name),
+                message,
+            })
+        })?
+        .into_iter();
+    for co in &cfg.corunner {
+        let res: Vec<Latencies> = all.by_ref().take(schemes.len()).collect();
         let (van, full) = (&res[0], &res[3]);
         let cut = |a: f64, b: f64| 1.0 - b / a.max(1.0);
         mean_cut.push(cut(van.mean(), full.mean()));

@@ -154,22 +154,28 @@ impl Ctx<'_> {
         self.sim_with(jobs, device, policy, &SimConfig::default())
     }
 
-    /// [`Ctx::sim`] under each of `policies`, side by side on the current thread pool
-    /// (see [`runner`]); the outputs in the order of `policies`, or the first error in
-    /// that order. The simulations are independent, so the outputs are those of
-    /// [`Ctx::sim`] one after another.
+    /// `f` on each of `items`, side by side on the current thread pool (see
+    /// [`runner`]): the values in the order of `items`, or the first error in that
+    /// order — what a loop over `items` that stops at its first error returns, since
+    /// each call is independent of the others.
+    pub fn each<I: Sync, T: Send>(
+        &self,
+        items: &[I],
+        f: impl Fn(&I) -> Result<T, ReproError> + Sync,
+    ) -> Result<Vec<T>, ReproError> {
+        use rayon::prelude::*;
+        let outs: Vec<Result<T, ReproError>> = items.par_iter().map(&f).collect();
+        outs.into_iter().collect()
+    }
+
+    /// [`Ctx::sim`] under each of `policies`, side by side ([`Ctx::each`]).
     pub fn sim_each(
         &self,
         jobs: &[JobSpec],
         device: &DeviceProfile,
         policies: &[&str],
     ) -> Result<Vec<SimOutput>, ReproError> {
-        use rayon::prelude::*;
-        let outs: Vec<Result<SimOutput, ReproError>> = policies
-            .par_iter()
-            .map(|p| self.sim(jobs, device, p))
-            .collect();
-        outs.into_iter().collect()
+        self.each(policies, |p| self.sim(jobs, device, p))
     }
 
     /// [`Ctx::sim`] with explicit simulator settings (its seed is replaced by the

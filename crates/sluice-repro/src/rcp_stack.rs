@@ -51,10 +51,7 @@ fn run(ctx: &Ctx, cfg: &OltpConfig, s: &StackSetup) -> Result<OltpResult, ReproE
 fn fig6(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
     let cfg = config("experiments/rcp/fig6.toml", FIG6, ctx.seed)?;
     let setups = StackSetup::fig6();
-    let mut results = Vec::new();
-    for s in &setups {
-        results.push(run(ctx, &cfg, s)?);
-    }
+    let results = ctx.each(&setups, |s| run(ctx, &cfg, s))?;
     ctx.plot(
         "rcp-fig6",
         "RCP Fig. 6: transaction latency CCDF (OLTP stand-in, nand)",
@@ -117,10 +114,10 @@ fn fig6(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
 fn fig10(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
     let cfg = config("experiments/rcp/fig10.toml", FIG10, ctx.seed)?;
     let setups = StackSetup::fig10();
-    let full = run(ctx, &cfg, &setups[0])?;
+    let mut runs = ctx.each(&setups, |s| run(ctx, &cfg, s))?.into_iter();
+    let full = runs.next().expect("the full stack ran");
     let mut goals = Vec::new();
-    for s in &setups[1..] {
-        let r = run(ctx, &cfg, s)?;
+    for (s, r) in setups[1..].iter().zip(runs) {
         let rel = r.tps() / full.tps().max(1e-9);
         goals.push(Goal {
             experiment: "fig10".into(),
