@@ -474,12 +474,12 @@ mod tests {
 #[derive(clap::Args, Debug, Clone)]
 pub struct CacheArgs {
     /// Size of sluice's page cache for buffered jobs (`direct=0`), e.g. `64m`, `1g`.
-    #[arg(long, value_name = "SIZE", default_value = "64m")]
+    #[arg(long, value_name = "SIZE", default_value = CacheArgs::PAGE_CACHE)]
     pub page_cache: String,
     /// Dirty ratios of the page cache: `NORMAL,CRITICAL` (RCP's class-aware limits:
     /// non-critical writers may dirty up to NORMAL of the cache, critical ones up to
     /// CRITICAL), in percent.
-    #[arg(long, value_name = "N%,C%", default_value = "1%,20%")]
+    #[arg(long, value_name = "N%,C%", default_value = CacheArgs::DIRTY_RATIO)]
     pub dirty_ratio: String,
     /// One dirty limit for every writer (the CRITICAL ratio), as Linux: the baseline of
     /// RCP's class-aware limits.
@@ -487,7 +487,38 @@ pub struct CacheArgs {
     pub single_dirty_limit: bool,
 }
 
+impl Default for CacheArgs {
+    /// The command line's defaults.
+    fn default() -> Self {
+        CacheArgs {
+            page_cache: Self::PAGE_CACHE.into(),
+            dirty_ratio: Self::DIRTY_RATIO.into(),
+            single_dirty_limit: false,
+        }
+    }
+}
+
 impl CacheArgs {
+    /// `--page-cache`'s default.
+    pub const PAGE_CACHE: &'static str = "64m";
+    /// `--dirty-ratio`'s default.
+    pub const DIRTY_RATIO: &'static str = "1%,20%";
+
+    /// The options as given on a command line, those left at their defaults left out.
+    pub fn to_args(&self) -> Vec<String> {
+        let mut a = Vec::new();
+        if self.page_cache != Self::PAGE_CACHE {
+            a.extend(["--page-cache".to_string(), self.page_cache.clone()]);
+        }
+        if self.dirty_ratio != Self::DIRTY_RATIO {
+            a.extend(["--dirty-ratio".to_string(), self.dirty_ratio.clone()]);
+        }
+        if self.single_dirty_limit {
+            a.push("--single-dirty-limit".into());
+        }
+        a
+    }
+
     /// The buffered front's settings.
     pub fn front_config(&self) -> Result<sluice_cache::front::FrontConfig, CliError> {
         let bytes = sluice_workload::units::parse_size(&self.page_cache)

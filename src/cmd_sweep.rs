@@ -55,6 +55,8 @@ pub(crate) struct SweepArgs {
     /// Treat unknown job-file options as warnings instead of errors.
     #[arg(long)]
     ignore_unknown: bool,
+    #[command(flatten)]
+    cache: sluice::cli::CacheArgs,
     /// Threads to run cells on; default: the available parallelism.
     #[arg(long, short = 'j', value_parser = clap::value_parser!(u64).range(1..=4096))]
     jobs: Option<u64>,
@@ -117,6 +119,7 @@ pub(crate) fn cmd_sweep(args: SweepArgs) -> Result<(), CliError> {
         sets: args.set.clone(),
         cores: args.cores,
         ignore_unknown: args.ignore_unknown,
+        cache: args.cache.clone(),
     })?;
     let n = sweep.len();
     if args.list {

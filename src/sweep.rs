@@ -19,12 +19,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use sluice_cache::front::FrontConfig;
 use sluice_core::policy::PolicySpec;
 use sluice_device::DeviceProfile;
 use sluice_sim::SimConfig;
 use sluice_workload::{JobSpec, ParseOptions, WorkloadError};
 
-use crate::cli::{CliError, DEFAULT_JOB, DEFAULT_JOB_NAME};
+use crate::cli::{CacheArgs, CliError, DEFAULT_JOB, DEFAULT_JOB_NAME};
 use crate::jobset::{parse_with_sets, JobSet};
 use rows::{CellRow, Settings, SweepInfo};
 
@@ -51,6 +52,9 @@ pub struct SweepInput {
     pub cores: u16,
     /// `--ignore-unknown`.
     pub ignore_unknown: bool,
+    /// The page cache of buffered jobs (`--page-cache`, `--dirty-ratio`,
+    /// `--single-dirty-limit`), as `sluice sim` takes it.
+    pub cache: CacheArgs,
 }
 
 /// One `--set` axis: an option (for every job or one) and the values it takes.
@@ -93,6 +97,8 @@ pub struct Sweep {
     axes: Vec<SetAxis>,
     cores: u16,
     ignore_unknown: bool,
+    cache: CacheArgs,
+    page_cache: FrontConfig,
 }
 
 /// Split a comma list; `\,` is a comma inside an item. Empty items are refused.
@@ -263,6 +269,7 @@ impl Sweep {
         if input.cores == 0 {
             return Err(CliError::Usage("--cores must be at least 1".into()));
         }
+        let page_cache = input.cache.front_config()?;
         let sweep = Sweep {
             job: input.job.clone(),
             text,
@@ -274,6 +281,8 @@ impl Sweep {
             axes,
             cores: input.cores,
             ignore_unknown: input.ignore_unknown,
+            cache: input.cache.clone(),
+            page_cache,
         };
         sweep.checked_len()?;
         Ok(sweep)
@@ -401,6 +410,7 @@ impl Sweep {
         if self.ignore_unknown {
             a.push("--ignore-unknown".into());
         }
+        a.extend(self.cache.to_args().iter().map(|w| shell_word(w)));
         a
     }
 
@@ -494,6 +504,7 @@ impl Sweep {
             let cfg = SimConfig {
                 seed: c.seed,
                 cores: self.cores,
+                page_cache: self.page_cache,
                 ..SimConfig::default()
             };
             let jobs = &parsed[&self.combo(c)];

@@ -273,3 +273,59 @@ fn repro_in_parallel_prints_what_a_serial_run_prints() {
     assert!(!serial.2.is_empty(), "no figures written");
     assert_eq!(serial, parallel);
 }
+
+#[test]
+fn buffered_cells_carry_the_page_cache_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(
+        dir.path(),
+        "b.fio",
+        "[global]\nsize=8m\ndirect=0\n[w]\nrw=randwrite\nbs=4k\n\
+         [r]\nrw=randread\nbs=4k\nsluice_critical=1\n",
+    );
+    let json = dir.path().join("b.json");
+    run_ok(&[
+        "sweep",
+        &job,
+        "--policy",
+        "none,rcp",
+        "--page-cache",
+        "2m",
+        "--dirty-ratio",
+        "2%,30%",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let c = &v["cells"][1];
+    let cmd = c["command"].as_str().unwrap();
+    assert!(
+        cmd.ends_with("--policy rcp --seed 1 --page-cache 2m --dirty-ratio 2%,30%"),
+        "{cmd}"
+    );
+    let o = shell(&format!("{cmd} -q --output-format json"), dir.path());
+    let sim: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(c["jobs"][0]["iops"], sim["jobs"][0]["write"]["iops"]);
+    assert_eq!(
+        c["jobs"][0]["lat_p99_ns"],
+        sim["jobs"][0]["write"]["clat_ns"]["percentile"]["99.000000"]
+    );
+    // The page cache's size matters, so the option is not ignored.
+    let small = dir.path().join("small.json");
+    run_ok(&[
+        "sweep",
+        &job,
+        "--policy",
+        "rcp",
+        "--page-cache",
+        "64k",
+        "--dirty-ratio",
+        "2%,30%",
+        "-q",
+        "--json",
+        small.to_str().unwrap(),
+    ]);
+    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(&small).unwrap()).unwrap();
+    assert_ne!(s["cells"][0]["jobs"][0], c["jobs"][0]);
+}
