@@ -33,18 +33,26 @@ fn fig11(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
     cfg.seed = ctx.seed;
     let mut gains = Vec::new();
     let mut line = Vec::new();
-    for &t in &cfg.threads {
-        let mut r = Vec::new();
-        for path in [FsyncPath::Sync, FsyncPath::Async] {
+    // Every (threads, path) run side by side, in the order of the loop below.
+    let runs: Vec<(u32, FsyncPath)> = cfg
+        .threads
+        .iter()
+        .flat_map(|&t| [(t, FsyncPath::Sync), (t, FsyncPath::Async)])
+        .collect();
+    let mut all = ctx
+        .each(&runs, |&(t, path)| {
             (ctx.on_run)(&format!(
                 "write+fsync, {t} threads, {path:?} path on {}",
                 cfg.device
             ));
-            r.push(run(&cfg, t, path, None).map_err(|message| ReproError::App {
+            run(&cfg, t, path, None).map_err(|message| ReproError::App {
                 what: format!("write+fsync with {t} threads"),
                 message,
-            })?);
-        }
+            })
+        })?
+        .into_iter();
+    for &t in &cfg.threads {
+        let r: Vec<_> = all.by_ref().take(2).collect();
         let gain = 1.0 - r[1].mean_ns / r[0].mean_ns.max(1.0);
         line.push(format!(
             "{t} threads: {:.1} → {:.1} µs ({:+.1} %), {:.0} → {:.0} IOPS",
