@@ -3,6 +3,8 @@
 
 use std::io::{self, Write};
 
+use sluice_metrics::{fmt_count, fmt_mib, fmt_ns};
+
 use super::rows::{CellRow, Headline};
 
 /// The column groups: each (job, direction) and each class met in `rows`, in the order
@@ -38,45 +40,6 @@ fn job_figures<'a>(r: &'a CellRow, job: &str, dir: &str) -> Option<&'a Headline>
         .iter()
         .find(|j| j.job == job && j.dir == dir)
         .map(|j| &j.m)
-}
-
-/// A latency in ns with a readable unit (as `sluice sim`'s table writes it).
-fn fmt_ns(ns: f64) -> String {
-    let (v, unit) = if ns < 1e3 {
-        return format!("{ns:.0}ns");
-    } else if ns < 1e6 {
-        (ns / 1e3, "µs")
-    } else if ns < 1e9 {
-        (ns / 1e6, "ms")
-    } else {
-        (ns / 1e9, "s")
-    };
-    if v < 10.0 {
-        format!("{v:.2}{unit}")
-    } else if v < 100.0 {
-        format!("{v:.1}{unit}")
-    } else {
-        format!("{v:.0}{unit}")
-    }
-}
-
-fn fmt_count(v: f64) -> String {
-    if v < 10_000.0 {
-        format!("{v:.0}")
-    } else if v < 10_000_000.0 {
-        format!("{:.1}k", v / 1e3)
-    } else {
-        format!("{:.2}M", v / 1e6)
-    }
-}
-
-fn fmt_mib(bytes_per_s: f64) -> String {
-    let v = bytes_per_s / (1024.0 * 1024.0);
-    if v < 10.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.1}")
-    }
 }
 
 const METRICS: [&str; 6] = ["IOPS", "MiB/s", "mean", "p50", "p99", "p99.9"];

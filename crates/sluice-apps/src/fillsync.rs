@@ -160,12 +160,7 @@ impl Latencies {
 
     /// Percentile `p` (0–100), ns.
     pub fn percentile(&self, p: f64) -> u64 {
-        let n = self.0.len();
-        if n == 0 {
-            return 0;
-        }
-        let rank = ((p / 100.0) * n as f64).ceil() as usize;
-        self.0[rank.clamp(1, n) - 1]
+        crate::percentile(&self.0, p)
     }
 }
 
@@ -286,13 +281,8 @@ async fn corunner(
     write: bool,
     seed: u64,
 ) -> Result<(), String> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut next = move || {
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    };
+    let mut rng = crate::Xorshift::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut next = move || rng.next();
     let mut buf = vec![0u8; REQ];
     let mut writes = 0u32;
     while !stop.get() {

@@ -21,3 +21,34 @@
 pub mod fillsync;
 pub mod oltp;
 pub mod writefsync;
+
+/// xorshift64*: the applications' deterministic choices (pages, offsets, gaps), one
+/// stream per task, from a seed-derived state.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Xorshift(u64);
+
+impl Xorshift {
+    /// A stream starting from `state` (not 0).
+    pub(crate) fn new(state: u64) -> Xorshift {
+        Xorshift(state)
+    }
+
+    /// The next 64-bit value.
+    pub(crate) fn next(&mut self) -> u64 {
+        let x = &mut self.0;
+        *x ^= *x >> 12;
+        *x ^= *x << 25;
+        *x ^= *x >> 27;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+}
+
+/// The value at percentile `p` (0–100) of `sorted` (nearest rank); 0 when empty.
+pub(crate) fn percentile(sorted: &[u64], p: f64) -> u64 {
+    let n = sorted.len();
+    if n == 0 {
+        return 0;
+    }
+    let rank = ((p / 100.0) * n as f64).ceil() as usize;
+    sorted[rank.clamp(1, n) - 1]
+}

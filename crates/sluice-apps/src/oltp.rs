@@ -182,12 +182,7 @@ impl OltpResult {
 
     /// The latency at percentile `p` (0–100), ns; 0 without transactions.
     pub fn percentile(&self, p: f64) -> u64 {
-        let n = self.latencies_ns.len();
-        if n == 0 {
-            return 0;
-        }
-        let rank = ((p / 100.0) * n as f64).ceil() as usize;
-        self.latencies_ns[rank.clamp(1, n) - 1]
+        crate::percentile(&self.latencies_ns, p)
     }
 
     /// One line: throughput, p50 / p99 / p99.9, checkpoints, largest WAL.
@@ -357,14 +352,10 @@ pub async fn run(cfg: OltpConfig, checkpointer: IoClass) -> OltpResult {
 /// A client: transactions until told to stop.
 async fn client(sh: Rc<Shared>, c: u32) {
     let cfg = &sh.cfg;
-    let mut x = cfg.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (c as u64 + 1);
-    let mut next = move || {
-        // xorshift64*: the client's page choices, deterministic per seed.
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    };
+    // The client's page choices, deterministic per seed.
+    let mut rng =
+        crate::Xorshift::new(cfg.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (c as u64 + 1));
+    let mut next = move || rng.next();
     let mut page_buf = vec![0u8; PAGE as usize];
     while !sh.stop.get() {
         let t0 = now();

@@ -107,16 +107,14 @@ pub fn run(
                         .flow("writers")
                         .class(IoClass::Critical),
                     async move {
-                        let mut x =
-                            (cfg.seed ^ (t as u64 + 1)).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+                        let mut rng = crate::Xorshift::new(
+                            (cfg.seed ^ (t as u64 + 1)).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+                        );
                         let buf = vec![t as u8; cfg.block as usize];
                         let mut sum = 0u64;
                         for _ in 0..cfg.ops {
-                            x ^= x >> 12;
-                            x ^= x << 25;
-                            x ^= x >> 27;
-                            let blk = x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-                                % (FILE_BLOCKS - (cfg.block as u64).div_ceil(4096));
+                            let blk =
+                                rng.next() % (FILE_BLOCKS - (cfg.block as u64).div_ceil(4096));
                             let t1 = now();
                             s.write_buffered(f, blk * 4096, &buf)
                                 .await

@@ -60,7 +60,7 @@ pub use report::{
     json_bytes, to_json, write_json, BwSeries, ClassReport, DirReport, Fairness, FlowReport,
     FlowSeries, JobReport, LatReport, Percentiles, RunReport, SteadyReport, FIO_PERCENTILES,
 };
-pub use table::print_table;
+pub use table::{fmt_count, fmt_mib, fmt_ns, print_table};
 
 pub use sluice_core::{IoClass, Nanos, Op};
 

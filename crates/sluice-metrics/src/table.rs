@@ -74,7 +74,7 @@ impl Table {
 }
 
 /// A latency in ns with a unit chosen for readability: `850ns`, `97.3µs`, `1.25ms`, `2.00s`.
-pub(crate) fn fmt_ns(ns: f64) -> String {
+pub fn fmt_ns(ns: f64) -> String {
     if !ns.is_finite() {
         return "-".into();
     }
@@ -96,7 +96,8 @@ pub(crate) fn fmt_ns(ns: f64) -> String {
     }
 }
 
-fn fmt_count(v: f64) -> String {
+/// A count with a readable unit, as the tables write IOPS: `9876`, `12.3k`, `12.35M`.
+pub fn fmt_count(v: f64) -> String {
     if v < 10_000.0 {
         format!("{v:.0}")
     } else if v < 10_000_000.0 {
@@ -106,7 +107,8 @@ fn fmt_count(v: f64) -> String {
     }
 }
 
-fn fmt_mib(bytes_per_s: f64) -> String {
+/// Bytes per second as MiB/s, as the tables write bandwidth: `9.87`, `123.4`.
+pub fn fmt_mib(bytes_per_s: f64) -> String {
     let v = bytes_per_s / (1024.0 * 1024.0);
     if v < 10.0 {
         format!("{v:.2}")
