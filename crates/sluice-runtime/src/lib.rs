@@ -94,7 +94,7 @@ pub use sluice_core::Op;
 pub use sluice_device::{CrashReport, CrashSpec};
 pub use sync::{Condvar, LockFuture, Mutex, MutexGuard, RwLock, RwReadGuard, RwWriteGuard};
 pub use task::{
-    cpu, current_class, now, set_class, sleep, spawn, spawn_on, yield_now, BoostGuard, Cpu,
+    charge, cpu, current_class, now, set_class, sleep, spawn, spawn_on, yield_now, BoostGuard, Cpu,
     JoinHandle, Sleep, TaskHandle, YieldNow,
 };
 

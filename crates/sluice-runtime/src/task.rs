@@ -251,7 +251,22 @@ pub fn cpu(ns: Nanos) -> Cpu {
     Cpu { ns, asked: false }
 }
 
-/// The future of [`cpu`].
+/// Charge a stack layer's own work from the cost table: `pick` chooses the entry (and
+/// multiplies it by a count), for example `charge(|c| c.journal_block_ns * n)`. In
+/// simulation the task's core computes that long, as with [`cpu`]; on real hardware the
+/// layer's work has just taken its real time, so this returns at once.
+pub fn charge(pick: impl FnOnce(&crate::CostTable) -> Nanos) -> Cpu {
+    let ns = with(|inner, _| {
+        if inner.io.is_real() {
+            0
+        } else {
+            pick(&inner.cfg.costs)
+        }
+    });
+    cpu(ns)
+}
+
+/// The future of [`cpu`] and [`charge`].
 #[derive(Debug)]
 pub struct Cpu {
     ns: Nanos,
