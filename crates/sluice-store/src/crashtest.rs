@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
 
-use sluice_runtime::{spawn, CrashSpec, DiskImage, File, Stack, StackBuilder, TaskCtx};
+use sluice_runtime::{spawn, CrashSpec, DiskImage, File, IoClass, Stack, StackBuilder, TaskCtx};
 
 use crate::{CommitMode, FsyncPath, Geometry, Store};
 use model::TaskModel;
@@ -244,7 +244,14 @@ impl Harness {
                         .into_iter()
                         .enumerate()
                         .map(|(t, m)| {
-                            let ctx = TaskCtx::new(format!("t{t}"));
+                            // Even tasks are critical: in fjournal mode their fsyncs
+                            // are f-transactions, the odd ones' normal commits.
+                            let class = if t % 2 == 0 {
+                                IoClass::Critical
+                            } else {
+                                IoClass::Normal
+                            };
+                            let ctx = TaskCtx::new(format!("t{t}")).class(class);
                             spawn(ctx, workload::task(s.clone(), t, seed, m))
                         })
                         .collect();

@@ -50,13 +50,14 @@ pub struct Geometry {
 
 impl Geometry {
     /// A geometry for `blocks` blocks with the default areas: 1 024 inodes, a 1 MiB
-    /// journal, a 256 KiB f-transaction area.
+    /// journal, a 1 MiB f-transaction area (ext4's default fast-commit area, 256
+    /// blocks: a full area waits for a normal commit, so it should fill rarely).
     pub fn new(blocks: u64) -> Geometry {
         Geometry {
             blocks,
             inodes: 1024,
             journal: 256,
-            fjournal: 64,
+            fjournal: 256,
         }
     }
     /// First journal block (its superblock).

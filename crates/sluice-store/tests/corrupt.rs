@@ -2,7 +2,7 @@
 //! at mount — the transactions are not replayed — while a crash's torn tail is not
 //! taken for damage.
 
-use sluice_runtime::{CrashSpec, DiskImage, DmaBuffer, File, Stack};
+use sluice_runtime::{set_class, CrashSpec, DiskImage, DmaBuffer, File, IoClass, Stack};
 use sluice_store::journal::{self, FHeader};
 use sluice_store::{CommitMode, Geometry, Store, StoreError};
 
@@ -32,6 +32,8 @@ fn journaled(mode: CommitMode) -> DiskImage {
                     s.sync().await.unwrap();
                 }
                 let h = s.open("f0").unwrap();
+                // f-transactions are a critical task's fsyncs (FastResponse §3.4).
+                set_class(IoClass::Critical);
                 for i in 0..3u64 {
                     s.write(h, 200_000 + i * 10, &[9; 10]).await.unwrap();
                     s.fsync(h).await.unwrap();

@@ -1,6 +1,6 @@
 //! The file API: one program on the stack's own files and on the store, by one setting.
 
-use sluice_runtime::{CacheConfig, CrashSpec, DmaBuffer, Stack};
+use sluice_runtime::{set_class, CacheConfig, CrashSpec, DmaBuffer, IoClass, Stack};
 use sluice_store::{CommitMode, Fs, FsConfig, FsyncPath};
 
 /// Every call of the API; returns what the program sees.
@@ -106,6 +106,8 @@ fn a_store_is_made_once_and_recovered_after() {
                 let fs = Fs::mount(&c).await.unwrap();
                 let f = fs.create("kept").await.unwrap();
                 fs.sync().await.unwrap();
+                // A critical task's fsync is an f-transaction (FastResponse §3.4).
+                set_class(IoClass::Critical);
                 f.write_buffered(0, &[9u8; 5000]).await.unwrap();
                 f.fsync().await.unwrap();
                 // Not synced: may or may not survive.

@@ -1,7 +1,7 @@
 //! Making a store (`mkfs`) and mounting one, with recovery.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 use sluice_runtime::{sleep, spawn, Activity, Condvar, File, IoOptions, Mutex, TaskCtx};
@@ -119,6 +119,7 @@ impl Store {
             ino_dtxn: BTreeMap::new(),
             data: BTreeMap::new(),
             data_bytes: 0,
+            busy: BTreeSet::new(),
             next_gen: 0,
             aborted: None,
             stats: StoreStats::default(),
@@ -187,7 +188,6 @@ impl Store {
             work: Condvar::new(),
             done: Condvar::new(),
             commit_lock: Mutex::new(()),
-            data_lock: Mutex::new(()),
             fsync_path: std::cell::Cell::new(super::FsyncPath::Sync),
             fj_lock: Mutex::new(()),
         });
