@@ -250,10 +250,15 @@ fn turns(sh: &Arc<Shared>, c: u16, main: u32, ring: &mut CoreRing) -> Result<(),
         fds.clear();
         ring.push(&out);
         out.clear();
-        let runnable = budget > 0 && sh.run_core_budget(ci, budget);
+        let ran = budget > 0;
+        let runnable = ran && sh.run_core_budget(ci, budget);
         // 3. The ring: wait only when this core has nothing to run or to handle (a task
-        // another core makes runnable from now on rings this core's doorbell).
-        ring.enter(!runnable, wait_ns)
+        // another core makes runnable from now on rings this core's doorbell). After a
+        // round of tasks, go around once more without waiting: the I/O they issued is in
+        // the block layer, and reaches the ring only in the next turn's first step —
+        // waiting here would leave it there until another completion or the idle
+        // timeout (a 10 ms stall of every lone synchronous I/O).
+        ring.enter(!(runnable || ran), wait_ns)
             .map_err(super::RunError::Ring)?;
     }
 }
