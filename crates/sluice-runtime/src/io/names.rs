@@ -7,8 +7,9 @@
 
 use std::io;
 
-use super::{File, IoState, Port, FILE_SPAN};
+use super::{File, IoState, Port, FILE_SPAN, IO_ALIGN};
 use crate::exec::with;
+use crate::{DmaBuffer, IoOptions, Op};
 
 fn refused(what: &str, name: &str) -> io::Error {
     io::Error::new(
@@ -124,6 +125,44 @@ impl File {
         })?;
         if old > len {
             self.direct_written(len, (old - len) as usize);
+        }
+        Ok(())
+    }
+
+    /// Grow the file to `len` bytes of written blocks: on real files, zeros are written
+    /// from its end (rounded up to [`IO_ALIGN`]) to `len`, so that later writes there
+    /// overwrite. A host file system allocates on a write into a hole (or converts an
+    /// unwritten extent, which is what `fallocate` leaves), and a FUA write there also
+    /// commits the host's own journal: a journaled store kept in a file would pay that
+    /// on every commit record. A simulated device has no holes: there the length is
+    /// set and nothing is written.
+    pub async fn preallocate(&self, len: u64) -> io::Result<()> {
+        self.check_writable()?;
+        let old = self.len();
+        if len <= old {
+            return Ok(());
+        }
+        if !with(|inner, _| inner.io.is_real()) {
+            return self.set_len(len).await;
+        }
+        const CHUNK: u64 = 1 << 20;
+        const IN_FLIGHT: usize = 8;
+        let end = len.next_multiple_of(IO_ALIGN as u64);
+        let mut at = old.next_multiple_of(IO_ALIGN as u64);
+        while at < end {
+            let mut hs = Vec::with_capacity(IN_FLIGHT);
+            while at < end && hs.len() < IN_FLIGHT {
+                let n = (end - at).min(CHUNK);
+                let buf = DmaBuffer::new(n as usize);
+                hs.push(self.submit(Op::Write, buf, at, IoOptions::new()));
+                at += n;
+            }
+            for h in hs {
+                h.await.0?;
+            }
+        }
+        if end != len {
+            self.set_len(len).await?;
         }
         Ok(())
     }

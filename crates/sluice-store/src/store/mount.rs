@@ -16,6 +16,9 @@ impl Store {
     /// blocks with the default areas.
     pub async fn mkfs(file: &File, g: Geometry) -> Result<(), StoreError> {
         g.validate().map_err(StoreError::Corrupt)?;
+        // Every block written once (on real files: no host allocation under a later
+        // write, above all under the journal's FUA commit records).
+        file.preallocate(g.blocks * BLOCK as u64).await?;
         let dev = Dev { file: *file };
         let mut blocks = vec![(0, g.encode())];
         blocks.push((g.journal_start(), journal::encode_super(false, 1)));
