@@ -135,3 +135,60 @@ fn names_and_lengths_on_real_files() {
     }
     assert_eq!(std::fs::read(dir.path().join("mine")).unwrap(), [1u8; 4096]);
 }
+
+/// `preallocate` grows a file to written zero blocks on real files (so the host file
+/// system has nothing left to allocate: no hole in the range), sets the length in
+/// simulation, keeps what the file held, and refuses a file the stack did not create.
+#[test]
+fn preallocate_writes_blocks_on_real_files_and_sets_the_length_in_simulation() {
+    async fn grow() -> Vec<u8> {
+        let f = File::create("p").await.unwrap();
+        f.write_at(DmaBuffer::from_slice(&[5u8; 4096]), 0)
+            .await
+            .0
+            .unwrap();
+        f.preallocate(3 << 20 | 100).await.unwrap();
+        assert_eq!(f.len(), 3 << 20 | 100);
+        // Not shorter: nothing changes.
+        f.preallocate(10).await.unwrap();
+        assert_eq!(f.len(), 3 << 20 | 100);
+        read_all(&f).await
+    }
+    let check = |v: Vec<u8>| {
+        assert_eq!(v.len(), 3 << 20 | 100);
+        assert!(v[..4096].iter().all(|&b| b == 5) && v[4096..].iter().all(|&b| b == 0));
+    };
+    let sim = Stack::builder().device("ull").build().unwrap();
+    check(sim.run(grow).unwrap().value);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("theirs"), b"not ours").unwrap();
+    let r = Stack::builder()
+        .directory(dir.path())
+        .cores(1)
+        .build()
+        .and_then(|s| {
+            s.run(|| async {
+                let t = File::open("theirs").await.unwrap();
+                assert!(t.preallocate(1 << 20).await.is_err());
+                grow().await
+            })
+        });
+    let v = match r {
+        Ok(out) => out.value,
+        Err(e) if skip(&e) => return,
+        Err(e) => panic!("{e}"),
+    };
+    check(v);
+    // Every block of the range is on disk (allocated), not a hole.
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(dir.path().join("p")).unwrap();
+    assert!(
+        m.blocks() * 512 >= 3 << 20,
+        "{} bytes allocated",
+        m.blocks() * 512
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("theirs")).unwrap(),
+        b"not ours"
+    );
+}
