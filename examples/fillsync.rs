@@ -1,7 +1,10 @@
 //! FastResponse's fillsync (ICS '22 Fig. 13) on sluice's journaled store: RocksDB-style
 //! puts (append + fsync, 2 000 per second, a critical task) beside each HiBench
 //! co-runner of Table 1, under vanilla, B-Opt (ld), BS-Opt (+ critical wakeup) and
-//! BSJ-Opt (+ fjournal). Prints mean, p99 and p99.9 put latency per co-runner and scheme.
+//! BSJ-Opt (+ fjournal). Prints mean, p99 and p99.9 put latency per co-runner and scheme,
+//! and where the critical fsyncs' time went (FastResponse's Fig. 15(b) breakdown:
+//! waiting for the commit to start, ordered data, journal blocks, FLUSH + commit record,
+//! waking up after it; `sluice_store::FsyncBreakdown`).
 //!
 //! ```sh
 //! cargo run --release --example fillsync -- --config experiments/fastresponse/fig13.toml
@@ -45,8 +48,8 @@ fn main() -> ExitCode {
         }
     };
     println!(
-        "{:<10} {:<8} {:>10} {:>10} {:>10}",
-        "co-runner", "scheme", "mean µs", "p99 µs", "p99.9 µs"
+        "{:<10} {:<8} {:>10} {:>10} {:>10}   fsync mean µs: wait / data / journal / commit / wake",
+        "co-runner", "scheme", "put mean", "p99", "p99.9"
     );
     for (k, co) in cfg.corunner.iter().enumerate() {
         for (m, s) in Scheme::fig13().iter().enumerate() {
@@ -60,14 +63,22 @@ fn main() -> ExitCode {
                 }
             }
             match run(&cfg, co, s, &device, dir.as_deref()) {
-                Ok(l) => println!(
-                    "{:<10} {:<8} {:>10.1} {:>10.1} {:>10.1}",
-                    co.name,
-                    s.name,
-                    l.mean() / 1e3,
-                    l.percentile(99.0) as f64 / 1e3,
-                    l.percentile(99.9) as f64 / 1e3
-                ),
+                Ok(r) => {
+                    let (l, b) = (&r.latencies, r.breakdown.means().map(|v| v / 1e3));
+                    println!(
+                        "{:<10} {:<8} {:>10.1} {:>10.1} {:>10.1}   {:.1} / {:.1} / {:.1} / {:.1} / {:.1}",
+                        co.name,
+                        s.name,
+                        l.mean() / 1e3,
+                        l.percentile(99.0) as f64 / 1e3,
+                        l.percentile(99.9) as f64 / 1e3,
+                        b[0],
+                        b[1],
+                        b[2],
+                        b[3],
+                        b[4]
+                    )
+                }
                 Err(e) => {
                     eprintln!("fillsync: {} under {}: {e}", co.name, s.name);
                     return ExitCode::from(1);

@@ -21,7 +21,7 @@ use std::rc::Rc;
 
 use serde::Deserialize;
 use sluice_runtime::{cpu, now, sleep, spawn, File, IoClass, Stack, TaskCtx, Wakeup};
-use sluice_store::{CommitMode, Geometry, Store};
+use sluice_store::{CommitMode, FsyncBreakdown, Geometry, Store};
 
 const MS: u64 = 1_000_000;
 const US: u64 = 1_000;
@@ -164,6 +164,16 @@ impl Latencies {
     }
 }
 
+/// What one run measured.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Fillsync {
+    /// The measured puts' latencies.
+    pub latencies: Latencies,
+    /// Where the critical fsyncs' time went (warm-up included): FastResponse's
+    /// breakdown (ICS '22 Fig. 15(b)).
+    pub breakdown: FsyncBreakdown,
+}
+
 /// Run fillsync beside `co` under `scheme` on `device` (a simulated profile) or in a
 /// store file under `real`.
 pub fn run(
@@ -172,7 +182,7 @@ pub fn run(
     scheme: &Scheme,
     device: &str,
     real: Option<&std::path::Path>,
-) -> Result<Latencies, String> {
+) -> Result<Fillsync, String> {
     cfg.check()?;
     let mut b = Stack::builder()
         .device(device)
@@ -193,11 +203,7 @@ pub fn run(
     out.value
 }
 
-async fn workload(
-    cfg: FillsyncConfig,
-    co: CoRunner,
-    mode: CommitMode,
-) -> Result<Latencies, String> {
+async fn workload(cfg: FillsyncConfig, co: CoRunner, mode: CommitMode) -> Result<Fillsync, String> {
     let err = |e: sluice_store::StoreError| e.to_string();
     let img = File::create("store.img").await.map_err(|e| e.to_string())?;
     // Room for the log and every co-runner's file, twice over.
@@ -243,7 +249,10 @@ async fn workload(
     }
     let mut lat = lat?;
     lat.sort_unstable();
-    Ok(Latencies(lat))
+    Ok(Fillsync {
+        latencies: Latencies(lat),
+        breakdown: s.fsync_breakdown(),
+    })
 }
 
 /// Puts at a fixed rate; each one's latency from its arrival to its fsync's end.

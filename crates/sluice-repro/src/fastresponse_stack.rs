@@ -1,54 +1,122 @@
 //! Suite `fastresponse`: FastResponse's whole-stack synchronous write path (Li et al.,
 //! ICS '22, §4.2, Fig. 13): RocksDB's fillsync beside each co-runner of Table 1 on the
 //! journaled store, under vanilla, B-Opt, BS-Opt and BSJ-Opt
-//! (`sluice_apps::fillsync`), in the simulator.
+//! (`sluice_apps::fillsync`), in the simulator; and where a critical fsync's time goes
+//! under each (§4.4, Fig. 15(b)).
 
-use sluice_apps::fillsync::{run, FillsyncConfig, Latencies, Scheme};
+use sluice_apps::fillsync::{run, Fillsync, FillsyncConfig, Latencies, Scheme};
 
 use crate::{Ctx, Experiment, Goal, ReproError, Suite};
 
 const FIG13: &str = include_str!("../../../experiments/fastresponse/fig13.toml");
+const FIG15: &str = include_str!("../../../experiments/fastresponse/fig15.toml");
 const DEVICE: &str = "ull";
 
 /// The suite.
 pub(crate) const SUITE: Suite = Suite {
     name: "fastresponse",
     about: "FastResponse whole stack: fillsync beside Table 1's co-runners on the journaled store (Fig. 13)",
-    experiments: &[Experiment {
-        id: "fig13",
-        title: "Fig. 13: fillsync latency, vanilla / B-Opt / BS-Opt / BSJ-Opt, per co-runner",
-        file: "experiments/fastresponse/fig13.toml",
-        run: fig13,
-    }],
+    experiments: &[
+        Experiment {
+            id: "fig13",
+            title: "Fig. 13: fillsync latency, vanilla / B-Opt / BS-Opt / BSJ-Opt, per co-runner",
+            file: "experiments/fastresponse/fig13.toml",
+            run: fig13,
+        },
+        Experiment {
+            id: "fig15",
+            title: "Fig. 15(b): where a critical fsync's time goes, beside Bayes, per scheme",
+            file: "experiments/fastresponse/fig15.toml",
+            run: fig15,
+        },
+    ],
 };
 
-fn fig13(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
-    let mut cfg = FillsyncConfig::from_toml(FIG13).map_err(|message| ReproError::App {
-        what: "experiments/fastresponse/fig13.toml".into(),
+fn config(text: &str, file: &str, ctx: &Ctx) -> Result<FillsyncConfig, ReproError> {
+    let mut cfg = FillsyncConfig::from_toml(text).map_err(|message| ReproError::App {
+        what: file.into(),
         message,
     })?;
     cfg.seed = ctx.seed;
+    Ok(cfg)
+}
+
+/// Every (co-runner, scheme) of `cfg` run side by side, co-runner by co-runner in
+/// order.
+fn runs(ctx: &Ctx, cfg: &FillsyncConfig) -> Result<Vec<Fillsync>, ReproError> {
     let schemes = Scheme::fig13();
-    let (mut mean_cut, mut tail_cut) = (Vec::new(), Vec::new());
-    let mut goals = Vec::new();
-    // Every (co-runner, scheme) run side by side, co-runner by co-runner in order.
     let pairs: Vec<_> = cfg
         .corunner
         .iter()
         .flat_map(|co| schemes.iter().map(move |s| (co, s)))
         .collect();
-    let mut all = ctx
-        .each(&pairs, |(co, s)| {
-            (ctx.on_run)(&format!(
-                "fillsync beside {} under {} on {DEVICE}",
-                co.name, s.name
-            ));
-            run(&cfg, co, s, DEVICE, None).map_err(|message| ReproError::App {
-                what: format!("fillsync beside {} under {}", co.name, s.name),
-                message,
+    ctx.each(&pairs, |(co, s)| {
+        (ctx.on_run)(&format!(
+            "fillsync beside {} under {} on {DEVICE}",
+            co.name, s.name
+        ));
+        run(cfg, co, s, DEVICE, None).map_err(|message| ReproError::App {
+            what: format!("fillsync beside {} under {}", co.name, s.name),
+            message,
+        })
+    })
+}
+
+fn fig15(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
+    let cfg = config(FIG15, "experiments/fastresponse/fig15.toml", ctx)?;
+    let schemes = Scheme::fig13();
+    let all = runs(ctx, &cfg)?;
+    let mut goals = Vec::new();
+    for (co, res) in cfg.corunner.iter().zip(all.chunks(schemes.len())) {
+        // Means per fsync, µs: wait, data, journal, commit, wake, total.
+        let m: Vec<[f64; 6]> = res
+            .iter()
+            .map(|r| r.breakdown.means().map(|v| v / 1e3))
+            .collect();
+        let line = schemes
+            .iter()
+            .zip(&m)
+            .map(|(s, b)| {
+                format!(
+                    "{} {:.1}/{:.1}/{:.1}/{:.1}/{:.1} = {:.1}",
+                    s.name, b[0], b[1], b[2], b[3], b[4], b[5]
+                )
             })
-        })?
-        .into_iter();
+            .collect::<Vec<_>>()
+            .join("; ");
+        let (bs, bsj) = (&m[2], &m[3]);
+        goals.push(Goal {
+            experiment: "fig15".into(),
+            goal: format!(
+                "{}: fjournal removes T_D2 — BSJ-Opt's data part < 0.5 × BS-Opt's",
+                co.name
+            ),
+            measured: format!("fsync µs wait/data/journal/commit/wake = total: {line}"),
+            pass: bsj[1] < 0.5 * bs[1],
+        });
+        goals.push(Goal {
+            experiment: "fig15".into(),
+            goal: format!(
+                "{}: the fsyncing task commits itself — BSJ-Opt's wait + wake < 0.1 × BS-Opt's",
+                co.name
+            ),
+            measured: format!(
+                "wait + wake: BS-Opt {:.1} µs, BSJ-Opt {:.1} µs",
+                bs[0] + bs[4],
+                bsj[0] + bsj[4]
+            ),
+            pass: bsj[0] + bsj[4] < 0.1 * (bs[0] + bs[4]),
+        });
+    }
+    Ok(goals)
+}
+
+fn fig13(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
+    let cfg = config(FIG13, "experiments/fastresponse/fig13.toml", ctx)?;
+    let schemes = Scheme::fig13();
+    let (mut mean_cut, mut tail_cut) = (Vec::new(), Vec::new());
+    let mut goals = Vec::new();
+    let mut all = runs(ctx, &cfg)?.into_iter().map(|r| r.latencies);
     for co in &cfg.corunner {
         let res: Vec<Latencies> = all.by_ref().take(schemes.len()).collect();
         let (van, full) = (&res[0], &res[3]);

@@ -2,7 +2,8 @@
 //! store): file-level journaling with LD and critical wakeup lowers the mean put
 //! latency against vanilla beside every co-runner (asserted); the paper's size of the
 //! cut (≥ 50 % mean, ≥ 60 % p99.9) is not reached by this model and is reported by
-//! `sluice repro fastresponse` — see docs/whole-stack.md.
+//! `sluice repro fastresponse` — see docs/whole-stack.md. Fig. 15(b)'s breakdown goals are
+//! met and asserted.
 
 use sluice_repro::{format_table, suite, Ctx};
 
@@ -23,4 +24,26 @@ fn fig13_bsj_opt_lowers_the_mean_beside_every_corunner() {
     {
         assert!(g.pass, "{table}");
     }
+}
+
+/// Fig. 15(b): beside Bayes, fjournal's f-transaction carries no other file's data and
+/// needs no journal task, so its data part and its waiting parts shrink (asserted: the
+/// suite's goals).
+#[test]
+fn fig15_breakdown_shows_where_fjournal_helps() {
+    let s = suite("fastresponse").expect("registered");
+    let ctx = Ctx {
+        seed: 1,
+        on_run: &|_| {},
+        plot_dir: None,
+    };
+    let e = s
+        .experiments
+        .iter()
+        .find(|e| e.id == "fig15")
+        .expect("fig15");
+    let goals = (e.run)(&ctx).expect("runs");
+    let table = format_table(&goals);
+    assert_eq!(goals.len(), 2, "{table}");
+    assert!(goals.iter().all(|g| g.pass), "{table}");
 }

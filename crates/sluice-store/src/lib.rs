@@ -41,4 +41,6 @@ mod store;
 
 pub use fs::{Fs, FsConfig, FsFile};
 pub use layout::Geometry;
-pub use store::{CommitMode, FileStat, FsyncPath, Store, StoreError, StoreFile, StoreStats};
+pub use store::{
+    CommitMode, FileStat, FsyncBreakdown, FsyncPath, Store, StoreError, StoreFile, StoreStats,
+};

@@ -6,11 +6,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 
 use sluice_runtime::{
-    current_class, Activity, Condvar, DmaBuffer, File, IoClass, IoHandle, IoOptions, Mutex, Op,
+    current_class, now, Activity, Condvar, DmaBuffer, File, IoClass, IoHandle, IoOptions, Mutex, Op,
 };
 
 use crate::layout::{Geometry, BLOCK, MAX_FILE_BLOCKS, MAX_NAME};
+pub use breakdown::FsyncBreakdown;
+use breakdown::Phases;
 
+mod breakdown;
 mod commit;
 mod data;
 mod meta;
@@ -248,6 +251,10 @@ struct State {
     /// Why the journal stopped, if it did.
     aborted: Option<String>,
     stats: StoreStats,
+    /// The timelines of the last commits, by transaction id.
+    phases: BTreeMap<u64, Phases>,
+    /// Critical fsyncs' time by phase.
+    breakdown: FsyncBreakdown,
 }
 
 /// A buffered block not yet home.
@@ -304,6 +311,12 @@ impl Store {
         self.st.borrow().stats
     }
 
+    /// Where the critical fsyncs' time went so far (FastResponse's breakdown, ICS '22
+    /// Fig. 15(b)): see [`FsyncBreakdown`].
+    pub fn fsync_breakdown(&self) -> FsyncBreakdown {
+        self.st.borrow().breakdown
+    }
+
     /// A file's size, blocks and change counter.
     pub fn stat(&self, f: StoreFile) -> FileStat {
         let st = self.st.borrow();
@@ -355,6 +368,16 @@ impl Store {
     }
 
     async fn sync_file(&self, f: StoreFile, all: bool) -> Result<(), StoreError> {
+        let (t0, critical) = (now(), current_class() == IoClass::Critical);
+        let phases = self.sync_phases(f, all).await?;
+        if critical {
+            self.st.borrow_mut().breakdown.add(t0, now(), &phases);
+        }
+        Ok(())
+    }
+
+    /// [`Store::sync_file`]'s work; returns the timeline of what made the file durable.
+    async fn sync_phases(&self, f: StoreFile, all: bool) -> Result<Phases, StoreError> {
         let (t_all, t_data, committed) = {
             let st = self.st.borrow();
             let at = |m: &BTreeMap<u32, u64>| m.get(&f.ino).copied().unwrap_or(0);
@@ -373,7 +396,7 @@ impl Store {
                     if t >= t_all {
                         // Every write of the file bumped its change counter, so each is
                         // in a transaction up to `t`: its commit covered them.
-                        return Ok(());
+                        return Ok(self.commit_phases(t));
                     }
                 }
             }
@@ -382,11 +405,36 @@ impl Store {
         // dirtied after the commit too), then a flush covers them and the direct writes
         // completed so far.
         let ino = f.ino;
-        let n = self.write_data(|k, _| k.0 == ino, &[]).await?;
+        let start = now();
+        let (n, data) = self.write_data(|k, _| k.0 == ino, &[]).await?;
         self.st.borrow_mut().stats.data_by_fsync += n;
         self.st.borrow_mut().stats.data_syncs += 1;
         self.dev.flush().await?;
-        Ok(())
+        Ok(Phases {
+            start,
+            data,
+            journal: data,
+            done: now(),
+        })
+    }
+
+    /// The timeline of the commit of transaction `id` (all at `now` if it is no longer
+    /// kept).
+    fn commit_phases(&self, id: u64) -> Phases {
+        self.st
+            .borrow()
+            .phases
+            .get(&id)
+            .copied()
+            .unwrap_or_else(|| {
+                let t = now();
+                Phases {
+                    start: t,
+                    data: t,
+                    journal: t,
+                    done: t,
+                }
+            })
     }
 
     /// Commit everything changed so far (waits for the journal task).

@@ -4,10 +4,13 @@
 use std::io;
 use std::rc::Rc;
 
-use sluice_runtime::IoOptions;
+use sluice_runtime::{now, IoOptions};
 
-use super::{journal_io, Store, StoreError, StoreFile, Txn};
+use super::{journal_io, Phases, Store, StoreError, StoreFile, Txn};
 use crate::journal::{self, FHeader, MAX_TAGS};
+
+/// Commit timelines kept for waiting fsyncs ([`Phases`]).
+const KEEP_PHASES: u64 = 256;
 
 impl Store {
     pub(super) fn request(&self, id: u64) {
@@ -129,14 +132,25 @@ impl Store {
         // Ordered data: every buffered block dirtied up to this transaction goes home
         // (FastResponse's T_D2 — other files' data included), before the journal
         // blocks or beside them (AIOS's asynchronous path).
-        let n = self.write_data(|_, d| d.txn <= id, &writes).await?;
+        let start = now();
+        let (n, data) = self.write_data(|_, d| d.txn <= id, &writes).await?;
         self.st.borrow_mut().stats.data_by_commit += n;
+        let journal = now();
         // The data and the journal blocks are durable before the commit record.
         self.dev.flush().await?;
         let crc = journal::body_crc(writes.iter().map(|(_, b)| &b[..]));
         let cb = journal::encode_commit(false, id, 0, crc);
         self.dev.write(at, &cb, journal_io().fua(true)).await?;
         let mut st = self.st.borrow_mut();
+        let p = Phases {
+            start,
+            data,
+            journal,
+            done: now(),
+        };
+        st.phases.insert(id, p);
+        // Kept for the fsyncs still waiting on recent commits.
+        st.phases = st.phases.split_off(&id.saturating_sub(KEEP_PHASES));
         st.committed = id;
         st.jhead += need;
         st.stats.commits += 1;
@@ -182,8 +196,10 @@ impl Store {
         Ok(())
     }
 
-    /// Commit an f-transaction of `f` (FastResponse's fjournal), as the calling task.
-    pub(super) async fn fjournal(&self, f: StoreFile) -> Result<(), StoreError> {
+    /// Commit an f-transaction of `f` (FastResponse's fjournal), as the calling task;
+    /// returns its timeline (or that of the normal commit that covered the file, when
+    /// the f-area was full).
+    pub(super) async fn fjournal(&self, f: StoreFile) -> Result<Phases, StoreError> {
         let _fj = self.fj_lock.lock().await;
         // The file's own writes in flight complete first (ordered mode for this file;
         // other files' data is not waited for).
@@ -219,7 +235,7 @@ impl Store {
                 .await?;
             self.st.borrow_mut().fhead = 1;
             // The commit made this file durable too.
-            return Ok(());
+            return Ok(self.commit_phases(id));
         }
         let (h, blocks) = {
             let st = self.st.borrow();
@@ -253,8 +269,10 @@ impl Store {
         // The file's buffered data, as of the inode image above (its own only: the
         // point of fjournal), then the f-transaction's blocks — or both at once.
         let ino = f.ino;
-        let n = self.write_data(|k, _| k.0 == ino, &writes).await?;
+        let start = now();
+        let (n, data) = self.write_data(|k, _| k.0 == ino, &writes).await?;
         self.st.borrow_mut().stats.data_by_fsync += n;
+        let journal = now();
         self.dev.flush().await?;
         let crc = journal::body_crc(std::iter::once(&hb[..]).chain(blocks.iter().map(|b| &b[..])));
         let cb = journal::encode_commit(true, h.id, h.seq, crc);
@@ -265,6 +283,11 @@ impl Store {
         st.fhead += ntags + 2;
         st.fseq += 1;
         st.stats.ftxns += 1;
-        Ok(())
+        Ok(Phases {
+            start,
+            data,
+            journal,
+            done: now(),
+        })
     }
 }

@@ -4,7 +4,8 @@
 use std::collections::BTreeSet;
 use std::io;
 
-use sluice_runtime::{charge, Activity, IoOptions};
+use sluice_core::Nanos;
+use sluice_runtime::{charge, now, Activity, IoOptions};
 
 use super::{
     dec, DataCopy, Dev, Dirty, FsyncPath, State, Store, StoreError, StoreFile, DATA_LIMIT,
@@ -312,7 +313,8 @@ impl Store {
     /// Write the buffered blocks `keep` selects home (one writeback at a time; the
     /// copies are taken under the lock, so no direct write of the block can be
     /// overtaken by an older copy) and drop those not written again meanwhile. Returns
-    /// how many went.
+    /// how many went, and when the data was home (on the asynchronous path, when the
+    /// journal blocks were too).
     ///
     /// `journal` blocks (a commit's descriptor and metadata, an f-transaction's header
     /// and blocks) go too: after the data on the synchronous path, beside it on the
@@ -329,7 +331,7 @@ impl Store {
         &self,
         keep: impl Fn(&(u32, u64), &Dirty) -> bool,
         journal: &[(u64, Vec<u8>)],
-    ) -> io::Result<u64> {
+    ) -> io::Result<(u64, Nanos)> {
         let wb = self
             .writeback_lock(|st| {
                 st.data
@@ -345,18 +347,21 @@ impl Store {
         // No journal blocks (a writeback, a data-only fdatasync): nothing to prepare.
         let nj = journal.len() as u64;
         let commit = if nj > 0 { 1 } else { 0 };
-        if self.fsync_path.get() == FsyncPath::Async {
+        let data = if self.fsync_path.get() == FsyncPath::Async {
             let mut hs = self.dev.submit_all(&writes, IoOptions::new());
             charge(|c| c.journal_block_ns * nj).await;
             hs.extend(self.dev.submit_all(journal, jopts));
             charge(|c| c.commit_block_ns * commit).await;
             Dev::wait_all(hs).await?;
+            now()
         } else {
             Dev::wait_all(self.dev.submit_all(&writes, IoOptions::new())).await?;
+            let data = now();
             charge(|c| c.journal_block_ns * nj).await;
             Dev::wait_all(self.dev.submit_all(journal, jopts)).await?;
             charge(|c| c.commit_block_ns * commit).await;
-        }
+            data
+        };
         let mut st = self.st.borrow_mut();
         for (key, gen, _, _) in &copies {
             if st.data.get(key).is_some_and(|d| d.gen == *gen) {
@@ -364,7 +369,7 @@ impl Store {
                 st.data_bytes -= d.bytes.len() as u64;
             }
         }
-        Ok(copies.len() as u64)
+        Ok((copies.len() as u64, data))
     }
 }
 

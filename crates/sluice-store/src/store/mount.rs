@@ -126,6 +126,8 @@ impl Store {
             next_gen: 0,
             aborted: None,
             stats: StoreStats::default(),
+            phases: BTreeMap::new(),
+            breakdown: Default::default(),
         };
         // Names; inodes without one are orphans (their creation never committed).
         let mut named = vec![false; g.inodes as usize];

@@ -1,0 +1,115 @@
+//! Where a critical fsync's time goes: FastResponse's latency breakdown of the
+//! synchronous write path (Li et al., ICS '22 §4.4, Fig. 15(b)).
+//!
+//! The paper splits an fsync into the writeback of its own file's data (T_D1) and of
+//! the other files' data the compound transaction carries (T_D2), the journal blocks
+//! (T_JD), the commit block (T_JC) and process scheduling (T_Sched: waking the journal
+//! thread and, after the commit, the fsync thread). The store records the timeline of
+//! every commit and f-transaction ([`Phases`]) and cuts each critical fsync's interval
+//! `[t0, t1]` at its commit's boundaries, so the parts add up to the fsync's latency
+//! exactly:
+//!
+//! * **wait** `[t0, start)`: before its commit starts — the journal task's wake-up and
+//!   run-queue wait, an earlier commit (or f-transaction) still going, the file's own
+//!   writes in flight;
+//! * **data** `[start, data)`: the ordered data going home (T_D1 + T_D2: a compound
+//!   commit writes every file's buffered data, an f-transaction its own file's only);
+//!   on AIOS's asynchronous path the journal blocks go out during this phase too;
+//! * **journal** `[data, journal)`: preparing and writing the journal blocks, and
+//!   preparing the commit record (T_JD);
+//! * **commit** `[journal, done)`: the FLUSH and the commit record with FUA (T_JC);
+//! * **wake** `[done, t1)`: from the commit's end until the fsync returns — the waiter's
+//!   wake-up and its wait to run again.
+//!
+//! Each phase holds device time and the time the committing task waited to run after
+//! each of its I/Os; the scheduling parts proper are `wait` and `wake`.
+
+use sluice_core::Nanos;
+
+/// One commit's (or f-transaction's, or data-only sync's) timeline.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Phases {
+    pub start: Nanos,
+    pub data: Nanos,
+    pub journal: Nanos,
+    pub done: Nanos,
+}
+
+/// Critical fsyncs' time, summed by phase (ns); see the module documentation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FsyncBreakdown {
+    /// Critical fsyncs and fdatasyncs counted.
+    pub fsyncs: u64,
+    /// Their whole time.
+    pub total_ns: u64,
+    /// Before their commit started.
+    pub wait_ns: u64,
+    /// Ordered data going home (FastResponse's T_D1 + T_D2).
+    pub data_ns: u64,
+    /// Journal blocks (T_JD).
+    pub journal_ns: u64,
+    /// FLUSH and commit record (T_JC).
+    pub commit_ns: u64,
+    /// From the commit's end to the fsync's return.
+    pub wake_ns: u64,
+}
+
+impl FsyncBreakdown {
+    /// Count the fsync of `[t0, t1]` that commit `p` made durable.
+    pub(crate) fn add(&mut self, t0: Nanos, t1: Nanos, p: &Phases) {
+        // The part of [a, b) inside [t0, t1): boundaries clamped, so the five parts
+        // partition [t0, t1) whenever start ≤ data ≤ journal ≤ done ≤ t1.
+        let seg = |a: Nanos, b: Nanos| b.min(t1).saturating_sub(a.max(t0));
+        self.fsyncs += 1;
+        self.total_ns += t1 - t0;
+        self.wait_ns += seg(t0, p.start);
+        self.data_ns += seg(p.start, p.data);
+        self.journal_ns += seg(p.data, p.journal);
+        self.commit_ns += seg(p.journal, p.done);
+        self.wake_ns += seg(p.done, t1);
+    }
+
+    /// Mean per fsync of each part, ns: wait, data, journal, commit, wake, total.
+    pub fn means(&self) -> [f64; 6] {
+        let n = self.fsyncs.max(1) as f64;
+        [
+            self.wait_ns,
+            self.data_ns,
+            self.journal_ns,
+            self.commit_ns,
+            self.wake_ns,
+            self.total_ns,
+        ]
+        .map(|v| v as f64 / n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_parts_add_up_and_clamp_to_the_fsync() {
+        let mut b = FsyncBreakdown::default();
+        let p = Phases {
+            start: 10,
+            data: 30,
+            journal: 35,
+            done: 50,
+        };
+        b.add(0, 60, &p);
+        assert_eq!(
+            [b.wait_ns, b.data_ns, b.journal_ns, b.commit_ns, b.wake_ns],
+            [10, 20, 5, 15, 10]
+        );
+        // An fsync that arrived during the commit's data phase.
+        b.add(20, 55, &p);
+        assert_eq!(b.total_ns, 95);
+        assert_eq!(
+            b.wait_ns + b.data_ns + b.journal_ns + b.commit_ns + b.wake_ns,
+            b.total_ns
+        );
+        assert_eq!(b.data_ns, 30);
+        assert_eq!(b.means()[5], 47.5);
+    }
+}
