@@ -109,10 +109,12 @@ fn run(
 fn summary(name: &str, mut v: Vec<u64>) -> (f64, f64) {
     v.sort_unstable();
     let mean = v.iter().sum::<u64>() as f64 / v.len() as f64;
-    let p99 = v[(v.len() * 99 / 100).min(v.len() - 1)] as f64;
+    let at = |q: usize| v[(v.len() * q / 100).min(v.len() - 1)] as f64 / 1e3;
+    let p99 = at(99) * 1e3;
     println!(
-        "  {name:<15} fsync mean {:>8.1} µs   p99 {:>8.1} µs",
+        "  {name:<15} fsync mean {:>8.1} µs   p50 {:>8.1} µs   p99 {:>8.1} µs",
         mean / 1e3,
+        at(50),
         p99 / 1e3
     );
     (mean, p99)
