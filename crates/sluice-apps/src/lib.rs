@@ -15,11 +15,15 @@
 //! * [`writefsync`]: FIO-like 4 KiB random write + fsync at 1 to N threads on the
 //!   journaled store, the synchronous vs AIOS's asynchronous fsync path (ATC '19 §3.3,
 //!   Fig. 11).
+//! * [`varmail`]: Filebench's varmail (a mail server: small files created, appended,
+//!   fsynced, read and deleted by 1 to N threads), which AIOS (Fig. 17) and FastResponse
+//!   report, on the store or the stack's own files.
 
 #![warn(missing_docs)]
 
 pub mod fillsync;
 pub mod oltp;
+pub mod varmail;
 pub mod writefsync;
 
 /// xorshift64*: the applications' deterministic choices (pages, offsets, gaps), one
