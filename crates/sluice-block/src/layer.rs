@@ -227,6 +227,13 @@ impl<M: Meter> BlockLayer<M> {
         self.inflight
     }
 
+    /// Requests submitted and not finished (waiting for admission, held by the policy
+    /// or in the device).
+    #[inline]
+    pub fn live(&self) -> usize {
+        self.reqs.len() - self.free_reqs.len()
+    }
+
     /// Requests waiting for admission.
     #[inline]
     pub fn waiting(&self) -> usize {

@@ -267,6 +267,18 @@ impl Inner {
         }
     }
 
+    /// Whether something pending can still wake a task: a sleeping task's deadline, a
+    /// core's busy period ending, or a request in the block layer. A policy timer or a
+    /// counter sample alone cannot: with none of the above, every blocked task waits for
+    /// another (a deadlock), however many of those events are still due.
+    pub(crate) fn can_wake(&self) -> bool {
+        self.io.block.live() > 0
+            || self
+                .events
+                .iter()
+                .any(|Reverse((_, _, e))| matches!(e, Ev::Timer { .. } | Ev::CoreFree { .. }))
+    }
+
     fn push(&mut self, at: Nanos, ev: Ev) {
         self.seq += 1;
         self.events.push(Reverse((at, self.seq, ev)));

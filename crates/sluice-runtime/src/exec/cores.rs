@@ -230,8 +230,7 @@ fn turns(sh: &Arc<Shared>, c: u16, main: u32, ring: &mut CoreRing) -> Result<(),
                     .all(|k| k.next.is_none() && k.fifo.is_empty() && k.current.is_none());
                 if all_idle
                     && none_queued
-                    && deadline.is_none()
-                    && inner.io.block.inflight() == 0
+                    && !inner.can_wake()
                     && out.is_empty()
                     && inner.inbox.iter().all(Vec::is_empty)
                     && sh.wakes.is_empty()

@@ -201,6 +201,9 @@ impl Shared {
         let mut inner = self.lock();
         let t_dev = inner.io.next_event_ns();
         let t_ev = inner.events.peek().map(|Reverse((t, _, _))| *t);
+        if t_dev.is_none() && !inner.can_wake() {
+            return Err(stuck(&inner));
+        }
         let t = match (t_dev, t_ev) {
             (None, None) => return Err(stuck(&inner)),
             (Some(a), None) | (None, Some(a)) => a,
