@@ -36,10 +36,62 @@ pub(crate) const SUITE: Suite = Suite {
     ],
 };
 
-/// The gains shrink as threads grow (each at most 2 points above the one before, the
-/// last below the first).
-fn shrinking(gains: &[f64]) -> bool {
-    gains.windows(2).all(|w| w[1] <= w[0] + 0.02) && gains.last() < gains.first()
+/// Run `one` for every thread count of `threads` on both fsync paths, side by side;
+/// returns (synchronous, asynchronous) per thread count, in order.
+fn both_paths<T: Send>(
+    ctx: &Ctx,
+    threads: &[u32],
+    what: &str,
+    one: impl Fn(u32, FsyncPath) -> Result<T, String> + Sync,
+) -> Result<Vec<(T, T)>, ReproError> {
+    let runs: Vec<(u32, FsyncPath)> = threads
+        .iter()
+        .flat_map(|&t| [(t, FsyncPath::Sync), (t, FsyncPath::Async)])
+        .collect();
+    let all = ctx.each(&runs, |&(t, path)| {
+        (ctx.on_run)(&format!("{what}, {t} threads, {path:?} path"));
+        one(t, path).map_err(|message| ReproError::App {
+            what: format!("{what} with {t} threads"),
+            message,
+        })
+    })?;
+    let mut it = all.into_iter();
+    let mut pairs = Vec::new();
+    while let (Some(s), Some(a)) = (it.next(), it.next()) {
+        pairs.push((s, a));
+    }
+    Ok(pairs)
+}
+
+/// The two goals of an AIOS thread sweep: the one-thread gain reaches `goal` (`lines`:
+/// the figures per thread count), and the gain shrinks as threads grow (each step at
+/// most 2 points up, the last below the first).
+fn gain_goals(
+    experiment: &str,
+    first: &str,
+    goal: f64,
+    gains: &[f64],
+    lines: &[String],
+) -> Vec<Goal> {
+    let shrinking = gains.windows(2).all(|w| w[1] <= w[0] + 0.02) && gains.last() < gains.first();
+    vec![
+        Goal {
+            experiment: experiment.into(),
+            goal: first.into(),
+            measured: lines.join("; "),
+            pass: gains[0] >= goal,
+        },
+        Goal {
+            experiment: experiment.into(),
+            goal: "the gain shrinks as threads grow (paper's trend)".into(),
+            measured: gains
+                .iter()
+                .map(|g| format!("{:+.1} %", g * 100.0))
+                .collect::<Vec<_>>()
+                .join(", "),
+            pass: shrinking,
+        },
+    ]
 }
 
 fn fig17(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
@@ -48,56 +100,29 @@ fn fig17(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
         message,
     })?;
     cfg.seed = ctx.seed;
-    let runs: Vec<(u32, FsyncPath)> = cfg
-        .threads
-        .iter()
-        .flat_map(|&t| [(t, FsyncPath::Sync), (t, FsyncPath::Async)])
-        .collect();
-    let mut all = ctx
-        .each(&runs, |&(t, path)| {
-            (ctx.on_run)(&format!(
-                "varmail, {t} threads, {path:?} path on {}",
-                cfg.device
-            ));
-            let fs = FsConfig::store(CommitMode::Compound).with_fsync_path(path);
-            varmail::run(&cfg, t, &fs, None).map_err(|message| ReproError::App {
-                what: format!("varmail with {t} threads"),
-                message,
-            })
-        })?
-        .into_iter();
-    let (mut gains, mut line) = (Vec::new(), Vec::new());
-    for &t in &cfg.threads {
-        let r: Vec<_> = all.by_ref().take(2).collect();
-        let gain = r[1].ops_per_sec / r[0].ops_per_sec.max(1.0) - 1.0;
-        line.push(format!(
+    let what = format!("varmail on {}", cfg.device);
+    let pairs = both_paths(ctx, &cfg.threads, &what, |t, path| {
+        let fs = FsConfig::store(CommitMode::Compound).with_fsync_path(path);
+        varmail::run(&cfg, t, &fs, None)
+    })?;
+    let (mut gains, mut lines) = (Vec::new(), Vec::new());
+    for (&t, (s, a)) in cfg.threads.iter().zip(&pairs) {
+        let gain = a.ops_per_sec / s.ops_per_sec.max(1.0) - 1.0;
+        lines.push(format!(
             "{t} threads: {:.0} → {:.0} ops/s ({:+.1} %)",
-            r[0].ops_per_sec,
-            r[1].ops_per_sec,
+            s.ops_per_sec,
+            a.ops_per_sec,
             gain * 100.0
         ));
         gains.push(gain);
     }
-    Ok(vec![
-        Goal {
-            experiment: "fig17".into(),
-            goal:
-                "one thread: async fsync path raises varmail throughput by >= 20 % (paper: +29.4 %)"
-                    .into(),
-            measured: line.join("; "),
-            pass: gains[0] >= 0.2,
-        },
-        Goal {
-            experiment: "fig17".into(),
-            goal: "the gain shrinks as threads grow (paper's trend)".into(),
-            measured: gains
-                .iter()
-                .map(|g| format!("{:+.1} %", g * 100.0))
-                .collect::<Vec<_>>()
-                .join(", "),
-            pass: shrinking(&gains),
-        },
-    ])
+    Ok(gain_goals(
+        "fig17",
+        "one thread: async fsync path raises varmail throughput by >= 20 % (paper: +29.4 %)",
+        0.2,
+        &gains,
+        &lines,
+    ))
 }
 
 fn fig11(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
@@ -106,55 +131,27 @@ fn fig11(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
         message,
     })?;
     cfg.seed = ctx.seed;
-    let mut gains = Vec::new();
-    let mut line = Vec::new();
-    // Every (threads, path) run side by side, in the order of the loop below.
-    let runs: Vec<(u32, FsyncPath)> = cfg
-        .threads
-        .iter()
-        .flat_map(|&t| [(t, FsyncPath::Sync), (t, FsyncPath::Async)])
-        .collect();
-    let mut all = ctx
-        .each(&runs, |&(t, path)| {
-            (ctx.on_run)(&format!(
-                "write+fsync, {t} threads, {path:?} path on {}",
-                cfg.device
-            ));
-            run(&cfg, t, path, None).map_err(|message| ReproError::App {
-                what: format!("write+fsync with {t} threads"),
-                message,
-            })
-        })?
-        .into_iter();
-    for &t in &cfg.threads {
-        let r: Vec<_> = all.by_ref().take(2).collect();
-        let gain = 1.0 - r[1].mean_ns / r[0].mean_ns.max(1.0);
-        line.push(format!(
+    let what = format!("write+fsync on {}", cfg.device);
+    let pairs = both_paths(ctx, &cfg.threads, &what, |t, path| run(&cfg, t, path, None))?;
+    let (mut gains, mut lines) = (Vec::new(), Vec::new());
+    for (&t, (s, a)) in cfg.threads.iter().zip(&pairs) {
+        // The latency cut (a gain is a fall here).
+        let gain = 1.0 - a.mean_ns / s.mean_ns.max(1.0);
+        lines.push(format!(
             "{t} threads: {:.1} → {:.1} µs ({:+.1} %), {:.0} → {:.0} IOPS",
-            r[0].mean_ns / 1e3,
-            r[1].mean_ns / 1e3,
+            s.mean_ns / 1e3,
+            a.mean_ns / 1e3,
             -gain * 100.0,
-            r[0].iops,
-            r[1].iops
+            s.iops,
+            a.iops
         ));
         gains.push(gain);
     }
-    Ok(vec![
-        Goal {
-            experiment: "fig11".into(),
-            goal: "one thread: async fsync path cuts latency by >= 20 % (paper: up to 21 %)".into(),
-            measured: line.join("; "),
-            pass: gains[0] >= 0.2,
-        },
-        Goal {
-            experiment: "fig11".into(),
-            goal: "the gain shrinks as threads grow (paper's trend)".into(),
-            measured: gains
-                .iter()
-                .map(|g| format!("{:.1} %", g * 100.0))
-                .collect::<Vec<_>>()
-                .join(", "),
-            pass: shrinking(&gains),
-        },
-    ])
+    Ok(gain_goals(
+        "fig11",
+        "one thread: async fsync path cuts latency by >= 20 % (paper: up to 21 %)",
+        0.2,
+        &gains,
+        &lines,
+    ))
 }
