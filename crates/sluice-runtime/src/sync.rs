@@ -515,8 +515,12 @@ impl Drop for CondWait {
     fn drop(&mut self) {
         let c = self.c;
         exec::try_with(|inner, t| {
-            inner.deps.conds[c as usize].waiters.retain(|&w| w != t);
-            inner.unblock(t);
+            // A wait dropped while its stack unwinds from a panic may find the
+            // conditions gone: nothing to undo then (and no second panic).
+            if let Some(cond) = inner.deps.conds.get_mut(c as usize) {
+                cond.waiters.retain(|&w| w != t);
+                inner.unblock(t);
+            }
         });
     }
 }
