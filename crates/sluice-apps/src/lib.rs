@@ -15,6 +15,8 @@
 //! * [`writefsync`]: FIO-like 4 KiB random write + fsync at 1 to N threads on the
 //!   journaled store, the synchronous vs AIOS's asynchronous fsync path (ATC '19 §3.3,
 //!   Fig. 11).
+//! * [`readrand`]: FIO-like buffered random reads of 4 to 128 KiB, one thread, through
+//!   the page cache: Linux's read path against AIOS's (ATC '19 §3.2, Fig. 8).
 //! * [`varmail`]: Filebench's varmail (a mail server: small files created, appended,
 //!   fsynced, read and deleted by 1 to N threads), which AIOS (Fig. 17) and FastResponse
 //!   report, on the store or the stack's own files.
@@ -23,6 +25,7 @@
 
 pub mod fillsync;
 pub mod oltp;
+pub mod readrand;
 pub mod varmail;
 pub mod writefsync;
 

@@ -23,7 +23,7 @@ use std::collections::VecDeque;
 use std::io;
 use std::rc::Rc;
 
-use sluice_cache::{CacheConfig, PageCache, PageKey, PageRange, ReadDone, WriteCheck, PAGE};
+use sluice_cache::{CacheConfig, PageCache, PageKey, PageRange, WriteCheck, PAGE};
 use sluice_core::{IoClass, Op};
 
 use crate::buffer::DmaBuffer;
@@ -31,6 +31,8 @@ use crate::ctx::{Activity, IoOptions, TaskCtx};
 use crate::exec::with;
 use crate::io::{File, IoHandle, IoWait};
 use crate::sync::{Condvar, Mutex};
+
+mod read;
 
 /// Most writebacks the flusher keeps in flight.
 const FLUSH_DEPTH: usize = 16;
@@ -239,70 +241,6 @@ pub(crate) fn flusher_ctx() -> TaskCtx {
 }
 
 impl File {
-    /// Read `out.len()` bytes at `offset` through the page cache; returns the bytes
-    /// read (short at the end of the file). Missing pages are read from the device
-    /// with the task's class; a page enters the cache's index when its read completes
-    /// (AIOS lazy indexing).
-    pub async fn read_buffered(&self, offset: u64, out: &mut [u8]) -> io::Result<usize> {
-        let Some(cache) = with(|inner, _| inner.io.cache.clone()) else {
-            return Err(no_cache());
-        };
-        let n = self.len().saturating_sub(offset).min(out.len() as u64) as usize;
-        let mut done = 0;
-        while done < n {
-            let (key, off) = page_key(self, offset + done as u64);
-            let len = (PAGE as usize - off).min(n - done);
-            self.read_page(&cache, key, off, &mut out[done..done + len])
-                .await?;
-            done += len;
-        }
-        Ok(n)
-    }
-
-    async fn read_page(
-        &self,
-        cache: &Cache,
-        key: PageKey,
-        off: usize,
-        out: &mut [u8],
-    ) -> io::Result<()> {
-        loop {
-            let hit = {
-                let mut pc = cache.pc.borrow_mut();
-                pc.lookup(key).map(|f| pc.read(f, off, out))
-            };
-            if hit.is_some() {
-                return Ok(());
-            }
-            if !cache.pc.borrow_mut().begin_read(key) {
-                // Every page is dirty or under writeback: wait for the flusher.
-                cache.wait_room().await;
-                continue;
-            }
-            // Lazy indexing: the read is issued first; the page is indexed when it
-            // completes.
-            let h = self.submit(
-                Op::Read,
-                DmaBuffer::unpooled(PAGE as usize),
-                key.index * PAGE,
-                IoOptions::new(),
-            );
-            let (r, buf) = h.await;
-            let mut pc = cache.pc.borrow_mut();
-            if let Err(e) = r {
-                pc.fail_read(key);
-                return Err(e);
-            }
-            match pc.insert_read(key, buf) {
-                ReadDone::Indexed(f) | ReadDone::Abandoned(f, _) => {
-                    pc.read(f, off, out);
-                    return Ok(());
-                }
-                ReadDone::Stale(_) => continue,
-            }
-        }
-    }
-
     /// Write `data` at `offset` through the page cache; returns the bytes written. The
     /// write completes in the cache (write it back with [`File::fsync`], or let the
     /// flusher do it); a writer that would pass its class's dirty limit waits for
@@ -340,8 +278,7 @@ impl File {
                 WriteCheck::WaitWriteback(t) => cache.wait_writeback(key, t).await,
                 WriteCheck::NeedRead if key.index * PAGE < self.len() => {
                     // A partial write of a page not cached: read it in first.
-                    let mut scratch = [0u8; 1];
-                    self.read_page(cache, key, 0, &mut scratch).await?;
+                    self.read_run(cache, key, 1).await?;
                 }
                 // Ready, or a partial page past the end of the file: a new zeroed page.
                 WriteCheck::Ready { .. } | WriteCheck::NeedRead => {

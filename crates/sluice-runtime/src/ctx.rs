@@ -143,6 +143,9 @@ pub struct IoOptions {
     /// Force unit access for a write: it completes once durable, past the device's
     /// volatile write cache (NVMe FUA; `RWF_DSYNC` on a real file). Ignored for reads.
     pub fua: bool,
+    /// Submitted by AIOS's read path: the simulated host charges `lean_submit_ns` for it
+    /// instead of `submit_ns` (the request still goes through the stack's block layer).
+    pub(crate) lean: bool,
 }
 
 impl IoOptions {

@@ -180,6 +180,7 @@ pub(crate) struct ExecConfig {
     pub wakeup: Wakeup,
     pub inherit: Inherit,
     pub costs: CostTable,
+    pub read_path: crate::ReadPath,
     pub interval_ns: Nanos,
 }
 

@@ -83,7 +83,7 @@ use sluice_metrics::{Collector, Extra, PerClass, RunReport, RunSetup, RuntimeFac
 use sluice_sim::SimPort;
 
 pub use buffer::DmaBuffer;
-pub use config::{CostTable, Inherit, Wakeup};
+pub use config::{CostTable, Inherit, ReadPath, Wakeup};
 pub use crash::CrashOutput;
 pub use ctx::{Activity, IoClass, IoOptions, TaskCtx};
 pub use deps::MAX_CHAIN;
@@ -137,6 +137,7 @@ pub struct StackBuilder {
     wakeup: Wakeup,
     inherit: Inherit,
     costs: CostTable,
+    read_path: ReadPath,
     interval_ns: Nanos,
     helper_window_ns: Nanos,
     max_sim_ns: Nanos,
@@ -164,6 +165,7 @@ impl Default for StackBuilder {
             wakeup: Wakeup::default(),
             inherit: Inherit::default(),
             costs: CostTable::default(),
+            read_path: ReadPath::default(),
             interval_ns: 10_000_000,
             helper_window_ns: 1_000_000_000,
             max_sim_ns: 24 * 3600 * 1_000_000_000,
@@ -259,6 +261,16 @@ impl StackBuilder {
     /// The simulated host's CPU costs.
     pub fn costs(mut self, costs: CostTable) -> StackBuilder {
         self.costs = costs;
+        self
+    }
+
+    /// The page cache's read path: Linux's (the default) or AIOS's ([`ReadPath`]): where
+    /// the simulated host charges a buffered read's page work against its device I/O.
+    /// On real files both run the same code (the pages' buffer is made before the read
+    /// is submitted) and nothing is charged: AIOS's gains there need the kernel changes
+    /// the paper made.
+    pub fn read_path(mut self, path: ReadPath) -> StackBuilder {
+        self.read_path = path;
         self
     }
 
@@ -511,6 +523,7 @@ impl Stack {
             wakeup: b.wakeup,
             inherit: b.inherit,
             costs: b.costs,
+            read_path: b.read_path,
             interval_ns: b.interval_ns,
         };
         let sh = Shared::new(Inner::new(cfg, io, b.helper_window_ns), bells, pool);

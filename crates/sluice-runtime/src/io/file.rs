@@ -313,7 +313,11 @@ impl File {
             };
             io.last_io_ns = now;
             inner.tasks[t as usize].outstanding.push(s);
-            inner.charge += inner.cfg.costs.submit_ns;
+            inner.charge += if opts.lean {
+                inner.cfg.costs.lean_submit_ns
+            } else {
+                inner.cfg.costs.submit_ns
+            };
             if awaited {
                 let gen = inner.io.slots[s as usize].gen;
                 let waiting = !wait_on(inner, t, s, gen);
