@@ -19,7 +19,7 @@ const FIG17: &str = include_str!("../../../experiments/aios/fig17.toml");
 /// The suite.
 pub(crate) const SUITE: Suite = Suite {
     name: "aios",
-    about: "AIOS whole stack: write + fsync latency, synchronous vs asynchronous fsync path, 1–N threads (Fig. 11)",
+    about: "AIOS whole stack: read latency by read path (Fig. 8), write + fsync latency (Fig. 11) and varmail (Fig. 17), synchronous vs asynchronous path",
     experiments: &[
         Experiment {
             id: "fig8",

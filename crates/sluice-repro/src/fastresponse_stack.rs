@@ -15,7 +15,7 @@ const DEVICE: &str = "ull";
 /// The suite.
 pub(crate) const SUITE: Suite = Suite {
     name: "fastresponse",
-    about: "FastResponse whole stack: fillsync beside Table 1's co-runners on the journaled store (Fig. 13)",
+    about: "FastResponse whole stack: fillsync beside Table 1's co-runners on the journaled store (Fig. 13) and where a critical fsync's time goes (Fig. 15(b))",
     experiments: &[
         Experiment {
             id: "fig13",
