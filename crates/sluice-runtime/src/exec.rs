@@ -159,6 +159,8 @@ enum Ev {
     PolicyTimer,
     /// Sample the policy's counters.
     Sample,
+    /// Simulation: an I/O's request reaches the block layer (its submission CPU spent).
+    Submit { slot: u32, gen: u32 },
 }
 
 /// Figures of the run (the report's `extra.runtime`).
@@ -274,10 +276,22 @@ impl Inner {
     /// another (a deadlock), however many of those events are still due.
     pub(crate) fn can_wake(&self) -> bool {
         self.io.block.live() > 0
-            || self
-                .events
-                .iter()
-                .any(|Reverse((_, _, e))| matches!(e, Ev::Timer { .. } | Ev::CoreFree { .. }))
+            || self.events.iter().any(|Reverse((_, _, e))| {
+                matches!(
+                    e,
+                    Ev::Timer { .. } | Ev::CoreFree { .. } | Ev::Submit { .. }
+                )
+            })
+    }
+
+    /// When core `c` is done with what it was charged so far.
+    pub(crate) fn core_free_at(&self, c: u16) -> Nanos {
+        self.cores[c as usize].busy_until
+    }
+
+    /// Simulation: slot `s`'s request reaches the block layer at `at`.
+    pub(crate) fn submit_at(&mut self, at: Nanos, s: u32, gen: u32) {
+        self.push(at, Ev::Submit { slot: s, gen });
     }
 
     fn push(&mut self, at: Nanos, ev: Ev) {

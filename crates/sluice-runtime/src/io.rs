@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 
-use sluice_block::{BlockLayer, DevicePort, Finished};
+use sluice_block::{BlockLayer, DevicePort, Finished, NewRequest};
 use sluice_core::policy::Dispatch;
 use sluice_core::{Flow, FlowId, IoClass, Nanos, Op, ReqId};
 use sluice_device::{Contents, FlushTicket};
@@ -68,6 +68,9 @@ struct IoSlot {
     fua: bool,
     /// A flush: the writes it covers (those completed before it was submitted).
     ticket: Option<FlushTicket>,
+    /// Simulation: the request, until the submitting core has spent the CPU that sends
+    /// it ([`IoState::submit_pending`]); `req` is meaningless meanwhile.
+    pending: Option<NewRequest>,
 }
 
 /// Where the block layer's dispatches go: the simulated SSD or the real ring (one per
@@ -302,8 +305,25 @@ impl IoState {
             return false;
         }
         slot.promoted = true;
+        if let Some(r) = &mut slot.pending {
+            // Not sent yet: it goes out critical.
+            r.class = IoClass::Critical;
+            return true;
+        }
         let req = slot.req;
         self.block.promote(now, req)
+    }
+
+    /// Simulation: the request of slot `s` (generation `gen`) reaches the block layer
+    /// now, its submission CPU spent.
+    pub(crate) fn submit_pending(&mut self, now: Nanos, s: u32, gen: u32) {
+        let slot = &mut self.slots[s as usize];
+        if slot.gen != gen {
+            return;
+        }
+        if let Some(r) = slot.pending.take() {
+            slot.req = self.block.submit(now, r, s as u64);
+        }
     }
 
     fn alloc_slot(&mut self) -> u32 {
@@ -328,6 +348,7 @@ impl IoState {
                     buf: None,
                     done: None,
                     promoted: false,
+                    pending: None,
                     fua: false,
                     ticket: None,
                 });

@@ -254,6 +254,10 @@ impl Shared {
                         inner.io.block.fire_timer(t);
                     }
                 }
+                Ev::Submit { slot, gen } => {
+                    inner.io.submit_pending(t, slot, gen);
+                    inner.io.pump(t);
+                }
                 Ev::Sample => {
                     inner.io.block.sample_counters(t);
                     let next = t + inner.cfg.interval_ns;

@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use sluice_block::NewRequest;
-use sluice_core::{IoClass, Op};
+use sluice_core::{IoClass, Op, ReqId};
 use sluice_metrics::Sample;
 
 use super::{FileMeta, IoSlot, Port, FILE_SPAN, IO_ALIGN};
@@ -279,10 +279,30 @@ impl File {
                 hwq: core,
                 fua: opts.fua,
             };
+            // The submission's CPU (system call, block layer, driver), on the
+            // submitting core.
+            let cost = if opts.lean {
+                inner.cfg.costs.lean_submit_ns
+            } else {
+                inner.cfg.costs.submit_ns
+            };
+            inner.charge += cost;
+            // Simulation: the request leaves when its core has spent the CPU before it —
+            // what the core still had to do, what this poll charged so far, this
+            // submission — so submission time is on the I/O's path, as on a real host.
+            let leaves = match inner.io.port {
+                Port::Real(_) => now,
+                Port::Sim(_) => inner.core_free_at(core).max(now) + inner.charge,
+            };
+            let io = &mut inner.io;
             // The real port needs the buffer before the next pump dispatches it.
             let ptr = buf.as_ptr() as usize;
             let fixed = buf.fixed_index();
-            let req = io.block.submit(now, r, s as u64);
+            let (req, pending) = if leaves > now {
+                (ReqId(u64::MAX), Some(r))
+            } else {
+                (io.block.submit(now, r, s as u64), None)
+            };
             if let Port::Real(p) = &mut io.port {
                 p.set_buffer(req.0, ptr, r.offset, fixed);
             }
@@ -310,14 +330,13 @@ impl File {
                 promoted: false,
                 fua: opts.fua && op == Op::Write,
                 ticket: (op == Op::Flush).then(|| io.contents.flush_start()),
+                pending,
             };
             io.last_io_ns = now;
+            if leaves > now {
+                inner.submit_at(leaves, s, gen);
+            }
             inner.tasks[t as usize].outstanding.push(s);
-            inner.charge += if opts.lean {
-                inner.cfg.costs.lean_submit_ns
-            } else {
-                inner.cfg.costs.submit_ns
-            };
             if awaited {
                 let gen = inner.io.slots[s as usize].gen;
                 let waiting = !wait_on(inner, t, s, gen);
