@@ -33,6 +33,7 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 pub mod crashtest;
+pub mod fio;
 pub mod fs;
 pub mod journal;
 pub mod layout;

@@ -333,6 +333,16 @@ pub struct JobSpec {
     pub fsync_every: u32,
     /// A sync when the thread is done (`end_fsync`, `fsync_on_close`).
     pub end_fsync: bool,
+    /// The periodic sync is fio's `fdatasync` rather than `fsync`: `fdatasync=N` given
+    /// and more frequent than any `fsync=N` (raw files treat the two alike; the
+    /// journaled store does not).
+    pub sync_data_only: bool,
+    /// `fsync_on_close`: every file is fsynced when the thread closes it at its end,
+    /// whatever ended the thread (also folded into [`JobSpec::end_fsync`] for raw files).
+    pub fsync_on_close: bool,
+    /// `create_on_open`: files are created when the thread first opens them, not laid
+    /// out before the run (acted on by the journaled store's fio runner).
+    pub create_on_open: bool,
     /// `filename`: jobs naming the same file share one address range.
     pub filename: Option<String>,
     /// Options accepted but not acted on, as written (`ioengine`, `direct`,
@@ -387,6 +397,9 @@ impl Default for JobSpec {
             buffered: false,
             fsync_every: 0,
             end_fsync: false,
+            sync_data_only: false,
+            fsync_on_close: false,
+            create_on_open: false,
             passthrough: Vec::new(),
         }
     }

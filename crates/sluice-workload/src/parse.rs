@@ -232,6 +232,8 @@ struct Draft {
     fsync: u32,
     fdatasync: u32,
     end_fsync: bool,
+    fsync_on_close: bool,
+    create_on_open: bool,
     critical: bool,
     weight: Option<u32>,
     flow: Option<String>,

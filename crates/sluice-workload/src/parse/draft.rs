@@ -166,7 +166,12 @@ impl Draft {
             "fdatasync" => {
                 self.fdatasync = small_uint(need(key, value)?, "32", 0, u32::MAX as u64)?
             }
-            "end_fsync" | "fsync_on_close" => self.end_fsync |= parse_bool(value)?,
+            "end_fsync" => self.end_fsync |= parse_bool(value)?,
+            "fsync_on_close" => {
+                self.fsync_on_close = parse_bool(value)?;
+                self.end_fsync |= self.fsync_on_close;
+            }
+            "create_on_open" => self.create_on_open = parse_bool(value)?,
             "verify" => {
                 self.verify = Some((parse_verify_kind(need(key, value)?)?, at.clone()));
             }

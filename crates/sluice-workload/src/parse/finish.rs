@@ -251,6 +251,10 @@ impl Parser<'_> {
                 (a, b) => a.min(b),
             },
             end_fsync: d.end_fsync,
+            // fio checks fsync first: with equal counts the sync is an fsync.
+            sync_data_only: d.fdatasync > 0 && (d.fsync == 0 || d.fdatasync < d.fsync),
+            fsync_on_close: d.fsync_on_close,
+            create_on_open: d.create_on_open,
             passthrough: d.passthrough,
         })
     }

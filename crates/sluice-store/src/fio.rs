@@ -1,0 +1,428 @@
+//! fio job files on the store: a parsed job set run as runtime tasks on an [`Fs`], so
+//! the same code drives the simulated stack and real files (`sluice sim --fs …`,
+//! `sluice run --fs …`).
+//!
+//! * **Threads.** Each of a job's `numjobs` threads is a task with the job's flow,
+//!   weight and class (`sluice_flow`/`sluice_weight`/`sluice_critical`,
+//!   `prio`/`prioclass` as the fio path maps them); `iodepth` I/Os are outstanding at
+//!   once — the thread runs `iodepth` slot tasks of the same context over one
+//!   [`IoSource`] (the fio path's generator and pacer: offsets, sizes, `nrfiles`,
+//!   `file_service_type`, `rate`, `ramp_time`, the `fsync=N` count), so offsets and
+//!   sizes are those of `sluice sim` on raw files for the same seed.
+//! * **Files.** A thread's `nrfiles` files are store files named as fio names them,
+//!   `jobname.thread.file`, each `offset + filesize` bytes long (the generator's one
+//!   address space per thread is cut into them: file `i` holds bytes
+//!   `[offset + i·filesize, offset + (i+1)·filesize)` of it, at `offset` in the file).
+//!   They are laid out before the run (a job that reads gets its files written and
+//!   synced; a write-only job gets them created at their length, as fio's
+//!   `ftruncate`), or with `create_on_open=1` created empty when the thread first does
+//!   I/O to them.
+//! * **I/O.** `direct=1` goes through the store's direct path (`FsFile::write_at`,
+//!   data home before it returns, blocks allocated in the running transaction);
+//!   `direct=0` through its buffer (`write_buffered`/`read_buffered`), written home by
+//!   commits and fsyncs. Data is position-determined ([`fill_pattern`]), so a file can
+//!   be checked after a run.
+//! * **Syncs.** `fsync=N`/`fdatasync=N`: after every N writes the thread quiesces (no
+//!   new I/O until those in flight complete, as fio does), then fsyncs (or fdatasyncs:
+//!   the store skips the commit when only the change counter moved) the file of the
+//!   last write, and issues nothing while the sync runs. `end_fsync`: every file of the
+//!   thread is fsynced when it has issued all its I/O (a size-based end);
+//!   `fsync_on_close`: every file at the thread's end, however it ended. Each sync is a
+//!   sample of the job's `sync` section.
+//! * **Ends.** By size (the generator is exhausted), by `runtime` (nothing new is
+//!   issued after it; I/Os in flight complete and are counted, as in the simulator),
+//!   or at an I/O error (the thread stops, as fio without `continue_on_error`; the job's
+//!   `error` counts it). `stonewall` groups run one after the other; `startdelay`,
+//!   `ramp_time` and `thinktime` as in `sluice sim`.
+//! * **Report.** One sample per fio I/O, timed around the store call (the runtime's
+//!   clock): the same [`RunReport`] as `sluice sim` (per-job latency with fio's
+//!   percentiles, the `sync` section, flows, fairness, JSON, plots). A store call may
+//!   be several device I/Os (data, journal, FLUSH), so it has no single dispatch: the
+//!   whole call is reported as time on the device (`sched_ns` and `post_ns` are 0).
+//!   `extra` is the runtime's (block layer, device, tasks).
+//!
+//! What this path refuses (a clear error, [`check`]): `filename=` (fio's own names are
+//! used), `verify`, `steadystate`, `exitall`, reads with `create_on_open=1` (there is
+//! nothing to read), files larger than a store file can be, more files than the store
+//! has inodes, names longer than its directory takes. `directory=` is ignored with a
+//! warning (the store has one flat directory).
+
+mod thread;
+
+use std::cell::RefCell;
+use std::fmt;
+use std::rc::Rc;
+
+use sluice_core::Nanos;
+use sluice_metrics::{Collector, RunReport, RunSetup};
+use sluice_runtime::{now, spawn, Stack};
+use sluice_workload::{flows_of, stonewall_groups, JobSpec};
+
+use crate::layout::{self, Geometry};
+use crate::{Fs, FsConfig};
+
+pub use thread::fill_pattern;
+
+/// The name of the store's file in the stack's files (in the run directory on real
+/// files).
+pub const STORE_IMAGE: &str = "sluice-fio-store.img";
+
+/// Largest file the store holds (its block map: direct blocks and one indirect block).
+pub const MAX_FILE_BYTES: u64 = layout::MAX_FILE_BLOCKS * layout::BLOCK as u64;
+
+/// Why a job set cannot run on the store, or why the run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum FioError {
+    /// A job asks for something this path cannot do (bad input: what, where, how to fix).
+    #[error("job '{job}' (line {line}): {what}")]
+    Job {
+        /// The job's name.
+        job: String,
+        /// Its section's line.
+        line: usize,
+        /// What is wrong and what to do.
+        what: String,
+    },
+    /// The job set as a whole does not fit (files, weights).
+    #[error("{0}")]
+    Jobs(String),
+    /// `--fs` names no store.
+    #[error("{0}")]
+    Config(String),
+    /// Laying out, mounting or the runtime failed.
+    #[error("{0}")]
+    Run(String),
+}
+
+impl FioError {
+    /// Whether the error is bad input (a command exits with 2) rather than a failed run.
+    pub fn is_input(&self) -> bool {
+        !matches!(self, FioError::Run(_))
+    }
+}
+
+/// A checked job set: the store's configuration, sized for the jobs' files, and what
+/// the run ignores.
+#[derive(Clone, Debug)]
+pub struct FioPlan {
+    /// The store to make (its `blocks` sized for the files).
+    pub fs: FsConfig,
+    /// Options accepted and ignored, each saying what.
+    pub warnings: Vec<String>,
+    jobs: Rc<[JobSpec]>,
+}
+
+/// fio's name of thread `thread`'s file `file` of `job`: `jobname.thread.file`.
+pub fn file_name(job: &JobSpec, thread: u32, file: u32) -> String {
+    format!("{}.{thread}.{file}", job.name)
+}
+
+/// Bytes of each of a job's files: the generator's `size` over `nrfiles`.
+fn file_size(job: &JobSpec) -> u64 {
+    (job.size / job.nrfiles.max(1) as u64).max(1)
+}
+
+/// Check `jobs` for the store path and size the store `fs` names for their files.
+pub fn check(jobs: &[JobSpec], fs: &FsConfig) -> Result<FioPlan, FioError> {
+    let FsConfig::Store {
+        image,
+        blocks,
+        commit,
+        fsync_path,
+    } = fs
+    else {
+        return Err(FioError::Config(
+            "the fio runner needs a store (compound, fjournal, compound+async or \
+             fjournal+async); raw files run through the simulator and the engine"
+                .into(),
+        ));
+    };
+    if jobs.is_empty() {
+        return Err(FioError::Jobs("the job file has no jobs".into()));
+    }
+    sluice_workload::check_limits(jobs).map_err(|e| FioError::Jobs(e.to_string()))?;
+    flows_of(jobs).map_err(|e| FioError::Jobs(e.to_string()))?;
+    let mut warnings = Vec::new();
+    let mut files = 0u64;
+    let mut data_blocks = 0u64;
+    for j in jobs {
+        let bad = |what: String| FioError::Job {
+            job: j.name.clone(),
+            line: j.line,
+            what,
+        };
+        if let Some(f) = &j.filename {
+            return Err(bad(format!(
+                "filename={f}: the store path names each thread's files as fio does \
+                 (jobname.thread.file); remove filename=, or run without --fs"
+            )));
+        }
+        if let Some(v) = &j.verify {
+            return Err(bad(format!(
+                "verify={}: not checked on the store path; remove it, or run on raw files \
+                 (`sluice run` without --fs checks it)",
+                v.kind.name()
+            )));
+        }
+        if j.steadystate.is_some() {
+            return Err(bad(
+                "steadystate: not supported on the store path; remove it, or run without --fs"
+                    .into(),
+            ));
+        }
+        if j.exitall {
+            return Err(bad(
+                "exitall: not supported on the store path; remove it, or run without --fs".into(),
+            ));
+        }
+        if j.create_on_open && reads(j) {
+            return Err(bad(format!(
+                "create_on_open=1 with rw={}: the files would be created empty and there \
+                 is nothing to read; drop create_on_open or make the job write only",
+                j.rw.name()
+            )));
+        }
+        if !j.directory.is_empty() {
+            warnings.push(format!(
+                "job '{}': directory={}: ignored on the store path (one flat directory, \
+                 the store in the run's directory)",
+                j.name,
+                j.directory.join(":")
+            ));
+        }
+        let len = j.offset.saturating_add(file_size(j));
+        if len > MAX_FILE_BYTES {
+            return Err(bad(format!(
+                "each file would be {len} bytes (offset {} + file size {}); a store file \
+                 holds at most {MAX_FILE_BYTES} bytes (4 MiB + 96 KiB): give a smaller \
+                 filesize/size or more nrfiles",
+                j.offset,
+                file_size(j)
+            )));
+        }
+        let longest = file_name(j, j.numjobs.saturating_sub(1), j.nrfiles.saturating_sub(1));
+        if longest.len() > layout::MAX_NAME || j.name.contains('/') {
+            return Err(bad(format!(
+                "file name '{longest}': the store takes names of at most {} bytes without \
+                 '/'; give the job a shorter name (name=)",
+                layout::MAX_NAME
+            )));
+        }
+        let n = j.numjobs as u64 * j.nrfiles.max(1) as u64;
+        files += n;
+        // Data blocks and an indirect block per file.
+        data_blocks += n * (len.div_ceil(layout::BLOCK as u64) + 1);
+    }
+    let inodes = Geometry::new(0).inodes as u64;
+    if files >= inodes {
+        return Err(FioError::Jobs(format!(
+            "the jobs have {files} files (numjobs × nrfiles over all jobs); the store has \
+             {inodes} inodes: use fewer threads or files"
+        )));
+    }
+    // Room for the files, a quarter more for frees deferred to a commit, and the areas.
+    let want = data_blocks + data_blocks / 4 + 1024;
+    let mut sized = (*blocks).max(16);
+    while sized.saturating_sub(Geometry::new(sized).data_start()) < want {
+        sized = sized.saturating_mul(2);
+    }
+    Ok(FioPlan {
+        fs: FsConfig::Store {
+            image: image.clone(),
+            blocks: sized,
+            commit: *commit,
+            fsync_path: *fsync_path,
+        },
+        warnings,
+        jobs: jobs.to_vec().into(),
+    })
+}
+
+/// The store configuration `text` (`compound`, `fjournal`, `compound+async`,
+/// `fjournal+async`) for a fio run: its image is [`STORE_IMAGE`].
+pub fn store_config(text: &str) -> Result<FsConfig, FioError> {
+    match text.parse::<FsConfig>() {
+        Ok(FsConfig::Host) => Err(FioError::Config(format!(
+            "--fs {text}: a fio job runs on host files without --fs (raw files, through the \
+             simulator or the engine); give compound, fjournal, compound+async or \
+             fjournal+async for the journaled store"
+        ))),
+        Ok(FsConfig::Store {
+            blocks,
+            commit,
+            fsync_path,
+            ..
+        }) => Ok(FsConfig::Store {
+            image: STORE_IMAGE.into(),
+            blocks,
+            commit,
+            fsync_path,
+        }),
+        Err(e) => Err(FioError::Config(format!("--fs: {e}"))),
+    }
+}
+
+/// A finished run.
+#[derive(Debug)]
+pub struct FioOutput {
+    /// The report: the fio jobs' figures, the runtime's `extra`.
+    pub report: RunReport,
+    /// Per job with failed I/O: its name, how many failed, the first error.
+    pub errors: Vec<(String, u64, String)>,
+    /// The store's counters at the end (commits, f-transactions, …).
+    pub store: crate::StoreStats,
+}
+
+/// What [`run_jobs`] leaves: the collector of the fio jobs' samples, the measured end,
+/// the errors.
+#[derive(Debug)]
+pub struct FioRun {
+    /// The samples, per job.
+    pub collector: Collector,
+    /// When the last job ended (the report's end).
+    pub end_ns: Nanos,
+    /// Per job with failed I/O: its name, how many failed, the first error.
+    pub errors: Vec<(String, u64, String)>,
+}
+
+/// State the threads of a run share.
+pub(crate) struct Shared {
+    pub(crate) fs: Fs,
+    pub(crate) jobs: Rc<[JobSpec]>,
+    pub(crate) seed: u64,
+    pub(crate) collector: RefCell<Collector>,
+    /// Per job: failures and the first message.
+    pub(crate) errors: RefCell<Vec<(u64, Option<String>)>>,
+}
+
+impl fmt::Debug for Shared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Shared").field("jobs", &self.jobs.len()).finish()
+    }
+}
+
+/// Run the checked jobs on `fs` (mounted on the current stack), from inside a task of
+/// a stack: lay out their files, run the stonewall groups in turn, one task per fio
+/// thread. `interval_ns`: the bandwidth bin (`None`: from the jobs' length).
+pub async fn run_jobs(
+    fs: &Fs,
+    plan: &FioPlan,
+    seed: u64,
+    interval_ns: Option<Nanos>,
+) -> Result<FioRun, FioError> {
+    let jobs = plan.jobs.clone();
+    let (flows, job_flow) = flows_of(&jobs).map_err(|e| FioError::Jobs(e.to_string()))?;
+    let setup = RunSetup::for_jobs(&jobs, &flows, &job_flow, interval_ns);
+    let collector = Collector::new(setup).with_fio_logs(&jobs);
+    let sh = Rc::new(Shared {
+        fs: fs.clone(),
+        jobs: jobs.clone(),
+        seed,
+        collector: RefCell::new(collector),
+        errors: RefCell::new(vec![(0, None); jobs.len()]),
+    });
+    // Lay out the files that are not created on open (before the measurement).
+    for (j, job) in jobs.iter().enumerate() {
+        if job.create_on_open {
+            continue;
+        }
+        for t in 0..job.numjobs {
+            for f in 0..job.nrfiles.max(1) {
+                thread::lay_out(&sh, j, t, f)
+                    .await
+                    .map_err(|e| FioError::Run(format!("laying out {}: {e}", file_name(job, t, f))))?;
+            }
+        }
+    }
+    if jobs.iter().any(|j| !j.create_on_open) {
+        fs.sync()
+            .await
+            .map_err(|e| FioError::Run(format!("syncing the laid-out files: {e}")))?;
+    }
+    let groups = stonewall_groups(&jobs);
+    let ngroups = groups.iter().max().map_or(0, |g| g + 1);
+    for g in 0..ngroups {
+        let start = now();
+        if g == 0 {
+            // Bandwidth bins and flow rates count from the end of the first ramp.
+            let first = (0..jobs.len())
+                .filter(|&j| groups[j] == 0)
+                .map(|j| jobs[j].startdelay_ns + jobs[j].ramp_ns)
+                .min()
+                .unwrap_or(0);
+            sh.collector.borrow_mut().set_window(start + first);
+        }
+        let mut handles = Vec::new();
+        for (j, job) in jobs.iter().enumerate().filter(|(j, _)| groups[*j] == g) {
+            let begin = start + job.startdelay_ns;
+            sh.collector
+                .borrow_mut()
+                .set_job_window(j, begin + job.ramp_ns);
+            for t in 0..job.numjobs {
+                let ctx = thread::task_ctx(job, t);
+                handles.push((j, spawn(ctx, thread::run_thread(sh.clone(), j, t, begin))));
+            }
+        }
+        // A job is done when its last thread is (the first call wins: a runtime end
+        // was recorded by the thread that saw it).
+        let mut left: Vec<u32> = jobs.iter().map(|j| j.numjobs).collect();
+        for (j, h) in handles {
+            h.await;
+            left[j] -= 1;
+            if left[j] == 0 {
+                sh.collector.borrow_mut().job_done(j, now());
+            }
+        }
+    }
+    let end_ns = now();
+    let errors = sh
+        .errors
+        .borrow()
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.0 > 0)
+        .map(|(j, e)| (jobs[j].name.clone(), e.0, e.1.clone().unwrap_or_default()))
+        .collect();
+    let sh = Rc::try_unwrap(sh).expect("every thread task has ended");
+    Ok(FioRun {
+        collector: sh.collector.into_inner(),
+        end_ns,
+        errors,
+    })
+}
+
+/// Run the checked jobs on `stack`: mount (make) the store `plan` names, run them
+/// ([`run_jobs`]) and report, with the runtime's figures in `extra`. The policy's name
+/// is the stack's.
+pub fn run(
+    stack: Stack,
+    plan: &FioPlan,
+    seed: u64,
+    interval_ns: Option<Nanos>,
+) -> Result<FioOutput, FioError> {
+    let p = plan.clone();
+    let out = stack
+        .run(move || async move {
+            let fs = Fs::mount(&p.fs)
+                .await
+                .map_err(|e| FioError::Run(format!("the store {STORE_IMAGE}: {e}")))?;
+            let r = run_jobs(&fs, &p, seed, interval_ns).await?;
+            let stats = fs.store().map(|s| s.stats()).unwrap_or_default();
+            Ok::<_, FioError>((r, stats))
+        })
+        .map_err(|e| FioError::Run(e.to_string()))?;
+    let (r, store) = out.value?;
+    let mut report = r.collector.finish(r.end_ns, &out.report.policy);
+    report.policy = out.report.policy.clone();
+    report.extra = out.report.extra;
+    Ok(FioOutput {
+        report,
+        errors: r.errors,
+        store,
+    })
+}
+
+/// Whether a job reads at all (a write-only job's files are laid out by length only).
+pub(crate) fn reads(job: &JobSpec) -> bool {
+    job.rw.reads() && !(job.rw.is_mixed() && job.rwmixread == 0)
+}
