@@ -72,6 +72,9 @@ pub enum CliError {
         #[source]
         source: Box<CliError>,
     },
+    /// The job set cannot run on the journaled store, or its run failed (`--fs`).
+    #[error("--fs: {0}")]
+    Store(#[from] sluice_store::fio::FioError),
     /// Stopped by Ctrl-C; the results so far were printed.
     #[error("interrupted; the results above cover the run until the stop")]
     Interrupted,
@@ -101,6 +104,8 @@ impl CliError {
             CliError::Usage(_) => 2,
             CliError::VerifyFailed(_) | CliError::CrashtestFailed(_) => 1,
             CliError::Cell { source, .. } => source.exit_code(),
+            CliError::Store(e) if e.is_input() => 2,
+            CliError::Store(_) => 1,
             CliError::Interrupted => 130,
         }
     }
@@ -118,6 +123,20 @@ pub fn load_jobs(
         None => sluice_workload::parse_str(DEFAULT_JOB, DEFAULT_JOB_NAME, &opts)?,
     };
     Ok((parsed.jobs, parsed.warnings))
+}
+
+/// What raw files (no `--fs`) do not act on, one warning each: `create_on_open` (the
+/// files are laid out before the run; the journaled store acts on it).
+pub fn raw_file_warnings(jobs: &[JobSpec]) -> Vec<String> {
+    jobs.iter()
+        .filter(|j| j.create_on_open)
+        .map(|j| {
+            format!(
+                "job '{}': create_on_open=1 is acted on only on the journaled store (--fs);                  raw files are laid out before the run",
+                j.name
+            )
+        })
+        .collect()
 }
 
 /// Run `jobs` on `profile` under the policy `spec` and name the report after it: the

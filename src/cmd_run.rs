@@ -58,6 +58,14 @@ pub struct RunArgs {
     /// policy asks for its own (D2FQ's dynamic H/L).
     #[arg(long, default_value = "252,126,42")]
     wrr: String,
+    /// Where the job's files live: `raw` (default: files in `--directory`, as fio's) or
+    /// the journaled store — `compound`, `fjournal`, `compound+async`, `fjournal+async`
+    /// — in a new file of `--directory` (`sluice-fio-store.img`, removed at the end
+    /// unless `--keep-files`), the job's threads as runtime tasks on one core.
+    /// `--workers`, `--allow-device`, `--allow-write-existing`, `--ring-cap`,
+    /// `--submit-batch`, `--wrr` and the page-cache options are refused with it.
+    #[arg(long, value_name = "raw|compound|fjournal[+async]")]
+    fs: Option<String>,
     #[command(flatten)]
     cache: sluice::cli::CacheArgs,
     #[command(flatten)]
@@ -91,6 +99,12 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
     let specs: Vec<PolicySpec> = parse_policy_list(&args.policy)?;
     for spec in &specs {
         policy::build(spec)?;
+    }
+    if let Some(fs) = crate::cmd_fs::store_of(args.fs.as_deref())? {
+        return run_on_store(&args, &jobs, &fs, &specs);
+    }
+    for w in sluice::cli::raw_file_warnings(&jobs) {
+        eprintln!("sluice: warning: {w}");
     }
     let cfg = EngineConfig {
         directory: args.directory.clone(),
@@ -227,6 +241,49 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
         return Err(CliError::VerifyFailed(verify_failed));
     }
     Ok(())
+}
+
+/// `sluice run --fs …`: the jobs on a journaled store in a new file of the directory.
+fn run_on_store(
+    args: &RunArgs,
+    jobs: &[sluice::workload::JobSpec],
+    fs: &sluice::store::FsConfig,
+    specs: &[PolicySpec],
+) -> Result<(), CliError> {
+    use crate::cmd_fs::refuse;
+    let why = "the store path runs on the application runtime's real backend (one core, \
+               its own ring), which does not take it";
+    refuse(args.workers.is_some_and(|w| w != 1), "--workers", why)?;
+    refuse(args.allow_device, "--allow-device", "the store lives in a new file of --directory")?;
+    refuse(
+        args.allow_write_existing,
+        "--allow-write-existing",
+        "the store is always a new file sluice creates",
+    )?;
+    refuse(args.ring_cap.is_some(), "--ring-cap", why)?;
+    refuse(args.submit_batch != 4, "--submit-batch", why)?;
+    refuse(args.wrr != "252,126,42", "--wrr", why)?;
+    refuse(
+        !args.cache.to_args().is_empty(),
+        "--page-cache/--dirty-ratio/--single-dirty-limit",
+        "buffered jobs go through the store's own buffer",
+    )?;
+    if !args.directory.is_dir() {
+        return Err(CliError::Usage(format!(
+            "--directory {}: not a directory; give an existing directory for the store's file",
+            args.directory.display()
+        )));
+    }
+    let plan = crate::cmd_fs::plan(jobs, fs)?;
+    crate::cmd_fs::run(
+        &plan,
+        &args.directory,
+        specs,
+        args.seed,
+        args.interval_ms.map(|ms| ms * 1_000_000),
+        args.keep_files,
+        &args.out,
+    )
 }
 
 #[cfg(test)]

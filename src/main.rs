@@ -17,6 +17,7 @@ use sluice::sim::SimConfig;
 
 mod cmd_calibrate;
 mod cmd_crashtest;
+mod cmd_fs;
 mod cmd_repro;
 mod cmd_run;
 mod cmd_sweep;
@@ -97,6 +98,13 @@ struct SimArgs {
     /// The value is taken whole (`bs=4k,64k` is fio's read,write pair).
     #[arg(long, value_name = "[JOB.]KEY=VALUE")]
     set: Vec<String>,
+    /// Where the job's files live: `raw` (default: simulated files of the device, as
+    /// fio's) or the journaled store — `compound`, `fjournal`, `compound+async`,
+    /// `fjournal+async` — with the job's threads as runtime tasks on it (direct=0
+    /// through the store's buffer). `--faults`, `--alone` and the page-cache options
+    /// are refused with it.
+    #[arg(long, value_name = "raw|compound|fjournal[+async]")]
+    fs: Option<String>,
     #[command(flatten)]
     cache: sluice::cli::CacheArgs,
     #[command(flatten)]
@@ -154,6 +162,12 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
         eprintln!("sluice: warning: {w}");
     }
     sluice::cli::check_log_prefixes(&jobs)?;
+    if let Some(fs) = cmd_fs::store_of(args.fs.as_deref())? {
+        return sim_on_store(&args, &jobs, &fs);
+    }
+    for w in sluice::cli::raw_file_warnings(&jobs) {
+        eprintln!("sluice: warning: {w}");
+    }
     for j in &jobs {
         if let Some(v) = &j.verify {
             eprintln!(
@@ -259,4 +273,44 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
         return Err(CliError::Interrupted);
     }
     Ok(())
+}
+
+/// `sluice sim --fs …`: the jobs on the journaled store of a simulated stack.
+fn sim_on_store(
+    args: &SimArgs,
+    jobs: &[sluice::workload::JobSpec],
+    fs: &sluice::store::FsConfig,
+) -> Result<(), CliError> {
+    let why = "the store path runs on the application runtime, which does not take it";
+    cmd_fs::refuse(args.faults.is_some(), "--faults", why)?;
+    cmd_fs::refuse(args.alone, "--alone", why)?;
+    cmd_fs::refuse(
+        !args.cache.to_args().is_empty(),
+        "--page-cache/--dirty-ratio/--single-dirty-limit",
+        "buffered jobs go through the store's own buffer",
+    )?;
+    let plan = cmd_fs::plan(jobs, fs)?;
+    let mut profile = DeviceProfile::resolve(&args.device)?;
+    if let Some(text) = &args.arbitration {
+        profile = profile.with_arbitration(text.parse()?);
+        profile.validate()?;
+    }
+    let policies = if args.policy.is_empty() {
+        vec!["none".to_string()]
+    } else {
+        args.policy.clone()
+    };
+    let specs: Vec<PolicySpec> = parse_policy_list(&policies)?;
+    for spec in &specs {
+        policy::build(spec)?;
+    }
+    cmd_fs::sim(
+        &plan,
+        &profile,
+        &specs,
+        args.seed,
+        args.cores,
+        args.interval_ms.map(|ms| ms * 1_000_000),
+        &args.out,
+    )
 }

@@ -376,7 +376,7 @@ impl Sweep {
         for c in cells {
             if let Entry::Vacant(e) = parsed.entry(self.combo(c)) {
                 let (jobs, w) = self.jobs(c)?;
-                for w in w {
+                for w in w.into_iter().chain(crate::cli::raw_file_warnings(&jobs)) {
                     if !warnings.contains(&w) {
                         warnings.push(w);
                     }

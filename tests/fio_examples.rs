@@ -174,14 +174,13 @@ fn what_each_example_says_and_does() {
     assert!(ios(&out, 1) <= (128 << 20) as f64);
 
     // buffered: buffered=1, fsync=32 and end_fsync run through the page cache (a sync
-    // after every 32 writes and one at the end); create_on_open is not acted on yet
-    // and says so once.
+    // after every 32 writes and one at the end); create_on_open is acted on by the
+    // store only, and raw files say so once.
     let p = parse("buffered.fio").unwrap();
-    assert_eq!(p.warnings.len(), 2, "{:?}", p.warnings);
-    assert!(p
-        .warnings
-        .iter()
-        .any(|w| w.contains("option 'create_on_open': not supported yet")));
+    assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
+    let raw = sluice::cli::raw_file_warnings(&p.jobs);
+    assert_eq!(raw.len(), 1);
+    assert!(raw[0].contains("create_on_open=1 is acted on only on the journaled store"));
     let out = sim(&p.jobs, 1);
     assert_eq!(out.report.jobs[0].write.io_bytes, 8 << 20);
     // 128 writes of 64 KiB: 4 syncs after every 32, and the end sync.

@@ -243,7 +243,7 @@ pub fn check(jobs: &[JobSpec], fs: &FsConfig) -> Result<FioPlan, FioError> {
 pub fn store_config(text: &str) -> Result<FsConfig, FioError> {
     match text.parse::<FsConfig>() {
         Ok(FsConfig::Host) => Err(FioError::Config(format!(
-            "--fs {text}: a fio job runs on host files without --fs (raw files, through the \
+            "{text}: a fio job runs on host files without --fs (raw files, through the \
              simulator or the engine); give compound, fjournal, compound+async or \
              fjournal+async for the journaled store"
         ))),
@@ -258,7 +258,7 @@ pub fn store_config(text: &str) -> Result<FsConfig, FioError> {
             commit,
             fsync_path,
         }),
-        Err(e) => Err(FioError::Config(format!("--fs: {e}"))),
+        Err(e) => Err(FioError::Config(e)),
     }
 }
 

@@ -1,0 +1,102 @@
+//! `--fs` on `sluice sim` and `sluice run`: fio job files on the journaled store, end
+//! to end through the command.
+
+mod common;
+
+use common::{refused, sluice, stderr, write};
+
+const JOB: &str = "[w]\nrw=randwrite\nbs=4k\nsize=256k\nfsync=4\nnrfiles=2\nend_fsync=1\n";
+
+#[test]
+fn sim_on_the_store_reports_fio_sections_and_is_deterministic() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(dir.path(), "w.fio", JOB);
+    let json = |fs: &str| {
+        let o = sluice(&["sim", &job, "-q", "--fs", fs, "--output-format", "json"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        o.stdout
+    };
+    let a = json("fjournal");
+    assert_eq!(a, json("fjournal"), "same seed, same bytes");
+    let v: serde_json::Value = serde_json::from_slice(&a).unwrap();
+    let w = &v["jobs"][0];
+    assert_eq!(w["write"]["total_ios"], 64);
+    // A sync after every 4 writes, and one per file at the end.
+    assert_eq!(w["sync"]["total_ios"], 16 + 2);
+    // Raw files run the same job through the simulator as before.
+    let raw = json("raw");
+    let v: serde_json::Value = serde_json::from_slice(&raw).unwrap();
+    assert_eq!(v["jobs"][0]["write"]["total_ios"], 64);
+}
+
+#[test]
+fn what_the_store_path_cannot_honour_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(dir.path(), "w.fio", JOB);
+    refused(
+        &sluice(&["sim", &job, "--fs", "host"]),
+        &["without --fs", "fjournal"],
+    );
+    refused(&sluice(&["sim", &job, "--fs", "ext4"]), &["ext4", "compound"]);
+    refused(&sluice(&["sim", &job, "--fs", "compound", "--alone"]), &["--alone"]);
+    refused(
+        &sluice(&["sim", &job, "--fs", "compound", "--faults", "media=0.1"]),
+        &["--faults"],
+    );
+    let named = write(dir.path(), "f.fio", "[w]\nrw=write\nsize=64k\nfilename=data\n");
+    refused(
+        &sluice(&["sim", &named, "--fs", "compound"]),
+        &["job 'w'", "filename=data", "remove filename="],
+    );
+    refused(
+        &sluice(&["run", &job, "--fs", "compound", "-D", dir.path().to_str().unwrap(), "--workers", "2"]),
+        &["--workers"],
+    );
+    // A store file sluice did not create is never written.
+    let image = dir.path().join("sluice-fio-store.img");
+    std::fs::write(&image, b"not ours").unwrap();
+    refused(
+        &sluice(&["run", &job, "--fs", "compound", "-D", dir.path().to_str().unwrap()]),
+        &["sluice-fio-store.img", "exists"],
+    );
+    assert_eq!(std::fs::read(&image).unwrap(), b"not ours");
+}
+
+#[test]
+fn create_on_open_on_raw_files_says_it_is_not_acted_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(dir.path(), "c.fio", "[w]\nrw=write\nsize=64k\ncreate_on_open=1\n");
+    let o = sluice(&["sim", &job, "-q"]);
+    assert!(o.status.success());
+    assert!(stderr(&o).contains("create_on_open=1 is acted on only on the journaled store"));
+    let o = sluice(&["sim", &job, "-q", "--fs", "compound"]);
+    assert!(o.status.success());
+    assert!(!stderr(&o).contains("create_on_open"), "{}", stderr(&o));
+}
+
+#[test]
+fn run_on_the_store_in_a_temporary_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(dir.path(), "w.fio", JOB);
+    let o = sluice(&[
+        "run",
+        &job,
+        "--fs",
+        "fjournal",
+        "-D",
+        dir.path().to_str().unwrap(),
+        "--output-format",
+        "json",
+    ]);
+    let e = stderr(&o);
+    if !o.status.success() && (e.contains("io_uring") || e.contains("O_DIRECT")) {
+        eprintln!("skipped: {e}");
+        return;
+    }
+    assert!(o.status.success(), "{e}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["jobs"][0]["sync"]["total_ios"], 18);
+    assert_eq!(v["extra"]["engine"], "io_uring");
+    assert!(e.contains("removed the store"), "{e}");
+    assert!(!dir.path().join("sluice-fio-store.img").exists());
+}
