@@ -13,10 +13,10 @@
 //!   `jobname.thread.file`, each `offset + filesize` bytes long (the generator's one
 //!   address space per thread is cut into them: file `i` holds bytes
 //!   `[offset + i·filesize, offset + (i+1)·filesize)` of it, at `offset` in the file).
-//!   They are laid out before the run (a job that reads gets its files written and
-//!   synced; a write-only job gets them created at their length, as fio's
-//!   `ftruncate`), or with `create_on_open=1` created empty when the thread first does
-//!   I/O to them.
+//!   They are laid out before the run, as fio and `sluice run` lay out raw files
+//!   (created, written whole and synced, so writes overwrite allocated blocks), or
+//!   with `create_on_open=1` created empty when the thread first does I/O to them
+//!   (writes then allocate).
 //! * **I/O.** `direct=1` goes through the store's direct path (`FsFile::write_at`,
 //!   data home before it returns, blocks allocated in the running transaction);
 //!   `direct=0` through its buffer (`write_buffered`/`read_buffered`), written home by
@@ -422,7 +422,7 @@ pub fn run(
     })
 }
 
-/// Whether a job reads at all (a write-only job's files are laid out by length only).
+/// Whether a job reads at all.
 pub(crate) fn reads(job: &JobSpec) -> bool {
     job.rw.reads() && !(job.rw.is_mixed() && job.rwmixread == 0)
 }

@@ -58,7 +58,9 @@ fn pattern(name: &str, len: usize) -> Vec<u8> {
 
 #[test]
 fn nrfiles_roundrobin_writes_every_file_whole() {
-    let text = "[w]\nrw=write\nbs=4k\nnrfiles=3\nfilesize=64k\nfile_service_type=roundrobin\n";
+    // Created on open, so what the files hold is what the run wrote.
+    let text = "[w]\nrw=write\nbs=4k\nnrfiles=3\nfilesize=64k\nfile_service_type=roundrobin\n\
+                create_on_open=1\n";
     let names = ["w.0.0", "w.0.1", "w.0.2"];
     for fs in ["compound", "fjournal"] {
         let (report, files) = run_and_read(text, fs, &names);

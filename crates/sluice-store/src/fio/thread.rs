@@ -14,7 +14,7 @@ use sluice_metrics::Sample;
 use sluice_runtime::{now, sleep, spawn, Condvar, DmaBuffer, Mutex, TaskCtx};
 use sluice_workload::{IoSource, IoSpec, JobSpec, NextIo};
 
-use super::{file_name, file_size, reads, Shared};
+use super::{file_name, file_size, Shared};
 use crate::FsFile;
 
 /// The SplitMix64 finaliser.
@@ -53,17 +53,14 @@ pub(super) fn task_ctx(job: &JobSpec, t: u32) -> TaskCtx {
         .class(job.class)
 }
 
-/// Lay out file `f` of thread `t` of job `j` before the run: a job that reads gets the
-/// file written (the pattern) and fsynced; a write-only job gets it created at its
-/// length (a hole, as fio's `ftruncate`).
+/// Lay out file `f` of thread `t` of job `j` before the run, as fio's "laying out IO
+/// file" and `sluice run` on raw files: created, written whole (the pattern, so a
+/// reader reads data and a writer overwrites allocated blocks) and fsynced.
 pub(super) async fn lay_out(sh: &Shared, j: usize, t: u32, f: u32) -> io::Result<()> {
     let job = &sh.jobs[j];
     let name = file_name(job, t, f);
     let file = sh.fs.create(&name).await?;
     let len = job.offset + file_size(job);
-    if !reads(job) {
-        return file.set_len(len).await;
-    }
     const CHUNK: u64 = 256 << 10;
     let mut at = 0;
     while at < len {
