@@ -293,6 +293,8 @@ pub(crate) struct Shared {
     pub(crate) collector: RefCell<Collector>,
     /// Per job: failures and the first message.
     pub(crate) errors: RefCell<Vec<(u64, Option<String>)>>,
+    /// Per job: threads not ended yet (the last one to end ends the job).
+    pub(crate) live: RefCell<Vec<u32>>,
 }
 
 impl fmt::Debug for Shared {
@@ -320,6 +322,7 @@ pub async fn run_jobs(
         seed,
         collector: RefCell::new(collector),
         errors: RefCell::new(vec![(0, None); jobs.len()]),
+        live: RefCell::new(jobs.iter().map(|j| j.numjobs).collect()),
     });
     // Lay out the files that are not created on open (before the measurement).
     for (j, job) in jobs.iter().enumerate() {
@@ -360,18 +363,11 @@ pub async fn run_jobs(
                 .set_job_window(j, begin + job.ramp_ns);
             for t in 0..job.numjobs {
                 let ctx = thread::task_ctx(job, t);
-                handles.push((j, spawn(ctx, thread::run_thread(sh.clone(), j, t, begin))));
+                handles.push(spawn(ctx, thread::run_thread(sh.clone(), j, t, begin)));
             }
         }
-        // A job is done when its last thread is (the first call wins: a runtime end
-        // was recorded by the thread that saw it).
-        let mut left: Vec<u32> = jobs.iter().map(|j| j.numjobs).collect();
-        for (j, h) in handles {
+        for h in handles {
             h.await;
-            left[j] -= 1;
-            if left[j] == 0 {
-                sh.collector.borrow_mut().job_done(j, now());
-            }
         }
     }
     let end_ns = now();

@@ -195,3 +195,13 @@ fn bad_input_is_refused_with_what_and_how() {
     let p = fio::check(&jobs("[w]\nrw=write\nsize=64k\ndirectory=/tmp\n"), &fs).unwrap();
     assert!(p.warnings[0].contains("directory=/tmp: ignored"), "{:?}", p.warnings);
 }
+
+#[test]
+fn each_job_ends_when_its_own_threads_do() {
+    // The long job is first: the short one's runtime must not wait for it.
+    let text = "[long]\nrw=randwrite\nbs=4k\nsize=1m\nfsync=1\n[short]\nrw=randread\nbs=4k\nsize=64k\n";
+    let (report, _) = run_and_read(text, "compound", &[]);
+    let (long, short) = (&report.jobs[0], &report.jobs[1]);
+    assert!(short.runtime_ns * 4 < long.runtime_ns, "{} vs {}", short.runtime_ns, long.runtime_ns);
+    assert!(report.duration_ns >= long.runtime_ns);
+}

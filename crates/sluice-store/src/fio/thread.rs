@@ -110,8 +110,18 @@ enum Action {
 }
 
 /// Run thread `t` of job `j`, which starts at `begin_ns`: its slots, then its end
-/// syncs.
+/// syncs. The job ends when its last thread does (a runtime end was recorded at its
+/// instant already: the first record wins).
 pub(super) async fn run_thread(sh: Rc<Shared>, j: usize, t: u32, begin_ns: Nanos) {
+    thread_body(&sh, j, t, begin_ns).await;
+    let mut live = sh.live.borrow_mut();
+    live[j] -= 1;
+    if live[j] == 0 {
+        sh.collector.borrow_mut().job_done(j, now());
+    }
+}
+
+async fn thread_body(sh: &Rc<Shared>, j: usize, t: u32, begin_ns: Nanos) {
     let job = &sh.jobs[j];
     if begin_ns > now() {
         sleep(begin_ns - now()).await;
