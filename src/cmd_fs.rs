@@ -90,7 +90,13 @@ pub fn sim(
             .build()
             .map_err(|e| CliError::Usage(e.to_string()))?;
         let o = fio::run(stack, plan, seed, interval_ns)?;
-        summary(spec, &plan.fs, &o, started.elapsed().as_secs_f64(), out.quiet);
+        summary(
+            spec,
+            &plan.fs,
+            &o,
+            started.elapsed().as_secs_f64(),
+            out.quiet,
+        );
         let mut report = o.report;
         report.policy = spec.text.clone();
         reports.push(report);
@@ -138,7 +144,13 @@ pub fn run(
             std::fs::remove_file(&image)?;
         }
         let o = r?;
-        summary(spec, &plan.fs, &o, started.elapsed().as_secs_f64(), out.quiet);
+        summary(
+            spec,
+            &plan.fs,
+            &o,
+            started.elapsed().as_secs_f64(),
+            out.quiet,
+        );
         if created && !out.quiet {
             if keep {
                 eprintln!("sluice: kept the store {}", image.display());

@@ -254,7 +254,11 @@ fn run_on_store(
     let why = "the store path runs on the application runtime's real backend (one core, \
                its own ring), which does not take it";
     refuse(args.workers.is_some_and(|w| w != 1), "--workers", why)?;
-    refuse(args.allow_device, "--allow-device", "the store lives in a new file of --directory")?;
+    refuse(
+        args.allow_device,
+        "--allow-device",
+        "the store lives in a new file of --directory",
+    )?;
     refuse(
         args.allow_write_existing,
         "--allow-write-existing",

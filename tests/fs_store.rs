@@ -37,26 +37,52 @@ fn what_the_store_path_cannot_honour_is_refused() {
         &sluice(&["sim", &job, "--fs", "host"]),
         &["without --fs", "fjournal"],
     );
-    refused(&sluice(&["sim", &job, "--fs", "ext4"]), &["ext4", "compound"]);
-    refused(&sluice(&["sim", &job, "--fs", "compound", "--alone"]), &["--alone"]);
+    refused(
+        &sluice(&["sim", &job, "--fs", "ext4"]),
+        &["ext4", "compound"],
+    );
+    refused(
+        &sluice(&["sim", &job, "--fs", "compound", "--alone"]),
+        &["--alone"],
+    );
     refused(
         &sluice(&["sim", &job, "--fs", "compound", "--faults", "media=0.1"]),
         &["--faults"],
     );
-    let named = write(dir.path(), "f.fio", "[w]\nrw=write\nsize=64k\nfilename=data\n");
+    let named = write(
+        dir.path(),
+        "f.fio",
+        "[w]\nrw=write\nsize=64k\nfilename=data\n",
+    );
     refused(
         &sluice(&["sim", &named, "--fs", "compound"]),
         &["job 'w'", "filename=data", "remove filename="],
     );
     refused(
-        &sluice(&["run", &job, "--fs", "compound", "-D", dir.path().to_str().unwrap(), "--workers", "2"]),
+        &sluice(&[
+            "run",
+            &job,
+            "--fs",
+            "compound",
+            "-D",
+            dir.path().to_str().unwrap(),
+            "--workers",
+            "2",
+        ]),
         &["--workers"],
     );
     // A store file sluice did not create is never written.
     let image = dir.path().join("sluice-fio-store.img");
     std::fs::write(&image, b"not ours").unwrap();
     refused(
-        &sluice(&["run", &job, "--fs", "compound", "-D", dir.path().to_str().unwrap()]),
+        &sluice(&[
+            "run",
+            &job,
+            "--fs",
+            "compound",
+            "-D",
+            dir.path().to_str().unwrap(),
+        ]),
         &["sluice-fio-store.img", "exists"],
     );
     assert_eq!(std::fs::read(&image).unwrap(), b"not ours");
@@ -65,7 +91,11 @@ fn what_the_store_path_cannot_honour_is_refused() {
 #[test]
 fn create_on_open_on_raw_files_says_it_is_not_acted_on() {
     let dir = tempfile::tempdir().unwrap();
-    let job = write(dir.path(), "c.fio", "[w]\nrw=write\nsize=64k\ncreate_on_open=1\n");
+    let job = write(
+        dir.path(),
+        "c.fio",
+        "[w]\nrw=write\nsize=64k\ncreate_on_open=1\n",
+    );
     let o = sluice(&["sim", &job, "-q"]);
     assert!(o.status.success());
     assert!(stderr(&o).contains("create_on_open=1 is acted on only on the journaled store"));

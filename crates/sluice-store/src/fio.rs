@@ -299,7 +299,9 @@ pub(crate) struct Shared {
 
 impl fmt::Debug for Shared {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Shared").field("jobs", &self.jobs.len()).finish()
+        f.debug_struct("Shared")
+            .field("jobs", &self.jobs.len())
+            .finish()
     }
 }
 
@@ -331,9 +333,9 @@ pub async fn run_jobs(
         }
         for t in 0..job.numjobs {
             for f in 0..job.nrfiles.max(1) {
-                thread::lay_out(&sh, j, t, f)
-                    .await
-                    .map_err(|e| FioError::Run(format!("laying out {}: {e}", file_name(job, t, f))))?;
+                thread::lay_out(&sh, j, t, f).await.map_err(|e| {
+                    FioError::Run(format!("laying out {}: {e}", file_name(job, t, f)))
+                })?;
             }
         }
     }

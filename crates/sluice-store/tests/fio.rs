@@ -64,16 +64,23 @@ fn nrfiles_roundrobin_writes_every_file_whole() {
     let names = ["w.0.0", "w.0.1", "w.0.2"];
     for fs in ["compound", "fjournal"] {
         let (report, files) = run_and_read(text, fs, &names);
-        assert_eq!(report.jobs[0].write.io_bytes, 3 * 64 << 10, "{fs}");
+        assert_eq!(report.jobs[0].write.io_bytes, 3 * (64 << 10), "{fs}");
         assert_eq!(report.jobs[0].write.total_ios, 48);
         for (name, data) in names.iter().zip(&files) {
             let data = data.as_ref().expect("laid out");
             assert_eq!(data.len(), 64 << 10, "{fs}: {name}");
-            assert!(data == &pattern(name, 64 << 10), "{fs}: {name} holds its writes");
+            assert!(
+                data == &pattern(name, 64 << 10),
+                "{fs}: {name} holds its writes"
+            );
         }
     }
     // Buffered: the same bytes through the store's buffer.
-    let (report, files) = run_and_read(&format!("{text}direct=0\nend_fsync=1\n"), "fjournal", &names);
+    let (report, files) = run_and_read(
+        &format!("{text}direct=0\nend_fsync=1\n"),
+        "fjournal",
+        &names,
+    );
     assert_eq!(report.jobs[0].sync.total_ios, 3, "end_fsync: one per file");
     for (name, data) in names.iter().zip(&files) {
         assert!(data.as_ref().unwrap() == &pattern(name, 64 << 10), "{name}");
@@ -98,21 +105,40 @@ fn fsync_every_n_writes_and_at_the_end() {
     assert_eq!(report.jobs[0].sync.total_ios, 8);
     let text = "[w]\nrw=write\nbs=4k\nnrfiles=2\nfilesize=64k\ntime_based\nruntime=2ms\nfsync_on_close=1\n";
     let (report, _) = run_and_read(text, "compound", &[]);
-    assert_eq!(report.jobs[0].sync.total_ios, 2, "fsync_on_close: both files");
-    let text = "[w]\nrw=write\nbs=4k\nnrfiles=2\nfilesize=64k\ntime_based\nruntime=2ms\nend_fsync=1\n";
+    assert_eq!(
+        report.jobs[0].sync.total_ios, 2,
+        "fsync_on_close: both files"
+    );
+    let text =
+        "[w]\nrw=write\nbs=4k\nnrfiles=2\nfilesize=64k\ntime_based\nruntime=2ms\nend_fsync=1\n";
     let (report, _) = run_and_read(text, "compound", &[]);
-    assert_eq!(report.jobs[0].sync.total_ios, 0, "end_fsync: size-based ends only");
+    assert_eq!(
+        report.jobs[0].sync.total_ios, 0,
+        "end_fsync: size-based ends only"
+    );
 }
 
 #[test]
 fn create_on_open_creates_files_when_first_used() {
     // Sequential file service: four writes, all to the first file.
     let base = "[w]\nrw=write\nbs=4k\nnrfiles=2\nfilesize=64k\nfile_service_type=sequential\nnumber_ios=4\n";
-    let (_, lazy) = run_and_read(&format!("{base}create_on_open=1\n"), "fjournal", &["w.0.0", "w.0.1"]);
-    assert_eq!(lazy[0].as_ref().map(Vec::len), Some(16 << 10), "created at first use, written");
+    let (_, lazy) = run_and_read(
+        &format!("{base}create_on_open=1\n"),
+        "fjournal",
+        &["w.0.0", "w.0.1"],
+    );
+    assert_eq!(
+        lazy[0].as_ref().map(Vec::len),
+        Some(16 << 10),
+        "created at first use, written"
+    );
     assert!(lazy[1].is_none(), "never used, never created");
     let (_, eager) = run_and_read(base, "fjournal", &["w.0.0", "w.0.1"]);
-    assert_eq!(eager[0].as_ref().map(Vec::len), Some(64 << 10), "laid out at its length");
+    assert_eq!(
+        eager[0].as_ref().map(Vec::len),
+        Some(64 << 10),
+        "laid out at its length"
+    );
     assert_eq!(eager[1].as_ref().map(Vec::len), Some(64 << 10));
 }
 
@@ -124,7 +150,7 @@ fn reads_see_the_laid_out_files_and_classes_flow_through() {
     let r = &report.jobs[0];
     assert_eq!(r.read.io_bytes, 256 << 10);
     assert_eq!(r.class, sluice_core::IoClass::Critical);
-    assert_eq!(report.jobs[1].write.io_bytes, 2 * 512 << 10);
+    assert_eq!(report.jobs[1].write.io_bytes, 2 * (512 << 10));
     assert_eq!(report.jobs[1].sync.total_ios, 2 * 4);
     assert_eq!(report.flows[1].weight, 2, "prio=6 → weight 8 − 6");
 }
@@ -171,8 +197,14 @@ fn real_files_in_a_temporary_directory() {
     let j = &out.report.jobs[0];
     assert_eq!(j.write.io_bytes, 64 << 10);
     assert_eq!(j.sync.total_ios, 4);
-    assert!(out.store.ftxns >= 1, "fjournal fsyncs commit f-transactions");
-    assert!(dir.path().join(fio::STORE_IMAGE).exists(), "the store is in the directory");
+    assert!(
+        out.store.ftxns >= 1,
+        "fjournal fsyncs commit f-transactions"
+    );
+    assert!(
+        dir.path().join(fio::STORE_IMAGE).exists(),
+        "the store is in the directory"
+    );
 }
 
 #[test]
@@ -180,28 +212,47 @@ fn bad_input_is_refused_with_what_and_how() {
     let fs = fio::store_config("compound").unwrap();
     let err = |text: &str| -> FioError { fio::check(&jobs(text), &fs).unwrap_err() };
     let e = err("[w]\nrw=write\nfilename=data\nsize=64k\n");
-    assert!(e.is_input() && e.to_string().contains("filename=data"), "{e}");
+    assert!(
+        e.is_input() && e.to_string().contains("filename=data"),
+        "{e}"
+    );
     let e = err("[w]\nrw=read\nsize=64k\ncreate_on_open=1\n");
     assert!(e.to_string().contains("nothing to read"), "{e}");
     let e = err("[w]\nrw=write\nsize=64m\n");
-    assert!(e.to_string().contains("at most") && e.to_string().contains("nrfiles"), "{e}");
+    assert!(
+        e.to_string().contains("at most") && e.to_string().contains("nrfiles"),
+        "{e}"
+    );
     let e = err("[w]\nrw=write\nsize=64k\nnrfiles=4\nnumjobs=300\n");
     assert!(e.to_string().contains("inodes"), "{e}");
     let e = err("[w]\nrw=write\nsize=64k\nverify=crc32c\n");
     assert!(e.to_string().contains("verify"), "{e}");
-    assert!(fio::store_config("host").unwrap_err().to_string().contains("without --fs"));
+    assert!(fio::store_config("host")
+        .unwrap_err()
+        .to_string()
+        .contains("without --fs"));
     assert!(fio::store_config("ext4").is_err());
     // directory= is ignored with a warning that says so.
     let p = fio::check(&jobs("[w]\nrw=write\nsize=64k\ndirectory=/tmp\n"), &fs).unwrap();
-    assert!(p.warnings[0].contains("directory=/tmp: ignored"), "{:?}", p.warnings);
+    assert!(
+        p.warnings[0].contains("directory=/tmp: ignored"),
+        "{:?}",
+        p.warnings
+    );
 }
 
 #[test]
 fn each_job_ends_when_its_own_threads_do() {
     // The long job is first: the short one's runtime must not wait for it.
-    let text = "[long]\nrw=randwrite\nbs=4k\nsize=1m\nfsync=1\n[short]\nrw=randread\nbs=4k\nsize=64k\n";
+    let text =
+        "[long]\nrw=randwrite\nbs=4k\nsize=1m\nfsync=1\n[short]\nrw=randread\nbs=4k\nsize=64k\n";
     let (report, _) = run_and_read(text, "compound", &[]);
     let (long, short) = (&report.jobs[0], &report.jobs[1]);
-    assert!(short.runtime_ns * 4 < long.runtime_ns, "{} vs {}", short.runtime_ns, long.runtime_ns);
+    assert!(
+        short.runtime_ns * 4 < long.runtime_ns,
+        "{} vs {}",
+        short.runtime_ns,
+        long.runtime_ns
+    );
     assert!(report.duration_ns >= long.runtime_ns);
 }

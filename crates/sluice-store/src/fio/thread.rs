@@ -30,9 +30,7 @@ fn mix64(x: u64) -> u64 {
 /// `key` from the seed and the name — position-determined, so a file can be checked
 /// after a run whatever order its blocks were written in.
 pub fn fill_pattern(seed: u64, name: &str, offset: u64, out: &mut [u8]) {
-    let key = name
-        .bytes()
-        .fold(mix64(seed), |h, b| mix64(h ^ b as u64));
+    let key = name.bytes().fold(mix64(seed), |h, b| mix64(h ^ b as u64));
     let mut p = offset;
     let mut i = 0;
     while i < out.len() {
