@@ -381,3 +381,30 @@ fn a_page_cache_on_several_real_cores_is_refused_with_the_remedy() {
         .unwrap_err();
     assert!(e.to_string().contains("give .cores(1)"), "{e}");
 }
+
+#[test]
+fn an_io_issued_by_the_last_runnable_task_goes_out_at_once() {
+    // A task alone on its core issues one I/O at a time: its request goes into the ring
+    // at the core's next turn, which must not wait for a completion that cannot come
+    // (it waited for the 10 ms idle timeout per I/O: 200 reads took 2 s). A short sleep
+    // set in the same round is not overslept either.
+    let Some(out) = run(1, Inherit::default(), || async {
+        let f = File::create("qd1").await.unwrap();
+        f.write_at(DmaBuffer::new(4096), 0).await.0.unwrap();
+        let start = Instant::now();
+        for _ in 0..200 {
+            f.read_at(DmaBuffer::new(4096), 0).await.0.unwrap();
+        }
+        let reads = start.elapsed();
+        let start = Instant::now();
+        for _ in 0..20 {
+            sleep(1_000_000).await;
+        }
+        (reads, start.elapsed())
+    }) else {
+        return;
+    };
+    let (reads, sleeps) = out.value;
+    assert!(reads < Duration::from_millis(800), "200 QD1 reads took {reads:?}");
+    assert!(sleeps < Duration::from_millis(150), "20 sleeps of 1 ms took {sleeps:?}");
+}
