@@ -172,7 +172,8 @@ fn same_seed_same_report() {
 #[test]
 fn real_files_in_a_temporary_directory() {
     let dir = tempfile::tempdir().unwrap();
-    let text = "[w]\nrw=randwrite\nbs=4k\nsize=64k\nfsync=4\nnrfiles=2\n";
+    // Critical: fjournal commits f-transactions for critical fsyncs.
+    let text = "[w]\nrw=randwrite\nbs=4k\nsize=64k\nfsync=4\nnrfiles=2\nsluice_critical=1\n";
     let p = plan(text, "fjournal");
     let stack = match Stack::builder()
         .directory(dir.path())
@@ -199,7 +200,7 @@ fn real_files_in_a_temporary_directory() {
     assert_eq!(j.sync.total_ios, 4);
     assert!(
         out.store.ftxns >= 1,
-        "fjournal fsyncs commit f-transactions"
+        "critical fsyncs commit f-transactions"
     );
     assert!(
         dir.path().join(fio::STORE_IMAGE).exists(),
