@@ -405,6 +405,12 @@ fn an_io_issued_by_the_last_runnable_task_goes_out_at_once() {
         return;
     };
     let (reads, sleeps) = out.value;
-    assert!(reads < Duration::from_millis(800), "200 QD1 reads took {reads:?}");
-    assert!(sleeps < Duration::from_millis(150), "20 sleeps of 1 ms took {sleeps:?}");
+    assert!(
+        reads < Duration::from_millis(800),
+        "200 QD1 reads took {reads:?}"
+    );
+    assert!(
+        sleeps < Duration::from_millis(150),
+        "20 sleeps of 1 ms took {sleeps:?}"
+    );
 }
