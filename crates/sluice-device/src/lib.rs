@@ -77,15 +77,16 @@
 //!
 //! 7. **Variation** (optional `[service]`, [`service`]): each media operation's time is
 //!    drawn from a mean-preserving log-normal body plus a rare exponential tail, seeded
-//!    by [`NvmeSsd::set_seed`].
+//!    by [`NvmeSsd::set_seed`]; a write's front-end time (the controller pulling its
+//!    data from host memory) is multiplied by a draw of the write body.
 //! 8. **Flash management** (optional `[flash]`, [`ftl`]): a page-level map, greedy
 //!    garbage collection with copy and erase cost before destage programs, channel
 //!    buses shared by their dies, reads served from the write buffer.
 //!
 //! ## Left out
 //!
-//! * Program/erase suspension, cache reads, wear levelling; variation of the controller
-//!   and bus stages.
+//! * Program/erase suspension, cache reads, wear levelling; variation of the read
+//!   front end, fetch and completion stages.
 //! * A unit's reads are booked when fetched, a few µs ahead of their arrival, so a
 //!   destage program that ends in the meantime starts after them (a small gap).
 //!

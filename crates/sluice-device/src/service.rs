@@ -248,6 +248,24 @@ impl Service {
         })
     }
 
+    /// The time of a write's front-end stage (command processing and the controller
+    /// pulling the data from host memory) whose nominal cost is `nominal_ns`: the write
+    /// body's log-normal only, no tail (the tail models media events). See
+    /// `docs/devices.md`, "Service-time variation", for why writes' transfers vary and
+    /// reads' do not.
+    #[inline]
+    pub(crate) fn draw_transfer(&mut self, nominal_ns: Nanos) -> Nanos {
+        let p = &self.write;
+        if p.body.is_empty() || nominal_ns == 0 {
+            return nominal_ns;
+        }
+        let hi = (self.rng.random::<u64>() >> 32) as u32;
+        let i = (hi >> 20) as usize;
+        let f = (hi & 0xF_FFFF) as f64 * (1.0 / 1_048_576.0);
+        let (a, b) = (p.body[i], p.body[i + 1]);
+        ((nominal_ns as f64 * (a + (b - a) * f) + 0.5) as Nanos).clamp(1, 10_000_000_000)
+    }
+
     /// The time of one operation whose nominal cost is `nominal_ns`.
     #[inline]
     pub(crate) fn draw(&mut self, nominal_ns: Nanos, write: bool) -> Nanos {

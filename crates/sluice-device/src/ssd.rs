@@ -279,10 +279,16 @@ pub struct NvmeSsd {
     write_cmd_ns: Nanos,
     bus: PerByte,
     unit_xfer: PerByte,
+    /// Writes' front-end transfer and unit transfer (the read figures unless the
+    /// profile gives write ones).
+    write_bus: PerByte,
+    write_unit_xfer: PerByte,
     read_ns: Nanos,
     write_ns: Nanos,
     stripe: u64,
     units: u32,
+    /// Units that serve writes (the first `write_parallel_units`; all by default).
+    write_parallel: u32,
     /// Units one unbuffered write piece occupies (an aligned group; 1 = one unit).
     write_units: u32,
     placement: WritePlacement,
@@ -350,6 +356,13 @@ impl NvmeSsd {
             write_cmd_ns: c.write_cmd_ns,
             bus: PerByte::from_bandwidth(m.bus_bandwidth_bytes),
             unit_xfer: PerByte::from_bandwidth(m.unit_bandwidth_bytes),
+            write_bus: PerByte::from_bandwidth(
+                m.write_bus_bandwidth_bytes.unwrap_or(m.bus_bandwidth_bytes),
+            ),
+            write_unit_xfer: PerByte::from_bandwidth(
+                m.write_unit_bandwidth_bytes.unwrap_or(m.unit_bandwidth_bytes),
+            ),
+            write_parallel: m.write_parallel_units.unwrap_or(m.units),
             read_ns: m.read_ns,
             write_ns: m.write_ns,
             stripe: m.stripe_bytes as u64,
@@ -626,12 +639,20 @@ impl NvmeSsd {
     fn service(&mut self, now: Nanos, slot: u32, cmd: &Command) -> Option<Nanos> {
         let arrive = now + self.fetch_ns;
         let len = cmd.len as u64;
-        let cmd_ns = if cmd.op == Op::Write {
-            self.write_cmd_ns
+        let (cmd_ns, bus) = if cmd.op == Op::Write {
+            (self.write_cmd_ns, self.write_bus)
         } else {
-            self.read_cmd_ns
+            (self.read_cmd_ns, self.bus)
         };
-        let svc = cmd_ns.max(self.bus.ns(len));
+        let mut svc = cmd_ns.max(bus.ns(len));
+        if cmd.op == Op::Write {
+            // A write's data is pulled from host memory by the controller (non-posted
+            // PCIe reads, whose round trips vary); a read's is pushed (posted writes).
+            // So a write's front-end time varies with the write body, a read's does not.
+            if let Some(s) = &mut self.service {
+                svc = s.draw_transfer(svc);
+            }
+        }
         let fs = arrive.max(self.front_free);
         let fe = fs + svc;
         self.front_free = fe;
@@ -678,19 +699,27 @@ impl NvmeSsd {
     /// The next piece of a command: its unit and length. Pieces are cut at stripe
     /// boundaries and placed by LBA, or, with `round_robin`, given whole stripes on
     /// successive units from the write pointer (which moves by a whole group of
-    /// `write_units`; only writes are placed round robin).
+    /// `write_units`; only writes are placed round robin). Writes use the first
+    /// `write_parallel` units, reads all of them.
     #[inline]
-    fn next_piece(&mut self, pos: &mut u64, left: &mut u64, round_robin: bool) -> (u32, u64) {
+    fn next_piece(
+        &mut self,
+        pos: &mut u64,
+        left: &mut u64,
+        round_robin: bool,
+        write: bool,
+    ) -> (u32, u64) {
         let stripe = self.stripe;
+        let units = if write { self.write_parallel } else { self.units };
         let (unit, bytes) = if round_robin {
             let u = self.write_ptr;
             let next = u + self.write_units;
-            self.write_ptr = if next >= self.units { 0 } else { next };
+            self.write_ptr = if next >= units { 0 } else { next };
             (u, (*left).min(stripe))
         } else {
             let s = *pos / stripe;
             let room = (s + 1) * stripe - *pos;
-            ((s % self.units as u64) as u32, (*left).min(room))
+            ((s % units as u64) as u32, (*left).min(room))
         };
         *pos += bytes;
         *left -= bytes;
@@ -717,7 +746,7 @@ impl NvmeSsd {
         let mut end = 0;
         for i in 0..n {
             let piece = pos;
-            let (mut unit, bytes) = self.next_piece(&mut pos, &mut left, round_robin);
+            let (mut unit, bytes) = self.next_piece(&mut pos, &mut left, round_robin, write);
             if !write {
                 if let Some(d) = self.flash.as_ref().and_then(|f| f.ftl.die_of(piece)) {
                     unit = d;
@@ -729,7 +758,11 @@ impl NvmeSsd {
                 fs + (fe - fs) * (i + 1) / n
             };
             let array = self.vary(fixed, write);
-            let xfer = self.unit_xfer.ns(bytes);
+            let xfer = if write {
+                self.write_unit_xfer.ns(bytes)
+            } else {
+                self.unit_xfer.ns(bytes)
+            };
             if !write && self.flash.as_ref().is_some_and(|f| f.channels > 0) {
                 // Array read on the die, then the data out over the shared channel.
                 let u = unit as usize;
