@@ -138,6 +138,12 @@ pub struct Model {
     pub unit_bandwidth_bytes: u64,
     /// `media.bus_bandwidth_bytes`.
     pub bus_bandwidth_bytes: u64,
+    /// `media.write_unit_bandwidth_bytes` (`None`: the read figure).
+    pub write_unit_bandwidth_bytes: Option<u64>,
+    /// `media.write_bus_bandwidth_bytes` (`None`: the read figure).
+    pub write_bus_bandwidth_bytes: Option<u64>,
+    /// `media.write_parallel_units` (`None`: all units).
+    pub write_parallel_units: Option<u32>,
     /// `[write_buffer]`, when writes are buffered.
     pub write_buffer: Option<BufferParams>,
     /// `[service]`: the spread fitted by [`Model::with_spread`], if any.
@@ -402,6 +408,9 @@ pub fn derive(a: &Anchors) -> Model {
         write_ns: round(write_ns).max(1),
         unit_bandwidth_bytes: round(unit_bw).max(1),
         bus_bandwidth_bytes: round(bus).max(1),
+        write_unit_bandwidth_bytes: None,
+        write_bus_bandwidth_bytes: None,
+        write_parallel_units: None,
         write_buffer,
         derivation: d,
         caveats,
@@ -484,6 +493,9 @@ impl Model {
                     WritePlacement::Lba
                 },
                 write_units: 1,
+                write_unit_bandwidth_bytes: self.write_unit_bandwidth_bytes,
+                write_bus_bandwidth_bytes: self.write_bus_bandwidth_bytes,
+                write_parallel_units: self.write_parallel_units,
             },
             write_buffer: self.write_buffer.as_ref().map(|w| WriteBuffer {
                 capacity_bytes: w.capacity_bytes,

@@ -199,6 +199,23 @@ pub struct Media {
     pub unit_bandwidth_bytes: u64,
     /// Shared host transfer limit (PCIe / controller datapath), bytes per second.
     pub bus_bandwidth_bytes: u64,
+    /// Per-unit transfer rate of writes (a program's data into its unit), bytes per
+    /// second; default `unit_bandwidth_bytes` (one rate for both, the meaning before
+    /// reads and writes were fitted apart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_unit_bandwidth_bytes: Option<u64>,
+    /// Host transfer limit of writes (the controller pulling write data from host
+    /// memory), bytes per second; default `bus_bandwidth_bytes`. The front end serves
+    /// a write in `max(write_cmd_ns, len / write_bus_bandwidth_bytes)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_bus_bandwidth_bytes: Option<u64>,
+    /// Units that serve writes — in-place write pieces and destage programs — (the
+    /// first `write_parallel_units` of `units`; reads use all of them); default all
+    /// `units`. A device whose writes reach less parallelism than its reads (measured
+    /// by `sluice calibrate` from the two queue-depth curves) gets fewer. Must be a
+    /// multiple of `write_units`; with `[flash]` it must be `units`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_parallel_units: Option<u32>,
     /// Where writes go (default `lba`).
     #[serde(default = "default_placement")]
     pub write_placement: WritePlacement,
@@ -473,6 +490,39 @@ impl DeviceProfile {
                     m.write_units, m.units, m.units
                 ),
             ));
+        }
+        for (field, v) in [
+            (
+                "media.write_unit_bandwidth_bytes",
+                m.write_unit_bandwidth_bytes,
+            ),
+            ("media.write_bus_bandwidth_bytes", m.write_bus_bandwidth_bytes),
+        ] {
+            if let Some(v) = v {
+                positive(field, v, "bytes per second (omit it to use the read figure)")?;
+            }
+        }
+        if let Some(w) = m.write_parallel_units {
+            if w == 0 || w > m.units || !w.is_multiple_of(m.write_units) {
+                return Err(invalid(
+                    o,
+                    "media.write_parallel_units",
+                    format!(
+                        "is {w} with {} units and write_units = {}; it must be in 1..={} and a multiple of media.write_units (omit it for all units)",
+                        m.units, m.write_units, m.units
+                    ),
+                ));
+            }
+            if self.flash.is_some() && w != m.units {
+                return Err(invalid(
+                    o,
+                    "media.write_parallel_units",
+                    format!(
+                        "is {w} but [flash] places writes on all {} dies; omit it or set it to media.units",
+                        m.units
+                    ),
+                ));
+            }
         }
         if m.write_units > 1 && self.write_buffer.is_some() {
             return Err(invalid(

@@ -19,7 +19,7 @@ impl NvmeSsd {
         let mut left = len as u64;
         loop {
             let piece = pos;
-            let (unit, bytes) = self.next_piece(&mut pos, &mut left, round_robin);
+            let (unit, bytes) = self.next_piece(&mut pos, &mut left, round_robin, true);
             let u = unit as usize;
             b.pending[u].push_back((at, piece, bytes as u32));
             if !b.programming[u] {
@@ -41,7 +41,7 @@ impl NvmeSsd {
             b.programming[u] = false;
             return;
         };
-        let xfer = self.unit_xfer.ns(bytes as u64);
+        let xfer = self.write_unit_xfer.ns(bytes as u64);
         let program = self.vary(b.program.ns(bytes as u64), true);
         let begin = now.max(ready).max(self.unit_free[u]);
         let mut start = begin;
