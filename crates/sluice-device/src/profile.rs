@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 mod arbitration;
+mod validate;
 pub use arbitration::{Arbitration, ArbitrationKind, Burst};
 
 /// Errors from loading, parsing or validating a [`DeviceProfile`]. Each message says
@@ -210,12 +211,17 @@ pub struct Media {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_bus_bandwidth_bytes: Option<u64>,
     /// Units that serve writes — in-place write pieces and destage programs — (the
-    /// first `write_parallel_units` of `units`; reads use all of them); default all
-    /// `units`. A device whose writes reach less parallelism than its reads (measured
-    /// by `sluice calibrate` from the two queue-depth curves) gets fewer. Must be a
-    /// multiple of `write_units`; with `[flash]` it must be `units`.
+    /// first `write_parallel_units` of `units`); default all `units`. A device whose
+    /// writes reach less parallelism than its reads (measured by `sluice calibrate`
+    /// from the two queue-depth curves) gets fewer. Must be a multiple of
+    /// `write_units`; with `[flash]` it must be `units`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_parallel_units: Option<u32>,
+    /// Units that serve reads (the first `read_parallel_units` of `units`); default
+    /// all `units`. For a device whose reads reach less parallelism than its writes;
+    /// with `[flash]` it must be `units` (reads go to the die that holds the data).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_parallel_units: Option<u32>,
     /// Where writes go (default `lba`).
     #[serde(default = "default_placement")]
     pub write_placement: WritePlacement,
@@ -257,14 +263,6 @@ pub struct WriteBuffer {
 
 fn default_volatile() -> bool {
     true
-}
-
-fn invalid(origin: &str, field: &str, problem: String) -> ProfileError {
-    ProfileError::Invalid {
-        origin: origin.to_string(),
-        field: field.to_string(),
-        problem,
-    }
 }
 
 const ULL_TOML: &str = include_str!("../profiles/ull.toml");
@@ -357,244 +355,6 @@ impl DeviceProfile {
         self
     }
 
-    /// Check every value's range. Errors name the field and say how to fix it.
-    pub fn validate(&self) -> Result<(), ProfileError> {
-        let o = self.name.as_str();
-        // Every number must be positive and below a bound that keeps the model's sums
-        // far from wrapping (a service time of 2^64 − 1 ns once "overflowed" into a
-        // device faster than `ull`).
-        let positive = |field: &str, v: u64, what: &str| -> Result<(), ProfileError> {
-            let (max, unit) = max_of(field);
-            if v == 0 {
-                Err(invalid(
-                    o,
-                    field,
-                    format!("is 0; it must be positive ({what})"),
-                ))
-            } else if v > max {
-                Err(invalid(
-                    o,
-                    field,
-                    format!("is {v}; it must be at most {max} {unit} ({what})"),
-                ))
-            } else {
-                Ok(())
-            }
-        };
-        let c = &self.controller;
-        for (field, v) in [
-            ("controller.fetch_ns", c.fetch_ns),
-            ("controller.complete_ns", c.complete_ns),
-            ("controller.read_cmd_ns", c.read_cmd_ns),
-            ("controller.write_cmd_ns", c.write_cmd_ns),
-        ] {
-            if v > MAX_NS {
-                return Err(invalid(
-                    o,
-                    field,
-                    format!("is {v}; it must be at most {MAX_NS} nanoseconds (10 s)"),
-                ));
-            }
-        }
-        if self.name.trim().is_empty() {
-            return Err(invalid(
-                o,
-                "name",
-                "is empty; give the profile a short name".into(),
-            ));
-        }
-        let n = &self.nominal;
-        positive("nominal.read_lat_qd1_ns", n.read_lat_qd1_ns, "nanoseconds")?;
-        positive("nominal.read_iops", n.read_iops, "I/Os per second")?;
-        positive(
-            "nominal.write_lat_qd1_ns",
-            n.write_lat_qd1_ns,
-            "nanoseconds",
-        )?;
-        positive("nominal.write_iops", n.write_iops, "I/Os per second")?;
-        positive("nominal.knee_qd", n.knee_qd as u64, "a queue depth")?;
-        if let Some(b) = n.bandwidth_bytes {
-            positive("nominal.bandwidth_bytes", b, "bytes per second")?;
-        }
-        self.arbitration.validate(o)?;
-        let c = &self.controller;
-        positive(
-            "controller.max_outstanding",
-            c.max_outstanding as u64,
-            "commands the controller holds, e.g. 128",
-        )?;
-        if c.max_outstanding > 1 << 20 {
-            return Err(invalid(
-                o,
-                "controller.max_outstanding",
-                format!(
-                    "is {}; at most 1048576 commands are supported",
-                    c.max_outstanding
-                ),
-            ));
-        }
-        if c.sq_depth == 0 || c.sq_depth > 65536 {
-            return Err(invalid(
-                o,
-                "controller.sq_depth",
-                format!(
-                    "is {}; a submission queue holds 1..=65536 entries (default 1024)",
-                    c.sq_depth
-                ),
-            ));
-        }
-        let m = &self.media;
-        positive(
-            "media.units",
-            m.units as u64,
-            "the number of parallel units, e.g. channels × dies",
-        )?;
-        if m.units > 1 << 20 {
-            return Err(invalid(
-                o,
-                "media.units",
-                format!("is {}; at most 1048576 units are supported", m.units),
-            ));
-        }
-        positive(
-            "media.stripe_bytes",
-            m.stripe_bytes as u64,
-            "bytes, e.g. 4096",
-        )?;
-        positive(
-            "media.read_ns",
-            m.read_ns,
-            "nanoseconds of unit time per read",
-        )?;
-        positive(
-            "media.write_ns",
-            m.write_ns,
-            "nanoseconds of unit time per write",
-        )?;
-        positive(
-            "media.unit_bandwidth_bytes",
-            m.unit_bandwidth_bytes,
-            "bytes per second",
-        )?;
-        positive(
-            "media.bus_bandwidth_bytes",
-            m.bus_bandwidth_bytes,
-            "bytes per second",
-        )?;
-        if m.write_units == 0 || m.write_units > m.units || !m.units.is_multiple_of(m.write_units) {
-            return Err(invalid(
-                o,
-                "media.write_units",
-                format!(
-                    "is {} with {} units; it must be a divisor of media.units (1 = a write occupies one unit, {} = the whole device)",
-                    m.write_units, m.units, m.units
-                ),
-            ));
-        }
-        for (field, v) in [
-            (
-                "media.write_unit_bandwidth_bytes",
-                m.write_unit_bandwidth_bytes,
-            ),
-            ("media.write_bus_bandwidth_bytes", m.write_bus_bandwidth_bytes),
-        ] {
-            if let Some(v) = v {
-                positive(field, v, "bytes per second (omit it to use the read figure)")?;
-            }
-        }
-        if let Some(w) = m.write_parallel_units {
-            if w == 0 || w > m.units || !w.is_multiple_of(m.write_units) {
-                return Err(invalid(
-                    o,
-                    "media.write_parallel_units",
-                    format!(
-                        "is {w} with {} units and write_units = {}; it must be in 1..={} and a multiple of media.write_units (omit it for all units)",
-                        m.units, m.write_units, m.units
-                    ),
-                ));
-            }
-            if self.flash.is_some() && w != m.units {
-                return Err(invalid(
-                    o,
-                    "media.write_parallel_units",
-                    format!(
-                        "is {w} but [flash] places writes on all {} dies; omit it or set it to media.units",
-                        m.units
-                    ),
-                ));
-            }
-        }
-        if m.write_units > 1 && self.write_buffer.is_some() {
-            return Err(invalid(
-                o,
-                "media.write_units",
-                format!(
-                    "is {} but the profile has a write buffer, whose destage programs occupy one unit each; use 1, or remove [write_buffer]",
-                    m.write_units
-                ),
-            ));
-        }
-        if let Some(g) = &m.geometry {
-            positive("media.geometry.channels", g.channels as u64, "a count")?;
-            positive(
-                "media.geometry.chips_per_channel",
-                g.chips_per_channel as u64,
-                "a count",
-            )?;
-            positive(
-                "media.geometry.dies_per_chip",
-                g.dies_per_chip as u64,
-                "a count",
-            )?;
-            positive(
-                "media.geometry.planes_per_die",
-                g.planes_per_die as u64,
-                "a count",
-            )?;
-            let dies = g.channels as u64 * g.chips_per_channel as u64 * g.dies_per_chip as u64;
-            if dies != m.units as u64 {
-                return Err(invalid(
-                    o,
-                    "media.units",
-                    format!(
-                        "is {} but the geometry has {dies} dies (channels × chips_per_channel × dies_per_chip); make them agree",
-                        m.units
-                    ),
-                ));
-            }
-        }
-        if let Some(w) = &self.write_buffer {
-            positive(
-                "write_buffer.capacity_bytes",
-                w.capacity_bytes,
-                "bytes, e.g. 33554432",
-            )?;
-            positive(
-                "write_buffer.ack_ns",
-                w.ack_ns,
-                "nanoseconds to buffer and acknowledge a write",
-            )?;
-            positive(
-                "write_buffer.program_bytes",
-                w.program_bytes as u64,
-                "bytes written by one program, e.g. page × planes",
-            )?;
-        }
-        if let Some(v) = &self.service {
-            v.validate(o)?;
-        }
-        if let Some(f) = &self.flash {
-            f.validate(
-                o,
-                m.units,
-                self.write_buffer.is_some(),
-                m.erase_ns.is_some(),
-                m.write_placement == WritePlacement::RoundRobin,
-                m.geometry.is_some(),
-            )?;
-        }
-        Ok(())
-    }
 }
 
 /// 1-based (line, column) of byte `pos` in `text`.
@@ -609,24 +369,6 @@ fn line_col(text: &str, pos: usize) -> (usize, usize) {
             .map_or(0, |p| p + 1)
         + 1;
     (line, col)
-}
-
-/// The longest time a profile may give (service, command, latency): 10 s.
-const MAX_NS: u64 = 10_000_000_000;
-
-/// The bound and unit of a profile number, by its field name.
-fn max_of(field: &str) -> (u64, &'static str) {
-    if field.ends_with("_ns") {
-        (MAX_NS, "nanoseconds (10 s)")
-    } else if field.contains("bandwidth") {
-        (1_000_000_000_000, "bytes per second (1 TB/s)")
-    } else if field.ends_with("iops") {
-        (1_000_000_000, "I/Os per second")
-    } else if field.ends_with("_bytes") {
-        (1 << 40, "bytes (1 TiB)")
-    } else {
-        (1 << 20, "")
-    }
 }
 
 #[cfg(test)]

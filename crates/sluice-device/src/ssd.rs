@@ -3,7 +3,7 @@
 
 use crate::arbiter::Arbiter;
 use crate::faults::{Fault, FaultConfig, Faults};
-use crate::ftl::{FlashStats, Ftl};
+use crate::ftl::FlashStats;
 use crate::profile::{Arbitration, DeviceProfile, ProfileError, WritePlacement};
 use crate::service::Service;
 use sluice_core::{Nanos, Op, QueueClass};
@@ -12,246 +12,14 @@ use std::collections::{BinaryHeap, VecDeque};
 
 mod buffer;
 mod flash;
+mod interface;
+mod media;
+mod state;
 
-/// One NVMe command as the host submits it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Command {
-    /// Host-chosen identifier returned in the completion (the NVMe command id).
-    pub tag: u32,
-    /// Read, write or flush.
-    pub op: Op,
-    /// Byte offset on the device.
-    pub offset: u64,
-    /// Length in bytes (0 for a flush).
-    pub len: u32,
-    /// Force unit access: a write bypasses the volatile write buffer and completes when
-    /// its data is on the media (ignored for reads and flushes).
-    pub fua: bool,
-}
-
-/// A completed command.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DeviceCompletion {
-    /// The command's tag.
-    pub tag: u32,
-    /// The submission queue it was submitted to.
-    pub qid: u16,
-    /// When it was submitted (doorbell rung).
-    pub submit_ns: Nanos,
-    /// When the controller fetched it from its submission queue.
-    pub fetch_ns: Nanos,
-    /// When its completion became visible to the host.
-    pub complete_ns: Nanos,
-    /// Whether it succeeded (false: a seeded media error or timeout, see
-    /// [`NvmeSsd::set_faults`]).
-    pub ok: bool,
-}
-
-/// Why [`NvmeSsd::submit`] refused a command.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum SubmitError {
-    /// The submission queue has no free entry; complete some commands first.
-    #[error("submission queue full")]
-    QueueFull,
-    /// No such submission queue (qid ≥ cores × 4).
-    #[error("no such submission queue")]
-    BadQueue,
-}
-
-/// Counters kept by the device. Times are simulated nanoseconds.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct DeviceStats {
-    /// Commands accepted by [`NvmeSsd::submit`].
-    pub submitted: u64,
-    /// Commands fetched by the controller, per queue class index (urgent, high,
-    /// medium, low). With round robin the class is that of the queue fetched from.
-    pub fetched_per_class: [u64; 4],
-    /// Commands completed (successfully or not).
-    pub completed: u64,
-    /// Commands that completed with a (seeded) media error.
-    pub media_errors: u64,
-    /// Commands that hung until the host's timeout aborted them.
-    pub timeouts: u64,
-    /// Reads completed.
-    pub completed_reads: u64,
-    /// Writes completed.
-    pub completed_writes: u64,
-    /// Flushes completed.
-    pub completed_flushes: u64,
-    /// Bytes of completed reads.
-    pub bytes_read: u64,
-    /// Bytes of completed writes.
-    pub bytes_written: u64,
-    /// Total service time booked on the shared front end (controller + host transfer).
-    pub front_busy_ns: u64,
-    /// Total service time booked on each media unit (reads, unbuffered writes and
-    /// destage programs).
-    pub unit_busy_ns: Vec<u64>,
-    /// Writes that found the write buffer full (or other writes waiting) and queued for
-    /// room.
-    pub buffer_full_waits: u64,
-    /// Total time writes waited for buffer room.
-    pub buffer_wait_ns: u64,
-    /// ∫ inflight dt over `[0, area_until_ns]`, in command·ns (inflight = submitted and
-    /// not completed, as [`NvmeSsd::inflight`]). Divided by elapsed time it is the mean
-    /// number of commands in the device.
-    pub inflight_area: u128,
-    /// The time up to which `inflight_area` is integrated (the latest submit, event or
-    /// advance time).
-    pub area_until_ns: Nanos,
-}
-
-impl DeviceStats {
-    /// Mean inflight over `[0, area_until_ns]` (0 before any time has passed).
-    pub fn mean_inflight(&self) -> f64 {
-        if self.area_until_ns == 0 {
-            0.0
-        } else {
-            self.inflight_area as f64 / self.area_until_ns as f64
-        }
-    }
-
-    /// Busy fraction of media unit `unit` over `elapsed_ns` (booked service / elapsed).
-    pub fn unit_utilization(&self, unit: usize, elapsed_ns: Nanos) -> f64 {
-        if elapsed_ns == 0 {
-            0.0
-        } else {
-            self.unit_busy_ns[unit] as f64 / elapsed_ns as f64
-        }
-    }
-}
-
-/// A command waiting in its submission queue.
-#[derive(Clone, Copy, Debug)]
-struct Pending {
-    cmd: Command,
-    submit_ns: Nanos,
-}
-
-/// A command held by the controller.
-#[derive(Clone, Copy, Debug, Default)]
-struct Slot {
-    tag: u32,
-    qid: u16,
-    op: u8,
-    fault: Fault,
-    len: u32,
-    submit_ns: Nanos,
-    fetch_ns: Nanos,
-}
-
-/// An internal event, ordered by time, then creation sequence: a command completion
-/// (`id` = slot) or the end of a destage program (`id` = `PROGRAM | unit`, `bytes`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Event {
-    time: Nanos,
-    seq: u64,
-    id: u32,
-    bytes: u32,
-}
-
-const PROGRAM: u32 = 1 << 31;
-
-/// Fixed-point "ns per byte" (×2³²) so transfer times cost one multiply.
-#[derive(Clone, Copy, Debug)]
-struct PerByte(u128);
-
-impl PerByte {
-    fn new(ns: u64, bytes: u64) -> PerByte {
-        PerByte(((ns as u128) << 32) / bytes as u128)
-    }
-    fn from_bandwidth(bytes_per_s: u64) -> PerByte {
-        PerByte::new(1_000_000_000, bytes_per_s)
-    }
-    #[inline]
-    fn ns(self, bytes: u64) -> Nanos {
-        ((bytes as u128 * self.0 + (1 << 31)) >> 32) as Nanos
-    }
-}
-
-/// A buffered write waiting for buffer room.
-#[derive(Clone, Copy, Debug)]
-struct BufferWaiter {
-    slot: u32,
-    /// When its data reached the controller (end of the front end).
-    ready: Nanos,
-    offset: u64,
-    len: u32,
-}
-
-/// A flush waiting for destaging.
-#[derive(Clone, Copy, Debug)]
-struct FlushWaiter {
-    slot: u32,
-    ready: Nanos,
-    /// Done when `destaged_bytes` reaches this.
-    target: u64,
-}
-
-/// Write-buffer state. Destage programs wait in per-unit queues and are started one at
-/// a time per unit (event-driven), so reads arriving at a unit wait only for the
-/// program in progress, not for the whole destage backlog.
-#[derive(Clone, Debug)]
-struct BufferState {
-    capacity: u64,
-    used: u64,
-    ack_ns: Nanos,
-    program: PerByte,
-    /// Writes waiting for room, FIFO.
-    waiters: VecDeque<BufferWaiter>,
-    flushes: VecDeque<FlushWaiter>,
-    admitted_bytes: u64,
-    destaged_bytes: u64,
-    /// Per unit: pieces (ready time, offset, bytes) waiting to be programmed.
-    pending: Vec<VecDeque<(Nanos, u64, u32)>>,
-    /// Per unit: a program is in progress (its end event is in the heap).
-    programming: Vec<bool>,
-}
-
-/// Flash management state: the FTL and the channel buses.
-#[derive(Clone, Debug)]
-struct FlashState {
-    ftl: Ftl,
-    /// Channel buses shared by their dies (0: each die transfers on its own).
-    channels: u32,
-    /// Per channel: booked transfers (start, end), sorted and disjoint, pruned as time
-    /// passes; a new transfer takes the first gap that fits (bounded by the commands
-    /// and programs in flight).
-    chan_busy: Vec<VecDeque<(Nanos, Nanos)>>,
-    buffer_reads: bool,
-    /// Per die: the piece (offset, bytes) its program in progress writes; it leaves the
-    /// buffer when the program ends.
-    programming: Vec<(u64, u32)>,
-    map_bytes: u64,
-    erase_ns: Nanos,
-    /// Program time per byte of GC copies (the buffer's coalesced program rate).
-    copy_program: PerByte,
-}
-
-impl FlashState {
-    fn new(p: &DeviceProfile) -> Option<FlashState> {
-        let c = p.flash.as_ref()?;
-        let m = &p.media;
-        let channels = match (&m.geometry, c.channel_bus) {
-            (Some(g), true) => g.channels,
-            _ => 0,
-        };
-        let program_bytes = p
-            .write_buffer
-            .as_ref()
-            .map_or(m.stripe_bytes, |w| w.program_bytes);
-        Some(FlashState {
-            ftl: Ftl::new(c, m.units, (m.stripe_bytes / c.map_bytes).max(1)),
-            channels,
-            chan_busy: (0..channels).map(|_| VecDeque::new()).collect(),
-            buffer_reads: c.buffer_reads,
-            programming: vec![(0, 0); m.units as usize],
-            map_bytes: c.map_bytes as u64,
-            erase_ns: m.erase_ns.unwrap_or(0),
-            copy_program: PerByte::new(m.write_ns, program_bytes as u64),
-        })
-    }
-}
+pub use interface::{Command, DeviceCompletion, DeviceStats, SubmitError};
+use state::{
+    BufferState, BufferWaiter, Event, FlashState, FlushWaiter, Pending, PerByte, Slot, PROGRAM,
+};
 
 /// The simulated NVMe SSD. Passive and deterministic: it is given the time by its
 /// caller, holds no clock or thread, draws its seeded faults (if any) from its own
@@ -286,9 +54,10 @@ pub struct NvmeSsd {
     read_ns: Nanos,
     write_ns: Nanos,
     stripe: u64,
-    units: u32,
-    /// Units that serve writes (the first `write_parallel_units`; all by default).
+    /// Units that serve writes and reads (the first `write_parallel_units` /
+    /// `read_parallel_units`; all by default).
     write_parallel: u32,
+    read_parallel: u32,
     /// Units one unbuffered write piece occupies (an aligned group; 1 = one unit).
     write_units: u32,
     placement: WritePlacement,
@@ -363,10 +132,10 @@ impl NvmeSsd {
                 m.write_unit_bandwidth_bytes.unwrap_or(m.unit_bandwidth_bytes),
             ),
             write_parallel: m.write_parallel_units.unwrap_or(m.units),
+            read_parallel: m.read_parallel_units.unwrap_or(m.units),
             read_ns: m.read_ns,
             write_ns: m.write_ns,
             stripe: m.stripe_bytes as u64,
-            units: m.units,
             write_units: m.write_units,
             placement: m.write_placement,
             front_free: 0,
@@ -631,165 +400,5 @@ impl NvmeSsd {
         if let Some(done) = self.service(now, slot, &p.cmd) {
             self.push_event(done + self.complete_ns, slot, 0);
         }
-    }
-
-    /// Book the command on the front end and the media. Returns when its service ends,
-    /// or `None` when it waits in the write buffer's queues (it is completed by a later
-    /// destage event).
-    fn service(&mut self, now: Nanos, slot: u32, cmd: &Command) -> Option<Nanos> {
-        let arrive = now + self.fetch_ns;
-        let len = cmd.len as u64;
-        let (cmd_ns, bus) = if cmd.op == Op::Write {
-            (self.write_cmd_ns, self.write_bus)
-        } else {
-            (self.read_cmd_ns, self.bus)
-        };
-        let mut svc = cmd_ns.max(bus.ns(len));
-        if cmd.op == Op::Write {
-            // A write's data is pulled from host memory by the controller (non-posted
-            // PCIe reads, whose round trips vary); a read's is pushed (posted writes).
-            // So a write's front-end time varies with the write body, a read's does not.
-            if let Some(s) = &mut self.service {
-                svc = s.draw_transfer(svc);
-            }
-        }
-        let fs = arrive.max(self.front_free);
-        let fe = fs + svc;
-        self.front_free = fe;
-        self.stats.front_busy_ns += svc;
-        match cmd.op {
-            Op::Read if self.read_from_buffer(cmd.offset, len) => {
-                let ack = self.buffer.as_ref().expect("flash needs a buffer").ack_ns;
-                Some(fe + ack)
-            }
-            Op::Read => Some(self.media(fs, fe, cmd.offset, len, false)),
-            // A FUA write goes through to the media (write-through), as a device with a
-            // volatile cache serves it.
-            Op::Write if self.buffer.is_none() || cmd.fua => {
-                Some(self.media(fs, fe, cmd.offset, len, true))
-            }
-            Op::Write => {
-                let b = self.buffer.as_mut().expect("buffer");
-                if b.waiters.is_empty() && (b.used + len <= b.capacity || b.used == 0) {
-                    Some(self.admit(fe, cmd.offset, cmd.len))
-                } else {
-                    b.waiters.push_back(BufferWaiter {
-                        slot,
-                        ready: fe,
-                        offset: cmd.offset,
-                        len: cmd.len,
-                    });
-                    None
-                }
-            }
-            Op::Flush => match self.buffer.as_mut() {
-                Some(b) if b.destaged_bytes < b.admitted_bytes => {
-                    b.flushes.push_back(FlushWaiter {
-                        slot,
-                        ready: fe,
-                        target: b.admitted_bytes,
-                    });
-                    None
-                }
-                _ => Some(fe),
-            },
-        }
-    }
-
-    /// The next piece of a command: its unit and length. Pieces are cut at stripe
-    /// boundaries and placed by LBA, or, with `round_robin`, given whole stripes on
-    /// successive units from the write pointer (which moves by a whole group of
-    /// `write_units`; only writes are placed round robin). Writes use the first
-    /// `write_parallel` units, reads all of them.
-    #[inline]
-    fn next_piece(
-        &mut self,
-        pos: &mut u64,
-        left: &mut u64,
-        round_robin: bool,
-        write: bool,
-    ) -> (u32, u64) {
-        let stripe = self.stripe;
-        let units = if write { self.write_parallel } else { self.units };
-        let (unit, bytes) = if round_robin {
-            let u = self.write_ptr;
-            let next = u + self.write_units;
-            self.write_ptr = if next >= units { 0 } else { next };
-            (u, (*left).min(stripe))
-        } else {
-            let s = *pos / stripe;
-            let room = (s + 1) * stripe - *pos;
-            ((s % units as u64) as u32, (*left).min(room))
-        };
-        *pos += bytes;
-        *left -= bytes;
-        (unit, bytes)
-    }
-
-    /// Book a read or unbuffered write on the units, FIFO per unit. Piece `i` of `n`
-    /// arrives at `fs + (fe - fs)(i + 1)/n` (the front-end transfer is pipelined with the
-    /// media). A write piece holds the whole aligned group of `write_units` units around
-    /// its unit, from when all of them are free. Returns when the last piece ends.
-    fn media(&mut self, fs: Nanos, fe: Nanos, offset: u64, len: u64, write: bool) -> Nanos {
-        let stripe = self.stripe;
-        let round_robin = write && self.placement == WritePlacement::RoundRobin;
-        let n = if len == 0 {
-            1
-        } else if round_robin {
-            len.div_ceil(stripe)
-        } else {
-            (offset + len - 1) / stripe - offset / stripe + 1
-        };
-        let fixed = if write { self.write_ns } else { self.read_ns };
-        let mut pos = offset;
-        let mut left = len;
-        let mut end = 0;
-        for i in 0..n {
-            let piece = pos;
-            let (mut unit, bytes) = self.next_piece(&mut pos, &mut left, round_robin, write);
-            if !write {
-                if let Some(d) = self.flash.as_ref().and_then(|f| f.ftl.die_of(piece)) {
-                    unit = d;
-                }
-            }
-            let arrival = if n == 1 {
-                fe
-            } else {
-                fs + (fe - fs) * (i + 1) / n
-            };
-            let array = self.vary(fixed, write);
-            let xfer = if write {
-                self.write_unit_xfer.ns(bytes)
-            } else {
-                self.unit_xfer.ns(bytes)
-            };
-            if !write && self.flash.as_ref().is_some_and(|f| f.channels > 0) {
-                // Array read on the die, then the data out over the shared channel.
-                let u = unit as usize;
-                let start = arrival.max(self.unit_free[u]);
-                let (_, e) = self.channel(unit, fs, start + array, xfer);
-                self.unit_free[u] = e;
-                self.stats.unit_busy_ns[u] += e - start;
-                end = end.max(e);
-                continue;
-            }
-            let cost = array + xfer;
-            let span = if write { self.write_units as usize } else { 1 };
-            let g0 = unit as usize / span * span;
-            let group = g0..g0 + span;
-            let free = self.unit_free[group.clone()]
-                .iter()
-                .copied()
-                .max()
-                .unwrap_or(0);
-            let start = arrival.max(free);
-            let e = start + cost;
-            for u in group {
-                self.unit_free[u] = e;
-                self.stats.unit_busy_ns[u] += cost;
-            }
-            end = end.max(e);
-        }
-        end
     }
 }

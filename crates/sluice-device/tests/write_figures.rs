@@ -49,6 +49,21 @@ fn write_parallelism_and_unit_bandwidth_bound_writes_on_the_units() {
 }
 
 #[test]
+fn read_parallelism_bounds_reads_only() {
+    // Reads on 1 of 28 units: 1 / (read_ns + 4 KiB unit transfer); writes keep all.
+    let base = ull();
+    let mut p = base.clone();
+    p.media.read_parallel_units = Some(1);
+    p.validate().unwrap();
+    let unit_ns = p.media.read_ns as f64 + 4096.0 * 1e9 / p.media.unit_bandwidth_bytes as f64;
+    let r = run_qd(&p, 64, Op::Read, 4096, 2_000, 20_000).iops;
+    assert!(within(r, 1e9 / unit_ns, 0.02), "{r} vs {}", 1e9 / unit_ns);
+    let w0 = run_qd(&base, 64, Op::Write, 4096, 2_000, 20_000).iops;
+    let w1 = run_qd(&p, 64, Op::Write, 4096, 2_000, 20_000).iops;
+    assert_eq!(w0, w1, "writes keep every unit");
+}
+
+#[test]
 fn old_profiles_load_with_writes_at_the_read_figures_and_bad_values_are_named() {
     let text = include_str!("../profiles/ull.toml");
     let p = DeviceProfile::from_toml_str(text, "ull").unwrap();

@@ -1,7 +1,8 @@
 //! The profile's arbitration section: NVMe round robin or weighted round robin with an
 //! urgent class, its burst, its checks and its `--arbitration` text form.
 
-use super::{invalid, ProfileError};
+use super::validate::invalid;
+use super::ProfileError;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;

@@ -1,0 +1,172 @@
+//! Booking a fetched command's service: the shared front end (command processing and
+//! host transfer), then the media units (pieces placed by LBA or at the write pointer),
+//! or the write buffer.
+
+use super::{BufferWaiter, Command, FlushWaiter, NvmeSsd, WritePlacement};
+use sluice_core::{Nanos, Op};
+
+impl NvmeSsd {
+    /// Book the command on the front end and the media. Returns when its service ends,
+    /// or `None` when it waits in the write buffer's queues (it is completed by a later
+    /// destage event).
+    pub(super) fn service(&mut self, now: Nanos, slot: u32, cmd: &Command) -> Option<Nanos> {
+        let arrive = now + self.fetch_ns;
+        let len = cmd.len as u64;
+        let (cmd_ns, bus) = if cmd.op == Op::Write {
+            (self.write_cmd_ns, self.write_bus)
+        } else {
+            (self.read_cmd_ns, self.bus)
+        };
+        let mut svc = cmd_ns.max(bus.ns(len));
+        if cmd.op == Op::Write {
+            // A write's data is pulled from host memory by the controller (non-posted
+            // PCIe reads, whose round trips vary); a read's is pushed (posted writes).
+            // So a write's front-end time varies with the write body, a read's does not.
+            if let Some(s) = &mut self.service {
+                svc = s.draw_transfer(svc);
+            }
+        }
+        let fs = arrive.max(self.front_free);
+        let fe = fs + svc;
+        self.front_free = fe;
+        self.stats.front_busy_ns += svc;
+        match cmd.op {
+            Op::Read if self.read_from_buffer(cmd.offset, len) => {
+                let ack = self.buffer.as_ref().expect("flash needs a buffer").ack_ns;
+                Some(fe + ack)
+            }
+            Op::Read => Some(self.media(fs, fe, cmd.offset, len, false)),
+            // A FUA write goes through to the media (write-through), as a device with a
+            // volatile cache serves it.
+            Op::Write if self.buffer.is_none() || cmd.fua => {
+                Some(self.media(fs, fe, cmd.offset, len, true))
+            }
+            Op::Write => {
+                let b = self.buffer.as_mut().expect("buffer");
+                if b.waiters.is_empty() && (b.used + len <= b.capacity || b.used == 0) {
+                    Some(self.admit(fe, cmd.offset, cmd.len))
+                } else {
+                    b.waiters.push_back(BufferWaiter {
+                        slot,
+                        ready: fe,
+                        offset: cmd.offset,
+                        len: cmd.len,
+                    });
+                    None
+                }
+            }
+            Op::Flush => match self.buffer.as_mut() {
+                Some(b) if b.destaged_bytes < b.admitted_bytes => {
+                    b.flushes.push_back(FlushWaiter {
+                        slot,
+                        ready: fe,
+                        target: b.admitted_bytes,
+                    });
+                    None
+                }
+                _ => Some(fe),
+            },
+        }
+    }
+
+    /// The next piece of a command: its unit and length. Pieces are cut at stripe
+    /// boundaries and placed by LBA, or, with `round_robin`, given whole stripes on
+    /// successive units from the write pointer (which moves by a whole group of
+    /// `write_units`; only writes are placed round robin). Writes use the first
+    /// `write_parallel` units, reads the first `read_parallel` (all by default).
+    #[inline]
+    pub(super) fn next_piece(
+        &mut self,
+        pos: &mut u64,
+        left: &mut u64,
+        round_robin: bool,
+        write: bool,
+    ) -> (u32, u64) {
+        let stripe = self.stripe;
+        let units = if write {
+            self.write_parallel
+        } else {
+            self.read_parallel
+        };
+        let (unit, bytes) = if round_robin {
+            let u = self.write_ptr;
+            let next = u + self.write_units;
+            self.write_ptr = if next >= units { 0 } else { next };
+            (u, (*left).min(stripe))
+        } else {
+            let s = *pos / stripe;
+            let room = (s + 1) * stripe - *pos;
+            ((s % units as u64) as u32, (*left).min(room))
+        };
+        *pos += bytes;
+        *left -= bytes;
+        (unit, bytes)
+    }
+
+    /// Book a read or unbuffered write on the units, FIFO per unit. Piece `i` of `n`
+    /// arrives at `fs + (fe - fs)(i + 1)/n` (the front-end transfer is pipelined with the
+    /// media). A write piece holds the whole aligned group of `write_units` units around
+    /// its unit, from when all of them are free. Returns when the last piece ends.
+    fn media(&mut self, fs: Nanos, fe: Nanos, offset: u64, len: u64, write: bool) -> Nanos {
+        let stripe = self.stripe;
+        let round_robin = write && self.placement == WritePlacement::RoundRobin;
+        let n = if len == 0 {
+            1
+        } else if round_robin {
+            len.div_ceil(stripe)
+        } else {
+            (offset + len - 1) / stripe - offset / stripe + 1
+        };
+        let fixed = if write { self.write_ns } else { self.read_ns };
+        let mut pos = offset;
+        let mut left = len;
+        let mut end = 0;
+        for i in 0..n {
+            let piece = pos;
+            let (mut unit, bytes) = self.next_piece(&mut pos, &mut left, round_robin, write);
+            if !write {
+                if let Some(d) = self.flash.as_ref().and_then(|f| f.ftl.die_of(piece)) {
+                    unit = d;
+                }
+            }
+            let arrival = if n == 1 {
+                fe
+            } else {
+                fs + (fe - fs) * (i + 1) / n
+            };
+            let array = self.vary(fixed, write);
+            let xfer = if write {
+                self.write_unit_xfer.ns(bytes)
+            } else {
+                self.unit_xfer.ns(bytes)
+            };
+            if !write && self.flash.as_ref().is_some_and(|f| f.channels > 0) {
+                // Array read on the die, then the data out over the shared channel.
+                let u = unit as usize;
+                let start = arrival.max(self.unit_free[u]);
+                let (_, e) = self.channel(unit, fs, start + array, xfer);
+                self.unit_free[u] = e;
+                self.stats.unit_busy_ns[u] += e - start;
+                end = end.max(e);
+                continue;
+            }
+            let cost = array + xfer;
+            let span = if write { self.write_units as usize } else { 1 };
+            let g0 = unit as usize / span * span;
+            let group = g0..g0 + span;
+            let free = self.unit_free[group.clone()]
+                .iter()
+                .copied()
+                .max()
+                .unwrap_or(0);
+            let start = arrival.max(free);
+            let e = start + cost;
+            for u in group {
+                self.unit_free[u] = e;
+                self.stats.unit_busy_ns[u] += cost;
+            }
+            end = end.max(e);
+        }
+        end
+    }
+}
