@@ -168,7 +168,19 @@ pub fn cmd_calibrate(args: CalibrateArgs) -> Result<(), CliError> {
         b.finish_and_clear();
     }
     let summary = Summary::of(&points)?;
-    let m = model::derive(&summary.anchors());
+    // The write buffer: bursts of rising size after pauses (calibrate/buffer.rs).
+    let probe = calibrate::buffer::probe(&target, plan.burst_pause_ns, args.seed, &stop, &mut |bytes| {
+        if !quiet {
+            eprintln!(
+                "sluice: write burst of {} MiB (after a {} ms pause)",
+                bytes >> 20,
+                plan.burst_pause_ns / 1_000_000
+            );
+        }
+    })?;
+    let mut anchors = summary.anchors();
+    anchors.write_buffer_bytes = probe.size_bytes;
+    let m = model::derive(&anchors);
     let description = format!(
         "calibrated on {}: {:.0} us 4K read / {:.0} us write at QD1, {:.0}K read / {:.0}K write IOPS, knee QD {}",
         target.path().display(),
@@ -217,6 +229,13 @@ pub fn cmd_calibrate(args: CalibrateArgs) -> Result<(), CliError> {
         align,
         &name,
     );
+    let mut header = header;
+    header.push(format!(
+        "Write buffer (bursts of 4 KiB random writes at QD{}, each after a {} ms pause): {}",
+        calibrate::buffer::BURST_QD,
+        plan.burst_pause_ns / 1_000_000,
+        probe.verdict
+    ));
     let text = model::profile_text(&profile, &m, &header)
         .map_err(|e| bad(format!("cannot write the profile as TOML: {e}")))?;
     // What is written loads back as the same profile.
@@ -229,6 +248,7 @@ pub fn cmd_calibrate(args: CalibrateArgs) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
     print_grid(&mut out, &points)?;
     print_summary(&mut out, &summary, &m)?;
+    print_bursts(&mut out, &probe)?;
     print_checks(&mut out, &checks)?;
     match &args.out {
         Some(path) => {
@@ -261,6 +281,14 @@ pub fn cmd_calibrate(args: CalibrateArgs) -> Result<(), CliError> {
             size_bytes,
             align,
         );
+        let mut v = v;
+        v["write_buffer"] = json!({
+            "size_bytes": probe.size_bytes,
+            "verdict": probe.verdict,
+            "bursts": probe.bursts.iter().map(|b| json!({
+                "bytes": b.bytes, "iops": b.iops, "lat_mean_ns": b.lat_mean_ns, "lat_p99_ns": b.lat_p99_ns,
+            })).collect::<Vec<_>>(),
+        });
         let s = serde_json::to_string_pretty(&v).expect("JSON values serialize");
         std::fs::write(path, s + "\n")
             .map_err(|e| bad(format!("cannot write {}: {e}", path.display())))?;
@@ -335,6 +363,29 @@ fn print_grid(out: &mut dyn Write, points: &[Point]) -> std::io::Result<()> {
         )?;
     }
     Ok(())
+}
+
+fn print_bursts(
+    out: &mut dyn Write,
+    p: &calibrate::buffer::BufferProbe,
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "\nWrite bursts (4 KiB random writes, QD{}, each after a pause)",
+        calibrate::buffer::BURST_QD
+    )?;
+    writeln!(out, "{:>9} {:>9} {:>10} {:>10}", "burst", "IOPS", "mean", "p99")?;
+    for b in &p.bursts {
+        writeln!(
+            out,
+            "{:>5} MiB {:>9.0} {:>10} {:>10}",
+            b.bytes >> 20,
+            b.iops,
+            fmt_ns(b.lat_mean_ns),
+            fmt_ns(b.lat_p99_ns)
+        )?;
+    }
+    writeln!(out, "{}", p.verdict)
 }
 
 fn print_summary(out: &mut dyn Write, s: &Summary, m: &model::Model) -> std::io::Result<()> {
@@ -643,7 +694,12 @@ fn to_json(
             "write_cmd_ns": m.write_cmd_ns, "units": m.units, "stripe_bytes": m.stripe_bytes,
             "read_ns": m.read_ns, "write_ns": m.write_ns,
             "unit_bandwidth_bytes": m.unit_bandwidth_bytes, "bus_bandwidth_bytes": m.bus_bandwidth_bytes,
+            "write_unit_bandwidth_bytes": m.write_unit_bandwidth_bytes,
+            "write_bus_bandwidth_bytes": m.write_bus_bandwidth_bytes,
+            "read_parallel_units": m.read_parallel_units,
+            "write_parallel_units": m.write_parallel_units,
             "write_buffer_ack_ns": m.write_buffer.as_ref().map(|w| w.ack_ns),
+            "write_buffer_bytes": m.write_buffer.as_ref().map(|w| w.capacity_bytes),
             "derivation": m.derivation, "caveats": m.caveats,
         },
         "validation": checks.iter().map(|c| {

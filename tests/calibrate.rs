@@ -53,6 +53,7 @@ fn soft_anchors() -> Anchors {
         }),
         read_curve: curve.clone(),
         write_curve: curve,
+        write_buffer_bytes: None,
     }
 }
 

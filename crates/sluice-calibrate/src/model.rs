@@ -12,15 +12,18 @@
 //! IOPS `I`, saturated bandwidth `B`, the QD1 cost-model slope `c` (ns per byte) of
 //! reads and writes — the parameters follow:
 //!
-//! * `bus_bandwidth = B` (the larger of the read and write bandwidths): large requests
-//!   are front-end (bus) bound, as measured.
+//! Reads and writes are derived apart, each from its own anchors:
+//!
+//! * `bus_bandwidth = B_read`, `write_bus_bandwidth = B_write`: large requests are
+//!   front-end (bus) bound, as measured.
 //! * `read_cmd = 1 s / I_read`, `write_cmd = 1 s / I_write`: small requests are
 //!   command bound at the measured IOPS; with enough units the front end is the only
 //!   bottleneck, so the model's IOPS against queue depth is `min(QD / L, I)` and its
 //!   knee is near `I · L`.
 //! * Per-byte time: a QD1 request of `s` bytes above `cmd · B` spends `s / B` in the
-//!   front end, so the unit gets the rest of the read slope:
-//!   `1 / unit_bandwidth = c_read − 1 / B` (at least 1e-4 ns/B).
+//!   front end, so the unit gets the rest of the slope:
+//!   `1 / unit_bandwidth = c_read − 1 / B_read`, and for in-place writes
+//!   `1 / write_unit_bandwidth = c_write − 1 / B_write` (at least 1e-4 ns/B).
 //! * Latency-only time: the model cannot tell time spent in flight (fetch, completion,
 //!   the host's system calls and interrupts) from time a unit is busy, as both only add
 //!   to QD1 latency. `LATENCY_ONLY_SHARE` (10 %) of the smaller QD1 latency goes to each
@@ -30,25 +33,28 @@
 //!   L_read`, a device or host write cache), a write buffer: a write is acknowledged
 //!   `ack_ns = L_write − fetch − complete − write_cmd` after the front end, and
 //!   programs of 4 KiB destage it at the sustained rate, `write_ns = units / I_write −
-//!   4096 / unit_bandwidth`, with the front end at twice the sustained rate. Otherwise
-//!   in place like reads: `write_ns = L_write − fetch − complete − write_cmd − 4096 /
-//!   unit_bandwidth`.
+//!   4096 / write_unit_bandwidth`, with the front end at twice the sustained rate; the
+//!   buffer's size is the measured write-burst knee ([`crate::buffer`]), else
+//!   `WRITE_BUFFER_BYTES` with a caveat. Otherwise in place like reads:
+//!   `write_ns = L_write − fetch − complete − write_cmd − 4096 / write_unit_bandwidth`.
 //! * `units` = enough that no unit is the bottleneck: `UNIT_HEADROOM` (3) times the
 //!   busy units at the measured 4 KB IOPS and at the measured bandwidth, so random
 //!   placement rarely queues two commands on one unit; `stripe_bytes` = 1 MiB, so a
 //!   request up to 128 KB is one piece on one unit and its per-byte time is not split.
+//!   With queue-depth curves, `units` is fitted to the read curve and the in-place
+//!   writes' own parallelism (`write_parallel_units`) to the write curve
+//!   ([`fit_shape`]).
 //! * Arbitration round robin (a host-side device offers no NVMe WRR), 1024 controller
 //!   slots (queue depth is the host's, not a device limit that was measured).
 //!
-//! * Spread ([`Model::with_spread`]): the `[service]` log-normal σ of reads (and of
-//!   in-place writes) is solved from the measured QD1 median and p99 so that the media
-//!   part of a request reproduces `p99 − median`:
-//!   `p99 − p50 = media_ns · e^(−σ²/2) · (e^(2.326σ) − 1)` (bisection on σ ∈ [0, 2]).
+//! * Spread ([`Model::with_spread`]): the `[service]` log-normal σ of reads and of
+//!   writes is solved from each one's measured QD1 median and p99 so that the varied
+//!   part of a request (reads: `read_ns`; writes: the front end, plus `write_ns` in
+//!   place) reproduces `p99 − median`:
+//!   `p99 − p50 = varied_ns · e^(−σ²/2) · (e^(2.326σ) − 1)` (bisection on σ ∈ [0, 2]).
 //!
-//! Left out (not measurable from outside, or not in the model): the write-buffer size
-//! (set to 8 MiB: the device's cache is not measured), garbage collection, the rare
-//! tail (a 99.999 % figure needs far longer runs than the grid's windows), and separate
-//! read and write buses and parallelism (the device model has one of each).
+//! Left out (not measurable from outside, or not in the model): garbage collection and
+//! the rare tail (a 99.999 % figure needs far longer runs than the grid's windows).
 
 use super::analysis::LinearFit;
 use sluice_device::{
@@ -100,6 +106,9 @@ pub struct Anchors {
     pub read_curve: Vec<(u32, f64)>,
     /// 4 KB random write IOPS against queue depth.
     pub write_curve: Vec<(u32, f64)>,
+    /// The measured write-buffer size, bytes (`None`: not measured or no knee found;
+    /// a buffered profile then assumes [`WRITE_BUFFER_BYTES`]).
+    pub write_buffer_bytes: Option<u64>,
 }
 
 /// A write buffer of a derived profile.
@@ -146,6 +155,8 @@ pub struct Model {
     pub write_bus_bandwidth_bytes: Option<u64>,
     /// `media.write_parallel_units` (`None`: all units).
     pub write_parallel_units: Option<u32>,
+    /// `media.read_parallel_units` (`None`: all units).
+    pub read_parallel_units: Option<u32>,
     /// `[write_buffer]`, when writes are buffered.
     pub write_buffer: Option<BufferParams>,
     /// `[service]`: the spread fitted by [`Model::with_spread`], if any.
@@ -243,6 +254,7 @@ impl Model {
                 write_unit_bandwidth_bytes: self.write_unit_bandwidth_bytes,
                 write_bus_bandwidth_bytes: self.write_bus_bandwidth_bytes,
                 write_parallel_units: self.write_parallel_units,
+                read_parallel_units: self.read_parallel_units,
             },
             write_buffer: self.write_buffer.as_ref().map(|w| WriteBuffer {
                 capacity_bytes: w.capacity_bytes,
@@ -258,9 +270,11 @@ impl Model {
     }
 
     /// Add the spread of the measured QD1 latencies (`(median, p99)` of 4 KiB reads and
-    /// writes, ns) as `[service]` σs (see the module docs). Writes into a buffer are
-    /// acknowledged before any media time, so their spread cannot be put on the media:
-    /// a caveat says so.
+    /// writes, ns) as `[service]` σs (see the module docs). A write's varied stages are
+    /// its front end (the simulator varies a write's front-end time with the write
+    /// body) and, in place, its unit time: σ is fitted on their sum as if one
+    /// log-normal (an approximation: two independent draws spread a little less). A
+    /// buffered write's only varied stage on its path is the front end.
     pub fn with_spread(mut self, read: (f64, f64), write: (f64, f64)) -> Model {
         let xfer = SMALL * 1e9 / self.unit_bandwidth_bytes as f64;
         let r_media = self.read_ns as f64 + xfer;
@@ -272,23 +286,20 @@ impl Model {
             self.read_ns as f64 / 1e3,
             r_media / 1e3
         ));
-        let sw = if self.write_buffer.is_some() {
-            self.caveats.push(format!(
-                "QD1 write spread (p99 {:.1} µs, median {:.1} µs) not reproduced: buffered writes complete before any media time",
-                write.1 / 1e3,
-                write.0 / 1e3
-            ));
-            0.0
+        let (bus_w, _) = self.rates(true);
+        let front_w = (self.write_cmd_ns as f64).max(SMALL * 1e9 / bus_w);
+        let (varied, what) = if self.write_buffer.is_some() {
+            (front_w, "front end (buffered: no media time on the path)")
         } else {
-            let s = fit_sigma(write.1 - write.0, self.write_ns as f64);
-            self.derivation.push(format!(
-                "service.write.sigma = {s:.3}: QD1 write p99 {:.1} µs − median {:.1} µs on write_ns {:.1} µs",
-                write.1 / 1e3,
-                write.0 / 1e3,
-                self.write_ns as f64 / 1e3
-            ));
-            s
+            (front_w + self.write_ns as f64, "front end + write_ns")
         };
+        let sw = fit_sigma(write.1 - write.0, varied);
+        self.derivation.push(format!(
+            "service.write.sigma = {sw:.3}: QD1 write p99 {:.1} µs − median {:.1} µs on the {what} {:.1} µs",
+            write.1 / 1e3,
+            write.0 / 1e3,
+            varied / 1e3
+        ));
         if sr > 0.0 || sw > 0.0 {
             let v = |sigma: f64| OpVariation {
                 sigma: (sigma * 1000.0).round() / 1000.0,
@@ -302,12 +313,30 @@ impl Model {
         self
     }
 
+    /// The (bus, unit) bandwidths of reads or writes, bytes/s.
+    fn rates(&self, write: bool) -> (f64, f64) {
+        if write {
+            (
+                self.write_bus_bandwidth_bytes
+                    .unwrap_or(self.bus_bandwidth_bytes) as f64,
+                self.write_unit_bandwidth_bytes
+                    .unwrap_or(self.unit_bandwidth_bytes) as f64,
+            )
+        } else {
+            (
+                self.bus_bandwidth_bytes as f64,
+                self.unit_bandwidth_bytes as f64,
+            )
+        }
+    }
+
     /// The model's QD1 latency of one request of `len` bytes (no queueing), ns: the sum
     /// of its stages.
     pub fn qd1_latency_ns(&self, write: bool, len: u32) -> f64 {
         let len = len as f64;
-        let xfer = len * 1e9 / self.bus_bandwidth_bytes as f64;
-        let unit = len * 1e9 / self.unit_bandwidth_bytes as f64;
+        let (bus, unit_bw) = self.rates(write);
+        let xfer = len * 1e9 / bus;
+        let unit = len * 1e9 / unit_bw;
         let lat = (self.fetch_ns + self.complete_ns) as f64;
         match (write, &self.write_buffer) {
             (false, _) => lat + (self.read_cmd_ns as f64).max(xfer) + self.read_ns as f64 + unit,
@@ -321,7 +350,7 @@ impl Model {
     /// The model's saturated IOPS of `len`-byte requests when the front end is the
     /// bottleneck (the derivation gives the units headroom so that it is).
     pub fn saturated_iops(&self, write: bool, len: u32) -> f64 {
-        let xfer = len as f64 * 1e9 / self.bus_bandwidth_bytes as f64;
+        let xfer = len as f64 * 1e9 / self.rates(write).0;
         let cmd = if write {
             self.write_cmd_ns
         } else {

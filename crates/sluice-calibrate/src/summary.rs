@@ -1,7 +1,7 @@
 //! The figures a measured grid gives ([`Summary`]) and the profile parameters they feed.
 
-#[allow(unused_imports)]
-use super::*;
+use crate::analysis::{self, linear_fit, LinearFit};
+use crate::{model, CalibrateError, Point, Role};
 
 /// The figures derived from a grid, per direction.
 #[derive(Clone, Debug, PartialEq)]
@@ -120,6 +120,7 @@ impl Summary {
             write_fit: self.write.cost,
             read_curve: self.read.curve.clone(),
             write_curve: self.write.curve.clone(),
+            write_buffer_bytes: None,
         }
     }
 }

@@ -1,8 +1,14 @@
 //! The measured file ([`Target`]): a temporary file sluice creates, or an existing
 //! file or device under the engine's safety rules.
 
-#[allow(unused_imports)]
-use super::*;
+use crate::{CalibrateError, PointSpec};
+use sluice_core::policy::PolicySpec;
+use sluice_core::Nanos;
+use sluice_engine::{EngineConfig, FileSet};
+use sluice_metrics::RunReport;
+use sluice_workload::JobSpec;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The measured file: created by sluice in a directory (and removed when dropped), or
 /// an existing file or device.

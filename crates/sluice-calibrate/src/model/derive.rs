@@ -1,7 +1,38 @@
 //! The derivation of a [`Model`] from measured [`Anchors`] (the steps are listed in the
-//! module documentation of [`crate::model`]).
+//! module documentation of [`crate::model`]). Reads and writes are fitted apart: each
+//! has its own bus (best bandwidth), unit transfer rate (QD1 cost slope), command time
+//! (IOPS), unit time (QD1 latency) and, from its own queue-depth curve, parallelism.
 
 use super::*;
+
+/// The front end's rate for one direction: the best measured bandwidth, raised to what
+/// 4 KiB requests move at `iops` (so small requests stay command bound).
+fn bus_of(
+    measured: f64,
+    iops: f64,
+    what: &str,
+    d: &mut Vec<String>,
+    caveats: &mut Vec<String>,
+) -> f64 {
+    let bus = measured.max(SMALL * iops * 1.01);
+    if measured <= 0.0 {
+        caveats.push(format!(
+            "no {what} bandwidth measured: the {what} bus is set to {:.0} MB/s (4 KB requests at their IOPS)",
+            bus / 1e6
+        ));
+    } else if bus > measured * 1.001 {
+        caveats.push(format!(
+            "{what} bus raised from the measured {:.0} MB/s to {:.0} MB/s so that 4 KB {what}s are command bound",
+            measured / 1e6,
+            bus / 1e6
+        ));
+    }
+    d.push(format!(
+        "{what} bus = best measured {what} bandwidth = {:.1} MB/s",
+        bus / 1e6
+    ));
+    bus
+}
 
 /// Derive the device parameters from measured anchors (see the module doc). Every
 /// figure is clamped into the profile's valid range, so the result always validates;
@@ -13,47 +44,66 @@ pub fn derive(a: &Anchors) -> Model {
     let lw = a.write_lat_qd1_ns.max(1000.0);
     let ir = a.read_iops.max(1.0);
     let iw = a.write_iops.max(1.0);
+    let buffered = lw < WRITE_BUFFER_RATIO * lr;
 
-    // Bus: the best bandwidth, at least what 4 KB requests move at their IOPS.
-    let b_meas = a.read_bw_bytes.max(a.write_bw_bytes);
-    let bus = b_meas.max(SMALL * ir.max(iw) * 1.01);
-    if bus > b_meas * 1.001 {
-        caveats.push(format!(
-            "bus bandwidth raised from the measured {:.0} MB/s to {:.0} MB/s so that 4 KB requests are command bound",
-            b_meas / 1e6,
-            bus / 1e6
-        ));
-    }
+    // Buses, one per direction (a buffered write's front end runs at twice the
+    // sustained rate, below).
+    let meas_r = if a.read_bw_bytes > 0.0 {
+        a.read_bw_bytes
+    } else {
+        a.write_bw_bytes
+    };
+    let meas_w = if a.write_bw_bytes > 0.0 {
+        a.write_bw_bytes
+    } else {
+        meas_r
+    };
+    let bus = bus_of(meas_r, ir, "read", &mut d, &mut caveats);
+    let w_rate = if buffered { 2.0 * iw } else { iw };
+    let bus_w = bus_of(meas_w, w_rate, "write", &mut d, &mut caveats);
     let ns_per_byte_bus = 1e9 / bus;
-    d.push(format!(
-        "bus_bandwidth = best measured bandwidth = {:.1} MB/s",
-        bus / 1e6
-    ));
+    let ns_per_byte_bus_w = 1e9 / bus_w;
 
-    // Per-byte unit time from the read slope.
+    // Per-byte unit time from each cost slope: what the bus does not explain.
     let c_read = a.read_fit.map_or(0.0, |f| f.slope);
     let u = (c_read - ns_per_byte_bus).max(1e-4);
     // At most the profile bound (1 TB/s) so the profile validates.
     let unit_bw = (1e9 / u).min(1e12);
     let t_small = SMALL * 1e9 / unit_bw;
     d.push(format!(
-        "1 / unit_bandwidth = read cost slope {:.4} ns/B − 1 / bus {:.4} ns/B = {:.4} ns/B ({:.1} MB/s)",
+        "1 / unit_bandwidth = read cost slope {:.4} ns/B − 1 / read bus {:.4} ns/B = {:.4} ns/B ({:.1} MB/s)",
         c_read,
         ns_per_byte_bus,
         u,
         unit_bw / 1e6
     ));
+    // A buffered write's QD1 cost is its front end alone: its slope says nothing of
+    // the programs, which then move data at the read rate.
+    let (u_w, unit_bw_w) = match a.write_fit {
+        Some(wf) if !buffered => {
+            let uw = (wf.slope - ns_per_byte_bus_w).max(1e-4);
+            d.push(format!(
+                "1 / write_unit_bandwidth = write cost slope {:.4} ns/B − 1 / write bus {:.4} ns/B = {:.4} ns/B ({:.1} MB/s)",
+                wf.slope,
+                ns_per_byte_bus_w,
+                uw,
+                (1e9 / uw).min(1e12) / 1e6
+            ));
+            (uw, (1e9 / uw).min(1e12))
+        }
+        _ => (u, unit_bw),
+    };
+    let t_small_w = SMALL * 1e9 / unit_bw_w;
 
     let mut read_cmd = 1e9 / ir;
     let front_r = read_cmd.max(SMALL * ns_per_byte_bus);
     d.push(format!("read_cmd = 1 s / {ir:.0} IOPS = {read_cmd:.0} ns"));
-    let buffered = lw < WRITE_BUFFER_RATIO * lr;
     let write_cmd = if buffered {
         (0.5e9 / iw).min(0.5 * lw)
     } else {
         1e9 / iw
     };
-    let front_w = write_cmd.max(SMALL * ns_per_byte_bus);
+    let front_w = write_cmd.max(SMALL * ns_per_byte_bus_w);
     d.push(if buffered {
         format!(
             "writes at QD1 ({:.1} µs) are under {:.0} % of reads ({:.1} µs): buffered; write_cmd = min(0.5 s / {iw:.0} IOPS, L_write / 2) = {write_cmd:.0} ns",
@@ -65,22 +115,30 @@ pub fn derive(a: &Anchors) -> Model {
         format!("write_cmd = 1 s / {iw:.0} IOPS = {write_cmd:.0} ns (writes in place)")
     });
 
-    // The shape of the queue-depth curves: units, latency-only time and front-end
-    // share fitted by mean-value analysis (see `fit_shape`); without curves, a front
-    // end capped at the measured IOPS over units with headroom.
-    let read_unit_min = t_small + MIN_STAGE_NS;
-    let shape = fit_shape(a, buffered, read_unit_min);
-    let (f, kr, kw, fitted_units) = match &shape {
+    // The shape of the queue-depth curves: units (reads' and in-place writes' apart),
+    // latency-only time and front-end shares fitted by mean-value analysis (see
+    // `fit_shape`); without curves, a front end capped at the measured IOPS over units
+    // with headroom.
+    let shape = fit_shape(a, buffered, t_small + MIN_STAGE_NS, t_small_w + MIN_STAGE_NS);
+    let (f, kr, kw, fitted_units, fitted_write_units) = match &shape {
         Some(sh) => {
             d.push(format!(
-                "queue-depth curves fitted by mean-value analysis (rms error {:.1} % of IOPS over {} points): {} units, fetch = complete = {:.0} ns, read_cmd = {:.2} / IOPS, write_cmd = {:.2} / IOPS",
-                sh.rms_pct, sh.points, sh.units, sh.fetch_ns, sh.read_cmd_share, sh.write_cmd_share
+                "queue-depth curves fitted by mean-value analysis (rms error {:.1} % of IOPS over {} points): reads on {} units{}, fetch = complete = {:.0} ns, read_cmd = {:.2} / IOPS, write_cmd = {:.2} / IOPS",
+                sh.rms_pct,
+                sh.points,
+                sh.units,
+                sh.write_units
+                    .map_or(String::new(), |w| format!(", writes on {w}")),
+                sh.fetch_ns,
+                sh.read_cmd_share,
+                sh.write_cmd_share
             ));
             (
                 sh.fetch_ns,
                 sh.read_cmd_share,
                 sh.write_cmd_share,
                 Some(sh.units),
+                sh.write_units,
             )
         }
         None => {
@@ -88,7 +146,7 @@ pub fn derive(a: &Anchors) -> Model {
             let slack_w = if buffered {
                 lw - front_w - MIN_STAGE_NS
             } else {
-                lw - front_w - t_small - MIN_STAGE_NS
+                lw - front_w - t_small_w - MIN_STAGE_NS
             };
             let f = (LATENCY_ONLY_SHARE * lr.min(lw))
                 .min(slack_r / 2.0)
@@ -97,18 +155,18 @@ pub fn derive(a: &Anchors) -> Model {
             d.push(format!(
                 "no queue-depth curve to fit: fetch = complete = {f:.0} ns (latency only), front end at the measured IOPS"
             ));
-            (f, 1.0, 1.0, None)
+            (f, 1.0, 1.0, None, None)
         }
     };
     read_cmd *= kr;
     let front_r = read_cmd.max(SMALL * ns_per_byte_bus);
     let write_cmd = write_cmd * kw;
-    let front_w = write_cmd.max(SMALL * ns_per_byte_bus);
+    let front_w = write_cmd.max(SMALL * ns_per_byte_bus_w);
     // Both QD1 latencies must hold the latency-only time (a buffered write's too).
     let room_w = if buffered {
         lw - front_w
     } else {
-        lw - front_w - t_small
+        lw - front_w - t_small_w
     };
     let f = f
         .min((lr - front_r - t_small - MIN_STAGE_NS) / 2.0)
@@ -131,7 +189,7 @@ pub fn derive(a: &Anchors) -> Model {
         "read_ns = L_read {lr:.0} − 2·{f:.0} − front {front_r:.0} − 4096 B unit transfer {t_small:.0} = {read_ns:.0} ns"
     ));
 
-    // Units: fitted, or headroom over the busiest load (4 KB reads at I, large reads at B).
+    // Units: fitted, or headroom over the busiest load (4 KB and large requests).
     let busy_small_r = ir * (read_ns + t_small) / 1e9;
     let big = 131072.0;
     let busy_big_r = a.read_bw_bytes / big * (read_ns + big * u) / 1e9;
@@ -151,17 +209,27 @@ pub fn derive(a: &Anchors) -> Model {
         d.push(format!(
             "ack_ns = L_write {lw:.0} − 2·{f:.0} − front {front_w:.0} = {ack:.0} ns; 4 KiB programs destage at {iw:.0} IOPS over the units (write_ns below)"
         ));
+        match a.write_buffer_bytes {
+            Some(b) => d.push(format!(
+                "write_buffer.capacity = {:.0} MiB (measured: the write-burst knee)",
+                b as f64 / (1u64 << 20) as f64
+            )),
+            None => caveats.push(format!(
+                "write buffer size not measured (no write-burst knee): {} MiB assumed",
+                WRITE_BUFFER_BYTES >> 20
+            )),
+        }
         write_ns = 0.0; // set once the units are known
         write_buffer = Some(BufferParams {
-            capacity_bytes: WRITE_BUFFER_BYTES,
+            capacity_bytes: a.write_buffer_bytes.unwrap_or(WRITE_BUFFER_BYTES),
             ack_ns: round(ack),
             program_bytes: SMALL as u32,
         });
     } else {
-        write_ns = lw - 2.0 * f - front_w - t_small;
+        write_ns = lw - 2.0 * f - front_w - t_small_w;
         if write_ns < MIN_STAGE_NS {
             write_ns = MIN_STAGE_NS;
-            write_cmd = (lw - 2.0 * f - t_small - MIN_STAGE_NS).max(MIN_STAGE_NS);
+            write_cmd = (lw - 2.0 * f - t_small_w - MIN_STAGE_NS).max(MIN_STAGE_NS);
             caveats.push(format!(
                 "QD1 write latency {:.1} µs leaves no unit time beside 1 s / IOPS: write_cmd lowered to {write_cmd:.0} ns (the model's saturated write IOPS is {:.0})",
                 lw / 1e3,
@@ -169,63 +237,63 @@ pub fn derive(a: &Anchors) -> Model {
             ));
         }
         d.push(format!(
-            "write_ns = L_write {lw:.0} − 2·{f:.0} − front {front_w:.0} − {t_small:.0} = {write_ns:.0} ns"
+            "write_ns = L_write {lw:.0} − 2·{f:.0} − front {front_w:.0} − {t_small_w:.0} = {write_ns:.0} ns"
         ));
-        let busy_small_w = iw * (write_ns + t_small) / 1e9;
-        let busy_big_w = a.write_bw_bytes / big * (write_ns + big * u) / 1e9;
+        let busy_small_w = iw * (write_ns + t_small_w) / 1e9;
+        let busy_big_w = a.write_bw_bytes / big * (write_ns + big * u_w) / 1e9;
         busy = busy.max(busy_small_w).max(busy_big_w);
         write_buffer = None;
     }
     // With a buffer, programs of 4 KiB must be able to destage I_write with room.
     let destage_min = if write_buffer.is_some() {
-        (2.0 * iw * (t_small + MIN_STAGE_NS) / 1e9)
+        (2.0 * iw * (t_small_w + MIN_STAGE_NS) / 1e9)
             .ceil()
             .clamp(1.0, 4096.0) as u32
     } else {
         1
     };
-    let units = match fitted_units {
-        Some(n) => {
-            let n = n.max(destage_min);
-            d.push(format!("units = {n} (fitted)"));
-            n
+    // Units: fitted (reads and in-place writes apart: the device gets the larger count,
+    // the other direction its own first units), or headroom over the busiest load.
+    let (units, read_parallel_units, write_parallel_units) = match fitted_units {
+        Some(ur) => {
+            let ur = ur.max(destage_min);
+            let uw = fitted_write_units.unwrap_or(ur);
+            let n = ur.max(uw);
+            d.push(format!(
+                "units = {n}: reads fitted to {ur} units, {}",
+                match fitted_write_units {
+                    Some(w) => format!("in-place writes to {w}"),
+                    None => "buffered writes destage on all of them".into(),
+                }
+            ));
+            (n, (ur < n).then_some(ur), (uw < n).then_some(uw))
         }
         None => {
             let n = ((UNIT_HEADROOM * busy).ceil().clamp(1.0, 4096.0) as u32).max(destage_min);
             d.push(format!(
                 "units = ⌈{UNIT_HEADROOM} × {busy:.2} busy units at the measured IOPS and bandwidth⌉ = {n}"
             ));
-            n
+            (n, None, None)
         }
     };
     if write_buffer.is_some() {
-        write_ns = (units as f64 * 1e9 / iw - t_small).max(MIN_STAGE_NS);
+        write_ns = (units as f64 * 1e9 / iw - t_small_w).max(MIN_STAGE_NS);
         d.push(format!(
-            "write_ns = {units} units / {iw:.0} IOPS − {t_small:.0} = {write_ns:.0} ns per 4 KiB program"
+            "write_ns = {units} units / {iw:.0} IOPS − {t_small_w:.0} = {write_ns:.0} ns per 4 KiB program"
         ));
     }
 
     if let Some(wf) = a.write_fit {
         let model_slope = if buffered {
-            ns_per_byte_bus
+            ns_per_byte_bus_w
         } else {
-            ns_per_byte_bus + u
+            ns_per_byte_bus_w + u_w
         };
         if (wf.slope - model_slope).abs() > 0.25 * wf.slope.abs().max(model_slope) {
             caveats.push(format!(
-                "the write cost slope ({:.4} ns/B) differs from the model's ({model_slope:.4} ns/B, shared with reads): large-write QD1 latency is off by up to {:.0} µs at 128 KB",
+                "the write cost slope ({:.4} ns/B) differs from the model's ({model_slope:.4} ns/B): large-write QD1 latency is off by up to {:.0} µs at 128 KB",
                 wf.slope,
                 (wf.slope - model_slope).abs() * big / 1e3
-            ));
-        }
-    }
-    if a.write_bw_bytes > 0.0 && a.read_bw_bytes > 0.0 {
-        let ratio = a.write_bw_bytes / a.read_bw_bytes;
-        if !(0.8..=1.25).contains(&ratio) {
-            caveats.push(format!(
-                "read and write bandwidths differ ({:.0} vs {:.0} MB/s) but the model has one bus: the smaller is over-estimated",
-                a.read_bw_bytes / 1e6,
-                a.write_bw_bytes / 1e6
             ));
         }
     }
@@ -235,6 +303,10 @@ pub fn derive(a: &Anchors) -> Model {
     anchors.write_lat_qd1_ns = lw.round();
     anchors.read_iops = ir.round();
     anchors.write_iops = iw.round();
+    let bus_bytes = round(bus).max(1);
+    let bus_w_bytes = round(bus_w).max(1);
+    let unit_bytes = round(unit_bw).max(1);
+    let unit_w_bytes = round(unit_bw_w).max(1);
     Model {
         service: None,
         anchors,
@@ -247,11 +319,12 @@ pub fn derive(a: &Anchors) -> Model {
         stripe_bytes: STRIPE_BYTES,
         read_ns: round(read_ns).max(1),
         write_ns: round(write_ns).max(1),
-        unit_bandwidth_bytes: round(unit_bw).max(1),
-        bus_bandwidth_bytes: round(bus).max(1),
-        write_unit_bandwidth_bytes: None,
-        write_bus_bandwidth_bytes: None,
-        write_parallel_units: None,
+        unit_bandwidth_bytes: unit_bytes,
+        bus_bandwidth_bytes: bus_bytes,
+        write_unit_bandwidth_bytes: (unit_w_bytes != unit_bytes).then_some(unit_w_bytes),
+        write_bus_bandwidth_bytes: (bus_w_bytes != bus_bytes).then_some(bus_w_bytes),
+        write_parallel_units,
+        read_parallel_units,
         write_buffer,
         derivation: d,
         caveats,

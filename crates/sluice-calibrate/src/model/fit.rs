@@ -7,8 +7,11 @@ use super::*;
 /// The fitted shape of the queue-depth curves.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Shape {
-    /// Media units.
+    /// Media units (fitted to the read curve).
     pub units: u32,
+    /// Units that serve in-place writes (fitted to the write curve; `None` for
+    /// buffered writes, whose curve is the destage rate's).
+    pub write_units: Option<u32>,
     /// `fetch_ns` = `complete_ns`, ns.
     pub fetch_ns: f64,
     /// `read_cmd_ns` · read IOPS (1: the front end alone caps reads at the measured IOPS).
@@ -48,9 +51,18 @@ pub fn mva_iops(qmax: u32, delay_ns: f64, cmd_ns: f64, unit_ns: f64, units: u32)
 }
 
 /// Fit units, latency-only time and front-end shares to the measured queue-depth
-/// curves (least squares of log IOPS), keeping each QD1 latency exact. `None` when a
-/// curve has fewer than three depths. Writes take part unless they are buffered.
-pub fn fit_shape(a: &Anchors, buffered: bool, unit_min_ns: f64) -> Option<Shape> {
+/// curves (least squares of log IOPS), keeping each QD1 latency exact: for each
+/// latency-only time, the read curve's units and share and the write curve's units and
+/// share are chosen apart (reads and writes have their own parallelism), and the time
+/// with the smallest sum of both errors wins. `None` when a curve has fewer than three
+/// depths. Writes take part unless they are buffered. `read_unit_min_ns` and
+/// `write_unit_min_ns` are the least unit times (the 4 KiB unit transfers).
+pub fn fit_shape(
+    a: &Anchors,
+    buffered: bool,
+    read_unit_min_ns: f64,
+    write_unit_min_ns: f64,
+) -> Option<Shape> {
     if a.read_curve.len() < 3 || (!buffered && a.write_curve.len() < 3) {
         return None;
     }
@@ -66,59 +78,73 @@ pub fn fit_shape(a: &Anchors, buffered: bool, unit_min_ns: f64) -> Option<Shape>
         .max()?;
     let lr = a.read_lat_qd1_ns;
     let lw = a.write_lat_qd1_ns;
-    let err =
-        |curve: &[(u32, f64)], l: f64, iops: f64, f: f64, k: f64, units: u32| -> Option<f64> {
-            let cmd = k * 1e9 / iops.max(1.0);
-            let unit = l - 2.0 * f - cmd;
-            if unit < unit_min_ns {
-                return None;
-            }
-            let x = mva_iops(qmax, 2.0 * f, cmd, unit, units);
-            Some(
-                curve
-                    .iter()
-                    .filter(|p| p.1 > 0.0 && p.0 >= 1)
-                    .map(|&(q, m)| (x[q as usize - 1] / m).ln().powi(2))
-                    .sum(),
-            )
-        };
+    let err = |curve: &[(u32, f64)],
+               l: f64,
+               iops: f64,
+               f: f64,
+               k: f64,
+               units: u32,
+               unit_min: f64|
+     -> Option<f64> {
+        let cmd = k * 1e9 / iops.max(1.0);
+        let unit = l - 2.0 * f - cmd;
+        if unit < unit_min {
+            return None;
+        }
+        let x = mva_iops(qmax, 2.0 * f, cmd, unit, units);
+        Some(
+            curve
+                .iter()
+                .filter(|p| p.1 > 0.0 && p.0 >= 1)
+                .map(|&(q, m)| (x[q as usize - 1] / m).ln().powi(2))
+                .sum(),
+        )
+    };
     let shares = [0.25, 0.5, 0.75, 1.0];
-    let mut best: Option<(f64, Shape)> = None;
-    for units in 1..=256u32 {
-        for fi in 0..10 {
-            let f = fi as f64 * 0.05 * lr.min(lw);
-            let pick = |curve: &[(u32, f64)], l: f64, iops: f64| {
-                shares
-                    .iter()
-                    .filter_map(|&k| err(curve, l, iops, f, k, units).map(|e| (e, k)))
-                    .min_by(|x, y| x.0.total_cmp(&y.0))
-            };
-            let Some((er, kr)) = pick(&a.read_curve, lr, a.read_iops) else {
-                continue;
-            };
-            let (ew, kw) = if buffered {
-                (0.0, 1.0)
-            } else {
-                match pick(&a.write_curve, lw, a.write_iops) {
-                    Some(v) => v,
-                    None => continue,
+    // The best (error, units, share) of one curve at latency-only time `f`.
+    let best_of = |curve: &[(u32, f64)], l: f64, iops: f64, f: f64, unit_min: f64| {
+        let mut best: Option<(f64, u32, f64)> = None;
+        for units in 1..=256u32 {
+            for &k in &shares {
+                if let Some(e) = err(curve, l, iops, f, k, units, unit_min) {
+                    if best.is_none_or(|b| e < b.0 - 1e-12) {
+                        best = Some((e, units, k));
+                    }
                 }
-            };
-            let e = er + ew;
-            if best.as_ref().is_none_or(|b| e < b.0 - 1e-12) {
-                let n = a.read_curve.len() + if buffered { 0 } else { a.write_curve.len() };
-                best = Some((
-                    e,
-                    Shape {
-                        units,
-                        fetch_ns: f,
-                        read_cmd_share: kr,
-                        write_cmd_share: kw,
-                        rms_pct: ((e / n as f64).sqrt().exp() - 1.0) * 100.0,
-                        points: n,
-                    },
-                ));
             }
+        }
+        best
+    };
+    let n = a.read_curve.len() + if buffered { 0 } else { a.write_curve.len() };
+    let mut best: Option<(f64, Shape)> = None;
+    for fi in 0..10 {
+        let f = fi as f64 * 0.05 * lr.min(lw);
+        let Some((er, ur, kr)) = best_of(&a.read_curve, lr, a.read_iops, f, read_unit_min_ns)
+        else {
+            continue;
+        };
+        let (ew, uw, kw) = if buffered {
+            (0.0, None, 1.0)
+        } else {
+            match best_of(&a.write_curve, lw, a.write_iops, f, write_unit_min_ns) {
+                Some((e, u, k)) => (e, Some(u), k),
+                None => continue,
+            }
+        };
+        let e = er + ew;
+        if best.as_ref().is_none_or(|b| e < b.0 - 1e-12) {
+            best = Some((
+                e,
+                Shape {
+                    units: ur,
+                    write_units: uw,
+                    fetch_ns: f,
+                    read_cmd_share: kr,
+                    write_cmd_share: kw,
+                    rms_pct: ((e / n as f64).sqrt().exp() - 1.0) * 100.0,
+                    points: n,
+                },
+            ));
         }
     }
     best.map(|b| b.1)

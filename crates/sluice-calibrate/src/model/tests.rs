@@ -23,6 +23,7 @@ fn anchors() -> Anchors {
         }),
         read_curve: Vec::new(),
         write_curve: Vec::new(),
+        write_buffer_bytes: None,
     }
 }
 
@@ -144,7 +145,7 @@ fn the_fit_recovers_a_soft_knee() {
     a.write_lat_qd1_ns = 148_000.0;
     a.write_iops = truth[63];
     a.write_curve = curve.clone();
-    let sh = fit_shape(&a, false, 1_000.0).expect("curves given");
+    let sh = fit_shape(&a, false, 1_000.0, 1_000.0).expect("curves given");
     assert!(sh.rms_pct < 3.0, "{sh:?}");
     assert!((4..=9).contains(&sh.units), "{sh:?}");
     let m = derive(&a);
@@ -168,4 +169,63 @@ fn the_fit_recovers_a_soft_knee() {
     // The sharp-knee model (front end at the best IOPS) is far off at QD4 here.
     let sharp = (4.0f64 * 1e9 / 148_000.0).min(truth[63]);
     assert!(!close(sharp, curve[2].1, 0.1), "{sharp} vs {}", curve[2].1);
+}
+
+#[test]
+fn reads_and_writes_are_fitted_apart() {
+    // Reads on 16 units, writes on 4 (same stage times), a 2 GB/s read bus and a
+    // 0.5 GB/s write bus, and a write cost slope twice the read one.
+    let qds = [1u32, 2, 4, 8, 16, 32, 64];
+    let r = mva_iops(64, 20_000.0, 8_000.0, 120_000.0, 16);
+    let w = mva_iops(64, 20_000.0, 8_000.0, 120_000.0, 4);
+    let mut a = anchors();
+    a.read_lat_qd1_ns = 148_000.0;
+    a.read_iops = r[63];
+    a.read_curve = qds.iter().map(|&q| (q, r[q as usize - 1])).collect();
+    a.write_lat_qd1_ns = 148_000.0;
+    a.write_iops = w[63];
+    a.write_curve = qds.iter().map(|&q| (q, w[q as usize - 1])).collect();
+    a.read_bw_bytes = 2.0e9;
+    a.write_bw_bytes = 0.5e9;
+    a.write_fit = Some(LinearFit {
+        offset: 140_000.0,
+        slope: 3.0,
+        r2: 0.99,
+        n: 6,
+    });
+    let m = derive(&a);
+    assert!((12..=20).contains(&m.units), "{m:?}");
+    let wu = m.write_parallel_units.expect("fewer write units");
+    assert!((3..=5).contains(&wu), "{m:?}");
+    assert_eq!(m.bus_bandwidth_bytes, 2_000_000_000);
+    assert_eq!(m.write_bus_bandwidth_bytes, Some(500_000_000));
+    // Each direction's QD1 latency and large-request slope are its own.
+    assert!(close(m.qd1_latency_ns(false, 4096), 148_000.0, 0.01), "{m:?}");
+    assert!(close(m.qd1_latency_ns(true, 4096), 148_000.0, 0.01), "{m:?}");
+    let slope = |write| (m.qd1_latency_ns(write, 131072) - m.qd1_latency_ns(write, 65536)) / 65536.0;
+    assert!(close(slope(false), 1.5, 0.01), "{}", slope(false));
+    assert!(close(slope(true), 3.0, 0.01), "{}", slope(true));
+    assert!(close(m.saturated_iops(true, 131072), 0.5e9 / 131072.0, 0.01));
+    let p = m.to_profile("x", "y");
+    p.validate().unwrap();
+    assert_eq!(p.media.write_parallel_units, Some(wu));
+}
+
+#[test]
+fn writes_wider_than_reads_give_reads_their_own_units() {
+    let qds = [1u32, 2, 4, 8, 16, 32, 64];
+    let r = mva_iops(64, 20_000.0, 8_000.0, 120_000.0, 4);
+    let w = mva_iops(64, 20_000.0, 8_000.0, 120_000.0, 16);
+    let mut a = anchors();
+    a.read_lat_qd1_ns = 148_000.0;
+    a.read_iops = r[63];
+    a.read_curve = qds.iter().map(|&q| (q, r[q as usize - 1])).collect();
+    a.write_lat_qd1_ns = 148_000.0;
+    a.write_iops = w[63];
+    a.write_curve = qds.iter().map(|&q| (q, w[q as usize - 1])).collect();
+    let m = derive(&a);
+    assert!((12..=20).contains(&m.units), "{m:?}");
+    assert!((3..=5).contains(&m.read_parallel_units.expect("reads narrower")), "{m:?}");
+    assert_eq!(m.write_parallel_units, None);
+    m.to_profile("x", "y").validate().unwrap();
 }
