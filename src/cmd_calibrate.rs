@@ -169,15 +169,21 @@ pub fn cmd_calibrate(args: CalibrateArgs) -> Result<(), CliError> {
     }
     let summary = Summary::of(&points)?;
     // The write buffer: bursts of rising size after pauses (calibrate/buffer.rs).
-    let probe = calibrate::buffer::probe(&target, plan.burst_pause_ns, args.seed, &stop, &mut |bytes| {
-        if !quiet {
-            eprintln!(
-                "sluice: write burst of {} MiB (after a {} ms pause)",
-                bytes >> 20,
-                plan.burst_pause_ns / 1_000_000
-            );
-        }
-    })?;
+    let probe = calibrate::buffer::probe(
+        &target,
+        plan.burst_pause_ns,
+        args.seed,
+        &stop,
+        &mut |bytes| {
+            if !quiet {
+                eprintln!(
+                    "sluice: write burst of {} MiB (after a {} ms pause)",
+                    bytes >> 20,
+                    plan.burst_pause_ns / 1_000_000
+                );
+            }
+        },
+    )?;
     let mut anchors = summary.anchors();
     anchors.write_buffer_bytes = probe.size_bytes;
     let m = model::derive(&anchors);
@@ -365,16 +371,17 @@ fn print_grid(out: &mut dyn Write, points: &[Point]) -> std::io::Result<()> {
     Ok(())
 }
 
-fn print_bursts(
-    out: &mut dyn Write,
-    p: &calibrate::buffer::BufferProbe,
-) -> std::io::Result<()> {
+fn print_bursts(out: &mut dyn Write, p: &calibrate::buffer::BufferProbe) -> std::io::Result<()> {
     writeln!(
         out,
         "\nWrite bursts (4 KiB random writes, QD{}, each after a pause)",
         calibrate::buffer::BURST_QD
     )?;
-    writeln!(out, "{:>9} {:>9} {:>10} {:>10}", "burst", "IOPS", "mean", "p99")?;
+    writeln!(
+        out,
+        "{:>9} {:>9} {:>10} {:>10}",
+        "burst", "IOPS", "mean", "p99"
+    )?;
     for b in &p.bursts {
         writeln!(
             out,

@@ -186,7 +186,10 @@ mod tests {
     fn no_knee_is_said_with_the_range() {
         let (size, v) = analyse(&bursts(&[340.0, 400.0, 470.0, 430.0, 473.0]));
         assert_eq!(size, None);
-        assert!(v.contains("no write-buffer knee") && v.contains("1.00× to 1.39×"), "{v}");
+        assert!(
+            v.contains("no write-buffer knee") && v.contains("1.00× to 1.39×"),
+            "{v}"
+        );
         // One slow burst among fast ones is not a knee either.
         let (size, v) = analyse(&bursts(&[380.0, 440.0, 790.0, 360.0, 370.0]));
         assert_eq!(size, None, "{v}");

@@ -354,7 +354,6 @@ impl DeviceProfile {
         self.arbitration = arbitration;
         self
     }
-
 }
 
 /// 1-based (line, column) of byte `pos` in `text`.

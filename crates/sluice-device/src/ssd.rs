@@ -129,7 +129,8 @@ impl NvmeSsd {
                 m.write_bus_bandwidth_bytes.unwrap_or(m.bus_bandwidth_bytes),
             ),
             write_unit_xfer: PerByte::from_bandwidth(
-                m.write_unit_bandwidth_bytes.unwrap_or(m.unit_bandwidth_bytes),
+                m.write_unit_bandwidth_bytes
+                    .unwrap_or(m.unit_bandwidth_bytes),
             ),
             write_parallel: m.write_parallel_units.unwrap_or(m.units),
             read_parallel: m.read_parallel_units.unwrap_or(m.units),

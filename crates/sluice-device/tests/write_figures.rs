@@ -45,7 +45,10 @@ fn write_parallelism_and_unit_bandwidth_bound_writes_on_the_units() {
     assert!(within(w, want, 0.03), "{w} vs {want}");
     // Reads still use every unit at the read rate: the front end bounds them.
     let r = run_qd(&p, 64, Op::Read, 4096, 2_000, 20_000).iops;
-    assert!(within(r, 1e9 / p.controller.read_cmd_ns as f64, 0.02), "{r}");
+    assert!(
+        within(r, 1e9 / p.controller.read_cmd_ns as f64, 0.02),
+        "{r}"
+    );
 }
 
 #[test]
@@ -78,7 +81,10 @@ fn old_profiles_load_with_writes_at_the_read_figures_and_bad_values_are_named() 
     // Out of range: the field and the fix are named.
     q.media.write_parallel_units = Some(29);
     let e = q.validate().unwrap_err().to_string();
-    assert!(e.contains("media.write_parallel_units") && e.contains("1..=28"), "{e}");
+    assert!(
+        e.contains("media.write_parallel_units") && e.contains("1..=28"),
+        "{e}"
+    );
     q.media.write_parallel_units = None;
     q.media.write_bus_bandwidth_bytes = Some(0);
     let e = q.validate().unwrap_err().to_string();

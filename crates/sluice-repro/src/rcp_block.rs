@@ -105,7 +105,9 @@ fn fig11(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
     Ok(vec![
         Goal {
             experiment: "fig11".into(),
-            goal: "system throughput non-decreasing in N (±5 %), N=32 ≥ 1.5 × N=1 (means of 3 seeds)".into(),
+            goal:
+                "system throughput non-decreasing in N (±5 %), N=32 ≥ 1.5 × N=1 (means of 3 seeds)"
+                    .into(),
             measured: format!("{} ({:.2}×)", fmt(&tput, 1e6, "MB/s"), t32 / t1),
             pass: steps(&tput, 0.05) && t32 >= 1.5 * t1,
         },

@@ -119,7 +119,12 @@ pub fn derive(a: &Anchors) -> Model {
     // latency-only time and front-end shares fitted by mean-value analysis (see
     // `fit_shape`); without curves, a front end capped at the measured IOPS over units
     // with headroom.
-    let shape = fit_shape(a, buffered, t_small + MIN_STAGE_NS, t_small_w + MIN_STAGE_NS);
+    let shape = fit_shape(
+        a,
+        buffered,
+        t_small + MIN_STAGE_NS,
+        t_small_w + MIN_STAGE_NS,
+    );
     let (f, kr, kw, fitted_units, fitted_write_units) = match &shape {
         Some(sh) => {
             d.push(format!(

@@ -49,8 +49,7 @@ fn the_model_reproduces_its_anchors() {
     assert!(close(slope, 1.5, 0.01), "{slope}");
     // Units: 3 × the busiest load; at least one unit per command in flight at the
     // knee would be busy otherwise.
-    let busy =
-        60_000.0 * (m.read_ns as f64 + 4096.0 * 1e9 / m.unit_bandwidth_bytes as f64) / 1e9;
+    let busy = 60_000.0 * (m.read_ns as f64 + 4096.0 * 1e9 / m.unit_bandwidth_bytes as f64) / 1e9;
     assert!(m.units as f64 >= 3.0 * busy - 1.0, "{} vs {busy}", m.units);
     assert_eq!(m.fetch_ns, 8_000);
     assert!(m.caveats.is_empty(), "{:?}", m.caveats);
@@ -200,12 +199,23 @@ fn reads_and_writes_are_fitted_apart() {
     assert_eq!(m.bus_bandwidth_bytes, 2_000_000_000);
     assert_eq!(m.write_bus_bandwidth_bytes, Some(500_000_000));
     // Each direction's QD1 latency and large-request slope are its own.
-    assert!(close(m.qd1_latency_ns(false, 4096), 148_000.0, 0.01), "{m:?}");
-    assert!(close(m.qd1_latency_ns(true, 4096), 148_000.0, 0.01), "{m:?}");
-    let slope = |write| (m.qd1_latency_ns(write, 131072) - m.qd1_latency_ns(write, 65536)) / 65536.0;
+    assert!(
+        close(m.qd1_latency_ns(false, 4096), 148_000.0, 0.01),
+        "{m:?}"
+    );
+    assert!(
+        close(m.qd1_latency_ns(true, 4096), 148_000.0, 0.01),
+        "{m:?}"
+    );
+    let slope =
+        |write| (m.qd1_latency_ns(write, 131072) - m.qd1_latency_ns(write, 65536)) / 65536.0;
     assert!(close(slope(false), 1.5, 0.01), "{}", slope(false));
     assert!(close(slope(true), 3.0, 0.01), "{}", slope(true));
-    assert!(close(m.saturated_iops(true, 131072), 0.5e9 / 131072.0, 0.01));
+    assert!(close(
+        m.saturated_iops(true, 131072),
+        0.5e9 / 131072.0,
+        0.01
+    ));
     let p = m.to_profile("x", "y");
     p.validate().unwrap();
     assert_eq!(p.media.write_parallel_units, Some(wu));
@@ -225,7 +235,10 @@ fn writes_wider_than_reads_give_reads_their_own_units() {
     a.write_curve = qds.iter().map(|&q| (q, w[q as usize - 1])).collect();
     let m = derive(&a);
     assert!((12..=20).contains(&m.units), "{m:?}");
-    assert!((3..=5).contains(&m.read_parallel_units.expect("reads narrower")), "{m:?}");
+    assert!(
+        (3..=5).contains(&m.read_parallel_units.expect("reads narrower")),
+        "{m:?}"
+    );
     assert_eq!(m.write_parallel_units, None);
     m.to_profile("x", "y").validate().unwrap();
 }

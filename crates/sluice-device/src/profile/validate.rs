@@ -151,10 +151,17 @@ impl DeviceProfile {
                 "media.write_unit_bandwidth_bytes",
                 m.write_unit_bandwidth_bytes,
             ),
-            ("media.write_bus_bandwidth_bytes", m.write_bus_bandwidth_bytes),
+            (
+                "media.write_bus_bandwidth_bytes",
+                m.write_bus_bandwidth_bytes,
+            ),
         ] {
             if let Some(v) = v {
-                positive(field, v, "bytes per second (omit it to use the read figure)")?;
+                positive(
+                    field,
+                    v,
+                    "bytes per second (omit it to use the read figure)",
+                )?;
             }
         }
         if let Some(w) = m.write_parallel_units {
