@@ -3,23 +3,11 @@
 //! to the simulated host): the one-thread cut reaches the goal of 20 % and the gain
 //! shrinks as threads grow (both asserted) — see docs/whole-stack.md.
 
-use sluice_repro::{format_table, suite, Ctx};
+mod common;
 
 #[test]
 fn fig11_async_fsync_gains_most_with_one_thread() {
-    let s = suite("aios").expect("registered");
-    let ctx = Ctx {
-        seed: 1,
-        on_run: &|_| {},
-        plot_dir: None,
-    };
-    let e = s
-        .experiments
-        .iter()
-        .find(|e| e.id == "fig11")
-        .expect("fig11");
-    let goals = (e.run)(&ctx).expect("runs");
-    let table = format_table(&goals);
+    let (goals, table) = common::run("aios", "fig11");
     assert_eq!(goals.len(), 2, "{table}");
     assert!(goals.iter().all(|g| g.pass), "{table}");
     // "1 threads: A → B µs (-G %)": the one-thread cut, as the goal reads it.
@@ -39,19 +27,7 @@ fn fig11_async_fsync_gains_most_with_one_thread() {
 /// docs/whole-stack.md.
 #[test]
 fn fig17_async_fsync_raises_varmail_throughput_at_every_thread_count() {
-    let s = suite("aios").expect("registered");
-    let ctx = Ctx {
-        seed: 1,
-        on_run: &|_| {},
-        plot_dir: None,
-    };
-    let e = s
-        .experiments
-        .iter()
-        .find(|e| e.id == "fig17")
-        .expect("fig17");
-    let goals = (e.run)(&ctx).expect("runs");
-    let table = format_table(&goals);
+    let (goals, table) = common::run("aios", "fig17");
     assert_eq!(goals.len(), 2, "{table}");
     // "+G %, +G %, …": one gain per thread count.
     let gains: Vec<f64> = goals[1]
@@ -68,15 +44,7 @@ fn fig17_async_fsync_raises_varmail_throughput_at_every_thread_count() {
 /// docs/whole-stack.md.
 #[test]
 fn fig8_aios_read_path_gains_more_with_larger_blocks() {
-    let s = suite("aios").expect("registered");
-    let ctx = Ctx {
-        seed: 1,
-        on_run: &|_| {},
-        plot_dir: None,
-    };
-    let e = s.experiments.iter().find(|e| e.id == "fig8").expect("fig8");
-    let goals = (e.run)(&ctx).expect("runs");
-    let table = format_table(&goals);
+    let (goals, table) = common::run("aios", "fig8");
     assert_eq!(goals.len(), 2, "{table}");
     assert!(goals.iter().all(|g| g.pass), "{table}");
     let cuts: Vec<f64> = goals[1]

@@ -5,18 +5,11 @@
 //! `sluice repro fastresponse` — see docs/whole-stack.md. Fig. 15(b)'s breakdown goals are
 //! met and asserted.
 
-use sluice_repro::{format_table, suite, Ctx};
+mod common;
 
 #[test]
 fn fig13_bsj_opt_lowers_the_mean_beside_every_corunner() {
-    let s = suite("fastresponse").expect("registered");
-    let ctx = Ctx {
-        seed: 1,
-        on_run: &|_| {},
-        plot_dir: None,
-    };
-    let goals = (s.experiments[0].run)(&ctx).expect("runs");
-    let table = format_table(&goals);
+    let (goals, table) = common::run("fastresponse", "fig13");
     assert_eq!(goals.len(), 7, "{table}");
     for g in goals
         .iter()
@@ -31,19 +24,7 @@ fn fig13_bsj_opt_lowers_the_mean_beside_every_corunner() {
 /// suite's goals).
 #[test]
 fn fig15_breakdown_shows_where_fjournal_helps() {
-    let s = suite("fastresponse").expect("registered");
-    let ctx = Ctx {
-        seed: 1,
-        on_run: &|_| {},
-        plot_dir: None,
-    };
-    let e = s
-        .experiments
-        .iter()
-        .find(|e| e.id == "fig15")
-        .expect("fig15");
-    let goals = (e.run)(&ctx).expect("runs");
-    let table = format_table(&goals);
+    let (goals, table) = common::run("fastresponse", "fig15");
     assert_eq!(goals.len(), 2, "{table}");
     assert!(goals.iter().all(|g| g.pass), "{table}");
 }
