@@ -290,7 +290,7 @@ async fn corunner(
     write: bool,
     seed: u64,
 ) -> Result<(), String> {
-    let mut rng = crate::Xorshift::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut rng = crate::Xorshift::from_seed(seed);
     let mut next = move || rng.next();
     let mut buf = vec![0u8; REQ];
     let mut writes = 0u32;

@@ -40,6 +40,12 @@ impl Xorshift {
         Xorshift(state)
     }
 
+    /// A stream for seed `seed`: the seed spread by the golden-ratio constant, made odd
+    /// (never the all-zero state).
+    pub(crate) fn from_seed(seed: u64) -> Xorshift {
+        Xorshift(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
     /// The next 64-bit value.
     pub(crate) fn next(&mut self) -> u64 {
         let x = &mut self.0;

@@ -108,8 +108,7 @@ pub fn run(cfg: &ReadRandConfig, block: u32, path: ReadPath) -> Result<ReadRandR
                 .await
                 .map_err(|e| e.to_string())?;
             let reader = spawn(TaskCtx::new("fio-read"), async move {
-                let mut rng =
-                    crate::Xorshift::new(cfg.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+                let mut rng = crate::Xorshift::from_seed(cfg.seed);
                 let mut buf = vec![0u8; block as usize];
                 let blocks = (cfg.file_mib << 20) / block as u64;
                 let mut sum = 0u64;

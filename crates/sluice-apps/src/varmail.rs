@@ -177,7 +177,7 @@ async fn workload(cfg: VarmailConfig, threads: u32, fs: FsConfig) -> Result<Varm
         exists: vec![false; n],
         busy: vec![false; n],
     }));
-    let mut rng = crate::Xorshift::new(cfg.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut rng = crate::Xorshift::from_seed(cfg.seed);
     for k in 0..n * cfg.prealloc as usize / 100 {
         let f = files.create(&name(k)).await.map_err(e)?;
         let size = 1 + rng.next() % (2 * cfg.mean_file as u64);
@@ -191,7 +191,7 @@ async fn workload(cfg: VarmailConfig, threads: u32, fs: FsConfig) -> Result<Varm
     let mut hs = Vec::new();
     for t in 0..threads {
         let (files, set, cfg) = (files.clone(), set.clone(), cfg.clone());
-        let seed = (cfg.seed ^ ((t as u64 + 1) << 20)).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let seed = cfg.seed ^ ((t as u64 + 1) << 20);
         hs.push(spawn(
             TaskCtx::new(format!("varmail{t}"))
                 .flow("varmail")
@@ -217,7 +217,7 @@ async fn thread(
     cfg: VarmailConfig,
     seed: u64,
 ) -> std::io::Result<()> {
-    let mut rng = crate::Xorshift::new(seed);
+    let mut rng = crate::Xorshift::from_seed(seed);
     let mut buf = Vec::new();
     for _ in 0..cfg.loops {
         // 1. deletefile.

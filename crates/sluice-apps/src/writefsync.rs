@@ -107,9 +107,7 @@ pub fn run(
                         .flow("writers")
                         .class(IoClass::Critical),
                     async move {
-                        let mut rng = crate::Xorshift::new(
-                            (cfg.seed ^ (t as u64 + 1)).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
-                        );
+                        let mut rng = crate::Xorshift::from_seed(cfg.seed ^ (t as u64 + 1));
                         let buf = vec![t as u8; cfg.block as usize];
                         let mut sum = 0u64;
                         for _ in 0..cfg.ops {

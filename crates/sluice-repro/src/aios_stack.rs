@@ -42,22 +42,22 @@ pub(crate) const SUITE: Suite = Suite {
     ],
 };
 
-/// Run `one` for every thread count of `threads` on both fsync paths, side by side;
-/// returns (synchronous, asynchronous) per thread count, in order.
-fn both_paths<T: Send>(
+/// Run `one` for every key (a thread count, a block size) under the baseline path and
+/// AIOS's, `paths`, side by side; returns (baseline, AIOS) per key, in order. `label`
+/// names a run in the progress line, `what` a key in an error.
+fn both_paths<P: Copy + Sync, T: Send>(
     ctx: &Ctx,
-    threads: &[u32],
-    what: &str,
-    one: impl Fn(u32, FsyncPath) -> Result<T, String> + Sync,
+    keys: &[u32],
+    paths: [P; 2],
+    label: impl Fn(u32, P) -> String + Sync,
+    what: impl Fn(u32) -> String + Sync,
+    one: impl Fn(u32, P) -> Result<T, String> + Sync,
 ) -> Result<Vec<(T, T)>, ReproError> {
-    let runs: Vec<(u32, FsyncPath)> = threads
-        .iter()
-        .flat_map(|&t| [(t, FsyncPath::Sync), (t, FsyncPath::Async)])
-        .collect();
-    let all = ctx.each(&runs, |&(t, path)| {
-        (ctx.on_run)(&format!("{what}, {t} threads, {path:?} path"));
-        one(t, path).map_err(|message| ReproError::App {
-            what: format!("{what} with {t} threads"),
+    let runs: Vec<(u32, P)> = keys.iter().flat_map(|&k| paths.map(|p| (k, p))).collect();
+    let all = ctx.each(&runs, |&(k, path)| {
+        (ctx.on_run)(&label(k, path));
+        one(k, path).map_err(|message| ReproError::App {
+            what: what(k),
             message,
         })
     })?;
@@ -67,6 +67,23 @@ fn both_paths<T: Send>(
         pairs.push((s, a));
     }
     Ok(pairs)
+}
+
+/// [`both_paths`] over thread counts with the synchronous and asynchronous fsync paths.
+fn both_fsync_paths<T: Send>(
+    ctx: &Ctx,
+    threads: &[u32],
+    what: &str,
+    one: impl Fn(u32, FsyncPath) -> Result<T, String> + Sync,
+) -> Result<Vec<(T, T)>, ReproError> {
+    both_paths(
+        ctx,
+        threads,
+        [FsyncPath::Sync, FsyncPath::Async],
+        |t, path| format!("{what}, {t} threads, {path:?} path"),
+        |t| format!("{what} with {t} threads"),
+        one,
+    )
 }
 
 /// The two goals of an AIOS thread sweep: the one-thread gain reaches `goal` (`lines`:
@@ -106,32 +123,30 @@ fn fig8(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
         message,
     })?;
     cfg.seed = ctx.seed;
-    let runs: Vec<(u32, ReadPath)> = cfg
-        .blocks
-        .iter()
-        .flat_map(|&b| [(b, ReadPath::Vanilla), (b, ReadPath::Aios)])
-        .collect();
-    let all = ctx.each(&runs, |&(b, path)| {
-        (ctx.on_run)(&format!(
-            "random read, {} KiB, {path:?} read path on {}",
-            b / 1024,
-            cfg.device
-        ));
-        readrand::run(&cfg, b, path).map_err(|message| ReproError::App {
-            what: format!("random reads of {b} bytes"),
-            message,
-        })
-    })?;
+    let pairs = both_paths(
+        ctx,
+        &cfg.blocks,
+        [ReadPath::Vanilla, ReadPath::Aios],
+        |b, path| {
+            format!(
+                "random read, {} KiB, {path:?} read path on {}",
+                b / 1024,
+                cfg.device
+            )
+        },
+        |b| format!("random reads of {b} bytes"),
+        |b, path| readrand::run(&cfg, b, path),
+    )?;
     let (mut cuts, mut lines) = (Vec::new(), Vec::new());
-    for (&b, r) in cfg.blocks.iter().zip(all.chunks(2)) {
-        let cut = 1.0 - r[1].mean_ns / r[0].mean_ns.max(1.0);
+    for (&b, (v, a)) in cfg.blocks.iter().zip(&pairs) {
+        let cut = 1.0 - a.mean_ns / v.mean_ns.max(1.0);
         lines.push(format!(
             "{} KiB: {:.1} → {:.1} µs ({:+.1} %, hits {:.1} %)",
             b / 1024,
-            r[0].mean_ns / 1e3,
-            r[1].mean_ns / 1e3,
+            v.mean_ns / 1e3,
+            a.mean_ns / 1e3,
             -cut * 100.0,
-            r[0].hit_ratio * 100.0
+            v.hit_ratio * 100.0
         ));
         cuts.push(cut);
     }
@@ -163,7 +178,7 @@ fn fig17(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
     })?;
     cfg.seed = ctx.seed;
     let what = format!("varmail on {}", cfg.device);
-    let pairs = both_paths(ctx, &cfg.threads, &what, |t, path| {
+    let pairs = both_fsync_paths(ctx, &cfg.threads, &what, |t, path| {
         let fs = FsConfig::store(CommitMode::Compound).with_fsync_path(path);
         varmail::run(&cfg, t, &fs, None)
     })?;
@@ -194,7 +209,7 @@ fn fig11(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
     })?;
     cfg.seed = ctx.seed;
     let what = format!("write+fsync on {}", cfg.device);
-    let pairs = both_paths(ctx, &cfg.threads, &what, |t, path| run(&cfg, t, path, None))?;
+    let pairs = both_fsync_paths(ctx, &cfg.threads, &what, |t, path| run(&cfg, t, path, None))?;
     let (mut gains, mut lines) = (Vec::new(), Vec::new());
     for (&t, (s, a)) in cfg.threads.iter().zip(&pairs) {
         // The latency cut (a gain is a fall here).

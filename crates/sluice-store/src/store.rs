@@ -369,15 +369,21 @@ impl Store {
 
     async fn sync_file(&self, f: StoreFile, all: bool) -> Result<(), StoreError> {
         let (t0, critical) = (now(), current_class() == IoClass::Critical);
-        let phases = self.sync_phases(f, all).await?;
+        let phases = self.sync_phases(f, all, critical).await?;
         if critical {
             self.st.borrow_mut().breakdown.add(t0, now(), &phases);
         }
         Ok(())
     }
 
-    /// [`Store::sync_file`]'s work; returns the timeline of what made the file durable.
-    async fn sync_phases(&self, f: StoreFile, all: bool) -> Result<Phases, StoreError> {
+    /// [`Store::sync_file`]'s work for a caller that is `critical` or not; returns the
+    /// timeline of what made the file durable.
+    async fn sync_phases(
+        &self,
+        f: StoreFile,
+        all: bool,
+        critical: bool,
+    ) -> Result<Phases, StoreError> {
         let (t_all, t_data, committed) = {
             let st = self.st.borrow();
             let at = |m: &BTreeMap<u32, u64>| m.get(&f.ino).copied().unwrap_or(0);
@@ -388,9 +394,7 @@ impl Store {
             match self.mode {
                 // The f-transaction writes the file's buffered data and FLUSHes after
                 // its writes in flight: everything of the file is covered.
-                CommitMode::FileLevel if current_class() == IoClass::Critical => {
-                    return self.fjournal(f).await
-                }
+                CommitMode::FileLevel if critical => return self.fjournal(f).await,
                 CommitMode::FileLevel | CommitMode::Compound => {
                     self.wait_commit(t).await?;
                     if t >= t_all {

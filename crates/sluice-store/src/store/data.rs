@@ -346,7 +346,7 @@ impl Store {
         let jopts = IoOptions::new().activity(Activity::WAL);
         // No journal blocks (a writeback, a data-only fdatasync): nothing to prepare.
         let nj = journal.len() as u64;
-        let commit = if nj > 0 { 1 } else { 0 };
+        let commit = u64::from(nj > 0);
         let data = if self.fsync_path.get() == FsyncPath::Async {
             let mut hs = self.dev.submit_all(&writes, IoOptions::new());
             charge(|c| c.journal_block_ns * nj).await;
