@@ -56,6 +56,13 @@ pub struct OltpConfig {
     /// Think time between a client's transactions, µs (0: back to back, as RCP's
     /// unlimited-rate runs).
     pub think_us: u64,
+    /// Arrival rate, transactions per second (0: closed loop). RCP measured Fig. 6's
+    /// latencies with a rate-controlled TPC-C ("a fixed number of transactions",
+    /// §7.2) and Fig. 4's throughput at an unlimited rate: with a rate, transactions
+    /// arrive every `1 / rate_tps` into one queue the clients serve in order, and a
+    /// transaction's latency counts from its arrival, so the time it queued behind a
+    /// stall is in it (as a rate-controlled benchmark's is); `think_us` is then unused.
+    pub rate_tps: u64,
     /// Database size, MiB (4 KiB pages of one data file).
     pub data_mib: u64,
     /// Page-cache size in percent of the database (RCP: a 40 % buffer pool).
@@ -90,6 +97,7 @@ impl Default for OltpConfig {
         OltpConfig {
             clients: 16,
             think_us: 0,
+            rate_tps: 0,
             data_mib: 64,
             cache_percent: 40,
             reads: 8,
@@ -254,6 +262,9 @@ struct Shared {
     /// Committers wait here for their record to be durable.
     durable: Condvar,
     stop: Cell<bool>,
+    /// Rate control: when the clients started, and the next arrival to serve.
+    started: Cell<u64>,
+    arrivals: Cell<u64>,
     measuring: Cell<bool>,
     latencies: RefCell<Vec<u64>>,
     checkpoints: Cell<u32>,
@@ -291,6 +302,8 @@ pub async fn run(cfg: OltpConfig, checkpointer: IoClass) -> OltpResult {
         work: Condvar::new(),
         durable: Condvar::new(),
         stop: Cell::new(false),
+        started: Cell::new(0),
+        arrivals: Cell::new(0),
         measuring: Cell::new(false),
         latencies: RefCell::new(Vec::new()),
         checkpoints: Cell::new(0),
@@ -308,6 +321,7 @@ pub async fn run(cfg: OltpConfig, checkpointer: IoClass) -> OltpResult {
             .activity(Activity::CHECKPOINT),
         checkpoint_loop(sh.clone()),
     );
+    sh.started.set(now());
     let clients: Vec<_> = (0..cfg.clients)
         .map(|c| {
             spawn(
@@ -358,7 +372,22 @@ async fn client(sh: Rc<Shared>, c: u32) {
     let mut next = move || rng.next();
     let mut page_buf = vec![0u8; PAGE as usize];
     while !sh.stop.get() {
-        let t0 = now();
+        let t0 = match cfg.rate_tps {
+            0 => now(),
+            rate => {
+                // The next arrival of the shared queue; wait for it if it is ahead.
+                let k = sh.arrivals.get();
+                sh.arrivals.set(k + 1);
+                let at = sh.started.get() + (k as u128 * 1_000_000_000 / rate as u128) as u64;
+                if at > now() {
+                    sleep(at - now()).await;
+                    if sh.stop.get() {
+                        break;
+                    }
+                }
+                at
+            }
+        };
         cpu(cfg.cpu_us * 1000).await;
         let mut pages = Vec::with_capacity(cfg.reads as usize);
         for _ in 0..cfg.reads {
@@ -403,7 +432,7 @@ async fn client(sh: Rc<Shared>, c: u32) {
         if sh.measuring.get() {
             sh.latencies.borrow_mut().push(now() - t0);
         }
-        if cfg.think_us > 0 {
+        if cfg.think_us > 0 && cfg.rate_tps == 0 {
             sleep(cfg.think_us * 1000).await;
         }
     }

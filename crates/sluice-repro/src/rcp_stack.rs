@@ -1,5 +1,6 @@
 //! Suite `rcp`: RCP's whole-stack results (Kim et al., FAST '17, §7.2 Fig. 4–6, §7.5
-//! Fig. 10) on the OLTP stand-in of `sluice-apps` (PostgreSQL under TPC-C with periodic
+//! Fig. 10): throughput at an unlimited rate (Fig. 4, 5, 10) and latency of a
+//! rate-controlled run (Fig. 6), on the OLTP stand-in of `sluice-apps` (PostgreSQL under TPC-C with periodic
 //! checkpoints), in the simulator: the same application code under each stack
 //! configuration ([`StackSetup`]).
 
@@ -7,6 +8,7 @@ use sluice_apps::oltp::{OltpConfig, OltpResult, StackSetup};
 
 use crate::{Ctx, Experiment, Goal, ReproError, Suite};
 
+const FIG4: &str = include_str!("../../../experiments/rcp/fig4.toml");
 const FIG6: &str = include_str!("../../../experiments/rcp/fig6.toml");
 const FIG10: &str = include_str!("../../../experiments/rcp/fig10.toml");
 const DEVICE: &str = "nand";
@@ -17,8 +19,14 @@ pub(crate) const SUITE: Suite = Suite {
     about: "RCP whole stack: OLTP under checkpoints (Fig. 4–6), one part off at a time (Fig. 10)",
     experiments: &[
         Experiment {
+            id: "fig4",
+            title: "Fig. 4/5: transaction throughput and log size under checkpoints, none / cfq-idle / rcp-block / rcp",
+            file: "experiments/rcp/fig4.toml",
+            run: fig4,
+        },
+        Experiment {
             id: "fig6",
-            title: "Fig. 6: transaction latency and throughput under checkpoints, none / cfq-idle / rcp-block / rcp",
+            title: "Fig. 6: rate-controlled transaction latency under checkpoints, none / cfq-idle / rcp-block / rcp",
             file: "experiments/rcp/fig6.toml",
             run: fig6,
         },
@@ -48,13 +56,69 @@ fn run(ctx: &Ctx, cfg: &OltpConfig, s: &StackSetup) -> Result<OltpResult, ReproE
     })
 }
 
-fn fig6(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
-    let cfg = config("experiments/rcp/fig6.toml", FIG6, ctx.seed)?;
+/// The four Fig. 6 stacks on the workload of `file`: their results, and a line of all.
+fn fig6_stacks(
+    ctx: &Ctx,
+    file: &str,
+    text: &str,
+) -> Result<(Vec<StackSetup>, Vec<OltpResult>, String), ReproError> {
+    let cfg = config(file, text, ctx.seed)?;
     let setups = StackSetup::fig6();
     let results = ctx.each(&setups, |s| run(ctx, &cfg, s))?;
+    let all = setups
+        .iter()
+        .zip(&results)
+        .map(|(s, r)| format!("{}: {}", s.name, r.summary()))
+        .collect::<Vec<_>>()
+        .join("; ");
+    Ok((setups, results, all))
+}
+
+fn by<'a>(setups: &[StackSetup], results: &'a [OltpResult], name: &str) -> &'a OltpResult {
+    &results[setups.iter().position(|s| s.name == name).expect("a setup")]
+}
+
+fn goal(experiment: &str, goal: &str, measured: String, pass: bool) -> Goal {
+    Goal {
+        experiment: experiment.into(),
+        goal: goal.into(),
+        measured,
+        pass,
+    }
+}
+
+fn fig4(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
+    let (setups, results, all) = fig6_stacks(ctx, "experiments/rcp/fig4.toml", FIG4)?;
+    let (none, rcp) = (by(&setups, &results, "none"), by(&setups, &results, "rcp"));
+    let tput = rcp.tps() / none.tps().max(1e-9);
+    let log = rcp.max_log_bytes as f64 / none.max_log_bytes.max(1) as f64;
+    Ok(vec![
+        goal(
+            "fig4",
+            "rcp throughput >= 1.15 x none's (paper: +15-37 %)",
+            format!("{tput:.3}; {all}"),
+            tput >= 1.15,
+        ),
+        goal(
+            "fig4",
+            "rcp checkpoints every interval: at most 1 fewer than none",
+            format!("{} vs {}", rcp.checkpoints, none.checkpoints),
+            rcp.checkpoints + 1 >= none.checkpoints && rcp.checkpoints >= 2,
+        ),
+        goal(
+            "fig4",
+            "rcp WAL bounded: largest WAL <= 2 x none's (Fig. 5)",
+            format!("{log:.3}"),
+            log <= 2.0,
+        ),
+    ])
+}
+
+fn fig6(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
+    let (setups, results, all) = fig6_stacks(ctx, "experiments/rcp/fig6.toml", FIG6)?;
     ctx.plot(
         "rcp-fig6",
-        "RCP Fig. 6: transaction latency CCDF (OLTP stand-in, nand)",
+        "RCP Fig. 6: transaction latency CCDF, rate-controlled (OLTP stand-in, nand)",
         "latency (ms)",
         "fraction of transactions at least this slow",
         &setups
@@ -67,48 +131,15 @@ fn fig6(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
             .collect::<Vec<_>>(),
         true,
     )?;
-    let by = |name: &str| &results[setups.iter().position(|s| s.name == name).expect("a setup")];
-    let (none, rcp) = (by("none"), by("rcp"));
-    let all = setups
-        .iter()
-        .zip(&results)
-        .map(|(s, r)| format!("{}: {}", s.name, r.summary()))
-        .collect::<Vec<_>>()
-        .join("; ");
-    let p99 = rcp.percentile(99.0) as f64 / none.percentile(99.0).max(1) as f64;
-    let tput = rcp.tps() / none.tps().max(1e-9);
-    let log = rcp.max_log_bytes as f64 / none.max_log_bytes.max(1) as f64;
-    let goal = |goal: &str, measured: String, pass: bool| Goal {
-        experiment: "fig6".into(),
-        goal: goal.into(),
-        measured,
-        pass,
-    };
-    Ok(vec![
-        goal(
-            "rcp p99 <= 0.1 x none's (paper: 42x better)",
-            format!(
-                "{p99:.3} (p99.9 {:.3}); {all}",
-                rcp.percentile(99.9) as f64 / none.percentile(99.9).max(1) as f64
-            ),
-            p99 <= 0.1,
-        ),
-        goal(
-            "rcp throughput >= 1.15 x none's (paper: +15-37 %)",
-            format!("{tput:.3}"),
-            tput >= 1.15,
-        ),
-        goal(
-            "rcp checkpoints every interval: at most 1 fewer than none",
-            format!("{} vs {}", rcp.checkpoints, none.checkpoints),
-            rcp.checkpoints + 1 >= none.checkpoints && rcp.checkpoints >= 2,
-        ),
-        goal(
-            "rcp WAL bounded: largest WAL <= 2 x none's (Fig. 5)",
-            format!("{log:.3}"),
-            log <= 2.0,
-        ),
-    ])
+    let (none, rcp) = (by(&setups, &results, "none"), by(&setups, &results, "rcp"));
+    let ratio = |p: f64| rcp.percentile(p) as f64 / none.percentile(p).max(1) as f64;
+    let p99 = ratio(99.0);
+    Ok(vec![goal(
+        "fig6",
+        "rcp p99 <= 0.1 x none's (paper: 42x better)",
+        format!("{p99:.3} (p99.9 {:.3}); {all}", ratio(99.9)),
+        p99 <= 0.1,
+    )])
 }
 
 fn fig10(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
