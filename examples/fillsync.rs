@@ -4,12 +4,16 @@
 //! BSJ-Opt (+ fjournal). Prints mean, p99 and p99.9 put latency per co-runner and scheme,
 //! and where the critical fsyncs' time went (FastResponse's Fig. 15(b) breakdown:
 //! waiting for the commit to start, ordered data, journal blocks, FLUSH + commit record,
-//! waking up after it; `sluice_store::FsyncBreakdown`).
+//! waking up after it; `sluice_store::FsyncBreakdown`). With `--real DIR` a fifth row,
+//! `host`, runs the same program on host files in DIR (write + `fdatasync(2)` through
+//! the runtime's page cache and `O_DIRECT`: the host file system's journal, ext4 here)
+//! — the baseline a store is measured against.
 //!
 //! ```sh
 //! cargo run --release --example fillsync -- --config experiments/fastresponse/fig13.toml
 //! cargo run --release --example fillsync -- --config FILE --device nand
-//! cargo run --release --example fillsync -- --config FILE --real DIR   # a store file in DIR
+//! cargo run --release --example fillsync -- --config FILE --real DIR   # a store file in DIR, and host files
+//! scripts/bench-fillsync-real.sh                                         # medians over rounds on this disk
 //! ```
 
 use std::path::PathBuf;
@@ -52,7 +56,11 @@ fn main() -> ExitCode {
         "co-runner", "scheme", "put mean", "p99", "p99.9"
     );
     for (k, co) in cfg.corunner.iter().enumerate() {
-        for (m, s) in Scheme::fig13().iter().enumerate() {
+        let mut schemes = Scheme::fig13().to_vec();
+        if real.is_some() {
+            schemes.push(Scheme::host());
+        }
+        for (m, s) in schemes.iter().enumerate() {
             let dir = real
                 .as_ref()
                 .map(|d| d.join(format!("fillsync-{}-{k}-{m}", std::process::id())));

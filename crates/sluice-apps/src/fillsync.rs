@@ -14,14 +14,17 @@
 //!
 //! The stack configurations are Fig. 13's schemes ([`Scheme`]): vanilla (no scheduling,
 //! compound journaling, FIFO wakeup), B-Opt (the Limited-Depth block scheduler), BS-Opt
-//! (+ critical wakeup), BSJ-Opt (+ file-level journaling, fjournal).
+//! (+ critical wakeup), BSJ-Opt (+ file-level journaling, fjournal). The program is
+//! written against [`Fs`], so [`Scheme::host`] runs the same puts and co-runners on the
+//! stack's own files through its page cache: on a real directory, write + fsync on
+//! host files (the issue's baseline: ext4 on this machine).
 
 use std::cell::Cell;
 use std::rc::Rc;
 
 use serde::Deserialize;
-use sluice_runtime::{cpu, now, sleep, spawn, File, IoClass, Stack, TaskCtx, Wakeup};
-use sluice_store::{CommitMode, FsyncBreakdown, Geometry, Store};
+use sluice_runtime::{cpu, now, sleep, spawn, CacheConfig, File, IoClass, Stack, TaskCtx, Wakeup};
+use sluice_store::{CommitMode, Fs, FsConfig, FsFile, FsyncBreakdown, Geometry, Store};
 
 const MS: u64 = 1_000_000;
 const US: u64 = 1_000;
@@ -125,8 +128,9 @@ pub struct Scheme {
     pub policy: &'static str,
     /// Run-queue order.
     pub wakeup: Wakeup,
-    /// Journal commit mode.
-    pub commit: CommitMode,
+    /// Journal commit mode of the store the files are on; `None`: the stack's own
+    /// files through its page cache (on a real directory, the host's file system).
+    pub commit: Option<CommitMode>,
 }
 
 impl Scheme {
@@ -137,7 +141,7 @@ impl Scheme {
             name,
             policy,
             wakeup,
-            commit,
+            commit: Some(commit),
         };
         [
             s("vanilla", "none", Wakeup::Fifo, CommitMode::Compound),
@@ -145,6 +149,18 @@ impl Scheme {
             s("BS-Opt", "ld", Wakeup::Critical, CommitMode::Compound),
             s("BSJ-Opt", "ld", Wakeup::Critical, CommitMode::FileLevel),
         ]
+    }
+
+    /// The same program on the stack's own files (write + fsync through the runtime's
+    /// page cache; on a real directory, `fdatasync(2)` on host files — ext4 on this
+    /// machine), no scheduling, FIFO wakeup.
+    pub fn host() -> Scheme {
+        Scheme {
+            name: "host",
+            policy: "none",
+            wakeup: Wakeup::Fifo,
+            commit: None,
+        }
     }
 }
 
@@ -194,6 +210,14 @@ pub fn run(
     if let Some(dir) = real {
         b = b.directory(dir).cores(1);
     }
+    if scheme.commit.is_none() {
+        // The host files' buffered writes: a page cache that holds every file.
+        let pages = ((1 + 2 * cfg.corunner_tasks as u64) * FILE / 4096) as usize;
+        b = b.cache(CacheConfig {
+            pages,
+            ..CacheConfig::default()
+        });
+    }
     let (cfg, co, mode) = (cfg.clone(), co.clone(), scheme.commit);
     let out = b
         .build()
@@ -203,7 +227,11 @@ pub fn run(
     out.value
 }
 
-async fn workload(cfg: FillsyncConfig, co: CoRunner, mode: CommitMode) -> Result<Fillsync, String> {
+/// The files of `mode`: a store with the fillsync geometry, or the stack's own.
+async fn mount(cfg: &FillsyncConfig, mode: Option<CommitMode>) -> Result<Fs, String> {
+    let Some(commit) = mode else {
+        return Fs::mount(&FsConfig::Host).await.map_err(|e| e.to_string());
+    };
     let err = |e: sluice_store::StoreError| e.to_string();
     let img = File::create("store.img").await.map_err(|e| e.to_string())?;
     // Room for the log and every co-runner's file, twice over.
@@ -216,31 +244,46 @@ async fn workload(cfg: FillsyncConfig, co: CoRunner, mode: CommitMode) -> Result
         ..Geometry::new(blocks)
     };
     Store::mkfs(&img, geometry).await.map_err(err)?;
-    let s = Store::mount(&img, mode).await.map_err(err)?;
-    let log = s.create("log").map_err(err)?;
+    let fs = FsConfig::Store {
+        image: "store.img".into(),
+        blocks,
+        commit,
+        fsync_path: sluice_store::FsyncPath::Sync,
+    };
+    Fs::mount(&fs).await.map_err(|e| e.to_string())
+}
+
+async fn workload(
+    cfg: FillsyncConfig,
+    co: CoRunner,
+    mode: Option<CommitMode>,
+) -> Result<Fillsync, String> {
+    let err = |e: std::io::Error| e.to_string();
+    let fs = mount(&cfg, mode).await?;
+    let log = fs.create("log").await.map_err(err)?;
     let stop = Rc::new(Cell::new(false));
     let mut tasks = Vec::new();
     for t in 0..cfg.corunner_tasks {
-        let file = s.create(&format!("{}{t}", co.name)).map_err(err)?;
+        let file = fs.create(&format!("{}{t}", co.name)).await.map_err(err)?;
         // Its file exists before it is read.
-        s.write_buffered(file, 0, &vec![1u8; FILE as usize])
+        file.write_buffered(0, &vec![1u8; FILE as usize])
             .await
             .map_err(err)?;
         for write in [false, true] {
-            let (s, stop, cfg) = (s.clone(), stop.clone(), cfg.clone());
+            let (file, stop, cfg) = (file.clone(), stop.clone(), cfg.clone());
             let mean_ms = if write { co.write_ms } else { co.read_ms };
             let seed = cfg.seed ^ ((t as u64) << 8) ^ write as u64;
             tasks.push(spawn(
                 TaskCtx::new(format!("{}{t}-{}", co.name, if write { "w" } else { "r" }))
                     .flow(co.name.clone()),
-                corunner(s, file, stop, cfg, mean_ms, write, seed),
+                corunner(file, stop, cfg, mean_ms, write, seed),
             ));
         }
     }
     sleep(cfg.warmup_ms * MS).await;
     let put = spawn(
         TaskCtx::new("fillsync").class(IoClass::Critical),
-        fillsync(s.clone(), log, cfg.clone()),
+        fillsync(log, cfg.clone()),
     );
     let lat = put.await;
     stop.set(true);
@@ -251,16 +294,12 @@ async fn workload(cfg: FillsyncConfig, co: CoRunner, mode: CommitMode) -> Result
     lat.sort_unstable();
     Ok(Fillsync {
         latencies: Latencies(lat),
-        breakdown: s.fsync_breakdown(),
+        breakdown: fs.store().map(|s| s.fsync_breakdown()).unwrap_or_default(),
     })
 }
 
 /// Puts at a fixed rate; each one's latency from its arrival to its fsync's end.
-async fn fillsync(
-    s: Rc<Store>,
-    log: sluice_store::StoreFile,
-    cfg: FillsyncConfig,
-) -> Result<Vec<u64>, String> {
+async fn fillsync(log: FsFile, cfg: FillsyncConfig) -> Result<Vec<u64>, String> {
     let t0 = now();
     let rec = vec![7u8; cfg.record_bytes as usize];
     let mut lat = Vec::with_capacity(cfg.puts as usize);
@@ -270,10 +309,10 @@ async fn fillsync(
         if t < arrival {
             sleep(arrival - t).await;
         }
-        s.write_buffered(log, i * cfg.record_bytes as u64, &rec)
+        log.write_buffered(i * cfg.record_bytes as u64, &rec)
             .await
             .map_err(|e| e.to_string())?;
-        s.fsync(log).await.map_err(|e| e.to_string())?;
+        log.fsync().await.map_err(|e| e.to_string())?;
         lat.push(now() - arrival);
     }
     Ok(lat)
@@ -282,8 +321,7 @@ async fn fillsync(
 /// A co-runner's reads or writes: 128 KiB requests at exponentially distributed
 /// intervals of mean `mean_ms`, each after `cpu_us` of CPU.
 async fn corunner(
-    s: Rc<Store>,
-    file: sluice_store::StoreFile,
+    file: FsFile,
     stop: Rc<Cell<bool>>,
     cfg: FillsyncConfig,
     mean_ms: f64,
@@ -301,15 +339,15 @@ async fn corunner(
         cpu(cfg.cpu_us * US).await;
         let off = next() % (FILE / REQ as u64) * REQ as u64;
         if write {
-            s.write_buffered(file, off, &buf)
+            file.write_buffered(off, &buf)
                 .await
                 .map_err(|e| e.to_string())?;
             writes += 1;
             if cfg.fsync_every > 0 && writes.is_multiple_of(cfg.fsync_every) {
-                s.fsync(file).await.map_err(|e| e.to_string())?;
+                file.fsync().await.map_err(|e| e.to_string())?;
             }
         } else {
-            s.read(file, off, &mut buf)
+            file.read_buffered(off, &mut buf)
                 .await
                 .map_err(|e| e.to_string())?;
         }
