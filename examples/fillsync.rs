@@ -70,7 +70,12 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             }
-            match run(&cfg, co, s, &device, dir.as_deref()) {
+            let r = run(&cfg, co, s, &device, dir.as_deref());
+            // The run's files are the stack's own: removed once it is measured.
+            if let Some(d) = &dir {
+                let _ = std::fs::remove_dir_all(d);
+            }
+            match r {
                 Ok(r) => {
                     let (l, b) = (&r.latencies, r.breakdown.means().map(|v| v / 1e3));
                     println!(

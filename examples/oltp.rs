@@ -68,7 +68,12 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
         }
-        match s.run(&cfg, &device, dir.as_deref()) {
+        let r = s.run(&cfg, &device, dir.as_deref());
+        // The run's files are the stack's own: removed once it is measured.
+        if let Some(d) = &dir {
+            let _ = std::fs::remove_dir_all(d);
+        }
+        match r {
             Ok(r) => println!(
                 "{:<18} {:>9.0} {:>10.2} {:>10.2} {:>10.2} {:>11} {:>12.2}",
                 s.name,
