@@ -9,17 +9,23 @@
 //! cargo run --release --example varmail -- --config experiments/aios/fig17.toml
 //! cargo run --release --example varmail -- --real DIR --threads 1,16      # files in DIR
 //! cargo run --release --example varmail -- --fs compound --fs compound+async
+//! cargo run --release --example varmail -- --fs compound+async --read-path aios  # AIOS whole
 //! ```
+//!
+//! `--read-path` (vanilla, the default, or aios) is the stack's read path for every
+//! run: AIOS's scheme is its asynchronous fsync path (`+async`) with its read path.
 
 use std::process::ExitCode;
 
 use sluice::apps::varmail::{run, VarmailConfig};
+use sluice::runtime::ReadPath;
 use sluice::store::FsConfig;
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let (mut cfg, mut real, mut fss) = (VarmailConfig::default(), None::<String>, Vec::new());
-    let usage = "use --config FILE, --threads N[,N…], --device NAME, --real DIR, --fs host|compound|fjournal[+async]";
+    let mut read_path = ReadPath::Vanilla;
+    let usage = "use --config FILE, --threads N[,N…], --device NAME, --real DIR, --fs host|compound|fjournal[+async], --read-path vanilla|aios";
     while let Some(k) = args.next() {
         let Some(v) = args.next() else {
             eprintln!("varmail: {k} needs a value; {usage}");
@@ -45,6 +51,10 @@ fn main() -> ExitCode {
                 Ok(())
             }
             "--fs" => v.parse::<FsConfig>().map(|f| fss.push(f)),
+            "--read-path" => v
+                .parse::<ReadPath>()
+                .map(|p| read_path = p)
+                .map_err(|e| format!("--read-path {v}: {e}")),
             _ => Err(format!("unknown option '{k}'; {usage}")),
         };
         if let Err(e) = r.and_then(|_| cfg.check()) {
@@ -78,7 +88,13 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             }
-            let r = run(&cfg, t, fs, sub.as_deref().map(std::path::Path::new));
+            let r = run(
+                &cfg,
+                t,
+                fs,
+                read_path,
+                sub.as_deref().map(std::path::Path::new),
+            );
             if let Some(d) = &sub {
                 let _ = std::fs::remove_dir_all(d);
             }

@@ -24,7 +24,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use serde::Deserialize;
-use sluice_runtime::{now, spawn, CacheConfig, IoClass, Stack, TaskCtx};
+use sluice_runtime::{now, spawn, CacheConfig, IoClass, ReadPath, Stack, TaskCtx};
 use sluice_store::{Fs, FsConfig, FsFile};
 
 /// Files stop growing past this size.
@@ -136,18 +136,21 @@ impl FileSet {
     }
 }
 
-/// Run varmail with `threads` tasks on `fs` (simulated `cfg.device`, or files in
-/// `real`).
+/// Run varmail with `threads` tasks on `fs` with the stack's read path `read_path`
+/// (AIOS's for its whole scheme, with `fs`'s asynchronous fsync path), on simulated
+/// `cfg.device` or files in `real`.
 pub fn run(
     cfg: &VarmailConfig,
     threads: u32,
     fs: &FsConfig,
+    read_path: ReadPath,
     real: Option<&std::path::Path>,
 ) -> Result<VarmailResult, String> {
     cfg.check()?;
     let mut b = Stack::builder()
         .device(&cfg.device)
         .policy("none")
+        .read_path(read_path)
         .cores(cfg.cores)
         .seed(cfg.seed);
     if let Some(dir) = real {

@@ -132,6 +132,17 @@ impl Dev {
         Ok(buf.to_vec())
     }
 
+    /// A file's blocks `first..first + n`, home, in one read of the read path (its
+    /// page work charged as the page cache's misses are: [`File::read_pages`]).
+    pub(crate) async fn read_data(&self, first: u64, n: u64) -> io::Result<Vec<u8>> {
+        let (r, buf) = self
+            .file
+            .read_pages(first * BLOCK as u64, n as usize * BLOCK)
+            .await;
+        r?;
+        Ok(buf.to_vec())
+    }
+
     /// Blocks `first..first + n` in one read.
     pub(crate) async fn read_blocks(&self, first: u64, n: u64) -> io::Result<Vec<u8>> {
         let (r, buf) = self

@@ -37,6 +37,37 @@ use crate::task::charge;
 pub(crate) const MAX_RUN: u64 = 32;
 
 impl File {
+    /// Read `len` bytes at `offset` (multiples of 4 KiB) from the device in one request,
+    /// as the buffered read path reads pages it does not hold: the pages' work —
+    /// allocation, indexing, DMA mapping and unmapping — is charged where the stack's
+    /// [`ReadPath`] puts it (see the module documentation; simulation only). The page
+    /// cache's misses go through here, and so can a layer above the runtime that keeps
+    /// its own cache of file blocks (a file store), so its reads cost what the page
+    /// cache's do. Returns the request's result and the buffer read into.
+    pub async fn read_pages(&self, offset: u64, len: usize) -> (io::Result<usize>, DmaBuffer) {
+        let n = (len as u64).div_ceil(PAGE);
+        let path = with(|inner, _| inner.cfg.read_path);
+        let prep = move |c: &crate::CostTable| n * (c.page_ns + c.dma_map_ns);
+        let lean = path == ReadPath::Aios;
+        if !lean {
+            charge(prep).await;
+        }
+        let opts = IoOptions {
+            lean,
+            ..IoOptions::new()
+        };
+        let h = self.submit(Op::Read, DmaBuffer::unpooled(len), offset, opts);
+        if lean {
+            // Page pool refill and indexing while the device works.
+            charge(prep).await;
+        }
+        let (r, buf) = h.await;
+        if !lean {
+            charge(move |c| n * c.dma_map_ns).await;
+        }
+        (r, buf)
+    }
+
     /// Read `out.len()` bytes at `offset` through the page cache; returns the bytes
     /// read (short at the end of the file). Missing pages are read from the device
     /// with the task's class, a run of them in one request; a page enters the cache's
@@ -123,30 +154,9 @@ impl File {
                 break;
             }
         }
-        let path = with(|inner, _| inner.cfg.read_path);
-        let prep = move |c: &crate::CostTable| n * (c.page_ns + c.dma_map_ns);
-        let lean = path == ReadPath::Aios;
-        if !lean {
-            charge(prep).await;
-        }
-        let opts = IoOptions {
-            lean,
-            ..IoOptions::new()
-        };
-        let h = self.submit(
-            Op::Read,
-            DmaBuffer::unpooled((n * PAGE) as usize),
-            first.index * PAGE,
-            opts,
-        );
-        if lean {
-            // Page pool refill and indexing while the device works.
-            charge(prep).await;
-        }
-        let (r, buf) = h.await;
-        if !lean {
-            charge(move |c| n * c.dma_map_ns).await;
-        }
+        let (r, buf) = self
+            .read_pages(first.index * PAGE, (n * PAGE) as usize)
+            .await;
         let keys = (0..n).map(|i| PageKey {
             file: first.file,
             index: first.index + i,

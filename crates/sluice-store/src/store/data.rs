@@ -12,9 +12,16 @@ use super::{
 };
 use crate::layout::{Inode, BLOCK, MAX_FILE_BLOCKS};
 
+/// Most blocks one read request carries (128 KiB, as the page cache's read runs).
+const READ_RUN_BLOCKS: usize = 32;
+
 impl Store {
     /// Read `out.len()` bytes at `offset` (short at the end of the file; holes read as
-    /// zeros), with the calling task's class.
+    /// zeros), with the calling task's class. Buffered blocks are copied; blocks home
+    /// and consecutive on the device are read in one request of up to 128 KiB through
+    /// the runtime's read path ([`sluice_runtime::File::read_pages`]: the stack's
+    /// [`ReadPath`](sluice_runtime::ReadPath) places the pages' work, as for the page
+    /// cache's misses — AIOS's read path reaches the store's files too).
     pub async fn read(
         &self,
         f: StoreFile,
@@ -34,20 +41,58 @@ impl Store {
             };
             (n, map)
         };
-        let mut done = 0;
-        for (k, phys) in map.into_iter().enumerate() {
+        // Block k of the read: its bytes in `out` and in the block.
+        let first = offset / BLOCK as u64;
+        let part = |k: usize| {
             let start = if k == 0 {
                 (offset % BLOCK as u64) as usize
             } else {
                 0
             };
-            let len = (BLOCK - start).min(n - done);
-            let idx = offset / BLOCK as u64 + k as u64;
-            match self.block_now(f.ino, idx, phys).await? {
-                None => out[done..done + len].fill(0),
-                Some(b) => out[done..done + len].copy_from_slice(&b[start..start + len]),
+            let at = if k == 0 {
+                0
+            } else {
+                BLOCK * k - (offset % BLOCK as u64) as usize
+            };
+            (at, start, (BLOCK - start).min(n - at))
+        };
+        let mut k = 0;
+        while k < map.len() {
+            let buffered = |j: usize| {
+                self.st
+                    .borrow()
+                    .data
+                    .get(&(f.ino, first + j as u64))
+                    .map(|d| d.bytes.clone())
+            };
+            let (at, start, len) = part(k);
+            if let Some(b) = buffered(k) {
+                out[at..at + len].copy_from_slice(&b[start..start + len]);
+                k += 1;
+                continue;
             }
-            done += len;
+            if map[k] == 0 {
+                out[at..at + len].fill(0);
+                k += 1;
+                continue;
+            }
+            // A run of blocks home and consecutive on the device, not buffered: one
+            // request, as Linux reads the missing range of a `read` in one bio.
+            let mut run = 1;
+            while k + run < map.len()
+                && run < READ_RUN_BLOCKS
+                && map[k + run] == map[k] + run as u64
+                && buffered(k + run).is_none()
+            {
+                run += 1;
+            }
+            let bytes = self.dev.read_data(map[k], run as u64).await?;
+            for j in 0..run {
+                let (at, start, len) = part(k + j);
+                let b = &bytes[j * BLOCK..(j + 1) * BLOCK];
+                out[at..at + len].copy_from_slice(&b[start..start + len]);
+            }
+            k += run;
         }
         Ok(n)
     }
