@@ -160,3 +160,28 @@ fn crash_images_are_deterministic() {
     };
     assert!(run() == run());
 }
+
+/// A device without a volatile write cache (`ull`: no write buffer) gets no FLUSH:
+/// `fsync` ends at once, as Linux ends an empty flush on a queue without a write
+/// cache; one with a volatile cache (`nand`) gets it, and it takes device time.
+#[test]
+fn fsync_sends_a_flush_only_to_a_device_with_a_volatile_cache() {
+    for (device, sent) in [("ull", false), ("nand", true)] {
+        let out = Stack::builder()
+            .device(device)
+            .build()
+            .unwrap()
+            .run(|| async {
+                let f = File::create("data").await.unwrap();
+                let (r, _) = f.write_at(DmaBuffer::from_slice(&[7u8; BLOCK]), 0).await;
+                r.unwrap();
+                let t0 = sluice_runtime::now();
+                f.fsync().await.unwrap();
+                sluice_runtime::now() - t0
+            })
+            .unwrap();
+        let syncs: u64 = out.report.jobs.iter().map(|j| j.sync.total_ios).sum();
+        assert_eq!(syncs, u64::from(sent), "{device}: flushes sent");
+        assert_eq!(out.value > 0, sent, "{device}: fsync took {} ns", out.value);
+    }
+}

@@ -225,6 +225,22 @@ impl File {
                 waiting: false,
             };
         }
+        // A simulated device without a volatile write cache makes every write durable
+        // when it completes: a FLUSH has nothing to do, and is not sent — as Linux's
+        // block layer ends an empty flush at submission on a queue without a write
+        // cache (NVMe VWC = 0: Optane, a drive with power-loss protection).
+        let no_cache = op == Op::Flush
+            && with(|inner, _| {
+                matches!(inner.io.port, Port::Sim(_)) && !inner.io.contents.is_volatile()
+            });
+        if no_cache {
+            return IoHandle {
+                slot: u32::MAX,
+                early: Some((Ok(0), buf)),
+                collected: true,
+                waiting: false,
+            };
+        }
         let read_only =
             op != Op::Read && with(|inner, _| inner.io.files[self.id as usize].read_only);
         if read_only {
