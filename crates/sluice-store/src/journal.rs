@@ -74,6 +74,22 @@ pub fn decode_super(f_area: bool, b: &[u8]) -> Option<u64> {
     sealed_sector(b, if f_area { FSB } else { JSB }).then(|| le64(b, 8))
 }
 
+/// The f-area's superblock: the area is a circular log, and recovery starts at its
+/// tail — the first f-transaction not yet covered by a normal commit, at block `tail`
+/// of the area with sequence number `seq` (or where the next one will go).
+pub fn encode_fsuper(seq: u64, tail: u64) -> Vec<u8> {
+    let mut b = encode_super(true, seq);
+    b[16..24].copy_from_slice(&tail.to_le_bytes());
+    seal_sector(&mut b);
+    b
+}
+
+/// Read the f-area's superblock: (sequence number, tail block; block 1 in a superblock
+/// written before the tail was kept).
+pub fn decode_fsuper(b: &[u8]) -> Option<(u64, u64)> {
+    decode_super(true, b).map(|seq| (seq, le64(b, 16).max(1)))
+}
+
 /// A normal transaction's descriptor: its id and the tags of the blocks that follow
 /// it (home block, crc32c of the contents).
 pub fn encode_descriptor(id: u64, tags: &[Tag]) -> Vec<u8> {

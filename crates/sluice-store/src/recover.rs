@@ -57,18 +57,25 @@ impl Area<'_> {
     /// sequence number in the f-area) committed: its commit record, or any record of a
     /// later one (the next transaction starts only after the commit record of the one
     /// before it completed).
+    ///
+    /// The f-area is a circular log: a later record may sit before `from` (the log
+    /// wrapped), so the whole area is searched for a commit record of `key` or later,
+    /// or a header of a later f-transaction (its own header proves nothing) — the
+    /// blocks past the log's head hold older records only, which prove nothing either.
     fn later_record(&self, from: u64, key: u64) -> Option<u64> {
+        if self.f_area {
+            return (1..self.len()).find(|&i| {
+                let b = self.block(i);
+                journal::commit_of(true, b).is_some_and(|c| c.1 >= key)
+                    || FHeader::decode(b).is_some_and(|h| h.seq > key)
+            });
+        }
         (from..self.len()).find(|&i| {
             let b = self.block(i);
-            let k = match self.f_area {
-                false => journal::commit_of(false, b)
-                    .map(|c| c.0)
-                    .or_else(|| journal::decode_descriptor(b).map(|d| d.0)),
-                true => journal::commit_of(true, b)
-                    .map(|c| c.1)
-                    .or_else(|| FHeader::decode(b).map(|h| h.seq)),
-            };
-            k.is_some_and(|k| k >= key)
+            journal::commit_of(false, b)
+                .map(|c| c.0)
+                .or_else(|| journal::decode_descriptor(b).map(|d| d.0))
+                .is_some_and(|k| k >= key)
         })
     }
 
@@ -197,19 +204,38 @@ pub(crate) async fn scan(dev: &Dev, g: &Geometry) -> Result<Found, StoreError> {
         start: g.fjournal_start(),
         bytes: &fbytes,
     };
-    let mut seq = journal::decode_super(true, fa.block(0))
+    let (mut seq, tail) = journal::decode_fsuper(fa.block(0))
         .ok_or_else(|| fa.corrupt(0, "the f-journal superblock fails its crc32c".into()))?;
-    let mut p = 1;
-    while p + 1 < fa.len() {
+    // A circular log from its tail: an f-transaction that did not fit before the
+    // area's end went to block 1 (the writer never overwrites a record a normal commit
+    // has not covered), so where the next header is missing, block 1 may hold it.
+    let header = |p: u64, seq: u64| FHeader::decode(fa.block(p)).filter(|h| h.seq == seq);
+    let mut p = tail.min(fa.len().saturating_sub(1)).max(1);
+    let mut walked = 0;
+    while walked < fa.len() {
+        if p + 1 >= fa.len() {
+            // No room for a record here: the next one, if any, wrapped to block 1.
+            if p > 1 && header(1, seq).is_some() {
+                walked += fa.len() - p;
+                p = 1;
+                continue;
+            }
+            break;
+        }
         let txn = format!("f-transaction {seq}");
-        let hb = fa.block(p);
-        let h = match FHeader::decode(hb) {
-            Some(h) if h.seq == seq => h,
-            _ => {
+        let h = match header(p, seq) {
+            Some(h) => h,
+            None if p > 1 && header(1, seq).is_some() => {
+                walked += fa.len() - p;
+                p = 1;
+                continue;
+            }
+            None => {
                 fa.end_or_damage(p, seq, &txn, "no valid header")?;
                 break;
             }
         };
+        let hb = fa.block(p);
         let n = h.tags.len() as u64;
         if p + n + 1 >= fa.len() {
             fa.end_or_damage(p, seq, &txn, "a header overruns the area")?;
@@ -236,6 +262,7 @@ pub(crate) async fn scan(dev: &Dev, g: &Geometry) -> Result<Found, StoreError> {
         }
         let blocks = fa.logged(p, &h.tags, &txn)?;
         p += n + 2;
+        walked += n + 2;
         seq += 1;
         if h.id > found.max_id {
             found.ftxns.push((h, blocks));

@@ -222,6 +222,15 @@ struct Frees {
     inodes: Vec<u32>,
 }
 
+/// An f-transaction in the f-area: its first block, sequence number and the normal
+/// transaction it belongs to (covered once that one commits).
+#[derive(Clone, Copy, Debug)]
+struct FRecord {
+    start: u64,
+    seq: u64,
+    id: u64,
+}
+
 #[derive(Debug)]
 struct State {
     g: Geometry,
@@ -241,8 +250,14 @@ struct State {
     /// Committed metadata not yet written home.
     checkpoint: BTreeMap<u64, Vec<u8>>,
     jhead: u64,
+    /// The f-area, a circular log: where the next f-transaction goes and its sequence
+    /// number; the tail the area's superblock names (recovery starts there); and the
+    /// f-transactions from that tail on, oldest first, until a normal commit covers
+    /// them and the tail moves past them.
     fhead: u64,
     fseq: u64,
+    ftail: u64,
+    flive: std::collections::VecDeque<FRecord>,
     /// Blocks in use (in memory: includes blocks freed by a transaction not committed).
     used: Vec<bool>,
     hint: u64,

@@ -61,7 +61,14 @@ impl Store {
                     g = self.work.wait(g).await;
                 }
             }
-            let r = self.commit().await;
+            let mut r = self.commit().await;
+            if r.is_ok() && !self.st.borrow().flive.is_empty() {
+                // The commit covered f-transactions: the f-area's tail moves past them
+                // (after the commit's waiters are woken, off their path).
+                self.signal_done().await;
+                let _fj = self.fj_lock.lock().await;
+                r = self.release_f().await;
+            }
             if let Err(e) = &r {
                 // The device failed: the journal aborts (as jbd2's), and every waiting
                 // and later fsync gets the error.
@@ -196,6 +203,35 @@ impl Store {
         Ok(())
     }
 
+    /// Move the f-area's tail past the f-transactions normal commits have covered (an
+    /// f-transaction of transaction `id` is covered once `id` committed, and all are
+    /// once every change is committed): the area's superblock names the new tail (FUA)
+    /// before the space behind it is written again. The caller holds `fj_lock`.
+    pub(super) async fn release_f(&self) -> io::Result<()> {
+        let (seq, tail, g) = {
+            let mut st = self.st.borrow_mut();
+            let (all, committed) = (st.last_change() <= st.committed, st.committed);
+            let before = st.flive.len();
+            while st.flive.front().is_some_and(|r| all || r.id <= committed) {
+                st.flive.pop_front();
+            }
+            if st.flive.len() == before {
+                return Ok(());
+            }
+            let (seq, tail) = match st.flive.front() {
+                Some(r) => (r.seq, r.start),
+                None => (st.fseq, st.fhead),
+            };
+            (seq, tail, st.g)
+        };
+        let sb = journal::encode_fsuper(seq, tail);
+        self.dev
+            .write(g.fjournal_start(), &sb, journal_io().fua(true))
+            .await?;
+        self.st.borrow_mut().ftail = tail;
+        Ok(())
+    }
+
     /// Commit an f-transaction of `f` (FastResponse's fjournal), as the calling task;
     /// returns its timeline (or that of the normal commit that covered the file, when
     /// the f-area was full).
@@ -217,26 +253,21 @@ impl Store {
                 g = self.done.wait(g).await;
             }
         }
-        let (g, fhead) = {
-            let st = self.st.borrow();
-            (st.g, st.fhead)
-        };
+        let g = self.st.borrow().g;
         let inode = self.st.borrow().inode(f.ino);
         let ntags = u64::from(inode.indirect != 0);
-        if fhead + ntags + 2 >= g.fjournal {
-            // The f-area is full: a normal commit covers every f-transaction in it,
-            // then the area starts over.
+        let need = ntags + 2;
+        // Room in the circular f-area (a normal commit is requested once the area is
+        // half full, so a full one — and this fsync waiting for that commit's T_D2 —
+        // is rare).
+        let Some(fhead) = self.st.borrow().f_room(need) else {
+            // No room: a normal commit covers every f-transaction in the area — and
+            // makes this file durable too — then the tail moves past them.
             let id = self.st.borrow().last_change();
             self.wait_commit(id).await?;
-            let seq = self.st.borrow().fseq;
-            let fsb = journal::encode_super(true, seq);
-            self.dev
-                .write(g.fjournal_start(), &fsb, journal_io().fua(true))
-                .await?;
-            self.st.borrow_mut().fhead = 1;
-            // The commit made this file durable too.
+            self.release_f().await?;
             return Ok(self.commit_phases(id));
-        }
+        };
         let (h, blocks) = {
             let st = self.st.borrow();
             let homes: Vec<u64> = if inode.indirect != 0 {
@@ -280,9 +311,22 @@ impl Store {
             .write(fs + fhead + 1 + ntags, &cb, journal_io().fua(true))
             .await?;
         let mut st = self.st.borrow_mut();
-        st.fhead += ntags + 2;
+        st.flive.push_back(super::FRecord {
+            start: fhead,
+            seq: h.seq,
+            id: h.id,
+        });
+        st.fhead = fhead + need;
         st.fseq += 1;
         st.stats.ftxns += 1;
+        // Half the area in use: ask the journal task for a normal commit, which covers
+        // these f-transactions, so the area has room again before it fills.
+        let half = 2 * st.f_used() >= g.fjournal - 1;
+        let id = st.last_change();
+        drop(st);
+        if half {
+            self.request(id);
+        }
         Ok(Phases {
             start,
             data,

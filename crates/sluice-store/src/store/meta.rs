@@ -7,6 +7,30 @@ use crate::layout::{encode_dirent, Inode, BLOCK, DIRECT, INODE_SIZE, PER_INDIREC
 impl State {
     /// The transaction that holds the latest change (the running one, or the last
     /// closed one when the running one is empty).
+    /// Blocks of the f-area from its tail to its head (the circular log in use).
+    pub(super) fn f_used(&self) -> u64 {
+        let len = self.g.fjournal;
+        if self.fhead >= self.ftail {
+            self.fhead - self.ftail
+        } else {
+            (len - self.ftail) + (self.fhead - 1)
+        }
+    }
+
+    /// Where an f-transaction of `need` blocks goes: at the head, or at block 1 when it
+    /// does not fit before the area's end (the blocks skipped count as used until the
+    /// tail passes them) — `None` when that would reach the tail (blocks 1.. of the
+    /// area hold the log; block 0 is its superblock).
+    pub(super) fn f_room(&self, need: u64) -> Option<u64> {
+        let len = self.g.fjournal;
+        let (at, skip) = if self.fhead + need <= len {
+            (self.fhead, 0)
+        } else {
+            (1, len - self.fhead)
+        };
+        (self.f_used() + skip + need < len - 1).then_some(at)
+    }
+
     pub(super) fn last_change(&self) -> u64 {
         if self.running.dirty.is_empty() {
             self.running.id - 1

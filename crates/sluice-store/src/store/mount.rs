@@ -22,7 +22,7 @@ impl Store {
         let dev = Dev { file: *file };
         let mut blocks = vec![(0, g.encode())];
         blocks.push((g.journal_start(), journal::encode_super(false, 1)));
-        blocks.push((g.fjournal_start(), journal::encode_super(true, 1)));
+        blocks.push((g.fjournal_start(), journal::encode_fsuper(1, 1)));
         let mut bitmap = vec![vec![0u8; BLOCK]; g.bitmap_blocks() as usize];
         for b in 0..g.data_start() {
             bitmap[(b / (BLOCK as u64 * 8)) as usize][(b / 8 % BLOCK as u64) as usize] |=
@@ -114,6 +114,8 @@ impl Store {
             jhead: 1,
             fhead: 1,
             fseq: found.next_seq + 1,
+            ftail: 1,
+            flive: Default::default(),
             used: vec![false; g.blocks as usize],
             hint: g.data_start(),
             inode_used: inodes.iter().map(|i| i.used).collect(),
@@ -182,7 +184,7 @@ impl Store {
         let js = journal::encode_super(false, st.running.id);
         dev.write(g.journal_start(), &js, IoOptions::new().fua(true))
             .await?;
-        let fsb = journal::encode_super(true, st.fseq);
+        let fsb = journal::encode_fsuper(st.fseq, 1);
         dev.write(g.fjournal_start(), &fsb, IoOptions::new().fua(true))
             .await?;
         let store = Rc::new(Store {
