@@ -2,19 +2,14 @@
 
 use crate::jain_index;
 use crate::report::{
-    BwSeries, ClassReport, DirReport, Fairness, FlowReport, FlowSeries, JobReport, LatReport,
-    Percentiles, RunReport, SteadyReport, FIO_PERCENTILES,
+    BwSeries, ClassReport, DirReport, Fairness, FlowReport, FlowSeries, JobReport, RunReport,
+    SteadyReport,
 };
-use hdrhistogram::Histogram;
 
 use crate::fiolog::FioLogs;
-use crate::fioplus::PlatHist;
+use crate::lat::Lat;
 use sluice_core::{Flow, FlowId, IoClass, Nanos, Op};
 use sluice_workload::JobSpec;
-
-/// Latencies are clamped at one hour before they go into a histogram, which bounds the
-/// histograms' memory whatever an engine reports.
-const MAX_LAT_NS: u64 = 3_600_000_000_000;
 
 /// Most bandwidth bins per flow: when a sample would need more (a run far longer than
 /// planned), adjacent bins merge and the bin width doubles, so the report's size does
@@ -137,107 +132,6 @@ pub struct Sample {
     pub ok: bool,
 }
 
-/// Exact count, sum, sum of squares, min and max of one latency part, with an optional
-/// HdrHistogram for percentiles.
-#[derive(Debug, Clone)]
-pub(crate) struct Lat {
-    n: u64,
-    sum: u128,
-    sum_sq: u128,
-    min: u64,
-    max: u64,
-    hist: Option<Histogram<u64>>,
-    /// fio's log-linear buckets, for json+ (`clat_ns.bins`).
-    plat: Option<PlatHist>,
-}
-
-impl Lat {
-    fn new(with_hist: bool) -> Lat {
-        Lat {
-            n: 0,
-            sum: 0,
-            sum_sq: 0,
-            min: u64::MAX,
-            max: 0,
-            // Auto-resizing: starts tiny and grows (a bounded number of times, values are
-            // clamped at one hour) to the largest value seen.
-            hist: with_hist.then(|| Histogram::new(3).expect("3 significant digits is valid")),
-            plat: None,
-        }
-    }
-
-    #[inline]
-    fn add(&mut self, v: u64) {
-        self.n += 1;
-        self.sum += v as u128;
-        self.sum_sq += (v as u128) * (v as u128);
-        self.min = self.min.min(v);
-        self.max = self.max.max(v);
-        if let Some(h) = &mut self.hist {
-            // Cannot fail: auto-resize is on and the value is bounded.
-            let _ = h.record(v.min(MAX_LAT_NS));
-        }
-        if let Some(p) = &mut self.plat {
-            p.add(v);
-        }
-    }
-
-    fn report(&self) -> LatReport {
-        if self.n == 0 {
-            return LatReport::default();
-        }
-        let n = self.n as f64;
-        let mean = self.sum as f64 / n;
-        let stddev = if self.n > 1 {
-            // Sample standard deviation, as fio reports it.
-            let var = (self.sum_sq as f64 - (self.sum as f64) * mean) / (n - 1.0);
-            var.max(0.0).sqrt()
-        } else {
-            0.0
-        };
-        let percentile = match &self.hist {
-            Some(h) => Percentiles(
-                FIO_PERCENTILES
-                    .iter()
-                    // A histogram bucket reports its highest equivalent value, which
-                    // can pass the largest sample: no percentile is above the max.
-                    .map(|&p| (p, h.value_at_percentile(p).clamp(self.min, self.max)))
-                    .collect(),
-            ),
-            None => Percentiles::default(),
-        };
-        LatReport {
-            min: self.min,
-            max: self.max,
-            mean,
-            stddev,
-            n: self.n,
-            percentile,
-            bins: self.plat.as_ref().map(PlatHist::bins),
-        }
-    }
-
-    /// `(latency, fraction of samples above it)` at every recorded histogram bucket, with
-    /// `(min, 1.0)` in front.
-    fn ccdf(&self) -> Vec<(u64, f64)> {
-        let Some(h) = &self.hist else {
-            return Vec::new();
-        };
-        if self.n == 0 {
-            return Vec::new();
-        }
-        let total = h.len() as f64;
-        let mut out = vec![(self.min, 1.0)];
-        let mut seen = 0u64;
-        for it in h.iter_recorded() {
-            seen += it.count_at_value();
-            let above = (h.len() - seen) as f64 / total;
-            out.push((it.value_iterated_to().max(self.min), above));
-        }
-        out
-    }
-}
-
 /// The four latency parts of one group of samples.
 #[derive(Debug, Clone)]
 struct Breakdown {
@@ -280,7 +174,7 @@ impl Dir {
             bytes: 0,
             lat: Breakdown::new(true, true),
         };
-        d.lat.clat.plat = Some(PlatHist::new());
+        d.lat.clat = Lat::with_plat();
         d
     }
 

@@ -50,21 +50,23 @@ pub fn plat_value(i: usize) -> u64 {
     base + (((2 * k + 1) << error_bits) >> 1)
 }
 
-/// Counts per fio bucket.
+/// Counts per fio bucket (allocated at the first sample: most directions of most jobs
+/// never see one).
 #[derive(Clone, Debug)]
 pub(crate) struct PlatHist {
-    counts: Box<[u64; PLAT_NR]>,
+    counts: Vec<u64>,
 }
 
 impl PlatHist {
     pub(crate) fn new() -> PlatHist {
-        PlatHist {
-            counts: Box::new([0; PLAT_NR]),
-        }
+        PlatHist { counts: Vec::new() }
     }
 
     #[inline]
     pub(crate) fn add(&mut self, v: u64) {
+        if self.counts.is_empty() {
+            self.counts = vec![0; PLAT_NR];
+        }
         self.counts[plat_index(v)] += 1;
     }
 

@@ -5,12 +5,12 @@
 //!
 //! * [`Collector`] is fed one [`Sample`] per completed I/O. It keeps, per job and per
 //!   direction (read, write, sync = flushes), the I/O count, the bytes and the completion
-//!   latency in an HdrHistogram, together with the latency *breakdown* (time queued in the
-//!   scheduler, on the device, and after the device until the application reaped it). Per
-//!   flow it keeps I/Os, bytes and bandwidth over time; per [`IoClass`] a latency
-//!   histogram, so latency-critical and other I/O can be shown apart. Recording is O(1)
-//!   and allocates only when a histogram or the bandwidth series has to grow (amortised,
-//!   a bounded number of times), never per sample.
+//!   latency in a histogram (HdrHistogram's buckets), together with the latency
+//!   *breakdown* (time queued in the scheduler, on the device, and after the device until
+//!   the application reaped it). Per flow it keeps I/Os, bytes and bandwidth over time;
+//!   per [`IoClass`] a latency histogram, so latency-critical and other I/O can be shown
+//!   apart. Recording is O(1) and allocates only when a histogram or the bandwidth series
+//!   has to grow (amortised, a bounded number of times), never per sample.
 //! * [`Collector::finish`] turns the counters into a [`RunReport`]: serde-serialisable
 //!   with fio's JSON field names where the meaning is the same (`jobname`, `read`,
 //!   `io_bytes`, `bw_bytes`, `bw` in KiB/s, `iops`, `runtime` in ms, `total_ios`,
@@ -25,8 +25,9 @@
 //! * `clat` is the whole latency the application saw: `reaped − submit`. It is the sum of
 //!   `sched = dispatch − submit`, `device = device_done − dispatch` and
 //!   `post = reaped − device_done`; means, minima and maxima are exact (kept as integer
-//!   sums), percentiles come from HdrHistograms with 3 significant digits (values are
-//!   clamped at one hour).
+//!   sums), percentiles come from histograms with HdrHistogram's buckets at 3
+//!   significant digits — the figures the `hdrhistogram` crate gives (values are clamped
+//!   at one hour).
 //! * A sample counts only if it was reaped at or after its job's measurement start (fio's
 //!   `ramp_time`), see [`Collector::set_window`] and [`Collector::set_job_window`].
 //! * A flow is *active* if it completed any I/O in the window. Its `share` is its fraction
@@ -41,6 +42,8 @@ mod extra;
 mod fiolog;
 mod fioplus;
 mod fios;
+mod hist;
+mod lat;
 mod plot;
 mod report;
 mod table;
