@@ -158,6 +158,14 @@ impl Breakdown {
         self.device.add(device);
         self.post.add(post);
     }
+
+    /// Add `other`'s samples (the histograms this breakdown keeps).
+    fn merge(&mut self, other: &Breakdown) {
+        self.clat.merge(&other.clat);
+        self.sched.merge(&other.sched);
+        self.device.merge(&other.device);
+        self.post.merge(&other.post);
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -206,9 +214,28 @@ impl Dir {
 struct JobAcc {
     /// Read, write, sync (flush), indexed by [`dir_index`].
     dirs: [Dir; 3],
+    /// Admission wait of its samples while `mixed` is false.
+    admit: Lat,
+    /// A sample of another class than the job's came: from then on the job's samples
+    /// are recorded in their class's [`ClassAcc`] one by one (until then its class's
+    /// figures are the job's, summed when needed).
+    mixed: bool,
     errors: u64,
     start_ns: Nanos,
     done_ns: Option<Nanos>,
+}
+
+impl JobAcc {
+    fn new(start_ns: Nanos) -> JobAcc {
+        JobAcc {
+            dirs: [Dir::new(), Dir::new(), Dir::new()],
+            admit: Lat::new(true),
+            mixed: false,
+            errors: 0,
+            start_ns,
+            done_ns: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -226,6 +253,18 @@ struct ClassAcc {
     lat: Breakdown,
     /// Admission wait (admit − submit), with percentiles: RCP's isolation goal.
     admit: Lat,
+}
+
+impl ClassAcc {
+    /// Add the samples `job` holds (all of this class).
+    fn fold(&mut self, job: &JobAcc) {
+        for d in &job.dirs {
+            self.ios += d.ios;
+            self.bytes += d.bytes;
+            self.lat.merge(&d.lat);
+        }
+        self.admit.merge(&job.admit);
+    }
 }
 
 #[inline]
@@ -246,6 +285,8 @@ pub struct Collector {
     setup: RunSetup,
     jobs: Vec<JobAcc>,
     flows: Vec<FlowAcc>,
+    /// Per class, the samples of another class than their job's (a promoted request);
+    /// a class's figures are these and those of its jobs' own samples.
     classes: [ClassAcc; 3],
     /// Start of the measurement window and origin of the bandwidth bins.
     origin_ns: Nanos,
@@ -277,16 +318,7 @@ impl Collector {
         } else {
             setup.interval_ns
         };
-        let jobs = setup
-            .jobs
-            .iter()
-            .map(|_| JobAcc {
-                dirs: [Dir::new(), Dir::new(), Dir::new()],
-                errors: 0,
-                start_ns: 0,
-                done_ns: None,
-            })
-            .collect();
+        let jobs = setup.jobs.iter().map(|_| JobAcc::new(0)).collect();
         let flows = vec![FlowAcc::default(); setup.flows.len()];
         let class = || ClassAcc {
             ios: 0,
@@ -339,12 +371,7 @@ impl Collector {
             job.name
         );
         self.setup.jobs.push(job);
-        self.jobs.push(JobAcc {
-            dirs: [Dir::new(), Dir::new(), Dir::new()],
-            errors: 0,
-            start_ns: self.origin_ns,
-            done_ns: None,
-        });
+        self.jobs.push(JobAcc::new(self.origin_ns));
         self.setup.jobs.len() - 1
     }
 
@@ -411,18 +438,30 @@ impl Collector {
         if let Some(l) = &mut self.logs {
             l.record(s, job.start_ns);
         }
+        let admit = s.admit_ns.saturating_sub(s.submit_ns);
+        let info = &self.setup.jobs[s.job];
+        if !job.mixed && s.class == info.class {
+            // Its class's figures are the job's (summed in `finish`).
+            job.admit.add(admit);
+        } else {
+            if !job.mixed {
+                // The first sample of another class: the job's samples so far go to its
+                // class now, its later ones one by one.
+                job.mixed = true;
+                self.classes[info.class.index()].fold(job);
+            }
+            let class = &mut self.classes[s.class.index()];
+            class.ios += 1;
+            class.bytes += bytes;
+            class.lat.add(clat, sched, device, post);
+            class.admit.add(admit);
+        }
         let dir = &mut job.dirs[dir_index(s.op)];
         dir.ios += 1;
         dir.bytes += bytes;
         dir.lat.add(clat, sched, device, post);
 
-        let class = &mut self.classes[s.class.index()];
-        class.ios += 1;
-        class.bytes += bytes;
-        class.lat.add(clat, sched, device, post);
-        class.admit.add(s.admit_ns.saturating_sub(s.submit_ns));
-
-        let fi = self.setup.jobs[s.job].flow;
+        let fi = info.flow;
         self.flows[fi].ios += 1;
         self.flows[fi].bytes += bytes;
         let mut bin = (s.reaped_ns.saturating_sub(self.origin_ns) / self.interval_ns) as usize;
@@ -554,6 +593,13 @@ impl Collector {
                 .fold(0.0, f64::max),
         };
 
+        // Each class's figures: those of its jobs that saw no other class, and the
+        // samples recorded one by one.
+        for (info, acc) in self.setup.jobs.iter().zip(&self.jobs) {
+            if !acc.mixed {
+                self.classes[info.class.index()].fold(acc);
+            }
+        }
         let used: Vec<bool> = IoClass::ALL
             .iter()
             .map(|c| {

@@ -80,6 +80,17 @@ impl LatHist {
         self.counts.resize(len, 0);
     }
 
+    /// Add `other`'s counts.
+    pub(crate) fn merge(&mut self, other: &LatHist) {
+        if other.counts.len() > self.counts.len() {
+            self.counts.resize(other.counts.len(), 0);
+        }
+        for (c, o) in self.counts.iter_mut().zip(&other.counts) {
+            *c += o;
+        }
+        self.total += other.total;
+    }
+
     /// How many values were recorded.
     pub(crate) fn len(&self) -> u64 {
         self.total
@@ -183,6 +194,25 @@ mod tests {
             assert_eq!(highest_equivalent(v), h.highest_equivalent(v), "{v}");
             assert_eq!(value_of(index_of(v)), h.lowest_equivalent(v), "{v}");
         }
+    }
+
+    #[test]
+    fn merged_counts_are_the_counts_of_all_values() {
+        let (a, b) = ([5, 3000, 465_000], [7, 5, 9_000_000]);
+        let (mut merged, _) = both(&a);
+        merged.merge(&both(&b).0);
+        let (all, _) = both(&[a, b].concat());
+        assert_eq!(merged.len(), all.len());
+        assert_eq!(
+            merged.recorded().collect::<Vec<_>>(),
+            all.recorded().collect::<Vec<_>>()
+        );
+        let mut other_way = both(&b).0;
+        other_way.merge(&both(&a).0);
+        assert_eq!(
+            other_way.values_at_percentiles(&FIO_PERCENTILES),
+            all.values_at_percentiles(&FIO_PERCENTILES)
+        );
     }
 
     #[test]

@@ -62,6 +62,24 @@ impl Lat {
         }
     }
 
+    /// Add `other`'s samples: exact sums, and the histogram if this one keeps one (then
+    /// `other` must keep one too). The json+ bins are not merged.
+    pub(crate) fn merge(&mut self, other: &Lat) {
+        self.n += other.n;
+        self.sum += other.sum;
+        self.sum_sq += other.sum_sq;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+        if let Some(h) = &mut self.hist {
+            h.merge(
+                other
+                    .hist
+                    .as_ref()
+                    .expect("merging into a histogram needs one"),
+            );
+        }
+    }
+
     pub(crate) fn report(&self) -> LatReport {
         if self.n == 0 {
             return LatReport::default();

@@ -193,6 +193,42 @@ fn classes_are_kept_apart() {
 }
 
 #[test]
+fn a_class_counts_its_jobs_samples_and_other_jobs_promoted_ones() {
+    // Job 0 (normal) has samples promoted to critical after its first 50; job 1 is
+    // critical.
+    let mut mixed = Collector::new(setup(
+        &[("f", 1)],
+        &[("n", 0, IoClass::Normal), ("c", 0, IoClass::Critical)],
+    ));
+    // The same samples of each class, from one job of that class.
+    let mut crit = Collector::new(setup(&[("f", 1)], &[("c", 0, IoClass::Critical)]));
+    let mut norm = Collector::new(setup(&[("f", 1)], &[("n", 0, IoClass::Normal)]));
+    for i in 0..300u64 {
+        let parts = (i % 7 * US, (50 + i * 13 % 400) * US, i % 3);
+        let op = if i % 4 == 0 { Op::Write } else { Op::Read };
+        let mut s = sample((i % 2) as usize, op, 4096, 2 * MS + i * 10 * US, parts);
+        s.admit_ns = s.submit_ns + i % 5 * US;
+        if s.job == 1 || (i > 100 && i % 3 == 0) {
+            s.class = IoClass::Critical;
+            crit.record(&Sample { job: 0, ..s });
+        } else {
+            norm.record(&Sample { job: 0, ..s });
+        }
+        mixed.record(&s);
+    }
+    let mixed = mixed.finish(10 * MS, "p");
+    let get = |r: &RunReport, cl| {
+        let k = r.classes.iter().find(|k| k.class == cl).unwrap();
+        serde_json::to_value(k).unwrap()
+    };
+    let (c, n) = (crit.finish(10 * MS, "p"), norm.finish(10 * MS, "p"));
+    assert_eq!(get(&mixed, IoClass::Critical), get(&c, IoClass::Critical));
+    assert_eq!(get(&mixed, IoClass::Normal), get(&n, IoClass::Normal));
+    assert_eq!(c.classes[0].ios + n.classes[0].ios, 300);
+    assert!(c.classes[0].ios > 150 && n.classes[0].ios > 100);
+}
+
+#[test]
 fn shares_exclude_inactive_flows() {
     let mut c = Collector::new(setup(
         &[("a", 1), ("b", 3), ("idle", 4)],
