@@ -7,15 +7,16 @@ use crate::ftl::FlashStats;
 use crate::profile::{Arbitration, DeviceProfile, ProfileError, WritePlacement};
 use crate::service::Service;
 use sluice_core::{Nanos, Op, QueueClass};
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 mod buffer;
+mod events;
 mod flash;
 mod interface;
 mod media;
 mod state;
 
+use events::EventList;
 pub use interface::{Command, DeviceCompletion, DeviceStats, SubmitError};
 use state::{
     BufferState, BufferWaiter, Event, FlashState, FlushWaiter, Pending, PerByte, Slot, PROGRAM,
@@ -37,7 +38,7 @@ pub struct NvmeSsd {
     arbiter: Arbiter,
     slots: Vec<Slot>,
     free_slots: Vec<u32>,
-    events: BinaryHeap<Reverse<Event>>,
+    events: EventList,
     seq: u64,
     inflight: u32,
     // Front end and media state.
@@ -116,7 +117,7 @@ impl NvmeSsd {
             arbiter: Arbiter::new(&profile.arbitration, cores),
             slots: vec![Slot::default(); max_out as usize],
             free_slots: (0..max_out).rev().collect(),
-            events: BinaryHeap::with_capacity(max_out as usize + m.units as usize),
+            events: EventList::with_capacity(max_out as usize + m.units as usize),
             seq: 0,
             inflight: 0,
             fetch_ns: c.fetch_ns,
@@ -201,7 +202,7 @@ impl NvmeSsd {
     /// program, which may admit waiting writes), if any.
     #[inline]
     pub fn next_event_ns(&self) -> Option<Nanos> {
-        self.events.peek().map(|Reverse(e)| e.time)
+        self.events.peek().map(|e| e.time)
     }
 
     /// Process every internal event with time ≤ `now_ns` in (time, creation order)
@@ -209,7 +210,7 @@ impl NvmeSsd {
     /// controller slot, which is refilled at once by arbitration from the submission
     /// queues.
     pub fn advance(&mut self, now_ns: Nanos, out: &mut Vec<DeviceCompletion>) {
-        while let Some(&Reverse(ev)) = self.events.peek() {
+        while let Some(&ev) = self.events.peek() {
             if ev.time > now_ns {
                 break;
             }
@@ -360,12 +361,12 @@ impl NvmeSsd {
     #[inline]
     fn push_event(&mut self, time: Nanos, id: u32, bytes: u32) {
         self.seq += 1;
-        self.events.push(Reverse(Event {
+        self.events.push(Event {
             time,
             seq: self.seq,
             id,
             bytes,
-        }));
+        });
     }
 
     /// Take `p` from `qid` into a controller slot at `now` and book its service.

@@ -29,6 +29,7 @@ pub(super) struct Slot {
 
 /// An internal event, ordered by time, then creation sequence: a command completion
 /// (`id` = slot) or the end of a destage program (`id` = `PROGRAM | unit`, `bytes`).
+/// The derived order is that order (`seq` is unique).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) struct Event {
     pub(super) time: Nanos,
