@@ -118,7 +118,7 @@ pub struct Stall {
 
 /// The one block layer. See the crate documentation for the protocol.
 ///
-/// Invariants (checked in debug builds): `inflight` = Σ `inflight_per_class` = pieces
+/// Invariants (checked in debug builds): `view.inflight` = Σ `view.inflight_per_class` = pieces
 /// with a live tag; `waiting[c]` holds the requests of class `c` waiting for admission; a
 /// request is live from `submit` to the `Finished` its last piece returns.
 pub struct BlockLayer<M: Meter = NoMeter> {
@@ -143,8 +143,9 @@ pub struct BlockLayer<M: Meter = NoMeter> {
     retry: bool,
     /// A dispatch the port had no room for, offered first at the next pump.
     held: Option<Dispatch>,
-    inflight: u32,
-    inflight_per_class: [u32; 4],
+    /// What the policy sees at a dispatch opportunity, kept up to date in place (pieces
+    /// in flight, in all and per queue class; the port's room as of the last pump).
+    view: DeviceView,
     timer: Option<Nanos>,
     wrr_applied: Option<[u32; 3]>,
     stats: BlockStats,
@@ -155,7 +156,7 @@ impl<M: Meter> std::fmt::Debug for BlockLayer<M> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BlockLayer")
             .field("policy", &self.policy.name())
-            .field("inflight", &self.inflight)
+            .field("inflight", &self.view.inflight)
             .field("waiting", &self.waiting())
             .field("queued", &self.policy.queued())
             .finish()
@@ -193,8 +194,7 @@ impl<M: Meter> BlockLayer<M> {
             arrivals: 0,
             retry: false,
             held: None,
-            inflight: 0,
-            inflight_per_class: [0; 4],
+            view: DeviceView::default(),
             timer: None,
             wrr_applied: None,
             stats: BlockStats::default(),
@@ -224,7 +224,7 @@ impl<M: Meter> BlockLayer<M> {
     /// Pieces dispatched and not yet completed.
     #[inline]
     pub fn inflight(&self) -> u32 {
-        self.inflight
+        self.view.inflight
     }
 
     /// Requests submitted and not finished (waiting for admission, held by the policy
@@ -376,22 +376,18 @@ impl<M: Meter> BlockLayer<M> {
                 self.retry_admission(now_ns);
             }
         }
-        let max_inflight = port.max_inflight();
+        self.view.max_inflight = port.max_inflight();
         loop {
             let d = match self.held.take() {
                 Some(d) => d,
                 None => {
-                    if self.inflight >= max_inflight {
+                    if self.view.inflight >= self.view.max_inflight {
                         break;
                     }
-                    let view = DeviceView {
-                        inflight: self.inflight,
-                        inflight_per_class: self.inflight_per_class,
-                        max_inflight,
-                    };
+                    let view = &self.view;
                     let d = self
                         .meter
-                        .time(PolicyCall::Dispatch, || self.policy.dispatch(now_ns, &view));
+                        .time(PolicyCall::Dispatch, || self.policy.dispatch(now_ns, view));
                     match d {
                         Some(d) => d,
                         None => break,
@@ -441,14 +437,14 @@ impl<M: Meter> BlockLayer<M> {
             dispatch_ns: now_ns,
         });
         let q = d.queue.index();
-        self.inflight += 1;
-        self.inflight_per_class[q] += 1;
+        let v = &mut self.view;
+        v.inflight += 1;
+        v.inflight_per_class[q] += 1;
         let st = &mut self.stats;
         st.pieces += 1;
         st.dispatched_per_class[q] += 1;
-        st.peak_inflight = st.peak_inflight.max(self.inflight);
-        st.peak_inflight_per_class[q] =
-            st.peak_inflight_per_class[q].max(self.inflight_per_class[q]);
+        st.peak_inflight = st.peak_inflight.max(v.inflight);
+        st.peak_inflight_per_class[q] = st.peak_inflight_per_class[q].max(v.inflight_per_class[q]);
     }
 
     /// The device reported piece `tag` done at `now_ns` (`ok` false: a media error or a
@@ -460,8 +456,8 @@ impl<M: Meter> BlockLayer<M> {
             .take()
             .expect("completion for a tag not in flight");
         self.free_tags.push(tag);
-        self.inflight -= 1;
-        self.inflight_per_class[piece.queue.index()] -= 1;
+        self.view.inflight -= 1;
+        self.view.inflight_per_class[piece.queue.index()] -= 1;
         if !ok {
             self.stats.failed_pieces += 1;
         }
@@ -563,7 +559,7 @@ impl<M: Meter> BlockLayer<M> {
     /// timer — a policy bug. Check after a pump, when the world has no event left.
     pub fn stall(&self) -> Option<Stall> {
         let queued = self.policy.queued();
-        if self.inflight == 0
+        if self.view.inflight == 0
             && self.held.is_none()
             && self.timer.is_none()
             && (queued > 0 || self.waiting() > 0)

@@ -33,7 +33,15 @@ impl SimPort {
 
     #[inline]
     fn qid(&self, d: &Dispatch) -> u16 {
-        self.device.queue_id(d.req.hwq % self.cores, d.queue)
+        let hwq = d.req.hwq;
+        // Hardware queues are the simulated cores (< cores) but for clients that number
+        // them otherwise; spare the division when they are.
+        let core = if hwq < self.cores {
+            hwq
+        } else {
+            hwq % self.cores
+        };
+        self.device.queue_id(core, d.queue)
     }
 }
 
