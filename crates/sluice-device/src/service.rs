@@ -244,8 +244,18 @@ impl Service {
         Some(Service {
             read: Params::new(&v.read),
             write: Params::new(&v.write),
-            rng: Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x5E41_1CE5_E41C_E000),
+            rng: Service::stream(seed),
         })
+    }
+
+    /// Start the stream afresh from `seed` (the tables stay: they depend on the profile
+    /// only).
+    pub(crate) fn reseed(&mut self, seed: u64) {
+        self.rng = Service::stream(seed);
+    }
+
+    fn stream(seed: u64) -> Xoshiro256PlusPlus {
+        Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x5E41_1CE5_E41C_E000)
     }
 
     /// The time of a write's front-end stage (command processing and the controller
@@ -363,6 +373,10 @@ mod tests {
         let dc: Vec<u64> = (0..100).map(|_| c.draw(5_000, false)).collect();
         assert_eq!(da, db);
         assert_ne!(da, dc);
+        // Reseeding is starting afresh.
+        a.reseed(10);
+        let again: Vec<u64> = (0..100).map(|_| a.draw(5_000, false)).collect();
+        assert_eq!(again, dc);
     }
 
     #[test]

@@ -55,6 +55,8 @@ pub struct NvmeSsd {
     read_ns: Nanos,
     write_ns: Nanos,
     stripe: u64,
+    /// log2 of `stripe` when it is a power of two.
+    stripe_shift: Option<u32>,
     /// Units that serve writes and reads (the first `write_parallel_units` /
     /// `read_parallel_units`; all by default).
     write_parallel: u32,
@@ -138,6 +140,9 @@ impl NvmeSsd {
             read_ns: m.read_ns,
             write_ns: m.write_ns,
             stripe: m.stripe_bytes as u64,
+            stripe_shift: (m.stripe_bytes as u64)
+                .is_power_of_two()
+                .then(|| m.stripe_bytes.trailing_zeros()),
             write_units: m.write_units,
             placement: m.write_placement,
             front_free: 0,
@@ -321,7 +326,9 @@ impl NvmeSsd {
     /// `[service]` section) with the run's seed; a device not seeded uses seed 0. Call
     /// before the first command: the same seed and call sequence give the same times.
     pub fn set_seed(&mut self, seed: u64) {
-        self.service = Service::new(self.profile.service.as_ref(), seed);
+        if let Some(s) = &mut self.service {
+            s.reseed(seed);
+        }
     }
 
     /// The faults in force, if any.

@@ -69,6 +69,15 @@ impl NvmeSsd {
         }
     }
 
+    /// The stripe that holds byte `pos` (a shift for the usual power-of-two stripe).
+    #[inline]
+    fn stripe_of(&self, pos: u64) -> u64 {
+        match self.stripe_shift {
+            Some(k) => pos >> k,
+            None => pos / self.stripe,
+        }
+    }
+
     /// The next piece of a command: its unit and length. Pieces are cut at stripe
     /// boundaries and placed by LBA, or, with `round_robin`, given whole stripes on
     /// successive units from the write pointer (which moves by a whole group of
@@ -94,7 +103,7 @@ impl NvmeSsd {
             self.write_ptr = if next >= units { 0 } else { next };
             (u, (*left).min(stripe))
         } else {
-            let s = *pos / stripe;
+            let s = self.stripe_of(*pos);
             let room = (s + 1) * stripe - *pos;
             ((s % units as u64) as u32, (*left).min(room))
         };
@@ -115,7 +124,7 @@ impl NvmeSsd {
         } else if round_robin {
             len.div_ceil(stripe)
         } else {
-            (offset + len - 1) / stripe - offset / stripe + 1
+            self.stripe_of(offset + len - 1) - self.stripe_of(offset) + 1
         };
         let fixed = if write { self.write_ns } else { self.read_ns };
         let mut pos = offset;
