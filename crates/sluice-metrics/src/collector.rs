@@ -16,6 +16,9 @@ use sluice_workload::JobSpec;
 /// not grow with the run's length.
 pub const MAX_BINS: usize = 4096;
 
+/// No bandwidth bin remembered ([`Collector::find_bin`]).
+const NO_BIN: (Nanos, Nanos, usize) = (1, 0, 0);
+
 /// Bandwidth bin used when [`RunSetup::interval_ns`] is 0.
 pub const DEFAULT_INTERVAL_NS: Nanos = 100_000_000;
 
@@ -291,6 +294,8 @@ pub struct Collector {
     /// Start of the measurement window and origin of the bandwidth bins.
     origin_ns: Nanos,
     interval_ns: Nanos,
+    /// The bandwidth bin of the last sample: its span after the origin and its index.
+    last_bin: (Nanos, Nanos, usize),
     /// fio's log files the jobs ask for ([`Collector::with_fio_logs`]).
     logs: Option<Box<FioLogs>>,
     /// Per job: its steady-state outcome ([`Collector::set_steadystate`]).
@@ -333,6 +338,7 @@ impl Collector {
             classes: [class(), class(), class()],
             origin_ns: 0,
             interval_ns,
+            last_bin: NO_BIN,
             logs: None,
             steady: Vec::new(),
         }
@@ -386,6 +392,7 @@ impl Collector {
     /// of the bandwidth-over-time bins. Call it before recording samples of the window.
     pub fn set_window(&mut self, start_ns: Nanos) {
         self.origin_ns = start_ns;
+        self.last_bin = NO_BIN;
         for j in &mut self.jobs {
             j.start_ns = start_ns;
         }
@@ -464,16 +471,32 @@ impl Collector {
         let fi = info.flow;
         self.flows[fi].ios += 1;
         self.flows[fi].bytes += bytes;
-        let mut bin = (s.reaped_ns.saturating_sub(self.origin_ns) / self.interval_ns) as usize;
-        while bin >= MAX_BINS {
-            self.coarsen();
-            bin = (s.reaped_ns.saturating_sub(self.origin_ns) / self.interval_ns) as usize;
-        }
+        let rel = s.reaped_ns.saturating_sub(self.origin_ns);
+        let (lo, hi, last) = self.last_bin;
+        let bin = if lo <= rel && rel < hi {
+            last
+        } else {
+            self.find_bin(rel)
+        };
         let flow = &mut self.flows[fi];
         if bin >= flow.bins.len() {
             flow.bins.resize(bin + 1, 0);
         }
         flow.bins[bin] += bytes;
+    }
+
+    /// The bandwidth bin of a sample reaped `rel` after the origin (coarsening the bins
+    /// when it lies beyond the last); remembered for the samples that follow.
+    #[cold]
+    fn find_bin(&mut self, rel: Nanos) -> usize {
+        let mut bin = (rel / self.interval_ns) as usize;
+        while bin >= MAX_BINS {
+            self.coarsen();
+            bin = (rel / self.interval_ns) as usize;
+        }
+        let lo = bin as Nanos * self.interval_ns;
+        self.last_bin = (lo, lo.saturating_add(self.interval_ns), bin);
+        bin
     }
 
     /// Merge adjacent bandwidth bins and double the bin width.
@@ -483,6 +506,7 @@ impl Collector {
             f.bins = merged;
         }
         self.interval_ns *= 2;
+        self.last_bin = NO_BIN;
     }
 
     /// Close the run at `end_ns` and build its report under the name `policy`.

@@ -311,6 +311,36 @@ fn ramp_window_excludes_early_samples() {
 }
 
 #[test]
+fn bandwidth_bins_are_the_direct_binning_at_the_final_width() {
+    // Samples out of order, back and forth across bins, and far enough to coarsen.
+    let mut c = Collector::new(setup(&[("f", 1)], &[("a", 0, IoClass::Normal)]));
+    let times: Vec<u64> = (0..3000u64)
+        .map(|i| (i * 7919 % 3001) * 150 * MS + i % 13 * MS)
+        .chain([0, 99 * MS, 100 * MS, 100 * MS - 1])
+        .collect();
+    let end = times.iter().max().unwrap() + 1;
+    for (i, &t) in times.iter().enumerate() {
+        c.record(&sample(0, Op::Read, 512 * (1 + i as u32 % 5), t, (0, 0, 0)));
+    }
+    let r = c.finish(end, "p");
+    let width = r.bw_series.interval_ns;
+    assert!(width > 100 * MS, "coarsened");
+    let mut bytes = vec![0u64; end.div_ceil(width) as usize];
+    for (i, &t) in times.iter().enumerate() {
+        bytes[(t / width) as usize] += 512 * (1 + i as u64 % 5);
+    }
+    let bw = &r.bw_series.flows[0].bw_bytes;
+    assert_eq!(bw.len(), bytes.len());
+    for (b, (&got, &want)) in bw.iter().zip(&bytes).enumerate().take(bytes.len() - 1) {
+        assert_eq!(
+            got,
+            (want as f64 * 1e9 / width as f64).round() as u64,
+            "bin {b}"
+        );
+    }
+}
+
+#[test]
 fn per_job_window_and_done() {
     let mut c = Collector::new(setup(
         &[("f", 1)],
