@@ -452,15 +452,10 @@ impl<M: Meter> BlockLayer<M> {
     /// piece. Call [`BlockLayer::pump`] after a batch of these.
     #[inline]
     pub fn piece_done(&mut self, now_ns: Nanos, tag: u32, ok: bool) -> Option<Finished> {
-        let piece = self.pieces[tag as usize]
-            .take()
-            .expect("completion for a tag not in flight");
-        self.free_tags.push(tag);
-        self.view.inflight -= 1;
-        self.view.inflight_per_class[piece.queue.index()] -= 1;
-        if !ok {
-            self.stats.failed_pieces += 1;
-        }
+        // The completion is built from the piece in place (a copy of the piece through a
+        // temporary cost a store-forwarding stall per completion).
+        let slot = &mut self.pieces[tag as usize];
+        let piece = slot.as_ref().expect("completion for a tag not in flight");
         let done = Completion {
             req: piece.req,
             queue: piece.queue,
@@ -468,11 +463,18 @@ impl<M: Meter> BlockLayer<M> {
             complete_ns: now_ns,
             ok,
         };
+        *slot = None;
+        self.free_tags.push(tag);
+        self.view.inflight -= 1;
+        self.view.inflight_per_class[done.queue.index()] -= 1;
+        if !ok {
+            self.stats.failed_pieces += 1;
+        }
         self.meter
             .time(PolicyCall::Complete, || self.policy.complete(now_ns, &done));
         // A completion may free an admission slot.
         self.retry = true;
-        let idx = piece.req.id.0 as usize;
+        let idx = done.req.id.0 as usize;
         let rs = &mut self.reqs[idx];
         rs.ok &= ok;
         rs.remaining -= 1;
