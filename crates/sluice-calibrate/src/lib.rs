@@ -17,7 +17,9 @@
 //! (1 … 64); the knee queue depth of each ([`analysis::knee_qd`]); small sizes and a
 //! size sweep (4 KiB … 128 KiB) at that knee; a QD1 size sweep for the FIOS cost model
 //! ([`analysis::linear_fit`]); mixed points at QD1 and at the knee. [`Summary`] derives
-//! the figures and [`model::derive`] the profile. Every point runs the engine with
+//! the figures and [`model::derive`] the profile; [`Calibration`] holds a run's results
+//! together and makes the tables, the JSON file and the profile's text of them
+//! ([`report`]). Every point runs the engine with
 //! policy `none` and one worker on one file: a temporary file that sluice creates (and
 //! removes), or an existing file or device under `sluice run`'s safety rules (the
 //! engine's own checks: `--allow-write-existing`, `--allow-device`).
@@ -29,12 +31,14 @@ pub mod buffer;
 mod measure;
 pub mod model;
 mod plan;
+pub mod report;
 mod summary;
 mod target;
 pub mod validate;
 
 pub use measure::{aggregate, measure, measure_point, Point, Progress, Window};
 pub use plan::{Plan, PointSpec, Role};
+pub use report::{Calibration, Provenance, TargetFacts};
 pub use summary::{DirSummary, Summary};
 pub use target::Target;
 

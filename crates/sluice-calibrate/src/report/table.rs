@@ -1,0 +1,222 @@
+//! The tables `sluice calibrate` prints: the measured points, the derived figures and
+//! model, the write bursts and the validation.
+
+use std::io::Write;
+
+use super::Calibration;
+use crate::analysis::{self, LinearFit};
+use crate::buffer::{BufferProbe, BURST_QD};
+use crate::model::Model;
+use crate::validate::Check;
+use crate::{Point, Summary};
+
+impl Calibration {
+    /// The points, the figures and model, the bursts and the validation, one table after
+    /// the other.
+    pub fn print_tables(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        print_grid(out, &self.points)?;
+        print_summary(out, &self.summary, &self.model)?;
+        print_bursts(out, &self.probe)?;
+        print_checks(out, &self.checks)
+    }
+}
+
+/// A latency: `1.25ms`, `12.3µs` or `850ns`.
+pub fn fmt_ns(ns: f64) -> String {
+    if ns >= 1e6 {
+        format!("{:.2}ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.1}µs", ns / 1e3)
+    } else {
+        format!("{ns:.0}ns")
+    }
+}
+
+/// A size: `16 KiB`, `512 B`, `-` for none.
+pub(crate) fn fmt_size(b: Option<u32>) -> String {
+    match b {
+        Some(b) if b >= 1024 && b % 1024 == 0 => format!("{} KiB", b / 1024),
+        Some(b) => format!("{b} B"),
+        None => "-".into(),
+    }
+}
+
+fn print_grid(out: &mut dyn Write, points: &[Point]) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "Measured points (steady state: the last windows agree; policy none, one worker)"
+    )?;
+    let head = format!(
+        "{:<10} {:<14} {:>5} {:>3} {:>8} {:>8} {:>9} {:>9} {:>9} {:>4} {:>7}",
+        "part", "mix", "bs", "qd", "IOPS", "MiB/s", "lat mean", "p50", "p99", "win", "spread"
+    );
+    writeln!(out, "{head}")?;
+    writeln!(out, "{}", "-".repeat(head.chars().count()))?;
+    for p in points {
+        writeln!(
+            out,
+            "{:<10} {:<14} {:>5} {:>3} {:>8.0} {:>8.1} {:>9} {:>9} {:>9} {:>4} {:>6.1}%{}",
+            p.role.name(),
+            p.spec.mix_name(),
+            fmt_size(Some(p.spec.bs))
+                .replace(" KiB", "k")
+                .replace(" B", ""),
+            p.spec.qd,
+            p.iops,
+            p.bw_bytes / (1 << 20) as f64,
+            fmt_ns(p.lat_mean_ns),
+            fmt_ns(p.lat_p50_ns),
+            fmt_ns(p.lat_p99_ns),
+            p.window_iops.len(),
+            p.spread * 100.0,
+            if p.steady { "" } else { " unsteady" }
+        )?;
+    }
+    Ok(())
+}
+
+fn print_bursts(out: &mut dyn Write, p: &BufferProbe) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "\nWrite bursts (4 KiB random writes, QD{BURST_QD}, each after a pause)"
+    )?;
+    writeln!(
+        out,
+        "{:>9} {:>9} {:>10} {:>10}",
+        "burst", "IOPS", "mean", "p99"
+    )?;
+    for b in &p.bursts {
+        writeln!(
+            out,
+            "{:>5} MiB {:>9.0} {:>10} {:>10}",
+            b.bytes >> 20,
+            b.iops,
+            fmt_ns(b.lat_mean_ns),
+            fmt_ns(b.lat_p99_ns)
+        )?;
+    }
+    writeln!(out, "{}", p.verdict)
+}
+
+fn print_summary(out: &mut dyn Write, s: &Summary, m: &Model) -> std::io::Result<()> {
+    writeln!(out, "\nDerived figures")?;
+    for (dir, d) in [("read", &s.read), ("write", &s.write)] {
+        writeln!(out, "{dir}:")?;
+        writeln!(out, "  QD1 4 KiB latency        {}", fmt_ns(d.lat_qd1_ns))?;
+        writeln!(
+            out,
+            "  best 4 KiB IOPS          {:.0} (QD{})",
+            d.max_iops, d.max_iops_qd
+        )?;
+        writeln!(out, "  knee QD (≥ 90 % of best) {}: {:.0} IOPS at {}; QD{}: {:+.0} % IOPS for {:.1}× the latency", d.knee_qd, d.knee_iops, fmt_ns(d.knee_lat_ns), d.deepest_qd, analysis::error_pct(d.deepest_iops, d.knee_iops), d.deepest_lat_ns / d.knee_lat_ns.max(1.0))?;
+        writeln!(
+            out,
+            "  knee size (≥ 90 % of best bandwidth at the knee QD) {}; best bandwidth {:.1} MB/s",
+            fmt_size(d.knee_size),
+            d.max_bw_bytes / 1e6
+        )?;
+        writeln!(
+            out,
+            "  minimum efficient size (≥ 90 % of best IOPS) {}",
+            fmt_size(d.min_efficient_size)
+        )?;
+        match d.cost {
+            Some(f) => writeln!(
+                out,
+                "  cost model (QD1, FIOS §4.3) {:.1} µs + {:.0} ns/KiB, R² {:.3} over {} sizes",
+                f.offset / 1e3,
+                f.slope * 1024.0,
+                f.r2,
+                f.n
+            )?,
+            None => writeln!(out, "  cost model: fewer than two sizes measured at QD1")?,
+        }
+    }
+    if let (Some(r), Some(w)) = (s.read.cost, s.write.cost) {
+        writeln!(
+            out,
+            "FIOS policy with this cost model:\n  --policy fios:{}",
+            fios_params(&r, &w)
+        )?;
+    }
+    if s.unsteady > 0 {
+        writeln!(
+            out,
+            "{} point(s) did not reach a steady state within the time cap (see 'spread')",
+            s.unsteady
+        )?;
+    }
+    writeln!(out, "\nModel (see the profile's header for the derivation)")?;
+    writeln!(
+        out,
+        "  fetch {} ns, complete {} ns, read_cmd {} ns, write_cmd {} ns, {} units, read {} ns, write {} ns, unit {:.0} MB/s, bus {:.0} MB/s{}",
+        m.fetch_ns,
+        m.complete_ns,
+        m.read_cmd_ns,
+        m.write_cmd_ns,
+        m.units,
+        m.read_ns,
+        m.write_ns,
+        m.unit_bandwidth_bytes as f64 / 1e6,
+        m.bus_bandwidth_bytes as f64 / 1e6,
+        match &m.write_buffer {
+            Some(w) => format!(", write buffer (ack {} ns)", w.ack_ns),
+            None => String::new(),
+        }
+    )?;
+    for c in &m.caveats {
+        writeln!(out, "  caveat: {c}")?;
+    }
+    Ok(())
+}
+
+/// FIOS's cost-model parameters (`--policy fios:…`) from the read and write fits.
+fn fios_params(r: &LinearFit, w: &LinearFit) -> String {
+    format!(
+        "read_cost_ns={:.0},read_ns_per_kb={:.0},write_cost_ns={:.0},write_ns_per_kb={:.0}",
+        r.offset.max(0.0),
+        (r.slope * 1024.0).max(0.0),
+        w.offset.max(0.0),
+        (w.slope * 1024.0).max(0.0)
+    )
+}
+
+fn print_checks(out: &mut dyn Write, checks: &[Check]) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "\nValidation: simulator on the new profile vs. the device (error = sim / real − 1)"
+    )?;
+    let head = format!(
+        "{:<22} {:>9} {:>9} {:>7} {:>9} {:>9} {:>7} {:>9} {:>9} {:>7}",
+        "job",
+        "real IOPS",
+        "sim IOPS",
+        "err",
+        "real lat",
+        "sim lat",
+        "err",
+        "real p99",
+        "sim p99",
+        "err"
+    );
+    writeln!(out, "{head}")?;
+    writeln!(out, "{}", "-".repeat(head.chars().count()))?;
+    for c in checks {
+        let (ei, em, ep) = c.errors();
+        writeln!(
+            out,
+            "{:<22} {:>9.0} {:>9.0} {:>+6.1}% {:>9} {:>9} {:>+6.1}% {:>9} {:>9} {:>+6.1}%",
+            c.job.label(),
+            c.real.iops,
+            c.sim.iops,
+            ei,
+            fmt_ns(c.real.lat_mean_ns),
+            fmt_ns(c.sim.lat_mean_ns),
+            em,
+            fmt_ns(c.real.lat_p99_ns),
+            fmt_ns(c.sim.lat_p99_ns),
+            ep
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,263 @@
+use super::*;
+use crate::buffer::{self, Burst};
+use crate::validate::{Check, JOBS};
+use crate::{aggregate, PointSpec};
+
+/// A device of closed form: a QD1 latency of `base + bs · per_byte`, flat until the
+/// knee (QD 4), then latency grows with depth; IOPS = QD / latency.
+fn window(spec: PointSpec) -> Window {
+    let (base, per_byte) = match spec.read_pct {
+        100 => (80_000.0, 0.5),
+        0 => (20_000.0, 1.0),
+        _ => (60_000.0, 0.7),
+    };
+    let lat = (base + spec.bs as f64 * per_byte) * (spec.qd as f64 / 4.0).max(1.0);
+    let iops = spec.qd as f64 / lat * 1e9;
+    Window {
+        iops,
+        bw_bytes: iops * spec.bs as f64,
+        lat_mean_ns: lat,
+        lat_p50_ns: lat * 0.95,
+        lat_p99_ns: lat * 1.6,
+        read_lat_mean_ns: if spec.read_pct > 0 { lat } else { 0.0 },
+        write_lat_mean_ns: if spec.read_pct < 100 { lat } else { 0.0 },
+        reads: 100,
+        writes: 100,
+    }
+}
+
+/// The points of `plan`'s grid on that device, in the order [`crate::measure`] takes
+/// them (knee QD 4), the last one not steady.
+fn points(plan: &Plan) -> Vec<Point> {
+    let mut specs: Vec<(PointSpec, Role)> = Vec::new();
+    let spec = |read_pct, bs, qd| PointSpec { read_pct, bs, qd };
+    for r in [100u8, 0] {
+        specs.extend(plan.qds.iter().map(|&q| (spec(r, 4096, q), Role::QdSweep)));
+    }
+    for r in [100u8, 0] {
+        specs.extend(
+            plan.small_sizes
+                .iter()
+                .map(|&b| (spec(r, b, 4), Role::SmallSize)),
+        );
+        let big = plan.sizes.iter().filter(|&&b| b != 4096);
+        specs.extend(big.map(|&b| (spec(r, b, 4), Role::SizeSweep)));
+    }
+    for r in [100u8, 0] {
+        let big = plan.sizes.iter().filter(|&&b| b != 4096);
+        specs.extend(big.map(|&b| (spec(r, b, 1), Role::Qd1Size)));
+    }
+    for &r in &plan.mixes {
+        specs.extend([1, 4].map(|q| (spec(r, 4096, q), Role::Mixed)));
+    }
+    let n = specs.len();
+    specs
+        .into_iter()
+        .enumerate()
+        .map(|(i, (s, role))| {
+            let w = window(s);
+            let mut last = w;
+            if i == n - 1 {
+                last.iops *= 1.5; // the last point's windows disagree
+            }
+            aggregate(
+                s,
+                role,
+                &[w, w, last],
+                plan.agree,
+                plan.tolerance,
+                1_000_000,
+            )
+        })
+        .collect()
+}
+
+fn probe() -> BufferProbe {
+    let bursts: Vec<Burst> = [20.0, 21.0, 23.0, 90.0, 150.0]
+        .iter()
+        .enumerate()
+        .map(|(i, &us)| Burst {
+            bytes: buffer::FIRST_BURST_BYTES << i,
+            iops: 32.0 / us * 1e6,
+            lat_mean_ns: us * 1e3,
+            lat_p99_ns: 2.0 * us * 1e3,
+        })
+        .collect();
+    let (size_bytes, verdict) = buffer::analyse(&bursts);
+    BufferProbe {
+        bursts,
+        size_bytes,
+        verdict,
+    }
+}
+
+fn calibration() -> Calibration {
+    let plan = Plan::quick();
+    let target = TargetFacts {
+        path: "/work/calibrate/sluice-calibrate.0.0".into(),
+        size_bytes: 64 << 20,
+        align: 512,
+    };
+    let mut c = Calibration::derive(plan.clone(), points(&plan), probe(), "dev", target)
+        .expect("the grid derives a profile");
+    // The simulator within 10 % on all but the last job, whose p99 is 50 % off.
+    c.checks = JOBS
+        .iter()
+        .enumerate()
+        .map(|(i, job)| {
+            let real = window(job.spec);
+            let mut sim = real;
+            sim.iops *= 1.1;
+            if i == JOBS.len() - 1 {
+                sim.lat_p99_ns *= 1.5;
+            }
+            Check {
+                job: *job,
+                real,
+                real_rounds: vec![real.iops],
+                sim,
+            }
+        })
+        .collect();
+    c
+}
+
+fn provenance() -> Provenance {
+    Provenance {
+        when: "2026-11-23T12:22:43Z".into(),
+        host: "box".into(),
+        kernel: "6.1.0".into(),
+        path: "/work/calibrate".into(),
+        in_directory: true,
+        device: "vda (253:0)".into(),
+        command: "sluice calibrate /work/calibrate --quick".into(),
+    }
+}
+
+#[test]
+fn derive_gives_a_valid_profile_with_the_measured_buffer_and_spread() {
+    let c = calibration();
+    assert_eq!(c.profile.name, "dev");
+    assert!(c.profile.validate().is_ok());
+    assert!(c
+        .profile
+        .description
+        .starts_with("calibrated on /work/calibrate/sluice-calibrate.0.0: 82 us 4K read"));
+    // Writes at QD1 are 4× faster than reads: a write buffer of the probe's size.
+    assert_eq!(c.probe.size_bytes, Some(4 << 20));
+    assert_eq!(
+        c.model.write_buffer.as_ref().unwrap().capacity_bytes,
+        4 << 20
+    );
+    // The QD1 spread (p99 = 1.6 / 0.95 × the median) gives a `[service]` section.
+    let service = c.profile.service.as_ref().expect("a spread");
+    assert!(service.read.sigma > 0.0 && service.write.sigma > 0.0);
+    assert_eq!(c.summary.read.knee_qd, 4);
+    assert_eq!(c.summary.unsteady, 1);
+    assert!(c.checks.len() == JOBS.len());
+}
+
+#[test]
+fn the_profile_text_has_the_header_and_loads_back() {
+    let c = calibration();
+    let header = c.header(&provenance());
+    let text = c.profile_toml(&header).unwrap();
+    assert!(text.starts_with("# dev — a device profile measured by `sluice calibrate`.\n"));
+    assert!(text.contains("# When:  2026-11-23T12:22:43Z\n"), "{text}");
+    assert!(text.contains(
+        "# Where: host box, Linux 6.1.0, a temporary file in /work/calibrate on block device \
+         vda (253:0), 64 MiB measured, O_DIRECT alignment 512 B\n"
+    ));
+    assert!(text.contains("# Derivation (sluice-calibrate model):\n"));
+    assert_eq!(
+        DeviceProfile::from_toml_str(&text, "dev").unwrap(),
+        c.profile
+    );
+}
+
+#[test]
+fn the_header_counts_the_goals_and_ends_with_the_buffer() {
+    let c = calibration();
+    let h = c.header(&provenance());
+    let n = c.points.len();
+    assert!(
+        h.iter()
+            .any(|l| l.ends_with(&format!("; {n} points, 1 not steady"))),
+        "{h:#?}"
+    );
+    assert!(h.contains(
+        &"  goals: IOPS and mean within 15 %, p99 within 25 %; met by 4 of 5 jobs".into()
+    ));
+    assert!(h
+        .iter()
+        .any(|l| l.starts_with("  IOPS and mean within 15 % (p99 aside): 5 of 5 jobs")));
+    assert!(h
+        .iter()
+        .any(|l| l.starts_with("  reads cost model (FIOS §4.3")));
+    let last = h.last().unwrap();
+    assert!(
+        last.starts_with(
+            "Write buffer (bursts of 4 KiB random writes at QD32, each after a 50 ms pause): "
+        ) && last.ends_with(&c.probe.verdict),
+        "{last}"
+    );
+}
+
+#[test]
+fn the_tables_have_a_row_per_point_and_per_job() {
+    let c = calibration();
+    let mut out = Vec::new();
+    c.print_tables(&mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let rows = |prefix: &str| text.lines().filter(|l| l.starts_with(prefix)).count();
+    assert_eq!(rows("qd-sweep "), 2 * c.plan.qds.len(), "{text}");
+    assert_eq!(text.lines().filter(|l| l.ends_with(" unsteady")).count(), 1);
+    for job in &JOBS {
+        assert_eq!(rows(&format!("{} ", job.label())), 1, "{text}");
+    }
+    for title in [
+        "Measured points",
+        "Derived figures",
+        "FIOS policy with this cost model:",
+        "Write bursts",
+        "Validation: simulator on the new profile",
+    ] {
+        assert!(text.contains(title), "{title}: {text}");
+    }
+    assert!(
+        text.contains("1 point(s) did not reach a steady state within the time cap (see 'spread')")
+    );
+    assert!(text.contains("  4 MiB "), "{text}");
+}
+
+#[test]
+fn the_json_holds_every_part() {
+    let c = calibration();
+    let v = c.to_json();
+    assert_eq!(v["points"].as_array().unwrap().len(), c.points.len());
+    assert_eq!(v["target"]["align"], 512);
+    assert_eq!(v["plan"]["qds"], serde_json::json!([1, 4, 16]));
+    assert_eq!(v["summary"]["read"]["knee_qd"], 4);
+    assert_eq!(v["model"]["write_buffer_bytes"], 4 << 20);
+    assert_eq!(v["write_buffer"]["size_bytes"], 4 << 20);
+    assert_eq!(v["write_buffer"]["bursts"].as_array().unwrap().len(), 5);
+    let jobs: Vec<&str> = v["validation"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["job"].as_str().unwrap())
+        .collect();
+    assert_eq!(jobs, JOBS.map(|j| j.label()));
+    let e = v["validation"][0]["iops_error_pct"].as_f64().unwrap();
+    assert!((e - 10.0).abs() < 1e-9, "{e}");
+}
+
+#[test]
+fn latencies_print_in_their_unit() {
+    assert_eq!(fmt_ns(850.0), "850ns");
+    assert_eq!(fmt_ns(12_345.0), "12.3µs");
+    assert_eq!(fmt_ns(1_250_000.0), "1.25ms");
+    assert_eq!(table::fmt_size(Some(16384)), "16 KiB");
+    assert_eq!(table::fmt_size(Some(512)), "512 B");
+    assert_eq!(table::fmt_size(None), "-");
+}
