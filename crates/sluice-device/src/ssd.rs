@@ -174,6 +174,7 @@ impl NvmeSsd {
     /// Ring the doorbell of `qid` with `cmd` at `now_ns`. The controller fetches it at
     /// once if it has a free internal slot; otherwise it waits in the submission queue
     /// until arbitration picks it.
+    #[inline]
     pub fn submit(&mut self, now_ns: Nanos, qid: u16, cmd: Command) -> Result<(), SubmitError> {
         if qid >= self.queues {
             return Err(SubmitError::BadQueue);
