@@ -47,7 +47,7 @@ impl Lat {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn add(&mut self, v: u64) {
         self.n += 1;
         self.sum += v as u128;
