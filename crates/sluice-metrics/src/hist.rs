@@ -46,16 +46,33 @@ fn value_of(i: usize) -> u64 {
     }
 }
 
-/// The highest value counted with `v`.
+/// The highest value counted with `v` (as HdrHistogram: capped at `u64::MAX`, and one
+/// below it in the last bucket).
 fn highest_equivalent(v: u64) -> u64 {
+    if v == u64::MAX {
+        return u64::MAX;
+    }
     let b = bucket_of(v);
-    ((v >> b) << b) + (1u64 << b) - 1
+    ((v >> b) << b).saturating_add(1u64 << b) - 1
 }
 
+/// The largest counts index (of `u64::MAX`).
+const MAX_INDEX: usize = ((LZ_BASE as usize) << HALF_MAG) + (u64::MAX >> LZ_BASE) as usize;
+
+/// Counts are kept in spans of whole chunks of indices.
+const CHUNK: usize = 64;
+
 /// Counts of latency values in HdrHistogram's buckets (3 significant digits).
+///
+/// Only the span of indices between the smallest and the largest value recorded is
+/// kept (widened, doubling, when a value falls outside): a run's latencies usually
+/// cover a few hundred of the 56 320 indices, so the histogram stays small — its
+/// memory, the pages it touches at the start, the walks of its report.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct LatHist {
-    /// Count per index; grows (a bucket at a time) to the largest value recorded.
+    /// The index of `counts[0]`.
+    base: usize,
+    /// Counts of the indices `base..base + counts.len()`.
     counts: Vec<u64>,
     total: u64,
 }
@@ -65,28 +82,60 @@ impl LatHist {
     #[inline]
     pub(crate) fn record(&mut self, v: u64) {
         let i = index_of(v);
-        if i >= self.counts.len() {
-            self.grow(i);
+        let mut j = i.wrapping_sub(self.base);
+        if j >= self.counts.len() {
+            j = self.widen(i);
         }
-        self.counts[i] += 1;
+        self.counts[j] += 1;
         self.total += 1;
     }
 
+    /// Widen the span to index `i`, doubling it on that side; returns `i`'s place.
     #[cold]
     #[inline(never)]
-    fn grow(&mut self, i: usize) {
-        // To the end of the half-bucket that holds index i.
-        let len = ((i >> HALF_MAG) + 1) << HALF_MAG;
-        self.counts.resize(len, 0);
+    fn widen(&mut self, i: usize) -> usize {
+        let (lo, hi) = if self.counts.is_empty() {
+            (i, i + 1)
+        } else {
+            let (lo, hi) = (self.base, self.base + self.counts.len());
+            let span = hi - lo;
+            if i < lo {
+                (i.min(lo.saturating_sub(span)), hi)
+            } else {
+                (lo, (i + 1).max(hi + span))
+            }
+        };
+        self.cover(lo, hi);
+        i - self.base
+    }
+
+    /// Make the span cover the indices `lo..hi` (whole chunks, within the index range).
+    fn cover(&mut self, lo: usize, hi: usize) {
+        let lo = lo / CHUNK * CHUNK;
+        let hi = hi.div_ceil(CHUNK).saturating_mul(CHUNK).min(MAX_INDEX + 1);
+        let (lo, hi) = if self.counts.is_empty() {
+            (lo, hi)
+        } else {
+            (lo.min(self.base), hi.max(self.base + self.counts.len()))
+        };
+        if lo == self.base && hi - lo == self.counts.len() {
+            return;
+        }
+        let mut counts = vec![0; hi - lo];
+        let at = self.base.saturating_sub(lo);
+        counts[at..at + self.counts.len()].copy_from_slice(&self.counts);
+        self.base = lo;
+        self.counts = counts;
     }
 
     /// Add `other`'s counts.
     pub(crate) fn merge(&mut self, other: &LatHist) {
-        if other.counts.len() > self.counts.len() {
-            self.counts.resize(other.counts.len(), 0);
-        }
-        for (c, o) in self.counts.iter_mut().zip(&other.counts) {
-            *c += o;
+        if !other.counts.is_empty() {
+            self.cover(other.base, other.base + other.counts.len());
+            let at = other.base - self.base;
+            for (c, o) in self.counts[at..].iter_mut().zip(&other.counts) {
+                *c += o;
+            }
         }
         self.total += other.total;
     }
@@ -100,30 +149,31 @@ impl LatHist {
     /// `value_at_percentile` gives them; one pass over the counts.
     pub(crate) fn values_at_percentiles(&self, percentiles: &[f64]) -> Vec<u64> {
         let mut out = Vec::with_capacity(percentiles.len());
-        let mut i = 0;
+        // The walk: `cum` counts the values at the indices below `base + j`.
+        let mut j = 0;
         let mut cum = 0u64;
         let mut prev = f64::NEG_INFINITY;
         for &p in percentiles {
             let q = (p / 100.0).min(1.0);
             if q < prev {
                 // Not ascending: start the walk again.
-                i = 0;
+                j = 0;
                 cum = 0;
             }
             prev = q;
             let target = ((q * self.total as f64).ceil() as u64).max(1);
-            let v = loop {
-                if cum >= target && i > 0 {
+            let at = loop {
+                if cum >= target && j > 0 {
                     // The previous index already reached the target.
-                    break Some(i - 1);
+                    break Some(self.base + j - 1);
                 }
-                if i == self.counts.len() {
+                if j == self.counts.len() {
                     break None;
                 }
-                cum += self.counts[i];
-                i += 1;
+                cum += self.counts[j];
+                j += 1;
             };
-            out.push(match v {
+            out.push(match at {
                 None => 0,
                 Some(idx) if q == 0.0 => value_of(idx),
                 Some(idx) => highest_equivalent(value_of(idx)),
@@ -138,7 +188,7 @@ impl LatHist {
             .iter()
             .enumerate()
             .filter(|(_, c)| **c > 0)
-            .map(|(i, c)| (highest_equivalent(value_of(i)), *c))
+            .map(|(j, c)| (highest_equivalent(value_of(self.base + j)), *c))
     }
 }
 
@@ -177,6 +227,21 @@ mod tests {
     }
 
     #[test]
+    fn the_span_follows_the_values_and_stays_small() {
+        assert_eq!(MAX_INDEX, index_of(u64::MAX));
+        let mut h = LatHist::default();
+        for v in [465_000, 466_000, 470_000, 460_000] {
+            h.record(v);
+        }
+        assert!(h.counts.len() <= 2 * CHUNK, "{}", h.counts.len());
+        // Far below and far above: the span widens both ways, within the index range.
+        h.record(0);
+        h.record(u64::MAX);
+        assert_eq!((h.base, h.base + h.counts.len()), (0, MAX_INDEX + 1));
+        assert_eq!(h.recorded().map(|(_, c)| c).sum::<u64>(), 6);
+    }
+
+    #[test]
     fn layout_matches_hdrhistogram() {
         let h = Histogram::<u64>::new(3).unwrap();
         for v in [
@@ -190,6 +255,9 @@ mod tests {
             1 << 20,
             465_123,
             3_600_000_000_000,
+            u64::MAX - (1 << 52),
+            u64::MAX - 1,
+            u64::MAX,
         ] {
             assert_eq!(highest_equivalent(v), h.highest_equivalent(v), "{v}");
             assert_eq!(value_of(index_of(v)), h.lowest_equivalent(v), "{v}");
@@ -226,6 +294,18 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn merging_is_recording_both(
+            a in proptest::collection::vec(0u64..5_000_000, 0..100),
+            b in proptest::collection::vec(0u64..3_600_000_000_000, 0..100),
+        ) {
+            let (mut merged, _) = both(&a);
+            merged.merge(&both(&b).0);
+            let (all, _) = both(&[a, b].concat());
+            prop_assert_eq!(merged.len(), all.len());
+            prop_assert_eq!(merged.recorded().collect::<Vec<_>>(), all.recorded().collect::<Vec<_>>());
+        }
+
         #[test]
         fn same_figures_as_hdrhistogram_for_any_values(
             values in proptest::collection::vec(
