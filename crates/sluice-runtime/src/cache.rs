@@ -196,7 +196,10 @@ impl Cache {
                 Op::Write,
                 buf,
                 key.index * PAGE,
-                IoOptions::new().activity(Activity::WRITEBACK),
+                IoOptions {
+                    writeback: true,
+                    ..IoOptions::new().activity(Activity::WRITEBACK)
+                },
             );
             let t = token(h.waiter());
             pc.set_token(f, t);

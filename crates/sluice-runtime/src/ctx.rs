@@ -146,6 +146,8 @@ pub struct IoOptions {
     /// Submitted by AIOS's read path: the simulated host charges `lean_submit_ns` for it
     /// instead of `submit_ns` (the request still goes through the stack's block layer).
     pub(crate) lean: bool,
+    /// A writeback of the page cache: it may go to a file closed with dirty pages.
+    pub(crate) writeback: bool,
 }
 
 impl IoOptions {

@@ -35,10 +35,32 @@ pub const IO_ALIGN: usize = 512;
 
 #[derive(Debug)]
 struct FileMeta {
+    /// Empty once removed (or replaced by a rename).
     name: String,
     len: u64,
     /// Opened from outside the stack (real world): reads only.
     read_only: bool,
+    /// Opens (`File::create`, `File::open`) not closed yet; the file's handles do I/O
+    /// only while it is above 0.
+    open: u32,
+    /// I/Os of the file submitted and not completed.
+    inflight: u32,
+    /// Closed by every opener, and what it held given back (on real files its
+    /// descriptor and its ring slot): `File::open` opens it again.
+    released: bool,
+}
+
+impl FileMeta {
+    fn new(name: String, len: u64, read_only: bool, open: u32) -> FileMeta {
+        FileMeta {
+            name,
+            len,
+            read_only,
+            open,
+            inflight: 0,
+            released: false,
+        }
+    }
 }
 
 /// One I/O in flight or completed and not yet collected.
@@ -115,6 +137,8 @@ pub(crate) struct IoState {
     pub cache: Option<std::rc::Rc<crate::cache::Cache>>,
     slots: Vec<IoSlot>,
     free: Vec<u32>,
+    /// Files closed by every opener whose release waits (I/O in flight, dirty pages).
+    closing: Vec<u32>,
     flows: BTreeMap<String, (FlowId, usize)>,
     jobs: BTreeMap<(u32, Activity), usize>,
     pub collector: Collector,
@@ -137,6 +161,7 @@ impl IoState {
             cache: None,
             slots: Vec::new(),
             free: Vec::new(),
+            closing: Vec::new(),
             flows: BTreeMap::new(),
             jobs: BTreeMap::new(),
             collector,
@@ -280,6 +305,7 @@ impl IoState {
         if slot.orphan {
             self.release(s as u32);
         }
+        self.io_ended(file);
         core
     }
 
@@ -392,11 +418,8 @@ impl IoState {
             if !name.is_empty() {
                 self.names.insert(name.clone(), self.files.len() as u32);
             }
-            self.files.push(FileMeta {
-                name,
-                len,
-                read_only: false,
-            });
+            // Not open: File::open opens it.
+            self.files.push(FileMeta::new(name, len, false, 0));
         }
     }
 

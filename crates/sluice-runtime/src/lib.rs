@@ -52,8 +52,9 @@
 //!   time, on a simulated NVMe SSD (any `sluice list` profile or a TOML file), with a
 //!   simulated host of `cores` cores;
 //! * **real** ([`StackBuilder::directory`]): files the stack creates in a directory,
-//!   `O_DIRECT`, through io_uring with registered files, on one core (the calling
-//!   thread) for now.
+//!   `O_DIRECT`, through io_uring with registered files (at most [`MAX_FILES`] open at
+//!   once; [`File::close`] gives a file's slot back) and fixed buffers, thread per
+//!   core.
 #![warn(missing_docs, missing_debug_implementations)]
 
 mod buffer;
@@ -89,6 +90,7 @@ pub use ctx::{Activity, IoClass, IoOptions, TaskCtx};
 pub use deps::MAX_CHAIN;
 pub use exec::RunError;
 pub use io::{DiskImage, File, IoHandle, IoWait, FILE_SPAN, IO_ALIGN};
+pub use real::MAX_FILES;
 pub use sluice_cache::{CacheConfig, CacheStats};
 pub use sluice_core::Op;
 pub use sluice_device::{CrashReport, CrashSpec};

@@ -17,8 +17,7 @@
 //! A piece goes to the ring of the core its request was issued from, so a task's I/O
 //! completes on its own core (where its waker runs), whichever core's turn dispatched it.
 
-use std::os::fd::{AsRawFd, RawFd};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::fd::RawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -32,7 +31,11 @@ use sluice_engine::{Doorbell, RingPort, D2FQ_WEIGHTS};
 use crate::io::FILE_SPAN;
 use crate::pool::BufferPool;
 
-/// Most files a stack can have open (each ring's sparse file table).
+mod files;
+pub(crate) use files::{FileTable, SlotUpdate};
+
+/// Most files a stack can have open at once (each ring's sparse table of registered
+/// files; a closed file's slot is reused, `real/files.rs`).
 pub const MAX_FILES: u32 = 1024;
 
 /// Most commands in all the cores' rings together (the stand-in for the controller's
@@ -57,7 +60,8 @@ pub(crate) struct RealPort {
     direct: bool,
     /// Open existing files (not created by the stack) for writing too.
     pub write_existing: bool,
-    files: Vec<std::fs::File>,
+    /// The open files and the rings' table of registered files.
+    pub files: FileTable,
     /// By block-layer request id: the buffer's address, the request's offset and the
     /// buffer's index in the registered pool (`NOT_FIXED`: from the heap).
     bufs: Vec<(usize, u64, u32)>,
@@ -106,7 +110,7 @@ impl RealPort {
             dir: dir.to_path_buf(),
             direct,
             write_existing: false,
-            files: Vec::new(),
+            files: FileTable::new(cores),
             bufs: Vec::new(),
             bytes: Vec::new(),
             origin: Instant::now(),
@@ -117,66 +121,6 @@ impl RealPort {
     /// Nanoseconds since the stack started.
     pub(crate) fn clock(&self) -> Nanos {
         self.origin.elapsed().as_nanos() as Nanos
-    }
-
-    /// Create file number `id` (`O_DIRECT`, new: an existing file is never touched).
-    /// The cores' rings register it at their next turn.
-    pub(crate) fn create(&mut self, id: u32, name: &str) -> std::io::Result<()> {
-        if id >= MAX_FILES {
-            return Err(std::io::Error::other(format!(
-                "more than {MAX_FILES} files in one stack"
-            )));
-        }
-        let path = self.dir.join(name);
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .custom_flags(if self.direct { libc::O_DIRECT } else { 0 })
-            .open(&path)
-            .map_err(|e| {
-                let refused_direct = e.raw_os_error() == Some(libc::EINVAL) && self.direct;
-                let why = if refused_direct {
-                    // Some kernels create the file before refusing O_DIRECT: it is ours
-                    // (create_new), so it goes. Any other error leaves the path alone —
-                    // above all EEXIST, a file the stack did not create.
-                    let _ = std::fs::remove_file(&path);
-                    "this file system refuses O_DIRECT: use a disk-backed directory, or \
-                     StackBuilder::direct(false) for I/O through the page cache"
-                } else {
-                    "the runtime creates its files and never writes one it did not create"
-                };
-                std::io::Error::new(e.kind(), format!("{}: {e} ({why})", path.display()))
-            })?;
-        debug_assert_eq!(self.files.len(), id as usize);
-        self.files.push(f);
-        Ok(())
-    }
-
-    /// Open the existing file `name` as file number `id`: read-only (the runtime never
-    /// writes a file it did not create) unless `write_existing`. Returns its length.
-    pub(crate) fn open_existing(&mut self, id: u32, name: &str) -> std::io::Result<u64> {
-        if id >= MAX_FILES {
-            return Err(std::io::Error::other(format!(
-                "more than {MAX_FILES} files in one stack"
-            )));
-        }
-        let path = self.dir.join(name);
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(self.write_existing)
-            .custom_flags(if self.direct { libc::O_DIRECT } else { 0 })
-            .open(&path)
-            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
-        let len = f.metadata()?.len();
-        debug_assert_eq!(self.files.len(), id as usize);
-        self.files.push(f);
-        Ok(len)
-    }
-
-    /// Set the length of file number `id` (`ftruncate`).
-    pub(crate) fn set_len(&self, id: u32, len: u64) -> std::io::Result<()> {
-        self.files[id as usize].set_len(len)
     }
 
     /// The path of `name` in the stack's directory.
@@ -205,23 +149,19 @@ impl RealPort {
     }
 
     /// Core `me`'s turn at the shared state: its outbox becomes SQEs to write (in
-    /// `out`), the files it has not registered yet are appended to `fds`, and the cores
-    /// whose outbox another dispatch filled are pushed to `wake`.
+    /// `out`), the changes of the table of registered files it has not applied yet are
+    /// appended to `fds` (to apply before the SQEs), and the cores whose outbox another
+    /// dispatch filled are pushed to `wake`.
     pub(crate) fn take(
         &mut self,
         block: &BlockLayer,
         me: usize,
-        registered: usize,
         out: &mut Vec<Outgoing>,
-        fds: &mut Vec<RawFd>,
+        fds: &mut Vec<SlotUpdate>,
         wake: &mut Vec<usize>,
     ) {
-        fds.extend(
-            self.files[registered.min(self.files.len())..]
-                .iter()
-                .map(|f| f.as_raw_fd()),
-        );
-        let bufs = &self.bufs;
+        self.files.updates(me, fds);
+        let (bufs, files) = (&self.bufs, &self.files);
         self.rings.take_outbox(
             me,
             |tag| {
@@ -230,7 +170,7 @@ impl RealPort {
                 out.push(Outgoing {
                     tag,
                     op: req.op,
-                    file: (req.offset / FILE_SPAN) as u32,
+                    file: files.slot((req.offset / FILE_SPAN) as u32),
                     file_off: req.offset % FILE_SPAN,
                     buf: ptr + (req.offset - req_off) as usize,
                     len: req.len,
@@ -280,14 +220,13 @@ impl DevicePort for RealPort {
     }
 }
 
-/// What a core's thread owns: its ring, the pending read of its doorbell, the files
-/// registered with its ring, the completions it reaped and has not handled yet.
+/// What a core's thread owns: its ring, the pending read of its doorbell, the
+/// completions it reaped and has not handled yet.
 pub(crate) struct CoreRing {
     ring: IoUring,
     bell_fd: RawFd,
     bell_buf: Box<u64>,
     bell_armed: bool,
-    pub registered: usize,
     /// Commands in this ring (written and not reaped).
     pub in_ring: u32,
     /// Reaped and not yet handled (handled [`HANDLE_BATCH`] at a time).
@@ -322,21 +261,19 @@ impl CoreRing {
             bell_fd: bell.raw(),
             bell_buf: Box::new(0),
             bell_armed: false,
-            registered: 0,
             in_ring: 0,
             cqes: std::collections::VecDeque::with_capacity(2 * entries as usize),
         })
     }
 
-    /// Register the files `fds` (numbered from `registered` on) with this ring.
-    pub(crate) fn register(&mut self, fds: &[RawFd]) -> std::io::Result<()> {
-        if fds.is_empty() {
-            return Ok(());
+    /// Apply the changes `fds` of the table of registered files to this ring (a file
+    /// in its slot, or the slot cleared), in order.
+    pub(crate) fn register(&mut self, fds: &[SlotUpdate]) -> std::io::Result<()> {
+        for u in fds {
+            self.ring
+                .submitter()
+                .register_files_update(u.0, &[files::raw(u)])?;
         }
-        self.ring
-            .submitter()
-            .register_files_update(self.registered as u32, fds)?;
-        self.registered += fds.len();
         Ok(())
     }
 

@@ -355,4 +355,14 @@ impl FsFile {
             Inner::Store(s, f) => Ok(s.fdatasync(*f).await?),
         }
     }
+
+    /// Close it: the runtime's file is closed ([`File::close`]: one open ends; on real
+    /// files a file closed by every opener gives back its descriptor and its slot of
+    /// the rings' file table); a store's file has nothing to give back.
+    pub async fn close(self) -> io::Result<()> {
+        match self.inner {
+            Inner::Host(f) => f.close().await,
+            Inner::Store(..) => Ok(()),
+        }
+    }
 }

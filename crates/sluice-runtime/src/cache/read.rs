@@ -77,6 +77,7 @@ impl File {
         let Some(cache) = with(|inner, _| inner.io.cache.clone()) else {
             return Err(no_cache());
         };
+        self.check_open()?;
         let n = self.len().saturating_sub(offset).min(out.len() as u64) as usize;
         let mut done = 0;
         while done < n {

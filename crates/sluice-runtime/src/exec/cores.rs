@@ -9,8 +9,9 @@
 //!    wake their waiters; wake the tasks of generic wakers; fire the timers due (any
 //!    core may: the timer heap is shared); recompute inheritance; pump the one block
 //!    layer; take this core's outbox (pieces of requests issued from this core, whoever
-//!    dispatched them) and the files its ring has not registered yet;
-//! 2. without the lock: register those files, write the SQEs, ring the doorbells of the
+//!    dispatched them) and the changes of the table of registered files its ring has
+//!    not applied yet (files opened, slots of closed files cleared: `real/files.rs`);
+//! 2. without the lock: apply those changes, write the SQEs, ring the doorbells of the
 //!    cores that got work, run one round of this core's run queue (the tasks runnable
 //!    at the start of the round, each polled once);
 //! 3. enter the ring: submit, and wait for a completion, the doorbell or the next timer
@@ -195,14 +196,7 @@ fn turns(sh: &Arc<Shared>, c: u16, main: u32, ring: &mut CoreRing) -> Result<(),
             }
             let io = &mut inner.io;
             if let Port::Real(p) = &mut io.port {
-                p.take(
-                    &io.block,
-                    ci,
-                    ring.registered,
-                    &mut out,
-                    &mut fds,
-                    &mut wake,
-                );
+                p.take(&io.block, ci, &mut out, &mut fds, &mut wake);
             }
             for w in wake.drain(..) {
                 inner.kick(w as u16);

@@ -26,7 +26,8 @@ fn bad(msg: String) -> io::Error {
 }
 
 impl File {
-    /// Create `name` (empty; an existing file is truncated).
+    /// Create `name` (empty; an existing file is truncated in simulation, refused on
+    /// real files). The file is open until [`File::close`].
     pub async fn create(name: &str) -> io::Result<File> {
         check_name(name)?;
         with(|inner, _| {
@@ -39,19 +40,16 @@ impl File {
                     ))
                 }
                 Some(&id) => {
+                    io.reopen(id)?;
                     io.files[id as usize].len = 0;
                     id
                 }
                 None => {
-                    let id = io.files.len() as u32;
+                    let id = io.new_id(name)?;
                     if let Port::Real(p) = &mut io.port {
                         p.create(id, name)?;
                     }
-                    io.files.push(FileMeta {
-                        name: name.to_string(),
-                        len: 0,
-                        read_only: false,
-                    });
+                    io.files.push(FileMeta::new(name.to_string(), 0, false, 1));
                     io.names.insert(name.to_string(), id);
                     id
                 }
@@ -62,27 +60,27 @@ impl File {
 
     /// Open an existing file `name`: one the stack created, or (real world) a file of
     /// the stack's directory, read-only — the stack never writes a file it did not
-    /// create, unless [`crate::StackBuilder::allow_write_existing`].
+    /// create, unless [`crate::StackBuilder::allow_write_existing`]. Each `create` and
+    /// `open` of a file is closed by one [`File::close`] (all return the same handle).
     pub async fn open(name: &str) -> io::Result<File> {
         check_name(name)?;
         with(|inner, _| {
             let io = &mut inner.io;
             if let Some(&id) = io.names.get(name) {
+                io.reopen(id)?;
                 return Ok(File { id });
             }
+            let id = io.new_id(name)?;
             let Port::Real(p) = &mut io.port else {
                 return Err(io::Error::new(
                     io::ErrorKind::NotFound,
                     format!("no file '{name}' in the stack (create it first)"),
                 ));
             };
-            let id = io.files.len() as u32;
             let len = p.open_existing(id, name)?;
-            io.files.push(FileMeta {
-                name: name.to_string(),
-                len,
-                read_only: !p.write_existing,
-            });
+            let read_only = !p.write_existing;
+            io.files
+                .push(FileMeta::new(name.to_string(), len, read_only, 1));
             io.names.insert(name.to_string(), id);
             Ok(File { id })
         })
@@ -104,18 +102,15 @@ impl File {
         })
     }
 
-    /// An error if the stack did not create the file (it never writes such a file).
+    /// An error if the file is closed or the stack did not create it (it never writes
+    /// such a file).
     pub(crate) fn check_writable(&self) -> io::Result<()> {
-        if with(|inner, _| inner.io.files[self.id as usize].read_only) {
-            return Err(io::Error::new(
-                io::ErrorKind::PermissionDenied,
-                format!(
-                    "write to '{}': the file was not created by the stack, so it is read-only",
-                    self.name()
-                ),
-            ));
-        }
-        Ok(())
+        with(|inner, _| inner.io.files[self.id as usize].check(Op::Write, false))
+    }
+
+    /// An error if the file is closed.
+    pub(crate) fn check_open(&self) -> io::Result<()> {
+        with(|inner, _| inner.io.files[self.id as usize].check(Op::Read, false))
     }
 
     /// Its length in bytes.
@@ -218,49 +213,28 @@ impl File {
             check_io(op, offset, len)
         };
         if let Err(e) = checked {
-            return IoHandle {
-                slot: u32::MAX,
-                early: Some((Err(e), buf)),
-                collected: true,
-                waiting: false,
-            };
+            return IoHandle::early(Err(e), buf);
         }
         // A simulated device without a volatile write cache makes every write durable
         // when it completes: a FLUSH has nothing to do, and is not sent — as Linux's
         // block layer ends an empty flush at submission on a queue without a write
-        // cache (NVMe VWC = 0: Optane, a drive with power-loss protection).
-        let no_cache = op == Op::Flush
-            && with(|inner, _| {
-                matches!(inner.io.port, Port::Sim(_)) && !inner.io.contents.is_volatile()
+        // cache (NVMe VWC = 0: Optane, a drive with power-loss protection). A closed
+        // file's flush is refused all the same.
+        if op == Op::Flush {
+            let skip = with(|inner, _| -> io::Result<bool> {
+                inner.io.files[self.id as usize].check_open(opts.writeback)?;
+                Ok(matches!(inner.io.port, Port::Sim(_)) && !inner.io.contents.is_volatile())
             });
-        if no_cache {
-            return IoHandle {
-                slot: u32::MAX,
-                early: Some((Ok(0), buf)),
-                collected: true,
-                waiting: false,
-            };
+            match skip {
+                Err(e) => return IoHandle::early(Err(e), buf),
+                Ok(true) => return IoHandle::early(Ok(0), buf),
+                Ok(false) => {}
+            }
         }
-        let read_only =
-            op != Op::Read && with(|inner, _| inner.io.files[self.id as usize].read_only);
-        if read_only {
-            return IoHandle {
-                slot: u32::MAX,
-                early: Some((
-                    Err(io::Error::new(
-                        io::ErrorKind::PermissionDenied,
-                        format!(
-                            "{op} on '{}': the file was not created by the stack, so it is read-only",
-                            self.name()
-                        ),
-                    )),
-                    buf,
-                )),
-                collected: true,
-                waiting: false,
-            };
-        }
-        let slot = with(|inner, t| {
+        let started = with(|inner, t| {
+            if let Err(e) = inner.io.files[self.id as usize].check(op, opts.writeback) {
+                return Err((e, buf));
+            }
             let now = inner.now;
             let task = &inner.tasks[t as usize];
             let flow = task.flow;
@@ -273,10 +247,11 @@ impl File {
             let activity = opts.activity.unwrap_or(task.ctx.activity);
             let core = task.core;
             let io = &mut inner.io;
+            let f = &mut io.files[self.id as usize];
             if op == Op::Write {
-                let f = &mut io.files[self.id as usize];
                 f.len = f.len.max(offset + len as u64);
             }
+            f.inflight += 1;
             // Looked up without the flow's name (no allocation per I/O) once it exists.
             let job = match io.jobs.get(&(flow.0, activity)) {
                 Some(&j) => j,
@@ -358,14 +333,54 @@ impl File {
                 let waiting = !wait_on(inner, t, s, gen);
                 debug_assert!(waiting, "an I/O cannot end in the poll that issued it");
             }
-            s
+            Ok(s)
         });
+        let slot = match started {
+            Ok(s) => s,
+            Err((e, buf)) => return IoHandle::early(Err(e), buf),
+        };
         IoHandle {
             slot,
             early: None,
             collected: false,
             waiting: awaited,
         }
+    }
+}
+
+impl FileMeta {
+    /// Whether the file's handles may do I/O now: it is open (a writeback of the page
+    /// cache goes to a file closed with dirty pages until it is released).
+    fn check_open(&self, writeback: bool) -> io::Result<()> {
+        if self.open == 0 && (!writeback || self.released) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "'{}': the file is closed (File::close by everyone who opened it): open \
+                     it again",
+                    self.name
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether `op` may go to the file now: it is open (a writeback of the page cache
+    /// goes to a file closed with dirty pages), and a write or flush only to a file the
+    /// stack created.
+    fn check(&self, op: Op, writeback: bool) -> io::Result<()> {
+        self.check_open(writeback)
+            .map_err(|e| io::Error::new(e.kind(), format!("{op} on {e}")))?;
+        if op != Op::Read && self.read_only {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "{op} on '{}': the file was not created by the stack, so it is read-only",
+                    self.name
+                ),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -406,6 +421,16 @@ pub struct IoHandle {
 }
 
 impl IoHandle {
+    /// A handle that has its result already (the I/O was refused).
+    fn early(r: io::Result<usize>, buf: DmaBuffer) -> IoHandle {
+        IoHandle {
+            slot: u32::MAX,
+            early: Some((r, buf)),
+            collected: true,
+            waiting: false,
+        }
+    }
+
     /// A waiter another task can await for the end of this I/O (without its buffer).
     pub fn waiter(&self) -> IoWait {
         let gen = if self.slot == u32::MAX {
