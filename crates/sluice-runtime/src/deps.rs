@@ -25,9 +25,60 @@
 //!    their outstanding requests promoted and, from now on, critical I/O and the
 //!    critical wake-up rule.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 
 use sluice_core::Nanos;
+
+/// A set of task ids in ascending order, in a sorted vector: inserting and removing
+/// keep its capacity, so a task blocking and waking on every I/O allocates nothing (a
+/// `BTreeSet` allocated a node now and then as it grew and shrank around a node's
+/// size — about one allocation in eight I/Os at QD32, `tests/no_alloc.rs`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct TaskSet(Vec<u32>);
+
+impl TaskSet {
+    /// Add `t`; whether it was not there.
+    pub fn insert(&mut self, t: u32) -> bool {
+        match self.0.binary_search(&t) {
+            Ok(_) => false,
+            Err(i) => {
+                self.0.insert(i, t);
+                true
+            }
+        }
+    }
+
+    /// Take `t` out; whether it was there.
+    pub fn remove(&mut self, t: &u32) -> bool {
+        match self.0.binary_search(t) {
+            Ok(i) => {
+                self.0.remove(i);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    pub fn iter(&self) -> std::slice::Iter<'_, u32> {
+        self.0.iter()
+    }
+
+    fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
+/// The walk's scratch vectors, kept between refreshes (no allocation once grown).
+#[derive(Debug, Default)]
+pub(crate) struct Scratch {
+    roots: Vec<u32>,
+    ios: Vec<u32>,
+    seen: Vec<u32>,
+    frontier: Vec<(u32, usize)>,
+    next: Vec<u32>,
+    /// The boosted set being built (swapped with `Deps::boosted` at the end).
+    reached: TaskSet,
+}
 
 /// Longest chain followed (Linux's `max_lock_depth` is 1024; RCP saw four steps).
 pub const MAX_CHAIN: usize = 16;
@@ -74,9 +125,11 @@ pub(crate) struct Deps {
     pub locks: Vec<LockState>,
     pub conds: Vec<CondState>,
     /// Blocked tasks (those with an edge).
-    pub blocked: BTreeSet<u32>,
+    pub blocked: TaskSet,
     /// Tasks boosted now.
-    pub boosted: BTreeSet<u32>,
+    pub boosted: TaskSet,
+    /// The walk's vectors, kept.
+    pub scratch: Scratch,
     /// Something changed since the last refresh.
     pub dirty: bool,
     /// A helper that has not signalled for this long is forgotten.
@@ -114,74 +167,80 @@ pub(crate) fn refresh(deps: &mut Deps, g: &mut impl Graph, sw: Switches, now: Na
         c.helpers
             .retain(|&(_, last)| window == 0 || now.saturating_sub(last) <= window);
     }
-    let mut reached: BTreeSet<u32> = BTreeSet::new();
-    let mut ios: Vec<u32> = Vec::new();
-    let roots: Vec<u32> = deps
-        .blocked
-        .iter()
-        .copied()
-        .filter(|&t| g.critical_by_itself(t))
-        .collect();
-    for root in roots {
-        let mut seen: BTreeSet<u32> = BTreeSet::new();
-        let mut frontier = vec![(root, 0usize)];
-        seen.insert(root);
-        while let Some((t, depth)) = frontier.pop() {
+    let mut sc = std::mem::take(&mut deps.scratch);
+    sc.reached.clear();
+    sc.ios.clear();
+    sc.roots.clear();
+    sc.roots.extend(
+        deps.blocked
+            .iter()
+            .copied()
+            .filter(|&t| g.critical_by_itself(t)),
+    );
+    for &root in &sc.roots {
+        sc.seen.clear();
+        sc.frontier.clear();
+        sc.frontier.push((root, 0usize));
+        sc.seen.push(root);
+        while let Some((t, depth)) = sc.frontier.pop() {
             if depth >= MAX_CHAIN {
                 continue;
             }
             let Some(edge) = g.edge(t) else { continue };
-            let mut next: Vec<u32> = Vec::new();
+            sc.next.clear();
             match edge {
                 Dep::Lock(l) if sw.locks => {
                     let ls = &deps.locks[l as usize];
-                    next.extend(ls.owner);
-                    next.extend(ls.readers.iter().copied());
+                    sc.next.extend(ls.owner);
+                    sc.next.extend(ls.readers.iter().copied());
                 }
                 Dep::Cond(c) if sw.condvars => {
                     let cs = &deps.conds[c as usize];
-                    next.extend(cs.helpers.iter().map(|h| h.0));
-                    next.extend(cs.fixed_helpers.iter().copied());
+                    sc.next.extend(cs.helpers.iter().map(|h| h.0));
+                    sc.next.extend(cs.fixed_helpers.iter().copied());
                 }
-                Dep::Join(j) if sw.condvars => next.push(j),
-                Dep::Io(s) if sw.io => ios.push(s),
+                Dep::Join(j) if sw.condvars => sc.next.push(j),
+                Dep::Io(s) if sw.io => sc.ios.push(s),
                 _ => {}
             }
-            for n in next {
-                if n == t || !seen.insert(n) {
+            for &n in &sc.next {
+                if n == t || sc.seen.contains(&n) {
                     continue;
                 }
+                sc.seen.push(n);
                 if !g.critical_by_itself(n) {
-                    reached.insert(n);
+                    sc.reached.insert(n);
                 }
                 if sw.transitive {
-                    frontier.push((n, depth + 1));
+                    sc.frontier.push((n, depth + 1));
                 }
             }
         }
     }
-    let old = std::mem::take(&mut deps.boosted);
-    let mut started = 0;
+    // What ended, then what started, each in ascending order of task.
+    let (old, new) = (&deps.boosted.0, &sc.reached.0);
     let mut ended = 0;
-    for &t in old.difference(&reached) {
+    for &t in old.iter().filter(|t| new.binary_search(t).is_err()) {
         g.set_boost(t, false);
         ended += 1;
     }
-    for &t in reached.difference(&old) {
+    let mut started = 0;
+    for &t in new.iter().filter(|t| old.binary_search(t).is_err()) {
         g.set_boost(t, true);
         started += 1;
     }
-    deps.boosted = reached;
-    for s in ios {
+    std::mem::swap(&mut deps.boosted, &mut sc.reached);
+    for &s in &sc.ios {
         g.promote_io(s);
     }
+    deps.scratch = sc;
     (started, ended)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
+    use std::collections::{BTreeMap, BTreeSet};
 
     /// A toy graph: tasks with a class and an edge.
     #[derive(Default)]

@@ -524,8 +524,9 @@ impl Graph for GraphView<'_> {
         );
         task.boosted = on;
         if on {
-            let slots = task.outstanding.clone();
-            for s in slots {
+            // By index: `promote` does not change the list (no copy of it).
+            for i in 0..self.0.tasks[t as usize].outstanding.len() {
+                let s = self.0.tasks[t as usize].outstanding[i];
                 if self.0.io.promote(self.0.now, s) {
                     self.0.stats.inherited_promotions += 1;
                 }

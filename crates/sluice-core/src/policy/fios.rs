@@ -47,7 +47,7 @@
 //!
 //! Without `read_cost_ns`/`write_cost_ns` the cost is Eq. 1.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 use super::Counter;
 use super::{Completion, DeviceView, Dispatch, ParamError, Params, Policy};
@@ -198,7 +198,10 @@ struct Issued {
 pub struct Fios {
     cfg: FiosConfig,
     tasks: Vec<Task>,
-    issued: BTreeMap<(u64, u64), Issued>,
+    /// By request id (the block layer's ids are indices it reuses), the pieces issued
+    /// and not completed, by offset. Vectors that keep their capacity, not a map: no
+    /// allocation per I/O once they have grown.
+    issued: Vec<Vec<(u64, Issued)>>,
     /// Requests FIOS issued that have not completed, and the reads among them.
     inflight: u32,
     inflight_reads: u32,
@@ -230,7 +233,7 @@ impl Fios {
         Fios {
             cfg,
             tasks: Vec::new(),
-            issued: BTreeMap::new(),
+            issued: Vec::new(),
             inflight: 0,
             inflight_reads: 0,
             next_read: 0,
@@ -451,13 +454,20 @@ impl Fios {
             self.inflight_reads += 1;
         }
         self.queued -= 1;
-        self.issued.insert(
-            (req.id.0, req.offset),
-            Issued {
-                reserved_ns,
-                p_issue: self.inflight,
-            },
-        );
+        let id = req.id.0 as usize;
+        if self.issued.len() <= id {
+            self.issued.resize_with(id + 1, Vec::new);
+        }
+        let pieces = &mut self.issued[id];
+        let iss = Issued {
+            reserved_ns,
+            p_issue: self.inflight,
+        };
+        match pieces.iter_mut().find(|p| p.0 == req.offset) {
+            // As the map this replaces: the same (request, offset) again replaces.
+            Some(p) => p.1 = iss,
+            None => pieces.push((req.offset, iss)),
+        }
         Dispatch::medium(req)
     }
 }
@@ -540,9 +550,14 @@ impl Policy for Fios {
     fn complete(&mut self, now_ns: Nanos, done: &Completion) {
         self.settle(now_ns);
         let i = done.req.flow.index();
-        let Some(iss) = self.issued.remove(&(done.req.id.0, done.req.offset)) else {
+        let pieces = self.issued.get_mut(done.req.id.0 as usize);
+        let at = pieces
+            .as_ref()
+            .and_then(|p| p.iter().position(|x| x.0 == done.req.offset));
+        let (Some(pieces), Some(at)) = (pieces, at) else {
             return; // not ours (cannot happen with one engine)
         };
+        let iss = pieces.swap_remove(at).1;
         self.inflight -= 1;
         if done.req.op.is_read() {
             self.inflight_reads -= 1;

@@ -37,7 +37,7 @@
 //! through locks live in other layers; here promotion is an entry point the engine (or
 //! a test) calls.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 use super::Counter;
 use super::{Admission, Completion, DeviceView, Dispatch, ParamError, Params, Policy};
@@ -68,8 +68,10 @@ pub struct RcpPolicy {
     isolate: bool,
     held_c: u32,
     held_n: u32,
-    /// Admitted requests not yet completed, with the pool of their slot.
-    admitted: BTreeMap<ReqId, Pool>,
+    /// By request id (the block layer's ids are indices it reuses): the pool of an
+    /// admitted request's slot, until it completes. A vector, not a map: it grows to
+    /// the most requests alive at once and allocates nothing per I/O after.
+    admitted: Vec<Option<Pool>>,
     crit: VecDeque<Request>,
     nc: VecDeque<Request>,
     nc_inflight: u32,
@@ -101,7 +103,7 @@ impl RcpPolicy {
             isolate: true,
             held_c: 0,
             held_n: 0,
-            admitted: BTreeMap::new(),
+            admitted: Vec::new(),
             crit: VecDeque::new(),
             nc: VecDeque::new(),
             nc_inflight: 0,
@@ -180,7 +182,11 @@ impl Policy for RcpPolicy {
             Pool::Critical => self.held_c += 1,
             Pool::NonCritical => self.held_n += 1,
         }
-        let prev = self.admitted.insert(req.id, pool);
+        let i = req.id.0 as usize;
+        if self.admitted.len() <= i {
+            self.admitted.resize(i + 1, None);
+        }
+        let prev = self.admitted[i].replace(pool);
         assert!(prev.is_none(), "rcp: request {:?} admitted twice", req.id);
         Admission::Admit
     }
@@ -220,7 +226,8 @@ impl Policy for RcpPolicy {
         // The slot and the outstanding count come back whatever `done.ok` says.
         let pool = self
             .admitted
-            .remove(&done.req.id)
+            .get_mut(done.req.id.0 as usize)
+            .and_then(Option::take)
             .expect("rcp: completion of a request it did not admit");
         match pool {
             Pool::Critical => self.held_c -= 1,
