@@ -32,7 +32,7 @@ use sluice_core::Nanos;
 /// A set of task ids in ascending order, in a sorted vector: inserting and removing
 /// keep its capacity, so a task blocking and waking on every I/O allocates nothing (a
 /// `BTreeSet` allocated a node now and then as it grew and shrank around a node's
-/// size — about one allocation in eight I/Os at QD32, `tests/no_alloc.rs`).
+/// size — about one allocation in eight I/Os at QD32, `tests/hot_path.rs`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct TaskSet(Vec<u32>);
 

@@ -26,8 +26,11 @@
 //! With a directory, core `c` is an OS thread with its own io_uring ([`cores`]); the
 //! state above (tasks, run queues, dependencies, the one block layer) is shared under
 //! one mutex, taken for the runtime's bookkeeping and never around a poll or a system
-//! call. A task's future lives on its core's thread ([`put_local`]); a wake-up of a task
-//! of another core rings that core's doorbell when the lock is released.
+//! call — and not per I/O: a core polls a round of its tasks without it, their I/O
+//! waits in the core's batch (`io/batch.rs`), and the round's outcome goes to the
+//! shared state at the core's next turn. A task's future lives on its core's thread
+//! ([`put_local`]); a wake-up of a task of another core rings that core's doorbell when
+//! the lock is released.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -48,10 +51,16 @@ mod driver;
 mod shared;
 pub use driver::RunError;
 pub(crate) use shared::{
-    current_has_cache, current_pool, current_shared, discard_stale_futures, drop_tasks, enter,
-    leave, put_local, take_local, try_with, with, InnerGuard, Shared, WakeList, ALL_CORES, MY_CORE,
+    current_has_cache, current_is_real, current_pool, current_shared, current_task,
+    discard_stale_futures, drop_tasks, enter, leave, my_core, put_local, real_clock, real_now,
+    take_local, try_with, with, InnerGuard, Shared, WakeList, ALL_CORES, MY_CORE,
 };
 use shared::{TaskWaker, CUR_TASK};
+
+/// Times the runtime's lock was taken in this process.
+pub(crate) fn shared_locks() -> u64 {
+    shared::LOCKS.load(std::sync::atomic::Ordering::Relaxed)
+}
 
 /// Why a task became runnable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -24,9 +24,12 @@ use sluice_sim::SimPort;
 use crate::buffer::DmaBuffer;
 use crate::ctx::{Activity, TaskCtx};
 
+pub(crate) mod batch;
 mod file;
+mod handle;
 mod names;
-pub use file::{File, IoHandle, IoWait};
+pub use file::File;
+pub use handle::{IoHandle, IoWait};
 
 /// Address-space span of one file (1 TiB).
 pub const FILE_SPAN: u64 = 1 << 40;
@@ -93,6 +96,8 @@ struct IoSlot {
     /// Simulation: the request, until the submitting core has spent the CPU that sends
     /// it ([`IoState::submit_pending`]); `req` is meaningless meanwhile.
     pending: Option<NewRequest>,
+    /// Real files: refused when the core's batch was flushed (the handle's error).
+    refused: Option<std::io::Error>,
 }
 
 /// Where the block layer's dispatches go: the simulated SSD or the real ring (one per
@@ -304,9 +309,50 @@ impl IoState {
         woken.append(&mut slot.waiters);
         if slot.orphan {
             self.release(s as u32);
+        } else if self.is_real() {
+            // This core's thread handles the completions of the I/O it issued: its
+            // handle collects the result here without the lock (`io/batch.rs`).
+            let slot = &self.slots[s];
+            batch::set_ready(
+                s as u32,
+                batch::Ready {
+                    gen: slot.gen,
+                    done: Some(f),
+                    n,
+                    op: slot.op,
+                    len: slot.len,
+                    job: slot.job,
+                },
+            );
         }
         self.io_ended(file);
         core
+    }
+
+    /// Real files: the I/O of reserved slot `s`, issued by task `issuer`, was refused
+    /// when the core's batch was flushed: the slot holds the error as an ended I/O (for
+    /// its handle, and for `IoWait`s: a failure). Returns the slot's generation.
+    pub(crate) fn refuse(&mut self, s: u32, issuer: u32, e: std::io::Error) -> u32 {
+        let slot = &mut self.slots[s as usize];
+        slot.live = true;
+        slot.orphan = false;
+        slot.issuer = issuer;
+        slot.waiters.clear();
+        slot.buf = None;
+        slot.done = Some(Finished {
+            id: ReqId(u64::MAX),
+            token: s as u64,
+            op: slot.op,
+            len: 0,
+            class: IoClass::Normal,
+            submit_ns: 0,
+            admit_ns: 0,
+            dispatch_ns: 0,
+            device_done_ns: 0,
+            ok: false,
+        });
+        slot.refused = Some(e);
+        slot.gen
     }
 
     /// Free slot `s` (its result was collected, or nobody will).
@@ -315,6 +361,7 @@ impl IoState {
         slot.live = false;
         slot.orphan = false;
         slot.buf = None;
+        slot.refused = None;
         slot.waiters.clear();
         slot.gen = slot.gen.wrapping_add(1);
         self.free.push(s);
@@ -352,7 +399,7 @@ impl IoState {
         }
     }
 
-    fn alloc_slot(&mut self) -> u32 {
+    pub(crate) fn alloc_slot(&mut self) -> u32 {
         match self.free.pop() {
             Some(s) => s,
             None => {
@@ -362,7 +409,9 @@ impl IoState {
                     orphan: false,
                     req: ReqId(0),
                     issuer: 0,
-                    waiters: Vec::new(),
+                    // Room for the usual waiter (the issuer) and a few more, given
+                    // now: a reserved slot (real files) may see its first I/O much later.
+                    waiters: Vec::with_capacity(4),
                     n: 0,
                     core: 0,
                     op: Op::Read,
@@ -377,6 +426,7 @@ impl IoState {
                     pending: None,
                     fua: false,
                     ticket: None,
+                    refused: None,
                 });
                 (self.slots.len() - 1) as u32
             }

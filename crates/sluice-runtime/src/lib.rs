@@ -63,6 +63,8 @@ mod config;
 mod crash;
 mod ctx;
 mod deps;
+#[doc(hidden)]
+pub mod diag;
 mod exec;
 mod io;
 mod pool;

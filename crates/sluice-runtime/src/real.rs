@@ -118,6 +118,11 @@ impl RealPort {
         })
     }
 
+    /// When the stack started (the clock's origin).
+    pub(crate) fn origin(&self) -> Instant {
+        self.origin
+    }
+
     /// Nanoseconds since the stack started.
     pub(crate) fn clock(&self) -> Nanos {
         self.origin.elapsed().as_nanos() as Nanos

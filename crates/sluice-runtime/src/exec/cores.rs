@@ -27,7 +27,9 @@
 //! drops the futures of its unfinished tasks on its own thread.
 
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 
 use sluice_core::Nanos;
 
@@ -148,8 +150,13 @@ fn turns(sh: &Arc<Shared>, c: u16, main: u32, ring: &mut CoreRing) -> Result<(),
     let mut out = Vec::with_capacity(crate::real::RING_CAP as usize);
     let mut fds = Vec::new();
     let mut wake = Vec::new();
+    // This core's round: the tasks to poll, the futures sent to it, what became of
+    // the tasks polled (kept: no allocation per turn).
+    let mut round = Vec::new();
+    let mut sent = Vec::new();
+    let mut outcomes = Vec::new();
     loop {
-        let (budget, wait_ns) = {
+        let wait_ns = {
             let mut g = sh.lock();
             let inner = &mut *g;
             if inner.stop {
@@ -161,7 +168,11 @@ fn turns(sh: &Arc<Shared>, c: u16, main: u32, ring: &mut CoreRing) -> Result<(),
             };
             let now = p.clock().max(inner.now);
             inner.now = now;
-            // 1. Completions this core reaped.
+            sh.now.store(now, Ordering::Relaxed);
+            // 1. The last round: its I/O (submitted, collected) and its tasks' states.
+            crate::io::batch::flush(inner);
+            end_round(inner, &mut outcomes);
+            // Completions this core reaped.
             let n = if std::mem::take(&mut inner.cores[ci].spun) {
                 ring.cqes.len()
             } else {
@@ -209,10 +220,11 @@ fn turns(sh: &Arc<Shared>, c: u16, main: u32, ring: &mut CoreRing) -> Result<(),
                 ring.enter(false, 0).map_err(super::RunError::Ring)?;
                 return Ok(());
             }
-            let core = &inner.cores[ci];
-            let queued = core.fifo.len() + core.next.is_some() as usize;
+            // The next round's slots and tasks (those runnable now).
+            crate::io::batch::reserve(inner);
+            start_round(inner, ci, &mut round, &mut sent);
             let deadline = inner.events.peek().map(|std::cmp::Reverse((t, _, _))| *t);
-            if queued == 0 && ring.cqes.is_empty() {
+            if round.is_empty() && ring.cqes.is_empty() {
                 inner.idle[ci] = true;
                 // Every core waits in its ring, and none has a task to run (a core's
                 // flag is from its last turn: a task queued on it since then, whose
@@ -235,23 +247,97 @@ fn turns(sh: &Arc<Shared>, c: u16, main: u32, ring: &mut CoreRing) -> Result<(),
                     return Ok(());
                 }
             }
-            let wait = deadline.map_or(IDLE_WAIT_NS, |d| d.saturating_sub(now).min(IDLE_WAIT_NS));
-            (queued, wait)
+            deadline.map_or(IDLE_WAIT_NS, |d| d.saturating_sub(now).min(IDLE_WAIT_NS))
         };
-        // 2. Files, SQEs, one round of the run queue.
+        // 2. Files, SQEs, one round of the run queue, without the lock.
         ring.register(&fds).map_err(super::RunError::Ring)?;
         fds.clear();
         ring.push(&out);
         out.clear();
-        let ran = budget > 0;
-        let runnable = ran && sh.run_core_budget(ci, budget);
+        let ran = !round.is_empty();
+        run_round(&mut round, &mut sent, &mut outcomes);
         // 3. The ring: wait only when this core has nothing to run or to handle (a task
         // another core makes runnable from now on rings this core's doorbell). After a
         // round of tasks, go around once more without waiting: the I/O they issued is in
-        // the block layer, and reaches the ring only in the next turn's first step —
-        // waiting here would leave it there until another completion or the idle
-        // timeout (a 10 ms stall of every lone synchronous I/O).
-        ring.enter(!(runnable || ran), wait_ns)
-            .map_err(super::RunError::Ring)?;
+        // this core's batch, and reaches the block layer and the ring only in the next
+        // turn's first step — waiting here would leave it there until another
+        // completion or the idle timeout (a 10 ms stall of every lone synchronous I/O).
+        ring.enter(!ran, wait_ns).map_err(super::RunError::Ring)?;
+    }
+}
+
+/// Under the lock: core `c`'s round is the tasks runnable now (its `next`, then its
+/// queue in order), each marked running; the futures sent to the core go to `sent`.
+fn start_round(
+    inner: &mut super::Inner,
+    c: usize,
+    round: &mut Vec<(u32, Waker)>,
+    sent: &mut Vec<(u32, super::MakeFuture)>,
+) {
+    let core = &mut inner.cores[c];
+    while let Some(t) = core.next.take().or_else(|| core.fifo.pop_front()) {
+        core.last = Some(t);
+        let task = &mut inner.tasks[t as usize];
+        task.state = TState::Running;
+        task.notified = false;
+        round.push((t, task.waker.clone()));
+    }
+    inner.stats.polls += round.len() as u64;
+    sent.append(&mut inner.inbox[c]);
+}
+
+/// Without the lock: make the futures sent to this core, poll each task of the round
+/// once (a task woken meanwhile — `wake` of a running task — is queued again by
+/// [`end_round`]); a task that ended has its future dropped here, as after a poll.
+fn run_round(
+    round: &mut Vec<(u32, Waker)>,
+    sent: &mut Vec<(u32, super::MakeFuture)>,
+    outcomes: &mut Vec<(u32, bool)>,
+) {
+    for (id, make) in sent.drain(..) {
+        super::put_local(id, make());
+    }
+    for (t, waker) in round.drain(..) {
+        let Some(mut fut) = super::take_local(t) else {
+            unreachable!("task {t} runs on this core but its future is not on this thread")
+        };
+        super::CUR_TASK.with(|x| x.set(t));
+        let r = fut.as_mut().poll(&mut Context::from_waker(&waker));
+        super::CUR_TASK.with(|x| x.set(u32::MAX));
+        match r {
+            Poll::Ready(()) => {
+                outcomes.push((t, true));
+                drop(fut);
+            }
+            Poll::Pending => {
+                super::put_local(t, fut);
+                outcomes.push((t, false));
+            }
+        }
+    }
+}
+
+/// Under the lock, at the next turn: the round's tasks as its polls left them (what the
+/// simulated run loop does after each poll): ended — done, joiners woken; pending —
+/// blocked, or queued again if woken while it ran.
+fn end_round(inner: &mut super::Inner, outcomes: &mut Vec<(u32, bool)>) {
+    for (t, ended) in outcomes.drain(..) {
+        let task = &mut inner.tasks[t as usize];
+        if ended {
+            task.state = TState::Done;
+            let joiners = std::mem::take(&mut task.joiners);
+            if task.blocked_on.take().is_some() {
+                inner.deps.blocked.remove(&t);
+            }
+            inner.deps.dirty = true;
+            for j in joiners {
+                inner.wake(j, WakeKind::Other);
+            }
+        } else {
+            task.state = TState::Blocked;
+            if std::mem::take(&mut task.notified) {
+                inner.wake(t, WakeKind::Other);
+            }
+        }
     }
 }

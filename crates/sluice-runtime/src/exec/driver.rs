@@ -67,11 +67,17 @@ impl Shared {
         pool: Option<Arc<crate::pool::BufferPool>>,
     ) -> Arc<Shared> {
         let has_cache = inner.io.cache.is_some();
+        let origin = match &inner.io.port {
+            crate::io::Port::Real(p) => Some(p.origin()),
+            crate::io::Port::Sim(_) => None,
+        };
         Arc::new(Shared {
             inner: StdMutex::new(inner),
             wakes: Arc::new(WakeList::new(bells)),
             pool,
             has_cache,
+            origin,
+            now: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -267,9 +273,9 @@ impl Shared {
         }
     }
 
-    /// Let core `c` run tasks while it is free at the current time (simulation: until
-    /// none is runnable; real world: at most `budget` polls, so the thread goes back to
-    /// its ring between rounds).
+    /// Let core `c` run tasks while it is free at the current time, until none is
+    /// runnable (the one thread of simulation; a real core polls its rounds without the
+    /// lock, `exec/cores.rs`).
     pub(super) fn run_core(&self, c: usize) {
         self.run_core_budget(c, usize::MAX);
     }

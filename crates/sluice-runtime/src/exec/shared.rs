@@ -69,6 +69,10 @@ pub(crate) struct Shared {
     pub pool: Option<Arc<crate::pool::BufferPool>>,
     /// Whether the stack has a page cache (fixed at build: read without the lock).
     pub has_cache: bool,
+    /// Real world: the clock's origin (read without the lock); `None` in simulation.
+    pub origin: Option<std::time::Instant>,
+    /// Real world: `Inner::now` as of the last turn, for `now()` without the lock.
+    pub now: std::sync::atomic::AtomicU64,
 }
 
 /// The runtime's state, locked by this thread; on release, the doorbells of the cores
@@ -119,6 +123,7 @@ impl Drop for InnerGuard<'_> {
 impl Shared {
     /// Lock the runtime's state.
     pub(crate) fn lock(&self) -> InnerGuard<'_> {
+        LOCKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         HELD.with(|h| h.set(true));
         InnerGuard {
@@ -127,6 +132,9 @@ impl Shared {
         }
     }
 }
+
+/// Times any stack of the process took its runtime's lock ([`crate::diag`]).
+pub(crate) static LOCKS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// This thread's core in the real world with several threads; `ALL_CORES` otherwise
 /// (one thread runs every core).
@@ -181,12 +189,14 @@ pub(crate) fn discard_stale_futures() {
 
 /// Make `sh` this thread's runtime, running core `core` (or [`ALL_CORES`]).
 pub(crate) fn enter(sh: &Arc<Shared>, core: u16) {
+    crate::io::batch::reset();
     CURRENT.with(|c| *c.borrow_mut() = Some(sh.clone()));
     MY_CORE.with(|m| m.set(core));
 }
 
 /// This thread runs no runtime any more.
 pub(crate) fn leave() {
+    crate::io::batch::reset();
     CURRENT.with(|c| *c.borrow_mut() = None);
     MY_CORE.with(|m| m.set(ALL_CORES));
 }
@@ -199,7 +209,16 @@ pub(crate) fn with<R>(f: impl FnOnce(&mut Inner, u32) -> R) -> R {
     let sh = current_shared();
     let t = CUR_TASK.with(|c| c.get());
     let mut inner = sh.lock();
+    flush_batch(&mut inner);
     f(&mut inner, t)
+}
+
+/// Real world: this thread's batch of I/O goes to the shared state first, so what is
+/// read under the lock includes it (`io/batch.rs`).
+fn flush_batch(inner: &mut Inner) {
+    if crate::io::batch::dirty() {
+        crate::io::batch::flush(inner);
+    }
 }
 
 /// Like [`with`], but `None` when no runtime is running or this thread holds its lock
@@ -211,6 +230,7 @@ pub(crate) fn try_with<R>(f: impl FnOnce(&mut Inner, u32) -> R) -> Option<R> {
     }
     let t = CUR_TASK.with(|c| c.get());
     let mut inner = sh.lock();
+    flush_batch(&mut inner);
     Some(f(&mut inner, t))
 }
 
@@ -247,6 +267,44 @@ pub(crate) fn current_pool() -> Option<Arc<crate::pool::BufferPool>> {
 /// I/O path asks it on every read and write).
 pub(crate) fn current_has_cache() -> bool {
     CURRENT.with(|c| c.borrow().as_ref().is_some_and(|sh| sh.has_cache))
+}
+
+/// Whether this thread runs a real stack (no lock taken: the I/O path asks it on every
+/// submission).
+pub(crate) fn current_is_real() -> bool {
+    CURRENT.with(|c| c.borrow().as_ref().is_some_and(|sh| sh.origin.is_some()))
+}
+
+/// The task being polled on this thread.
+pub(crate) fn current_task() -> u32 {
+    CUR_TASK.with(|c| c.get())
+}
+
+/// This thread's core ([`ALL_CORES`] when one thread runs every core).
+pub(crate) fn my_core() -> u16 {
+    MY_CORE.with(|m| m.get())
+}
+
+/// Real world: nanoseconds since the stack started (the real port's clock), without
+/// the lock.
+pub(crate) fn real_clock() -> sluice_core::Nanos {
+    CURRENT.with(|c| {
+        c.borrow()
+            .as_ref()
+            .and_then(|sh| sh.origin)
+            .map_or(0, |o| o.elapsed().as_nanos() as sluice_core::Nanos)
+    })
+}
+
+/// Real world: `Inner::now`, the time of the last turn of any core (`now()` without
+/// the lock); `None` in simulation.
+pub(crate) fn real_now() -> Option<sluice_core::Nanos> {
+    CURRENT.with(|c| {
+        let c = c.borrow();
+        let sh = c.as_ref()?;
+        sh.origin?;
+        Some(sh.now.load(std::sync::atomic::Ordering::Relaxed))
+    })
 }
 
 /// The runtime of this thread, for spawning.

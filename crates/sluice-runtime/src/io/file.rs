@@ -1,18 +1,14 @@
-//! What an application holds: [`File`] and the I/O futures ([`IoHandle`], [`IoWait`]).
+//! What an application holds: [`File`], and the submission of its I/O ([`issue`]).
 
-use std::future::Future;
 use std::io;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 
 use sluice_block::NewRequest;
 use sluice_core::{IoClass, Op, ReqId};
-use sluice_metrics::Sample;
 
-use super::{FileMeta, IoSlot, Port, FILE_SPAN, IO_ALIGN};
+use super::handle::{wait_on, IoHandle};
+use super::{batch, FileMeta, IoSlot, Port, FILE_SPAN, IO_ALIGN};
 use crate::buffer::DmaBuffer;
 use crate::ctx::IoOptions;
-use crate::deps::Dep;
 use crate::exec::{self, with};
 
 /// A file of the stack (in simulation, a region of the simulated device).
@@ -195,9 +191,11 @@ impl File {
     }
 
     /// [`File::submit`]; `awaited`: the caller awaits the handle at once, so the task is
-    /// made a waiter of the I/O under the same lock as the submission (its first poll
-    /// then needs none: the I/O cannot complete before it, since completions are
-    /// handled by the task's own core between polls).
+    /// made a waiter of the I/O with its submission (its first poll then needs nothing:
+    /// the I/O cannot complete before it, since completions are handled by the task's
+    /// own core between polls). In simulation the I/O is submitted at once under the
+    /// lock; on real files it goes into the core's batch (`io/batch.rs`), submitted
+    /// under one lock with the rest of the core's round.
     fn start(
         &self,
         op: Op,
@@ -219,8 +217,9 @@ impl File {
         // when it completes: a FLUSH has nothing to do, and is not sent — as Linux's
         // block layer ends an empty flush at submission on a queue without a write
         // cache (NVMe VWC = 0: Optane, a drive with power-loss protection). A closed
-        // file's flush is refused all the same.
-        if op == Op::Flush {
+        // file's flush is refused all the same. (Real files: checked at the flush of
+        // the core's batch.)
+        if op == Op::Flush && !exec::current_is_real() {
             let skip = with(|inner, _| -> io::Result<bool> {
                 inner.io.files[self.id as usize].check_open(opts.writeback)?;
                 Ok(matches!(inner.io.port, Port::Sim(_)) && !inner.io.contents.is_volatile())
@@ -231,121 +230,166 @@ impl File {
                 Ok(false) => {}
             }
         }
-        let started = with(|inner, t| {
-            if let Err(e) = inner.io.files[self.id as usize].check(op, opts.writeback) {
-                return Err((e, buf));
-            }
-            let now = inner.now;
-            let task = &inner.tasks[t as usize];
-            let flow = task.flow;
-            let boosted =
-                task.effective_class() == IoClass::Critical && task.ctx.class != IoClass::Critical;
-            let mut class = opts.class.unwrap_or_else(|| task.effective_class());
-            if boosted {
-                class = IoClass::Critical;
-            }
-            let activity = opts.activity.unwrap_or(task.ctx.activity);
-            let core = task.core;
-            let io = &mut inner.io;
-            let f = &mut io.files[self.id as usize];
-            if op == Op::Write {
-                f.len = f.len.max(offset + len as u64);
-            }
-            f.inflight += 1;
-            // Looked up without the flow's name (no allocation per I/O) once it exists.
-            let job = match io.jobs.get(&(flow.0, activity)) {
-                Some(&j) => j,
-                None => {
-                    let flow_name = inner.tasks[t as usize].ctx.flow_name().to_string();
-                    io.job_of(flow, &flow_name, activity, class)
-                }
-            };
-            let s = io.alloc_slot();
-            let r = NewRequest {
-                flow,
-                op,
-                offset: self.id as u64 * FILE_SPAN + offset,
-                len: len as u32,
-                class,
-                hwq: core,
-                fua: opts.fua,
-            };
-            // The submission's CPU (system call, block layer, driver), on the
-            // submitting core.
-            let cost = if opts.lean {
-                inner.cfg.costs.lean_submit_ns
-            } else {
-                inner.cfg.costs.submit_ns
-            };
-            inner.charge += cost;
-            // Simulation: the request leaves when its core has spent the CPU before it —
-            // what the core still had to do, what this poll charged so far, this
-            // submission — so submission time is on the I/O's path, as on a real host.
-            let leaves = match inner.io.port {
-                Port::Real(_) => now,
-                Port::Sim(_) => inner.core_free_at(core).max(now) + inner.charge,
-            };
-            let io = &mut inner.io;
-            // The real port needs the buffer before the next pump dispatches it.
-            let ptr = buf.as_ptr() as usize;
-            let fixed = buf.fixed_index();
-            let (req, pending) = if leaves > now {
-                (ReqId(u64::MAX), Some(r))
-            } else {
-                (io.block.submit(now, r, s as u64), None)
-            };
-            if let Port::Real(p) = &mut io.port {
-                p.set_buffer(req.0, ptr, r.offset, fixed);
-            }
-            let gen = io.slots[s as usize].gen;
-            // Keep the slot's waiter list (its capacity): no allocation per I/O.
-            let mut waiters = std::mem::take(&mut io.slots[s as usize].waiters);
-            waiters.clear();
-            io.slots[s as usize] = IoSlot {
-                live: true,
-                gen,
-                orphan: false,
-                req,
-                issuer: t,
-                waiters,
-                n: 0,
-                core,
-                op,
-                file: self.id,
-                offset,
-                len: len as u32,
-                class,
-                job,
-                buf: Some(buf),
-                done: None,
-                promoted: false,
-                fua: opts.fua && op == Op::Write,
-                ticket: (op == Op::Flush).then(|| io.contents.flush_start()),
-                pending,
-            };
-            io.last_io_ns = now;
-            if leaves > now {
-                inner.submit_at(leaves, s, gen);
-            }
-            inner.tasks[t as usize].outstanding.push(s);
-            if awaited {
-                let gen = inner.io.slots[s as usize].gen;
-                let waiting = !wait_on(inner, t, s, gen);
-                debug_assert!(waiting, "an I/O cannot end in the poll that issued it");
-            }
-            Ok(s)
-        });
-        let slot = match started {
-            Ok(s) => s,
-            Err((e, buf)) => return IoHandle::early(Err(e), buf),
+        let r = Issue {
+            file: self.id,
+            op,
+            offset,
+            len: len as u32,
+            opts,
+            awaited,
+            ptr: buf.as_ptr() as usize,
+            fixed: buf.fixed_index(),
         };
-        IoHandle {
-            slot,
-            early: None,
-            collected: false,
-            waiting: awaited,
+        if exec::current_is_real() {
+            let t = exec::current_task();
+            let (slot, gen) = batch::take_slot().unwrap_or_else(|| {
+                // The stash ran dry in this round: reserve more (and flush).
+                with(|inner, _| crate::io::batch::reserve(inner));
+                batch::take_slot().expect("just reserved")
+            });
+            batch::push(t, slot, r);
+            return IoHandle::batched(slot, gen, buf, awaited);
+        }
+        let started = with(|inner, t| match issue(inner, t, None, &r, Some(buf)) {
+            Ok(s) => Ok((s, inner.io.slots[s as usize].gen)),
+            Err((e, buf)) => Err((e, buf)),
+        });
+        match started {
+            Ok((slot, gen)) => IoHandle::started(slot, gen, awaited),
+            Err((e, buf)) => IoHandle::early(Err(e), buf.expect("given")),
         }
     }
+}
+
+/// One I/O a task asks for (what [`issue`] submits).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Issue {
+    file: u32,
+    pub op: Op,
+    offset: u64,
+    len: u32,
+    opts: IoOptions,
+    /// The task awaits it at once: made its waiter with the submission.
+    pub awaited: bool,
+    /// The buffer's address and its registered index (for the real port's SQE).
+    ptr: usize,
+    fixed: Option<(usize, u32)>,
+}
+
+/// Submit `r` for task `t` into slot `slot` (a reserved one, or `None`: a new one)
+/// under the lock: the file's checks, the request to the block layer with the task's
+/// flow and effective class, the slot, the task as its issuer (and waiter when
+/// awaited). `buf`: the buffer the slot keeps (simulation, where the device's data is
+/// copied at completion; on real files the handle keeps it). A refused I/O changes
+/// nothing and gives the buffer back.
+#[allow(clippy::type_complexity)]
+pub(crate) fn issue(
+    inner: &mut exec::Inner,
+    t: u32,
+    slot: Option<u32>,
+    r: &Issue,
+    buf: Option<DmaBuffer>,
+) -> Result<u32, (io::Error, Option<DmaBuffer>)> {
+    let (op, offset, len, opts) = (r.op, r.offset, r.len, r.opts);
+    if let Err(e) = inner.io.files[r.file as usize].check(op, opts.writeback) {
+        return Err((e, buf));
+    }
+    let now = inner.now;
+    let task = &inner.tasks[t as usize];
+    let flow = task.flow;
+    let boosted =
+        task.effective_class() == IoClass::Critical && task.ctx.class != IoClass::Critical;
+    let mut class = opts.class.unwrap_or_else(|| task.effective_class());
+    if boosted {
+        class = IoClass::Critical;
+    }
+    let activity = opts.activity.unwrap_or(task.ctx.activity);
+    let core = task.core;
+    let io = &mut inner.io;
+    let f = &mut io.files[r.file as usize];
+    if op == Op::Write {
+        f.len = f.len.max(offset + len as u64);
+    }
+    f.inflight += 1;
+    // Looked up without the flow's name (no allocation per I/O) once it exists.
+    let job = match io.jobs.get(&(flow.0, activity)) {
+        Some(&j) => j,
+        None => {
+            let flow_name = inner.tasks[t as usize].ctx.flow_name().to_string();
+            io.job_of(flow, &flow_name, activity, class)
+        }
+    };
+    let s = slot.unwrap_or_else(|| io.alloc_slot());
+    let nr = NewRequest {
+        flow,
+        op,
+        offset: r.file as u64 * FILE_SPAN + offset,
+        len,
+        class,
+        hwq: core,
+        fua: opts.fua,
+    };
+    // The submission's CPU (system call, block layer, driver), on the submitting core.
+    let cost = if opts.lean {
+        inner.cfg.costs.lean_submit_ns
+    } else {
+        inner.cfg.costs.submit_ns
+    };
+    inner.charge += cost;
+    // Simulation: the request leaves when its core has spent the CPU before it — what
+    // the core still had to do, what this poll charged so far, this submission — so
+    // submission time is on the I/O's path, as on a real host.
+    let leaves = match inner.io.port {
+        Port::Real(_) => now,
+        Port::Sim(_) => inner.core_free_at(core).max(now) + inner.charge,
+    };
+    let io = &mut inner.io;
+    let (req, pending) = if leaves > now {
+        (ReqId(u64::MAX), Some(nr))
+    } else {
+        (io.block.submit(now, nr, s as u64), None)
+    };
+    if let Port::Real(p) = &mut io.port {
+        // The real port needs the buffer before the next pump dispatches it.
+        p.set_buffer(req.0, r.ptr, nr.offset, r.fixed);
+    }
+    let gen = io.slots[s as usize].gen;
+    // Keep the slot's waiter list (its capacity): no allocation per I/O.
+    let mut waiters = std::mem::take(&mut io.slots[s as usize].waiters);
+    waiters.clear();
+    io.slots[s as usize] = IoSlot {
+        live: true,
+        gen,
+        orphan: false,
+        req,
+        issuer: t,
+        waiters,
+        n: 0,
+        core,
+        op,
+        file: r.file,
+        offset,
+        len,
+        class,
+        job,
+        buf,
+        done: None,
+        promoted: false,
+        fua: opts.fua && op == Op::Write,
+        ticket: (op == Op::Flush).then(|| io.contents.flush_start()),
+        pending,
+        refused: None,
+    };
+    io.last_io_ns = now;
+    if leaves > now {
+        inner.submit_at(leaves, s, gen);
+    }
+    inner.tasks[t as usize].outstanding.push(s);
+    if r.awaited {
+        let waiting = !wait_on(inner, t, s, gen);
+        debug_assert!(waiting, "an I/O cannot end in the poll that issued it");
+    }
+    Ok(s)
 }
 
 impl FileMeta {
@@ -406,182 +450,4 @@ fn check_io(op: Op, offset: u64, len: usize) -> io::Result<()> {
         )));
     }
     Ok(())
-}
-
-/// An I/O in flight. Await it for `(result, buffer)`; dropping it unawaited lets the
-/// I/O finish and discards its buffer.
-#[derive(Debug)]
-#[must_use = "an I/O handle does nothing unless awaited"]
-pub struct IoHandle {
-    slot: u32,
-    early: Option<(io::Result<usize>, DmaBuffer)>,
-    collected: bool,
-    /// The task was made a waiter at submission: the first poll is pending at once.
-    waiting: bool,
-}
-
-impl IoHandle {
-    /// A handle that has its result already (the I/O was refused).
-    fn early(r: io::Result<usize>, buf: DmaBuffer) -> IoHandle {
-        IoHandle {
-            slot: u32::MAX,
-            early: Some((r, buf)),
-            collected: true,
-            waiting: false,
-        }
-    }
-
-    /// A waiter another task can await for the end of this I/O (without its buffer).
-    pub fn waiter(&self) -> IoWait {
-        let gen = if self.slot == u32::MAX {
-            0
-        } else {
-            with(|inner, _| inner.io.slots[self.slot as usize].gen)
-        };
-        IoWait {
-            slot: self.slot,
-            gen,
-        }
-    }
-}
-
-/// Waits for the end of another task's I/O ([`IoHandle::waiter`]); a critical task
-/// waiting promotes the request (RCP's inheritance through outstanding I/O).
-#[derive(Clone, Copy, Debug)]
-pub struct IoWait {
-    slot: u32,
-    gen: u32,
-}
-
-impl IoWait {
-    pub(crate) fn parts(self) -> (u32, u32) {
-        (self.slot, self.gen)
-    }
-
-    pub(crate) fn from_parts(slot: u32, gen: u32) -> IoWait {
-        IoWait { slot, gen }
-    }
-
-    /// Whether the I/O succeeded, once it has completed and while its result has not
-    /// been collected (`None` otherwise).
-    pub(crate) fn outcome(self) -> Option<bool> {
-        with(|inner, _| {
-            let s = inner.io.slots.get(self.slot as usize)?;
-            (s.live && s.gen == self.gen).then_some(s.done?.ok)
-        })
-    }
-}
-
-/// Register task `t` as a waiter of slot `s` and record the dependency; `true` when
-/// the I/O has ended already.
-fn wait_on(inner: &mut exec::Inner, t: u32, s: u32, gen: u32) -> bool {
-    let slot = &mut inner.io.slots[s as usize];
-    if !slot.live || slot.gen != gen || slot.done.is_some() {
-        inner.unblock(t);
-        return true;
-    }
-    if !slot.waiters.contains(&t) {
-        slot.waiters.push(t);
-    }
-    inner.block_on(t, Dep::Io(s));
-    false
-}
-
-impl Future for IoWait {
-    type Output = ();
-    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
-        if self.slot == u32::MAX {
-            return Poll::Ready(());
-        }
-        with(|inner, t| {
-            if wait_on(inner, t, self.slot, self.gen) {
-                Poll::Ready(())
-            } else {
-                Poll::Pending
-            }
-        })
-    }
-}
-
-impl Future for IoHandle {
-    type Output = (io::Result<usize>, DmaBuffer);
-    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
-        if let Some(r) = self.early.take() {
-            return Poll::Ready(r);
-        }
-        if std::mem::take(&mut self.waiting) {
-            return Poll::Pending;
-        }
-        let s = self.slot;
-        let out = with(|inner, t| {
-            let gen = inner.io.slots[s as usize].gen;
-            if !wait_on(inner, t, s, gen) {
-                return None;
-            }
-            // Done: the sample is taken now, when a waiting task runs again (on real
-            // files the clock is read: the turn's time is that of the completion's
-            // handling, and the wait after it is the "after device" part).
-            let now = match &inner.io.port {
-                Port::Real(p) => p.clock().max(inner.now),
-                Port::Sim(_) => inner.now,
-            };
-            let io = &mut inner.io;
-            let slot = &mut io.slots[s as usize];
-            let f = slot.done.expect("ended");
-            let (op, len, job, n) = (slot.op, slot.len, slot.job, slot.n);
-            let buf = slot.buf.take().expect("buffer kept until collected");
-            io.release(s);
-            io.collector.record(&Sample {
-                job,
-                op,
-                class: f.class,
-                bytes: len,
-                submit_ns: f.submit_ns,
-                admit_ns: f.admit_ns,
-                dispatch_ns: f.dispatch_ns,
-                device_done_ns: f.device_done_ns,
-                reaped_ns: now,
-                ok: f.ok,
-            });
-            let r = if f.ok {
-                Ok(n)
-            } else if io.is_real() {
-                Err(io::Error::other(format!(
-                    "{op} of {len} bytes failed: the kernel returned an error for it"
-                )))
-            } else {
-                Err(io::Error::other(format!(
-                    "{op} of {len} bytes failed on the simulated device (media error or timeout)"
-                )))
-            };
-            Some((r, buf))
-        });
-        match out {
-            Some(r) => {
-                self.collected = true;
-                Poll::Ready(r)
-            }
-            None => Poll::Pending,
-        }
-    }
-}
-
-impl Drop for IoHandle {
-    fn drop(&mut self) {
-        if self.collected || self.slot == u32::MAX {
-            return;
-        }
-        let s = self.slot;
-        exec::try_with(|inner, _| {
-            let slot = &mut inner.io.slots[s as usize];
-            if !slot.live {
-                return;
-            }
-            if slot.done.is_some() {
-                inner.io.release(s);
-            } else {
-                slot.orphan = true;
-            }
-        });
-    }
 }
