@@ -13,7 +13,7 @@
 //! then — by doubling or by range, a few times over the window, not once per I/O: the
 //! report's bandwidth bins (one per `interval_ns`, 10 ms), a latency histogram's range
 //! when a slower read comes, a policy's counter sample (one `Vec` per 10 ms), a sorted
-//! queue's node (`mq-deadline`). Measured: 0–2 with `none`, at most 33 with any
+//! queue's node (`mq-deadline`). Measured: 0–3 with `none`, at most 33 with any
 //! policy. One allocation per I/O would be a hundred times the bound. (Checked: a `Box`
 //! made per read in `File::start` fails the test with 20 003; before the fixes that
 //! came with this test the dependency table's `BTreeSet` made 2 511, RCP's admission
@@ -22,7 +22,7 @@
 //! **Locks**: the runtime's one mutex over the shared state ([`diag::locks_taken`]):
 //! at most a third of the reads under `none`, fewer than the reads under any policy.
 //! Measured: 5 002–5 009 in 20 000 reads (one per core turn, each turn handing the
-//! block layer up to four completions), 7 000–7 300 under `cfq` and 10 700–16 100
+//! block layer up to four completions), 6 900–7 600 under `cfq` and 9 400–16 100
 //! under `rcp` (one non-critical request at the device at a time: fewer completions
 //! per turn); before the cores batched their I/O (`io/batch.rs`) about 90 000 (4.5 per
 //! read: `now()`, the submission, the collection, the bookkeeping after each poll).
