@@ -82,7 +82,11 @@ impl Store {
             while k + run < map.len()
                 && run < READ_RUN_BLOCKS
                 && map[k + run] == map[k] + run as u64
-                && buffered(k + run).is_none()
+                && !self
+                    .st
+                    .borrow()
+                    .data
+                    .contains_key(&(f.ino, first + (k + run) as u64))
             {
                 run += 1;
             }
