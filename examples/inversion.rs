@@ -26,6 +26,25 @@ use sluice::runtime::{
 
 const MS: u64 = 1_000_000;
 static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// A run's own directory under `--real DIR`, removed with everything in it when dropped
+/// (the run's files are the stack's own).
+struct RunDir(std::path::PathBuf);
+
+impl RunDir {
+    fn new(dir: &str) -> Result<RunDir, String> {
+        let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let d = std::path::Path::new(dir).join(format!("run-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
+        Ok(RunDir(d))
+    }
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
 const US: u64 = 1_000;
 
 fn wait_for_lock(
@@ -39,18 +58,11 @@ fn wait_for_lock(
         .device(device)
         .policy(policy)
         .inherit(inherit);
-    if let Some(dir) = real {
-        // A fresh directory per run: the stack creates its files and never reuses one.
-        let run_dir = std::path::Path::new(dir)
-            .join(format!("run-{}", std::process::id()))
-            .join(format!(
-                "{}",
-                RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-            ));
-        if let Err(e) = std::fs::create_dir_all(&run_dir) {
-            return Err(format!("{}: {e}", run_dir.display()));
-        }
-        b = b.directory(run_dir).cores(1);
+    // A fresh directory per run (the stack creates its files and never reuses one),
+    // removed once the run is measured.
+    let run_dir = real.map(RunDir::new).transpose()?;
+    if let Some(d) = &run_dir {
+        b = b.directory(&d.0).cores(1);
     }
     if let Some(n) = cores {
         b = b.cores(n);

@@ -10,13 +10,15 @@ cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
 SECS=${SECS:-3}
 DISK=${1:-$PWD/target/bench-runtime}
-TMP=${TMPFS_DIR:-/dev/shm/sluice-bench-glommio}
+# A new directory of its own (under TMPFS_DIR, default /dev/shm), removed at the end.
+mkdir -p "${TMPFS_DIR:-/dev/shm}"
+TMP=$(mktemp -d "${TMPFS_DIR:-/dev/shm}/sluice-bench-glommio.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
 cargo build --release --quiet --example rt_randread
 (cd bench/glommio-randread && cargo build --release --quiet)
 RT=target/release/examples/rt_randread
 GL=bench/glommio-randread/target/release/glommio-randread
-mkdir -p "$DISK" "$TMP"
-trap 'rm -rf "$TMP"' EXIT
+mkdir -p "$DISK"
 [ -f "$DISK/sluice-bench.1g" ] || dd if=/dev/urandom of="$DISK/sluice-bench.1g" bs=1M count=1024 oflag=direct status=none
 dd if=/dev/urandom of="$TMP/sluice-bench.1g" bs=1M count=1024 status=none
 declare -a rd gd rt gt

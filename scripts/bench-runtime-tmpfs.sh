@@ -20,15 +20,16 @@ case "$CORES" in
     exit 2
     ;;
 esac
-DIR=${TMPFS_DIR:-/dev/shm/sluice-bench-runtime}
+# A new directory of its own (under TMPFS_DIR, default /dev/shm), removed at the end.
+mkdir -p "${TMPFS_DIR:-/dev/shm}"
+DIR=$(mktemp -d "${TMPFS_DIR:-/dev/shm}/sluice-bench-runtime.XXXXXX")
+trap 'rm -rf "$DIR"' EXIT
 if ! command -v fio >/dev/null; then
     echo "fio is not installed (e.g. apt-get install fio): nothing to compare with" >&2
     exit 2
 fi
 cargo build --release --quiet --example rt_randread
 RT=${CARGO_TARGET_DIR:-target}/release/examples/rt_randread
-mkdir -p "$DIR"
-trap 'rm -rf "$DIR"' EXIT
 dd if=/dev/urandom of="$DIR/data.1g" bs=1M count=1024 status=none
 fio_iops() {
     fio --name=r --filename="$DIR/data.1g" --rw=randread --bs=4k --iodepth=$((32 / CORES)) \
