@@ -44,6 +44,39 @@ async fn names_and_lengths(buffered: bool) {
     assert!(c.is_empty());
 }
 
+/// In simulation, creating an existing name truncates it as `set_len(0)` does: its
+/// old bytes (on the device and dirty in the cache) never show again.
+#[test]
+fn create_over_an_existing_name_truncates_in_simulation() {
+    for cache in [false, true] {
+        let mut b = Stack::builder().device("ull");
+        if cache {
+            b = b.cache(CacheConfig::default());
+        }
+        b.build()
+            .unwrap()
+            .run(move || async move {
+                let a = File::create("a").await.unwrap();
+                a.write_at(DmaBuffer::from_slice(&[7u8; 8192]), 0)
+                    .await
+                    .0
+                    .unwrap();
+                if cache {
+                    // Dirty in the cache at the time of the second create.
+                    a.write_buffered(8192, &[9u8; 8192]).await.unwrap();
+                }
+                let again = File::create("a").await.unwrap();
+                assert_eq!(again, a);
+                assert_eq!(a.len(), 0);
+                a.set_len(16_384).await.unwrap();
+                let v = read_all(&a).await;
+                assert_eq!(v.len(), 16_384);
+                assert!(v.iter().all(|&b| b == 0), "old bytes after a second create");
+            })
+            .unwrap();
+    }
+}
+
 #[test]
 fn names_and_lengths_in_simulation() {
     for cache in [false, true] {

@@ -22,12 +22,14 @@ fn bad(msg: String) -> io::Error {
 }
 
 impl File {
-    /// Create `name` (empty; an existing file is truncated in simulation, refused on
-    /// real files). The file is open until [`File::close`].
+    /// Create `name` (empty; an existing file is truncated in simulation — as
+    /// [`File::set_len`]`(0)`: its cached pages go and a later growth reads zeros —
+    /// and refused on real files). The file is open until [`File::close`].
     pub async fn create(name: &str) -> io::Result<File> {
         check_name(name)?;
-        with(|inner, _| {
+        let (file, existed) = with(|inner, _| {
             let io = &mut inner.io;
+            let existed = io.names.contains_key(name);
             let id = match io.names.get(name) {
                 Some(_) if io.is_real() => {
                     return Err(io::Error::new(
@@ -37,7 +39,6 @@ impl File {
                 }
                 Some(&id) => {
                     io.reopen(id)?;
-                    io.files[id as usize].len = 0;
                     id
                 }
                 None => {
@@ -50,8 +51,12 @@ impl File {
                     id
                 }
             };
-            Ok(File { id })
-        })
+            Ok((File { id }, existed))
+        })?;
+        if existed {
+            file.set_len(0).await?;
+        }
+        Ok(file)
     }
 
     /// Open an existing file `name`: one the stack created, or (real world) a file of
