@@ -81,6 +81,7 @@ pub(crate) fn cmd_repro(args: ReproArgs) -> Result<(), CliError> {
             Progress::Sim { picked, label, .. } => {
                 eprintln!("  {}: running {label}", picked.experiment.id)
             }
+            Progress::Note { line, .. } => eprintln!("  {line}"),
             Progress::Done { .. } if serial => {}
             Progress::Done {
                 picked,

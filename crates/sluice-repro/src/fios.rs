@@ -395,7 +395,7 @@ fn standard(
         }
         let rows = rows(ctx, &jobs, &device, &policies(&device), &base)?;
         for r in &rows {
-            eprintln!("{exp}/{dev}: {}", describe(r));
+            (ctx.on_note)(&format!("{exp}/{dev}: {}", describe(r)));
         }
         goals.push(fair_goal(exp, dev, row(&rows, "fios")));
         if readers_vs_writers && dev != "vertex" {
@@ -502,7 +502,7 @@ fn fig8(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
     ];
     let rows = rows(ctx, &jobs, &device, &specs, &base)?;
     for r in &rows {
-        eprintln!("fig8/x25m: {}", describe(r));
+        (ctx.on_note)(&format!("fig8/x25m: {}", describe(r)));
     }
     let f = row(&rows, "fios");
     let none = row(&rows, "no-anticipation");

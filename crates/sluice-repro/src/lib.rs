@@ -128,6 +128,9 @@ pub struct Ctx<'a> {
     /// Called with a short label before each simulation starts (from the thread that
     /// runs it: [`Ctx::sim_each`] runs simulations side by side).
     pub on_run: &'a (dyn Fn(&str) + Sync),
+    /// Called with a line of detail an experiment reports beside its goals (the
+    /// command prints it unless quiet; a library never prints).
+    pub on_note: &'a (dyn Fn(&str) + Sync),
     /// Where experiments write their figures (SVG); `None`: no figures.
     pub plot_dir: Option<std::path::PathBuf>,
 }

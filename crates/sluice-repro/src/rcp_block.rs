@@ -65,6 +65,7 @@ fn fig11(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
         let seeded = Ctx {
             seed: ctx.seed.wrapping_add(k),
             on_run: ctx.on_run,
+            on_note: ctx.on_note,
             plot_dir: None,
         };
         seeded.sim(&jobs, &dev, &format!("rcp:limit={}", LIMITS[i]))

@@ -62,6 +62,15 @@ pub enum Progress<'a> {
         /// What runs.
         label: &'a str,
     },
+    /// Experiment `index` reports a line of detail beside its goals.
+    Note {
+        /// Its place in the list.
+        index: usize,
+        /// The experiment.
+        picked: &'a Picked,
+        /// The line.
+        line: &'a str,
+    },
     /// Experiment `index` ended (with its goals or an error) after `secs` of wall time;
     /// `done` experiments of `total` have ended so far.
     Done {
@@ -170,9 +179,17 @@ pub fn run(
                 label,
             })
         };
+        let on_note = |line: &str| {
+            progress(Progress::Note {
+                index,
+                picked: p,
+                line,
+            })
+        };
         let ctx = Ctx {
             seed: opts.seed,
             on_run: &on_run,
+            on_note: &on_note,
             plot_dir: opts.plot_dir.clone(),
         };
         let r = (p.experiment.run)(&ctx);

@@ -8,6 +8,7 @@ fn d2fq_suite_meets_every_goal() {
     let ctx = Ctx {
         seed: 1,
         on_run: &|_| {},
+        on_note: &|_| {},
         plot_dir: None,
     };
     let mut goals = Vec::new();
@@ -33,6 +34,7 @@ fn d2fq_programs_the_device_wrr_weights() {
     let ctx = Ctx {
         seed: 1,
         on_run: &|_| {},
+        on_note: &|_| {},
         plot_dir: None,
     };
     let text = "[global]\nrw=randread\nsize=1g\niodepth=64\nnumjobs=2\ntime_based\n\

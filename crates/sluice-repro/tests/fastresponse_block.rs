@@ -15,6 +15,7 @@ fn suite_goals_all_pass() {
     let ctx = Ctx {
         seed: 1,
         on_run: &|_| {},
+        on_note: &|_| {},
         plot_dir: None,
     };
     let mut goals = Vec::new();

@@ -6,6 +6,7 @@ fn fios_suite_passes_its_goals() {
     let ctx = sluice_repro::Ctx {
         seed: 1,
         on_run: &|_| {},
+        on_note: &|_| {},
         plot_dir: None,
     };
     let mut goals = Vec::new();

@@ -17,6 +17,7 @@ fn goals(id: &str) -> Vec<Goal> {
     let ctx = Ctx {
         seed: 1,
         on_run: &|_| {},
+        on_note: &|_| {},
         plot_dir: None,
     };
     (e.run)(&ctx).unwrap_or_else(|err| panic!("{id}: {err}"))

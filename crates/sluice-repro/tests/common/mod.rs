@@ -9,6 +9,7 @@ pub fn run(name: &str, id: &str) -> (Vec<Goal>, String) {
     let ctx = Ctx {
         seed: 1,
         on_run: &|_| {},
+        on_note: &|_| {},
         plot_dir: None,
     };
     let e = s
