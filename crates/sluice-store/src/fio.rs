@@ -67,7 +67,8 @@ pub use thread::fill_pattern;
 /// files).
 pub const STORE_IMAGE: &str = "sluice-fio-store.img";
 
-/// Largest file the store holds (its block map: direct blocks and one indirect block).
+/// Largest file the store holds (its block map: direct blocks, an indirect and a
+/// double-indirect block — 4 GiB + 4 MiB + 96 KiB).
 pub const MAX_FILE_BYTES: u64 = layout::MAX_FILE_BLOCKS * layout::BLOCK as u64;
 
 /// Why a job set cannot run on the store, or why the run failed.
@@ -194,7 +195,7 @@ pub fn check(jobs: &[JobSpec], fs: &FsConfig) -> Result<FioPlan, FioError> {
         if len > MAX_FILE_BYTES {
             return Err(bad(format!(
                 "each file would be {len} bytes (offset {} + file size {}); a store file \
-                 holds at most {MAX_FILE_BYTES} bytes (4 MiB + 96 KiB): give a smaller \
+                 holds at most {MAX_FILE_BYTES} bytes (4 GiB + 4 MiB + 96 KiB): give a smaller \
                  filesize/size or more nrfiles",
                 j.offset,
                 file_size(j)
@@ -210,8 +211,9 @@ pub fn check(jobs: &[JobSpec], fs: &FsConfig) -> Result<FioPlan, FioError> {
         }
         let n = j.numjobs as u64 * j.nrfiles.max(1) as u64;
         files += n;
-        // Data blocks and an indirect block per file.
-        data_blocks += n * (len.div_ceil(layout::BLOCK as u64) + 1);
+        // Data blocks and the map blocks of each file.
+        let blocks = len.div_ceil(layout::BLOCK as u64);
+        data_blocks += n * (blocks + layout::map_blocks_for(blocks));
     }
     let inodes = Geometry::new(0).inodes as u64;
     if files >= inodes {

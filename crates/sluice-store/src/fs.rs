@@ -149,7 +149,9 @@ impl From<StoreError> for io::Error {
             StoreError::Io(e) => return io::Error::new(e.kind(), e.to_string()),
             StoreError::NotFound(_) => io::ErrorKind::NotFound,
             StoreError::Exists(_) => io::ErrorKind::AlreadyExists,
-            StoreError::BadName(_) | StoreError::TooBig => io::ErrorKind::InvalidInput,
+            StoreError::BadName(_) | StoreError::TooBig | StoreError::TxnTooBig(_) => {
+                io::ErrorKind::InvalidInput
+            }
             StoreError::Corrupt(_) | StoreError::JournalCorrupt(_) => io::ErrorKind::InvalidData,
             StoreError::NoSpace(_) | StoreError::Aborted(_) => io::ErrorKind::Other,
         };

@@ -152,7 +152,8 @@ pub fn check_commit(f_area: bool, b: &[u8], id: u64, seq: u64, crc: u32) -> bool
 
 /// An f-transaction's header: the normal transaction it belongs to (`id`), its
 /// sequence number in the f-area, its F_entries (inode number, inode) and the block
-/// tags of the metadata blocks that follow (the files' indirect blocks).
+/// tags of the metadata blocks that follow (the files' map blocks changed since they
+/// were last committed: indirect, double-indirect, indirect blocks under it).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FHeader {
     /// The running normal transaction when it was committed.
@@ -168,10 +169,19 @@ pub struct FHeader {
 /// F_entries one header holds (with no tags).
 pub const MAX_FENTRIES: usize = 24;
 
+/// Block tags an f-transaction header holds beside `entries` F_entries (the header's
+/// fields, the entries and the block's crc32c take the rest): 327 beside one entry,
+/// 74 beside [`MAX_FENTRIES`].
+pub const fn max_ftags(entries: usize) -> usize {
+    (BLOCK - 4 - 32 - entries * (4 + INODE_SIZE)) / TAG
+}
+
 impl FHeader {
     /// The header block.
     pub fn encode(&self) -> Vec<u8> {
-        assert!(self.entries.len() <= MAX_FENTRIES && self.tags.len() <= 64);
+        assert!(
+            self.entries.len() <= MAX_FENTRIES && self.tags.len() <= max_ftags(self.entries.len())
+        );
         let mut b = vec![0u8; BLOCK];
         b[..8].copy_from_slice(FHEAD);
         b[8..16].copy_from_slice(&self.id.to_le_bytes());
@@ -198,7 +208,7 @@ impl FHeader {
             return None;
         }
         let (ne, nt) = (le32(b, 24) as usize, le32(b, 28) as usize);
-        if ne > MAX_FENTRIES || nt > 64 {
+        if ne > MAX_FENTRIES || nt > max_ftags(ne) {
             return None;
         }
         let mut at = 32;
@@ -249,7 +259,14 @@ mod tests {
             )],
             tags: vec![(77, 0xdead_beef)],
         };
-        assert_eq!(FHeader::decode(&h.encode()), Some(h));
+        assert_eq!(FHeader::decode(&h.encode()), Some(h.clone()));
+        // One file's header holds 327 tags (a large file's changed map blocks).
+        assert_eq!((max_ftags(1), max_ftags(MAX_FENTRIES)), (327, 74));
+        let big = FHeader {
+            tags: (0..327).map(|i| (1000 + i, i as u32)).collect(),
+            ..h.clone()
+        };
+        assert_eq!(FHeader::decode(&big.encode()), Some(big));
         assert_eq!(decode_super(true, &encode_super(true, 4)), Some(4));
         assert_eq!(decode_super(false, &encode_super(true, 4)), None);
     }

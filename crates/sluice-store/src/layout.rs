@@ -10,9 +10,14 @@
 //! data_start ..                file data and indirect blocks
 //! ```
 //!
-//! An inode (used flag, size, change counter, block map) maps its file by 24 direct block numbers and one indirect block of 1 024
-//! numbers (files up to 4 MiB + 96 KiB). Every record carries a magic and a crc32c
-//! where a torn or stale write must be told apart.
+//! An inode (used flag, size, change counter, block map) maps its file by 24 direct
+//! block numbers, one indirect block of 1 024 numbers and one double-indirect block of
+//! 1 024 indirect blocks (files up to 4 GiB + 4 MiB + 96 KiB). Every record carries a
+//! magic and a crc32c where a torn or stale write must be told apart.
+//!
+//! The double-indirect pointer sits in bytes 116..120 of the inode, zero in images made
+//! before it existed: such an image reads as one whose files have no double-indirect
+//! block, so no format version changed.
 
 /// Bytes in a block.
 pub const BLOCK: usize = 4096;
@@ -20,8 +25,51 @@ pub const BLOCK: usize = 4096;
 pub const DIRECT: usize = 24;
 /// Block numbers in an indirect block.
 pub const PER_INDIRECT: usize = BLOCK / 4;
-/// Largest file, in blocks.
-pub const MAX_FILE_BLOCKS: u64 = (DIRECT + PER_INDIRECT) as u64;
+/// The first block index the double-indirect block maps.
+pub const DOUBLE_START: u64 = (DIRECT + PER_INDIRECT) as u64;
+/// Blocks the double-indirect block maps (1 024 indirect blocks of 1 024).
+pub const DOUBLE_BLOCKS: u64 = (PER_INDIRECT * PER_INDIRECT) as u64;
+/// Largest file, in blocks: direct, indirect and double-indirect.
+pub const MAX_FILE_BLOCKS: u64 = DOUBLE_START + DOUBLE_BLOCKS;
+
+/// Where block `idx` of a file is mapped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slot {
+    /// Direct pointer `i` of the inode.
+    Direct(usize),
+    /// Entry `i` of the indirect block.
+    Indirect(usize),
+    /// Entry `e` of the indirect block that entry `k` of the double-indirect block
+    /// names.
+    Double(usize, usize),
+}
+
+impl Slot {
+    /// The slot of block `idx` (`None`: past the largest file).
+    pub fn of(idx: u64) -> Option<Slot> {
+        if idx < DIRECT as u64 {
+            Some(Slot::Direct(idx as usize))
+        } else if idx < DOUBLE_START {
+            Some(Slot::Indirect(idx as usize - DIRECT))
+        } else if idx < MAX_FILE_BLOCKS {
+            let i = (idx - DOUBLE_START) as usize;
+            Some(Slot::Double(i / PER_INDIRECT, i % PER_INDIRECT))
+        } else {
+            None
+        }
+    }
+}
+
+/// Block-map blocks (indirect, double-indirect and the indirect blocks under it) a file
+/// of `blocks` blocks, none of them holes, needs.
+pub fn map_blocks_for(blocks: u64) -> u64 {
+    let single = u64::from(blocks > DIRECT as u64);
+    let double = match blocks.saturating_sub(DOUBLE_START) {
+        0 => 0,
+        n => 1 + n.div_ceil(PER_INDIRECT as u64),
+    };
+    single + double
+}
 /// Bytes per inode.
 pub const INODE_SIZE: usize = 128;
 /// Inodes per block.
@@ -175,6 +223,8 @@ pub struct Inode {
     pub direct: [u32; DIRECT],
     /// The indirect block (0: none).
     pub indirect: u32,
+    /// The double-indirect block (0: none; bytes 116..120, zero in older images).
+    pub double: u32,
 }
 
 impl Inode {
@@ -187,6 +237,7 @@ impl Inode {
             b[16 + 4 * i..20 + 4 * i].copy_from_slice(&d.to_le_bytes());
         }
         b[112..116].copy_from_slice(&self.indirect.to_le_bytes());
+        b[116..120].copy_from_slice(&self.double.to_le_bytes());
         b[120..128].copy_from_slice(&self.change.to_le_bytes());
     }
 
@@ -211,6 +262,7 @@ impl Inode {
             change: le64(b, 120),
             direct,
             indirect: le32(b, 112),
+            double: le32(b, 116),
         }
     }
 }
@@ -241,4 +293,50 @@ pub fn le32(b: &[u8], at: usize) -> u32 {
 /// Little-endian u64 at `at`.
 pub fn le64(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_cover_direct_indirect_and_double_indirect_blocks() {
+        assert_eq!(Slot::of(0), Some(Slot::Direct(0)));
+        assert_eq!(Slot::of(23), Some(Slot::Direct(23)));
+        assert_eq!(Slot::of(24), Some(Slot::Indirect(0)));
+        assert_eq!(Slot::of(1047), Some(Slot::Indirect(1023)));
+        assert_eq!(Slot::of(1048), Some(Slot::Double(0, 0)));
+        assert_eq!(Slot::of(1048 + 1025), Some(Slot::Double(1, 1)));
+        assert_eq!(
+            Slot::of(MAX_FILE_BLOCKS - 1),
+            Some(Slot::Double(1023, 1023))
+        );
+        assert_eq!(Slot::of(MAX_FILE_BLOCKS), None);
+        assert_eq!(MAX_FILE_BLOCKS * BLOCK as u64, (4 << 30) + (4 << 20) + (96 << 10));
+        assert_eq!(map_blocks_for(24), 0);
+        assert_eq!(map_blocks_for(25), 1);
+        assert_eq!(map_blocks_for(1048), 1);
+        assert_eq!(map_blocks_for(1049), 3);
+        assert_eq!(map_blocks_for(1048 + 1025), 4);
+        assert_eq!(map_blocks_for(MAX_FILE_BLOCKS), 2 + 1024);
+    }
+
+    #[test]
+    fn an_inode_of_an_older_image_has_no_double_indirect_block() {
+        let i = Inode {
+            used: true,
+            size: 5 << 20,
+            change: 9,
+            indirect: 77,
+            double: 78,
+            ..Inode::default()
+        };
+        let mut b = [0u8; INODE_SIZE];
+        i.encode(&mut b);
+        assert_eq!(Inode::decode(&b), i);
+        // Before the double-indirect block, bytes 116..120 were always zero.
+        b[116..120].fill(0);
+        assert_eq!(Inode::decode(&b).double, 0);
+        assert_eq!(Inode::decode(&b).indirect, 77);
+    }
 }

@@ -13,6 +13,7 @@ use crate::layout::{Geometry, BLOCK, MAX_FILE_BLOCKS, MAX_NAME};
 pub use breakdown::FsyncBreakdown;
 use breakdown::Phases;
 
+mod blockmap;
 mod breakdown;
 mod commit;
 mod data;
@@ -58,8 +59,15 @@ pub enum StoreError {
     #[error("the store is full ({0})")]
     NoSpace(&'static str),
     /// The write would pass the largest file.
-    #[error("a file holds at most {} bytes", MAX_FILE_BLOCKS * BLOCK as u64)]
+    #[error(
+        "a store file holds at most {} bytes (4 GiB + 4 MiB + 96 KiB: 24 direct blocks, an \
+         indirect and a double-indirect block); write or truncate below that",
+        MAX_FILE_BLOCKS * BLOCK as u64
+    )]
     TooBig,
+    /// One operation would change more metadata blocks than one transaction holds.
+    #[error("{0}")]
+    TxnTooBig(String),
     /// A commit failed: the journal stopped (remount to recover).
     #[error("the store's journal aborted after an I/O error: {0}; remount to recover")]
     Aborted(String),
@@ -86,6 +94,8 @@ pub struct StoreStats {
     pub journal_blocks: u64,
     /// f-transactions committed.
     pub ftxns: u64,
+    /// Map blocks they carried (each file's changed since last committed).
+    pub fjournal_blocks: u64,
     /// Checkpoints (metadata written home, journal reclaimed).
     pub checkpoints: u64,
     /// Normal transactions redone at mount.
@@ -107,7 +117,7 @@ pub struct StoreStats {
 pub struct FileStat {
     /// Bytes.
     pub size: u64,
-    /// Blocks it holds (data and indirect).
+    /// Blocks it holds (data and map blocks).
     pub blocks: u64,
     /// Its change counter (bumped by every write and size change).
     pub change: u64,
@@ -234,7 +244,8 @@ struct FRecord {
 #[derive(Debug)]
 struct State {
     g: Geometry,
-    /// Every metadata block (inode table, directory, bitmap, indirect blocks).
+    /// Every metadata block (inode table, directory, bitmap, the used files' map
+    /// blocks: indirect, double-indirect and the indirect blocks under it).
     meta: BTreeMap<u64, Vec<u8>>,
     running: Txn,
     /// Transactions closed and committing: their frees, released at commit.
@@ -268,6 +279,12 @@ struct State {
     /// The last transaction that changed each inode's essential metadata (used, size,
     /// block map: all but the change counter).
     ino_dtxn: BTreeMap<u32, u64>,
+    /// Map blocks changed since a commit last covered them, by (inode, block): the
+    /// transaction of the last change and a generation bumped by every change. A
+    /// normal commit of that transaction, or an f-transaction of the file that carried
+    /// this generation, clears the entry; the file's next f-transaction carries the
+    /// rest (its minimum metadata).
+    map_dirty: BTreeMap<(u32, u64), (u64, u64)>,
     /// Buffered data not yet home, by (inode, block index).
     data: BTreeMap<(u32, u64), Dirty>,
     data_bytes: u64,
@@ -355,15 +372,17 @@ impl Store {
     }
 
     /// A crc32c of the metadata as it stands (inode table, directory, bitmap, the used
-    /// inodes' indirect blocks): two recoveries of the same store agree on it.
+    /// inodes' map blocks): two recoveries of the same store agree on it.
     pub fn fingerprint(&self) -> u32 {
         let st = self.st.borrow();
         let fixed = (st.g.itable_start()..st.g.data_start()).map(|b| &st.meta[&b][..]);
-        let indirect = (1..=st.g.inodes)
+        let maps: Vec<u64> = (1..=st.g.inodes)
             .map(|i| st.inode(i))
-            .filter(|i| i.used && i.indirect != 0)
-            .map(|i| &st.meta[&(i.indirect as u64)][..]);
-        fixed.chain(indirect).fold(0, crc32c::crc32c_append)
+            .filter(|i| i.used)
+            .flat_map(|i| st.map_blocks(&i))
+            .collect();
+        let maps = maps.iter().filter_map(|b| st.meta.get(b)).map(|m| &m[..]);
+        fixed.chain(maps).fold(0, crc32c::crc32c_append)
     }
 
     /// The files, by name.

@@ -219,7 +219,7 @@ fn bad_input_is_refused_with_what_and_how() {
     );
     let e = err("[w]\nrw=read\nsize=64k\ncreate_on_open=1\n");
     assert!(e.to_string().contains("nothing to read"), "{e}");
-    let e = err("[w]\nrw=write\nsize=64m\n");
+    let e = err("[w]\nrw=write\nsize=5g\n");
     assert!(
         e.to_string().contains("at most") && e.to_string().contains("nrfiles"),
         "{e}"

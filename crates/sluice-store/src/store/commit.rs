@@ -159,6 +159,9 @@ impl Store {
         // Kept for the fsyncs still waiting on recent commits.
         st.phases = st.phases.split_off(&id.saturating_sub(KEEP_PHASES));
         st.committed = id;
+        // Map blocks last changed up to `id` are in this commit: the files'
+        // f-transactions need not carry them any more.
+        st.map_dirty.retain(|_, (t, _)| *t > id);
         st.jhead += need;
         st.stats.commits += 1;
         st.stats.journal_blocks += snapshot.len() as u64;
@@ -255,12 +258,28 @@ impl Store {
         }
         let g = self.st.borrow().g;
         let inode = self.st.borrow().inode(f.ino);
-        let ntags = u64::from(inode.indirect != 0);
+        // The file's minimum metadata: its inode, and its map blocks (indirect,
+        // double-indirect, indirect blocks under it) changed since a commit — normal or
+        // an f-transaction of the file — last carried them; not the whole tree.
+        let dirty: Vec<(u64, u64)> = self
+            .st
+            .borrow()
+            .map_dirty
+            .range((f.ino, 0)..=(f.ino, u64::MAX))
+            .map(|(k, v)| (k.1, v.1))
+            .collect();
+        let ntags = dirty.len() as u64;
         let need = ntags + 2;
         // Room in the circular f-area (a normal commit is requested once the area is
         // half full, so a full one — and this fsync waiting for that commit's T_D2 —
-        // is rare).
-        let Some(fhead) = self.st.borrow().f_room(need) else {
+        // is rare). A file whose changed map blocks do not fit one header's tags
+        // (`journal::max_ftags`: hundreds of indirect blocks changed since the last
+        // commit) takes the same way: a normal commit makes it durable.
+        let room = match dirty.len() <= journal::max_ftags(1) {
+            true => self.st.borrow().f_room(need),
+            false => None,
+        };
+        let Some(fhead) = room else {
             // No room: a normal commit covers every f-transaction in the area — and
             // makes this file durable too — then the tail moves past them.
             let id = self.st.borrow().last_change();
@@ -270,16 +289,11 @@ impl Store {
         };
         let (h, blocks) = {
             let st = self.st.borrow();
-            let homes: Vec<u64> = if inode.indirect != 0 {
-                vec![inode.indirect as u64]
-            } else {
-                Vec::new()
-            };
-            let blocks: Vec<Vec<u8>> = homes.iter().map(|t| st.meta[t].clone()).collect();
-            let tags = homes
+            let blocks: Vec<Vec<u8>> = dirty.iter().map(|(b, _)| st.meta[b].clone()).collect();
+            let tags = dirty
                 .iter()
                 .zip(&blocks)
-                .map(|(h, b)| (*h, journal::block_crc(b)))
+                .map(|((h, _), b)| (*h, journal::block_crc(b)))
                 .collect();
             (
                 FHeader {
@@ -319,6 +333,14 @@ impl Store {
         st.fhead = fhead + need;
         st.fseq += 1;
         st.stats.ftxns += 1;
+        st.stats.fjournal_blocks += ntags;
+        // The map blocks it carried are durable as they were then; a later change
+        // (a new generation) stays for the next one.
+        for (b, gen) in &dirty {
+            if st.map_dirty.get(&(f.ino, *b)).is_some_and(|v| v.1 == *gen) {
+                st.map_dirty.remove(&(f.ino, *b));
+            }
+        }
         // Half the area in use: ask the journal task for a normal commit, which covers
         // these f-transactions, so the area has room again before it fills.
         let half = 2 * st.f_used() >= g.fjournal - 1;

@@ -15,6 +15,32 @@ use crate::layout::{Inode, BLOCK, MAX_FILE_BLOCKS};
 /// Most blocks one read request carries (128 KiB, as the page cache's read runs).
 const READ_RUN_BLOCKS: usize = 32;
 
+/// The largest step of one write (16 MiB): its metadata must fit one transaction.
+const WRITE_STEP: u64 = 16 << 20;
+
+/// A write of `len` bytes at `offset` must end inside the largest file.
+fn check_end(offset: u64, len: usize) -> Result<(), StoreError> {
+    match offset.checked_add(len as u64) {
+        Some(end) if end.div_ceil(BLOCK as u64) <= MAX_FILE_BLOCKS => Ok(()),
+        _ => Err(StoreError::TooBig),
+    }
+}
+
+/// `data` at `offset` in steps that end on [`WRITE_STEP`] boundaries of the file.
+fn steps(offset: u64, data: &[u8]) -> impl Iterator<Item = (u64, &[u8])> {
+    let mut at = 0usize;
+    std::iter::from_fn(move || {
+        if at >= data.len() {
+            return None;
+        }
+        let off = offset + at as u64;
+        let n = ((WRITE_STEP - off % WRITE_STEP) as usize).min(data.len() - at);
+        let part = (off, &data[at..at + n]);
+        at += n;
+        Some(part)
+    })
+}
+
 impl Store {
     /// Read `out.len()` bytes at `offset` (short at the end of the file; holes read as
     /// zeros), with the calling task's class. Buffered blocks are copied; blocks home
@@ -127,10 +153,8 @@ impl Store {
         offset: u64,
         data: &[u8],
     ) -> Result<Vec<Vec<u8>>, StoreError> {
+        check_end(offset, data.len())?;
         let end = offset + data.len() as u64;
-        if end.div_ceil(BLOCK as u64) > MAX_FILE_BLOCKS {
-            return Err(StoreError::TooBig);
-        }
         let (first, last) = (offset / BLOCK as u64, (end - 1) / BLOCK as u64);
         let mut images = Vec::with_capacity((last - first + 1) as usize);
         for idx in first..=last {
@@ -160,68 +184,86 @@ impl Store {
     /// Write `data` at `offset` directly: blocks are allocated in the running
     /// transaction and the data written home (with the calling task's class) before the
     /// write returns; the transaction cannot commit while it is in flight (ordered
-    /// mode).
+    /// mode). A write above 16 MiB goes in steps of 16 MiB, each in the transaction
+    /// running then (a transaction must fit the journal).
     pub async fn write(&self, f: StoreFile, offset: u64, data: &[u8]) -> Result<usize, StoreError> {
         if data.is_empty() {
             return Ok(0);
         }
+        check_end(offset, data.len())?;
+        for (at, part) in steps(offset, data) {
+            self.write_step(f, at, part).await?;
+        }
+        Ok(data.len())
+    }
+
+    async fn write_step(&self, f: StoreFile, offset: u64, data: &[u8]) -> Result<(), StoreError> {
         let first = offset / BLOCK as u64;
         let end = offset + data.len() as u64;
         let last = (end - 1) / BLOCK as u64;
-        // A block with buffered data may have a writeback in flight: writing it
-        // directly now could land before that older copy. Such writes wait for the
-        // writeback and keep others out until they are home.
-        let buffered = {
-            let st = self.st.borrow();
-            st.data
-                .range((f.ino, first)..=(f.ino, last))
-                .next()
-                .is_some()
-        };
-        let _d = match buffered {
-            true => Some(self.writeback_lock(|_| BTreeSet::from([f.ino])).await),
-            false => None,
-        };
-        let tail = self.grown_tail(f, offset, true).await?;
-        let images = self.images(f, offset, data).await?;
-        // Allocation and size, in the running transaction, with a handle held.
-        let (txn, writes) = {
-            let mut st = self.st.borrow_mut();
-            let mut inode = st.inode(f.ino);
-            st.keep_tail(f.ino, &inode, tail);
-            let phys = st.map_alloc_all(f.ino, &mut inode, first..last + 1)?;
-            let mut writes = Vec::with_capacity(images.len());
-            for (k, (img, phys)) in images.into_iter().zip(phys).enumerate() {
-                // A direct write supersedes buffered data of the block.
-                if let Some(d) = st.data.remove(&(f.ino, first + k as u64)) {
-                    st.data_bytes -= d.bytes.len() as u64;
+        let bound = State::alloc_bound(last - first + 1);
+        loop {
+            self.txn_room(bound).await?;
+            // A block with buffered data may have a writeback in flight: writing it
+            // directly now could land before that older copy. Such writes wait for the
+            // writeback and keep others out until they are home.
+            let buffered = {
+                let st = self.st.borrow();
+                st.data
+                    .range((f.ino, first)..=(f.ino, last))
+                    .next()
+                    .is_some()
+            };
+            let _d = match buffered {
+                true => Some(self.writeback_lock(|_| BTreeSet::from([f.ino])).await),
+                false => None,
+            };
+            let tail = self.grown_tail(f, offset, true).await?;
+            let images = self.images(f, offset, data).await?;
+            // Allocation and size, in the running transaction, with a handle held.
+            let (txn, writes) = {
+                let mut st = self.st.borrow_mut();
+                if !st.txn_fits(bound) {
+                    // Others filled the transaction meanwhile: wait for its commit.
+                    continue;
                 }
-                writes.push((phys, img));
+                let mut inode = st.inode(f.ino);
+                st.keep_tail(f.ino, &inode, tail);
+                let phys = st.map_alloc_all(f.ino, &mut inode, first..last + 1)?;
+                let mut writes = Vec::with_capacity(images.len());
+                for (k, (img, phys)) in images.into_iter().zip(phys).enumerate() {
+                    // A direct write supersedes buffered data of the block.
+                    if let Some(d) = st.data.remove(&(f.ino, first + k as u64)) {
+                        st.data_bytes -= d.bytes.len() as u64;
+                    }
+                    writes.push((phys, img));
+                }
+                inode.size = inode.size.max(end);
+                inode.change += 1;
+                st.set_inode(f.ino, &inode);
+                let txn = st.running.id;
+                *st.handles.entry(txn).or_default() += 1;
+                *st.ino_handles.entry(f.ino).or_default() += 1;
+                (txn, writes)
+            };
+            let r = self.dev.write_all(&writes, IoOptions::new()).await;
+            {
+                let mut st = self.st.borrow_mut();
+                dec(&mut st.handles, txn);
+                dec(&mut st.ino_handles, f.ino);
             }
-            inode.size = inode.size.max(end);
-            inode.change += 1;
-            st.set_inode(f.ino, &inode);
-            let txn = st.running.id;
-            *st.handles.entry(txn).or_default() += 1;
-            *st.ino_handles.entry(f.ino).or_default() += 1;
-            (txn, writes)
-        };
-        let r = self.dev.write_all(&writes, IoOptions::new()).await;
-        {
-            let mut st = self.st.borrow_mut();
-            dec(&mut st.handles, txn);
-            dec(&mut st.ino_handles, f.ino);
+            self.signal_done().await;
+            r?;
+            return Ok(());
         }
-        self.signal_done().await;
-        r?;
-        Ok(data.len())
     }
 
     /// Write `data` at `offset` into the store's buffers: blocks are allocated and the
     /// size set in the running transaction; the data goes home before that transaction
     /// commits (ordered mode: a compound commit writes every file's buffered data —
     /// FastResponse's T_D2 — an fjournal fsync only its own file's). When more than
-    /// 32 MiB are buffered, the writer writes them home first.
+    /// 32 MiB are buffered, the writer writes them home first. Above 16 MiB, in steps
+    /// of 16 MiB (as [`Store::write`]).
     pub async fn write_buffered(
         &self,
         f: StoreFile,
@@ -231,35 +273,74 @@ impl Store {
         if data.is_empty() {
             return Ok(0);
         }
+        check_end(offset, data.len())?;
+        for (at, part) in steps(offset, data) {
+            self.write_buffered_step(f, at, part).await?;
+        }
+        Ok(data.len())
+    }
+
+    async fn write_buffered_step(
+        &self,
+        f: StoreFile,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<(), StoreError> {
         let over = self.st.borrow().data_bytes > DATA_LIMIT;
         if over {
             // Too much buffered: the writer writes it home (early data is always safe
             // in ordered mode).
             self.write_data(|_, _| true, &[]).await?;
         }
-        let tail = self.grown_tail(f, offset, true).await?;
-        let images = self.images(f, offset, data).await?;
         let first = offset / BLOCK as u64;
-        let mut st = self.st.borrow_mut();
-        let mut inode = st.inode(f.ino);
-        st.keep_tail(f.ino, &inode, tail);
-        let n = images.len() as u64;
-        let phys = st.map_alloc_all(f.ino, &mut inode, first..first + n)?;
-        for (k, (img, phys)) in images.into_iter().zip(phys).enumerate() {
-            st.buffer_block(f.ino, first + k as u64, phys, img);
+        let n = (offset + data.len() as u64 - 1) / BLOCK as u64 + 1 - first;
+        let bound = State::alloc_bound(n);
+        loop {
+            self.txn_room(bound).await?;
+            let tail = self.grown_tail(f, offset, true).await?;
+            let images = self.images(f, offset, data).await?;
+            let mut st = self.st.borrow_mut();
+            if !st.txn_fits(bound) {
+                continue;
+            }
+            let mut inode = st.inode(f.ino);
+            st.keep_tail(f.ino, &inode, tail);
+            let phys = st.map_alloc_all(f.ino, &mut inode, first..first + n)?;
+            for (k, (img, phys)) in images.into_iter().zip(phys).enumerate() {
+                st.buffer_block(f.ino, first + k as u64, phys, img);
+            }
+            inode.size = inode.size.max(offset + data.len() as u64);
+            inode.change += 1;
+            st.set_inode(f.ino, &inode);
+            return Ok(());
         }
-        inode.size = inode.size.max(offset + data.len() as u64);
-        inode.change += 1;
-        st.set_inode(f.ino, &inode);
-        Ok(data.len())
+    }
+
+    /// Wait until the running transaction has room for a change of up to `more`
+    /// blocks, asking for its commit if it has not (jbd2 makes a new handle wait for
+    /// the commit of a full transaction the same way): a transaction's commit must fit
+    /// the journal. The caller checks again when it changes the metadata.
+    async fn txn_room(&self, more: u64) -> Result<(), StoreError> {
+        loop {
+            let id = {
+                let st = self.st.borrow();
+                if st.txn_fits(more) {
+                    return Ok(());
+                }
+                st.running.id
+            };
+            self.wait_commit(id).await?;
+        }
     }
 
     /// Set `f`'s size to `len`. Shrinking unmaps and frees the blocks past the new end
-    /// (reused once the transaction commits — an indirect block once a checkpoint
-    /// follows) and drops their buffered data; growing leaves a hole, after zeroing the
-    /// bytes of the old last block that become part of the file (in the store's
-    /// buffer: ordered mode writes them home before the new size commits). The size
-    /// change is one step of the running transaction, as a write's.
+    /// (reused once the transaction commits — a map block once a checkpoint follows)
+    /// and drops their buffered data; growing leaves a hole, after zeroing the bytes of
+    /// the old last block that become part of the file (in the store's buffer: ordered
+    /// mode writes them home before the new size commits). The size change is one step
+    /// of the running transaction, as a write's. A shrink whose frees would not fit one
+    /// transaction even alone (a file spread over more bitmap blocks than the journal
+    /// holds) is refused with [`StoreError::TxnTooBig`], nothing changed.
     pub async fn truncate(&self, f: StoreFile, len: u64) -> Result<(), StoreError> {
         if len.div_ceil(BLOCK as u64) > MAX_FILE_BLOCKS {
             return Err(StoreError::TooBig);
@@ -267,25 +348,44 @@ impl Store {
         loop {
             let change = self.st.borrow().inode(f.ino).change;
             let tail = self.grown_tail(f, len, false).await?;
-            let mut st = self.st.borrow_mut();
-            let mut inode = st.inode(f.ino);
-            if inode.change != change {
-                // The file changed while its last block was read: again.
-                continue;
-            }
-            if len == inode.size {
-                return Ok(());
-            }
-            if len < inode.size {
+            let wait = {
+                let mut st = self.st.borrow_mut();
+                let mut inode = st.inode(f.ino);
+                if inode.change != change {
+                    // The file changed while its last block was read: again.
+                    continue;
+                }
+                if len == inode.size {
+                    return Ok(());
+                }
                 let keep = len.div_ceil(BLOCK as u64);
-                st.unmap_from(&mut inode, keep);
-                st.drop_buffered(f.ino, keep);
-            }
-            st.keep_tail(f.ino, &inode, tail);
-            inode.size = len;
-            inode.change += 1;
-            st.set_inode(f.ino, &inode);
-            return Ok(());
+                let bound = match len < inode.size {
+                    true => st.free_bound(&inode, keep),
+                    false => 1,
+                };
+                if bound + 3 > st.txn_capacity() {
+                    return Err(StoreError::TxnTooBig(format!(
+                        "truncating a file to {len} bytes frees blocks under {} bitmap \
+                         blocks, more than one transaction of the store's {}-block journal \
+                         holds: truncate it in steps, or make the store with a larger journal",
+                        bound - 4,
+                        st.g.journal
+                    )));
+                }
+                if st.txn_fits(bound) {
+                    if len < inode.size {
+                        st.unmap_from(f.ino, &mut inode, keep);
+                        st.drop_buffered(f.ino, keep);
+                    }
+                    st.keep_tail(f.ino, &inode, tail);
+                    inode.size = len;
+                    inode.change += 1;
+                    st.set_inode(f.ino, &inode);
+                    return Ok(());
+                }
+                st.running.id
+            };
+            self.wait_commit(wait).await?;
         }
     }
 

@@ -8,7 +8,7 @@ use sluice_runtime::{sleep, spawn, Activity, Condvar, File, IoOptions, Mutex, Ta
 
 use super::{CommitMode, Dev, State, Store, StoreError, StoreStats, Txn, COMMIT_INTERVAL_NS};
 use crate::journal;
-use crate::layout::{decode_dirent, Geometry, Inode, BLOCK, INODE_SIZE};
+use crate::layout::{decode_dirent, le32, Geometry, Inode, BLOCK, INODE_SIZE, PER_INDIRECT};
 use crate::recover;
 
 impl Store {
@@ -63,7 +63,7 @@ impl Store {
             meta.insert(b, v);
         }
         let mut home: BTreeMap<u64, Vec<u8>> = found.blocks.clone();
-        // f-transactions above Max_ID, in order: their inodes and indirect blocks.
+        // f-transactions above Max_ID, in order: their inodes and map blocks.
         let mut max_f = found.max_id;
         for (h, blocks) in &found.ftxns {
             max_f = max_f.max(h.id);
@@ -82,14 +82,39 @@ impl Store {
             let (b, off) = g.inode_pos(ino);
             inodes.push(Inode::decode(&meta[&b][off..off + INODE_SIZE]));
         }
-        // Indirect blocks of the used inodes.
-        for i in inodes.iter().filter(|i| i.used && i.indirect != 0) {
-            let b = i.indirect as u64;
-            let v = match home.get(&b) {
-                Some(v) => v.clone(),
-                None => dev.read(b).await?,
-            };
-            meta.insert(b, v);
+        // The map blocks of the used inodes: the indirect and double-indirect blocks,
+        // then the indirect blocks the double-indirect ones name.
+        let in_data = |b: u64| b >= g.data_start() && b < g.blocks;
+        let mut want: Vec<u64> = inodes
+            .iter()
+            .filter(|i| i.used)
+            .flat_map(|i| [i.indirect, i.double])
+            .map(u64::from)
+            .filter(|&b| in_data(b))
+            .collect();
+        let doubles: Vec<u64> = inodes
+            .iter()
+            .filter(|i| i.used && in_data(i.double as u64))
+            .map(|i| i.double as u64)
+            .collect();
+        for level in 0..2 {
+            for &b in &want {
+                let v = match home.get(&b) {
+                    Some(v) => v.clone(),
+                    None => dev.read(b).await?,
+                };
+                meta.insert(b, v);
+            }
+            if level == 0 {
+                want = doubles
+                    .iter()
+                    .flat_map(|d| {
+                        let m = &meta[d];
+                        (0..PER_INDIRECT).map(move |k| le32(m, k * 4) as u64)
+                    })
+                    .filter(|&b| in_data(b))
+                    .collect();
+            }
         }
         // The journals start again above every id and sequence number they may hold,
         // committed or not: a crash can leave the records of the next transaction
@@ -122,6 +147,7 @@ impl Store {
             names: BTreeMap::new(),
             ino_txn: BTreeMap::new(),
             ino_dtxn: BTreeMap::new(),
+            map_dirty: BTreeMap::new(),
             data: BTreeMap::new(),
             data_bytes: 0,
             busy: BTreeSet::new(),
@@ -162,7 +188,10 @@ impl Store {
                 continue;
             }
             for b in st.blocks_of(&i) {
-                st.used[b as usize] = true;
+                // A block outside the device (damage) is left to `check` to report.
+                if let Some(u) = st.used.get_mut(b as usize) {
+                    *u = true;
+                }
             }
         }
         for b in g.data_start()..g.blocks {

@@ -58,7 +58,7 @@ impl Store {
             .remove(name)
             .ok_or_else(|| StoreError::NotFound(name.into()))?;
         let mut inode = st.inode(ino);
-        st.unmap_from(&mut inode, 0);
+        st.unmap_from(ino, &mut inode, 0);
         // Buffered data of the file is dropped: its blocks are free.
         st.drop_buffered(ino, 0);
         st.running.frees.inodes.push(ino);
