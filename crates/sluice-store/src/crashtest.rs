@@ -130,6 +130,9 @@ pub struct SeedOutcome {
     pub syncs: u64,
     /// Bytes of file contents compared with the model.
     pub bytes_checked: u64,
+    /// Files past the indirect block's reach (4 MiB + 96 KiB: a double-indirect block)
+    /// after recovery.
+    pub big_files: u64,
 }
 
 /// The harness for one configuration: the base image (an empty store with each task's
@@ -312,6 +315,8 @@ impl Harness {
             }
             out.syncs += m.syncs;
             out.bytes_checked += mine.values().map(|v| v.len() as u64).sum::<u64>();
+            let reach = crate::layout::DOUBLE_START * crate::layout::BLOCK as u64;
+            out.big_files += mine.values().filter(|v| v.len() as u64 > reach).count() as u64;
         }
         if let Some(n) = a
             .files

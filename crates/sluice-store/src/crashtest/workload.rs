@@ -2,6 +2,12 @@
 //! truncations down and up, fsyncs and fdatasyncs; scratch files it creates, writes,
 //! truncates, fsyncs, renames over its `r` name and unlinks; and `sync`s. Every
 //! operation is recorded in the task's model before it is issued.
+//!
+//! In one seed of eight ([`big_task`]), one task — the critical task 0 or the normal
+//! task 1, by turns — also truncates its main file up past the indirect block's reach
+//! (4 MiB + 96 KiB), so its appends and overwrites build a double-indirect tree, and
+//! its truncations down tear it down again (mostly a hole: the model's copy of the file
+//! stays under 8.5 MiB).
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -10,12 +16,22 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::model::{FileModel, TaskModel};
+use crate::layout::{BLOCK, DOUBLE_START};
 use crate::{Store, StoreFile};
 
 /// Operations per task.
 const OPS: usize = 120;
 /// The largest main file (bytes): past the direct blocks, into the indirect block.
 const MAX_MAIN: u64 = 1 << 20;
+/// The largest main file of a [`big_task`]: into the second indirect block under the
+/// double-indirect block.
+const BIG_MAIN: u64 = DOUBLE_START * BLOCK as u64 + (4 << 20) + (256 << 10);
+
+/// The task of run `seed` whose main file grows past 4 MiB, if any: one seed in eight
+/// (even and odd ones, so torn writes too), tasks 0 and 1 by turns.
+pub(crate) fn big_task(seed: u64) -> Option<usize> {
+    matches!(seed % 16, 3 | 10).then_some((seed / 16 % 2) as usize)
+}
 
 /// The main file of task `t`.
 pub(crate) fn main_name(t: usize) -> String {
@@ -40,6 +56,8 @@ pub(crate) async fn task(s: Rc<Store>, t: usize, seed: u64, m: Rc<RefCell<TaskMo
     let mut scratch: Option<(StoreFile, usize)> = None;
     let mut created = 0;
     let rname = format!("r{t}");
+    let big = big_task(seed) == Some(t);
+    let max_main = if big { BIG_MAIN } else { MAX_MAIN };
     for _ in 0..OPS {
         let r = rng.random_range(0..100);
         match r {
@@ -50,7 +68,7 @@ pub(crate) async fn task(s: Rc<Store>, t: usize, seed: u64, m: Rc<RefCell<TaskMo
                     true => len,
                     false => rng.random_range(0..=len),
                 };
-                if off + v.len() as u64 > MAX_MAIN {
+                if off + v.len() as u64 > max_main {
                     continue;
                 }
                 write(&s, &m, main, 0, off, &v, rng.random_bool(0.5)).await;
@@ -58,8 +76,13 @@ pub(crate) async fn task(s: Rc<Store>, t: usize, seed: u64, m: Rc<RefCell<TaskMo
             30..=37 => {
                 let len = m.borrow().files[0].len();
                 let to = match rng.random_bool(0.6) {
+                    // Up past the indirect block's reach: a hole, then the
+                    // double-indirect range.
+                    _ if big && rng.random_bool(0.5) => {
+                        rng.random_range(DOUBLE_START * BLOCK as u64 - 8192..BIG_MAIN - 65536)
+                    }
                     true => rng.random_range(0..=len),
-                    false => (len + rng.random_range(1..20_000)).min(MAX_MAIN),
+                    false => (len + rng.random_range(1..20_000)).min(max_main),
                 };
                 m.borrow_mut().files[0].set_len(to);
                 s.truncate(main, to).await.expect("truncate");
