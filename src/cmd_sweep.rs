@@ -11,13 +11,14 @@ use sluice::sweep::rows::{merge, CellRow, SweepFile};
 use sluice::sweep::{table, Sweep, SweepInput, DEFAULT_CORES};
 
 const AFTER_HELP: &str = "\
-Cells are numbered in cross-product order: devices, then each --set in the order given, then
-policies, then seeds (the last varies fastest). Each row carries the `sluice sim` command that
-replays its cell alone.
+Cells are numbered in cross-product order: devices, then file systems (--fs), then each --set
+in the order given, then policies, then seeds (the last varies fastest). Each row carries the
+`sluice sim` command that replays its cell alone.
 
 Examples:
   sluice sweep --policy none,ld,rcp --seed 1..3 --set iodepth=1,4,32 --csv out.csv
   sluice sweep job.fio --device ull,zssd --policy none,d2fq --set writers.bs=64k,128k --json out.json
+  sluice sweep job.fio --fs raw,compound,fjournal --policy none,rcp --csv out.csv   # on the store
   sluice sweep job.fio --policy none,ld --seed 1..100 --list > cells.txt   # one command per cell
   sluice sweep merge cell-*.json --csv out.csv                            # join the cells' files
 See docs/sweep.md (Slurm job arrays, GNU parallel over ssh).";
@@ -41,6 +42,11 @@ pub(crate) struct SweepArgs {
     /// sim`). Default: none for a job file, none,ld,rcp for the embedded job.
     #[arg(long, short = 'p')]
     policy: Vec<String>,
+    /// Where the job's files live, comma-separated or the flag repeated: `raw` (simulated
+    /// files of the device) or the journaled store — `compound`, `fjournal`,
+    /// `compound+async`, `fjournal+async` — as `sluice sim --fs`. Default: raw.
+    #[arg(long, value_name = "raw|compound|fjournal[+async],...")]
+    fs: Vec<String>,
     /// Seeds: numbers and inclusive ranges, comma-separated (`1,2,3`, `1..10`). Default: 1.
     #[arg(long, value_name = "LIST")]
     seed: Vec<String>,
@@ -117,6 +123,7 @@ pub(crate) fn cmd_sweep(args: SweepArgs) -> Result<(), CliError> {
         policies: args.policy.clone(),
         seeds: args.seed.clone(),
         sets: args.set.clone(),
+        fs: args.fs.clone(),
         cores: args.cores,
         ignore_unknown: args.ignore_unknown,
         cache: args.cache.clone(),
@@ -148,8 +155,12 @@ pub(crate) fn cmd_sweep(args: SweepArgs) -> Result<(), CliError> {
             b.inc(1);
         } else if lines {
             let sets: String = r.set.0.iter().map(|(t, v)| format!(", {t}={v}")).collect();
+            let fs = match r.fs.as_str() {
+                "raw" => String::new(),
+                fs => format!(" ({fs})"),
+            };
             eprintln!(
-                "sluice sweep: cell {} done ({k}/{total}): {} on {}, seed {}{sets}",
+                "sluice sweep: cell {} done ({k}/{total}): {} on {}{fs}, seed {}{sets}",
                 r.cell, r.policy, r.device, r.seed
             );
         }

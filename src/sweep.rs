@@ -1,32 +1,39 @@
-//! `sluice sweep`: one job file run over the cross product of devices, `--set` job
-//! options, policies and seeds, the cells side by side on all cores.
+//! `sluice sweep`: one job file run over the cross product of devices, file systems
+//! (`--fs`), `--set` job options, policies and seeds, the cells side by side on all
+//! cores.
 //!
-//! Every cell is one `sluice sim` run — the same path ([`crate::cli::simulate`]) with
-//! one device, one policy, one seed and the cell's `--set` options — so a cell's row
-//! carries the `sluice sim` command that replays it alone, with its full report.
+//! Every cell is one `sluice sim` run — the same path ([`crate::cli::simulate`], or on
+//! the journaled store [`sluice_store::fio::run`], as `sluice sim --fs`) with one
+//! device, one file system, one policy, one seed and the cell's `--set` options — so a
+//! cell's row carries the `sluice sim` command that replays it alone, with its full
+//! report.
 //!
-//! Cells are numbered in cross-product order: devices, then each `--set` axis in the
-//! order given, then policies, then seeds, the last varying fastest. For sweeps larger
+//! Cells are numbered in cross-product order: devices, then file systems, then each
+//! `--set` axis in the order given, then policies, then seeds, the last varying
+//! fastest. For sweeps larger
 //! than one machine each cell is also one plain command ([`Sweep::cell_command`]:
 //! `sluice sweep … --cell N --json FILE`), and [`rows::merge`] joins the cells' files
 //! into the output of an in-process sweep.
 
+mod cell;
+mod lists;
 pub mod rows;
 pub mod table;
 
 use std::collections::btree_map::Entry;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use sluice_cache::front::FrontConfig;
 use sluice_core::policy::PolicySpec;
 use sluice_device::DeviceProfile;
-use sluice_sim::SimConfig;
 use sluice_workload::{JobSpec, ParseOptions, WorkloadError};
 
 use crate::cli::{CacheArgs, CliError, DEFAULT_JOB, DEFAULT_JOB_NAME};
 use crate::jobset::{parse_with_sets, JobSet};
+pub use lists::shell_word;
+use lists::{no_duplicates, parse_seeds, seeds_text, split_list};
 use rows::{CellRow, Settings, SweepInfo};
 
 /// The most cells one sweep may have.
@@ -48,6 +55,9 @@ pub struct SweepInput {
     pub seeds: Vec<String>,
     /// `--set [JOB.]KEY=V1,V2,...` values (`\,` for a comma inside a value).
     pub sets: Vec<String>,
+    /// `--fs` values (comma lists of `raw`, `compound`, `fjournal`, `compound+async`,
+    /// `fjournal+async`); empty: `raw`.
+    pub fs: Vec<String>,
     /// `--cores`.
     pub cores: u16,
     /// `--ignore-unknown`.
@@ -73,6 +83,8 @@ pub struct Cell {
     pub index: usize,
     /// Index into the devices.
     pub device: usize,
+    /// Index into the file systems (`--fs`).
+    pub fs: usize,
     /// Index into each `--set` axis's values.
     pub values: Vec<usize>,
     /// Index into the policies.
@@ -92,6 +104,9 @@ pub struct Sweep {
     origin: String,
     devices: Vec<String>,
     profiles: Vec<DeviceProfile>,
+    /// `--fs` names, and the store each names (`None`: raw files).
+    fs: Vec<String>,
+    stores: Vec<Option<sluice_store::FsConfig>>,
     policies: Vec<PolicySpec>,
     seeds: Vec<u64>,
     axes: Vec<SetAxis>,
@@ -99,106 +114,6 @@ pub struct Sweep {
     ignore_unknown: bool,
     cache: CacheArgs,
     page_cache: FrontConfig,
-}
-
-/// Split a comma list; `\,` is a comma inside an item. Empty items are refused.
-fn split_list(flag: &str, text: &str) -> Result<Vec<String>, CliError> {
-    let mut items = vec![String::new()];
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' if chars.peek() == Some(&',') => {
-                chars.next();
-                items.last_mut().expect("one item").push(',');
-            }
-            ',' => items.push(String::new()),
-            c => items.last_mut().expect("one item").push(c),
-        }
-    }
-    let items: Vec<String> = items.into_iter().map(|s| s.trim().to_string()).collect();
-    if items.iter().any(String::is_empty) {
-        return Err(CliError::Usage(format!(
-            "{flag} '{text}': an empty entry (an empty list, two commas, or a comma at an \
-             end); give values separated by single commas"
-        )));
-    }
-    Ok(items)
-}
-
-/// Refuse a value given twice on one axis (it would only repeat cells).
-fn no_duplicates<T: PartialEq + std::fmt::Display>(flag: &str, v: &[T]) -> Result<(), CliError> {
-    for (i, x) in v.iter().enumerate() {
-        if v[..i].contains(x) {
-            return Err(CliError::Usage(format!(
-                "{flag}: '{x}' is given twice; give each value once"
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// Read seeds: `N` or `A..B` (inclusive), comma-separated.
-fn parse_seeds(values: &[String]) -> Result<Vec<u64>, CliError> {
-    let mut seeds = Vec::new();
-    for v in values {
-        for item in split_list("--seed", v)? {
-            let num = |s: &str| {
-                s.trim().parse::<u64>().map_err(|_| {
-                    CliError::Usage(format!(
-                        "--seed '{item}': not a seed; give whole numbers (1,2,3) or an \
-                         inclusive range (1..10)"
-                    ))
-                })
-            };
-            match item.split_once("..") {
-                Some((a, b)) => {
-                    let (a, b) = (num(a)?, num(b)?);
-                    if a > b || b - a >= MAX_CELLS as u64 {
-                        return Err(CliError::Usage(format!(
-                            "--seed '{item}': the range must go up, with at most {MAX_CELLS} seeds"
-                        )));
-                    }
-                    seeds.extend(a..=b);
-                }
-                None => seeds.push(num(&item)?),
-            }
-        }
-    }
-    if seeds.is_empty() {
-        seeds.push(1);
-    }
-    no_duplicates("--seed", &seeds)?;
-    Ok(seeds)
-}
-
-/// Seeds written back compactly: runs of consecutive seeds as `A..B`.
-fn seeds_text(seeds: &[u64]) -> String {
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < seeds.len() {
-        let mut j = i;
-        while j + 1 < seeds.len() && seeds[j + 1] == seeds[j] + 1 {
-            j += 1;
-        }
-        parts.push(match j - i {
-            0 => seeds[i].to_string(),
-            1 => format!("{},{}", seeds[i], seeds[j]),
-            _ => format!("{}..{}", seeds[i], seeds[j]),
-        });
-        i = j + 1;
-    }
-    parts.join(",")
-}
-
-/// `s` as one shell word: as it is when it holds only characters no shell treats
-/// specially, otherwise in single quotes.
-pub fn shell_word(s: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:=,@%+".contains(c);
-    if !s.is_empty() && s.chars().all(plain) {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
 }
 
 impl Sweep {
@@ -266,6 +181,15 @@ impl Sweep {
                 .collect::<Result<Vec<_>, _>>()?;
             axes.push(SetAxis { target, values });
         }
+        let (fs, stores) = cell::parse_fs(&input.fs)?;
+        if stores.iter().any(Option::is_some) && !input.cache.to_args().is_empty() {
+            return Err(CliError::Usage(
+                "--page-cache/--dirty-ratio/--single-dirty-limit with a store in --fs: \
+                 buffered jobs on the store go through its own buffer; drop them, or sweep \
+                 --fs raw only"
+                    .into(),
+            ));
+        }
         if input.cores == 0 {
             return Err(CliError::Usage("--cores must be at least 1".into()));
         }
@@ -276,6 +200,8 @@ impl Sweep {
             origin,
             devices,
             profiles,
+            fs,
+            stores,
             policies,
             seeds,
             axes,
@@ -290,7 +216,12 @@ impl Sweep {
 
     /// The number of cells, refused past [`MAX_CELLS`].
     fn checked_len(&self) -> Result<usize, CliError> {
-        let sizes = [self.devices.len(), self.policies.len(), self.seeds.len()];
+        let sizes = [
+            self.devices.len(),
+            self.fs.len(),
+            self.policies.len(),
+            self.seeds.len(),
+        ];
         let mut n: usize = 1;
         for k in sizes
             .into_iter()
@@ -333,10 +264,12 @@ impl Sweep {
             .map(|a| take(a.values.len()))
             .collect();
         values.reverse();
+        let fs = take(self.fs.len());
         let device = take(self.devices.len());
         Cell {
             index,
             device,
+            fs,
             values,
             policy,
             seed,
@@ -373,28 +306,43 @@ impl Sweep {
     fn parse(&self, cells: &[Cell]) -> Result<(ParsedJobs, Vec<String>), CliError> {
         let mut parsed = BTreeMap::new();
         let mut warnings: Vec<String> = Vec::new();
-        for c in cells {
-            if let Entry::Vacant(e) = parsed.entry(self.combo(c)) {
-                let (jobs, w) = self.jobs(c)?;
-                for w in w.into_iter().chain(crate::cli::raw_file_warnings(&jobs)) {
-                    if !warnings.contains(&w) {
-                        warnings.push(w);
-                    }
+        let mut add = |w: Vec<String>| {
+            for w in w {
+                if !warnings.contains(&w) {
+                    warnings.push(w);
                 }
+            }
+        };
+        let mut checked = BTreeSet::new();
+        for c in cells {
+            let combo = self.combo(c);
+            if let Entry::Vacant(e) = parsed.entry(combo) {
+                let (jobs, w) = self.jobs(c)?;
+                add(w);
                 e.insert(jobs);
+            }
+            // Raw files' warnings, or the store path's check (what it refuses stops
+            // the sweep here) and warnings, once per combination and file system.
+            if checked.insert((combo, c.fs)) {
+                let jobs = &parsed[&combo];
+                add(match self.stores[c.fs] {
+                    None => crate::cli::raw_file_warnings(jobs),
+                    Some(_) => self.store_plan(jobs, c.fs)?.warnings,
+                });
             }
         }
         Ok((parsed, warnings))
     }
 
     /// Check that the job file takes every cell's `--set` values (each combination is
-    /// parsed once), without running anything; returns the parser's warnings.
+    /// parsed once) and that the store takes the jobs of every `--fs` store, without
+    /// running anything; returns the warnings.
     pub fn check(&self) -> Result<Vec<String>, CliError> {
         let mut firsts: Vec<Cell> = Vec::new();
-        let mut seen = std::collections::BTreeSet::new();
+        let mut seen = BTreeSet::new();
         for i in 0..self.len() {
             let c = self.cell(i);
-            if seen.insert(self.combo(&c)) {
+            if seen.insert((self.combo(&c), c.fs)) {
                 firsts.push(c);
             }
         }
@@ -429,6 +377,13 @@ impl Sweep {
         w.extend([
             "--device".into(),
             shell_word(&self.devices.join(",")),
+        ]);
+        // Written when it is not the default (raw files only): a sweep's command, and
+        // so its cells' files, stay as they were before `--fs`.
+        if !self.raw_only() {
+            w.extend(["--fs".into(), shell_word(&self.fs.join(","))]);
+        }
+        w.extend([
             "--policy".into(),
             shell_word(&policies.join(",")),
             "--seed".into(),
@@ -468,6 +423,9 @@ impl Sweep {
             "--seed".into(),
             cell.seed.to_string(),
         ]);
+        if self.stores[cell.fs].is_some() {
+            w.extend(["--fs".into(), shell_word(&self.fs[cell.fs])]);
+        }
         w.extend(self.common_args());
         for s in self.sets(cell) {
             w.push("--set".into());
@@ -501,26 +459,19 @@ impl Sweep {
         let finished = AtomicUsize::new(0);
         let one = |k: usize| -> Result<CellRow, CliError> {
             let c = &cells[k];
-            let cfg = SimConfig {
-                seed: c.seed,
-                cores: self.cores,
-                page_cache: self.page_cache,
-                ..SimConfig::default()
-            };
-            let jobs = &parsed[&self.combo(c)];
-            let profile = &self.profiles[c.device];
             let command = self.replay_command(c);
-            let out =
-                crate::cli::simulate(jobs, profile, &self.policies[c.policy], &cfg, &mut |_| {})
-                    .map_err(|e| CliError::Cell {
-                        cell: c.index,
-                        command: command.clone(),
-                        source: Box::new(e),
-                    })?;
-            let (jobs, classes, jain_index) = CellRow::figures(&out.report);
+            let report = self
+                .run_cell(c, &parsed[&self.combo(c)])
+                .map_err(|e| CliError::Cell {
+                    cell: c.index,
+                    command: command.clone(),
+                    source: Box::new(e),
+                })?;
+            let (jobs, classes, jain_index) = CellRow::figures(&report);
             let row = CellRow {
                 cell: c.index,
                 device: self.devices[c.device].clone(),
+                fs: self.fs[c.fs].clone(),
                 policy: self.policies[c.policy].text.clone(),
                 seed: c.seed,
                 set: Settings(

@@ -329,3 +329,93 @@ fn buffered_cells_carry_the_page_cache_options() {
     let s: serde_json::Value = serde_json::from_slice(&std::fs::read(&small).unwrap()).unwrap();
     assert_ne!(s["cells"][0]["jobs"][0], c["jobs"][0]);
 }
+
+#[test]
+fn fs_is_an_axis_and_each_row_replays_on_its_file_system() {
+    let dir = tempfile::tempdir().unwrap();
+    // Buffered critical writes with an fsync every 4: on the store, compound commits
+    // and f-transactions take different times.
+    let job = write(
+        dir.path(),
+        "s.fio",
+        "[w]\nrw=randwrite\nbs=4k\nsize=256k\nfsync=4\nsluice_critical=1\n",
+    );
+    let csv = dir.path().join("fs.csv");
+    let json = dir.path().join("fs.json");
+    let o = run_ok(&[
+        "sweep",
+        &job,
+        "--fs",
+        "raw,compound,fjournal",
+        "--policy",
+        "none,rcp",
+        "-q",
+        "--csv",
+        csv.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let table = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(table.lines().count(), 3 + 6, "{table}");
+    assert!(table.lines().nth(1).unwrap().contains(" fs "), "{table}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert!(
+        v["sweep"]["command"]
+            .as_str()
+            .unwrap()
+            .contains("--fs raw,compound,fjournal"),
+        "{}",
+        v["sweep"]["command"]
+    );
+    let cells = v["cells"].as_array().unwrap();
+    // Cross-product order: the file system before the policy.
+    let fs: Vec<(&str, &str)> = cells
+        .iter()
+        .map(|c| (c["fs"].as_str().unwrap(), c["policy"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        fs,
+        [
+            ("raw", "none"),
+            ("raw", "rcp"),
+            ("compound", "none"),
+            ("compound", "rcp"),
+            ("fjournal", "none"),
+            ("fjournal", "rcp")
+        ]
+    );
+    // The file system matters: the same policy's rows differ.
+    assert_ne!(cells[2]["jobs"][0], cells[4]["jobs"][0]);
+    assert_ne!(cells[0]["jobs"][0], cells[2]["jobs"][0]);
+    // A raw cell replays as before; a store cell with its --fs.
+    assert!(!cells[0]["command"].as_str().unwrap().contains("--fs"));
+    for c in [&cells[2], &cells[5]] {
+        let cmd = c["command"].as_str().unwrap();
+        assert!(cmd.contains(&format!("--fs {}", c["fs"].as_str().unwrap())), "{cmd}");
+        let o = shell(&format!("{cmd} -q --output-format json"), dir.path());
+        let sim: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let w = &sim["jobs"][0]["write"];
+        assert_eq!(c["jobs"][0]["iops"], w["iops"]);
+        assert_eq!(c["jobs"][0]["lat_mean_ns"], w["clat_ns"]["mean"]);
+        assert_eq!(
+            c["jobs"][0]["lat_p99_ns"],
+            w["clat_ns"]["percentile"]["99.000000"]
+        );
+    }
+    let csv = String::from_utf8(std::fs::read(&csv).unwrap()).unwrap();
+    assert!(csv.starts_with("cell,device,fs,policy,seed,"), "{csv}");
+    assert!(csv.lines().nth(5).unwrap().starts_with("4,ull,fjournal,none,1,"));
+
+    // What the store cannot do is refused before anything runs.
+    for (args, needles) in [
+        (&["--fs", "ext4"][..], &["--fs 'ext4'", "fjournal"][..]),
+        (&["--fs", "raw,raw"], &["given twice"]),
+        (&["--fs", "compound,"], &["empty entry"]),
+        (&["--fs", "compound", "--page-cache", "2m"], &["--page-cache", "--fs"]),
+        (&["--fs", "raw,fjournal", "--set", "size=5g"], &["--fs fjournal", "at most"]),
+    ] {
+        let mut a = vec!["sweep", job.as_str(), "-q"];
+        a.extend_from_slice(args);
+        refused(&sluice(&a), needles);
+    }
+}

@@ -107,6 +107,10 @@ pub struct CellRow {
     pub cell: usize,
     /// The simulated device (`--device`).
     pub device: String,
+    /// The file system (`--fs`: `raw`, or the store's commit mode); `raw` in files
+    /// written before sweeps had it.
+    #[serde(default = "raw")]
+    pub fs: String,
     /// The policy (`--policy`).
     pub policy: String,
     /// The seed (`--seed`).
@@ -121,6 +125,10 @@ pub struct CellRow {
     pub jain_index: f64,
     /// The `sluice sim` command that runs this cell alone and prints its full report.
     pub command: String,
+}
+
+fn raw() -> String {
+    "raw".into()
 }
 
 impl CellRow {

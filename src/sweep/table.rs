@@ -28,6 +28,12 @@ fn groups(rows: &[CellRow]) -> (Vec<(String, String)>, Vec<String>) {
     (jobs, classes)
 }
 
+/// Whether the table shows the file system: some cell ran on the store (a sweep of raw
+/// files alone keeps the table it always had; the CSV and JSON always carry it).
+fn shows_fs(rows: &[CellRow]) -> bool {
+    rows.iter().any(|r| r.fs != "raw")
+}
+
 /// The `--set` targets of the sweep (the same in every row).
 fn set_keys(rows: &[CellRow]) -> Vec<String> {
     rows.first()
@@ -63,10 +69,16 @@ fn cells_of(m: Option<&Headline>) -> Vec<String> {
 pub fn write_table(rows: &[CellRow], out: &mut dyn Write) -> io::Result<()> {
     let (jobs, _) = groups(rows);
     let keys = set_keys(rows);
+    let fs = shows_fs(rows);
     let mut header: Vec<String> = ["cell", "device", "policy", "seed"]
         .iter()
         .map(|s| s.to_string())
         .collect();
+    if fs {
+        header.insert(2, "fs".into());
+    }
+    // The seed's column (right-aligned, as the cell's).
+    let seed_col = if fs { 4 } else { 3 };
     header.extend(keys.iter().cloned());
     let params = header.len();
     for _ in &jobs {
@@ -80,6 +92,9 @@ pub fn write_table(rows: &[CellRow], out: &mut dyn Write) -> io::Result<()> {
             r.policy.clone(),
             r.seed.to_string(),
         ];
+        if fs {
+            cells.insert(2, r.fs.clone());
+        }
         cells.extend(r.set.0.iter().map(|(_, v)| v.clone()));
         for (job, dir) in &jobs {
             cells.extend(cells_of(job_figures(r, job, dir)));
@@ -111,7 +126,7 @@ pub fn write_table(rows: &[CellRow], out: &mut dyn Write) -> io::Result<()> {
             }
             let pad = " ".repeat(w[i] - width(c));
             // Parameters left-aligned (names), figures right-aligned.
-            if i < params && i != 0 && i != 3 {
+            if i < params && i != 0 && i != seed_col {
                 s.push_str(c);
                 s.push_str(&pad);
             } else {
@@ -174,12 +189,12 @@ const CSV_METRICS: [&str; 6] = [
     "lat_p99_9_ns",
 ];
 
-/// The CSV: `cell,device,policy,seed`, `set.KEY` per `--set`, `JOB.DIR.FIGURE` per job
+/// The CSV: `cell,device,fs,policy,seed`, `set.KEY` per `--set`, `JOB.DIR.FIGURE` per job
 /// direction, `class.CLASS.FIGURE` per class, `jain_index`, `command`; figures in
 /// plain units (I/O/s, bytes/s, ns), empty where a cell has no such job direction.
 pub fn write_csv(rows: &[CellRow], out: &mut dyn Write) -> io::Result<()> {
     let (jobs, classes) = groups(rows);
-    let mut header: Vec<String> = ["cell", "device", "policy", "seed"]
+    let mut header: Vec<String> = ["cell", "device", "fs", "policy", "seed"]
         .iter()
         .map(|s| s.to_string())
         .collect();
@@ -198,6 +213,7 @@ pub fn write_csv(rows: &[CellRow], out: &mut dyn Write) -> io::Result<()> {
         let mut f = vec![
             r.cell.to_string(),
             r.device.clone(),
+            r.fs.clone(),
             r.policy.clone(),
             r.seed.to_string(),
         ];
