@@ -1,9 +1,13 @@
 //! `--fs compound|fjournal|compound+async|fjournal+async` on `sluice sim` and `sluice
 //! run`: the job file on the journaled store, as runtime tasks
 //! (`sluice_store::fio`) — on a simulated stack, or on a real one whose store is a
-//! file the command creates in `--directory`.
+//! file the command creates in `--directory`. Ctrl-C (or SIGTERM) once ends the jobs
+//! early, syncs the store and prints the report of what ran, exit status 130, as on raw
+//! files; twice exits at once.
 
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Instant;
 
 use sluice::cli::{CliError, OutputArgs};
@@ -43,6 +47,38 @@ pub fn plan(jobs: &[JobSpec], fs: &FsConfig) -> Result<FioPlan, CliError> {
     Ok(plan)
 }
 
+/// Ctrl-C (or SIGTERM) once: the flag the runs stop on; twice: exit now (130), as the
+/// raw paths do.
+fn stop_flag() -> Result<Arc<AtomicBool>, CliError> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&stop))?;
+        signal_hook::flag::register(sig, Arc::clone(&stop))?;
+    }
+    Ok(stop)
+}
+
+/// After a run: an interrupted one ends the series and says so (the results follow).
+fn stopped(out: &FioOutput) -> bool {
+    if out.interrupted {
+        eprintln!("sluice: interrupted; the results so far follow");
+    }
+    out.interrupted
+}
+
+/// The reports, then the exit status an interruption gives.
+fn finish(
+    out: &OutputArgs,
+    reports: &mut [RunReport],
+    interrupted: bool,
+) -> Result<(), CliError> {
+    out.emit(reports, &mut std::io::stdout().lock())?;
+    if interrupted {
+        return Err(CliError::Interrupted);
+    }
+    Ok(())
+}
+
 fn summary(spec: &PolicySpec, fs: &FsConfig, out: &FioOutput, wall_s: f64, quiet: bool) {
     for (job, n, first) in &out.errors {
         eprintln!("sluice: job '{job}': {n} I/O error(s); first: {first}");
@@ -79,7 +115,10 @@ pub fn sim(
     interval_ns: Option<u64>,
     out: &OutputArgs,
 ) -> Result<(), CliError> {
+    let stop = stop_flag()?;
+    let plan = &plan.clone().stop_on(stop.clone());
     let mut reports: Vec<RunReport> = Vec::with_capacity(specs.len());
+    let mut interrupted = false;
     for spec in specs {
         let started = Instant::now();
         let stack = Stack::builder()
@@ -97,11 +136,15 @@ pub fn sim(
             started.elapsed().as_secs_f64(),
             out.quiet,
         );
+        interrupted = stopped(&o);
         let mut report = o.report;
         report.policy = spec.text.clone();
         reports.push(report);
+        if interrupted {
+            break;
+        }
     }
-    out.emit(&mut reports, &mut std::io::stdout().lock())
+    finish(out, &mut reports, interrupted)
 }
 
 /// `sluice run --fs …`: each policy on a real stack (one core, `O_DIRECT`) whose store
@@ -121,7 +164,10 @@ pub fn run(
         "--keep-files with several policies",
         "each policy's run makes its own store in the same file; keep one policy's",
     )?;
+    let stop = stop_flag()?;
+    let plan = &plan.clone().stop_on(stop.clone());
     let mut reports: Vec<RunReport> = Vec::with_capacity(specs.len());
+    let mut interrupted = false;
     for spec in specs {
         if image.exists() {
             return Err(CliError::Usage(format!(
@@ -158,9 +204,13 @@ pub fn run(
                 eprintln!("sluice: removed the store {} it created", image.display());
             }
         }
+        interrupted = stopped(&o);
         let mut report = o.report;
         report.policy = spec.text.clone();
         reports.push(report);
+        if interrupted {
+            break;
+        }
     }
-    out.emit(&mut reports, &mut std::io::stdout().lock())
+    finish(out, &mut reports, interrupted)
 }

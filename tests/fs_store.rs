@@ -1,7 +1,10 @@
 //! `--fs` on `sluice sim` and `sluice run`: fio job files on the journaled store, end
-//! to end through the command.
+//! to end through the command, and stopped with Ctrl-C.
 
 mod common;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use common::{refused, sluice, stderr, write};
 
@@ -129,4 +132,75 @@ fn run_on_the_store_in_a_temporary_directory() {
     assert_eq!(v["extra"]["engine"], "io_uring");
     assert!(e.contains("removed the store"), "{e}");
     assert!(!dir.path().join("sluice-fio-store.img").exists());
+}
+
+/// Start `sluice ARGS`, send SIGINT after `after`, and wait for it.
+fn interrupt(args: &[&str], after: Duration) -> std::process::Output {
+    let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(after);
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    child.wait_with_output().unwrap()
+}
+
+/// A job that would run for days: only Ctrl-C ends it.
+const LONG: &str = "[w]\nrw=randwrite\nbs=4k\nsize=1m\nfsync=8\nsluice_critical=1\n\
+                    time_based\nruntime=100000s\n";
+
+#[test]
+fn ctrl_c_during_a_simulation_on_the_store_prints_what_was_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(dir.path(), "long.fio", LONG);
+    let o = interrupt(
+        &["sim", &job, "-q", "--fs", "fjournal", "--output-format", "json"],
+        Duration::from_millis(1500),
+    );
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("interrupted") && !e.contains("panicked"), "{e}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let w = &v["jobs"][0];
+    assert!(w["write"]["total_ios"].as_u64().unwrap() > 0, "{w}");
+    assert!(w["sync"]["total_ios"].as_u64().unwrap() > 0, "{w}");
+    assert_eq!(v["extra"]["runtime"]["interrupted"], true);
+    // Without the stop, the same job's report has no such mark.
+    let short = write(dir.path(), "short.fio", JOB);
+    let o = sluice(&["sim", &short, "-q", "--fs", "fjournal", "--output-format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["extra"]["runtime"].get("interrupted").is_none());
+}
+
+#[test]
+fn ctrl_c_during_a_real_run_on_the_store_reports_and_removes_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(dir.path(), "long.fio", LONG);
+    let d = dir.path().to_str().unwrap();
+    let o = interrupt(
+        &["run", &job, "-q", "--fs", "fjournal", "-D", d],
+        Duration::from_millis(1500),
+    );
+    let e = stderr(&o);
+    if o.status.code() != Some(130) && (e.contains("io_uring") || e.contains("O_DIRECT")) {
+        eprintln!("skipped: {e}");
+        return;
+    }
+    assert_eq!(o.status.code(), Some(130), "{e}");
+    assert!(e.contains("interrupted") && !e.contains("panicked"), "{e}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("Jobs") && out.contains("write"), "{out}");
+    // The store it made is gone; the job file is all that is left.
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, vec!["long.fio"]);
 }

@@ -377,4 +377,8 @@ pub struct RuntimeFacts {
     /// The page cache's counters (a stack built with a cache).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache: Option<sluice_cache::CacheStats>,
+    /// Stopped early (Ctrl-C): a program on the stack ended its work at the stop (the
+    /// fio runner on the store); written only when set.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }

@@ -330,6 +330,7 @@ impl Shared {
                 inherited_promotions: inner.stats.inherited_promotions,
                 core_busy_ns: inner.cores.iter().map(|c| c.busy_ns).collect(),
                 cache: inner.io.cache.as_ref().map(|c| c.pc.borrow().stats()),
+                interrupted: false,
             }),
             ..Extra::from_block(if real { "io_uring" } else { "sim" }, stack.b.seed, block)
         };

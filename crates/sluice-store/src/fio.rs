@@ -34,6 +34,13 @@
 //!   or at an I/O error (the thread stops, as fio without `continue_on_error`; the job's
 //!   `error` counts it). `stonewall` groups run one after the other; `startdelay`,
 //!   `ramp_time` and `thinktime` as in `sluice sim`.
+//! * **Stop.** A stop flag ([`FioPlan::stop_on`], set by Ctrl-C) ends every job as its
+//!   `runtime` would, at the next I/O each thread would issue (I/Os in flight complete
+//!   and count; a thread asleep — `startdelay`, `thinktime`, a `rate` — sees it when it
+//!   wakes): later stonewall groups and files not laid out yet are skipped, the end
+//!   syncs too, and the store gets a normal commit of everything (`sync`), so it is
+//!   left as a clean unmount would leave it. The report covers what ran and says it was
+//!   interrupted ([`FioOutput::interrupted`], `extra.runtime.interrupted`).
 //! * **Report.** One sample per fio I/O, timed around the store call (the runtime's
 //!   clock): the same [`RunReport`] as `sluice sim` (per-job latency with fio's
 //!   percentiles, the `sync` section, flows, fairness, JSON, plots). A store call may
@@ -52,6 +59,8 @@ mod thread;
 use std::cell::RefCell;
 use std::fmt;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use sluice_core::Nanos;
 use sluice_metrics::{Collector, RunReport, RunSetup};
@@ -111,6 +120,18 @@ pub struct FioPlan {
     /// Options accepted and ignored, each saying what.
     pub warnings: Vec<String>,
     jobs: Rc<[JobSpec]>,
+    /// Set (by Ctrl-C) to end the run early, with a report of what ran.
+    stop: Option<Arc<AtomicBool>>,
+}
+
+impl FioPlan {
+    /// End the run early once `flag` is set (by a signal handler: Ctrl-C), as the
+    /// jobs' `runtime` would end them; the report covers what ran (module docs). The
+    /// flag changes nothing while it is not set.
+    pub fn stop_on(mut self, flag: Arc<AtomicBool>) -> FioPlan {
+        self.stop = Some(flag);
+        self
+    }
 }
 
 /// fio's name of thread `thread`'s file `file` of `job`: `jobname.thread.file`.
@@ -237,6 +258,7 @@ pub fn check(jobs: &[JobSpec], fs: &FsConfig) -> Result<FioPlan, FioError> {
         },
         warnings,
         jobs: jobs.to_vec().into(),
+        stop: None,
     })
 }
 
@@ -273,6 +295,8 @@ pub struct FioOutput {
     pub errors: Vec<(String, u64, String)>,
     /// The store's counters at the end (commits, f-transactions, …).
     pub store: crate::StoreStats,
+    /// The stop flag ended the run early ([`FioPlan::stop_on`]).
+    pub interrupted: bool,
 }
 
 /// What [`run_jobs`] leaves: the collector of the fio jobs' samples, the measured end,
@@ -285,6 +309,8 @@ pub struct FioRun {
     pub end_ns: Nanos,
     /// Per job with failed I/O: its name, how many failed, the first error.
     pub errors: Vec<(String, u64, String)>,
+    /// The stop flag ended the run early.
+    pub interrupted: bool,
 }
 
 /// State the threads of a run share.
@@ -297,6 +323,14 @@ pub(crate) struct Shared {
     pub(crate) errors: RefCell<Vec<(u64, Option<String>)>>,
     /// Per job: threads not ended yet (the last one to end ends the job).
     pub(crate) live: RefCell<Vec<u32>>,
+    pub(crate) stop: Option<Arc<AtomicBool>>,
+}
+
+impl Shared {
+    /// Whether the stop flag is set.
+    pub(crate) fn stopped(&self) -> bool {
+        self.stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed))
+    }
 }
 
 impl fmt::Debug for Shared {
@@ -327,6 +361,7 @@ pub async fn run_jobs(
         collector: RefCell::new(collector),
         errors: RefCell::new(vec![(0, None); jobs.len()]),
         live: RefCell::new(jobs.iter().map(|j| j.numjobs).collect()),
+        stop: plan.stop.clone(),
     });
     // Lay out the files that are not created on open (before the measurement).
     for (j, job) in jobs.iter().enumerate() {
@@ -335,6 +370,9 @@ pub async fn run_jobs(
         }
         for t in 0..job.numjobs {
             for f in 0..job.nrfiles.max(1) {
+                if sh.stopped() {
+                    break;
+                }
                 thread::lay_out(&sh, j, t, f).await.map_err(|e| {
                     FioError::Run(format!("laying out {}: {e}", file_name(job, t, f)))
                 })?;
@@ -349,6 +387,9 @@ pub async fn run_jobs(
     let groups = stonewall_groups(&jobs);
     let ngroups = groups.iter().max().map_or(0, |g| g + 1);
     for g in 0..ngroups {
+        if sh.stopped() {
+            break;
+        }
         let start = now();
         if g == 0 {
             // Bandwidth bins and flow rates count from the end of the first ramp.
@@ -375,6 +416,13 @@ pub async fn run_jobs(
         }
     }
     let end_ns = now();
+    let interrupted = sh.stopped();
+    if interrupted {
+        // What ran is made durable and the journal left clean, as an unmount would.
+        fs.sync()
+            .await
+            .map_err(|e| FioError::Run(format!("syncing the store after the stop: {e}")))?;
+    }
     let errors = sh
         .errors
         .borrow()
@@ -388,6 +436,7 @@ pub async fn run_jobs(
         collector: sh.collector.into_inner(),
         end_ns,
         errors,
+        interrupted,
     })
 }
 
@@ -415,10 +464,14 @@ pub fn run(
     let mut report = r.collector.finish(r.end_ns, &out.report.policy);
     report.policy = out.report.policy.clone();
     report.extra = out.report.extra;
+    if let Some(rt) = report.extra.runtime.as_mut() {
+        rt.interrupted = r.interrupted;
+    }
     Ok(FioOutput {
         report,
         errors: r.errors,
         store,
+        interrupted: r.interrupted,
     })
 }
 

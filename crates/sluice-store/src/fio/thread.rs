@@ -172,7 +172,8 @@ async fn thread_body(sh: &Rc<Shared>, j: usize, t: u32, begin_ns: Nanos) {
         let st = th.state.lock().await;
         (st.by_size, st.failed)
     };
-    if failed || !(job.fsync_on_close || (job.end_fsync && by_size)) {
+    // Stopped (Ctrl-C): no end syncs; the run's end syncs the whole store.
+    if failed || sh.stopped() || !(job.fsync_on_close || (job.end_fsync && by_size)) {
         return;
     }
     let files: Vec<FsFile> = th.files.lock().await.iter().flatten().cloned().collect();
@@ -254,6 +255,13 @@ impl Thread {
         let mut st = self.state.lock().await;
         loop {
             if st.stop {
+                return Action::Done;
+            }
+            if self.sh.stopped() {
+                // Stopped (Ctrl-C): the job ends here, as at its runtime's end.
+                st.stop = true;
+                self.sh.collector.borrow_mut().job_done(self.job, now());
+                self.changed.notify_all();
                 return Action::Done;
             }
             if let Some(end) = self.end_ns {
