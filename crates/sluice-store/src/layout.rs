@@ -166,6 +166,14 @@ impl Geometry {
         if self.journal < 8 || self.fjournal < 4 || self.inodes == 0 {
             return Err("journal ≥ 8 blocks, f-journal ≥ 4 blocks, inodes ≥ 1".into());
         }
+        if self.blocks > u32::MAX as u64 {
+            return Err(format!(
+                "{} blocks: an inode's block numbers are 32-bit, so a store has at most {} \
+                 blocks (16 TiB): give a smaller device",
+                self.blocks,
+                u32::MAX
+            ));
+        }
         if self.data_start() + 16 > self.blocks {
             return Err(format!(
                 "{} blocks leave no room for data (metadata needs {}): give a larger device",
@@ -312,7 +320,10 @@ mod tests {
             Some(Slot::Double(1023, 1023))
         );
         assert_eq!(Slot::of(MAX_FILE_BLOCKS), None);
-        assert_eq!(MAX_FILE_BLOCKS * BLOCK as u64, (4 << 30) + (4 << 20) + (96 << 10));
+        assert_eq!(
+            MAX_FILE_BLOCKS * BLOCK as u64,
+            (4 << 30) + (4 << 20) + (96 << 10)
+        );
         assert_eq!(map_blocks_for(24), 0);
         assert_eq!(map_blocks_for(25), 1);
         assert_eq!(map_blocks_for(1048), 1);

@@ -20,6 +20,7 @@ mod data;
 mod meta;
 mod mount;
 mod names;
+mod writeback;
 
 /// How a commit's data and journal writes are ordered before its FLUSH.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

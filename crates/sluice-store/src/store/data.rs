@@ -1,15 +1,12 @@
-//! File data: reads, direct and buffered writes (ordered mode), and the writeback of
-//! buffered blocks.
+//! File data: reads, direct and buffered writes (ordered mode, in steps that fit a
+//! transaction), truncation (writeback: `writeback.rs`).
 
 use std::collections::BTreeSet;
 use std::io;
 
-use sluice_core::Nanos;
-use sluice_runtime::{charge, now, Activity, IoOptions};
+use sluice_runtime::IoOptions;
 
-use super::{
-    dec, DataCopy, Dev, Dirty, FsyncPath, State, Store, StoreError, StoreFile, DATA_LIMIT,
-};
+use super::{dec, Dirty, State, Store, StoreError, StoreFile, DATA_LIMIT};
 use crate::layout::{Inode, BLOCK, MAX_FILE_BLOCKS};
 
 /// Most blocks one read request carries (128 KiB, as the page cache's read runs).
@@ -425,117 +422,6 @@ impl Store {
             size,
             img,
         }))
-    }
-
-    /// Copies of the buffered blocks `keep` selects, for writeback.
-    pub(super) fn data_copies(&self, keep: impl Fn(&(u32, u64), &Dirty) -> bool) -> Vec<DataCopy> {
-        self.st
-            .borrow()
-            .data
-            .iter()
-            .filter(|(k, d)| keep(k, d))
-            .map(|(k, d)| (*k, d.gen, d.phys, d.bytes.clone()))
-            .collect()
-    }
-
-    /// Hold the writeback of the inodes `want` names (computed under the store's lock,
-    /// again after every wait), once none of them is held by another writeback: a block
-    /// never has two writebacks in flight, and a direct write of a buffered block never
-    /// overtakes an older copy. Per file, so a critical fsync's f-transaction does not
-    /// wait for a compound commit writing other files' data (FastResponse §3.4:
-    /// fjournal eliminates T_D2). All or nothing, so two writebacks never deadlock.
-    pub(super) async fn writeback_lock(
-        &self,
-        want: impl Fn(&State) -> BTreeSet<u32>,
-    ) -> Writeback<'_> {
-        let mut g = self.lock.lock().await;
-        loop {
-            let inodes = want(&self.st.borrow());
-            if self.st.borrow().busy.is_disjoint(&inodes) {
-                self.st.borrow_mut().busy.extend(inodes.iter().copied());
-                return Writeback { s: self, inodes };
-            }
-            g = self.done.wait(g).await;
-        }
-    }
-
-    /// Write the buffered blocks `keep` selects home (one writeback at a time; the
-    /// copies are taken under the lock, so no direct write of the block can be
-    /// overtaken by an older copy) and drop those not written again meanwhile. Returns
-    /// how many went, and when the data was home (on the asynchronous path, when the
-    /// journal blocks were too).
-    ///
-    /// `journal` blocks (a commit's descriptor and metadata, an f-transaction's header
-    /// and blocks) go too: after the data on the synchronous path, beside it on the
-    /// asynchronous one (AIOS, ATC '19 §3.3–3.4: journal I/O overlapped with data I/O —
-    /// the FLUSH before the commit record orders both).
-    ///
-    /// The journal's two "I/O preparation" steps (AIOS Fig. 5: journal blocks, then the
-    /// commit record the caller writes after the FLUSH) are charged here, where each
-    /// path puts them. Synchronous (Fig. 5a): data I/O, wait, prepare the journal
-    /// blocks, their I/O, wait, prepare the commit record. Asynchronous (Fig. 5b): data
-    /// I/O out, prepare and send the journal blocks while it is in flight, prepare the
-    /// commit record, then wait for all of it.
-    pub(super) async fn write_data(
-        &self,
-        keep: impl Fn(&(u32, u64), &Dirty) -> bool,
-        journal: &[(u64, Vec<u8>)],
-    ) -> io::Result<(u64, Nanos)> {
-        let wb = self
-            .writeback_lock(|st| {
-                st.data
-                    .iter()
-                    .filter(|(k, d)| keep(k, d))
-                    .map(|(k, _)| k.0)
-                    .collect()
-            })
-            .await;
-        let copies = self.data_copies(|k, d| wb.inodes.contains(&k.0) && keep(k, d));
-        let writes: Vec<(u64, Vec<u8>)> = copies.iter().map(|c| (c.2, c.3.clone())).collect();
-        let jopts = IoOptions::new().activity(Activity::WAL);
-        // No journal blocks (a writeback, a data-only fdatasync): nothing to prepare.
-        let nj = journal.len() as u64;
-        let commit = u64::from(nj > 0);
-        let data = if self.fsync_path.get() == FsyncPath::Async {
-            let mut hs = self.dev.submit_all(&writes, IoOptions::new());
-            charge(|c| c.journal_block_ns * nj).await;
-            hs.extend(self.dev.submit_all(journal, jopts));
-            charge(|c| c.commit_block_ns * commit).await;
-            Dev::wait_all(hs).await?;
-            now()
-        } else {
-            Dev::wait_all(self.dev.submit_all(&writes, IoOptions::new())).await?;
-            let data = now();
-            charge(|c| c.journal_block_ns * nj).await;
-            Dev::wait_all(self.dev.submit_all(journal, jopts)).await?;
-            charge(|c| c.commit_block_ns * commit).await;
-            data
-        };
-        let mut st = self.st.borrow_mut();
-        for (key, gen, _, _) in &copies {
-            if st.data.get(key).is_some_and(|d| d.gen == *gen) {
-                let d = st.data.remove(key).expect("present");
-                st.data_bytes -= d.bytes.len() as u64;
-            }
-        }
-        Ok((copies.len() as u64, data))
-    }
-}
-
-/// The inodes a writeback holds ([`Store::writeback_lock`]); released when dropped.
-pub(super) struct Writeback<'a> {
-    s: &'a Store,
-    inodes: BTreeSet<u32>,
-}
-
-impl Drop for Writeback<'_> {
-    fn drop(&mut self) {
-        let mut st = self.s.st.borrow_mut();
-        for i in &self.inodes {
-            st.busy.remove(i);
-        }
-        drop(st);
-        self.s.done.notify_all();
     }
 }
 
