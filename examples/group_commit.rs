@@ -136,7 +136,7 @@ fn parse() -> Result<Args, String> {
                     .parse()
                     .ok()
                     .filter(|&n| (1..=1000).contains(&n))
-                    .ok_or("--ops: give 1 to 1000 (a store file holds a little over 4 MiB)")?
+                    .ok_or("--ops: give 1 to 1000")?
             }
             "--critical" => a.critical = true,
             "--fs" => a.fss.push(val()?.parse()?),

@@ -30,7 +30,8 @@ const MS: u64 = 1_000_000;
 const US: u64 = 1_000;
 /// A co-runner's request: 128 KiB (Table 1).
 const REQ: usize = 128 << 10;
-/// A co-runner's file: 4 MiB (the store's largest file is a little over 4 MiB).
+/// A co-runner's file, and the most log a run writes: 4 MiB (FastResponse's Table 1
+/// files).
 const FILE: u64 = 4 << 20;
 
 /// One co-runner of Table 1: mean arrival intervals of its reads and writes.
@@ -103,7 +104,7 @@ impl FillsyncConfig {
         }
         if self.record_bytes == 0 || self.record_bytes as u64 * self.puts as u64 > FILE {
             return Err(format!(
-                "record_bytes × puts = {} bytes: give 1 to {FILE} bytes of log (the store's files hold a little over 4 MiB)",
+                "record_bytes × puts = {} bytes: give 1 to {FILE} bytes of log (one 4 MiB log file)",
                 self.record_bytes as u64 * self.puts as u64
             ));
         }

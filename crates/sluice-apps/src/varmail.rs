@@ -19,8 +19,8 @@
 //! counts its flowops); the figure is operations per second over all tasks. File sizes
 //! are drawn uniformly from 1 byte to twice `mean_file` and appends from 1 byte to
 //! `mean_append` (Filebench: a gamma(1.5) file size of mean 16 KiB, random appends of up
-//! to 16 KiB); a file that has grown past 1 MiB is not appended to any more (the
-//! store's files hold a little over 4 MiB). Reads and appends go through the buffered
+//! to 16 KiB); a file that has grown past 1 MiB is not appended to any more (mail
+//! files stay small). Reads and appends go through the buffered
 //! path: the runtime's page cache on the stack's own files, the store's buffer on the
 //! store ([`sluice_store::Fs`]: the program is the same on both).
 
