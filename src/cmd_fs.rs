@@ -67,11 +67,7 @@ fn stopped(out: &FioOutput) -> bool {
 }
 
 /// The reports, then the exit status an interruption gives.
-fn finish(
-    out: &OutputArgs,
-    reports: &mut [RunReport],
-    interrupted: bool,
-) -> Result<(), CliError> {
+fn finish(out: &OutputArgs, reports: &mut [RunReport], interrupted: bool) -> Result<(), CliError> {
     out.emit(reports, &mut std::io::stdout().lock())?;
     if interrupted {
         return Err(CliError::Interrupted);

@@ -374,10 +374,7 @@ impl Sweep {
         let mut w = vec!["sluice".to_string(), "sweep".to_string()];
         w.extend(self.job_arg());
         let policies: Vec<&str> = self.policies.iter().map(|p| p.text.as_str()).collect();
-        w.extend([
-            "--device".into(),
-            shell_word(&self.devices.join(",")),
-        ]);
+        w.extend(["--device".into(), shell_word(&self.devices.join(","))]);
         // Written when it is not the default (raw files only): a sweep's command, and
         // so its cells' files, stay as they were before `--fs`.
         if !self.raw_only() {

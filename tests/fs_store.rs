@@ -160,7 +160,15 @@ fn ctrl_c_during_a_simulation_on_the_store_prints_what_was_measured() {
     let dir = tempfile::tempdir().unwrap();
     let job = write(dir.path(), "long.fio", LONG);
     let o = interrupt(
-        &["sim", &job, "-q", "--fs", "fjournal", "--output-format", "json"],
+        &[
+            "sim",
+            &job,
+            "-q",
+            "--fs",
+            "fjournal",
+            "--output-format",
+            "json",
+        ],
         Duration::from_millis(1500),
     );
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
@@ -173,7 +181,15 @@ fn ctrl_c_during_a_simulation_on_the_store_prints_what_was_measured() {
     assert_eq!(v["extra"]["runtime"]["interrupted"], true);
     // Without the stop, the same job's report has no such mark.
     let short = write(dir.path(), "short.fio", JOB);
-    let o = sluice(&["sim", &short, "-q", "--fs", "fjournal", "--output-format", "json"]);
+    let o = sluice(&[
+        "sim",
+        &short,
+        "-q",
+        "--fs",
+        "fjournal",
+        "--output-format",
+        "json",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(v["extra"]["runtime"].get("interrupted").is_none());

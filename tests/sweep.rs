@@ -391,7 +391,10 @@ fn fs_is_an_axis_and_each_row_replays_on_its_file_system() {
     assert!(!cells[0]["command"].as_str().unwrap().contains("--fs"));
     for c in [&cells[2], &cells[5]] {
         let cmd = c["command"].as_str().unwrap();
-        assert!(cmd.contains(&format!("--fs {}", c["fs"].as_str().unwrap())), "{cmd}");
+        assert!(
+            cmd.contains(&format!("--fs {}", c["fs"].as_str().unwrap())),
+            "{cmd}"
+        );
         let o = shell(&format!("{cmd} -q --output-format json"), dir.path());
         let sim: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         let w = &sim["jobs"][0]["write"];
@@ -404,15 +407,25 @@ fn fs_is_an_axis_and_each_row_replays_on_its_file_system() {
     }
     let csv = String::from_utf8(std::fs::read(&csv).unwrap()).unwrap();
     assert!(csv.starts_with("cell,device,fs,policy,seed,"), "{csv}");
-    assert!(csv.lines().nth(5).unwrap().starts_with("4,ull,fjournal,none,1,"));
+    assert!(csv
+        .lines()
+        .nth(5)
+        .unwrap()
+        .starts_with("4,ull,fjournal,none,1,"));
 
     // What the store cannot do is refused before anything runs.
     for (args, needles) in [
         (&["--fs", "ext4"][..], &["--fs 'ext4'", "fjournal"][..]),
         (&["--fs", "raw,raw"], &["given twice"]),
         (&["--fs", "compound,"], &["empty entry"]),
-        (&["--fs", "compound", "--page-cache", "2m"], &["--page-cache", "--fs"]),
-        (&["--fs", "raw,fjournal", "--set", "size=5g"], &["--fs fjournal", "at most"]),
+        (
+            &["--fs", "compound", "--page-cache", "2m"],
+            &["--page-cache", "--fs"],
+        ),
+        (
+            &["--fs", "raw,fjournal", "--set", "size=5g"],
+            &["--fs fjournal", "at most"],
+        ),
     ] {
         let mut a = vec!["sweep", job.as_str(), "-q"];
         a.extend_from_slice(args);

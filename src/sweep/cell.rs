@@ -23,7 +23,9 @@ pub(crate) const FS_NAMES: [&str; 5] = [
 
 /// Read `--fs` values (comma lists): the names, and the store each names (`None`: raw
 /// files). Empty: `raw` alone.
-pub(crate) fn parse_fs(values: &[String]) -> Result<(Vec<String>, Vec<Option<FsConfig>>), CliError> {
+pub(crate) fn parse_fs(
+    values: &[String],
+) -> Result<(Vec<String>, Vec<Option<FsConfig>>), CliError> {
     let mut names = Vec::new();
     for v in values {
         names.extend(split_list("--fs", v)?);
@@ -58,8 +60,7 @@ impl Sweep {
     /// the store path, which refuses what it cannot do.
     pub(crate) fn store_plan(&self, jobs: &[JobSpec], fs: usize) -> Result<FioPlan, CliError> {
         let store = self.stores[fs].as_ref().expect("a store");
-        fio::check(jobs, store)
-            .map_err(|e| CliError::Usage(format!("--fs {}: {e}", self.fs[fs])))
+        fio::check(jobs, store).map_err(|e| CliError::Usage(format!("--fs {}: {e}", self.fs[fs])))
     }
 
     /// Run cell `c` (its jobs `jobs`): the simulator on raw files, or the fio runner on

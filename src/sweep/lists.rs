@@ -30,7 +30,10 @@ pub(crate) fn split_list(flag: &str, text: &str) -> Result<Vec<String>, CliError
 }
 
 /// Refuse a value given twice on one axis (it would only repeat cells).
-pub(crate) fn no_duplicates<T: PartialEq + std::fmt::Display>(flag: &str, v: &[T]) -> Result<(), CliError> {
+pub(crate) fn no_duplicates<T: PartialEq + std::fmt::Display>(
+    flag: &str,
+    v: &[T],
+) -> Result<(), CliError> {
     for (i, x) in v.iter().enumerate() {
         if v[..i].contains(x) {
             return Err(CliError::Usage(format!(

@@ -329,7 +329,9 @@ pub(crate) struct Shared {
 impl Shared {
     /// Whether the stop flag is set.
     pub(crate) fn stopped(&self) -> bool {
-        self.stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed))
+        self.stop
+            .as_ref()
+            .is_some_and(|s| s.load(Ordering::Relaxed))
     }
 }
 

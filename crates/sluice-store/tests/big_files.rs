@@ -120,7 +120,10 @@ fn a_six_mib_file_is_written_read_truncated_and_unlinked() {
                 let n = (300_001).min(w.len() - at);
                 match at < (3 * MIB) as usize {
                     true => s.write(h, at as u64, &w[at..at + n]).await.unwrap(),
-                    false => s.write_buffered(h, at as u64, &w[at..at + n]).await.unwrap(),
+                    false => s
+                        .write_buffered(h, at as u64, &w[at..at + n])
+                        .await
+                        .unwrap(),
                 };
                 at += n;
             }
@@ -227,8 +230,12 @@ fn the_f_transaction_of_a_large_file_recovers_after_a_crash() {
         s.sync().await.unwrap();
         let before = s.stats();
         // Past 4 MiB: two indirect blocks under the double-indirect one.
-        s.write_buffered(h, 5 * MIB, &pattern(8192, 2)).await.unwrap();
-        s.write_buffered(h, 9 * MIB, &pattern(5000, 3)).await.unwrap();
+        s.write_buffered(h, 5 * MIB, &pattern(8192, 2))
+            .await
+            .unwrap();
+        s.write_buffered(h, 9 * MIB, &pattern(5000, 3))
+            .await
+            .unwrap();
         s.fsync(h).await.unwrap();
         let a = s.stats();
         assert_eq!(a.ftxns, before.ftxns + 1, "{a:?}");
