@@ -354,14 +354,64 @@ impl State {
 
     /// An upper bound on the blocks unmapping `inode`'s blocks from `keep` on adds to
     /// a transaction: the inode's table block, the map blocks kept in part, and the
-    /// bitmap blocks of the file's blocks.
+    /// bitmap blocks of the blocks it frees (freed map blocks are not written).
     pub(super) fn free_bound(&self, inode: &Inode, keep: u64) -> u64 {
         if keep >= self.last_mapped(inode) {
             return 1;
         }
         let per = BLOCK as u64 * 8;
-        let bitmap: BTreeSet<u64> = self.blocks_of(inode).iter().map(|b| b / per).collect();
-        4 + bitmap.len() as u64
+        let bitmap: BTreeSet<u64> = self
+            .blocks_from(inode, keep)
+            .iter()
+            .map(|b| b / per)
+            .collect();
+        // Map blocks that keep entries and lose others: the indirect block, or the
+        // double-indirect block and the indirect block under it that `keep` falls in.
+        let partly = match keep {
+            k if k <= DIRECT as u64 => 0,
+            k if k < DOUBLE_START => u64::from(inode.indirect != 0),
+            k => {
+                let within = (k - DOUBLE_START) % PER_INDIRECT as u64 != 0;
+                u64::from(inode.double != 0) * (1 + u64::from(within))
+            }
+        };
+        1 + partly + bitmap.len() as u64
+    }
+
+    /// The blocks unmapping `inode` from block `keep` on could free: data blocks at or
+    /// past `keep` and the map blocks that reach them (without walking what stays).
+    fn blocks_from(&self, inode: &Inode, keep: u64) -> Vec<u64> {
+        let mut v: Vec<u64> = inode.direct[(keep as usize).min(DIRECT)..]
+            .iter()
+            .filter(|&&b| b != 0)
+            .map(|&b| b as u64)
+            .collect();
+        let tail = |v: &mut Vec<u64>, block: u32, first: usize| {
+            if block == 0 {
+                return;
+            }
+            v.push(block as u64);
+            if let Some(m) = self.meta.get(&(block as u64)) {
+                v.extend(
+                    (first..PER_INDIRECT)
+                        .map(|k| entry(m, k))
+                        .filter(|&b| b != 0)
+                        .map(u64::from),
+                );
+            }
+        };
+        let first = keep.saturating_sub(DIRECT as u64).min(PER_INDIRECT as u64) as usize;
+        tail(&mut v, inode.indirect, first);
+        if inode.double != 0 {
+            let from = keep.saturating_sub(DOUBLE_START) as usize;
+            let (k0, e0) = (from / PER_INDIRECT, from % PER_INDIRECT);
+            v.push(inode.double as u64);
+            for k in k0..PER_INDIRECT {
+                let first = if k == k0 { e0 } else { 0 };
+                tail(&mut v, self.entry_of(inode.double, k), first);
+            }
+        }
+        v
     }
 
     /// One past the last block index `inode` could map (a bound: its highest map level).

@@ -360,13 +360,14 @@ impl Store {
                     true => st.free_bound(&inode, keep),
                     false => 1,
                 };
-                if bound + 3 > st.txn_capacity() {
+                if bound > st.txn_capacity() {
                     return Err(StoreError::TxnTooBig(format!(
-                        "truncating a file to {len} bytes frees blocks under {} bitmap \
-                         blocks, more than one transaction of the store's {}-block journal \
-                         holds: truncate it in steps, or make the store with a larger journal",
-                        bound - 4,
-                        st.g.journal
+                        "truncating a file to {len} bytes changes up to {bound} metadata \
+                         blocks (most of them bitmap blocks of the blocks it frees), more \
+                         than one transaction of the store's {}-block journal holds ({}): \
+                         truncate it in steps, or make the store with a larger journal",
+                        st.g.journal,
+                        st.txn_capacity()
                     )));
                 }
                 if st.txn_fits(bound) {
