@@ -371,7 +371,7 @@ impl State {
             k if k <= DIRECT as u64 => 0,
             k if k < DOUBLE_START => u64::from(inode.indirect != 0),
             k => {
-                let within = (k - DOUBLE_START) % PER_INDIRECT as u64 != 0;
+                let within = !(k - DOUBLE_START).is_multiple_of(PER_INDIRECT as u64);
                 u64::from(inode.double != 0) * (1 + u64::from(within))
             }
         };
