@@ -49,7 +49,11 @@
 //!    an unbuffered write piece holds an aligned group of `k` units for its whole
 //!    program (the write pointer moves group by group): `k = units` makes every
 //!    program block the whole device, as on the X25-M, Mtron and CompactFlash FIOS
-//!    measured (`x25m`, `mtron`, `cf`); `vertex` programs on 4 of 12 units.
+//!    measured (`x25m`, `mtron`, `cf`); `vertex` programs on 4 of 12 units. With
+//!    `media.read_block_after_write_ns = t` (opt-in, off by default) a read on a unit
+//!    also waits until `t` after the unit's last write (piece or destage program)
+//!    ended, and writes do not: the die's array still programs data its register has
+//!    acknowledged (cache programming), so only a mix of reads and writes slows.
 //! 5. **Write buffer** (optional `[write_buffer]`). A write is admitted into the
 //!    buffer when its data has passed the front end and there is room, and completes
 //!    `ack_ns` later. Its pieces wait in per-unit destage queues (placed as above) and

@@ -222,6 +222,20 @@ pub struct Media {
     /// with `[flash]` it must be `units` (reads go to the die that holds the data).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_parallel_units: Option<u32>,
+    /// Read/write interference beyond the shared units (opt-in; absent or 0: off):
+    /// for this many ns after a write ends on a unit — an in-place write piece or a
+    /// destage program — a read on that unit does not start. Writes do not wait for
+    /// it. The textbook cause: a NAND die acknowledges a program's data from its page
+    /// (cache) register while its array keeps programming; the next write's data can
+    /// load into the register meanwhile (cache programming), but a read needs the
+    /// array and waits. So pure reads and pure writes keep their figures and only a
+    /// mix slows — what `sluice calibrate` fits from its mixed points.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "de_read_block"
+    )]
+    pub read_block_after_write_ns: Option<u64>,
     /// Where writes go (default `lba`).
     #[serde(default = "default_placement")]
     pub write_placement: WritePlacement,
@@ -239,6 +253,36 @@ pub struct Media {
 fn default_write_units() -> u32 {
     1
 }
+
+/// A whole number of nanoseconds in `0..=10 s` from any TOML value, or an error that
+/// names `key` and the valid range (serde's own message for a negative number, a
+/// fraction or `nan` names only the type).
+pub(crate) fn whole_ns(v: toml::Value, key: &str) -> Result<u64, String> {
+    let range = format!("it must be a whole number of nanoseconds in 0..={MAX_NS}");
+    match v {
+        toml::Value::Integer(i) if (0..=MAX_NS as i64).contains(&i) => Ok(i as u64),
+        toml::Value::Integer(i) => Err(format!("`{key}` is {i}; {range}")),
+        toml::Value::Float(f) if f.fract() == 0.0 && (0.0..=MAX_NS as f64).contains(&f) => {
+            Ok(f as u64)
+        }
+        toml::Value::Float(f) => Err(format!("`{key}` is {f}; {range}")),
+        other => Err(format!(
+            "`{key}` is {} ({}); {range}",
+            other,
+            other.type_str()
+        )),
+    }
+}
+
+fn de_read_block<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let v = toml::Value::deserialize(d)?;
+    whole_ns(v, "media.read_block_after_write_ns")
+        .map(Some)
+        .map_err(serde::de::Error::custom)
+}
+
+/// The longest time a profile may give (service, command, latency): 10 s.
+pub(crate) const MAX_NS: u64 = 10_000_000_000;
 
 /// A DRAM write buffer: writes are acknowledged once buffered and destaged by programs;
 /// when the buffer is full a write waits until destaging frees room.

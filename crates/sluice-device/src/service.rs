@@ -73,8 +73,13 @@ pub struct OpVariation {
     #[serde(default)]
     pub tail_prob: f64,
     /// Mean extra time of a slow operation, ns (exponentially distributed).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "de_tail_mean")]
     pub tail_mean_ns: u64,
+}
+
+fn de_tail_mean<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let v = toml::Value::deserialize(d)?;
+    crate::profile::whole_ns(v, "tail_mean_ns").map_err(serde::de::Error::custom)
 }
 
 impl OpVariation {

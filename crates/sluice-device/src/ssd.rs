@@ -66,6 +66,10 @@ pub struct NvmeSsd {
     placement: WritePlacement,
     front_free: Nanos,
     unit_free: Vec<Nanos>,
+    /// `media.read_block_after_write_ns` (0: off), and per unit the time before which
+    /// no read starts there (the end of its last write plus that; empty when off).
+    read_block_ns: Nanos,
+    read_blocked_until: Vec<Nanos>,
     write_ptr: u32,
     buffer: Option<BufferState>,
     faults: Option<Faults>,
@@ -147,6 +151,11 @@ impl NvmeSsd {
             placement: m.write_placement,
             front_free: 0,
             unit_free: vec![0; m.units as usize],
+            read_block_ns: m.read_block_after_write_ns.unwrap_or(0),
+            read_blocked_until: match m.read_block_after_write_ns {
+                Some(b) if b > 0 => vec![0; m.units as usize],
+                _ => Vec::new(),
+            },
             write_ptr: 0,
             buffer,
             faults: None,

@@ -208,6 +208,15 @@ impl DeviceProfile {
                 ));
             }
         }
+        if let Some(b) = m.read_block_after_write_ns {
+            if b > MAX_NS {
+                return Err(invalid(
+                    o,
+                    "media.read_block_after_write_ns",
+                    format!("is {b}; it must be in 0..={MAX_NS} nanoseconds (0 or absent: off)"),
+                ));
+            }
+        }
         if m.write_units > 1 && self.write_buffer.is_some() {
             return Err(invalid(
                 o,
@@ -281,8 +290,6 @@ impl DeviceProfile {
     }
 }
 
-/// The longest time a profile may give (service, command, latency): 10 s.
-const MAX_NS: u64 = 10_000_000_000;
 
 /// The bound and unit of a profile number, by its field name.
 fn max_of(field: &str) -> (u64, &'static str) {

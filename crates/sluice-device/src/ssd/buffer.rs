@@ -55,6 +55,7 @@ impl NvmeSsd {
         let cost = end - begin;
         self.unit_free[u] = end;
         self.stats.unit_busy_ns[u] += cost;
+        self.block_reads(u, end);
         b.programming[u] = true;
         self.push_event(end, PROGRAM | u as u32, bytes);
     }

@@ -69,6 +69,22 @@ impl NvmeSsd {
         }
     }
 
+    /// When unit `u` lets reads start again after its last write
+    /// (`media.read_block_after_write_ns`; 0 when off).
+    #[inline]
+    pub(super) fn read_block(&self, u: usize) -> Nanos {
+        self.read_blocked_until.get(u).copied().unwrap_or(0)
+    }
+
+    /// A write on unit `u` ends at `end`: reads there wait until `end` plus
+    /// `media.read_block_after_write_ns` (the array still programs; see that field).
+    #[inline]
+    pub(super) fn block_reads(&mut self, u: usize, end: Nanos) {
+        if let Some(b) = self.read_blocked_until.get_mut(u) {
+            *b = end + self.read_block_ns;
+        }
+    }
+
     /// The stripe that holds byte `pos` (a shift for the usual power-of-two stripe).
     #[inline]
     fn stripe_of(&self, pos: u64) -> u64 {
@@ -152,7 +168,7 @@ impl NvmeSsd {
             if !write && self.flash.as_ref().is_some_and(|f| f.channels > 0) {
                 // Array read on the die, then the data out over the shared channel.
                 let u = unit as usize;
-                let start = arrival.max(self.unit_free[u]);
+                let start = arrival.max(self.unit_free[u]).max(self.read_block(u));
                 let (_, e) = self.channel(unit, fs, start + array, xfer);
                 self.unit_free[u] = e;
                 self.stats.unit_busy_ns[u] += e - start;
@@ -163,16 +179,22 @@ impl NvmeSsd {
             let span = if write { self.write_units as usize } else { 1 };
             let g0 = unit as usize / span * span;
             let group = g0..g0 + span;
-            let free = self.unit_free[group.clone()]
+            let mut free = self.unit_free[group.clone()]
                 .iter()
                 .copied()
                 .max()
                 .unwrap_or(0);
+            if !write {
+                free = free.max(self.read_block(g0));
+            }
             let start = arrival.max(free);
             let e = start + cost;
             for u in group {
                 self.unit_free[u] = e;
                 self.stats.unit_busy_ns[u] += cost;
+                if write {
+                    self.block_reads(u, e);
+                }
             }
             end = end.max(e);
         }
