@@ -149,7 +149,10 @@ pub fn cmd_calibrate(args: CalibrateArgs) -> Result<(), CliError> {
         },
     )?;
     let facts = TargetFacts::of(&target);
-    let mut cal = Calibration::derive(plan, points, probe, &name, facts)?;
+    if !quiet {
+        eprintln!("sluice: fitting the tails and the read/write interference (simulating the grid's points)");
+    }
+    let mut cal = Calibration::derive(plan, points, probe, &name, facts, args.seed)?;
 
     // Validation: the same jobs on the device (median of rounds) and in the simulator.
     cal.checks = validate::validate(

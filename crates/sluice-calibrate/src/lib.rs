@@ -32,6 +32,7 @@ mod measure;
 pub mod model;
 mod plan;
 pub mod report;
+pub mod simfit;
 mod summary;
 mod target;
 pub mod validate;

@@ -78,7 +78,7 @@ pub const STRIPE_BYTES: u32 = 1 << 20;
 /// Write-buffer size of derived profiles with a buffer (not measured).
 pub const WRITE_BUFFER_BYTES: u64 = 8 << 20;
 /// Smallest stage time the derivation produces, ns.
-const MIN_STAGE_NS: f64 = 100.0;
+pub(crate) const MIN_STAGE_NS: f64 = 100.0;
 const SMALL: f64 = 4096.0;
 
 /// The measured figures a profile is derived from (4 KB random I/O unless named).
@@ -159,8 +159,14 @@ pub struct Model {
     pub read_parallel_units: Option<u32>,
     /// `[write_buffer]`, when writes are buffered.
     pub write_buffer: Option<BufferParams>,
-    /// `[service]`: the spread fitted by [`Model::with_spread`], if any.
+    /// `[service]`: the spread fitted by [`Model::with_spread`] and the tails fitted by
+    /// [`Model::with_tails`], if any.
     pub service: Option<ServiceVariation>,
+    /// `media.read_block_after_write_ns`, fitted by [`Model::with_read_block`] (`None`:
+    /// off).
+    pub read_block_after_write_ns: Option<u64>,
+    /// The fits that simulate the grid's points ([`crate::simfit`]), as run.
+    pub sim_fits: Vec<crate::simfit::FitReport>,
     /// How each figure was derived, with the numbers (for the profile's header).
     pub derivation: Vec<String>,
     /// Where the model cannot follow the measurement (also in the header).
@@ -255,6 +261,7 @@ impl Model {
                 write_bus_bandwidth_bytes: self.write_bus_bandwidth_bytes,
                 write_parallel_units: self.write_parallel_units,
                 read_parallel_units: self.read_parallel_units,
+                read_block_after_write_ns: self.read_block_after_write_ns,
             },
             write_buffer: self.write_buffer.as_ref().map(|w| WriteBuffer {
                 capacity_bytes: w.capacity_bytes,

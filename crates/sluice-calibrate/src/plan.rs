@@ -35,12 +35,16 @@ pub struct Plan {
     pub validate_rounds: usize,
     /// Pause before each write burst of the write-buffer probe ([`buffer`]), ns.
     pub burst_pause_ns: Nanos,
+    /// Simulated I/Os per grid point and candidate in the fits that simulate the grid
+    /// (the tails, the read/write interference: [`crate::simfit`]).
+    pub fit_ios: u64,
 }
 
 impl Plan {
     /// The full grid: QD 1…64, 4 KiB…128 KiB, 512 B…2 KiB, mixes 70/30 and 50/50;
     /// 0.5 s warm-up, 0.25 s windows, 3 agreeing within 5 %, at most 4 s per point;
-    /// 1 GiB; validation jobs of 3 s, three rounds.
+    /// 1 GiB; validation jobs of 3 s, three rounds; 60 000 simulated I/Os per point in
+    /// the fits that simulate.
     pub fn full() -> Plan {
         Plan {
             qds: vec![1, 2, 4, 8, 16, 32, 64],
@@ -56,11 +60,13 @@ impl Plan {
             validate_ns: 3_000_000_000,
             validate_rounds: 3,
             burst_pause_ns: 1_000_000_000,
+            fit_ios: 60_000,
         }
     }
 
     /// A short grid for tests and a first look (seconds): QD 1, 4, 16; 4, 16, 64 KiB;
-    /// 2 KiB; one 70/30 mix; 64 MiB; 40 ms windows, 2 agreeing within 10 %.
+    /// 2 KiB; one 70/30 mix; 64 MiB; 40 ms windows, 2 agreeing within 10 %; 10 000
+    /// simulated I/Os per point in the fits.
     pub fn quick() -> Plan {
         Plan {
             qds: vec![1, 4, 16],
@@ -76,6 +82,7 @@ impl Plan {
             validate_ns: 300_000_000,
             validate_rounds: 1,
             burst_pause_ns: 50_000_000,
+            fit_ios: 10_000,
         }
     }
 

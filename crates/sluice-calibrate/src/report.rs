@@ -12,6 +12,7 @@ use sluice_device::DeviceProfile;
 use crate::analysis::LinearFit;
 use crate::buffer::BufferProbe;
 use crate::model::{self, Model};
+use crate::simfit::FitSetup;
 use crate::validate::Check;
 use crate::{CalibrateError, DirSummary, Plan, Point, Role, Summary, Target, Window};
 
@@ -67,15 +68,19 @@ impl TargetFacts {
 
 impl Calibration {
     /// From the measured `points` and the write-buffer `probe`: the figures
-    /// ([`Summary::of`]), the model ([`model::derive`], with the buffer's measured size
-    /// and the spread of 4 KiB reads and writes at QD1) and the profile named `name`,
-    /// validated. No validation jobs yet ([`Calibration::checks`] is empty).
+    /// ([`Summary::of`]), the model ([`model::derive`], with the buffer's measured size,
+    /// the spread of 4 KiB reads and writes at QD1, the tails fitted to the queue-depth
+    /// sweeps' p99s and the read/write interference fitted to the mixed points — the
+    /// last two by simulating the points with `seed`, [`crate::simfit`]) and the
+    /// profile named `name`, validated. No validation jobs yet ([`Calibration::checks`]
+    /// is empty).
     pub fn derive(
         plan: Plan,
         points: Vec<Point>,
         probe: BufferProbe,
         name: &str,
         target: TargetFacts,
+        seed: u64,
     ) -> Result<Calibration, CalibrateError> {
         let summary = Summary::of(&points)?;
         let mut anchors = summary.anchors();
@@ -96,7 +101,15 @@ impl Calibration {
                 .find(|p| p.role == Role::QdSweep && p.spec.read_pct == read_pct && p.spec.qd == 1)
                 .map_or((0.0, 0.0), |p| (p.lat_p50_ns, p.lat_p99_ns))
         };
-        let model = model::derive(&anchors).with_spread(qd1(100), qd1(0));
+        let setup = FitSetup {
+            ios: plan.fit_ios,
+            seed,
+            size_bytes: target.size_bytes,
+        };
+        let model = model::derive(&anchors)
+            .with_spread(qd1(100), qd1(0))
+            .with_tails(&points, &setup)?
+            .with_read_block(&points, &setup)?;
         let profile = model.to_profile(name, &description);
         profile.validate()?;
         Ok(Calibration {
@@ -150,6 +163,7 @@ impl Calibration {
                 "warmup_ns": plan.warmup_ns, "window_ns": plan.window_ns, "cap_ns": plan.cap_ns,
                 "agree": plan.agree, "tolerance": plan.tolerance,
                 "validate_ns": plan.validate_ns, "validate_rounds": plan.validate_rounds,
+                "fit_ios": plan.fit_ios,
             },
             "points": self.points.iter().map(|p| json!({
                 "role": p.role.name(), "rw": p.spec.mix_name(), "read_pct": p.spec.read_pct,
@@ -168,6 +182,12 @@ impl Calibration {
                 "write_bus_bandwidth_bytes": m.write_bus_bandwidth_bytes,
                 "read_parallel_units": m.read_parallel_units,
                 "write_parallel_units": m.write_parallel_units,
+                "read_block_after_write_ns": m.read_block_after_write_ns,
+                "service": m.service.as_ref().map(|v| json!({
+                    "read": {"sigma": v.read.sigma, "tail_prob": v.read.tail_prob, "tail_mean_ns": v.read.tail_mean_ns},
+                    "write": {"sigma": v.write.sigma, "tail_prob": v.write.tail_prob, "tail_mean_ns": v.write.tail_mean_ns},
+                })),
+                "sim_fits": m.sim_fits,
                 "write_buffer_ack_ns": m.write_buffer.as_ref().map(|w| w.ack_ns),
                 "write_buffer_bytes": m.write_buffer.as_ref().map(|w| w.capacity_bytes),
                 "derivation": m.derivation, "caveats": m.caveats,

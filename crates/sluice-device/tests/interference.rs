@@ -119,7 +119,10 @@ fn a_read_after_a_write_on_its_unit_waits_for_the_rest_of_the_block() {
     let (mut d0, mut d1) = (NvmeSsd::new(&base, 1), NvmeSsd::new(&on, 1));
     let (_, t0) = one(&mut d0, 0, Op::Write, 1);
     let (_, t1) = one(&mut d1, 0, Op::Write, 1);
-    assert_eq!(one(&mut d0, t0, Op::Write, 2), one(&mut d1, t1, Op::Write, 2));
+    assert_eq!(
+        one(&mut d0, t0, Op::Write, 2),
+        one(&mut d1, t1, Op::Write, 2)
+    );
 }
 
 #[test]
@@ -144,7 +147,9 @@ fn the_key_loads_round_trips_and_bad_values_name_it_and_the_range() {
             "write_placement = \"lba\"",
             &format!("write_placement = \"lba\"\nread_block_after_write_ns = {bad}"),
         );
-        let e = DeviceProfile::from_toml_str(&t, "bad").unwrap_err().to_string();
+        let e = DeviceProfile::from_toml_str(&t, "bad")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("media.read_block_after_write_ns") && e.contains("0..=10000000000"),
             "{bad}: {e}"
@@ -161,6 +166,11 @@ fn the_key_loads_round_trips_and_bad_values_name_it_and_the_range() {
     // The tail's mean gets the same treatment.
     let t = text.replace("tail_mean_ns = 6700", "tail_mean_ns = -1");
     assert_ne!(t, text, "ull's read tail mean");
-    let e = DeviceProfile::from_toml_str(&t, "bad").unwrap_err().to_string();
-    assert!(e.contains("tail_mean_ns") && e.contains("0..=10000000000"), "{e}");
+    let e = DeviceProfile::from_toml_str(&t, "bad")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("tail_mean_ns") && e.contains("0..=10000000000"),
+        "{e}"
+    );
 }

@@ -314,6 +314,8 @@ pub fn derive(a: &Anchors) -> Model {
     let unit_w_bytes = round(unit_bw_w).max(1);
     Model {
         service: None,
+        read_block_after_write_ns: None,
+        sim_fits: Vec::new(),
         anchors,
         max_outstanding: 1024,
         fetch_ns: round(f),

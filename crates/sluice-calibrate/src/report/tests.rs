@@ -98,7 +98,7 @@ fn calibration() -> Calibration {
         size_bytes: 64 << 20,
         align: 512,
     };
-    let mut c = Calibration::derive(plan.clone(), points(&plan), probe(), "dev", target)
+    let mut c = Calibration::derive(plan.clone(), points(&plan), probe(), "dev", target, 1)
         .expect("the grid derives a profile");
     // The simulator within 10 % on all but the last job, whose p99 is 50 % off.
     c.checks = JOBS

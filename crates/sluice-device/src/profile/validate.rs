@@ -290,7 +290,6 @@ impl DeviceProfile {
     }
 }
 
-
 /// The bound and unit of a profile number, by its field name.
 fn max_of(field: &str) -> (u64, &'static str) {
     if field.ends_with("_ns") {

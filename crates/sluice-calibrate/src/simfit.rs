@@ -1,0 +1,405 @@
+//! Fits that run the grid's own points in the simulator: the service-time tail of
+//! each direction ([`Model::with_tails`]) and the read/write interference
+//! ([`Model::with_read_block`]). Neither has a closed form the model could use: the
+//! mean-value analysis of [`crate::model::mva_iops`] gives means, not percentiles, and
+//! a slow operation on one unit of a closed loop does more than add its own time —
+//! every command that picks that unit while it is slow queues behind it, so the
+//! loop's commands pile up there and a rare stall reaches the p99 of deep queues. So
+//! each candidate profile is simulated on the measured points (the same jobs the
+//! engine ran: 4 KiB random, the point's depth and mix, policy `none`, one core, the
+//! measured region) and the candidate whose simulated figures are closest to the
+//! measured ones (least squares of log ratios) wins. Every run of a fit uses the same
+//! seed (common random numbers), so candidates differ by their parameters, not by
+//! their draws. Only grid points are used: the validation jobs stay an independent
+//! check.
+//!
+//! * **Tail** (`[service.read|write] tail_prob`, `tail_mean_ns`): on the direction's
+//!   4 KiB queue-depth sweep (QD 1 … 64), the error is the sum over the points of
+//!   `ln(sim p99 / measured p99)²` plus `ln(sim IOPS / IOPS without tail)²` — the tail
+//!   is to explain the percentiles and to leave throughput where the queue-depth fit
+//!   put it. The tail's mean `p·m` is taken from the operation's nominal time
+//!   (`read_ns` or `write_ns`), so the QD1 mean stays the measured one; at most
+//!   [`MAX_TAIL_SHARE`] of it. The body's σ (fitted at QD1) is kept. Candidates: `p` on
+//!   a lattice of quarter decades from 10⁻⁴ to 10⁻² and `m` on half octaves from 1/16
+//!   to 2 × the largest measured p99; a coarse pass (every other lattice point), then
+//!   a descent to the best lattice neighbour until none is better.
+//! * **Interference** (`media.read_block_after_write_ns`, see `sluice-device`): on the
+//!   mixed 4 KiB points (70/30 and 50/50 at QD1 and at the read knee), the error is the
+//!   sum of `ln(sim / measured)²` of the mean read and the mean write latency. `t = 0`
+//!   (off) and `t = T · 2^(k/2)` for `T` the write's unit time: a coarse pass in
+//!   octaves from T/16 to 8T, then half and quarter octaves around the best. The
+//!   parameter is only set when it lowers the error.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use sluice_core::policy::{self, PolicySpec};
+use sluice_core::Nanos;
+use sluice_device::{DeviceProfile, ServiceVariation};
+use sluice_sim::SimConfig;
+
+use crate::model::{Model, MIN_STAGE_NS};
+use crate::{CalibrateError, Point, PointSpec, Role, Window};
+
+/// Most of an operation's nominal time its tail may take (`p · m`): the body keeps
+/// the rest.
+pub const MAX_TAIL_SHARE: f64 = 0.5;
+
+/// How the fits simulate: simulated I/Os per point and candidate, the seed, the region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FitSetup {
+    /// About this many I/Os per simulated point (the run lasts `ios / measured IOPS`).
+    pub ios: u64,
+    /// Seed of every simulation of the fits.
+    pub seed: u64,
+    /// Bytes of the region measured (the jobs' `size`).
+    pub size_bytes: u64,
+}
+
+/// What one fit did, for the header and the JSON file.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FitReport {
+    /// What was fitted (`service.read tail`, `service.write tail`,
+    /// `media.read_block_after_write_ns`).
+    pub what: String,
+    /// Grid points simulated per candidate.
+    pub points: usize,
+    /// Candidates simulated.
+    pub candidates: usize,
+    /// Root-mean-square error of the fitted figures without the parameter, % (the
+    /// log ratio's rms, as `e^rms − 1`).
+    pub rms_before_pct: f64,
+    /// The same with the fitted parameter.
+    pub rms_after_pct: f64,
+}
+
+/// Simulate grid point `spec` on `profile` for about `setup.ios` I/Os at `iops`.
+pub fn simulate(
+    profile: &DeviceProfile,
+    spec: &PointSpec,
+    iops: f64,
+    setup: &FitSetup,
+) -> Result<Window, CalibrateError> {
+    let runtime =
+        ((setup.ios as f64 * 1e9 / iops.max(1.0)) as Nanos).clamp(5_000_000, 10_000_000_000);
+    let ramp = (runtime / 10).max(1_000_000);
+    let job = spec.job("fit.dat", setup.size_bytes, runtime, ramp, setup.seed)?;
+    let cfg = SimConfig {
+        seed: setup.seed,
+        cores: 1,
+        ..SimConfig::default()
+    };
+    let none: PolicySpec = "none".parse().expect("`none` parses");
+    let policy = policy::build(&none).expect("`none` builds");
+    let out = sluice_sim::run(&[job], profile, policy, &cfg, &mut |_| {})?;
+    Ok(Window::from_report(&out.report))
+}
+
+fn ln2(sim: f64, real: f64) -> f64 {
+    if sim > 0.0 && real > 0.0 {
+        (sim / real).ln().powi(2)
+    } else {
+        0.0
+    }
+}
+
+fn rms_pct(sum_sq: f64, n: usize) -> f64 {
+    ((sum_sq / n.max(1) as f64).sqrt().exp() - 1.0) * 100.0
+}
+
+/// `x` rounded to three significant digits (tidy profile values).
+fn sig3(x: f64) -> f64 {
+    format!("{x:.2e}").parse().unwrap_or(x)
+}
+
+impl Model {
+    /// The model with the tail of `write`'s direction set (`None` for the body alone),
+    /// its mean `p · m` taken from the nominal time; `None` when that leaves the body
+    /// less than [`MAX_TAIL_SHARE`] of it.
+    fn tail_candidate(&self, write: bool, tail: Option<(f64, u64)>) -> Option<Model> {
+        let mut c = self.clone();
+        let Some((p, m)) = tail else {
+            return Some(c);
+        };
+        let nominal = if write { self.write_ns } else { self.read_ns } as f64;
+        let share = p * m as f64;
+        if share > MAX_TAIL_SHARE * nominal || nominal - share < MIN_STAGE_NS {
+            return None;
+        }
+        let sv = c.service.get_or_insert_with(ServiceVariation::default);
+        let op = if write { &mut sv.write } else { &mut sv.read };
+        op.tail_prob = p;
+        op.tail_mean_ns = m;
+        let body = (nominal - share).round() as u64;
+        if write {
+            c.write_ns = body;
+        } else {
+            c.read_ns = body;
+        }
+        Some(c)
+    }
+
+    /// Fit the tail of reads and of writes to the p99s of their 4 KiB queue-depth
+    /// sweeps by simulation (see the module doc). A direction with fewer than three
+    /// sweep points keeps its body alone.
+    pub fn with_tails(self, points: &[Point], setup: &FitSetup) -> Result<Model, CalibrateError> {
+        let m = self.with_tail(points, setup, false)?;
+        m.with_tail(points, setup, true)
+    }
+
+    fn with_tail(
+        mut self,
+        points: &[Point],
+        setup: &FitSetup,
+        write: bool,
+    ) -> Result<Model, CalibrateError> {
+        let dir = if write { "write" } else { "read" };
+        let pts: Vec<&Point> = points
+            .iter()
+            .filter(|p| {
+                p.role == Role::QdSweep
+                    && p.spec.read_pct == if write { 0 } else { 100 }
+                    && p.iops > 0.0
+                    && p.lat_p99_ns > 0.0
+            })
+            .collect();
+        if pts.len() < 3 {
+            self.derivation.push(format!(
+                "service.{dir} tail not fitted: {} queue-depth points with a p99 (at least 3 needed)",
+                pts.len()
+            ));
+            return Ok(self);
+        }
+        // (sum of p99 terms, sum of IOPS terms, IOPS per point) of a candidate.
+        let run = |m: &Model| -> Result<(f64, Vec<f64>, Vec<f64>), CalibrateError> {
+            let profile = m.to_profile("fit", "tail fit");
+            let (mut e, mut iops, mut p99) = (0.0, Vec::new(), Vec::new());
+            for p in &pts {
+                let w = simulate(&profile, &p.spec, p.iops, setup)?;
+                e += ln2(w.lat_p99_ns, p.lat_p99_ns);
+                iops.push(w.iops);
+                p99.push(w.lat_p99_ns);
+            }
+            Ok((e, iops, p99))
+        };
+        let base = self.tail_candidate(write, None).expect("no tail");
+        let (e0, base_iops, _) = run(&base)?;
+        let scale = pts.iter().map(|p| p.lat_p99_ns).fold(0.0, f64::max);
+        // Lattice: p = 10^(−4 + i/4), i ∈ 0..=8; m = scale · 2^(j/2), j ∈ −8..=2.
+        let param = |i: i32, j: i32| {
+            let p = sig3(10f64.powf(-4.0 + i as f64 / 4.0));
+            let m = (scale * 2f64.powf(j as f64 / 2.0) / 1000.0).round() as u64 * 1000;
+            (p, m.max(1000))
+        };
+        let mut seen: HashMap<(i32, i32), Option<f64>> = HashMap::new();
+        let mut eval = |i: i32, j: i32| -> Result<Option<f64>, CalibrateError> {
+            if !(0..=8).contains(&i) || !(-8..=2).contains(&j) {
+                return Ok(None);
+            }
+            if let Some(&e) = seen.get(&(i, j)) {
+                return Ok(e);
+            }
+            let e = match self.tail_candidate(write, Some(param(i, j))) {
+                Some(c) => {
+                    let (ep, iops, _) = run(&c)?;
+                    let ei: f64 = iops.iter().zip(&base_iops).map(|(&s, &b)| ln2(s, b)).sum();
+                    Some(ep + ei)
+                }
+                None => None,
+            };
+            seen.insert((i, j), e);
+            Ok(e)
+        };
+        let mut best: Option<((i32, i32), f64)> = None;
+        for i in (0..=8).step_by(2) {
+            for j in (-8..=2).step_by(2) {
+                if let Some(e) = eval(i, j)? {
+                    if best.is_none_or(|b| e < b.1 - 1e-12) {
+                        best = Some(((i, j), e));
+                    }
+                }
+            }
+        }
+        // Descend to the best lattice neighbour until none is better.
+        while let Some(((i, j), e)) = best {
+            let mut next = None;
+            for (di, dj) in [
+                (-1, -1),
+                (-1, 0),
+                (-1, 1),
+                (0, -1),
+                (0, 1),
+                (1, -1),
+                (1, 0),
+                (1, 1),
+            ] {
+                if let Some(en) = eval(i + di, j + dj)? {
+                    if en < e - 1e-12 && next.is_none_or(|(_, b)| en < b) {
+                        next = Some(((i + di, j + dj), en));
+                    }
+                }
+            }
+            match next {
+                Some(n) => best = Some(n),
+                None => break,
+            }
+        }
+        let candidates = 1 + seen.len();
+        let chosen = best.filter(|b| b.1 < e0);
+        let Some(((i, j), _)) = chosen else {
+            self.derivation.push(format!(
+                "service.{dir} tail not fitted: no tail ({candidates} candidates simulated on the {} 4 KiB {dir} queue-depth points) brings the p99s closer than the body alone ({:.1} % rms)",
+                pts.len(),
+                rms_pct(e0, pts.len())
+            ));
+            self.sim_fits.push(FitReport {
+                what: format!("service.{dir} tail"),
+                points: pts.len(),
+                candidates,
+                rms_before_pct: rms_pct(e0, pts.len()),
+                rms_after_pct: rms_pct(e0, pts.len()),
+            });
+            return Ok(self);
+        };
+        let (p, m) = param(i, j);
+        let fitted = self.tail_candidate(write, Some((p, m))).expect("evaluated");
+        let (ep, iops, p99) = run(&fitted)?;
+        let worst_iops = iops
+            .iter()
+            .zip(&base_iops)
+            .map(|(&s, &b)| (s / b - 1.0) * 100.0)
+            .fold(0.0f64, |a, x| if x.abs() > a.abs() { x } else { a });
+        let nominal = if write { self.write_ns } else { self.read_ns };
+        let mut model = fitted;
+        model.derivation.push(format!(
+            "service.{dir}.tail_prob = {p}, tail_mean_ns = {m}: fitted by simulating the {} 4 KiB {dir} queue-depth points (QD {}) on {candidates} candidates; p99 error {:.1} % rms without a tail, {:.1} % with (sim p99 {} against measured {}); IOPS moved by at most {worst_iops:+.1} %; {dir}_ns {nominal} → {} (the tail's mean {:.0} ns moved out of the body)",
+            pts.len(),
+            pts.iter().map(|p| p.spec.qd.to_string()).collect::<Vec<_>>().join(", "),
+            rms_pct(e0, pts.len()),
+            rms_pct(ep, pts.len()),
+            us_list(&p99),
+            us_list(&pts.iter().map(|p| p.lat_p99_ns).collect::<Vec<_>>()),
+            if write { model.write_ns } else { model.read_ns },
+            p * m as f64
+        ));
+        model.sim_fits.push(FitReport {
+            what: format!("service.{dir} tail"),
+            points: pts.len(),
+            candidates,
+            rms_before_pct: rms_pct(e0, pts.len()),
+            rms_after_pct: rms_pct(ep, pts.len()),
+        });
+        Ok(model)
+    }
+
+    /// Fit `media.read_block_after_write_ns` to the mean read and write latencies of
+    /// the mixed 4 KiB points by simulation (see the module doc). Without a mixed
+    /// point beyond QD1 it stays off.
+    pub fn with_read_block(
+        mut self,
+        points: &[Point],
+        setup: &FitSetup,
+    ) -> Result<Model, CalibrateError> {
+        let pts: Vec<&Point> = points
+            .iter()
+            .filter(|p| {
+                p.role == Role::Mixed
+                    && p.spec.bs == 4096
+                    && p.read_lat_mean_ns > 0.0
+                    && p.write_lat_mean_ns > 0.0
+            })
+            .collect();
+        if !pts.iter().any(|p| p.spec.qd > 1) {
+            self.derivation.push(
+                "media.read_block_after_write_ns not fitted: no mixed point beyond QD1".into(),
+            );
+            return Ok(self);
+        }
+        let run = |t: u64| -> Result<f64, CalibrateError> {
+            let mut c = self.clone();
+            c.read_block_after_write_ns = (t > 0).then_some(t);
+            let profile = c.to_profile("fit", "interference fit");
+            let mut e = 0.0;
+            for p in &pts {
+                let w = simulate(&profile, &p.spec, p.iops, setup)?;
+                e += ln2(w.read_lat_mean_ns, p.read_lat_mean_ns)
+                    + ln2(w.write_lat_mean_ns, p.write_lat_mean_ns);
+            }
+            Ok(e)
+        };
+        let unit = self.write_ns as f64
+            + 4096.0 * 1e9
+                / self
+                    .write_unit_bandwidth_bytes
+                    .unwrap_or(self.unit_bandwidth_bytes) as f64;
+        let t_of = |k: f64| ((unit * 2f64.powf(k / 2.0) / 100.0).round() as u64 * 100).max(100);
+        let e0 = run(0)?;
+        let mut seen: Vec<(f64, f64)> = Vec::new();
+        let mut eval = |k: f64| -> Result<f64, CalibrateError> {
+            if let Some(&(_, e)) = seen.iter().find(|s| s.0 == k) {
+                return Ok(e);
+            }
+            let e = run(t_of(k))?;
+            seen.push((k, e));
+            Ok(e)
+        };
+        let mut best = (f64::NAN, e0);
+        for k in (-8..=6).step_by(2) {
+            let e = eval(k as f64)?;
+            if e < best.1 - 1e-12 {
+                best = (k as f64, e);
+            }
+        }
+        if !best.0.is_nan() {
+            for step in [1.0, 0.5] {
+                let k = best.0;
+                for kk in [k - step, k + step] {
+                    let e = eval(kk)?;
+                    if e < best.1 - 1e-12 {
+                        best = (kk, e);
+                    }
+                }
+            }
+        }
+        let candidates = 1 + seen.len();
+        let n = 2 * pts.len();
+        let labels = pts
+            .iter()
+            .map(|p| p.spec.label())
+            .collect::<Vec<_>>()
+            .join(", ");
+        self.sim_fits.push(FitReport {
+            what: "media.read_block_after_write_ns".into(),
+            points: pts.len(),
+            candidates,
+            rms_before_pct: rms_pct(e0, n),
+            rms_after_pct: rms_pct(best.1, n),
+        });
+        if best.0.is_nan() {
+            self.derivation.push(format!(
+                "media.read_block_after_write_ns not set: on {labels}, no block ({candidates} candidates simulated) brings the mean read and write latencies closer than none ({:.1} % rms)",
+                rms_pct(e0, n)
+            ));
+            return Ok(self);
+        }
+        let t = t_of(best.0);
+        self.read_block_after_write_ns = Some(t);
+        self.derivation.push(format!(
+            "media.read_block_after_write_ns = {t}: fitted by simulating {labels} on {candidates} candidates; mean read and write latency error {:.1} % rms without it, {:.1} % with",
+            rms_pct(e0, n),
+            rms_pct(best.1, n)
+        ));
+        Ok(self)
+    }
+}
+
+fn us_list(v: &[f64]) -> String {
+    v.iter()
+        .map(|x| format!("{:.0}", x / 1e3))
+        .collect::<Vec<_>>()
+        .join("/")
+        + " µs"
+}
+
+#[cfg(test)]
+mod tests;
