@@ -166,6 +166,47 @@ pub fn median(values: &[f64]) -> Option<f64> {
     })
 }
 
+/// The `q` quantile (0..1) of several windows' latencies pooled, from each window's
+/// I/O count and completion-latency CCDF (`(latency, fraction of its I/Os slower)`,
+/// ascending, as the metrics report it): the smallest listed latency above which at
+/// most `1 − q` of all the I/Os lie. Unlike the median of the windows' own quantiles,
+/// a window that met a burst of slow I/Os counts with its share. `None` without I/Os.
+pub fn pooled_quantile(windows: &[(u64, &[(u64, f64)])], q: f64) -> Option<f64> {
+    let total: u64 = windows
+        .iter()
+        .filter(|w| !w.1.is_empty())
+        .map(|w| w.0)
+        .sum();
+    if total == 0 {
+        return None;
+    }
+    let mut xs: Vec<u64> = windows
+        .iter()
+        .flat_map(|w| w.1.iter().map(|p| p.0))
+        .collect();
+    xs.sort_unstable();
+    xs.dedup();
+    // Fraction of window `w`'s I/Os slower than `x`: the last listed point at or below
+    // `x` (all of them below its first latency).
+    let above = |ccdf: &[(u64, f64)], x: u64| -> f64 {
+        match ccdf.partition_point(|p| p.0 <= x) {
+            0 => 1.0,
+            i => ccdf[i - 1].1,
+        }
+    };
+    let limit = (1.0 - q) * total as f64;
+    xs.into_iter()
+        .find(|&x| {
+            let slower: f64 = windows
+                .iter()
+                .filter(|w| !w.1.is_empty())
+                .map(|w| w.0 as f64 * above(w.1, x))
+                .sum();
+            slower <= limit + 1e-9
+        })
+        .map(|x| x as f64)
+}
+
 /// Relative error of `predicted` against `measured`, in percent (`+` = over).
 pub fn error_pct(predicted: f64, measured: f64) -> f64 {
     if measured == 0.0 {

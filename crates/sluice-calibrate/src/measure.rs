@@ -78,6 +78,12 @@ pub struct Point {
     pub lat_p50_ns: f64,
     /// Median of the windows' 99th percentiles, ns.
     pub lat_p99_ns: f64,
+    /// 99th percentile of the agreeing windows' I/Os pooled, ns
+    /// ([`analysis::pooled_quantile`]; `lat_p99_ns` when the windows' distributions are
+    /// not known). What the tail fit ([`crate::simfit`]) matches: a 3 s validation run's
+    /// p99 is one pooled figure too, and a window hit by a burst of slow I/Os is not
+    /// outvoted by its neighbours.
+    pub lat_p99_pooled_ns: f64,
     /// Mean read latency, ns (0 without reads).
     pub read_lat_mean_ns: f64,
     /// Mean write latency, ns (0 without writes).
@@ -126,6 +132,8 @@ pub fn aggregate(
         lat_mean_ns: weighted(&|w| (w.lat_mean_ns, w.reads + w.writes)),
         lat_p50_ns: median(&tail.iter().map(|w| w.lat_p50_ns).collect::<Vec<_>>()).unwrap_or(0.0),
         lat_p99_ns: median(&tail.iter().map(|w| w.lat_p99_ns).collect::<Vec<_>>()).unwrap_or(0.0),
+        lat_p99_pooled_ns: median(&tail.iter().map(|w| w.lat_p99_ns).collect::<Vec<_>>())
+            .unwrap_or(0.0),
         read_lat_mean_ns: weighted(&|w| (w.read_lat_mean_ns, w.reads)),
         write_lat_mean_ns: weighted(&|w| (w.write_lat_mean_ns, w.writes)),
         steady: agreeing_tail(&iops_all, agree, tolerance),
@@ -170,6 +178,8 @@ pub fn measure_point(
 ) -> Result<Point, CalibrateError> {
     let started = Instant::now();
     let mut windows: Vec<Window> = Vec::new();
+    // Each window's I/O count and latency CCDF, for the pooled p99.
+    let mut dists: Vec<(u64, Vec<(u64, f64)>)> = Vec::new();
     loop {
         let first = windows.is_empty();
         let ramp = if first { plan.warmup_ns } else { 0 };
@@ -182,6 +192,13 @@ pub fn measure_point(
         )?;
         let report = target.run_once(job, stop)?;
         windows.push(Window::from_report(&report));
+        dists.push(
+            report
+                .classes
+                .iter()
+                .find(|c| c.ios > 0)
+                .map_or((0, Vec::new()), |c| (c.ios, c.clat_ccdf.clone())),
+        );
         let iops: Vec<f64> = windows.iter().map(|w| w.iops).collect();
         if agreeing_tail(&iops, plan.agree, plan.tolerance) {
             break;
@@ -191,14 +208,23 @@ pub fn measure_point(
             break;
         }
     }
-    Ok(aggregate(
+    let mut point = aggregate(
         spec,
         role,
         &windows,
         plan.agree,
         plan.tolerance,
         started.elapsed().as_nanos() as Nanos,
-    ))
+    );
+    let k = plan.agree.max(1).min(dists.len());
+    let last: Vec<(u64, &[(u64, f64)])> = dists[dists.len() - k..]
+        .iter()
+        .map(|(n, c)| (*n, c.as_slice()))
+        .collect();
+    if let Some(p99) = analysis::pooled_quantile(&last, 0.99) {
+        point.lat_p99_pooled_ns = p99;
+    }
+    Ok(point)
 }
 
 /// Measure the whole grid of `plan` on `target` (see the module doc for the order).

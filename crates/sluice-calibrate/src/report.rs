@@ -168,7 +168,7 @@ impl Calibration {
             "points": self.points.iter().map(|p| json!({
                 "role": p.role.name(), "rw": p.spec.mix_name(), "read_pct": p.spec.read_pct,
                 "bs": p.spec.bs, "qd": p.spec.qd, "iops": p.iops, "bw_bytes": p.bw_bytes,
-                "lat_mean_ns": p.lat_mean_ns, "lat_p50_ns": p.lat_p50_ns, "lat_p99_ns": p.lat_p99_ns,
+                "lat_mean_ns": p.lat_mean_ns, "lat_p50_ns": p.lat_p50_ns, "lat_p99_ns": p.lat_p99_ns, "lat_p99_pooled_ns": p.lat_p99_pooled_ns,
                 "read_lat_mean_ns": p.read_lat_mean_ns, "write_lat_mean_ns": p.write_lat_mean_ns,
                 "window_iops": p.window_iops, "steady": p.steady, "spread": p.spread, "wall_ns": p.wall_ns,
             })).collect::<Vec<_>>(),

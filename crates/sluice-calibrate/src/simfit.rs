@@ -15,7 +15,8 @@
 //!
 //! * **Tail** (`[service.read|write] tail_prob`, `tail_mean_ns`): on the direction's
 //!   4 KiB queue-depth sweep (QD 1 … 64), the error is the sum over the points of
-//!   `ln(sim p99 / measured p99)²` plus `ln(sim IOPS / IOPS without tail)²` — the tail
+//!   `ln(sim p99 / measured p99)²` (the measured p99 pooled over the point's agreeing
+//!   windows, [`Point::lat_p99_pooled_ns`]) plus `ln(sim IOPS / IOPS without tail)²` — the tail
 //!   is to explain the percentiles and to leave throughput where the queue-depth fit
 //!   put it. The tail's mean `p·m` is taken from the operation's nominal time
 //!   (`read_ns` or `write_ns`), so the QD1 mean stays the measured one; at most
@@ -160,7 +161,7 @@ impl Model {
                 p.role == Role::QdSweep
                     && p.spec.read_pct == if write { 0 } else { 100 }
                     && p.iops > 0.0
-                    && p.lat_p99_ns > 0.0
+                    && p.lat_p99_pooled_ns > 0.0
             })
             .collect();
         if pts.len() < 3 {
@@ -176,7 +177,7 @@ impl Model {
             let (mut e, mut iops, mut p99) = (0.0, Vec::new(), Vec::new());
             for p in &pts {
                 let w = simulate(&profile, &p.spec, p.iops, setup)?;
-                e += ln2(w.lat_p99_ns, p.lat_p99_ns);
+                e += ln2(w.lat_p99_ns, p.lat_p99_pooled_ns);
                 iops.push(w.iops);
                 p99.push(w.lat_p99_ns);
             }
@@ -184,7 +185,7 @@ impl Model {
         };
         let base = self.tail_candidate(write, None).expect("no tail");
         let (e0, base_iops, _) = run(&base)?;
-        let scale = pts.iter().map(|p| p.lat_p99_ns).fold(0.0, f64::max);
+        let scale = pts.iter().map(|p| p.lat_p99_pooled_ns).fold(0.0, f64::max);
         // Lattice: p = 10^(−4 + i/4), i ∈ 0..=8; m = scale · 2^(j/2), j ∈ −8..=2.
         let param = |i: i32, j: i32| {
             let p = sig3(10f64.powf(-4.0 + i as f64 / 4.0));
@@ -278,7 +279,7 @@ impl Model {
             rms_pct(e0, pts.len()),
             rms_pct(ep, pts.len()),
             us_list(&p99),
-            us_list(&pts.iter().map(|p| p.lat_p99_ns).collect::<Vec<_>>()),
+            us_list(&pts.iter().map(|p| p.lat_p99_pooled_ns).collect::<Vec<_>>()),
             if write { model.write_ns } else { model.read_ns },
             p * m as f64
         ));

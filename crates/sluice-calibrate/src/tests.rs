@@ -137,3 +137,29 @@ fn jobs_and_plans() {
     bad.size_bytes = 1 << 20;
     assert!(matches!(bad.check(), Err(CalibrateError::BadInput(_))));
 }
+
+#[test]
+fn pooled_p99_counts_a_window_with_slow_ios() {
+    use crate::analysis::pooled_quantile;
+    // Window a: 1000 I/Os, all at 100 µs; b: 1000 I/Os, 4 % at 5 ms; c like a.
+    let a: Vec<(u64, f64)> = vec![(100_000, 1.0), (100_000, 0.0)];
+    let b: Vec<(u64, f64)> = vec![(100_000, 1.0), (100_000, 0.04), (5_000_000, 0.0)];
+    // Each window's own p99: 100 µs, 5 ms, 100 µs → their median is 100 µs; pooled,
+    // 1.3 % of the 3000 I/Os are slow: p99 = 5 ms.
+    let w = [
+        (1000, a.as_slice()),
+        (1000, b.as_slice()),
+        (1000, a.as_slice()),
+    ];
+    assert_eq!(pooled_quantile(&w, 0.99), Some(5_000_000.0));
+    // With 1 % slow in one window of three (0.33 % of all), p99 is the body.
+    let b1: Vec<(u64, f64)> = vec![(100_000, 1.0), (100_000, 0.01), (5_000_000, 0.0)];
+    let w = [
+        (1000, a.as_slice()),
+        (1000, b1.as_slice()),
+        (1000, a.as_slice()),
+    ];
+    assert_eq!(pooled_quantile(&w, 0.99), Some(100_000.0));
+    assert_eq!(pooled_quantile(&[], 0.99), None);
+    assert_eq!(pooled_quantile(&[(0, &[][..])], 0.99), None);
+}

@@ -67,6 +67,7 @@ fn points(m: &Model, specs: &[(PointSpec, Role)], s: &FitSetup) -> Vec<Point> {
                 lat_mean_ns: w.lat_mean_ns,
                 lat_p50_ns: w.lat_p50_ns,
                 lat_p99_ns: w.lat_p99_ns,
+                lat_p99_pooled_ns: w.lat_p99_ns,
                 read_lat_mean_ns: w.read_lat_mean_ns,
                 write_lat_mean_ns: w.write_lat_mean_ns,
                 window_iops: vec![w.iops],
