@@ -10,15 +10,17 @@
 //! measured region) and the candidate whose simulated figures are closest to the
 //! measured ones (least squares of log ratios) wins. Every run of a fit uses the same
 //! seed (common random numbers), so candidates differ by their parameters, not by
-//! their draws. Only grid points are used: the validation jobs stay an independent
-//! check.
+//! their draws. Only steady grid points are used — an unsteady point's windows
+//! disagree, so its figures mix states of the device — and never the validation jobs,
+//! which stay an independent check.
 //!
 //! * **Tail** (`[service.read|write] tail_prob`, `tail_mean_ns`): on the direction's
 //!   4 KiB queue-depth sweep (QD 1 … 64), the error is the sum over the points of
 //!   `ln(sim p99 / measured p99)²` (the measured p99 pooled over the point's agreeing
 //!   windows, [`Point::lat_p99_pooled_ns`]) plus `ln(sim IOPS / IOPS without tail)²` — the tail
 //!   is to explain the percentiles and to leave throughput where the queue-depth fit
-//!   put it. The tail's mean `p·m` is taken from the operation's nominal time
+//!   put it; a candidate that moves any point's IOPS by more than
+//!   [`MAX_TAIL_IOPS_MOVE`] is rejected. The tail's mean `p·m` is taken from the operation's nominal time
 //!   (`read_ns` or `write_ns`), so the QD1 mean stays the measured one; at most
 //!   [`MAX_TAIL_SHARE`] of it. The body's σ (fitted at QD1) is kept. Candidates: `p` on
 //!   a lattice of quarter decades from 10⁻⁴ to 10⁻² and `m` on half octaves from 1/16
@@ -45,6 +47,9 @@ use crate::{CalibrateError, Point, PointSpec, Role, Window};
 /// Most of an operation's nominal time its tail may take (`p · m`): the body keeps
 /// the rest.
 pub const MAX_TAIL_SHARE: f64 = 0.5;
+/// Most a tail may move the simulated IOPS of any fitted point (against the model
+/// without it), as a fraction: throughput is the queue-depth fit's.
+pub const MAX_TAIL_IOPS_MOVE: f64 = 0.10;
 
 /// How the fits simulate: simulated I/Os per point and candidate, the seed, the region.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,8 +120,8 @@ fn sig3(x: f64) -> f64 {
 
 impl Model {
     /// The model with the tail of `write`'s direction set (`None` for the body alone),
-    /// its mean `p · m` taken from the nominal time; `None` when that leaves the body
-    /// less than [`MAX_TAIL_SHARE`] of it.
+    /// its mean `p · m` taken from the nominal time; `None` when that mean is more than
+    /// [`MAX_TAIL_SHARE`] of it.
     fn tail_candidate(&self, write: bool, tail: Option<(f64, u64)>) -> Option<Model> {
         let mut c = self.clone();
         let Some((p, m)) = tail else {
@@ -155,7 +160,7 @@ impl Model {
         write: bool,
     ) -> Result<Model, CalibrateError> {
         let dir = if write { "write" } else { "read" };
-        let pts: Vec<&Point> = points
+        let sweep: Vec<&Point> = points
             .iter()
             .filter(|p| {
                 p.role == Role::QdSweep
@@ -164,9 +169,10 @@ impl Model {
                     && p.lat_p99_pooled_ns > 0.0
             })
             .collect();
+        let (pts, unsteady) = steady_only(&sweep);
         if pts.len() < 3 {
             self.derivation.push(format!(
-                "service.{dir} tail not fitted: {} queue-depth points with a p99 (at least 3 needed)",
+                "service.{dir} tail not fitted: {} steady queue-depth points with a p99 (at least 3 needed){unsteady}",
                 pts.len()
             ));
             return Ok(self);
@@ -203,8 +209,12 @@ impl Model {
             let e = match self.tail_candidate(write, Some(param(i, j))) {
                 Some(c) => {
                     let (ep, iops, _) = run(&c)?;
+                    let moved = iops
+                        .iter()
+                        .zip(&base_iops)
+                        .any(|(&s, &b)| (s / b - 1.0).abs() > MAX_TAIL_IOPS_MOVE);
                     let ei: f64 = iops.iter().zip(&base_iops).map(|(&s, &b)| ln2(s, b)).sum();
-                    Some(ep + ei)
+                    (!moved).then_some(ep + ei)
                 }
                 None => None,
             };
@@ -249,9 +259,10 @@ impl Model {
         let chosen = best.filter(|b| b.1 < e0);
         let Some(((i, j), _)) = chosen else {
             self.derivation.push(format!(
-                "service.{dir} tail not fitted: no tail ({candidates} candidates simulated on the {} 4 KiB {dir} queue-depth points) brings the p99s closer than the body alone ({:.1} % rms)",
+                "service.{dir} tail not fitted: no tail ({candidates} candidates simulated on the {} steady 4 KiB {dir} queue-depth points) brings the p99s closer than the body alone ({:.1} % rms) without moving IOPS by more than {:.0} %{unsteady}",
                 pts.len(),
-                rms_pct(e0, pts.len())
+                rms_pct(e0, pts.len()),
+                MAX_TAIL_IOPS_MOVE * 100.0
             ));
             self.sim_fits.push(FitReport {
                 what: format!("service.{dir} tail"),
@@ -273,7 +284,7 @@ impl Model {
         let nominal = if write { self.write_ns } else { self.read_ns };
         let mut model = fitted;
         model.derivation.push(format!(
-            "service.{dir}.tail_prob = {p}, tail_mean_ns = {m}: fitted by simulating the {} 4 KiB {dir} queue-depth points (QD {}) on {candidates} candidates; p99 error {:.1} % rms without a tail, {:.1} % with (sim p99 {} against measured {}); IOPS moved by at most {worst_iops:+.1} %; {dir}_ns {nominal} → {} (the tail's mean {:.0} ns moved out of the body)",
+            "service.{dir}.tail_prob = {p}, tail_mean_ns = {m}: fitted by simulating the {} steady 4 KiB {dir} queue-depth points (QD {}) on {candidates} candidates; pooled p99 error {:.1} % rms without a tail, {:.1} % with (sim p99 {} against measured {}); IOPS moved by at most {worst_iops:+.1} %; {dir}_ns {nominal} → {} (the tail's mean {:.0} ns moved out of the body){unsteady}",
             pts.len(),
             pts.iter().map(|p| p.spec.qd.to_string()).collect::<Vec<_>>().join(", "),
             rms_pct(e0, pts.len()),
@@ -301,7 +312,7 @@ impl Model {
         points: &[Point],
         setup: &FitSetup,
     ) -> Result<Model, CalibrateError> {
-        let pts: Vec<&Point> = points
+        let mixed: Vec<&Point> = points
             .iter()
             .filter(|p| {
                 p.role == Role::Mixed
@@ -310,10 +321,11 @@ impl Model {
                     && p.write_lat_mean_ns > 0.0
             })
             .collect();
+        let (pts, unsteady) = steady_only(&mixed);
         if !pts.iter().any(|p| p.spec.qd > 1) {
-            self.derivation.push(
-                "media.read_block_after_write_ns not fitted: no mixed point beyond QD1".into(),
-            );
+            self.derivation.push(format!(
+                "media.read_block_after_write_ns not fitted: no steady mixed point beyond QD1{unsteady}"
+            ));
             return Ok(self);
         }
         let run = |t: u64| -> Result<f64, CalibrateError> {
@@ -378,7 +390,7 @@ impl Model {
         });
         if best.0.is_nan() {
             self.derivation.push(format!(
-                "media.read_block_after_write_ns not set: on {labels}, no block ({candidates} candidates simulated) brings the mean read and write latencies closer than none ({:.1} % rms)",
+                "media.read_block_after_write_ns not set: on {labels}, no block ({candidates} candidates simulated) brings the mean read and write latencies closer than none ({:.1} % rms){unsteady}",
                 rms_pct(e0, n)
             ));
             return Ok(self);
@@ -386,12 +398,29 @@ impl Model {
         let t = t_of(best.0);
         self.read_block_after_write_ns = Some(t);
         self.derivation.push(format!(
-            "media.read_block_after_write_ns = {t}: fitted by simulating {labels} on {candidates} candidates; mean read and write latency error {:.1} % rms without it, {:.1} % with",
+            "media.read_block_after_write_ns = {t}: fitted by simulating {labels} on {candidates} candidates; mean read and write latency error {:.1} % rms without it, {:.1} % with{unsteady}",
             rms_pct(e0, n),
             rms_pct(best.1, n)
         ));
         Ok(self)
     }
+}
+
+/// The steady points of `pts`, and a note naming the unsteady ones left out ("" for
+/// none): an unsteady point's windows disagree, so its figures mix states of the
+/// device.
+fn steady_only<'a>(pts: &[&'a Point]) -> (Vec<&'a Point>, String) {
+    let left: Vec<String> = pts
+        .iter()
+        .filter(|p| !p.steady)
+        .map(|p| p.spec.label())
+        .collect();
+    let note = if left.is_empty() {
+        String::new()
+    } else {
+        format!(" (left out, not steady: {})", left.join(", "))
+    };
+    (pts.iter().copied().filter(|p| p.steady).collect(), note)
 }
 
 fn us_list(v: &[f64]) -> String {
