@@ -55,7 +55,9 @@ impl NvmeSsd {
         let cost = end - begin;
         self.unit_free[u] = end;
         self.stats.unit_busy_ns[u] += cost;
-        self.block_reads(u, end);
+        if self.read_block_ns != 0 {
+            self.block_reads(u..u + 1, end);
+        }
         b.programming[u] = true;
         self.push_event(end, PROGRAM | u as u32, bytes);
     }

@@ -70,18 +70,23 @@ impl NvmeSsd {
     }
 
     /// When unit `u` lets reads start again after its last write
-    /// (`media.read_block_after_write_ns`; 0 when off).
-    #[inline]
+    /// (`media.read_block_after_write_ns`; only called when it is on). Out of line:
+    /// the path of a profile without it stays as it was (the simulator's speed).
+    #[cold]
+    #[inline(never)]
     pub(super) fn read_block(&self, u: usize) -> Nanos {
-        self.read_blocked_until.get(u).copied().unwrap_or(0)
+        self.read_blocked_until[u]
     }
 
-    /// A write on unit `u` ends at `end`: reads there wait until `end` plus
+    /// Writes on units `units` end at `end`: reads there wait until `end` plus
     /// `media.read_block_after_write_ns` (the array still programs; see that field).
-    #[inline]
-    pub(super) fn block_reads(&mut self, u: usize, end: Nanos) {
-        if let Some(b) = self.read_blocked_until.get_mut(u) {
-            *b = end + self.read_block_ns;
+    /// Only called when it is on.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn block_reads(&mut self, units: std::ops::Range<usize>, end: Nanos) {
+        let until = end + self.read_block_ns;
+        for b in &mut self.read_blocked_until[units] {
+            *b = until;
         }
     }
 
@@ -168,7 +173,10 @@ impl NvmeSsd {
             if !write && self.flash.as_ref().is_some_and(|f| f.channels > 0) {
                 // Array read on the die, then the data out over the shared channel.
                 let u = unit as usize;
-                let start = arrival.max(self.unit_free[u]).max(self.read_block(u));
+                let mut start = arrival.max(self.unit_free[u]);
+                if self.read_block_ns != 0 {
+                    start = start.max(self.read_block(u));
+                }
                 let (_, e) = self.channel(unit, fs, start + array, xfer);
                 self.unit_free[u] = e;
                 self.stats.unit_busy_ns[u] += e - start;
@@ -184,17 +192,17 @@ impl NvmeSsd {
                 .copied()
                 .max()
                 .unwrap_or(0);
-            if !write {
+            if !write && self.read_block_ns != 0 {
                 free = free.max(self.read_block(g0));
             }
             let start = arrival.max(free);
             let e = start + cost;
+            if write && self.read_block_ns != 0 {
+                self.block_reads(group.clone(), e);
+            }
             for u in group {
                 self.unit_free[u] = e;
                 self.stats.unit_busy_ns[u] += cost;
-                if write {
-                    self.block_reads(u, e);
-                }
             }
             end = end.max(e);
         }
