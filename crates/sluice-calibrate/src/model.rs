@@ -53,8 +53,11 @@
 //!   place) reproduces `p99 − median`:
 //!   `p99 − p50 = varied_ns · e^(−σ²/2) · (e^(2.326σ) − 1)` (bisection on σ ∈ [0, 2]).
 //!
-//! Left out (not measurable from outside, or not in the model): garbage collection and
-//! the rare tail (a 99.999 % figure needs far longer runs than the grid's windows).
+//! The tail at depth (`[service] tail_prob`, `tail_mean_ns`) and the read/write
+//! interference (`media.read_block_after_write_ns`) are fitted afterwards by
+//! simulating the grid's points ([`crate::simfit`]). Left out (not measurable from
+//! outside, or not in the model): garbage collection, and the tail beyond p99 (a
+//! 99.999 % figure needs far longer runs than the grid's windows).
 
 use super::analysis::LinearFit;
 use sluice_device::{
