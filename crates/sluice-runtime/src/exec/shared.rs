@@ -223,12 +223,14 @@ fn flush_batch(inner: &mut Inner) {
 
 /// Like [`with`], but `None` when no runtime is running or this thread holds its lock
 /// already (a guard dropped while the runtime shuts down).
+/// Also `None` while the thread's storage is being torn down (a task future dropped
+/// by it after a panic unwound past the stack).
 pub(crate) fn try_with<R>(f: impl FnOnce(&mut Inner, u32) -> R) -> Option<R> {
-    let sh = CURRENT.with(|c| c.borrow().clone())?;
-    if HELD.with(|h| h.get()) {
+    let sh = CURRENT.try_with(|c| c.borrow().clone()).ok().flatten()?;
+    if HELD.try_with(|h| h.get()).unwrap_or(true) {
         return None;
     }
-    let t = CUR_TASK.with(|c| c.get());
+    let t = CUR_TASK.try_with(|c| c.get()).ok()?;
     let mut inner = sh.lock();
     flush_batch(&mut inner);
     Some(f(&mut inner, t))

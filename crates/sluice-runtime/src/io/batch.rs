@@ -93,12 +93,16 @@ pub(crate) fn reset() {
     });
 }
 
-/// Whether this thread's batch has something for the shared state.
+/// Whether this thread's batch has something for the shared state (false once the
+/// thread's storage is being torn down: a task future dropped then, after a panic
+/// unwound past its stack, has nothing left to hand over).
 pub(crate) fn dirty() -> bool {
-    BATCH.with(|b| {
-        let b = b.borrow();
-        !b.pending.is_empty() || !b.collected.is_empty()
-    })
+    BATCH
+        .try_with(|b| {
+            let b = b.borrow();
+            !b.pending.is_empty() || !b.collected.is_empty()
+        })
+        .unwrap_or(false)
 }
 
 /// A reserved slot `(slot, generation)` for a new I/O, if the stash has one.
