@@ -283,9 +283,13 @@ fn too_many_changed_map_blocks_take_a_normal_commit() {
         // 340 indirect blocks under the double-indirect one, each with one block:
         // more changed map blocks than one f-transaction header holds (327).
         for k in 0..340u64 {
-            s.write_buffered(h, 4 * MIB + 200 * 1024 + k * 4 * MIB, &[k as u8 + 1; 100])
-                .await
-                .unwrap();
+            s.write_buffered(
+                h,
+                4 * MIB + 200 * 1024 + k * 4 * MIB,
+                &[(k as u8).wrapping_add(1); 100],
+            )
+            .await
+            .unwrap();
         }
         s.fsync(h).await.unwrap();
         let a = s.stats();
@@ -306,7 +310,11 @@ fn too_many_changed_map_blocks_take_a_normal_commit() {
             s.read(h, 4 * MIB + 200 * 1024 + k * 4 * MIB, &mut v)
                 .await
                 .unwrap();
-            let want = if k == 340 { 9 } else { k as u8 + 1 };
+            let want = if k == 340 {
+                9
+            } else {
+                (k as u8).wrapping_add(1)
+            };
             assert_eq!(v, [want; 100], "region {k}");
         }
     });
