@@ -31,12 +31,14 @@ impl Worker<'_> {
                     .iter()
                     .find(|t| t.file_base == base)
                     .expect("a cache file's I/O goes to a worker that has it open");
-                (fd, file_off, buf, fixed) = (
-                    types::Fixed(th.file),
-                    o.offset - base,
-                    ptr as *mut u8,
-                    false,
-                );
+                // A FLUSH (the cache's fsync of the file) has no offset: it reaches
+                // here at offset 0, below any file but the first's base.
+                let off = if o.op == Op::Flush {
+                    0
+                } else {
+                    o.offset - base
+                };
+                (fd, file_off, buf, fixed) = (types::Fixed(th.file), off, ptr as *mut u8, false);
             } else {
                 let th = &self.threads[self.slot_thread[o.slot as usize] as usize];
                 fd = types::Fixed(th.file);
