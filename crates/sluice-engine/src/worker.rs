@@ -355,8 +355,15 @@ impl<'a> Worker<'a> {
         for t in 0..self.threads.len() {
             let th = &mut self.threads[t];
             if th.job as usize == j && matches!(th.state, State::Running | State::Waiting) {
-                th.state = State::Stopping;
                 th.wake_at = NONE;
+                // Its end sync (end_fsync) goes once its I/O has drained (a verify job
+                // keeps its end as before: no final read-back after its runtime).
+                if th.verify.is_none() && th.source.end_now() {
+                    th.state = State::Running;
+                    self.try_issue(t);
+                    continue;
+                }
+                th.state = State::Stopping;
                 self.maybe_thread_done(t);
             }
         }
@@ -546,8 +553,9 @@ impl<'a> Worker<'a> {
         th.outstanding -= 1;
         let job = th.job as usize;
         let rt = &self.jobs[job];
-        // Completions after a job's time-based end are not counted, as in fio.
-        if !rt.ended {
+        // Completions after a job's time-based end are not counted, as in fio — but its
+        // end sync is (fio issues it after its I/O loop and counts it).
+        if !rt.ended || f.op == Op::Flush {
             self.samples.push(Sample {
                 job,
                 op: f.op,

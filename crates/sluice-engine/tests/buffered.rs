@@ -85,3 +85,24 @@ fn a_critical_writer_beside_a_background_writer_is_not_throttled_with_class_limi
         crit.clat_ns.percentile
     );
 }
+
+#[test]
+fn a_time_based_job_gives_its_end_fsync_when_its_runtime_ends() {
+    for workers in [1, 2] {
+        let dir = tempfile::tempdir().unwrap();
+        // Two threads of a buffered writer that would take far longer than its runtime:
+        // fio syncs each thread's file when its I/O loop ends, however it ended.
+        let Some(out) = run(
+            "[w]\ndirect=0\nrw=write\nbs=4k\nsize=64m\nnumjobs=2\ntime_based\n\
+             runtime=100ms\nend_fsync=1\n",
+            workers,
+            dir.path(),
+        ) else {
+            return;
+        };
+        let r = &out.report;
+        assert!(r.jobs[0].write.total_ios > 0);
+        assert_eq!(r.jobs[0].sync.total_ios, 2, "an end fsync per thread");
+        assert_eq!(r.extra.page_cache.expect("a page cache").flushes, 2);
+    }
+}

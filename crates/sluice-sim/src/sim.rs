@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use sluice_block::{BlockLayer, Finished, NewRequest};
 use sluice_core::policy::Policy;
-use sluice_core::{FlowId, IoClass, Nanos};
+use sluice_core::{FlowId, IoClass, Nanos, Op};
 use sluice_device::{DeviceCompletion, DeviceProfile, NvmeSsd};
 use sluice_metrics::{
     Collector, DeviceFaults, Extra, PerClass, RunSetup, Sample, SimFacts, SteadyReport,
@@ -417,6 +417,11 @@ impl<'a> Sim<'a> {
                 for t in self.jobs[j as usize].threads.clone() {
                     let th = &mut self.threads[t as usize];
                     if th.state == ThreadState::Running {
+                        if th.source.end_now() {
+                            // Its end sync (end_fsync) goes once its I/O has drained.
+                            self.try_issue(t);
+                            continue;
+                        }
                         th.state = ThreadState::Stopping;
                     }
                     self.maybe_thread_done(t);
@@ -554,8 +559,9 @@ impl<'a> Sim<'a> {
         let th = &mut self.threads[t as usize];
         th.outstanding -= 1;
         let job = th.job as usize;
-        // Completions after a job's time-based end are not counted, as in fio.
-        if self.jobs[job].ended_ns.is_none() {
+        // Completions after a job's time-based end are not counted, as in fio — but its
+        // end sync is (fio issues it after its I/O loop and counts it).
+        if self.jobs[job].ended_ns.is_none() || rs.op == Op::Flush {
             if let Some(ss) = &mut self.jobs[job].ss {
                 if rs.ok {
                     ss.count(1, rs.len as u64);

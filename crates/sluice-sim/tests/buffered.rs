@@ -120,3 +120,24 @@ fn a_job_that_cannot_run_buffered_is_a_clear_error() {
     .unwrap_err();
     assert!(e.to_string().contains("multiples of 4k"), "{e}");
 }
+
+#[test]
+fn a_time_based_job_gives_its_end_fsync_when_its_runtime_ends() {
+    // A buffered writer far larger than its runtime, two threads: fio syncs each
+    // thread's file when its I/O loop ends, however it ended.
+    let text = "[w]\ndirect=0\nrw=write\nbs=4k\nsize=256m\nnumjobs=2\ntime_based\n\
+                runtime=20ms\nend_fsync=1\n";
+    let out = sim(text, FrontConfig::default(), 1).unwrap();
+    let w = &out.report.jobs[0];
+    assert!(w.write.total_ios > 0);
+    assert_eq!(w.sync.total_ios, 2, "an end fsync per thread");
+    assert_eq!(out.report.extra.page_cache.expect("a cache").flushes, 2);
+    // Without end_fsync, nothing after the runtime.
+    let quiet = sim(
+        &text.replace("end_fsync=1\n", ""),
+        FrontConfig::default(),
+        1,
+    )
+    .unwrap();
+    assert_eq!(quiet.report.jobs[0].sync.total_ios, 0);
+}

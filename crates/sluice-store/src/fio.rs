@@ -25,9 +25,10 @@
 //! * **Syncs.** `fsync=N`/`fdatasync=N`: after every N writes the thread quiesces (no
 //!   new I/O until those in flight complete, as fio does), then fsyncs (or fdatasyncs:
 //!   the store skips the commit when only the change counter moved) the file of the
-//!   last write, and issues nothing while the sync runs. `end_fsync`: every file of the
-//!   thread is fsynced when it has issued all its I/O (a size-based end);
-//!   `fsync_on_close`: every file at the thread's end, however it ended. Each sync is a
+//!   last write, and issues nothing while the sync runs. `end_fsync` and
+//!   `fsync_on_close`: every file of the thread is fsynced at the thread's end,
+//!   however it ended (by size or by its runtime, as fio syncs when its I/O loop
+//!   ends). Each sync is a
 //!   sample of the job's `sync` section.
 //! * **Ends.** By size (the generator is exhausted), by `runtime` (nothing new is
 //!   issued after it; I/Os in flight complete and are counted, as in the simulator),

@@ -113,8 +113,8 @@ fn fsync_every_n_writes_and_at_the_end() {
         "[w]\nrw=write\nbs=4k\nnrfiles=2\nfilesize=64k\ntime_based\nruntime=2ms\nend_fsync=1\n";
     let (report, _) = run_and_read(text, "compound", &[]);
     assert_eq!(
-        report.jobs[0].sync.total_ios, 0,
-        "end_fsync: size-based ends only"
+        report.jobs[0].sync.total_ios, 2,
+        "end_fsync: both files at a runtime end too, as fio"
     );
 }
 

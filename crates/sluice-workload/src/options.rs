@@ -153,7 +153,7 @@ static TABLE: &[OptionInfo] = &[
     o("buffered", &[], Yes, "buffered=1", "the opposite of direct: buffered=1 goes through sluice's page cache"),
     o("fsync", &[], Yes, "fsync=32", "a sync after every N writes, once the thread's I/Os in flight have completed: writeback of the file's dirty pages (buffered jobs) then a device flush; reported in the sync section"),
     o("fdatasync", &[], Yes, "fdatasync=32", "as fsync (a raw file has no metadata to leave out; the journaled store, `--fs`, does fdatasync); with both, the more frequent applies"),
-    o("end_fsync", &[], Yes, "end_fsync=1", "a sync when the thread has issued all its I/O (size-based jobs; a job ended by its runtime does not sync)"),
+    o("end_fsync", &[], Yes, "end_fsync=1", "a sync when the thread has issued all its I/O or its runtime ended, as fio: once its I/O in flight has completed"),
     o("fsync_on_close", &[], Yes, "fsync_on_close=1", "as end_fsync: sluice closes a job's files at its end (on the journaled store, `--fs`, each file is fsynced at the thread's end however it ended)"),
     o("create_on_open", &[], Yes, "create_on_open=1", "on the journaled store (`--fs`): each file is created when the thread first does I/O to it instead of before the run; raw files are laid out before the run (a warning says so)"),
     o("write_bw_log", &[], Yes, "write_bw_log=bw", "fio's bandwidth log `PREFIX_bw.N.log` (KiB/s; the job name when bare), in both worlds (the simulator's from virtual time)"),

@@ -37,6 +37,8 @@ pub struct IoSource {
     sync_due: bool,
     /// `end_fsync` / `fsync_on_close`: a sync when the thread has issued all it should.
     end_sync: bool,
+    /// The job ended by its runtime (or was stopped): the stream issues nothing more.
+    ended: bool,
 }
 
 impl IoSource {
@@ -53,7 +55,26 @@ impl IoSource {
             writes_since_sync: 0,
             sync_due: false,
             end_sync: job.end_fsync,
+            ended: false,
         }
+    }
+
+    /// The job's runtime is over (or the run was stopped): the stream issues nothing
+    /// more (an I/O held for its pacer slot is dropped, a periodic sync not yet issued
+    /// is not). Returns whether the thread still owes its end sync (`end_fsync`,
+    /// `fsync_on_close`): as fio syncs its files when its I/O loop ends, whatever
+    /// ended it, [`IoSource::next_with`] then issues it once nothing is in flight, and
+    /// [`NextIo::Exhausted`] after it.
+    pub fn end_now(&mut self) -> bool {
+        self.ended = true;
+        self.pending = None;
+        self.sync_due = false;
+        self.end_sync
+    }
+
+    /// Whether the stream has nothing more to issue (its size is done, or it ended).
+    fn exhausted(&self) -> bool {
+        self.ended || self.gen.exhausted()
     }
 
     /// What to do at `now_ns`; pacer slots count from `pace_base_ns` (the job's start).
@@ -67,7 +88,7 @@ impl IoSource {
     /// `fsync_every` writes and at the end with `end_fsync`, once nothing is in flight
     /// ([`NextIo::Drain`] until then).
     pub fn next_with(&mut self, now_ns: Nanos, pace_base_ns: Nanos, in_flight: u32) -> NextIo {
-        if self.sync_due || (self.end_sync && self.pending.is_none() && self.gen.exhausted()) {
+        if self.sync_due || (self.end_sync && self.pending.is_none() && self.exhausted()) {
             if in_flight > 0 {
                 return NextIo::Drain;
             }
@@ -104,7 +125,7 @@ impl IoSource {
         let (io, at) = match self.pending {
             Some(p) => p,
             None => {
-                if self.gen.exhausted() {
+                if self.exhausted() {
                     return NextIo::Exhausted;
                 }
                 let io = self.gen.next_io();
@@ -201,5 +222,45 @@ mod tests {
         }
         assert_eq!(s.next(0, 0), NextIo::Exhausted);
         assert_eq!(s.issued_bytes(), 16 << 10);
+    }
+
+    #[test]
+    fn a_job_ended_by_its_runtime_still_gives_its_end_sync() {
+        let job = JobSpec {
+            rw: crate::RwMode::Write,
+            size: 1 << 30,
+            fsync_every: 4,
+            end_fsync: true,
+            ..JobSpec::default()
+        };
+        let mut s = IoSource::new(&job, 0, 0, 1);
+        for _ in 0..3 {
+            assert!(matches!(s.next(0, 0), NextIo::Issue(_)));
+        }
+        // The runtime ends with two writes in flight: the sync waits for them, goes,
+        // and the stream is done.
+        assert!(s.end_now());
+        assert_eq!(s.next_with(0, 0, 2), NextIo::Drain);
+        assert!(matches!(
+            s.next_with(0, 0, 0),
+            NextIo::Issue(IoSpec {
+                op: sluice_core::Op::Flush,
+                ..
+            })
+        ));
+        assert_eq!(s.next_with(0, 0, 1), NextIo::Exhausted);
+        // Without end_fsync nothing is owed.
+        let mut quiet = IoSource::new(
+            &JobSpec {
+                end_fsync: false,
+                ..job
+            },
+            0,
+            0,
+            1,
+        );
+        assert!(matches!(quiet.next(0, 0), NextIo::Issue(_)));
+        assert!(!quiet.end_now());
+        assert_eq!(quiet.next(0, 0), NextIo::Exhausted);
     }
 }

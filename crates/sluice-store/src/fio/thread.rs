@@ -82,8 +82,6 @@ struct State {
     /// The thread ends: its runtime passed, or an I/O failed.
     stop: bool,
     failed: bool,
-    /// The generator has issued all it should (a size-based end).
-    by_size: bool,
     /// The file the last write went to (the periodic sync's file).
     last_write: u32,
 }
@@ -142,7 +140,6 @@ async fn thread_body(sh: &Rc<Shared>, j: usize, t: u32, begin_ns: Nanos) {
             syncing: false,
             stop: false,
             failed: false,
-            by_size: false,
             last_write: 0,
         }),
         changed: Condvar::new(),
@@ -168,12 +165,11 @@ async fn thread_body(sh: &Rc<Shared>, j: usize, t: u32, begin_ns: Nanos) {
     for h in others {
         h.await;
     }
-    let (by_size, failed) = {
-        let st = th.state.lock().await;
-        (st.by_size, st.failed)
-    };
-    // Stopped (Ctrl-C): no end syncs; the run's end syncs the whole store.
-    if failed || sh.stopped() || !(job.fsync_on_close || (job.end_fsync && by_size)) {
+    // end_fsync and fsync_on_close: every file of the thread, however it ended (by
+    // size or by its runtime, as fio syncs when its I/O loop ends), unless an I/O
+    // failed or the run was interrupted.
+    let failed = th.state.lock().await.failed;
+    if failed || sh.stopped() || !(job.fsync_on_close || job.end_fsync) {
         return;
     }
     let files: Vec<FsFile> = th.files.lock().await.iter().flatten().cloned().collect();
@@ -298,10 +294,7 @@ impl Thread {
                 }
                 NextIo::At(t) => return Action::Sleep(t),
                 NextIo::Drain => st = self.changed.wait(st).await,
-                NextIo::Exhausted => {
-                    st.by_size = true;
-                    return Action::Done;
-                }
+                NextIo::Exhausted => return Action::Done,
             }
         }
     }
