@@ -459,6 +459,7 @@ pub fn run_with(
                     &dev,
                     &bells[..],
                 );
+                let plan_index = plan.index;
                 std::thread::Builder::new()
                     .name(format!("sluice-w{}", plan.index))
                     .spawn_scoped(s, move || {
@@ -480,7 +481,17 @@ pub fn run_with(
                             barrier.wait();
                             if let (Some(w), None) = (worker.as_mut(), &err) {
                                 let start = group_start.load(Ordering::Acquire);
-                                if let Err(e) = w.run_group(g, start) {
+                                // A panic here must still reach the barriers below, or
+                                // the other threads wait for this one for ever: it is
+                                // this worker's error, and the others stop.
+                                let ran =
+                                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                        w.run_group(g, start)
+                                    }));
+                                let r = ran.unwrap_or_else(|p| {
+                                    Err(EngineError::WorkerPanic(plan_index, panic_text(&*p)))
+                                });
+                                if let Err(e) = r {
                                     shared.abort.store(true, Ordering::Relaxed);
                                     err = Some(e);
                                 }
@@ -530,14 +541,8 @@ pub fn run_with(
             .into_iter()
             .enumerate()
             .map(|(i, h)| {
-                h.join().unwrap_or_else(|p| {
-                    let msg = p
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                        .unwrap_or_default();
-                    Err(EngineError::WorkerPanic(i, msg))
-                })
+                h.join()
+                    .unwrap_or_else(|p| Err(EngineError::WorkerPanic(i, panic_text(&*p))))
             })
             .collect()
     });
@@ -718,4 +723,12 @@ fn policy_timing(t: &ptime::PolicyTimeReport, ios: u64) -> PolicyTiming {
             Default::default()
         },
     }
+}
+
+/// A panic's message (a `String` or a `&str` payload), or an empty string.
+fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
 }
