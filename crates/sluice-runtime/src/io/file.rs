@@ -29,8 +29,7 @@ impl File {
         check_name(name)?;
         let (file, existed) = with(|inner, _| {
             let io = &mut inner.io;
-            let existed = io.names.contains_key(name);
-            let id = match io.names.get(name) {
+            let (id, existed) = match io.names.get(name) {
                 Some(_) if io.is_real() => {
                     return Err(io::Error::new(
                         io::ErrorKind::AlreadyExists,
@@ -39,7 +38,7 @@ impl File {
                 }
                 Some(&id) => {
                     io.reopen(id)?;
-                    id
+                    (id, true)
                 }
                 None => {
                     let id = io.new_id(name)?;
@@ -48,7 +47,7 @@ impl File {
                     }
                     io.files.push(FileMeta::new(name.to_string(), 0, false, 1));
                     io.names.insert(name.to_string(), id);
-                    id
+                    (id, false)
                 }
             };
             Ok((File { id }, existed))

@@ -154,33 +154,46 @@ impl RealPort {
         }
     }
 
-    /// Create file number `id` (`O_DIRECT`, new: an existing file is never touched).
-    /// The cores' rings register it at their next turn.
-    pub(crate) fn create(&mut self, id: u32, name: &str) -> std::io::Result<()> {
+    /// Open `name` of the directory with the rings' flags (read, and write if `write`;
+    /// only a new file if `create_new`), once the table of registered files has room:
+    /// its path and the open's result, which each caller words.
+    fn open_in_dir(
+        &self,
+        name: &str,
+        write: bool,
+        create_new: bool,
+    ) -> std::io::Result<(std::path::PathBuf, std::io::Result<std::fs::File>)> {
         if !self.files.has_room() {
             return Err(table_full(name, &self.dir));
         }
         let path = self.dir.join(name);
         let f = std::fs::OpenOptions::new()
             .read(true)
-            .write(true)
-            .create_new(true)
+            .write(write)
+            .create_new(create_new)
             .custom_flags(self.flags())
-            .open(&path)
-            .map_err(|e| {
-                let refused_direct = e.raw_os_error() == Some(libc::EINVAL) && self.direct;
-                let why = if refused_direct {
-                    // Some kernels create the file before refusing O_DIRECT: it is ours
-                    // (create_new), so it goes. Any other error leaves the path alone —
-                    // above all EEXIST, a file the stack did not create.
-                    let _ = std::fs::remove_file(&path);
-                    "this file system refuses O_DIRECT: use a disk-backed directory, or \
-                     StackBuilder::direct(false) for I/O through the page cache"
-                } else {
-                    "the runtime creates its files and never writes one it did not create"
-                };
-                std::io::Error::new(e.kind(), format!("{}: {e} ({why})", path.display()))
-            })?;
+            .open(&path);
+        Ok((path, f))
+    }
+
+    /// Create file number `id` (`O_DIRECT`, new: an existing file is never touched).
+    /// The cores' rings register it at their next turn.
+    pub(crate) fn create(&mut self, id: u32, name: &str) -> std::io::Result<()> {
+        let (path, opened) = self.open_in_dir(name, true, true)?;
+        let f = opened.map_err(|e| {
+            let refused_direct = e.raw_os_error() == Some(libc::EINVAL) && self.direct;
+            let why = if refused_direct {
+                // Some kernels create the file before refusing O_DIRECT: it is ours
+                // (create_new), so it goes. Any other error leaves the path alone —
+                // above all EEXIST, a file the stack did not create.
+                let _ = std::fs::remove_file(&path);
+                "this file system refuses O_DIRECT: use a disk-backed directory, or \
+                 StackBuilder::direct(false) for I/O through the page cache"
+            } else {
+                "the runtime creates its files and never writes one it did not create"
+            };
+            std::io::Error::new(e.kind(), format!("{}: {e} ({why})", path.display()))
+        })?;
         let m = f.metadata()?;
         self.files.install(id, f);
         self.files.made[id as usize] = Some((m.dev(), m.ino()));
@@ -190,16 +203,8 @@ impl RealPort {
     /// Open the existing file `name` as file number `id`: read-only (the runtime never
     /// writes a file it did not create) unless `write_existing`. Returns its length.
     pub(crate) fn open_existing(&mut self, id: u32, name: &str) -> std::io::Result<u64> {
-        if !self.files.has_room() {
-            return Err(table_full(name, &self.dir));
-        }
-        let path = self.dir.join(name);
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(self.write_existing)
-            .custom_flags(self.flags())
-            .open(&path)
-            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+        let (path, opened) = self.open_in_dir(name, self.write_existing, false)?;
+        let f = opened.map_err(|e| with_path(e, &path))?;
         let len = f.metadata()?.len();
         self.files.install(id, f);
         Ok(len)
@@ -212,16 +217,8 @@ impl RealPort {
         let Some((dev, ino)) = self.files.made.get(id as usize).copied().flatten() else {
             return self.open_existing(id, name).map(drop);
         };
-        if !self.files.has_room() {
-            return Err(table_full(name, &self.dir));
-        }
-        let path = self.dir.join(name);
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(self.flags())
-            .open(&path)
-            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+        let (path, opened) = self.open_in_dir(name, true, false)?;
+        let f = opened.map_err(|e| with_path(e, &path))?;
         let m = f.metadata()?;
         if (m.dev(), m.ino()) != (dev, ino) {
             return Err(std::io::Error::other(format!(
@@ -238,4 +235,9 @@ impl RealPort {
     pub(crate) fn set_len(&self, id: u32, len: u64) -> std::io::Result<()> {
         self.files.file(id)?.set_len(len)
     }
+}
+
+/// An open error with the path it concerns.
+fn with_path(e: std::io::Error, path: &std::path::Path) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
 }
