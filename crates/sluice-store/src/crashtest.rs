@@ -133,6 +133,9 @@ pub struct SeedOutcome {
     /// Files past the indirect block's reach (4 MiB + 96 KiB: a double-indirect block)
     /// after recovery.
     pub big_files: u64,
+    /// Files without a name but still open at the crash (removed while open) that the
+    /// first recovery freed.
+    pub orphans: u64,
 }
 
 /// The harness for one configuration: the base image (an empty store with each task's
@@ -278,14 +281,15 @@ impl Harness {
                 move || async move { observe(mode).await },
             )
             .map_err(|e| e.to_string())?;
-        let a = first.value.expect("the recovery ran to its end")?;
+        let (a, orphans) = first.value.expect("the recovery ran to its end")?;
         let b = builder(seed)
             .image(first.image)
             .build()
             .map_err(|e| e.to_string())?
             .run(move || async move { observe(mode).await })
             .map_err(|e| e.to_string())?
-            .value?;
+            .value?
+            .0;
         if a != b {
             return Err(format!(
                 "a second recovery changed the store: {}",
@@ -295,6 +299,7 @@ impl Harness {
         let mut out = SeedOutcome {
             crash_ns: crashed.at_ns,
             mid_run: crashed.value.is_none(),
+            orphans,
             ..SeedOutcome::default()
         };
         for (t, m) in models.iter().enumerate() {
@@ -361,8 +366,9 @@ impl Observed {
     }
 }
 
-/// Mount (recover), check the structure, and read everything.
-async fn observe(mode: CommitMode) -> Result<Observed, String> {
+/// Mount (recover), check the structure, and read everything; with the orphans the
+/// mount freed.
+async fn observe(mode: CommitMode) -> Result<(Observed, u64), String> {
     let f = File::open(IMG).await.map_err(|e| e.to_string())?;
     let s = Store::mount(&f, mode)
         .await
@@ -376,10 +382,13 @@ async fn observe(mode: CommitMode) -> Result<Observed, String> {
         let h = s.open(&name).map_err(|e| e.to_string())?;
         let mut v = vec![0u8; len as usize];
         s.read(h, 0, &mut v).await.map_err(|e| e.to_string())?;
-        files.insert(name, (v, s.stat(h).change));
+        let change = s.stat(h).map_err(|e| e.to_string())?.change;
+        s.close(h).map_err(|e| e.to_string())?;
+        files.insert(name, (v, change));
     }
-    Ok(Observed {
+    let observed = Observed {
         files,
         fingerprint: s.fingerprint(),
-    })
+    };
+    Ok((observed, s.stats().orphans))
 }

@@ -149,9 +149,10 @@ impl From<StoreError> for io::Error {
             StoreError::Io(e) => return io::Error::new(e.kind(), e.to_string()),
             StoreError::NotFound(_) => io::ErrorKind::NotFound,
             StoreError::Exists(_) => io::ErrorKind::AlreadyExists,
-            StoreError::BadName(_) | StoreError::TooBig | StoreError::TxnTooBig(_) => {
-                io::ErrorKind::InvalidInput
-            }
+            StoreError::BadName(_)
+            | StoreError::TooBig
+            | StoreError::TxnTooBig(_)
+            | StoreError::Closed => io::ErrorKind::InvalidInput,
             StoreError::Corrupt(_) | StoreError::JournalCorrupt(_) => io::ErrorKind::InvalidData,
             StoreError::NoSpace(_) | StoreError::Aborted(_) => io::ErrorKind::Other,
         };
@@ -175,7 +176,21 @@ pub struct FsFile {
 #[derive(Clone, Debug)]
 enum Inner {
     Host(File),
-    Store(Rc<Store>, StoreFile),
+    Store(Rc<StoreOpen>),
+}
+
+/// One open of a store's file, closed when the last clone of its [`FsFile`] goes.
+#[derive(Debug)]
+struct StoreOpen {
+    store: Rc<Store>,
+    file: StoreFile,
+}
+
+impl Drop for StoreOpen {
+    fn drop(&mut self) {
+        // The open is live: the handle never leaves this value.
+        let _ = self.store.close(self.file);
+    }
 }
 
 impl Fs {
@@ -213,7 +228,7 @@ impl Fs {
     fn file(&self, f: StoreFile) -> FsFile {
         let s = self.store.clone().expect("a store's file");
         FsFile {
-            inner: Inner::Store(s, f),
+            inner: Inner::Store(Rc::new(StoreOpen { store: s, file: f })),
         }
     }
 
@@ -247,9 +262,8 @@ impl Fs {
         }
     }
 
-    /// Remove the name `name`. A store's file goes with it (do not use its handles
-    /// after: the store reuses the inode once the removal commits); the runtime's
-    /// handles stay usable.
+    /// Remove the name `name`. Open handles stay usable, as POSIX's: a store's file
+    /// removed while open is freed at its last close ([`Store::unlink`]).
     pub async fn unlink(&self, name: &str) -> io::Result<()> {
         match &self.store {
             None => File::remove(name).await,
@@ -281,8 +295,12 @@ impl FsFile {
     pub async fn read_at(&self, mut buf: DmaBuffer, offset: u64) -> (io::Result<usize>, DmaBuffer) {
         match &self.inner {
             Inner::Host(f) => f.read_at(buf, offset).await,
-            Inner::Store(s, f) => {
-                let r = s.read(*f, offset, &mut buf).await.map_err(io::Error::from);
+            Inner::Store(o) => {
+                let r = o
+                    .store
+                    .read(o.file, offset, &mut buf)
+                    .await
+                    .map_err(io::Error::from);
                 if let Ok(n) = r {
                     buf[n..].fill(0);
                 }
@@ -296,8 +314,12 @@ impl FsFile {
     pub async fn write_at(&self, buf: DmaBuffer, offset: u64) -> (io::Result<usize>, DmaBuffer) {
         match &self.inner {
             Inner::Host(f) => f.write_at(buf, offset).await,
-            Inner::Store(s, f) => {
-                let r = s.write(*f, offset, &buf).await.map_err(io::Error::from);
+            Inner::Store(o) => {
+                let r = o
+                    .store
+                    .write(o.file, offset, &buf)
+                    .await
+                    .map_err(io::Error::from);
                 (r, buf)
             }
         }
@@ -308,7 +330,7 @@ impl FsFile {
     pub async fn read_buffered(&self, offset: u64, out: &mut [u8]) -> io::Result<usize> {
         match &self.inner {
             Inner::Host(f) => f.read_buffered(offset, out).await,
-            Inner::Store(s, f) => Ok(s.read(*f, offset, out).await?),
+            Inner::Store(o) => Ok(o.store.read(o.file, offset, out).await?),
         }
     }
 
@@ -317,7 +339,7 @@ impl FsFile {
     pub async fn write_buffered(&self, offset: u64, data: &[u8]) -> io::Result<usize> {
         match &self.inner {
             Inner::Host(f) => f.write_buffered(offset, data).await,
-            Inner::Store(s, f) => Ok(s.write_buffered(*f, offset, data).await?),
+            Inner::Store(o) => Ok(o.store.write_buffered(o.file, offset, data).await?),
         }
     }
 
@@ -325,7 +347,8 @@ impl FsFile {
     pub fn len(&self) -> u64 {
         match &self.inner {
             Inner::Host(f) => f.len(),
-            Inner::Store(s, f) => s.len(*f),
+            // An open handle: its length is there.
+            Inner::Store(o) => o.store.len(o.file).unwrap_or(0),
         }
     }
 
@@ -338,7 +361,7 @@ impl FsFile {
     pub async fn set_len(&self, len: u64) -> io::Result<()> {
         match &self.inner {
             Inner::Host(f) => f.set_len(len).await,
-            Inner::Store(s, f) => Ok(s.truncate(*f, len).await?),
+            Inner::Store(o) => Ok(o.store.truncate(o.file, len).await?),
         }
     }
 
@@ -346,7 +369,7 @@ impl FsFile {
     pub async fn fsync(&self) -> io::Result<()> {
         match &self.inner {
             Inner::Host(f) => f.fsync().await,
-            Inner::Store(s, f) => Ok(s.fsync(*f).await?),
+            Inner::Store(o) => Ok(o.store.fsync(o.file).await?),
         }
     }
 
@@ -354,17 +377,21 @@ impl FsFile {
     pub async fn fdatasync(&self) -> io::Result<()> {
         match &self.inner {
             Inner::Host(f) => f.fsync().await,
-            Inner::Store(s, f) => Ok(s.fdatasync(*f).await?),
+            Inner::Store(o) => Ok(o.store.fdatasync(o.file).await?),
         }
     }
 
     /// Close it: the runtime's file is closed ([`File::close`]: one open ends; on real
     /// files a file closed by every opener gives back its descriptor and its slot of
-    /// the rings' file table); a store's file has nothing to give back.
+    /// the rings' file table). A store's open ends when its last clone is closed or
+    /// dropped ([`Store::close`]: a file removed while open is freed then).
     pub async fn close(self) -> io::Result<()> {
         match self.inner {
             Inner::Host(f) => f.close().await,
-            Inner::Store(..) => Ok(()),
+            Inner::Store(o) => {
+                drop(o);
+                Ok(())
+            }
         }
     }
 }

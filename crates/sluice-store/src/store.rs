@@ -78,12 +78,23 @@ pub enum StoreError {
     /// A journal block fails its checksum (found at mount; nothing was replayed).
     #[error("the store's journal is damaged: {0}")]
     JournalCorrupt(String),
+    /// The handle was closed ([`Store::close`]).
+    #[error(
+        "a store file handle was used after it was closed (its file may be gone and its \
+         inode reused): open the file again"
+    )]
+    Closed,
 }
 
-/// A file of the store (its inode number).
+/// An open file of the store: its inode number and the open it came from (as a file
+/// descriptor: [`Store::create`] and [`Store::open`] make one, [`Store::close`] ends
+/// it). A file removed while open keeps its inode and blocks until its last open is
+/// closed, as POSIX's; a handle used after its close is refused with
+/// [`StoreError::Closed`], never taken for another file that reused the inode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StoreFile {
     ino: u32,
+    open: u64,
 }
 
 /// The store's counters.
@@ -275,6 +286,13 @@ struct State {
     hint: u64,
     inode_used: Vec<bool>,
     names: BTreeMap<String, (u32, u32)>,
+    /// Open handles (open number → inode), the opens per inode, the next open number,
+    /// and the inodes removed while open (freed at their last close; at the next mount
+    /// after a crash, as any used inode without a name).
+    opens: BTreeMap<u64, u32>,
+    ino_opens: BTreeMap<u32, u32>,
+    next_open: u64,
+    unlinked: BTreeSet<u32>,
     /// The last transaction that changed each inode.
     ino_txn: BTreeMap<u32, u64>,
     /// The last transaction that changed each inode's essential metadata (used, size,
@@ -362,14 +380,23 @@ impl Store {
     }
 
     /// A file's size, blocks and change counter.
-    pub fn stat(&self, f: StoreFile) -> FileStat {
+    pub fn stat(&self, f: StoreFile) -> Result<FileStat, StoreError> {
         let st = self.st.borrow();
+        st.live(f)?;
         let i = st.inode(f.ino);
-        FileStat {
+        Ok(FileStat {
             size: i.size,
             blocks: st.blocks_of(&i).len() as u64,
             change: i.change,
-        }
+        })
+    }
+
+    /// Free blocks of the data area (blocks freed by a transaction not yet committed
+    /// count as used: they are reused after the commit).
+    pub fn free_blocks(&self) -> u64 {
+        let st = self.st.borrow();
+        let data = st.g.data_start() as usize..st.g.blocks as usize;
+        st.used[data].iter().filter(|u| !**u).count() as u64
     }
 
     /// A crc32c of the metadata as it stands (inode table, directory, bitmap, the used
@@ -414,6 +441,7 @@ impl Store {
     }
 
     async fn sync_file(&self, f: StoreFile, all: bool) -> Result<(), StoreError> {
+        self.st.borrow().live(f)?;
         let (t0, critical) = (now(), current_class() == IoClass::Critical);
         let phases = self.sync_phases(f, all, critical).await?;
         if critical {

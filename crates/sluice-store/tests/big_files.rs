@@ -102,7 +102,7 @@ where
 
 async fn read_all(s: &Store, name: &str) -> Vec<u8> {
     let h = s.open(name).unwrap();
-    let mut v = vec![0u8; s.len(h) as usize];
+    let mut v = vec![0u8; s.len(h).unwrap() as usize];
     assert_eq!(s.read(h, 0, &mut v).await.unwrap(), v.len());
     v
 }
@@ -130,7 +130,7 @@ fn a_six_mib_file_is_written_read_truncated_and_unlinked() {
             assert_eq!(read_all(&s, "big").await, w);
             // 1 536 data blocks, the indirect, the double-indirect and one block under
             // it.
-            assert_eq!(s.stat(h).blocks, 1536 + 3);
+            assert_eq!(s.stat(h).unwrap().blocks, 1536 + 3);
             assert_eq!(s.check(), Vec::<String>::new());
             s.fsync(h).await.unwrap();
             s.sync().await.unwrap();
@@ -141,22 +141,22 @@ fn a_six_mib_file_is_written_read_truncated_and_unlinked() {
             let h = s.open("big").unwrap();
             // Down to 5 MiB: still past the indirect block's reach.
             s.truncate(h, 5 * MIB).await.unwrap();
-            assert_eq!(s.stat(h).blocks, 1280 + 3);
+            assert_eq!(s.stat(h).unwrap().blocks, 1280 + 3);
             assert_eq!(read_all(&s, "big").await, &w[..(5 * MIB) as usize]);
             assert_eq!(s.check(), Vec::<String>::new());
             // Down to 3 MiB: the double-indirect block and the one under it go.
             s.truncate(h, 3 * MIB + 5).await.unwrap();
-            assert_eq!(s.stat(h).blocks, 769 + 1);
+            assert_eq!(s.stat(h).unwrap().blocks, 769 + 1);
             assert_eq!(s.check(), Vec::<String>::new());
             // Back up to 7 MiB: a hole of zeros, no blocks.
             s.truncate(h, 7 * MIB).await.unwrap();
-            assert_eq!(s.stat(h).blocks, 769 + 1);
+            assert_eq!(s.stat(h).unwrap().blocks, 769 + 1);
             let v = read_all(&s, "big").await;
             assert_eq!(&v[..(3 * MIB + 5) as usize], &w[..(3 * MIB + 5) as usize]);
             assert!(v[(3 * MIB + 5) as usize..].iter().all(|&b| b == 0));
             // A block past 6 MiB allocates the double-indirect tree again.
             s.write(h, 6 * MIB + 100, b"tail").await.unwrap();
-            assert_eq!(s.stat(h).blocks, 769 + 1 + 3);
+            assert_eq!(s.stat(h).unwrap().blocks, 769 + 1 + 3);
             s.fsync(h).await.unwrap();
             s.sync().await.unwrap();
         });
@@ -187,8 +187,8 @@ fn the_largest_file_and_a_clear_error_past_it() {
         let h = s.create("huge").unwrap();
         // The last 10 bytes of the largest file: the double-indirect block's last entry.
         s.write(h, MAX_BYTES - 10, b"0123456789").await.unwrap();
-        assert_eq!(s.len(h), MAX_BYTES);
-        assert_eq!(s.stat(h).blocks, 3);
+        assert_eq!(s.len(h).unwrap(), MAX_BYTES);
+        assert_eq!(s.stat(h).unwrap().blocks, 3);
         let mut v = [0u8; 20];
         assert_eq!(s.read(h, MAX_BYTES - 20, &mut v).await.unwrap(), 20);
         assert_eq!(&v[..10], &[0u8; 10]);
@@ -206,18 +206,18 @@ fn the_largest_file_and_a_clear_error_past_it() {
             );
         }
         // Nothing changed by the refusals.
-        assert_eq!(s.len(h), MAX_BYTES);
+        assert_eq!(s.len(h).unwrap(), MAX_BYTES);
         s.truncate(h, MAX_BYTES).await.unwrap();
         s.sync().await.unwrap();
     });
     recover(CommitMode::Compound, image, |s| async move {
         let h = s.open("huge").unwrap();
-        assert_eq!(s.len(h), MAX_BYTES);
+        assert_eq!(s.len(h).unwrap(), MAX_BYTES);
         let mut v = [0u8; 10];
         s.read(h, MAX_BYTES - 10, &mut v).await.unwrap();
         assert_eq!(&v, b"0123456789");
         s.truncate(h, 0).await.unwrap();
-        assert_eq!(s.stat(h).blocks, 0);
+        assert_eq!(s.stat(h).unwrap().blocks, 0);
         assert_eq!(s.check(), Vec::<String>::new());
     });
 }
@@ -337,11 +337,11 @@ fn a_transaction_never_outgrows_the_journal() {
             // Down to nothing in one truncation: 401 map blocks and 400 data blocks go.
             s.truncate(h, 0).await.unwrap();
             s.sync().await.unwrap();
-            assert_eq!(s.stat(h).blocks, 0);
+            assert_eq!(s.stat(h).unwrap().blocks, 0);
         });
         recover(mode, image, |s| async move {
             let h = s.open("sparse").unwrap();
-            assert_eq!(s.len(h), 0);
+            assert_eq!(s.len(h).unwrap(), 0);
         });
     }
 }

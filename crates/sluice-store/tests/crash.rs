@@ -3,7 +3,8 @@
 //! fsync, fdatasync and sync; the power goes at a seeded instant; recovery must leave
 //! a consistent store that agrees with the model, and a second recovery must change
 //! nothing. In one seed of eight a task's main file grows past 4 MiB (a double-indirect
-//! block). 250 seeds for each commit mode and fsync path (1 000 in all);
+//! block), and task's scratch files removed while open are written and synced on
+//! before their close. 250 seeds for each commit mode and fsync path (1 000 in all);
 //! `STORE_CRASH_SEED=N cargo test -p sluice-store --test crash` replays seed N in each
 //! (`sluice crashtest --seeds 1 --start N --mode M --fsync P` replays one).
 
@@ -21,18 +22,20 @@ fn run(config: Config) {
         Some(s) => vec![s],
         None => (0..SEEDS).collect(),
     };
-    let (mut syncs, mut mid_run, mut big) = (0, 0, 0);
+    let (mut syncs, mut mid_run, mut big, mut orphans) = (0, 0, 0, 0);
     for seed in seeds {
         let out = h.run(seed).unwrap_or_else(|f| panic!("{f}"));
         syncs += out.syncs;
         mid_run += out.mid_run as u64;
         big += out.big_files;
+        orphans += out.orphans;
     }
-    // The checks had something to check: crashes inside the workload, after syncs, and
-    // files with a double-indirect block after recovery.
+    // The checks had something to check: crashes inside the workload, after syncs,
+    // files with a double-indirect block after recovery, and files removed while open
+    // that the recovery freed.
     assert!(
-        syncs > 0 && (only.is_some() || mid_run > SEEDS / 2 && big >= 10),
-        "{syncs} {mid_run} {big}"
+        syncs > 0 && (only.is_some() || mid_run > SEEDS / 2 && big >= 10 && orphans >= 10),
+        "{syncs} {mid_run} {big} {orphans}"
     );
 }
 

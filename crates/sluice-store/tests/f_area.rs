@@ -86,7 +86,7 @@ fn recovered_log(image: sluice_runtime::DiskImage) -> Option<Vec<u8>> {
             let s = Store::mount(&f, CommitMode::FileLevel).await.unwrap();
             assert_eq!(s.check(), Vec::<String>::new());
             let log = s.open("log").ok()?;
-            let mut v = vec![0u8; s.len(log) as usize];
+            let mut v = vec![0u8; s.len(log).unwrap() as usize];
             s.read(log, 0, &mut v).await.unwrap();
             Some(v)
         })

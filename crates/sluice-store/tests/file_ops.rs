@@ -63,7 +63,7 @@ fn pattern(n: usize, salt: u8) -> Vec<u8> {
 
 async fn contents(s: &Store, name: &str) -> Vec<u8> {
     let f = s.open(name).unwrap();
-    let mut v = vec![0u8; s.len(f) as usize];
+    let mut v = vec![0u8; s.len(f).unwrap() as usize];
     s.read(f, 0, &mut v).await.unwrap();
     v
 }
@@ -81,9 +81,9 @@ fn truncate_shrinks_grows_with_zeros_and_survives_a_crash() {
                 s.fsync(f).await.unwrap();
                 // The name is durable with a normal commit.
                 s.sync().await.unwrap();
-                assert_eq!(s.stat(f).blocks, 51);
+                assert_eq!(s.stat(f).unwrap().blocks, 51);
                 s.truncate(f, 10_000).await.unwrap();
-                assert_eq!((s.len(f), s.stat(f).blocks), (10_000, 3));
+                assert_eq!((s.len(f).unwrap(), s.stat(f).unwrap().blocks), (10_000, 3));
                 // Growing again shows zeros where the old data was, in the old last
                 // block too.
                 s.truncate(f, 50_000).await.unwrap();
@@ -169,7 +169,7 @@ fn fdatasync_skips_the_commit_when_only_the_change_counter_moved() {
                 // fsync commits the change counter.
                 s.fsync(f).await.unwrap();
                 assert_eq!(journal(&s), before.0 + 1);
-                let change = s.stat(f).change;
+                let change = s.stat(f).unwrap().change;
                 // An overwrite and a direct one, fdatasync'd: the data survives, the
                 // counter may not.
                 s.write_buffered(f, 5000, &[8u8; 100]).await.unwrap();
@@ -180,11 +180,11 @@ fn fdatasync_skips_the_commit_when_only_the_change_counter_moved() {
                 s.write_buffered(f, 8192, &[5u8; 10]).await.unwrap();
                 s.fdatasync(f).await.unwrap();
                 assert_eq!(journal(&s), before.0 + 2);
-                assert!(s.stat(f).change >= change + 3);
+                assert!(s.stat(f).unwrap().change >= change + 3);
             });
             let (v, change) = recover(mode, image, |s| async move {
                 let f = s.open("a").unwrap();
-                (contents(&s, "a").await, s.stat(f).change)
+                (contents(&s, "a").await, s.stat(f).unwrap().change)
             });
             let mut want = pattern(8192, 4);
             want[100..3100].fill(7);

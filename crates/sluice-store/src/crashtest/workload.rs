@@ -89,7 +89,7 @@ pub(crate) async fn task(s: Rc<Store>, t: usize, seed: u64, m: Rc<RefCell<TaskMo
             }
             38..=53 => {
                 let full = r < 46;
-                let change = full.then(|| s.stat(main).change);
+                let change = full.then(|| s.stat(main).expect("stat").change);
                 m.borrow_mut().fsync_called(0, change);
                 match full {
                     true => s.fsync(main).await.expect("fsync"),
@@ -109,7 +109,10 @@ pub(crate) async fn task(s: Rc<Store>, t: usize, seed: u64, m: Rc<RefCell<TaskMo
                     id
                 };
                 let h = s.create(&name).expect("create");
-                scratch = Some((h, id));
+                if let Some((old, _)) = scratch.replace((h, id)) {
+                    // Closing a file removed while open frees it.
+                    s.close(old).expect("close");
+                }
                 let v = data(&mut rng, 9000);
                 write(&s, &m, h, id, 0, &v, rng.random_bool(0.5)).await;
             }
@@ -145,11 +148,15 @@ pub(crate) async fn task(s: Rc<Store>, t: usize, seed: u64, m: Rc<RefCell<TaskMo
                     m.renamed();
                     id
                 };
-                if scratch.is_some_and(|(_, id)| id == gone) {
-                    // Its inode may be reused once the removal commits.
-                    scratch = None;
-                }
                 s.unlink(&rname).expect("unlink");
+                // The scratch file removed while open: written, truncated and fsynced
+                // on without a name (POSIX), or closed now, which frees it.
+                if let Some((h, _)) = scratch.filter(|(_, id)| *id == gone) {
+                    if rng.random_bool(0.5) {
+                        s.close(h).expect("close");
+                        scratch = None;
+                    }
+                }
             }
             83..=88 => {
                 let Some((h, id)) = scratch else { continue };

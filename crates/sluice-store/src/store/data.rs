@@ -53,6 +53,7 @@ impl Store {
     ) -> Result<usize, StoreError> {
         let (n, map) = {
             let st = self.st.borrow();
+            st.live(f)?;
             let inode = st.inode(f.ino);
             let n = inode.size.saturating_sub(offset).min(out.len() as u64) as usize;
             let map: Vec<u64> = if n == 0 {
@@ -195,6 +196,7 @@ impl Store {
     }
 
     async fn write_step(&self, f: StoreFile, offset: u64, data: &[u8]) -> Result<(), StoreError> {
+        self.st.borrow().live(f)?;
         let first = offset / BLOCK as u64;
         let end = offset + data.len() as u64;
         let last = (end - 1) / BLOCK as u64;
@@ -283,6 +285,7 @@ impl Store {
         offset: u64,
         data: &[u8],
     ) -> Result<(), StoreError> {
+        self.st.borrow().live(f)?;
         let over = self.st.borrow().data_bytes > DATA_LIMIT;
         if over {
             // Too much buffered: the writer writes it home (early data is always safe
@@ -343,6 +346,7 @@ impl Store {
             return Err(StoreError::TooBig);
         }
         loop {
+            self.st.borrow().live(f)?;
             let change = self.st.borrow().inode(f.ino).change;
             let tail = self.grown_tail(f, len, false).await?;
             let wait = {

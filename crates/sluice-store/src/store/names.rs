@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use super::{Store, StoreError, StoreFile};
+use super::{State, Store, StoreError, StoreFile};
 use crate::layout::{Inode, MAX_NAME};
 
 impl Store {
@@ -32,38 +32,60 @@ impl Store {
         );
         st.set_dirent(slot, ino, name);
         st.names.insert(name.into(), (ino, slot));
-        Ok(StoreFile { ino })
+        Ok(st.new_open(ino))
     }
 
-    /// Open file `name`.
+    /// Open file `name`. Close the handle with [`Store::close`] when done with it.
     pub fn open(&self, name: &str) -> Result<StoreFile, StoreError> {
-        let st = self.st.borrow();
+        let mut st = self.st.borrow_mut();
         let &(ino, _) = st
             .names
             .get(name)
             .ok_or_else(|| StoreError::NotFound(name.into()))?;
-        Ok(StoreFile { ino })
+        Ok(st.new_open(ino))
+    }
+
+    /// Close `f`. The last close of a file removed while open frees it (its blocks and
+    /// inode are reused once that change commits). A handle already closed is refused.
+    pub fn close(&self, f: StoreFile) -> Result<(), StoreError> {
+        let mut st = self.st.borrow_mut();
+        st.live(f)?;
+        st.opens.remove(&f.open);
+        let n = st.ino_opens.get_mut(&f.ino).expect("counted at open");
+        *n -= 1;
+        if *n == 0 {
+            st.ino_opens.remove(&f.ino);
+            if st.unlinked.remove(&f.ino) {
+                st.free_inode(f.ino);
+            }
+        }
+        Ok(())
     }
 
     /// A file's length in bytes.
-    pub fn len(&self, f: StoreFile) -> u64 {
-        self.st.borrow().inode(f.ino).size
+    pub fn len(&self, f: StoreFile) -> Result<u64, StoreError> {
+        let st = self.st.borrow();
+        st.live(f)?;
+        Ok(st.inode(f.ino).size)
     }
 
-    /// Remove file `name` (its blocks and inode are reused once the removal commits).
+    /// Remove file `name`. A file nobody has open goes with its name (its blocks and
+    /// inode are reused once the removal commits); an open one stays readable and
+    /// writable through its handles, without a name, until its last [`Store::close`],
+    /// as POSIX's `unlink` of an open file (a crash before that close: the next mount
+    /// frees it, as every used inode without a name, ext4's orphan list).
     pub fn unlink(&self, name: &str) -> Result<(), StoreError> {
         let mut st = self.st.borrow_mut();
         let (ino, slot) = st
             .names
             .remove(name)
             .ok_or_else(|| StoreError::NotFound(name.into()))?;
-        let mut inode = st.inode(ino);
-        st.unmap_from(ino, &mut inode, 0);
-        // Buffered data of the file is dropped: its blocks are free.
-        st.drop_buffered(ino, 0);
-        st.running.frees.inodes.push(ino);
-        st.set_inode(ino, &Inode::default());
         st.set_dirent(slot, 0, "");
+        if st.ino_opens.contains_key(&ino) {
+            st.unlinked.insert(ino);
+        } else {
+            st.free_inode(ino);
+        }
         Ok(())
     }
 
@@ -86,5 +108,35 @@ impl Store {
         st.set_dirent(slot, ino, to);
         st.names.insert(to.into(), (ino, slot));
         Ok(())
+    }
+}
+
+impl State {
+    /// A new open of inode `ino`.
+    fn new_open(&mut self, ino: u32) -> StoreFile {
+        let open = self.next_open;
+        self.next_open += 1;
+        self.opens.insert(open, ino);
+        *self.ino_opens.entry(ino).or_default() += 1;
+        StoreFile { ino, open }
+    }
+
+    /// Whether `f` is an open handle.
+    pub(super) fn live(&self, f: StoreFile) -> Result<(), StoreError> {
+        match self.opens.get(&f.open) == Some(&f.ino) {
+            true => Ok(()),
+            false => Err(StoreError::Closed),
+        }
+    }
+
+    /// Free inode `ino` and its blocks in the running transaction (it has no name and
+    /// no open handle).
+    fn free_inode(&mut self, ino: u32) {
+        let mut inode = self.inode(ino);
+        self.unmap_from(ino, &mut inode, 0);
+        // Buffered data of the file is dropped: its blocks are free.
+        self.drop_buffered(ino, 0);
+        self.running.frees.inodes.push(ino);
+        self.set_inode(ino, &Inode::default());
     }
 }
