@@ -23,7 +23,9 @@ use std::cell::Cell;
 use std::rc::Rc;
 
 use serde::Deserialize;
-use sluice_runtime::{cpu, now, sleep, spawn, CacheConfig, File, IoClass, Stack, TaskCtx, Wakeup};
+use sluice_runtime::{
+    cpu, now, sleep, spawn, CacheConfig, File, Inherit, IoClass, Stack, TaskCtx, Wakeup,
+};
 use sluice_store::{CommitMode, Fs, FsConfig, FsFile, FsyncBreakdown, Geometry, Store};
 
 const MS: u64 = 1_000_000;
@@ -132,6 +134,10 @@ pub struct Scheme {
     /// Journal commit mode of the store the files are on; `None`: the stack's own
     /// files through its page cache (on a real directory, the host's file system).
     pub commit: Option<CommitMode>,
+    /// The store's journal task is critical: FastResponse configures JBD2 as a
+    /// critical process in B-Opt and BS-Opt (ICS '22 §4.4); in BSJ-Opt a critical
+    /// fsync commits its f-transaction by itself, and vanilla knows no critical task.
+    pub critical_journal: bool,
 }
 
 impl Scheme {
@@ -143,6 +149,9 @@ impl Scheme {
             policy,
             wakeup,
             commit: Some(commit),
+            // §4.4: "we configure JBD2 as a critical process in B-Opt, BS-Opt, and
+            // SelectISR"; in BSJ-Opt a critical fsync commits by itself.
+            critical_journal: matches!(name, "B-Opt" | "BS-Opt"),
         };
         [
             s("vanilla", "none", Wakeup::Fifo, CommitMode::Compound),
@@ -161,6 +170,7 @@ impl Scheme {
             policy: "none",
             wakeup: Wakeup::Fifo,
             commit: None,
+            critical_journal: false,
         }
     }
 }
@@ -201,10 +211,13 @@ pub fn run(
     real: Option<&std::path::Path>,
 ) -> Result<Fillsync, String> {
     cfg.check()?;
+    // FastResponse has no priority inheritance (RCP's): a critical task's wait for
+    // another task or its I/O raises nothing, so the schemes run without it.
     let mut b = Stack::builder()
         .device(device)
         .policy(scheme.policy)
         .wakeup(scheme.wakeup)
+        .inherit(Inherit::OFF)
         .cores(cfg.cores)
         .seed(cfg.seed)
         .max_sim_ns(600_000 * MS);
@@ -219,11 +232,11 @@ pub fn run(
             ..CacheConfig::default()
         });
     }
-    let (cfg, co, mode) = (cfg.clone(), co.clone(), scheme.commit);
+    let (cfg, co, scheme) = (cfg.clone(), co.clone(), *scheme);
     let out = b
         .build()
         .map_err(|e| e.to_string())?
-        .run(move || workload(cfg, co, mode))
+        .run(move || workload(cfg, co, scheme))
         .map_err(|e| e.to_string())?;
     out.value
 }
@@ -254,13 +267,12 @@ async fn mount(cfg: &FillsyncConfig, mode: Option<CommitMode>) -> Result<Fs, Str
     Fs::mount(&fs).await.map_err(|e| e.to_string())
 }
 
-async fn workload(
-    cfg: FillsyncConfig,
-    co: CoRunner,
-    mode: Option<CommitMode>,
-) -> Result<Fillsync, String> {
+async fn workload(cfg: FillsyncConfig, co: CoRunner, scheme: Scheme) -> Result<Fillsync, String> {
     let err = |e: std::io::Error| e.to_string();
-    let fs = mount(&cfg, mode).await?;
+    let fs = mount(&cfg, scheme.commit).await?;
+    if let (Some(s), true) = (fs.store(), scheme.critical_journal) {
+        s.set_journal_class(IoClass::Critical);
+    }
     let log = fs.create("log").await.map_err(err)?;
     let stop = Rc::new(Cell::new(false));
     let mut tasks = Vec::new();

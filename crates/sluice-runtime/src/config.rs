@@ -9,7 +9,8 @@ pub enum Wakeup {
     /// First woken, first run (the baseline).
     Fifo,
     /// FastResponse's critical wakeup (ICS '22 §3.5, Algorithm 1): a critical task woken
-    /// by the completion of its I/O becomes the core's `next` — it runs before every
+    /// (by its I/O's completion, a lock, a condition, a join or a timer) becomes the
+    /// core's `next` — it runs before every
     /// runnable non-critical task — unless `next` already holds a critical task (then
     /// it takes the normal path); the core is marked to reschedule, so a non-critical
     /// CPU burst in progress is preempted. A `next` that is critical is not displaced by

@@ -13,9 +13,12 @@
 //! # Wake-up order ([`Wakeup`])
 //! `fifo`: runnable tasks run in the order they became runnable. `critical` is
 //! FastResponse's Algorithm 1 (ICS '22 §3.5): if the woken task is critical (by class or
-//! by inheritance) and was woken by the completion of its I/O, and the core's `next` is
-//! empty or not critical, the task becomes `next` (run before the queue) and the core
-//! reschedules at once (a non-critical burst is preempted); otherwise it joins the queue.
+//! by inheritance) — whatever woke it: its I/O's completion, a lock, a condition, a
+//! join, a timer — and the core's `next` is empty or not critical, the task becomes
+//! `next` (run before the queue) and the core reschedules at once (a non-critical burst
+//! is preempted); otherwise it joins the queue. The paper's scheduler acts on every
+//! wake-up of a critical process: its BS-Opt cuts T_Sched, the wake-ups of the journal
+//! thread and of the fsync thread, which involve no I/O (§4.4, Fig. 15(b)).
 //!
 //! # Determinism
 //! One thread, virtual time, events ordered by (time, sequence); cores are visited in
@@ -60,15 +63,6 @@ use shared::{TaskWaker, CUR_TASK};
 /// Times the runtime's lock was taken in this process.
 pub(crate) fn shared_locks() -> u64 {
     shared::LOCKS.load(std::sync::atomic::Ordering::Relaxed)
-}
-
-/// Why a task became runnable.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum WakeKind {
-    /// The completion of an I/O it waits on (the critical rule applies).
-    Io,
-    /// Anything else: a lock, a condition, a timer, a join, a generic waker.
-    Other,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -309,7 +303,7 @@ impl Inner {
     }
 
     /// Make `t` runnable (see the module documentation for the order).
-    pub(crate) fn wake(&mut self, t: u32, kind: WakeKind) {
+    pub(crate) fn wake(&mut self, t: u32) {
         let task = &mut self.tasks[t as usize];
         match task.state {
             TState::Done | TState::Queued => return,
@@ -326,7 +320,7 @@ impl Inner {
         }
         let critical = task.effective_class() == IoClass::Critical;
         let c = task.core as usize;
-        if self.cfg.wakeup == Wakeup::Critical && kind == WakeKind::Io && critical {
+        if self.cfg.wakeup == Wakeup::Critical && critical {
             let next_critical = self.cores[c]
                 .next
                 .is_some_and(|n| self.tasks[n as usize].effective_class() == IoClass::Critical);
@@ -389,7 +383,7 @@ impl Inner {
             self.charge_core(core, ns);
             self.deps.dirty = true;
             for w in woken.drain(..) {
-                self.wake(w, WakeKind::Io);
+                self.wake(w);
             }
         }
         self.woken = woken;
@@ -490,7 +484,7 @@ impl Inner {
             joiners: Vec::new(),
         });
         self.stats.spawned += 1;
-        self.wake(id, WakeKind::Other);
+        self.wake(id);
         id
     }
 

@@ -99,8 +99,8 @@ pub use sluice_core::Op;
 pub use sluice_device::{CrashReport, CrashSpec};
 pub use sync::{Condvar, LockFuture, Mutex, MutexGuard, RwLock, RwReadGuard, RwWriteGuard};
 pub use task::{
-    charge, cpu, current_class, now, set_class, sleep, spawn, spawn_on, yield_now, BoostGuard, Cpu,
-    JoinHandle, Sleep, TaskHandle, YieldNow,
+    charge, cpu, current_base_class, current_class, now, set_class, sleep, spawn, spawn_on,
+    yield_now, BoostGuard, Cpu, JoinHandle, Sleep, TaskHandle, YieldNow,
 };
 
 use exec::{ExecConfig, Inner, Shared};

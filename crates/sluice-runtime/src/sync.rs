@@ -21,7 +21,7 @@ use std::task::{Context, Poll};
 use sluice_core::IoClass;
 
 use crate::deps::{CondState, Dep, LockState};
-use crate::exec::{self, with, Inner, WakeKind};
+use crate::exec::{self, with, Inner};
 
 const UNREGISTERED: u32 = u32::MAX;
 
@@ -125,7 +125,7 @@ fn release(inner: &mut Inner, l: u32, t: u32, write: bool) {
         }
     }
     for g in granted {
-        inner.wake(g, WakeKind::Other);
+        inner.wake(g);
     }
 }
 
@@ -461,7 +461,7 @@ impl Condvar {
             };
             inner.deps.dirty = true;
             for w in woken {
-                inner.wake(w, WakeKind::Other);
+                inner.wake(w);
             }
         });
     }

@@ -185,6 +185,12 @@ pub fn current_class() -> IoClass {
     with(|inner, t| inner.tasks[t as usize].effective_class())
 }
 
+/// The current task's own class: the one its context gives or [`set_class`] set, without
+/// inheritance or boosts ([`current_class`] has them).
+pub fn current_base_class() -> IoClass {
+    with(|inner, t| inner.tasks[t as usize].ctx.class)
+}
+
 /// Change the current task's class (e.g. a worker that starts serving a request).
 pub fn set_class(class: IoClass) {
     with(|inner, t| {
@@ -245,7 +251,7 @@ impl Future for YieldNow {
             return Poll::Ready(());
         }
         self.yielded = true;
-        with(|inner, t| inner.wake(t, exec::WakeKind::Other));
+        with(|inner, t| inner.wake(t));
         Poll::Pending
     }
 }
@@ -295,7 +301,7 @@ impl Cpu {
         with(|inner, t| {
             let c = inner.tasks[t as usize].core;
             inner.cores[c as usize].spun = true;
-            inner.wake(t, exec::WakeKind::Other);
+            inner.wake(t);
         });
         Poll::Pending
     }

@@ -329,11 +329,17 @@ struct Dirty {
     txn: u64,
     /// Bumped by every write, so a writeback removes it only if unchanged.
     gen: u64,
+    /// Written by a critical task (by class or inheritance) since it was last home: it
+    /// goes home as critical I/O whoever writes it back. FastResponse §3.2 marks the
+    /// file's `address_space` with the writer's attribute for the same purpose: the
+    /// ordered data of other files a compound commit writes (T_D2) stays non-critical
+    /// even when the journal thread is critical (§4.4, Fig. 15(b)).
+    critical: bool,
 }
 
 /// A copy of a buffered block taken for writeback: (inode, index), generation, home,
-/// contents.
-type DataCopy = ((u32, u64), u64, u64, Vec<u8>);
+/// contents, critical.
+type DataCopy = ((u32, u64), u64, u64, Vec<u8>, bool);
 
 /// Buffered data above which a writer waits for a commit to write it home.
 const DATA_LIMIT: u64 = 32 << 20;
@@ -351,6 +357,8 @@ pub struct Store {
     done: Condvar,
     commit_lock: Mutex<()>,
     fsync_path: std::cell::Cell<FsyncPath>,
+    /// The journal task's own class ([`Store::set_journal_class`]).
+    journal_class: std::cell::Cell<IoClass>,
     fj_lock: Mutex<()>,
 }
 
@@ -366,6 +374,17 @@ impl Store {
     /// Choose the synchronous (default) or asynchronous (AIOS) commit path.
     pub fn set_fsync_path(&self, path: FsyncPath) {
         self.fsync_path.set(path);
+    }
+
+    /// The journal task's class (default normal). FastResponse's evaluation configures
+    /// JBD2 as a critical process in its B-Opt and BS-Opt schemes (ICS '22 §4.4), so
+    /// the journal blocks and commit records bypass the Limited-Depth throttle and the
+    /// task's wake-ups are critical ones; the ordered data it writes keeps its writers'
+    /// class (see `Dirty::critical`). Set it before the first commit: the task takes
+    /// the class when it next wakes.
+    pub fn set_journal_class(&self, class: IoClass) {
+        self.journal_class.set(class);
+        self.work.notify_one();
     }
 
     /// The counters.

@@ -34,7 +34,7 @@ use std::task::{Context, Poll, Waker};
 use sluice_core::Nanos;
 
 use super::driver::stuck;
-use super::{Ev, Shared, TState, WakeKind};
+use super::{Ev, Shared, TState};
 use crate::io::Port;
 use crate::real::{CoreRing, HANDLE_BATCH};
 
@@ -193,7 +193,7 @@ fn turns(sh: &Arc<Shared>, c: u16, main: u32, ring: &mut CoreRing) -> Result<(),
             // Generic wakers, timers.
             if !sh.wakes.is_empty() {
                 for t in sh.wakes.take() {
-                    inner.wake(t, WakeKind::Other);
+                    inner.wake(t);
                 }
             }
             sh.due_events(inner, now);
@@ -331,12 +331,12 @@ fn end_round(inner: &mut super::Inner, outcomes: &mut Vec<(u32, bool)>) {
             }
             inner.deps.dirty = true;
             for j in joiners {
-                inner.wake(j, WakeKind::Other);
+                inner.wake(j);
             }
         } else {
             task.state = TState::Blocked;
             if std::mem::take(&mut task.notified) {
-                inner.wake(t, WakeKind::Other);
+                inner.wake(t);
             }
         }
     }

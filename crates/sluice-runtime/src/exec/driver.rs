@@ -11,8 +11,8 @@ use std::task::{Context, Poll};
 use sluice_core::Nanos;
 
 use super::{
-    put_local, take_local, Ev, Inner, InnerGuard, MakeFuture, Shared, TState, TaskFuture, WakeKind,
-    WakeList, ALL_CORES, CUR_TASK, MY_CORE,
+    put_local, take_local, Ev, Inner, InnerGuard, MakeFuture, Shared, TState, TaskFuture, WakeList,
+    ALL_CORES, CUR_TASK, MY_CORE,
 };
 use crate::ctx::TaskCtx;
 
@@ -198,7 +198,7 @@ impl Shared {
         }
         let mut inner = self.lock();
         for t in woken {
-            inner.wake(t, WakeKind::Other);
+            inner.wake(t);
         }
     }
 
@@ -253,7 +253,7 @@ impl Shared {
                         c.slice_ended = true;
                     }
                 }
-                Ev::Timer { task } => inner.wake(task, WakeKind::Other),
+                Ev::Timer { task } => inner.wake(task),
                 Ev::PolicyTimer => {
                     if inner.policy_timer.is_some_and(|p| p <= t) {
                         inner.policy_timer = None;
@@ -400,7 +400,7 @@ impl Shared {
                     inner.deps.dirty = true;
                     inner.cores[c].current = None;
                     for j in joiners {
-                        inner.wake(j, WakeKind::Other);
+                        inner.wake(j);
                     }
                 }
                 Poll::Pending => {
@@ -412,7 +412,7 @@ impl Shared {
                         let notified = std::mem::take(&mut inner.tasks[t as usize].notified);
                         inner.tasks[t as usize].state = TState::Blocked;
                         if notified {
-                            inner.wake(t, WakeKind::Other);
+                            inner.wake(t);
                         }
                     }
                 }

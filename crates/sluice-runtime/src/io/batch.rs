@@ -25,7 +25,7 @@ use sluice_core::Op;
 use sluice_metrics::Sample;
 
 use super::file::{issue, Issue};
-use crate::exec::{Inner, WakeKind};
+use crate::exec::Inner;
 
 /// Slots a core keeps reserved (topped up at its turn).
 const STASH: usize = 64;
@@ -194,7 +194,7 @@ pub(crate) fn flush(inner: &mut Inner) {
                 },
             );
             if p.issue.awaited {
-                inner.wake(p.task, WakeKind::Other);
+                inner.wake(p.task);
             }
         }
     }

@@ -4,7 +4,7 @@
 use std::io;
 use std::rc::Rc;
 
-use sluice_runtime::{now, IoOptions};
+use sluice_runtime::{now, set_class, IoOptions};
 
 use super::{journal_io, Phases, Store, StoreError, StoreFile, Txn};
 use crate::journal::{self, FHeader, MAX_TAGS};
@@ -48,9 +48,11 @@ impl Store {
     pub(super) async fn journal_task(self: Rc<Self>) {
         self.done.register_helper();
         loop {
+            set_class(self.journal_class.get());
             {
                 let mut g = self.lock.lock().await;
                 loop {
+                    set_class(self.journal_class.get());
                     let pending = {
                         let st = self.st.borrow();
                         st.requested > st.committed

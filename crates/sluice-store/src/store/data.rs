@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::io;
 
-use sluice_runtime::IoOptions;
+use sluice_runtime::{current_class, IoClass, IoOptions};
 
 use super::{dec, Dirty, State, Store, StoreError, StoreFile, DATA_LIMIT};
 use crate::layout::{Inode, BLOCK, MAX_FILE_BLOCKS};
@@ -457,10 +457,12 @@ impl State {
     pub(super) fn buffer_block(&mut self, ino: u32, idx: u64, phys: u64, img: Vec<u8>) {
         let (txn, gen) = (self.running.id, self.next_gen);
         self.next_gen += 1;
+        let critical = current_class() == IoClass::Critical;
         match self.data.get_mut(&(ino, idx)) {
             Some(d) => {
                 d.bytes = img;
                 d.gen = gen;
+                d.critical |= critical;
             }
             None => {
                 self.data_bytes += img.len() as u64;
@@ -471,6 +473,7 @@ impl State {
                         bytes: img,
                         txn,
                         gen,
+                        critical,
                     },
                 );
             }

@@ -6,7 +6,9 @@ use std::collections::BTreeSet;
 use std::io;
 
 use sluice_core::Nanos;
-use sluice_runtime::{charge, now, Activity, IoOptions};
+use sluice_runtime::{
+    charge, current_base_class, current_class, now, Activity, IoClass, IoHandle, IoOptions,
+};
 
 use super::{DataCopy, Dev, Dirty, FsyncPath, State, Store};
 
@@ -18,7 +20,7 @@ impl Store {
             .data
             .iter()
             .filter(|(k, d)| keep(k, d))
-            .map(|(k, d)| (*k, d.gen, d.phys, d.bytes.clone()))
+            .map(|(k, d)| (*k, d.gen, d.phys, d.bytes.clone(), d.critical))
             .collect()
     }
 
@@ -75,20 +77,43 @@ impl Store {
             })
             .await;
         let copies = self.data_copies(|k, d| wb.inodes.contains(&k.0) && keep(k, d));
-        let writes: Vec<(u64, Vec<u8>)> = copies.iter().map(|c| (c.2, c.3.clone())).collect();
+        // Each block goes home with the class of the tasks that wrote it (critical if a
+        // critical task did), as FastResponse's address_space attribute; a task critical
+        // by inheritance only (RCP: it works for a critical waiter) sends all of it
+        // critical. The journal blocks go with the task's class.
+        let inherited =
+            current_class() == IoClass::Critical && current_base_class() != IoClass::Critical;
+        let blocks = |critical: bool| -> Vec<(u64, Vec<u8>)> {
+            copies
+                .iter()
+                .filter(|c| (c.4 || inherited) == critical)
+                .map(|c| (c.2, c.3.clone()))
+                .collect()
+        };
+        let (crit, norm) = (blocks(true), blocks(false));
+        let submit_data = || -> Vec<IoHandle> {
+            let mut hs = self
+                .dev
+                .submit_all(&crit, IoOptions::new().class(IoClass::Critical));
+            hs.extend(
+                self.dev
+                    .submit_all(&norm, IoOptions::new().class(IoClass::Normal)),
+            );
+            hs
+        };
         let jopts = IoOptions::new().activity(Activity::WAL);
         // No journal blocks (a writeback, a data-only fdatasync): nothing to prepare.
         let nj = journal.len() as u64;
         let commit = u64::from(nj > 0);
         let data = if self.fsync_path.get() == FsyncPath::Async {
-            let mut hs = self.dev.submit_all(&writes, IoOptions::new());
+            let mut hs = submit_data();
             charge(|c| c.journal_block_ns * nj).await;
             hs.extend(self.dev.submit_all(journal, jopts));
             charge(|c| c.commit_block_ns * commit).await;
             Dev::wait_all(hs).await?;
             now()
         } else {
-            Dev::wait_all(self.dev.submit_all(&writes, IoOptions::new())).await?;
+            Dev::wait_all(submit_data()).await?;
             let data = now();
             charge(|c| c.journal_block_ns * nj).await;
             Dev::wait_all(self.dev.submit_all(journal, jopts)).await?;
@@ -96,7 +121,7 @@ impl Store {
             data
         };
         let mut st = self.st.borrow_mut();
-        for (key, gen, _, _) in &copies {
+        for (key, gen, ..) in &copies {
             if st.data.get(key).is_some_and(|d| d.gen == *gen) {
                 let d = st.data.remove(key).expect("present");
                 st.data_bytes -= d.bytes.len() as u64;
