@@ -48,7 +48,7 @@ impl Headline {
 pub struct JobRow {
     /// The job's name.
     pub job: String,
-    /// `read` or `write`.
+    /// `read`, `write` or `sync` (fio's sync section: fsyncs and fdatasyncs).
     pub dir: String,
     /// Its figures.
     #[serde(flatten)]
@@ -136,7 +136,9 @@ impl CellRow {
     pub fn figures(report: &RunReport) -> (Vec<JobRow>, Vec<ClassRow>, f64) {
         let mut jobs = Vec::new();
         for j in &report.jobs {
-            for (dir, d) in [("read", &j.read), ("write", &j.write)] {
+            // fio's sync section: the job's fsyncs and fdatasyncs (on the store, or
+            // `fsync=N` on raw files), each one latency.
+            for (dir, d) in [("read", &j.read), ("write", &j.write), ("sync", &j.sync)] {
                 if d.total_ios > 0 {
                     jobs.push(JobRow {
                         job: j.jobname.clone(),
