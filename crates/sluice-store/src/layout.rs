@@ -1,7 +1,7 @@
 //! The on-disk format: 4 KiB blocks.
 //!
 //! ```text
-//! block 0                      superblock (magic, geometry, crc32c)
+//! block 0                      superblock (magic, geometry, feature flags, crc32c)
 //! journal_start ..+journal     normal journal: its superblock, then transactions
 //! fjournal_start ..+fjournal   FastResponse's f-transaction area
 //! itable_start ..+itable       inodes, 128 bytes each (32 per block)
@@ -18,6 +18,10 @@
 //! The double-indirect pointer sits in bytes 116..120 of the inode, zero in images made
 //! before it existed: such an image reads as one whose files have no double-indirect
 //! block, so no format version changed.
+//!
+//! The superblock carries incompatible-feature flags (bytes 36..44, as ext4's
+//! `s_feature_incompat`): a build refuses to mount an image with a flag it does not know,
+//! instead of misreading it. Images made before the flags existed hold zero there.
 
 /// Bytes in a block.
 pub const BLOCK: usize = 4096;
@@ -82,6 +86,13 @@ pub const DIRENTS_PER_BLOCK: usize = BLOCK / DIRENT_SIZE;
 pub const MAX_NAME: usize = DIRENT_SIZE - 5;
 
 const SB_MAGIC: &[u8; 8] = b"SLUICEFS";
+
+/// Incompatible feature: inodes may use their double-indirect pointer (bytes 116..120).
+/// Every image this build makes has it; a build without it would see the files cut at
+/// 4 MiB + 96 KiB and their blocks beyond as leaked.
+pub const FEATURE_DOUBLE_INDIRECT: u64 = 1;
+/// The incompatible features this build knows.
+pub const KNOWN_FEATURES: u64 = FEATURE_DOUBLE_INDIRECT;
 
 /// The geometry, as the superblock records it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -192,6 +203,7 @@ impl Geometry {
         b[16..20].copy_from_slice(&self.inodes.to_le_bytes());
         b[20..28].copy_from_slice(&self.journal.to_le_bytes());
         b[28..36].copy_from_slice(&self.fjournal.to_le_bytes());
+        b[36..44].copy_from_slice(&KNOWN_FEATURES.to_le_bytes());
         let crc = crc32c::crc32c(&b[..BLOCK - 4]);
         b[BLOCK - 4..].copy_from_slice(&crc.to_le_bytes());
         b
@@ -204,6 +216,13 @@ impl Geometry {
         }
         if crc32c::crc32c(&b[..BLOCK - 4]) != le32(b, BLOCK - 4) {
             return Err("the superblock's checksum is wrong".into());
+        }
+        let unknown = le64(b, 36) & !KNOWN_FEATURES;
+        if unknown != 0 {
+            return Err(format!(
+                "this store uses on-disk features this build of sluice does not know \
+                 (superblock flags {unknown:#x}): mount it with the newer sluice that made it"
+            ));
         }
         let g = Geometry {
             blocks: le64(b, 8),

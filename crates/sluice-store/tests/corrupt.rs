@@ -165,3 +165,39 @@ fn a_flipped_bit_in_an_f_transaction_is_reported() {
         assert_eq!(out[0], out[1], "{what}");
     }
 }
+
+/// An image with an on-disk feature this build does not know is refused with a message
+/// that says so, not mounted and misread; the features this build writes mount.
+#[test]
+fn an_unknown_feature_flag_is_refused() {
+    let out = Stack::builder()
+        .device("ull")
+        .build()
+        .unwrap()
+        .run(|| async {
+            let f = File::create(IMG).await.unwrap();
+            Store::mkfs(&f, Geometry::new(4096)).await.unwrap();
+            let mut sb = read_block(&f, 0).await;
+            assert_eq!(
+                u64::from_le_bytes(sb[36..44].try_into().unwrap()),
+                sluice_store::layout::KNOWN_FEATURES
+            );
+            assert!(Store::mount(&f, CommitMode::Compound).await.is_ok());
+            // A flag from a future build, with a valid checksum.
+            sb[36..44].copy_from_slice(&(1u64 << 40 | 1).to_le_bytes());
+            let crc = crc32c::crc32c(&sb[..4092]);
+            sb[4092..].copy_from_slice(&crc.to_le_bytes());
+            f.write_at(DmaBuffer::from_slice(&sb), 0).await.0.unwrap();
+            Store::mount(&f, CommitMode::Compound).await.map(|_| ())
+        })
+        .unwrap();
+    match out.value {
+        Err(StoreError::Corrupt(m)) => {
+            assert!(
+                m.contains("does not know") && m.contains("0x10000000000"),
+                "{m}"
+            )
+        }
+        other => panic!("mounted or failed otherwise: {other:?}"),
+    }
+}
