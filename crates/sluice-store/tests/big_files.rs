@@ -3,13 +3,15 @@
 //! clear error past it; the f-transaction of a large file (only its changed map
 //! blocks) recovered after a crash; a transaction that never outgrows the journal.
 
+mod common;
+
+use common::{recover, IMG};
 use std::future::Future;
 use std::rc::Rc;
 
 use sluice_runtime::{spawn, CrashSpec, DiskImage, File, IoClass, Stack, TaskCtx};
 use sluice_store::{CommitMode, Geometry, Store, StoreError};
 
-const IMG: &str = "store.img";
 const MIB: u64 = 1 << 20;
 /// The largest file (24 + 1 024 + 1 024² blocks of 4 KiB).
 const MAX_BYTES: u64 = (24 + 1024 + 1024 * 1024) * 4096;
@@ -47,28 +49,6 @@ where
         )
         .unwrap()
         .image
-}
-
-/// Mount `image` (recovery), check the structure, and run `check`.
-fn recover<F, Fut, T>(mode: CommitMode, image: DiskImage, check: F) -> T
-where
-    F: FnOnce(Rc<Store>) -> Fut + 'static,
-    Fut: Future<Output = T> + 'static,
-    T: 'static,
-{
-    Stack::builder()
-        .device("nand")
-        .image(image)
-        .build()
-        .unwrap()
-        .run(move || async move {
-            let f = File::open(IMG).await.unwrap();
-            let s = Store::mount(&f, mode).await.unwrap();
-            assert_eq!(s.check(), Vec::<String>::new());
-            check(s).await
-        })
-        .unwrap()
-        .value
 }
 
 /// Mount `image` (recovery), check the structure, run `work`, cut the power after it.

@@ -1,12 +1,14 @@
 //! truncate and fdatasync: what they change, what they commit, and what a crash leaves.
 
+mod common;
+
+use common::{recover, IMG};
 use std::future::Future;
 use std::rc::Rc;
 
 use sluice_runtime::{CrashSpec, DiskImage, File, Stack};
 use sluice_store::{CommitMode, Geometry, Store, StoreError};
 
-const IMG: &str = "store.img";
 const MODES: [CommitMode; 2] = [CommitMode::Compound, CommitMode::FileLevel];
 
 /// Run `work` on a fresh store of `blocks` blocks (on `nand`: a volatile write cache)
@@ -33,28 +35,6 @@ where
         )
         .unwrap()
         .image
-}
-
-/// Mount `image` (recovery) and run `check` on the store.
-fn recover<F, Fut, T>(mode: CommitMode, image: DiskImage, check: F) -> T
-where
-    F: FnOnce(Rc<Store>) -> Fut + 'static,
-    Fut: Future<Output = T> + 'static,
-    T: 'static,
-{
-    Stack::builder()
-        .device("nand")
-        .image(image)
-        .build()
-        .unwrap()
-        .run(move || async move {
-            let f = File::open(IMG).await.unwrap();
-            let s = Store::mount(&f, mode).await.unwrap();
-            assert_eq!(s.check(), Vec::<String>::new());
-            check(s).await
-        })
-        .unwrap()
-        .value
 }
 
 fn pattern(n: usize, salt: u8) -> Vec<u8> {

@@ -3,12 +3,15 @@
 //! a handle used after its close is refused — never taken for the file that reuses
 //! its inode.
 
+mod common;
+
 use std::rc::Rc;
+
+use common::{recover, IMG};
 
 use sluice_runtime::{CrashSpec, File, Stack};
 use sluice_store::{CommitMode, Fs, FsConfig, Geometry, Store, StoreError};
 
-const IMG: &str = "store.img";
 const BLOCKS: u64 = 4096;
 const MODES: [CommitMode; 2] = [CommitMode::Compound, CommitMode::FileLevel];
 
@@ -137,24 +140,15 @@ fn a_crash_before_the_last_close_frees_the_removed_file_at_mount() {
                 )
                 .unwrap()
                 .image;
-            Stack::builder()
-                .device("nand")
-                .image(image)
-                .build()
-                .unwrap()
-                .run(move || async move {
-                    let f = File::open(IMG).await.unwrap();
-                    let s = Store::mount(&f, mode).await.unwrap();
-                    assert_eq!(s.check(), Vec::<String>::new());
-                    assert_eq!(s.list(), vec![("keep".to_string(), 9_000)]);
-                    assert_eq!(s.stats().orphans, 1, "{mode:?} seed {seed}");
-                    let keep = s.open("keep").unwrap();
-                    let blocks = s.stat(keep).unwrap().blocks;
-                    let g = Geometry::new(BLOCKS);
-                    let data = g.blocks - g.data_start();
-                    assert_eq!(s.free_blocks(), data - blocks, "{mode:?} seed {seed}");
-                })
-                .unwrap();
+            recover(mode, image, move |s| async move {
+                assert_eq!(s.list(), vec![("keep".to_string(), 9_000)]);
+                assert_eq!(s.stats().orphans, 1, "{mode:?} seed {seed}");
+                let keep = s.open("keep").unwrap();
+                let blocks = s.stat(keep).unwrap().blocks;
+                let g = Geometry::new(BLOCKS);
+                let data = g.blocks - g.data_start();
+                assert_eq!(s.free_blocks(), data - blocks, "{mode:?} seed {seed}");
+            });
         }
     }
 }
