@@ -244,6 +244,7 @@ impl Model {
                 complete_ns: self.complete_ns,
                 read_cmd_ns: self.read_cmd_ns,
                 write_cmd_ns: self.write_cmd_ns,
+                front_end: Default::default(),
             },
             media: Media {
                 units: self.units,

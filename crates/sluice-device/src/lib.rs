@@ -37,6 +37,11 @@
 //!    and host transfer — that it occupies for
 //!    `max(read_cmd_ns | write_cmd_ns, len / media.bus_bandwidth_bytes)`. Small
 //!    requests are thus bounded by command processing (IOPS), large ones by bandwidth.
+//!    With `controller.front_end = "additive"` ([`FrontEnd`]) it occupies their sum
+//!    instead — the command is processed, then its data moved — so every byte costs
+//!    bus time on top of the command (what `sluice calibrate` measured on a virtio
+//!    disk: 1 / IOPS at depth linear in the size). A multi-piece command's pieces
+//!    then reach their units as the transfer that follows the command progresses.
 //! 4. **Media.** `media.units` units (dies; Optane partitions) serve pieces FIFO. A
 //!    command is cut at `media.stripe_bytes` boundaries; stripe `s` lives on unit
 //!    `s % units` (so the LBA matters), and writes with `write_placement =
@@ -113,8 +118,8 @@ pub use durability::{Contents, ContentsStats, CrashReport, CrashSpec, FlushTicke
 pub use faults::{FaultConfig, FaultSpecError};
 pub use ftl::{FlashConfig, FlashStats};
 pub use profile::{
-    Arbitration, ArbitrationKind, Burst, Controller, DeviceProfile, Geometry, Media, Nominal,
-    ProfileError, WriteBuffer, WritePlacement,
+    Arbitration, ArbitrationKind, Burst, Controller, DeviceProfile, FrontEnd, Geometry, Media,
+    Nominal, ProfileError, WriteBuffer, WritePlacement,
 };
 pub use service::{OpVariation, ServiceVariation};
 pub use ssd::{Command, DeviceCompletion, DeviceStats, NvmeSsd, SubmitError};

@@ -137,10 +137,99 @@ pub struct Controller {
     pub complete_ns: u64,
     /// Per-command occupancy of the shared front end (controller processing) for reads
     /// and flushes; the front end is a single FIFO stage whose service time is
-    /// `max(cmd_ns, len / media.bus_bandwidth_bytes)`.
+    /// `max(cmd_ns, len / media.bus_bandwidth_bytes)`, or their sum with
+    /// `front_end = "additive"`.
     pub read_cmd_ns: u64,
     /// Per-command occupancy of the shared front end for writes.
     pub write_cmd_ns: u64,
+    /// How the front end combines command processing and host transfer (default
+    /// `"max"`; left out of the TOML when it is the default, so profiles written
+    /// before it load and write back unchanged). See [`FrontEnd`].
+    #[serde(
+        default,
+        skip_serializing_if = "FrontEnd::is_max",
+        deserialize_with = "de_front_end"
+    )]
+    pub front_end: FrontEnd,
+}
+
+/// How the shared front end combines a command's processing time (`read_cmd_ns` |
+/// `write_cmd_ns`) with its host transfer (`len / bus`).
+///
+/// `max` (the default, every shipped profile): the two overlap — the controller
+/// processes the next command while its DMA engine moves data — so small requests are
+/// bounded by command processing and large ones by bandwidth, and saturated IOPS is
+/// `1 / max(cmd, len / bus)`. `additive`: the controller processes the command, then
+/// moves its data, serially (a controller whose DMA does not overlap command
+/// processing), so a request of `len` bytes occupies the front end `cmd + len / bus`
+/// and saturated IOPS is `1 / (cmd + len / bus)`. Why it exists: `sluice calibrate`
+/// found a disk (`docs/calibrate.md`, "This machine") whose 1 / IOPS at depth is
+/// additive in the size — `8.4 µs + 0.81 ns/B` from 4 to 128 KiB within 5 % — which
+/// `max` cannot follow (its 16 KiB reads at depth came out 33 % too fast); the
+/// calibration picks the form whose fit of the measured size sweep is better.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FrontEnd {
+    /// `max(cmd, len / bus)`: command processing and transfer overlap.
+    #[default]
+    Max,
+    /// `cmd + len / bus`: the command is processed, then its data moved.
+    Additive,
+}
+
+impl FrontEnd {
+    /// The TOML names, in the order the error messages give them.
+    pub const NAMES: [&'static str; 2] = ["max", "additive"];
+
+    /// Whether this is the default `max` (serde leaves it out of the TOML then).
+    pub fn is_max(&self) -> bool {
+        *self == FrontEnd::Max
+    }
+
+    /// The front end's occupancy of a command with processing time `cmd_ns` and
+    /// transfer time `xfer_ns`.
+    #[inline]
+    pub fn combine(self, cmd_ns: u64, xfer_ns: u64) -> u64 {
+        match self {
+            FrontEnd::Max => cmd_ns.max(xfer_ns),
+            FrontEnd::Additive => cmd_ns + xfer_ns,
+        }
+    }
+
+    /// [`FrontEnd::combine`] on real numbers (the calibration's closed forms).
+    pub fn combine_f64(self, cmd_ns: f64, xfer_ns: f64) -> f64 {
+        match self {
+            FrontEnd::Max => cmd_ns.max(xfer_ns),
+            FrontEnd::Additive => cmd_ns + xfer_ns,
+        }
+    }
+
+    /// The TOML name.
+    pub fn name(self) -> &'static str {
+        match self {
+            FrontEnd::Max => "max",
+            FrontEnd::Additive => "additive",
+        }
+    }
+}
+
+/// `controller.front_end` from any TOML value, or an error that names the key and the
+/// accepted values (serde's own message for an unknown variant names neither the key
+/// nor, for a non-string, the values).
+fn de_front_end<'de, D: serde::Deserializer<'de>>(d: D) -> Result<FrontEnd, D::Error> {
+    let v = toml::Value::deserialize(d)?;
+    let accepted = "it must be \"max\" (command processing and transfer overlap: max(cmd_ns, len / bus), the default) or \"additive\" (processed, then transferred: cmd_ns + len / bus)";
+    match v.as_str() {
+        Some("max") => Ok(FrontEnd::Max),
+        Some("additive") => Ok(FrontEnd::Additive),
+        Some(s) => Err(serde::de::Error::custom(format!(
+            "`controller.front_end` is \"{s}\"; {accepted}"
+        ))),
+        None => Err(serde::de::Error::custom(format!(
+            "`controller.front_end` is {v} ({}); {accepted}",
+            v.type_str()
+        ))),
+    }
 }
 
 /// Where a write's data is placed on the units.
@@ -207,7 +296,8 @@ pub struct Media {
     pub write_unit_bandwidth_bytes: Option<u64>,
     /// Host transfer limit of writes (the controller pulling write data from host
     /// memory), bytes per second; default `bus_bandwidth_bytes`. The front end serves
-    /// a write in `max(write_cmd_ns, len / write_bus_bandwidth_bytes)`.
+    /// a write in `max(write_cmd_ns, len / write_bus_bandwidth_bytes)` (their sum with
+    /// `controller.front_end = "additive"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_bus_bandwidth_bytes: Option<u64>,
     /// Units that serve writes — in-place write pieces and destage programs — (the

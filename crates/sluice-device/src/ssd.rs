@@ -4,7 +4,7 @@
 use crate::arbiter::Arbiter;
 use crate::faults::{Fault, FaultConfig, Faults};
 use crate::ftl::FlashStats;
-use crate::profile::{Arbitration, DeviceProfile, ProfileError, WritePlacement};
+use crate::profile::{Arbitration, DeviceProfile, FrontEnd, ProfileError, WritePlacement};
 use crate::service::Service;
 use sluice_core::{Nanos, Op, QueueClass};
 use std::collections::VecDeque;
@@ -46,6 +46,8 @@ pub struct NvmeSsd {
     complete_ns: Nanos,
     read_cmd_ns: Nanos,
     write_cmd_ns: Nanos,
+    /// `controller.front_end`: how command processing and transfer combine.
+    front_end: FrontEnd,
     bus: PerByte,
     unit_xfer: PerByte,
     /// Writes' front-end transfer and unit transfer (the read figures unless the
@@ -130,6 +132,7 @@ impl NvmeSsd {
             complete_ns: c.complete_ns,
             read_cmd_ns: c.read_cmd_ns,
             write_cmd_ns: c.write_cmd_ns,
+            front_end: c.front_end,
             bus: PerByte::from_bandwidth(m.bus_bandwidth_bytes),
             unit_xfer: PerByte::from_bandwidth(m.unit_bandwidth_bytes),
             write_bus: PerByte::from_bandwidth(

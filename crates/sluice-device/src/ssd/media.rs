@@ -2,7 +2,7 @@
 //! host transfer), then the media units (pieces placed by LBA or at the write pointer),
 //! or the write buffer.
 
-use super::{BufferWaiter, Command, FlushWaiter, NvmeSsd, WritePlacement};
+use super::{BufferWaiter, Command, FlushWaiter, FrontEnd, NvmeSsd, WritePlacement};
 use sluice_core::{Nanos, Op};
 
 impl NvmeSsd {
@@ -17,7 +17,7 @@ impl NvmeSsd {
         } else {
             (self.read_cmd_ns, self.bus)
         };
-        let mut svc = cmd_ns.max(bus.ns(len));
+        let mut svc = self.front_end.combine(cmd_ns, bus.ns(len));
         if cmd.op == Op::Write {
             // A write's data is pulled from host memory by the controller (non-posted
             // PCIe reads, whose round trips vary); a read's is pushed (posted writes).
@@ -28,6 +28,13 @@ impl NvmeSsd {
         }
         let fs = arrive.max(self.front_free);
         let fe = fs + svc;
+        // Where the data transfer starts: with the command (`max`: they overlap), or
+        // after it (`additive`); a multi-piece command's pieces reach their units as
+        // the transfer progresses.
+        let xs = match self.front_end {
+            FrontEnd::Max => fs,
+            FrontEnd::Additive => (fs + cmd_ns).min(fe),
+        };
         self.front_free = fe;
         self.stats.front_busy_ns += svc;
         match cmd.op {
@@ -35,11 +42,11 @@ impl NvmeSsd {
                 let ack = self.buffer.as_ref().expect("flash needs a buffer").ack_ns;
                 Some(fe + ack)
             }
-            Op::Read => Some(self.media(fs, fe, cmd.offset, len, false)),
+            Op::Read => Some(self.media(xs, fe, cmd.offset, len, false)),
             // A FUA write goes through to the media (write-through), as a device with a
             // volatile cache serves it.
             Op::Write if self.buffer.is_none() || cmd.fua => {
-                Some(self.media(fs, fe, cmd.offset, len, true))
+                Some(self.media(xs, fe, cmd.offset, len, true))
             }
             Op::Write => {
                 let b = self.buffer.as_mut().expect("buffer");
@@ -134,8 +141,8 @@ impl NvmeSsd {
     }
 
     /// Book a read or unbuffered write on the units, FIFO per unit. Piece `i` of `n`
-    /// arrives at `fs + (fe - fs)(i + 1)/n` (the front-end transfer is pipelined with the
-    /// media). A write piece holds the whole aligned group of `write_units` units around
+    /// arrives at `fs + (fe - fs)(i + 1)/n`, `fs` being when the front end's transfer
+    /// starts (the front-end transfer is pipelined with the media). A write piece holds the whole aligned group of `write_units` units around
     /// its unit, from when all of them are free. Returns when the last piece ends.
     fn media(&mut self, fs: Nanos, fe: Nanos, offset: u64, len: u64, write: bool) -> Nanos {
         let stripe = self.stripe;
