@@ -54,6 +54,8 @@ fn soft_anchors() -> Anchors {
         read_curve: curve.clone(),
         write_curve: curve,
         write_buffer_bytes: None,
+        read_size_curve: Vec::new(),
+        write_size_curve: Vec::new(),
     }
 }
 

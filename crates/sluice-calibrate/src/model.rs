@@ -5,7 +5,9 @@
 //! ## The derivation
 //!
 //! The simulated device serves a command in stages: `fetch_ns` (latency only), a shared
-//! front end occupied `max(cmd_ns, len / bus)`, a media unit occupied
+//! front end occupied `max(cmd_ns, len / bus)` — or `cmd_ns + len / bus` with the
+//! additive front end (`controller.front_end`, chosen from the size sweep: [`front`]) —
+//! a media unit occupied
 //! `read_ns | write_ns + piece / unit_bandwidth`, then `complete_ns` (latency only).
 //! Its QD1 latency is the sum of the stages and its saturated IOPS is the rate of the
 //! bottleneck stage. From the measured anchors — QD1 4 KB latency `L`, saturated 4 KB
@@ -14,29 +16,39 @@
 //!
 //! Reads and writes are derived apart, each from its own anchors:
 //!
+//! * The front end's form ([`front::choose_front_end`]): `1 / IOPS` of each
+//!   direction's size sweep at the knee depth is fitted by `a + b·len` and by
+//!   `max(cmd, b·len)`; the additive front end when the line fits better.
 //! * `bus_bandwidth = B_read`, `write_bus_bandwidth = B_write`: large requests are
-//!   front-end (bus) bound, as measured.
+//!   front-end (bus) bound, as measured. Additive: `bus = 1 / b`, the line's slope.
 //! * `read_cmd = 1 s / I_read`, `write_cmd = 1 s / I_write`: small requests are
 //!   command bound at the measured IOPS; with enough units the front end is the only
 //!   bottleneck, so the model's IOPS against queue depth is `min(QD / L, I)` and its
-//!   knee is near `I · L`.
-//! * Per-byte time: a QD1 request of `s` bytes above `cmd · B` spends `s / B` in the
-//!   front end, so the unit gets the rest of the slope:
+//!   knee is near `I · L`. Additive: `cmd = a`, the line's intercept (at most
+//!   `1 s / I − 4096 / bus`, so 4 KiB requests keep the measured IOPS as their
+//!   ceiling), and the queue-depth fit keeps the front end's 4 KiB time `a + 4096 b`
+//!   (its share of `1 / I` is measured, not fitted). A direction without a line (a
+//!   buffered write) keeps the front end's 4 KiB time the max form would give it,
+//!   `cmd` being that less the 4 KiB transfer.
+//! * Per-byte time: a QD1 request of `s` bytes above `cmd · B` (any size, additive)
+//!   spends `s / B` in the front end, so the unit gets the rest of the slope:
 //!   `1 / unit_bandwidth = c_read − 1 / B_read`, and for in-place writes
 //!   `1 / write_unit_bandwidth = c_write − 1 / B_write` (at least 1e-4 ns/B).
 //! * Latency-only time: the model cannot tell time spent in flight (fetch, completion,
 //!   the host's system calls and interrupts) from time a unit is busy, as both only add
 //!   to QD1 latency. `LATENCY_ONLY_SHARE` (10 %) of the smaller QD1 latency goes to each
 //!   of `fetch_ns` and `complete_ns`; the rest is unit time:
-//!   `read_ns = L_read − fetch − complete − read_cmd − 4096 / unit_bandwidth`.
+//!   `read_ns = L_read − fetch − complete − front(4096) − 4096 / unit_bandwidth`, the
+//!   front end's 4 KiB time `front(4096)` being `max(read_cmd, 4096 / B)` or, additive,
+//!   `read_cmd + 4096 / B`.
 //! * Writes: if they are much faster than reads at QD1 (`L_write < WRITE_BUFFER_RATIO ·
 //!   L_read`, a device or host write cache), a write buffer: a write is acknowledged
-//!   `ack_ns = L_write − fetch − complete − write_cmd` after the front end, and
+//!   `ack_ns = L_write − fetch − complete − front(4096)` after the front end, and
 //!   programs of 4 KiB destage it at the sustained rate, `write_ns = units / I_write −
 //!   4096 / write_unit_bandwidth`, with the front end at twice the sustained rate; the
 //!   buffer's size is the measured write-burst knee ([`crate::buffer`]), else
 //!   `WRITE_BUFFER_BYTES` with a caveat. Otherwise in place like reads:
-//!   `write_ns = L_write − fetch − complete − write_cmd − 4096 / write_unit_bandwidth`.
+//!   `write_ns = L_write − fetch − complete − front(4096) − 4096 / write_unit_bandwidth`.
 //! * `units` = enough that no unit is the bottleneck: `UNIT_HEADROOM` (3) times the
 //!   busy units at the measured 4 KB IOPS and at the measured bandwidth, so random
 //!   placement rarely queues two commands on one unit; `stripe_bytes` = 1 MiB, so a
@@ -61,14 +73,16 @@
 
 use super::analysis::LinearFit;
 use sluice_device::{
-    Arbitration, Burst, Controller, DeviceProfile, Media, Nominal, OpVariation, ServiceVariation,
-    WriteBuffer, WritePlacement,
+    Arbitration, Burst, Controller, DeviceProfile, FrontEnd, Media, Nominal, OpVariation,
+    ServiceVariation, WriteBuffer, WritePlacement,
 };
 
 mod derive;
 mod fit;
+pub mod front;
 pub use derive::derive;
-pub use fit::{fit_shape, fit_sigma, mva_iops, Shape};
+pub use fit::{fit_shape, fit_shape_with, fit_sigma, mva_iops, Shape};
+pub use front::{choose_front_end, FrontChoice};
 
 /// Fraction of the smaller QD1 latency given to each of `fetch_ns` and `complete_ns`.
 pub const LATENCY_ONLY_SHARE: f64 = 0.1;
@@ -109,6 +123,11 @@ pub struct Anchors {
     pub read_curve: Vec<(u32, f64)>,
     /// 4 KB random write IOPS against queue depth.
     pub write_curve: Vec<(u32, f64)>,
+    /// Random read IOPS against request size (bytes) at the reads' knee depth (the
+    /// size sweep; sizes below 4 KiB are not used): the front end's form.
+    pub read_size_curve: Vec<(u32, f64)>,
+    /// The same for writes at the writes' knee depth.
+    pub write_size_curve: Vec<(u32, f64)>,
     /// The measured write-buffer size, bytes (`None`: not measured or no knee found;
     /// a buffered profile then assumes [`WRITE_BUFFER_BYTES`]).
     pub write_buffer_bytes: Option<u64>,
@@ -140,6 +159,10 @@ pub struct Model {
     pub read_cmd_ns: u64,
     /// `controller.write_cmd_ns`.
     pub write_cmd_ns: u64,
+    /// `controller.front_end`.
+    pub front_end: FrontEnd,
+    /// The size-sweep fits that chose [`Model::front_end`].
+    pub front_choice: FrontChoice,
     /// `media.units`.
     pub units: u32,
     /// `media.stripe_bytes`.
@@ -244,7 +267,7 @@ impl Model {
                 complete_ns: self.complete_ns,
                 read_cmd_ns: self.read_cmd_ns,
                 write_cmd_ns: self.write_cmd_ns,
-                front_end: Default::default(),
+                front_end: self.front_end,
             },
             media: Media {
                 units: self.units,
@@ -297,8 +320,7 @@ impl Model {
             self.read_ns as f64 / 1e3,
             r_media / 1e3
         ));
-        let (bus_w, _) = self.rates(true);
-        let front_w = (self.write_cmd_ns as f64).max(SMALL * 1e9 / bus_w);
+        let front_w = self.front_ns(true, SMALL as u32);
         let (varied, what) = if self.write_buffer.is_some() {
             (front_w, "front end (buffered: no media time on the path)")
         } else {
@@ -341,33 +363,36 @@ impl Model {
         }
     }
 
-    /// The model's QD1 latency of one request of `len` bytes (no queueing), ns: the sum
-    /// of its stages.
-    pub fn qd1_latency_ns(&self, write: bool, len: u32) -> f64 {
-        let len = len as f64;
-        let (bus, unit_bw) = self.rates(write);
-        let xfer = len * 1e9 / bus;
-        let unit = len * 1e9 / unit_bw;
-        let lat = (self.fetch_ns + self.complete_ns) as f64;
-        match (write, &self.write_buffer) {
-            (false, _) => lat + (self.read_cmd_ns as f64).max(xfer) + self.read_ns as f64 + unit,
-            (true, Some(w)) => lat + (self.write_cmd_ns as f64).max(xfer) + w.ack_ns as f64,
-            (true, None) => {
-                lat + (self.write_cmd_ns as f64).max(xfer) + self.write_ns as f64 + unit
-            }
-        }
-    }
-
-    /// The model's saturated IOPS of `len`-byte requests when the front end is the
-    /// bottleneck (the derivation gives the units headroom so that it is).
-    pub fn saturated_iops(&self, write: bool, len: u32) -> f64 {
+    /// The front end's time of one request of `len` bytes, ns: `max(cmd, len / bus)`,
+    /// or `cmd + len / bus` with the additive front end.
+    pub fn front_ns(&self, write: bool, len: u32) -> f64 {
         let xfer = len as f64 * 1e9 / self.rates(write).0;
         let cmd = if write {
             self.write_cmd_ns
         } else {
             self.read_cmd_ns
         } as f64;
-        1e9 / cmd.max(xfer)
+        self.front_end.combine_f64(cmd, xfer)
+    }
+
+    /// The model's QD1 latency of one request of `len` bytes (no queueing), ns: the sum
+    /// of its stages (the front end's as [`Model::front_ns`]).
+    pub fn qd1_latency_ns(&self, write: bool, len: u32) -> f64 {
+        let front = self.front_ns(write, len);
+        let unit = len as f64 * 1e9 / self.rates(write).1;
+        let lat = (self.fetch_ns + self.complete_ns) as f64;
+        match (write, &self.write_buffer) {
+            (false, _) => lat + front + self.read_ns as f64 + unit,
+            (true, Some(w)) => lat + front + w.ack_ns as f64,
+            (true, None) => lat + front + self.write_ns as f64 + unit,
+        }
+    }
+
+    /// The model's saturated IOPS of `len`-byte requests when the front end is the
+    /// bottleneck (the derivation gives the units headroom so that it is):
+    /// `1 / max(cmd, len / bus)`, or `1 / (cmd + len / bus)` with the additive front end.
+    pub fn saturated_iops(&self, write: bool, len: u32) -> f64 {
+        1e9 / self.front_ns(write, len)
     }
 }
 

@@ -149,6 +149,7 @@ impl Calibration {
                 "deepest_qd": d.deepest_qd, "deepest_iops": d.deepest_iops, "deepest_lat_ns": d.deepest_lat_ns,
                 "knee_size": d.knee_size, "max_bw_bytes": d.max_bw_bytes,
                 "min_efficient_size": d.min_efficient_size, "cost_model": fit(d.cost),
+                "size_curve": d.size_curve,
             })
         };
         let win = |w: &Window| {
@@ -175,7 +176,9 @@ impl Calibration {
             "summary": {"read": dir(&s.read), "write": dir(&s.write), "unsteady": s.unsteady},
             "model": {
                 "fetch_ns": m.fetch_ns, "complete_ns": m.complete_ns, "read_cmd_ns": m.read_cmd_ns,
-                "write_cmd_ns": m.write_cmd_ns, "units": m.units, "stripe_bytes": m.stripe_bytes,
+                "write_cmd_ns": m.write_cmd_ns, "front_end": m.front_end.name(),
+                "front_end_fits": front_fits(&m.front_choice),
+                "units": m.units, "stripe_bytes": m.stripe_bytes,
                 "read_ns": m.read_ns, "write_ns": m.write_ns,
                 "unit_bandwidth_bytes": m.unit_bandwidth_bytes, "bus_bandwidth_bytes": m.bus_bandwidth_bytes,
                 "write_unit_bandwidth_bytes": m.write_unit_bandwidth_bytes,
@@ -208,6 +211,15 @@ impl Calibration {
         });
         v
     }
+}
+
+/// The size-sweep fits that chose the front end, per direction, as JSON.
+fn front_fits(c: &model::FrontChoice) -> serde_json::Value {
+    let fit = |f: &model::front::SizeFit| json!({"cmd_ns": f.cmd_ns, "ns_per_byte": f.ns_per_byte, "rms_error_pct": f.rms_pct(), "sizes": f.points});
+    let dir = |d: Option<&model::front::DirFits>| {
+        d.map(|d| json!({"additive": fit(&d.additive), "max": fit(&d.max)}))
+    };
+    json!({"read": dir(c.of(false)), "write": dir(c.of(true)), "derivation": c.lines()})
 }
 
 #[cfg(test)]

@@ -34,6 +34,9 @@ pub struct DirSummary {
     pub cost: Option<LinearFit>,
     /// 4 KiB IOPS against queue depth.
     pub curve: Vec<(u32, f64)>,
+    /// IOPS against request size (4 KiB and up, bytes) at the knee queue depth: the
+    /// front end's form ([`model::front`]).
+    pub size_curve: Vec<(u32, f64)>,
 }
 
 /// What a grid says about the device.
@@ -97,6 +100,7 @@ impl Summary {
                 min_efficient_size: analysis::min_efficient_size(&iops),
                 cost: linear_fit(&cost_pts),
                 curve,
+                size_curve: iops.iter().copied().filter(|p| p.0 >= 4096).collect(),
             })
         };
         Ok(Summary {
@@ -120,6 +124,8 @@ impl Summary {
             write_fit: self.write.cost,
             read_curve: self.read.curve.clone(),
             write_curve: self.write.curve.clone(),
+            read_size_curve: self.read.size_curve.clone(),
+            write_size_curve: self.write.size_curve.clone(),
             write_buffer_bytes: None,
         }
     }

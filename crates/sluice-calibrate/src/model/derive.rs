@@ -2,8 +2,52 @@
 //! module documentation of [`crate::model`]). Reads and writes are fitted apart: each
 //! has its own bus (best bandwidth), unit transfer rate (QD1 cost slope), command time
 //! (IOPS), unit time (QD1 latency) and, from its own queue-depth curve, parallelism.
+//! The front end's form (max or additive) comes first, from the size sweeps
+//! ([`super::front`]); with the additive form a direction's command time and bus come
+//! from its sweep's line.
 
+use super::front::SizeFit;
 use super::*;
+
+/// The additive front end's rate for one direction: `1 / b` of its size sweep's line.
+fn bus_of_line(line: SizeFit, measured: f64, what: &str, d: &mut Vec<String>) -> f64 {
+    let bus = (1e9 / line.ns_per_byte).min(1e12);
+    d.push(format!(
+        "{what} bus = 1 / the size sweep's slope {:.4} ns/B = {:.1} MB/s (best measured {what} bandwidth {:.1} MB/s)",
+        line.ns_per_byte,
+        bus / 1e6,
+        measured / 1e6
+    ));
+    bus
+}
+
+/// The additive front end's command time for one direction from its line: the
+/// intercept, at most what keeps the 4 KiB front end within `1 s / iops` (the
+/// measured best IOPS stays the ceiling).
+fn cmd_of_line(line: SizeFit, iops: f64, xfer_4k: f64, what: &str, d: &mut Vec<String>) -> f64 {
+    let cap = 1e9 / iops - xfer_4k;
+    let cmd = line.cmd_ns.min(cap).max(MIN_STAGE_NS);
+    d.push(if line.cmd_ns > cap {
+        format!(
+            "{what}_cmd = 1 s / {iops:.0} IOPS − 4096 B / bus {xfer_4k:.0} = {cmd:.0} ns (the line's intercept {:.0} ns would put 4 KiB {what}s below the measured IOPS); the front end's 4 KiB time {:.0} ns is kept by the queue-depth fit",
+            line.cmd_ns,
+            cmd + xfer_4k
+        )
+    } else {
+        format!(
+            "{what}_cmd = the size sweep's intercept = {cmd:.0} ns; the front end's 4 KiB time {cmd:.0} + {xfer_4k:.0} = {:.0} ns ({:.2} / IOPS) is kept by the queue-depth fit",
+            cmd + xfer_4k,
+            (cmd + xfer_4k) * iops / 1e9
+        )
+    });
+    cmd
+}
+
+/// A direction without a line under the additive front end keeps the max form's
+/// 4 KiB front-end time: its command time is that less the 4 KiB transfer.
+fn additive_cmd_without_line(cmd_max: f64, xfer_4k: f64) -> f64 {
+    (cmd_max.max(xfer_4k) - xfer_4k).max(MIN_STAGE_NS)
+}
 
 /// The front end's rate for one direction: the best measured bandwidth, raised to what
 /// 4 KiB requests move at `iops` (so small requests stay command bound).
@@ -46,6 +90,13 @@ pub fn derive(a: &Anchors) -> Model {
     let iw = a.write_iops.max(1.0);
     let buffered = lw < WRITE_BUFFER_RATIO * lr;
 
+    // The front end's form, from the size sweeps.
+    let choice = choose_front_end(a, buffered);
+    d.extend(choice.lines());
+    let fe = choice.front_end;
+    let additive = fe == FrontEnd::Additive;
+    let (line_r, line_w) = (choice.line(false), choice.line(true));
+
     // Buses, one per direction (a buffered write's front end runs at twice the
     // sustained rate, below).
     let meas_r = if a.read_bw_bytes > 0.0 {
@@ -58,9 +109,15 @@ pub fn derive(a: &Anchors) -> Model {
     } else {
         meas_r
     };
-    let bus = bus_of(meas_r, ir, "read", &mut d, &mut caveats);
+    let bus = match line_r {
+        Some(l) => bus_of_line(l, meas_r, "read", &mut d),
+        None => bus_of(meas_r, ir, "read", &mut d, &mut caveats),
+    };
     let w_rate = if buffered { 2.0 * iw } else { iw };
-    let bus_w = bus_of(meas_w, w_rate, "write", &mut d, &mut caveats);
+    let bus_w = match line_w {
+        Some(l) => bus_of_line(l, meas_w, "write", &mut d),
+        None => bus_of(meas_w, w_rate, "write", &mut d, &mut caveats),
+    };
     let ns_per_byte_bus = 1e9 / bus;
     let ns_per_byte_bus_w = 1e9 / bus_w;
 
@@ -95,47 +152,76 @@ pub fn derive(a: &Anchors) -> Model {
     };
     let t_small_w = SMALL * 1e9 / unit_bw_w;
 
+    let xr = SMALL * ns_per_byte_bus;
+    let xw = SMALL * ns_per_byte_bus_w;
+    let front = |cmd: f64, xfer: f64| fe.combine_f64(cmd, xfer);
     let mut read_cmd = 1e9 / ir;
-    let front_r = read_cmd.max(SMALL * ns_per_byte_bus);
-    d.push(format!("read_cmd = 1 s / {ir:.0} IOPS = {read_cmd:.0} ns"));
-    let write_cmd = if buffered {
+    let mut read_share = None;
+    match line_r {
+        Some(l) => {
+            read_cmd = cmd_of_line(l, ir, xr, "read", &mut d);
+            read_share = Some((read_cmd + xr) * ir / 1e9);
+        }
+        None => d.push(format!("read_cmd = 1 s / {ir:.0} IOPS = {read_cmd:.0} ns")),
+    }
+    // The 4 KiB front end before the queue-depth fit: a direction without a line
+    // keeps the max form's (converted below).
+    let front4k = |cmd: f64, xfer: f64, line: bool| {
+        if line {
+            front(cmd, xfer)
+        } else {
+            cmd.max(xfer)
+        }
+    };
+    let front_r = front4k(read_cmd, xr, line_r.is_some());
+    let mut write_cmd = if buffered {
         (0.5e9 / iw).min(0.5 * lw)
     } else {
         1e9 / iw
     };
-    let front_w = write_cmd.max(SMALL * ns_per_byte_bus_w);
-    d.push(if buffered {
-        format!(
+    let mut write_share = None;
+    if let Some(l) = line_w {
+        write_cmd = cmd_of_line(l, iw, xw, "write", &mut d);
+        write_share = Some((write_cmd + xw) * iw / 1e9);
+    }
+    let front_w = front4k(write_cmd, xw, line_w.is_some());
+    if buffered {
+        d.push(format!(
             "writes at QD1 ({:.1} µs) are under {:.0} % of reads ({:.1} µs): buffered; write_cmd = min(0.5 s / {iw:.0} IOPS, L_write / 2) = {write_cmd:.0} ns",
             lw / 1e3,
             WRITE_BUFFER_RATIO * 100.0,
             lr / 1e3
-        )
-    } else {
-        format!("write_cmd = 1 s / {iw:.0} IOPS = {write_cmd:.0} ns (writes in place)")
-    });
+        ));
+    } else if line_w.is_none() {
+        d.push(format!(
+            "write_cmd = 1 s / {iw:.0} IOPS = {write_cmd:.0} ns (writes in place)"
+        ));
+    }
 
     // The shape of the queue-depth curves: units (reads' and in-place writes' apart),
     // latency-only time and front-end shares fitted by mean-value analysis (see
     // `fit_shape`); without curves, a front end capped at the measured IOPS over units
     // with headroom.
-    let shape = fit_shape(
+    let shape = fit_shape_with(
         a,
         buffered,
         t_small + MIN_STAGE_NS,
         t_small_w + MIN_STAGE_NS,
+        [read_share, write_share],
     );
     let (f, kr, kw, fitted_units, fitted_write_units) = match &shape {
         Some(sh) => {
             d.push(format!(
-                "queue-depth curves fitted by mean-value analysis (rms error {:.1} % of IOPS over {} points): reads on {} units{}, fetch = complete = {:.0} ns, read_cmd = {:.2} / IOPS, write_cmd = {:.2} / IOPS",
+                "queue-depth curves fitted by mean-value analysis (rms error {:.1} % of IOPS over {} points): reads on {} units{}, fetch = complete = {:.0} ns, {} = {:.2} / IOPS, {} = {:.2} / IOPS",
                 sh.rms_pct,
                 sh.points,
                 sh.units,
                 sh.write_units
                     .map_or(String::new(), |w| format!(", writes on {w}")),
                 sh.fetch_ns,
+                if additive { "the reads' 4 KiB front end" } else { "read_cmd" },
                 sh.read_cmd_share,
+                if additive { "the writes' 4 KiB front end" } else { "write_cmd" },
                 sh.write_cmd_share
             ));
             (
@@ -163,10 +249,23 @@ pub fn derive(a: &Anchors) -> Model {
             (f, 1.0, 1.0, None, None)
         }
     };
-    read_cmd *= kr;
-    let front_r = read_cmd.max(SMALL * ns_per_byte_bus);
-    let write_cmd = write_cmd * kw;
-    let front_w = write_cmd.max(SMALL * ns_per_byte_bus_w);
+    // With a line the share was the line's (the command time stands); otherwise the
+    // fitted share scales the command, and under the additive front end the command
+    // is what is left of the max form's 4 KiB front end beside the transfer.
+    if line_r.is_none() {
+        read_cmd *= kr;
+        if additive {
+            read_cmd = additive_cmd_without_line(read_cmd, xr);
+        }
+    }
+    if line_w.is_none() {
+        write_cmd *= kw;
+        if additive {
+            write_cmd = additive_cmd_without_line(write_cmd, xw);
+        }
+    }
+    let front_r = front(read_cmd, xr);
+    let front_w = front(write_cmd, xw);
     // Both QD1 latencies must hold the latency-only time (a buffered write's too).
     let room_w = if buffered {
         lw - front_w
@@ -183,11 +282,12 @@ pub fn derive(a: &Anchors) -> Model {
     if read_ns < MIN_STAGE_NS {
         // QD1 already saturates the device (L · I ≈ 1): the front end takes it all.
         read_ns = MIN_STAGE_NS;
-        read_cmd = (lr - 2.0 * f - t_small - MIN_STAGE_NS).max(MIN_STAGE_NS);
+        let x = if additive { xr } else { 0.0 };
+        read_cmd = (lr - 2.0 * f - t_small - MIN_STAGE_NS - x).max(MIN_STAGE_NS);
         caveats.push(format!(
             "QD1 read latency {:.1} µs leaves no unit time beside 1 s / IOPS: read_cmd lowered to {read_cmd:.0} ns (the model's saturated read IOPS is {:.0})",
             lr / 1e3,
-            1e9 / read_cmd
+            1e9 / front(read_cmd, xr)
         ));
     }
     d.push(format!(
@@ -234,11 +334,12 @@ pub fn derive(a: &Anchors) -> Model {
         write_ns = lw - 2.0 * f - front_w - t_small_w;
         if write_ns < MIN_STAGE_NS {
             write_ns = MIN_STAGE_NS;
-            write_cmd = (lw - 2.0 * f - t_small_w - MIN_STAGE_NS).max(MIN_STAGE_NS);
+            let x = if additive { xw } else { 0.0 };
+            write_cmd = (lw - 2.0 * f - t_small_w - MIN_STAGE_NS - x).max(MIN_STAGE_NS);
             caveats.push(format!(
                 "QD1 write latency {:.1} µs leaves no unit time beside 1 s / IOPS: write_cmd lowered to {write_cmd:.0} ns (the model's saturated write IOPS is {:.0})",
                 lw / 1e3,
-                1e9 / write_cmd
+                1e9 / front(write_cmd, xw)
             ));
         }
         d.push(format!(
@@ -288,6 +389,16 @@ pub fn derive(a: &Anchors) -> Model {
         ));
     }
 
+    if let Some(rf) = a.read_fit {
+        let model_slope = ns_per_byte_bus + u;
+        if (rf.slope - model_slope).abs() > 0.25 * rf.slope.abs().max(model_slope) {
+            caveats.push(format!(
+                "the read cost slope ({:.4} ns/B) differs from the model's ({model_slope:.4} ns/B: the front end's transfer at least): large-read QD1 latency is off by up to {:.0} µs at 128 KB",
+                rf.slope,
+                (rf.slope - model_slope).abs() * big / 1e3
+            ));
+        }
+    }
     if let Some(wf) = a.write_fit {
         let model_slope = if buffered {
             ns_per_byte_bus_w
@@ -322,6 +433,8 @@ pub fn derive(a: &Anchors) -> Model {
         complete_ns: round(f),
         read_cmd_ns: round(read_cmd).max(1),
         write_cmd_ns: round(write_cmd).max(1),
+        front_end: fe,
+        front_choice: choice,
         units,
         stripe_bytes: STRIPE_BYTES,
         read_ns: round(read_ns).max(1),

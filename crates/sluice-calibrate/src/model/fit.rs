@@ -63,6 +63,25 @@ pub fn fit_shape(
     read_unit_min_ns: f64,
     write_unit_min_ns: f64,
 ) -> Option<Shape> {
+    fit_shape_with(
+        a,
+        buffered,
+        read_unit_min_ns,
+        write_unit_min_ns,
+        [None, None],
+    )
+}
+
+/// [`fit_shape`] with the front-end shares of reads and writes given where they are
+/// measured (`Some(share)`: the additive front end's 4 KiB time from the size sweep's
+/// line, times the IOPS) instead of chosen among ¼, ½, ¾ and 1.
+pub fn fit_shape_with(
+    a: &Anchors,
+    buffered: bool,
+    read_unit_min_ns: f64,
+    write_unit_min_ns: f64,
+    fixed_shares: [Option<f64>; 2],
+) -> Option<Shape> {
     if a.read_curve.len() < 3 || (!buffered && a.write_curve.len() < 3) {
         return None;
     }
@@ -100,33 +119,55 @@ pub fn fit_shape(
                 .sum(),
         )
     };
-    let shares = [0.25, 0.5, 0.75, 1.0];
+    const SHARES: [f64; 4] = [0.25, 0.5, 0.75, 1.0];
     // The best (error, units, share) of one curve at latency-only time `f`.
-    let best_of = |curve: &[(u32, f64)], l: f64, iops: f64, f: f64, unit_min: f64| {
-        let mut best: Option<(f64, u32, f64)> = None;
-        for units in 1..=256u32 {
-            for &k in &shares {
-                if let Some(e) = err(curve, l, iops, f, k, units, unit_min) {
-                    if best.is_none_or(|b| e < b.0 - 1e-12) {
-                        best = Some((e, units, k));
+    let best_of =
+        |curve: &[(u32, f64)], l: f64, iops: f64, f: f64, unit_min: f64, fixed: Option<f64>| {
+            let one;
+            let shares: &[f64] = match fixed {
+                Some(k) => {
+                    one = [k];
+                    &one
+                }
+                None => &SHARES,
+            };
+            let mut best: Option<(f64, u32, f64)> = None;
+            for units in 1..=256u32 {
+                for &k in shares {
+                    if let Some(e) = err(curve, l, iops, f, k, units, unit_min) {
+                        if best.is_none_or(|b| e < b.0 - 1e-12) {
+                            best = Some((e, units, k));
+                        }
                     }
                 }
             }
-        }
-        best
-    };
+            best
+        };
     let n = a.read_curve.len() + if buffered { 0 } else { a.write_curve.len() };
     let mut best: Option<(f64, Shape)> = None;
     for fi in 0..10 {
         let f = fi as f64 * 0.05 * lr.min(lw);
-        let Some((er, ur, kr)) = best_of(&a.read_curve, lr, a.read_iops, f, read_unit_min_ns)
-        else {
+        let Some((er, ur, kr)) = best_of(
+            &a.read_curve,
+            lr,
+            a.read_iops,
+            f,
+            read_unit_min_ns,
+            fixed_shares[0],
+        ) else {
             continue;
         };
         let (ew, uw, kw) = if buffered {
             (0.0, None, 1.0)
         } else {
-            match best_of(&a.write_curve, lw, a.write_iops, f, write_unit_min_ns) {
+            match best_of(
+                &a.write_curve,
+                lw,
+                a.write_iops,
+                f,
+                write_unit_min_ns,
+                fixed_shares[1],
+            ) {
                 Some((e, u, k)) => (e, Some(u), k),
                 None => continue,
             }

@@ -24,6 +24,8 @@ fn anchors() -> Anchors {
         read_curve: Vec::new(),
         write_curve: Vec::new(),
         write_buffer_bytes: None,
+        read_size_curve: Vec::new(),
+        write_size_curve: Vec::new(),
     }
 }
 

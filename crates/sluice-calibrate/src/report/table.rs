@@ -164,6 +164,10 @@ fn print_summary(out: &mut dyn Write, s: &Summary, m: &Model) -> std::io::Result
             None => String::new(),
         }
     )?;
+    writeln!(out, "  front end ({}):", m.front_end.name())?;
+    for line in m.front_choice.lines() {
+        writeln!(out, "    {line}")?;
+    }
     for c in &m.caveats {
         writeln!(out, "  caveat: {c}")?;
     }

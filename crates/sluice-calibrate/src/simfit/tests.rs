@@ -38,6 +38,8 @@ fn model() -> Model {
         read_curve: curve(lr, 13_333.0, 4),
         write_curve: curve(lw, 4_545.0, 3),
         write_buffer_bytes: None,
+        read_size_curve: Vec::new(),
+        write_size_curve: Vec::new(),
     };
     derive(&a).with_spread((64_000.0, 97_000.0), (58_000.0, 84_000.0))
 }

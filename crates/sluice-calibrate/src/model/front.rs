@@ -1,0 +1,281 @@
+//! Which front end the device has (`controller.front_end`, see `sluice-device`): the
+//! size sweep at the knee depth, where the front end is the bottleneck, says how a
+//! request's cost grows with its size. `1 / IOPS` against the size `len` is fitted two
+//! ways, each direction apart (reads; in-place writes — a buffered write's sweep is its
+//! destage rate's):
+//!
+//! * **additive**, `a + b · len`: ordinary least squares of `1 / IOPS` against `len`
+//!   (the command is processed, then its data moved: `cmd = a`, `bus = 1 / b`);
+//! * **max**, `max(cmd, b · len)`: flat, then bandwidth bound; for each split of the
+//!   sorted sizes into a command-bound and a bus-bound part, `cmd` is the geometric
+//!   mean of the first part's `1 / IOPS` and `b` that of the second part's
+//!   `1 / (IOPS · len)` (each part's least squares of log ratios), and the split whose
+//!   model has the smallest error over all the sizes wins.
+//!
+//! Both are scored alike: the root-mean-square of `ln(model / measured)` over the
+//! sizes (reported as `e^rms − 1`, %). The additive front end is chosen when its
+//! summed squared error over the fitted directions is smaller and every fitted line
+//! is a front end (positive intercept and slope); otherwise `max`, the default. Sizes
+//! below 4 KiB are left out: below the minimum efficient size a device serves them
+//! at the 4 KiB cost, which neither form describes.
+
+use super::*;
+use crate::analysis::linear_fit;
+use sluice_device::FrontEnd;
+
+/// Fewest sizes a direction's sweep needs to take part.
+pub const MIN_SIZES: usize = 3;
+
+/// One form's fit of `1 / IOPS` against the size.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SizeFit {
+    /// Command time, ns: the line's intercept (additive) or the flat part (max).
+    pub cmd_ns: f64,
+    /// Transfer time per byte, ns/B (`1 / bus`).
+    pub ns_per_byte: f64,
+    /// Sum of `ln(model / measured)²` over the sizes.
+    pub sse: f64,
+    /// Sizes fitted.
+    pub points: usize,
+}
+
+impl SizeFit {
+    /// The form's `1 / IOPS` of `len`-byte requests, ns.
+    pub fn ns(&self, front_end: FrontEnd, len: f64) -> f64 {
+        front_end.combine_f64(self.cmd_ns, self.ns_per_byte * len)
+    }
+
+    /// Root-mean-square relative error, % (`e^rms − 1` of the log ratios).
+    pub fn rms_pct(&self) -> f64 {
+        rms_pct(self.sse, self.points)
+    }
+
+    /// Whether the line is a front end (the additive form needs both parts positive).
+    pub fn is_front_end(&self) -> bool {
+        self.cmd_ns >= MIN_STAGE_NS && self.ns_per_byte > 0.0
+    }
+}
+
+fn rms_pct(sse: f64, n: usize) -> f64 {
+    ((sse / n.max(1) as f64).sqrt().exp() - 1.0) * 100.0
+}
+
+/// Both forms' fits of one direction's size sweep.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DirFits {
+    /// `a + b · len`.
+    pub additive: SizeFit,
+    /// `max(cmd, b · len)`.
+    pub max: SizeFit,
+    /// Smallest and largest size fitted, bytes.
+    pub sizes: (u32, u32),
+}
+
+/// The front end chosen and the fits that chose it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FrontChoice {
+    /// The form of `controller.front_end`.
+    pub front_end: FrontEnd,
+    /// Reads' fits (`None`: fewer than [`MIN_SIZES`] sizes).
+    pub read: Option<DirFits>,
+    /// In-place writes' fits (`None`: buffered, or too few sizes).
+    pub write: Option<DirFits>,
+}
+
+impl FrontChoice {
+    /// The fits of reads or writes.
+    pub fn of(&self, write: bool) -> Option<&DirFits> {
+        if write {
+            self.write.as_ref()
+        } else {
+            self.read.as_ref()
+        }
+    }
+
+    /// The additive line of reads or writes when the additive front end is chosen
+    /// (the command time and bus of that direction come from it).
+    pub fn line(&self, write: bool) -> Option<SizeFit> {
+        (self.front_end == FrontEnd::Additive)
+            .then(|| self.of(write).map(|d| d.additive))
+            .flatten()
+    }
+
+    /// The summed squared errors of (additive, max) over the fitted directions, and
+    /// the points.
+    fn totals(&self) -> (f64, f64, usize) {
+        [&self.read, &self.write]
+            .into_iter()
+            .flatten()
+            .fold((0.0, 0.0, 0), |(a, m, n), d| {
+                (a + d.additive.sse, m + d.max.sse, n + d.additive.points)
+            })
+    }
+
+    /// The derivation's lines: each direction's two fits, and the verdict.
+    pub fn lines(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        for (what, d) in [("reads", &self.read), ("writes", &self.write)] {
+            let Some(d) = d else {
+                v.push(format!(
+                    "front end, {what}: no size sweep to fit ({}, or fewer than {MIN_SIZES} sizes of 4 KiB and up at the knee)",
+                    if what == "writes" { "buffered" } else { "none measured" }
+                ));
+                continue;
+            };
+            v.push(format!(
+                "front end, {what}: 1 / IOPS of the size sweep at the knee depth ({}–{} KiB, {} sizes): additive a + b·len = {:.2} µs + {:.4} ns/B, rms error {:.1} %; max(cmd, len / bus) = max({:.2} µs, {:.4} ns/B · len), rms error {:.1} %",
+                d.sizes.0 / 1024,
+                d.sizes.1 / 1024,
+                d.additive.points,
+                d.additive.cmd_ns / 1e3,
+                d.additive.ns_per_byte,
+                d.additive.rms_pct(),
+                d.max.cmd_ns / 1e3,
+                d.max.ns_per_byte,
+                d.max.rms_pct()
+            ));
+        }
+        let (a, m, n) = self.totals();
+        v.push(match (n, self.front_end) {
+            (0, _) => "controller.front_end = max (the default): no size sweep to choose by".into(),
+            (_, FrontEnd::Additive) => format!(
+                "controller.front_end = additive: a + b·len fits the size sweeps better ({:.1} % rms against {:.1} % for max over {n} points); cmd and bus from the line",
+                rms_pct(a, n),
+                rms_pct(m, n)
+            ),
+            (_, FrontEnd::Max) => format!(
+                "controller.front_end = max: max(cmd, len / bus) fits the size sweeps {} ({:.1} % rms against {:.1} % for additive over {n} points)",
+                if self.additive_is_front_end() { "as well or better" } else { "(the additive line is not a front end: an intercept or slope not positive)" },
+                rms_pct(m, n),
+                rms_pct(a, n)
+            ),
+        });
+        v
+    }
+
+    fn additive_is_front_end(&self) -> bool {
+        [&self.read, &self.write]
+            .into_iter()
+            .flatten()
+            .all(|d| d.additive.is_front_end())
+    }
+}
+
+/// The additive fit: least squares of `1 / IOPS` (ns) against the size, scored by
+/// the log ratios. `None` for fewer than [`MIN_SIZES`] sizes.
+pub fn fit_additive(sweep: &[(u32, f64)]) -> Option<SizeFit> {
+    let pts = usable(sweep);
+    if pts.len() < MIN_SIZES {
+        return None;
+    }
+    let line = linear_fit(&pts)?;
+    let fit = SizeFit {
+        cmd_ns: line.offset,
+        ns_per_byte: line.slope,
+        sse: 0.0,
+        points: pts.len(),
+    };
+    Some(SizeFit {
+        sse: sse(&pts, |s| fit.ns(FrontEnd::Additive, s)),
+        ..fit
+    })
+}
+
+/// The max fit: the best split of the sorted sizes into a command-bound and a
+/// bus-bound part (module docs). `None` for fewer than [`MIN_SIZES`] sizes.
+pub fn fit_max(sweep: &[(u32, f64)]) -> Option<SizeFit> {
+    let mut pts = usable(sweep);
+    if pts.len() < MIN_SIZES {
+        return None;
+    }
+    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let n = pts.len();
+    let gmean = |it: &mut dyn Iterator<Item = f64>| {
+        let (s, k) = it.fold((0.0, 0usize), |(s, k), x| (s + x.ln(), k + 1));
+        (s / k.max(1) as f64).exp()
+    };
+    let mut best: Option<SizeFit> = None;
+    for k in 0..=n {
+        // k = 0: all bus bound (cmd at most the smallest transfer); k = n: all command
+        // bound (the bus just fast enough for the largest size).
+        let b = if k < n {
+            gmean(&mut pts[k..].iter().map(|p| p.1 / p.0))
+        } else {
+            gmean(&mut pts.iter().map(|p| p.1)) / pts[n - 1].0
+        };
+        let cmd = if k > 0 {
+            gmean(&mut pts[..k].iter().map(|p| p.1))
+        } else {
+            b * pts[0].0
+        };
+        let fit = SizeFit {
+            cmd_ns: cmd,
+            ns_per_byte: b,
+            sse: sse(&pts, |s| cmd.max(b * s)),
+            points: n,
+        };
+        if best.is_none_or(|x| fit.sse < x.sse - 1e-15) {
+            best = Some(fit);
+        }
+    }
+    best
+}
+
+/// Both fits of one direction's sweep.
+pub fn fit_dir(sweep: &[(u32, f64)]) -> Option<DirFits> {
+    let additive = fit_additive(sweep)?;
+    let max = fit_max(sweep)?;
+    let pts = usable(sweep);
+    let lo = pts.iter().map(|p| p.0).fold(f64::INFINITY, f64::min) as u32;
+    let hi = pts.iter().map(|p| p.0).fold(0.0, f64::max) as u32;
+    Some(DirFits {
+        additive,
+        max,
+        sizes: (lo, hi),
+    })
+}
+
+/// Choose the front end from the anchors' size sweeps (module docs); `buffered`
+/// leaves the writes' sweep out.
+pub fn choose_front_end(a: &Anchors, buffered: bool) -> FrontChoice {
+    let mut c = FrontChoice {
+        front_end: FrontEnd::Max,
+        read: fit_dir(&a.read_size_curve),
+        write: if buffered {
+            None
+        } else {
+            fit_dir(&a.write_size_curve)
+        },
+    };
+    let (add, max, n) = c.totals();
+    if n > 0 && c.additive_is_front_end() && add < max {
+        c.front_end = FrontEnd::Additive;
+    }
+    c
+}
+
+/// The sweep's points of 4 KiB and up with a positive IOPS, as (bytes, ns per I/O).
+fn usable(sweep: &[(u32, f64)]) -> Vec<(f64, f64)> {
+    sweep
+        .iter()
+        .filter(|p| p.0 >= SMALL as u32 && p.1 > 0.0 && p.1.is_finite())
+        .map(|&(s, iops)| (s as f64, 1e9 / iops))
+        .collect()
+}
+
+fn sse(pts: &[(f64, f64)], model: impl Fn(f64) -> f64) -> f64 {
+    pts.iter()
+        .map(|&(s, y)| {
+            let m = model(s);
+            if m > 0.0 {
+                (m / y).ln().powi(2)
+            } else {
+                // A line that reaches zero or below explains nothing there.
+                f64::INFINITY
+            }
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests;
