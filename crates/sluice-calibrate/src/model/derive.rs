@@ -300,7 +300,6 @@ pub fn derive(a: &Anchors) -> Model {
     let busy_big_r = a.read_bw_bytes / big * (read_ns + big * u) / 1e9;
     let mut busy = busy_small_r.max(busy_big_r);
     let mut write_ns;
-    let mut write_cmd = write_cmd;
     let write_buffer;
     if buffered {
         let mut ack = lw - 2.0 * f - front_w;
