@@ -189,7 +189,7 @@ struct StoreOpen {
 impl Drop for StoreOpen {
     fn drop(&mut self) {
         // The open is live: the handle never leaves this value.
-        let _ = self.store.close(self.file);
+        self.store.close_quietly(self.file);
     }
 }
 

@@ -48,18 +48,16 @@ impl Store {
     /// Close `f`. The last close of a file removed while open frees it (its blocks and
     /// inode are reused once that change commits). A handle already closed is refused.
     pub fn close(&self, f: StoreFile) -> Result<(), StoreError> {
-        let mut st = self.st.borrow_mut();
-        st.live(f)?;
-        st.opens.remove(&f.open);
-        let n = st.ino_opens.get_mut(&f.ino).expect("counted at open");
-        *n -= 1;
-        if *n == 0 {
-            st.ino_opens.remove(&f.ino);
-            if st.unlinked.remove(&f.ino) {
-                st.free_inode(f.ino);
-            }
+        self.st.borrow_mut().close(f)
+    }
+
+    /// [`Store::close`] from a destructor: nothing if the store's state is borrowed (a
+    /// panic unwinding through a store call; the next mount frees a file removed while
+    /// open), so a drop never panics.
+    pub(crate) fn close_quietly(&self, f: StoreFile) {
+        if let Ok(mut st) = self.st.try_borrow_mut() {
+            let _ = st.close(f);
         }
-        Ok(())
     }
 
     /// A file's length in bytes.
@@ -119,6 +117,21 @@ impl State {
         self.opens.insert(open, ino);
         *self.ino_opens.entry(ino).or_default() += 1;
         StoreFile { ino, open }
+    }
+
+    /// End the open `f`; its last close frees a file removed while open.
+    fn close(&mut self, f: StoreFile) -> Result<(), StoreError> {
+        self.live(f)?;
+        self.opens.remove(&f.open);
+        let n = self.ino_opens.get_mut(&f.ino).expect("counted at open");
+        *n -= 1;
+        if *n == 0 {
+            self.ino_opens.remove(&f.ino);
+            if self.unlinked.remove(&f.ino) {
+                self.free_inode(f.ino);
+            }
+        }
+        Ok(())
     }
 
     /// Whether `f` is an open handle.
