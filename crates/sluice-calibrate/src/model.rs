@@ -6,7 +6,8 @@
 //!
 //! The simulated device serves a command in stages: `fetch_ns` (latency only), a shared
 //! front end occupied `max(cmd_ns, len / bus)` — or `cmd_ns + len / bus` with the
-//! additive front end (`controller.front_end`, chosen from the size sweep: [`front`]) —
+//! additive front end, or `max(cmd_ns + len / link, len / bus)` with the capped one
+//! (`controller.front_end`, chosen from the size sweep: [`front`]) —
 //! a media unit occupied
 //! `read_ns | write_ns + piece / unit_bandwidth`, then `complete_ns` (latency only).
 //! Its QD1 latency is the sum of the stages and its saturated IOPS is the rate of the
@@ -18,9 +19,11 @@
 //!
 //! * The front end's form ([`front::choose_front_end`]): `1 / IOPS` of each
 //!   direction's size sweep at the knee depth is fitted by `a + b·len` and by
-//!   `max(cmd, b·len)`; the additive front end when the line fits better.
+//!   `max(cmd, b·len)` and by `max(a + b·len, c·len)`; the additive front end when the
+//!   line fits better, the capped one when it fits better than both by a margin.
 //! * `bus_bandwidth = B_read`, `write_bus_bandwidth = B_write`: large requests are
 //!   front-end (bus) bound, as measured. Additive: `bus = 1 / b`, the line's slope.
+//!   Capped: `bus = 1 / c`, the ceiling, and `link = 1 / b`, the line's slope.
 //! * `read_cmd = 1 s / I_read`, `write_cmd = 1 s / I_write`: small requests are
 //!   command bound at the measured IOPS; with enough units the front end is the only
 //!   bottleneck, so the model's IOPS against queue depth is `min(QD / L, I)` and its
@@ -29,18 +32,20 @@
 //!   ceiling), and the queue-depth fit keeps the front end's 4 KiB time `a + 4096 b`
 //!   (its share of `1 / I` is measured, not fitted). A direction without a line (a
 //!   buffered write) keeps the front end's 4 KiB time the max form would give it,
-//!   `cmd` being that less the 4 KiB transfer.
+//!   `cmd` being that less the 4 KiB transfer. Capped: as additive, with the 4 KiB
+//!   transfer over the link in place of the bus's.
 //! * Per-byte time: a QD1 request of `s` bytes above `cmd · B` (any size, additive)
 //!   spends `s / B` in the front end, so the unit gets the rest of the slope:
 //!   `1 / unit_bandwidth = c_read − 1 / B_read`, and for in-place writes
-//!   `1 / write_unit_bandwidth = c_write − 1 / B_write` (at least 1e-4 ns/B).
+//!   `1 / write_unit_bandwidth = c_write − 1 / B_write` (at least 1e-4 ns/B). Capped:
+//!   the front end's chord from 4 to 128 KiB in place of `1 / B`.
 //! * Latency-only time: the model cannot tell time spent in flight (fetch, completion,
 //!   the host's system calls and interrupts) from time a unit is busy, as both only add
 //!   to QD1 latency. `LATENCY_ONLY_SHARE` (10 %) of the smaller QD1 latency goes to each
 //!   of `fetch_ns` and `complete_ns`; the rest is unit time:
 //!   `read_ns = L_read − fetch − complete − front(4096) − 4096 / unit_bandwidth`, the
 //!   front end's 4 KiB time `front(4096)` being `max(read_cmd, 4096 / B)` or, additive,
-//!   `read_cmd + 4096 / B`.
+//!   `read_cmd + 4096 / B`, or, capped, `max(read_cmd + 4096 / link, 4096 / B)`.
 //! * Writes: if they are much faster than reads at QD1 (`L_write < WRITE_BUFFER_RATIO ·
 //!   L_read`, a device or host write cache), a write buffer: a write is acknowledged
 //!   `ack_ns = L_write − fetch − complete − front(4096)` after the front end, and
@@ -179,6 +184,10 @@ pub struct Model {
     pub write_unit_bandwidth_bytes: Option<u64>,
     /// `media.write_bus_bandwidth_bytes` (`None`: the read figure).
     pub write_bus_bandwidth_bytes: Option<u64>,
+    /// `media.link_bandwidth_bytes` (`Some` exactly with the capped front end).
+    pub link_bandwidth_bytes: Option<u64>,
+    /// `media.write_link_bandwidth_bytes` (`None`: the read figure).
+    pub write_link_bandwidth_bytes: Option<u64>,
     /// `media.write_parallel_units` (`None`: all units).
     pub write_parallel_units: Option<u32>,
     /// `media.read_parallel_units` (`None`: all units).
@@ -286,6 +295,8 @@ impl Model {
                 write_units: 1,
                 write_unit_bandwidth_bytes: self.write_unit_bandwidth_bytes,
                 write_bus_bandwidth_bytes: self.write_bus_bandwidth_bytes,
+                link_bandwidth_bytes: self.link_bandwidth_bytes,
+                write_link_bandwidth_bytes: self.write_link_bandwidth_bytes,
                 write_parallel_units: self.write_parallel_units,
                 read_parallel_units: self.read_parallel_units,
                 read_block_after_write_ns: self.read_block_after_write_ns,
@@ -364,15 +375,23 @@ impl Model {
     }
 
     /// The front end's time of one request of `len` bytes, ns: `max(cmd, len / bus)`,
-    /// or `cmd + len / bus` with the additive front end.
+    /// `cmd + len / bus` with the additive front end, or
+    /// `max(cmd + len / link, len / bus)` with the capped one.
     pub fn front_ns(&self, write: bool, len: u32) -> f64 {
         let xfer = len as f64 * 1e9 / self.rates(write).0;
+        let link = if write {
+            self.write_link_bandwidth_bytes
+                .or(self.link_bandwidth_bytes)
+        } else {
+            self.link_bandwidth_bytes
+        };
+        let link_ns = link.map_or(0.0, |l| len as f64 * 1e9 / l as f64);
         let cmd = if write {
             self.write_cmd_ns
         } else {
             self.read_cmd_ns
         } as f64;
-        self.front_end.combine_f64(cmd, xfer)
+        self.front_end.combine_f64(cmd, xfer, link_ns)
     }
 
     /// The model's QD1 latency of one request of `len` bytes (no queueing), ns: the sum
@@ -390,7 +409,8 @@ impl Model {
 
     /// The model's saturated IOPS of `len`-byte requests when the front end is the
     /// bottleneck (the derivation gives the units headroom so that it is):
-    /// `1 / max(cmd, len / bus)`, or `1 / (cmd + len / bus)` with the additive front end.
+    /// `1 / max(cmd, len / bus)`, `1 / (cmd + len / bus)` with the additive front end,
+    /// or `1 / max(cmd + len / link, len / bus)` with the capped one.
     pub fn saturated_iops(&self, write: bool, len: u32) -> f64 {
         1e9 / self.front_ns(write, len)
     }

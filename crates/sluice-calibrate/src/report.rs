@@ -216,8 +216,9 @@ impl Calibration {
 /// The size-sweep fits that chose the front end, per direction, as JSON.
 fn front_fits(c: &model::FrontChoice) -> serde_json::Value {
     let fit = |f: &model::front::SizeFit| json!({"cmd_ns": f.cmd_ns, "ns_per_byte": f.ns_per_byte, "rms_error_pct": f.rms_pct(), "sizes": f.points});
+    let capped = |f: &model::front::SizeFit| json!({"cmd_ns": f.cmd_ns, "link_ns_per_byte": f.link_ns_per_byte, "ceiling_ns_per_byte": f.ns_per_byte, "break_bytes": f.break_bytes(), "rms_error_pct": f.rms_pct(), "sizes": f.points});
     let dir = |d: Option<&model::front::DirFits>| {
-        d.map(|d| json!({"additive": fit(&d.additive), "max": fit(&d.max)}))
+        d.map(|d| json!({"additive": fit(&d.additive), "max": fit(&d.max), "additive_capped": d.capped.as_ref().map(capped)}))
     };
     json!({"read": dir(c.of(false)), "write": dir(c.of(true)), "derivation": c.lines()})
 }

@@ -42,6 +42,10 @@
 //!    bus time on top of the command (what `sluice calibrate` measured on a virtio
 //!    disk: 1 / IOPS at depth linear in the size). A multi-piece command's pieces
 //!    then reach their units as the transfer that follows the command progresses.
+//!    With `"additive_capped"` it occupies `max(cmd + len / media.link_bandwidth_bytes,
+//!    len / media.bus_bandwidth_bytes)`: additive over a link that overlaps nothing,
+//!    under the bus's bandwidth ceiling (the same disk's reads, which flatten into a
+//!    ceiling above 32–64 KiB); pieces travel as with `"additive"`.
 //! 4. **Media.** `media.units` units (dies; Optane partitions) serve pieces FIFO. A
 //!    command is cut at `media.stripe_bytes` boundaries; stripe `s` lives on unit
 //!    `s % units` (so the LBA matters), and writes with `write_placement =

@@ -138,7 +138,8 @@ pub struct Controller {
     /// Per-command occupancy of the shared front end (controller processing) for reads
     /// and flushes; the front end is a single FIFO stage whose service time is
     /// `max(cmd_ns, len / media.bus_bandwidth_bytes)`, or their sum with
-    /// `front_end = "additive"`.
+    /// `front_end = "additive"`, or `max(cmd_ns + len / media.link_bandwidth_bytes,
+    /// len / media.bus_bandwidth_bytes)` with `front_end = "additive_capped"`.
     pub read_cmd_ns: u64,
     /// Per-command occupancy of the shared front end for writes.
     pub write_cmd_ns: u64,
@@ -167,6 +168,16 @@ pub struct Controller {
 /// additive in the size — `8.4 µs + 0.81 ns/B` from 4 to 128 KiB within 5 % — which
 /// `max` cannot follow (its 16 KiB reads at depth came out 33 % too fast); the
 /// calibration picks the form whose fit of the measured size sweep is better.
+///
+/// `additive_capped`: additive under a bandwidth ceiling. The command is processed,
+/// then its data moved over a link of `media.link_bandwidth_bytes` that overlaps
+/// nothing (`cmd + len / link`), but the front end as a whole moves no more than
+/// `media.bus_bandwidth_bytes`: a request occupies it
+/// `max(cmd + len / link, len / bus)`. With `link > bus` small requests follow the
+/// additive line (slope `1 / link`) and large ones the ceiling, the break at
+/// `len = cmd / (1 / bus − 1 / link)`. Why it exists: the same disk's reads are
+/// additive up to 32–64 KiB and then flatten into a bandwidth ceiling
+/// (`docs/calibrate.md`, "This machine"), which neither `max` nor `additive` follows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FrontEnd {
@@ -175,41 +186,49 @@ pub enum FrontEnd {
     Max,
     /// `cmd + len / bus`: the command is processed, then its data moved.
     Additive,
+    /// `max(cmd + len / link, len / bus)`: additive over the link, under the bus's
+    /// bandwidth ceiling.
+    AdditiveCapped,
 }
 
 impl FrontEnd {
     /// The TOML names, in the order the error messages give them.
-    pub const NAMES: [&'static str; 2] = ["max", "additive"];
+    pub const NAMES: [&'static str; 3] = ["max", "additive", "additive_capped"];
 
     /// Whether this is the default `max` (serde leaves it out of the TOML then).
     pub fn is_max(&self) -> bool {
         *self == FrontEnd::Max
     }
 
-    /// The front end's occupancy of a command with processing time `cmd_ns` and
-    /// transfer time `xfer_ns`.
+    /// The front end's occupancy of a command with processing time `cmd_ns`, transfer
+    /// time over the bus `xfer_ns` and over the link `link_ns` (`len / link`; only
+    /// `additive_capped` uses it).
     #[inline]
-    pub fn combine(self, cmd_ns: u64, xfer_ns: u64) -> u64 {
+    pub fn combine(self, cmd_ns: u64, xfer_ns: u64, link_ns: u64) -> u64 {
         match self {
             FrontEnd::Max => cmd_ns.max(xfer_ns),
             FrontEnd::Additive => cmd_ns + xfer_ns,
+            FrontEnd::AdditiveCapped => (cmd_ns + link_ns).max(xfer_ns),
         }
     }
 
     /// [`FrontEnd::combine`] on real numbers (the calibration's closed forms).
-    pub fn combine_f64(self, cmd_ns: f64, xfer_ns: f64) -> f64 {
+    pub fn combine_f64(self, cmd_ns: f64, xfer_ns: f64, link_ns: f64) -> f64 {
         match self {
             FrontEnd::Max => cmd_ns.max(xfer_ns),
             FrontEnd::Additive => cmd_ns + xfer_ns,
+            FrontEnd::AdditiveCapped => (cmd_ns + link_ns).max(xfer_ns),
         }
+    }
+
+    /// Whether the form has a link (`media.link_bandwidth_bytes`).
+    pub fn has_link(self) -> bool {
+        self == FrontEnd::AdditiveCapped
     }
 
     /// The TOML name.
     pub fn name(self) -> &'static str {
-        match self {
-            FrontEnd::Max => "max",
-            FrontEnd::Additive => "additive",
-        }
+        Self::NAMES[self as usize]
     }
 }
 
@@ -218,10 +237,11 @@ impl FrontEnd {
 /// nor, for a non-string, the values).
 fn de_front_end<'de, D: serde::Deserializer<'de>>(d: D) -> Result<FrontEnd, D::Error> {
     let v = toml::Value::deserialize(d)?;
-    let accepted = "it must be \"max\" (command processing and transfer overlap: max(cmd_ns, len / bus), the default) or \"additive\" (processed, then transferred: cmd_ns + len / bus)";
+    let accepted = "it must be \"max\" (command processing and transfer overlap: max(cmd_ns, len / bus), the default), \"additive\" (processed, then transferred: cmd_ns + len / bus) or \"additive_capped\" (additive over a link, under the bus's ceiling: max(cmd_ns + len / media.link_bandwidth_bytes, len / bus))";
     match v.as_str() {
         Some("max") => Ok(FrontEnd::Max),
         Some("additive") => Ok(FrontEnd::Additive),
+        Some("additive_capped") => Ok(FrontEnd::AdditiveCapped),
         Some(s) => Err(serde::de::Error::custom(format!(
             "`controller.front_end` is \"{s}\"; {accepted}"
         ))),
@@ -300,6 +320,17 @@ pub struct Media {
     /// `controller.front_end = "additive"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_bus_bandwidth_bytes: Option<u64>,
+    /// The per-byte rate of the front end's transfer that overlaps no command
+    /// processing, bytes per second: with `controller.front_end = "additive_capped"`
+    /// (and only then; required there) a read occupies the front end
+    /// `max(read_cmd_ns + len / link_bandwidth_bytes, len / bus_bandwidth_bytes)`.
+    /// Greater than `bus_bandwidth_bytes` for the ceiling to matter. See [`FrontEnd`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_bandwidth_bytes: Option<u64>,
+    /// The link rate of writes, bytes per second; default `link_bandwidth_bytes`. Only
+    /// with `controller.front_end = "additive_capped"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_link_bandwidth_bytes: Option<u64>,
     /// Units that serve writes — in-place write pieces and destage programs — (the
     /// first `write_parallel_units` of `units`); default all `units`. A device whose
     /// writes reach less parallelism than its reads (measured by `sluice calibrate`

@@ -54,6 +54,9 @@ pub struct NvmeSsd {
     /// profile gives write ones).
     write_bus: PerByte,
     write_unit_xfer: PerByte,
+    /// `media.link_bandwidth_bytes` and its write figure (`additive_capped` only).
+    link: PerByte,
+    write_link: PerByte,
     read_ns: Nanos,
     write_ns: Nanos,
     stripe: u64,
@@ -137,6 +140,13 @@ impl NvmeSsd {
             unit_xfer: PerByte::from_bandwidth(m.unit_bandwidth_bytes),
             write_bus: PerByte::from_bandwidth(
                 m.write_bus_bandwidth_bytes.unwrap_or(m.bus_bandwidth_bytes),
+            ),
+            // Only `additive_capped` reads the links (validated present there).
+            link: PerByte::from_bandwidth(m.link_bandwidth_bytes.unwrap_or(m.bus_bandwidth_bytes)),
+            write_link: PerByte::from_bandwidth(
+                m.write_link_bandwidth_bytes
+                    .or(m.link_bandwidth_bytes)
+                    .unwrap_or(m.bus_bandwidth_bytes),
             ),
             write_unit_xfer: PerByte::from_bandwidth(
                 m.write_unit_bandwidth_bytes

@@ -2,18 +2,21 @@
 //! module documentation of [`crate::model`]). Reads and writes are fitted apart: each
 //! has its own bus (best bandwidth), unit transfer rate (QD1 cost slope), command time
 //! (IOPS), unit time (QD1 latency) and, from its own queue-depth curve, parallelism.
-//! The front end's form (max or additive) comes first, from the size sweeps
-//! ([`super::front`]); with the additive form a direction's command time and bus come
-//! from its sweep's line.
+//! The front end's form (max, additive or additive_capped) comes first, from the size
+//! sweeps ([`super::front`]); with the additive form a direction's command time and
+//! bus come from its sweep's line, with the capped form its command time and link from
+//! the line and its bus from the ceiling.
 
 use super::front::SizeFit;
 use super::*;
 
-/// The additive front end's rate for one direction: `1 / b` of its size sweep's line.
+/// The additive front end's rate for one direction: `1 / b` of its size sweep's line
+/// (the capped front end's: `1 / c` of its ceiling).
 fn bus_of_line(line: SizeFit, measured: f64, what: &str, d: &mut Vec<String>) -> f64 {
     let bus = (1e9 / line.ns_per_byte).min(1e12);
     d.push(format!(
-        "{what} bus = 1 / the size sweep's slope {:.4} ns/B = {:.1} MB/s (best measured {what} bandwidth {:.1} MB/s)",
+        "{what} bus = 1 / the size sweep's {} {:.4} ns/B = {:.1} MB/s (best measured {what} bandwidth {:.1} MB/s)",
+        if line.link_ns_per_byte > 0.0 { "ceiling" } else { "slope" },
         line.ns_per_byte,
         bus / 1e6,
         measured / 1e6
@@ -21,15 +24,16 @@ fn bus_of_line(line: SizeFit, measured: f64, what: &str, d: &mut Vec<String>) ->
     bus
 }
 
-/// The additive front end's command time for one direction from its line: the
-/// intercept, at most what keeps the 4 KiB front end within `1 s / iops` (the
-/// measured best IOPS stays the ceiling).
+/// The additive (or capped) front end's command time for one direction from its line:
+/// the intercept, at most what keeps the 4 KiB front end within `1 s / iops` (the
+/// measured best IOPS stays the ceiling). `xfer_4k`: the 4 KiB transfer in series
+/// with the command (over the bus, or the capped form's link).
 fn cmd_of_line(line: SizeFit, iops: f64, xfer_4k: f64, what: &str, d: &mut Vec<String>) -> f64 {
     let cap = 1e9 / iops - xfer_4k;
     let cmd = line.cmd_ns.min(cap).max(MIN_STAGE_NS);
     d.push(if line.cmd_ns > cap {
         format!(
-            "{what}_cmd = 1 s / {iops:.0} IOPS − 4096 B / bus {xfer_4k:.0} = {cmd:.0} ns (the line's intercept {:.0} ns would put 4 KiB {what}s below the measured IOPS); the front end's 4 KiB time {:.0} ns is kept by the queue-depth fit",
+            "{what}_cmd = 1 s / {iops:.0} IOPS − 4096 B's transfer {xfer_4k:.0} = {cmd:.0} ns (the line's intercept {:.0} ns would put 4 KiB {what}s below the measured IOPS); the front end's 4 KiB time {:.0} ns is kept by the queue-depth fit",
             line.cmd_ns,
             cmd + xfer_4k
         )
@@ -43,8 +47,9 @@ fn cmd_of_line(line: SizeFit, iops: f64, xfer_4k: f64, what: &str, d: &mut Vec<S
     cmd
 }
 
-/// A direction without a line under the additive front end keeps the max form's
-/// 4 KiB front-end time: its command time is that less the 4 KiB transfer.
+/// A direction without a line under the additive (or capped) front end keeps the max
+/// form's 4 KiB front-end time: its command time is that less the 4 KiB transfer in
+/// series with it.
 fn additive_cmd_without_line(cmd_max: f64, xfer_4k: f64) -> f64 {
     (cmd_max.max(xfer_4k) - xfer_4k).max(MIN_STAGE_NS)
 }
@@ -94,8 +99,28 @@ pub fn derive(a: &Anchors) -> Model {
     let choice = choose_front_end(a, buffered);
     d.extend(choice.lines());
     let fe = choice.front_end;
-    let additive = fe == FrontEnd::Additive;
+    // Additive or capped: the command and (part of) the transfer in series.
+    let additive = fe != FrontEnd::Max;
     let (line_r, line_w) = (choice.line(false), choice.line(true));
+    // The capped form's links: from each direction's line (a write without one, e.g.
+    // buffered, takes the reads'); ns per byte, 0 for the other forms.
+    let link_of = |l: Option<SizeFit>| {
+        l.filter(|_| fe == FrontEnd::AdditiveCapped)
+            .map_or(0.0, |l| l.link_ns_per_byte.max(1e-3))
+    };
+    let nl_r = link_of(line_r);
+    let nl_w = match link_of(line_w) {
+        x if x > 0.0 => x,
+        _ => nl_r,
+    };
+    if nl_r > 0.0 {
+        d.push(format!(
+            "links (the transfer in series with the command) = 1 / the lines' slopes: reads {:.1} MB/s, writes {:.1} MB/s{}",
+            1e3 / nl_r,
+            1e3 / nl_w,
+            if line_w.is_none() { " (the reads')" } else { "" }
+        ));
+    }
 
     // Buses, one per direction (a buffered write's front end runs at twice the
     // sustained rate, below).
@@ -120,17 +145,40 @@ pub fn derive(a: &Anchors) -> Model {
     };
     let ns_per_byte_bus = 1e9 / bus;
     let ns_per_byte_bus_w = 1e9 / bus_w;
+    // The front end's per-byte slope at QD1 from 4 to 128 KiB: 1 / bus, or with the
+    // capped form the chord of max(cmd + len / link, len / bus) (the link's slope
+    // below the break, the ceiling's above).
+    let capped = fe == FrontEnd::AdditiveCapped;
+    let chord = |l: Option<SizeFit>, nb: f64, nl: f64| match l {
+        Some(l) if capped => {
+            let f = |s: f64| (l.cmd_ns + nl * s).max(nb * s);
+            (f(131072.0) - f(SMALL)) / (131072.0 - SMALL)
+        }
+        _ => nb,
+    };
+    let (slope_r, slope_w) = (
+        chord(line_r, ns_per_byte_bus, nl_r),
+        chord(line_w, ns_per_byte_bus_w, nl_w),
+    );
+    let (by_r, by_w) = if capped {
+        (
+            "the read front end's slope (4–128 KiB)",
+            "the write front end's slope (4–128 KiB)",
+        )
+    } else {
+        ("1 / read bus", "1 / write bus")
+    };
 
-    // Per-byte unit time from each cost slope: what the bus does not explain.
+    // Per-byte unit time from each cost slope: what the front end does not explain.
     let c_read = a.read_fit.map_or(0.0, |f| f.slope);
-    let u = (c_read - ns_per_byte_bus).max(1e-4);
+    let u = (c_read - slope_r).max(1e-4);
     // At most the profile bound (1 TB/s) so the profile validates.
     let unit_bw = (1e9 / u).min(1e12);
     let t_small = SMALL * 1e9 / unit_bw;
     d.push(format!(
-        "1 / unit_bandwidth = read cost slope {:.4} ns/B − 1 / read bus {:.4} ns/B = {:.4} ns/B ({:.1} MB/s)",
+        "1 / unit_bandwidth = read cost slope {:.4} ns/B − {by_r} {:.4} ns/B = {:.4} ns/B ({:.1} MB/s)",
         c_read,
-        ns_per_byte_bus,
+        slope_r,
         u,
         unit_bw / 1e6
     ));
@@ -138,11 +186,11 @@ pub fn derive(a: &Anchors) -> Model {
     // the programs, which then move data at the read rate.
     let (u_w, unit_bw_w) = match a.write_fit {
         Some(wf) if !buffered => {
-            let uw = (wf.slope - ns_per_byte_bus_w).max(1e-4);
+            let uw = (wf.slope - slope_w).max(1e-4);
             d.push(format!(
-                "1 / write_unit_bandwidth = write cost slope {:.4} ns/B − 1 / write bus {:.4} ns/B = {:.4} ns/B ({:.1} MB/s)",
+                "1 / write_unit_bandwidth = write cost slope {:.4} ns/B − {by_w} {:.4} ns/B = {:.4} ns/B ({:.1} MB/s)",
                 wf.slope,
-                ns_per_byte_bus_w,
+                slope_w,
                 uw,
                 (1e9 / uw).min(1e12) / 1e6
             ));
@@ -154,26 +202,31 @@ pub fn derive(a: &Anchors) -> Model {
 
     let xr = SMALL * ns_per_byte_bus;
     let xw = SMALL * ns_per_byte_bus_w;
-    let front = |cmd: f64, xfer: f64| fe.combine_f64(cmd, xfer);
+    // The 4 KiB links' times, and the 4 KiB transfers in series with the command.
+    let (lkr, lkw) = (SMALL * nl_r, SMALL * nl_w);
+    let (sr, sw) = match fe {
+        FrontEnd::Max => (0.0, 0.0),
+        FrontEnd::Additive => (xr, xw),
+        FrontEnd::AdditiveCapped => (lkr, lkw),
+    };
+    let front_r4 = |cmd: f64| fe.combine_f64(cmd, xr, lkr);
+    let front_w4 = |cmd: f64| fe.combine_f64(cmd, xw, lkw);
     let mut read_cmd = 1e9 / ir;
     let mut read_share = None;
     match line_r {
         Some(l) => {
-            read_cmd = cmd_of_line(l, ir, xr, "read", &mut d);
-            read_share = Some((read_cmd + xr) * ir / 1e9);
+            read_cmd = cmd_of_line(l, ir, sr, "read", &mut d);
+            read_share = Some(front_r4(read_cmd) * ir / 1e9);
         }
         None => d.push(format!("read_cmd = 1 s / {ir:.0} IOPS = {read_cmd:.0} ns")),
     }
     // The 4 KiB front end before the queue-depth fit: a direction without a line
     // keeps the max form's (converted below).
-    let front4k = |cmd: f64, xfer: f64, line: bool| {
-        if line {
-            front(cmd, xfer)
-        } else {
-            cmd.max(xfer)
-        }
+    let front_r = if line_r.is_some() {
+        front_r4(read_cmd)
+    } else {
+        read_cmd.max(xr)
     };
-    let front_r = front4k(read_cmd, xr, line_r.is_some());
     let mut write_cmd = if buffered {
         (0.5e9 / iw).min(0.5 * lw)
     } else {
@@ -181,10 +234,14 @@ pub fn derive(a: &Anchors) -> Model {
     };
     let mut write_share = None;
     if let Some(l) = line_w {
-        write_cmd = cmd_of_line(l, iw, xw, "write", &mut d);
-        write_share = Some((write_cmd + xw) * iw / 1e9);
+        write_cmd = cmd_of_line(l, iw, sw, "write", &mut d);
+        write_share = Some(front_w4(write_cmd) * iw / 1e9);
     }
-    let front_w = front4k(write_cmd, xw, line_w.is_some());
+    let front_w = if line_w.is_some() {
+        front_w4(write_cmd)
+    } else {
+        write_cmd.max(xw)
+    };
     if buffered {
         d.push(format!(
             "writes at QD1 ({:.1} µs) are under {:.0} % of reads ({:.1} µs): buffered; write_cmd = min(0.5 s / {iw:.0} IOPS, L_write / 2) = {write_cmd:.0} ns",
@@ -255,17 +312,17 @@ pub fn derive(a: &Anchors) -> Model {
     if line_r.is_none() {
         read_cmd *= kr;
         if additive {
-            read_cmd = additive_cmd_without_line(read_cmd, xr);
+            read_cmd = additive_cmd_without_line(read_cmd, sr);
         }
     }
     if line_w.is_none() {
         write_cmd *= kw;
         if additive {
-            write_cmd = additive_cmd_without_line(write_cmd, xw);
+            write_cmd = additive_cmd_without_line(write_cmd, sw);
         }
     }
-    let front_r = front(read_cmd, xr);
-    let front_w = front(write_cmd, xw);
+    let front_r = front_r4(read_cmd);
+    let front_w = front_w4(write_cmd);
     // Both QD1 latencies must hold the latency-only time (a buffered write's too).
     let room_w = if buffered {
         lw - front_w
@@ -282,12 +339,11 @@ pub fn derive(a: &Anchors) -> Model {
     if read_ns < MIN_STAGE_NS {
         // QD1 already saturates the device (L · I ≈ 1): the front end takes it all.
         read_ns = MIN_STAGE_NS;
-        let x = if additive { xr } else { 0.0 };
-        read_cmd = (lr - 2.0 * f - t_small - MIN_STAGE_NS - x).max(MIN_STAGE_NS);
+        read_cmd = (lr - 2.0 * f - t_small - MIN_STAGE_NS - sr).max(MIN_STAGE_NS);
         caveats.push(format!(
             "QD1 read latency {:.1} µs leaves no unit time beside 1 s / IOPS: read_cmd lowered to {read_cmd:.0} ns (the model's saturated read IOPS is {:.0})",
             lr / 1e3,
-            1e9 / front(read_cmd, xr)
+            1e9 / front_r4(read_cmd)
         ));
     }
     d.push(format!(
@@ -333,12 +389,11 @@ pub fn derive(a: &Anchors) -> Model {
         write_ns = lw - 2.0 * f - front_w - t_small_w;
         if write_ns < MIN_STAGE_NS {
             write_ns = MIN_STAGE_NS;
-            let x = if additive { xw } else { 0.0 };
-            write_cmd = (lw - 2.0 * f - t_small_w - MIN_STAGE_NS - x).max(MIN_STAGE_NS);
+            write_cmd = (lw - 2.0 * f - t_small_w - MIN_STAGE_NS - sw).max(MIN_STAGE_NS);
             caveats.push(format!(
                 "QD1 write latency {:.1} µs leaves no unit time beside 1 s / IOPS: write_cmd lowered to {write_cmd:.0} ns (the model's saturated write IOPS is {:.0})",
                 lw / 1e3,
-                1e9 / front(write_cmd, xw)
+                1e9 / front_w4(write_cmd)
             ));
         }
         d.push(format!(
@@ -389,7 +444,7 @@ pub fn derive(a: &Anchors) -> Model {
     }
 
     if let Some(rf) = a.read_fit {
-        let model_slope = ns_per_byte_bus + u;
+        let model_slope = slope_r + u;
         if (rf.slope - model_slope).abs() > 0.25 * rf.slope.abs().max(model_slope) {
             caveats.push(format!(
                 "the read cost slope ({:.4} ns/B) differs from the model's ({model_slope:.4} ns/B: the front end's transfer at least): large-read QD1 latency is off by up to {:.0} µs at 128 KB",
@@ -399,11 +454,7 @@ pub fn derive(a: &Anchors) -> Model {
         }
     }
     if let Some(wf) = a.write_fit {
-        let model_slope = if buffered {
-            ns_per_byte_bus_w
-        } else {
-            ns_per_byte_bus_w + u_w
-        };
+        let model_slope = if buffered { slope_w } else { slope_w + u_w };
         if (wf.slope - model_slope).abs() > 0.25 * wf.slope.abs().max(model_slope) {
             caveats.push(format!(
                 "the write cost slope ({:.4} ns/B) differs from the model's ({model_slope:.4} ns/B): large-write QD1 latency is off by up to {:.0} µs at 128 KB",
@@ -422,6 +473,13 @@ pub fn derive(a: &Anchors) -> Model {
     let bus_w_bytes = round(bus_w).max(1);
     let unit_bytes = round(unit_bw).max(1);
     let unit_w_bytes = round(unit_bw_w).max(1);
+    let (link_bytes, link_w_bytes) = if nl_r > 0.0 {
+        let l = round((1e9 / nl_r).min(1e12)).max(1);
+        let lw = round((1e9 / nl_w).min(1e12)).max(1);
+        (Some(l), (lw != l).then_some(lw))
+    } else {
+        (None, None)
+    };
     Model {
         service: None,
         read_block_after_write_ns: None,
@@ -442,6 +500,8 @@ pub fn derive(a: &Anchors) -> Model {
         bus_bandwidth_bytes: bus_bytes,
         write_unit_bandwidth_bytes: (unit_w_bytes != unit_bytes).then_some(unit_w_bytes),
         write_bus_bandwidth_bytes: (bus_w_bytes != bus_bytes).then_some(bus_w_bytes),
+        link_bandwidth_bytes: link_bytes,
+        write_link_bandwidth_bytes: link_w_bytes,
         write_parallel_units,
         read_parallel_units,
         write_buffer,

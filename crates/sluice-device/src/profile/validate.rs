@@ -164,6 +164,40 @@ impl DeviceProfile {
                 )?;
             }
         }
+        let capped = self.controller.front_end.has_link();
+        for (field, v) in [
+            ("media.link_bandwidth_bytes", m.link_bandwidth_bytes),
+            (
+                "media.write_link_bandwidth_bytes",
+                m.write_link_bandwidth_bytes,
+            ),
+        ] {
+            match v {
+                Some(_) if !capped => {
+                    return Err(invalid(
+                        o,
+                        field,
+                        format!(
+                            "is given with controller.front_end = \"{}\"; only \"additive_capped\" has a link: remove it or set controller.front_end = \"additive_capped\"",
+                            self.controller.front_end.name()
+                        ),
+                    ))
+                }
+                Some(v) => positive(
+                    field,
+                    v,
+                    "bytes per second (the front end's transfer that overlaps no command processing)",
+                )?,
+                None => {}
+            }
+        }
+        if capped && m.link_bandwidth_bytes.is_none() {
+            return Err(invalid(
+                o,
+                "media.link_bandwidth_bytes",
+                "is missing; controller.front_end = \"additive_capped\" occupies the front end max(cmd_ns + len / media.link_bandwidth_bytes, len / media.bus_bandwidth_bytes), so give the link's rate in bytes per second (above media.bus_bandwidth_bytes for the ceiling to matter)".to_string(),
+            ));
+        }
         if let Some(w) = m.write_parallel_units {
             if w == 0 || w > m.units || !w.is_multiple_of(m.write_units) {
                 return Err(invalid(

@@ -12,12 +12,16 @@ impl NvmeSsd {
     pub(super) fn service(&mut self, now: Nanos, slot: u32, cmd: &Command) -> Option<Nanos> {
         let arrive = now + self.fetch_ns;
         let len = cmd.len as u64;
-        let (cmd_ns, bus) = if cmd.op == Op::Write {
-            (self.write_cmd_ns, self.write_bus)
+        let (cmd_ns, bus, link) = if cmd.op == Op::Write {
+            (self.write_cmd_ns, self.write_bus, self.write_link)
         } else {
-            (self.read_cmd_ns, self.bus)
+            (self.read_cmd_ns, self.bus, self.link)
         };
-        let mut svc = self.front_end.combine(cmd_ns, bus.ns(len));
+        let link_ns = match self.front_end {
+            FrontEnd::AdditiveCapped => link.ns(len),
+            _ => 0,
+        };
+        let mut svc = self.front_end.combine(cmd_ns, bus.ns(len), link_ns);
         if cmd.op == Op::Write {
             // A write's data is pulled from host memory by the controller (non-posted
             // PCIe reads, whose round trips vary); a read's is pushed (posted writes).
@@ -33,7 +37,7 @@ impl NvmeSsd {
         // the transfer progresses.
         let xs = match self.front_end {
             FrontEnd::Max => fs,
-            FrontEnd::Additive => (fs + cmd_ns).min(fe),
+            FrontEnd::Additive | FrontEnd::AdditiveCapped => (fs + cmd_ns).min(fe),
         };
         self.front_free = fe;
         self.stats.front_busy_ns += svc;

@@ -248,3 +248,166 @@ fn a_device_simulated_with_a_max_front_end_is_recognised() {
     let e = worst_iops_error(&m, &a);
     assert!(e < 0.05, "saturated IOPS off by {:.1} %", e * 100.0);
 }
+
+#[test]
+fn a_capped_sweep_is_recovered_and_told_apart() {
+    // A line 8.4 µs + 0.5 ns/B (link 2 GB/s) under a 0.8 ns/B ceiling (1.25 GB/s):
+    // the break at 28 KB, three sizes on each side.
+    let capped = sweep(|s| (8_400.0 + 0.5 * s).max(0.8 * s));
+    let c = fit_capped(&capped).unwrap();
+    assert!(close(c.cmd_ns, 8_400.0, 1e-6), "{c:?}");
+    assert!(close(c.link_ns_per_byte, 0.5, 1e-6), "{c:?}");
+    assert!(close(c.ns_per_byte, 0.8, 1e-6), "{c:?}");
+    assert!(c.rms_pct() < 1e-6, "{c:?}");
+    assert!(close(c.break_bytes(), 28_000.0, 1e-6));
+    assert!(fit_additive(&capped).unwrap().rms_pct() > 3.0);
+    assert!(fit_max(&capped).unwrap().rms_pct() > 3.0);
+    // Lines and flat-then-bandwidth sweeps: the capped fit is no better than theirs.
+    let add = sweep(|s| 8_400.0 + 0.81 * s);
+    assert!(fit_capped(&add)
+        .is_none_or(|c| c.rms_pct() >= fit_additive(&add).unwrap().rms_pct() - 1e-9));
+    let mx = sweep(|s| (11_000.0f64).max(s / 1.58));
+    assert!(fit_capped(&mx).is_none_or(|c| c.rms_pct() >= fit_max(&mx).unwrap().rms_pct() - 1e-9));
+    // Four sizes at least; a ceiling below the line's slope is not a front end.
+    assert!(fit_capped(&capped[..3]).is_none());
+    let rising = sweep(|s| (8_400.0 + 0.9 * s).max(0.5 * s));
+    assert!(fit_capped(&rising).is_none_or(|c| c.link_ns_per_byte < c.ns_per_byte));
+}
+
+#[test]
+fn a_capped_sweep_gives_cmd_link_and_bus_and_keeps_the_qd1_latencies() {
+    let a = anchors_with(
+        sweep(|s| (12_000.0 + 0.4 * s).max(1.0 * s)),
+        sweep(|s| (15_000.0 + 0.6 * s).max(1.2 * s)),
+    );
+    let c = choose_front_end(&a, false);
+    assert_eq!(c.front_end, FrontEnd::AdditiveCapped, "{:?}", c.lines());
+    let m = derive(&a);
+    assert_eq!(m.front_end, FrontEnd::AdditiveCapped, "{:?}", m.derivation);
+    assert_eq!(m.read_cmd_ns, 12_000);
+    assert_eq!(m.bus_bandwidth_bytes, 1_000_000_000);
+    assert_eq!(m.link_bandwidth_bytes, Some(2_500_000_000));
+    assert_eq!(m.write_cmd_ns, 15_000);
+    assert_eq!(m.write_bus_bandwidth_bytes, Some(833_333_333));
+    assert_eq!(m.write_link_bandwidth_bytes, Some(1_666_666_667));
+    for s in SIZES {
+        let r = 1e9 / (12_000.0 + 0.4 * s as f64).max(s as f64);
+        assert!(close(m.saturated_iops(false, s), r, 1e-3), "{s}");
+        let w = 1e9 / (15_000.0 + 0.6 * s as f64).max(1.2 * s as f64);
+        assert!(close(m.saturated_iops(true, s), w, 1e-3), "{s}");
+    }
+    // The units' times are what is left of the QD1 latencies beside the capped front
+    // end's 4 KiB time (12 µs + 4096 B over the link).
+    assert!(
+        close(m.qd1_latency_ns(false, 4096), 100_000.0, 0.01),
+        "{m:?}"
+    );
+    assert!(close(m.qd1_latency_ns(true, 4096), 80_000.0, 0.01), "{m:?}");
+    // From 4 to 128 KiB its QD1 slope is the measured cost slope (the front end's
+    // chord, the link's slope then the ceiling's, and the unit's).
+    let slope = (m.qd1_latency_ns(false, 131072) - m.qd1_latency_ns(false, 4096)) / 126976.0;
+    assert!(close(slope, 1.5, 0.01), "{slope}");
+    let slope = (m.qd1_latency_ns(true, 131072) - m.qd1_latency_ns(true, 4096)) / 126976.0;
+    assert!(close(slope, 1.6, 0.01), "{slope}");
+    // The profile says so, validates, round-trips; the three fits' errors are in its
+    // header.
+    let p = m.to_profile("x", "y");
+    p.validate().unwrap();
+    assert_eq!(p.controller.front_end, FrontEnd::AdditiveCapped);
+    let text = profile_text(&p, &m, &[]).unwrap();
+    assert!(text.contains("front_end = \"additive_capped\""), "{text}");
+    assert!(text.contains("link_bandwidth_bytes = 2500000000"), "{text}");
+    assert!(
+        text.contains("controller.front_end = additive_capped"),
+        "{text}"
+    );
+    assert!(
+        text.contains("additive_capped max(a + b·len, c·len)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("ceiling 1000 MB/s, break at 19.5 KiB), rms error 0.0 %"),
+        "{text}"
+    );
+    assert!(
+        text.contains("rms error 19.0 %; max(cmd, len / bus)"),
+        "{text}"
+    );
+    assert_eq!(DeviceProfile::from_toml_str(&text, "x").unwrap(), p);
+}
+
+/// A device with the capped front end: `ull`'s units and media (with its spread and
+/// tails), the given command times, links and buses (ceilings).
+fn capped_device(cmd: (u64, u64), link: (u64, u64), bus: (u64, u64)) -> DeviceProfile {
+    let mut p = DeviceProfile::builtin("ull").unwrap();
+    p.controller.front_end = FrontEnd::AdditiveCapped;
+    (p.controller.read_cmd_ns, p.controller.write_cmd_ns) = cmd;
+    p.media.link_bandwidth_bytes = Some(link.0);
+    p.media.write_link_bandwidth_bytes = Some(link.1);
+    p.media.bus_bandwidth_bytes = bus.0;
+    p.media.write_bus_bandwidth_bytes = Some(bus.1);
+    p.validate().unwrap();
+    p
+}
+
+#[test]
+fn a_device_simulated_with_a_capped_front_end_is_recognised() {
+    // Reads 8.4 µs + len / 2 GB/s under 1.25 GB/s (break 28 KB), writes 9 µs + len /
+    // 2.5 GB/s under 1.4 GB/s (break 28.6 KB).
+    let p = capped_device(
+        (8_400, 9_000),
+        (2_000_000_000, 2_500_000_000),
+        (1_250_000_000, 1_400_000_000),
+    );
+    let a = measure(&p);
+    let c = choose_front_end(&a, false);
+    assert_eq!(c.front_end, FrontEnd::AdditiveCapped, "{:?}", c.lines());
+    let r = c.read.unwrap();
+    let rc = r.capped.unwrap();
+    assert!(rc.rms_pct() < 2.0, "{r:?}");
+    assert!(
+        r.additive.rms_pct() > rc.rms_pct() + CAPPED_MARGIN_PCT,
+        "{r:?}"
+    );
+    assert!(r.max.rms_pct() > rc.rms_pct() + CAPPED_MARGIN_PCT, "{r:?}");
+    assert!(close(rc.cmd_ns, 8_400.0, 0.10), "{rc:?}");
+    assert!(close(rc.link_ns_per_byte, 0.5, 0.10), "{rc:?}");
+    assert!(close(rc.ns_per_byte, 0.8, 0.05), "{rc:?}");
+    let m = derive(&a);
+    assert_eq!(m.front_end, FrontEnd::AdditiveCapped);
+    let e = worst_iops_error(&m, &a);
+    assert!(e < 0.05, "saturated IOPS off by {:.1} %", e * 100.0);
+    assert!(close(
+        m.qd1_latency_ns(false, 4096),
+        a.read_lat_qd1_ns,
+        0.02
+    ));
+    assert!(close(
+        m.qd1_latency_ns(true, 4096),
+        a.write_lat_qd1_ns,
+        0.02
+    ));
+    // Neither other form reproduces it within 5 % at every size.
+    for fe in [FrontEnd::Additive, FrontEnd::Max] {
+        let mut other = a.clone();
+        let mut fits = c.clone();
+        fits.front_end = fe;
+        let fit = |d: &DirFits| {
+            if fe == FrontEnd::Max {
+                d.max
+            } else {
+                d.additive
+            }
+        };
+        let worst = |write: bool, curve: &[(u32, f64)]| {
+            let f = fit(fits.of(write).unwrap());
+            curve
+                .iter()
+                .map(|&(s, iops)| (1e9 / f.ns(fe, s as f64) / iops - 1.0).abs())
+                .fold(0.0, f64::max)
+        };
+        other.knee_qd = 32;
+        let e = worst(false, &other.read_size_curve).max(worst(true, &other.write_size_curve));
+        assert!(e > 0.05, "{fe:?} off by only {:.1} %", e * 100.0);
+    }
+}
