@@ -144,20 +144,26 @@ impl Scheme {
     /// Fig. 13's four: vanilla, B-Opt (ld), BS-Opt (ld + critical wakeup), BSJ-Opt
     /// (ld + critical wakeup + fjournal).
     pub fn fig13() -> [Scheme; 4] {
-        let s = |name, policy, wakeup, commit| Scheme {
+        let s = |name, policy, wakeup, commit, critical_journal| Scheme {
             name,
             policy,
             wakeup,
             commit: Some(commit),
-            // §4.4: "we configure JBD2 as a critical process in B-Opt, BS-Opt, and
-            // SelectISR"; in BSJ-Opt a critical fsync commits by itself.
-            critical_journal: matches!(name, "B-Opt" | "BS-Opt"),
+            critical_journal,
         };
+        // §4.4: "we configure JBD2 as a critical process in B-Opt, BS-Opt, and
+        // SelectISR"; in BSJ-Opt a critical fsync commits by itself.
         [
-            s("vanilla", "none", Wakeup::Fifo, CommitMode::Compound),
-            s("B-Opt", "ld", Wakeup::Fifo, CommitMode::Compound),
-            s("BS-Opt", "ld", Wakeup::Critical, CommitMode::Compound),
-            s("BSJ-Opt", "ld", Wakeup::Critical, CommitMode::FileLevel),
+            s("vanilla", "none", Wakeup::Fifo, CommitMode::Compound, false),
+            s("B-Opt", "ld", Wakeup::Fifo, CommitMode::Compound, true),
+            s("BS-Opt", "ld", Wakeup::Critical, CommitMode::Compound, true),
+            s(
+                "BSJ-Opt",
+                "ld",
+                Wakeup::Critical,
+                CommitMode::FileLevel,
+                false,
+            ),
         ]
     }
 

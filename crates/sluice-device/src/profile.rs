@@ -205,19 +205,25 @@ impl FrontEnd {
     /// `additive_capped` uses it).
     #[inline]
     pub fn combine(self, cmd_ns: u64, xfer_ns: u64, link_ns: u64) -> u64 {
-        match self {
-            FrontEnd::Max => cmd_ns.max(xfer_ns),
-            FrontEnd::Additive => cmd_ns + xfer_ns,
-            FrontEnd::AdditiveCapped => (cmd_ns + link_ns).max(xfer_ns),
-        }
+        self.combine_any(cmd_ns, xfer_ns, link_ns)
     }
 
     /// [`FrontEnd::combine`] on real numbers (the calibration's closed forms).
     pub fn combine_f64(self, cmd_ns: f64, xfer_ns: f64, link_ns: f64) -> f64 {
+        self.combine_any(cmd_ns, xfer_ns, link_ns)
+    }
+
+    /// The one formula behind both.
+    #[inline]
+    fn combine_any<T>(self, cmd: T, xfer: T, link: T) -> T
+    where
+        T: Copy + PartialOrd + std::ops::Add<Output = T>,
+    {
+        let max = |a: T, b: T| if b > a { b } else { a };
         match self {
-            FrontEnd::Max => cmd_ns.max(xfer_ns),
-            FrontEnd::Additive => cmd_ns + xfer_ns,
-            FrontEnd::AdditiveCapped => (cmd_ns + link_ns).max(xfer_ns),
+            FrontEnd::Max => max(cmd, xfer),
+            FrontEnd::Additive => cmd + xfer,
+            FrontEnd::AdditiveCapped => max(cmd + link, xfer),
         }
     }
 

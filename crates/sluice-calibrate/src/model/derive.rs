@@ -151,7 +151,7 @@ pub fn derive(a: &Anchors) -> Model {
     let capped = fe == FrontEnd::AdditiveCapped;
     let chord = |l: Option<SizeFit>, nb: f64, nl: f64| match l {
         Some(l) if capped => {
-            let f = |s: f64| (l.cmd_ns + nl * s).max(nb * s);
+            let f = |s: f64| fe.combine_f64(l.cmd_ns, nb * s, nl * s);
             (f(131072.0) - f(SMALL)) / (131072.0 - SMALL)
         }
         _ => nb,

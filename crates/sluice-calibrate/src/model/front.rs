@@ -285,7 +285,7 @@ pub fn fit_max(sweep: &[(u32, f64)]) -> Option<SizeFit> {
             cmd_ns: cmd,
             ns_per_byte: b,
             link_ns_per_byte: 0.0,
-            sse: sse(&pts, |s| cmd.max(b * s)),
+            sse: sse(&pts, |s| FrontEnd::Max.combine_f64(cmd, b * s, 0.0)),
             points: n,
         };
         if best.is_none_or(|x| fit.sse < x.sse - 1e-15) {
@@ -314,7 +314,9 @@ pub fn fit_capped(sweep: &[(u32, f64)]) -> Option<SizeFit> {
             cmd_ns: a,
             ns_per_byte: c,
             link_ns_per_byte: b,
-            sse: sse(&pts, |s| (a + b * s).max(c * s)),
+            sse: sse(&pts, |s| {
+                FrontEnd::AdditiveCapped.combine_f64(a, c * s, b * s)
+            }),
             points: n,
         };
         if b > 0.0 && fit.is_front_end() && best.is_none_or(|x| fit.sse < x.sse - 1e-15) {

@@ -17,11 +17,7 @@ impl NvmeSsd {
         } else {
             (self.read_cmd_ns, self.bus, self.link)
         };
-        let link_ns = match self.front_end {
-            FrontEnd::AdditiveCapped => link.ns(len),
-            _ => 0,
-        };
-        let mut svc = self.front_end.combine(cmd_ns, bus.ns(len), link_ns);
+        let mut svc = self.front_end.combine(cmd_ns, bus.ns(len), link.ns(len));
         if cmd.op == Op::Write {
             // A write's data is pulled from host memory by the controller (non-posted
             // PCIe reads, whose round trips vary); a read's is pushed (posted writes).
@@ -146,8 +142,9 @@ impl NvmeSsd {
 
     /// Book a read or unbuffered write on the units, FIFO per unit. Piece `i` of `n`
     /// arrives at `fs + (fe - fs)(i + 1)/n`, `fs` being when the front end's transfer
-    /// starts (the front-end transfer is pipelined with the media). A write piece holds the whole aligned group of `write_units` units around
-    /// its unit, from when all of them are free. Returns when the last piece ends.
+    /// starts (the front-end transfer is pipelined with the media). A write piece holds
+    /// the whole aligned group of `write_units` units around its unit, from when all of
+    /// them are free. Returns when the last piece ends.
     fn media(&mut self, fs: Nanos, fe: Nanos, offset: u64, len: u64, write: bool) -> Nanos {
         let stripe = self.stripe;
         let round_robin = write && self.placement == WritePlacement::RoundRobin;
