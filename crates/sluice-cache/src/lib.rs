@@ -25,9 +25,11 @@
 //! **critical** one while it is below `20 %` (both tunable). A background writer
 //! cannot fill the cache, and a critical writer is not throttled by background dirty
 //! data. With `class_limits` off, every writer gets the critical (single) ratio: the
-//! Linux baseline. A task whose class is raised while it waits (RCP §4.4: inheritance
-//! reaching a task blocked at the cache's admission) is judged by its new class when
-//! it asks again.
+//! Linux baseline. A writer at its limit pauses for [`throttle`]'s time (Linux's
+//! `balance_dirty_pages` sleeps; it does not wait for room) and asks again; a task
+//! whose class is raised while it pauses (RCP §4.4: inheritance reaching a task
+//! blocked at the cache's admission) is woken by the runtime and judged by its new
+//! class.
 //!
 //! ## Lazy indexing (AIOS, ATC '19 §3.2.3)
 //! The vanilla read path inserts a locked page into the index *before* issuing the
@@ -664,6 +666,7 @@ impl<B: PageData> PageCache<B> {
 }
 
 pub mod front;
+pub mod throttle;
 
 #[cfg(test)]
 mod tests;

@@ -8,23 +8,29 @@
 //! - a task that waits on a page **under writeback** (to change it, or in fsync)
 //!   awaits that write's [`IoWait`]: a critical waiter promotes it (RCP §5: the
 //!   `PG_writeback` wait);
-//! - a writer **throttled** at its dirty limit waits on the `room` condition, whose
-//!   helper is the flusher: a critical waiter boosts the flusher, whose writeback then
-//!   goes out critical (RCP §4.4, the blocked task's cause resolved);
-//! - a throttled task whose class was raised meanwhile is judged by the critical limit
-//!   when it asks again.
+//! - a writer **throttled** at its dirty limit kicks the flusher and *pauses* for
+//!   Linux's `balance_dirty_pages` time ([`sluice_cache::throttle`]: an eighth of the
+//!   time writeback needs for what is dirty, 1 ms to 200 ms), then asks again — it
+//!   sleeps, it is not woken when room is made;
+//! - a paused task that a critical task's chain of waits reaches (it holds a lock a
+//!   critical task wants, say) is boosted *and woken at once*, and asks again under the
+//!   critical limit (RCP §4.4: the cause of its block resolved; with
+//!   `Inherit::transitive` off it is boosted but sleeps its pause out).
 //!
 //! Both worlds run this code: in simulation on the simulated device, on real files
 //! through the real backend's ring (files opened `O_DIRECT`: the host's page cache is
 //! not involved).
 
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
+use std::future::Future;
 use std::io;
+use std::pin::Pin;
 use std::rc::Rc;
+use std::task::{Context, Poll};
 
+use sluice_cache::throttle::WritebackRate;
 use sluice_cache::{CacheConfig, PageCache, PageKey, PageRange, WriteCheck, PAGE};
-use sluice_core::{IoClass, Op};
+use sluice_core::{IoClass, Nanos, Op};
 
 use crate::buffer::DmaBuffer;
 use crate::ctx::{Activity, IoOptions, TaskCtx};
@@ -47,12 +53,10 @@ pub(crate) struct Cache {
     work: Condvar,
     /// Tasks waiting in `room`.
     waiting: Cell<u32>,
-    /// Writers waiting for their dirty limit, FIFO per limit (index 0: the critical
-    /// limit, which is everyone's when class limits are off; 1: the non-critical one),
-    /// as the block layer's admission is FIFO within a class: a writer does not pass
-    /// one that waits for the same limit.
-    queues: RefCell<[VecDeque<u64>; 2]>,
-    next_waiter: Cell<u64>,
+    /// Writers pausing at their dirty limit.
+    pausing: Cell<u32>,
+    /// The device's writeback bandwidth (sets the pause).
+    rate: RefCell<WritebackRate>,
 }
 
 impl std::fmt::Debug for Cache {
@@ -100,51 +104,41 @@ impl Cache {
             room: Condvar::new(),
             work: Condvar::new(),
             waiting: Cell::new(0),
-            queues: RefCell::new([VecDeque::new(), VecDeque::new()]),
-            next_waiter: Cell::new(0),
+            pausing: Cell::new(0),
+            rate: RefCell::new(WritebackRate::default()),
         }
     }
 
-    /// The dirty-limit queue of a writer of `class`.
-    fn limit_queue(&self, class: IoClass) -> usize {
-        let cfg = *self.pc.borrow().config();
-        usize::from(class != IoClass::Critical && cfg.class_limits)
-    }
-
-    /// Wait until the calling task may dirty one more page: its class's limit has room
-    /// and no earlier writer waits for the same limit. The class is read again after
-    /// every wait: a task that inherited the critical class meanwhile moves to the
-    /// critical limit (RCP §4.4).
+    /// Wait until the calling task may dirty one more page: while dirty + writeback
+    /// pages are at its class's limit, kick the flusher and pause (Linux's
+    /// `balance_dirty_pages`), then look again. The class is read again after every
+    /// pause: a task that inherited the critical class meanwhile is judged by the
+    /// critical limit, and if the inheritance reached it through a chain its pause was
+    /// cut short (RCP §4.4).
     async fn admit_dirty(&self) {
-        let mut me: Option<(usize, u64)> = None;
+        let mut counted = false;
         loop {
             let class = crate::current_class();
-            let lq = self.limit_queue(class);
-            {
-                let mut q = self.queues.borrow_mut();
-                if let Some((old, id)) = me.filter(|m| m.0 != lq) {
-                    q[old].retain(|&x| x != id);
-                    me = None;
-                }
-                let first = match me {
-                    None => q[lq].is_empty(),
-                    Some((_, id)) => q[lq].front() == Some(&id),
-                };
-                if first && self.pc.borrow().may_dirty(class) {
-                    if me.is_some() {
-                        q[lq].pop_front();
-                    }
+            let pause = {
+                let mut pc = self.pc.borrow_mut();
+                if pc.may_dirty(class) {
                     return;
                 }
-                if me.is_none() {
-                    let id = self.next_waiter.get();
-                    self.next_waiter.set(id + 1);
-                    q[lq].push_back(id);
-                    me = Some((lq, id));
-                    self.pc.borrow_mut().note_throttled();
+                if !counted {
+                    pc.note_throttled();
+                    counted = true;
                 }
-            }
-            self.wait_room().await;
+                let dirty = pc.dirty_pages() + pc.writeback_pages();
+                self.rate.borrow().max_pause_ns(dirty)
+            };
+            // Only a pause under the non-critical limit can be resolved by inheritance
+            // (a critical task's limit would not change: it sleeps its pause out).
+            let cfg = *self.pc.borrow().config();
+            let resolvable = cfg.class_limits && class != IoClass::Critical;
+            self.pausing.set(self.pausing.get() + 1);
+            self.work.notify_one();
+            throttle_pause(pause, resolvable).await;
+            self.pausing.set(self.pausing.get() - 1);
         }
     }
 
@@ -178,7 +172,8 @@ impl Cache {
     fn flusher_has_work(&self) -> bool {
         let pc = self.pc.borrow();
         let dirty = pc.dirty_pages();
-        dirty > pc.config().background_pages() || (dirty > 0 && self.waiting.get() > 0)
+        dirty > pc.config().background_pages()
+            || (dirty > 0 && self.waiting.get() + self.pausing.get() > 0)
     }
 
     /// Write back up to `FLUSH_DEPTH` dirty pages (of `range` only, if given) with the
@@ -209,6 +204,7 @@ impl Cache {
         let mut first_err = None;
         for (key, t, h) in flying {
             let (r, _) = h.await;
+            self.rate.borrow_mut().written(1, crate::now());
             // A task that waited on it may have ended it already.
             self.pc.borrow_mut().end_writeback(key, t, r.is_ok());
             if let Err(e) = r {
@@ -219,6 +215,54 @@ impl Cache {
             self.made_room().await;
         }
         first_err.map_or(Ok(n), Err)
+    }
+}
+
+/// A pause at the cache's admission: `ns` of sleep; if `resolvable`, the task is
+/// blocked on [`Dep::Throttle`](crate::deps::Dep::Throttle) meanwhile and the pause
+/// ends early when the dependency walk resolves it (see [`Cache::admit_dirty`]).
+fn throttle_pause(ns: Nanos, resolvable: bool) -> ThrottlePause {
+    ThrottlePause {
+        ns,
+        resolvable,
+        until: None,
+    }
+}
+
+struct ThrottlePause {
+    ns: Nanos,
+    resolvable: bool,
+    until: Option<Nanos>,
+}
+
+impl Future for ThrottlePause {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
+        let (ns, until, resolvable) = (self.ns, self.until, self.resolvable);
+        let (ready, at) = with(|inner, t| {
+            let at = until.unwrap_or_else(|| {
+                let at = inner.now + ns;
+                inner.timer(t, at);
+                at
+            });
+            let task = &mut inner.tasks[t as usize];
+            let resolved = std::mem::take(&mut task.admission_resolved);
+            if resolved || inner.now >= at {
+                inner.unblock(t);
+                (true, at)
+            } else {
+                if resolvable {
+                    inner.block_on(t, crate::deps::Dep::Throttle);
+                }
+                (false, at)
+            }
+        });
+        self.until = Some(at);
+        if ready {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
     }
 }
 

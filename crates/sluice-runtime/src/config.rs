@@ -39,7 +39,12 @@ pub struct Inherit {
     /// The helpers of a condition variable (the tasks that signal it) and a joined task
     /// inherit the class of a critical waiter until the waiter is woken.
     pub condvars: bool,
-    /// A request another task issued is promoted when a critical task waits on it.
+    /// An outstanding request is promoted when a critical task's chain of waits
+    /// reaches it: a request another task issued that a critical task waits on, and
+    /// the requests a task had already issued when it inherits the critical class
+    /// (RCP §4.2.2: an I/O dependency, resolved by reclassifying the non-critical I/O
+    /// wherever it is). Off: a boosted task's *new* I/O is critical, what it issued
+    /// before keeps its class.
     pub io: bool,
     /// Inheritance follows the chain (holder waits on a lock, a condition or I/O …) to
     /// its end; off: one step from the critical waiter only.

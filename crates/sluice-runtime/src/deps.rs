@@ -19,11 +19,16 @@
 //!    (`Inherit::condvars`); an I/O → promote that request (`Inherit::io`);
 //! 3. a task reached is boosted; if it is itself blocked and `Inherit::transitive` is on,
 //!    continue from its edge (at most [`MAX_CHAIN`] steps; a task seen twice ends the
-//!    walk, so a deadlock cycle cannot loop);
+//!    walk, so a deadlock cycle cannot loop); a task reached this way that is paused at
+//!    the page cache's admission (its dirty limit, [`Dep::Throttle`]) has that cause
+//!    resolved: it is woken to ask again under the critical limit (RCP §4.4: "the
+//!    applied dirty ratio at the caching layer is transiently changed to that of
+//!    critical I/Os and the blocked task is woken up" — inheriting alone would leave it
+//!    asleep);
 //! 4. undo exactly what is no longer reached: boosts not in the new set end (requests
 //!    already promoted stay critical, as RCP reclassifies them); newly boosted tasks get
-//!    their outstanding requests promoted and, from now on, critical I/O and the
-//!    critical wake-up rule.
+//!    their outstanding requests promoted (`Inherit::io`) and, from now on, critical
+//!    I/O and the critical wake-up rule.
 
 use std::collections::VecDeque;
 
@@ -94,6 +99,9 @@ pub(crate) enum Dep {
     Join(u32),
     /// An I/O slot.
     Io(u32),
+    /// Paused at the page cache's admission (over its dirty limit): RCP's third
+    /// blocking cause, "blocking at admission control stage", with no object.
+    Throttle,
 }
 
 /// A lock's holders and waiters.
@@ -134,6 +142,9 @@ pub(crate) struct Deps {
     pub dirty: bool,
     /// A helper that has not signalled for this long is forgotten.
     pub helper_window_ns: Nanos,
+    /// Tasks the last refresh found paused at the cache's admission at the end of a
+    /// critical chain: the caller wakes them (their pause is resolved).
+    pub resolved: Vec<u32>,
 }
 
 /// What [`refresh`] needs to know of the tasks and the I/O, and may change.
@@ -201,6 +212,9 @@ pub(crate) fn refresh(deps: &mut Deps, g: &mut impl Graph, sw: Switches, now: Na
                 }
                 Dep::Join(j) if sw.condvars => sc.next.push(j),
                 Dep::Io(s) if sw.io => sc.ios.push(s),
+                // Reached through a chain (a root is critical: its limit is already
+                // the critical one).
+                Dep::Throttle if depth > 0 && !deps.resolved.contains(&t) => deps.resolved.push(t),
                 _ => {}
             }
             for &n in &sc.next {
@@ -349,6 +363,37 @@ mod tests {
             (0, 2)
         );
         assert!(g.boosted.is_empty());
+    }
+
+    #[test]
+    fn a_task_paused_at_the_cache_is_resolved_only_at_the_end_of_a_chain() {
+        // 0 (critical) waits on lock 0 held by 1, which pauses at its dirty limit; 2
+        // (critical) pauses too, but it is a root: nothing to resolve.
+        let mut d = Deps {
+            locks: vec![LockState::default()],
+            ..Deps::default()
+        };
+        d.locks[0].owner = Some(1);
+        let mut g = Toy::default();
+        g.critical.extend([0, 2]);
+        block(&mut d, &mut g, 0, Dep::Lock(0));
+        block(&mut d, &mut g, 1, Dep::Throttle);
+        block(&mut d, &mut g, 2, Dep::Throttle);
+        let mut sw = Switches {
+            locks: true,
+            condvars: true,
+            io: true,
+            transitive: true,
+        };
+        refresh(&mut d, &mut g, sw, 0);
+        assert_eq!(g.boosted, BTreeSet::from([1]));
+        assert_eq!(d.resolved, vec![1]);
+        // One step only: 1 is boosted, its pause is not resolved (RCP §4.4 is the
+        // transitive part).
+        d.resolved.clear();
+        sw.transitive = false;
+        refresh(&mut d, &mut g, sw, 0);
+        assert!(d.resolved.is_empty());
     }
 
     #[test]

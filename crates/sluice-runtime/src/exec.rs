@@ -104,6 +104,9 @@ pub(crate) struct Task {
     pub burst_done: bool,
     /// Tasks waiting for it to end.
     joiners: Vec<u32>,
+    /// Its pause at the cache's admission was resolved by inheritance (RCP §4.4): the
+    /// pause ends at its next poll.
+    pub admission_resolved: bool,
 }
 
 impl Task {
@@ -482,6 +485,7 @@ impl Inner {
             burst: 0,
             burst_done: true,
             joiners: Vec::new(),
+            admission_resolved: false,
         });
         self.stats.spawned += 1;
         self.wake(id);
@@ -503,7 +507,14 @@ impl Inner {
         let now = self.now;
         let mut deps = std::mem::take(&mut self.deps);
         let (started, ended) = deps::refresh(&mut deps, &mut GraphView(self), sw, now);
+        let mut resolved = std::mem::take(&mut deps.resolved);
         self.deps = deps;
+        for &t in &resolved {
+            self.tasks[t as usize].admission_resolved = true;
+            self.wake(t);
+        }
+        resolved.clear();
+        self.deps.resolved = resolved;
         self.stats.boosts += started as u64;
         self.stats.boost_ends += ended as u64;
     }
@@ -526,7 +537,8 @@ impl Graph for GraphView<'_> {
             "inheritance: task {t} boosted twice or undone twice"
         );
         task.boosted = on;
-        if on {
+        // Its outstanding requests are I/O dependencies of the chain (RCP §4.2.2).
+        if on && self.0.cfg.inherit.io {
             // By index: `promote` does not change the list (no copy of it).
             for i in 0..self.0.tasks[t as usize].outstanding.len() {
                 let s = self.0.tasks[t as usize].outstanding[i];
