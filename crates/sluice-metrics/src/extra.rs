@@ -364,6 +364,9 @@ pub struct RuntimeFacts {
     pub polls: u64,
     /// Critical tasks woken by their I/O that became their core's `next` (Algorithm 1).
     pub critical_wakeups: u64,
+    /// Picks where a core passed over its critical `next` because a queued task had run
+    /// the wake-up granularity less CPU (Algorithm 1's starvation guard; simulation).
+    pub next_deferred: u64,
     /// Non-critical CPU bursts preempted by such a wake-up.
     pub preemptions: u64,
     /// Times a task started inheriting the critical class.

@@ -20,6 +20,17 @@
 //! wake-up of a critical process: its BS-Opt cuts T_Sched, the wake-ups of the journal
 //! thread and of the fsync thread, which involve no I/O (§4.4, Fig. 15(b)).
 //!
+//! The paper keeps CFS's guard against starvation: "the process pointed by next is
+//! scheduled only if the difference between its vtime and the minimum vtime is less
+//! than a given threshold" (CFS's `wakeup_preempt_entity`, 4 ms on its server). So each
+//! simulated task keeps a *vtime*, the CPU it has run, and a waking task is placed no
+//! further back than the core's minimum vtime less half of CFS's 6 ms latency (CFS's
+//! `place_entity` for sleepers, so a long sleep earns no unbounded credit); a core picks
+//! its `next` only while that task's vtime is within [`WAKEUP_GRAN_NS`] of the least
+//! vtime in its queue, and its queue's head otherwise. Critical tasks that keep waking
+//! one another into `next` therefore cannot shut the queue out. (The real world polls
+//! every runnable task of a core in each round, `next` first: nothing starves there.)
+//!
 //! # Determinism
 //! One thread, virtual time, events ordered by (time, sequence); cores are visited in
 //! index order; nothing reads a clock. The same program, configuration and seed give the
@@ -65,6 +76,13 @@ pub(crate) fn shared_locks() -> u64 {
     shared::LOCKS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// CFS's wake-up granularity as FastResponse's server had it: a critical `next` runs
+/// before the queue only while its vtime is within this of the queue's least (§3.5).
+pub const WAKEUP_GRAN_NS: Nanos = 4_000_000;
+/// How far behind the core's minimum vtime a waking task is placed (CFS: half of
+/// `sched_latency`, 6 ms).
+const SLEEPER_CREDIT_NS: Nanos = 3_000_000;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum TState {
     /// Waiting for something.
@@ -104,6 +122,8 @@ pub(crate) struct Task {
     pub burst_done: bool,
     /// Tasks waiting for it to end.
     joiners: Vec<u32>,
+    /// CPU it has run (simulation), placed on wake-up: its CFS vtime.
+    pub vtime: Nanos,
     /// Its pause at the cache's admission was resolved by inheritance (RCP §4.4): the
     /// pause ends at its next poll.
     pub admission_resolved: bool,
@@ -149,6 +169,8 @@ pub(crate) struct Core {
     /// Bumped whenever `busy_until` moves, to recognise stale core events.
     gen: u64,
     last: Option<u32>,
+    /// The least vtime of its tasks, never decreasing (CFS's `min_vruntime`).
+    min_vtime: Nanos,
     pub busy_ns: Nanos,
     /// Real world: a task spun in `cpu` this round (its core handles every reaped
     /// completion at its next turn).
@@ -175,6 +197,7 @@ pub(crate) struct RtStats {
     pub spawned: u64,
     pub polls: u64,
     pub critical_next: u64,
+    pub next_deferred: u64,
     pub preemptions: u64,
     pub boosts: u64,
     pub boost_ends: u64,
@@ -321,8 +344,12 @@ impl Inner {
             self.deps.blocked.remove(&t);
             self.deps.dirty = true;
         }
-        let critical = task.effective_class() == IoClass::Critical;
         let c = task.core as usize;
+        // CFS's placement of a waking sleeper (GENTLE_FAIR_SLEEPERS: half the latency).
+        task.vtime = task
+            .vtime
+            .max(self.cores[c].min_vtime.saturating_sub(SLEEPER_CREDIT_NS));
+        let critical = task.effective_class() == IoClass::Critical;
         if self.cfg.wakeup == Wakeup::Critical && critical {
             let next_critical = self.cores[c]
                 .next
@@ -343,6 +370,25 @@ impl Inner {
         self.kick(c as u16);
     }
 
+    /// The task core `c` runs next (simulation): its `next`, unless a queued task has
+    /// run more than [`WAKEUP_GRAN_NS`] less CPU (then the queue's head; `next` keeps
+    /// its place), else the queue's head. Moves the core's minimum vtime forward.
+    pub(crate) fn pick(&mut self, c: usize) -> Option<u32> {
+        let tasks = &self.tasks;
+        let core = &mut self.cores[c];
+        let least = core.fifo.iter().map(|&t| tasks[t as usize].vtime).min();
+        let t = match core.next {
+            Some(n) if least.is_some_and(|l| tasks[n as usize].vtime > l + WAKEUP_GRAN_NS) => {
+                self.stats.next_deferred += 1;
+                core.fifo.pop_front()
+            }
+            _ => core.next.take().or_else(|| core.fifo.pop_front()),
+        }?;
+        let v = least.map_or(tasks[t as usize].vtime, |l| l.min(tasks[t as usize].vtime));
+        core.min_vtime = core.min_vtime.max(v);
+        Some(t)
+    }
+
     /// Need-resched: a non-critical CPU burst in progress on core `c` gives way now.
     fn resched(&mut self, c: usize) {
         let now = self.now;
@@ -360,6 +406,7 @@ impl Inner {
         core.fifo.push_front(cur);
         let task = &mut self.tasks[cur as usize];
         task.burst += left;
+        task.vtime -= left;
         task.burst_done = false;
         task.state = TState::Queued;
         self.stats.preemptions += 1;
@@ -486,6 +533,7 @@ impl Inner {
             burst_done: true,
             joiners: Vec::new(),
             admission_resolved: false,
+            vtime: 0,
         });
         self.stats.spawned += 1;
         self.wake(id);

@@ -324,6 +324,7 @@ impl Shared {
                 tasks: inner.stats.spawned,
                 polls: inner.stats.polls,
                 critical_wakeups: inner.stats.critical_next,
+                next_deferred: inner.stats.next_deferred,
                 preemptions: inner.stats.preemptions,
                 boosts: inner.stats.boosts,
                 boost_ends: inner.stats.boost_ends,

@@ -444,6 +444,70 @@ fn critical_wakeup_applies_to_a_condition_variable_too() {
     assert!(fifo > 10.0 * crit, "fifo {fifo} ns vs critical {crit} ns");
 }
 
+/// Two critical tasks on one core that keep waking each other into the core's `next`
+/// (each runs 50 µs of CPU, then sleeps 10 µs: the other's timer fires while it runs),
+/// beside a non-critical task that only computes. Returns the non-critical task's share
+/// of the core over 100 ms and the report's count of deferred `next` picks.
+fn share_beside_waking_critical_tasks(wakeup: Wakeup) -> (f64, u64) {
+    let out = Stack::builder()
+        .cores(1)
+        .wakeup(wakeup)
+        .costs(CostTable::default())
+        .build()
+        .unwrap()
+        .run(|| async {
+            let done = Rc::new(Cell::new(false));
+            let mut crit = Vec::new();
+            for i in 0..2 {
+                let done = done.clone();
+                crit.push(spawn(
+                    TaskCtx::new(format!("crit{i}")).critical(),
+                    async move {
+                        while !done.get() {
+                            cpu(50 * US).await;
+                            sleep(10 * US).await;
+                        }
+                    },
+                ));
+            }
+            let ran = Rc::new(Cell::new(0u64));
+            let (done2, ran2) = (done.clone(), ran.clone());
+            let batch = spawn(TaskCtx::new("batch"), async move {
+                while !done2.get() {
+                    cpu(100 * US).await;
+                    ran2.set(ran2.get() + 100 * US);
+                }
+            });
+            sleep(100 * MS).await;
+            done.set(true);
+            for c in crit {
+                c.await;
+            }
+            batch.await;
+            ran.get() as f64 / (100 * MS) as f64
+        })
+        .unwrap();
+    let rt = out.report.extra.runtime.as_ref().unwrap();
+    (out.value, rt.next_deferred)
+}
+
+#[test]
+fn critical_wakeups_cannot_starve_the_run_queue() {
+    // FastResponse §3.5: `next` runs first only while its vtime is within CFS's wake-up
+    // granularity of the queue's least, so the batch task still gets about a third of
+    // the core (three tasks); with FIFO wake-ups it gets its turn in the queue.
+    let (crit, deferred) = share_beside_waking_critical_tasks(Wakeup::Critical);
+    let (fifo, none) = share_beside_waking_critical_tasks(Wakeup::Fifo);
+    eprintln!("batch share: critical wakeup {crit:.3} ({deferred} deferred), fifo {fifo:.3}");
+    assert!(
+        crit > 0.2,
+        "critical wakeup: the batch task got {crit:.3} of the core"
+    );
+    assert!(deferred > 0, "the guard never acted");
+    assert_eq!(none, 0, "fifo has no next to defer");
+    assert!(fifo > 0.2, "fifo: the batch task got {fifo:.3} of the core");
+}
+
 #[test]
 fn data_written_is_read_back_and_bad_io_is_refused() {
     let out = StackBuilder::default()

@@ -310,7 +310,8 @@ impl Shared {
                         continue;
                     }
                     (cur, false)
-                } else if let Some(t) = core.next.take().or_else(|| core.fifo.pop_front()) {
+                } else if let Some(t) = inner.pick(c) {
+                    let core = &mut inner.cores[c];
                     core.current = Some(t);
                     core.slice_ended = false;
                     core.ran_ns = 0;
@@ -334,6 +335,7 @@ impl Shared {
                     let slice = burst.min(inner.cfg.costs.quantum_ns);
                     let task = &mut inner.tasks[t as usize];
                     task.burst -= slice;
+                    task.vtime += slice;
                     if task.burst == 0 {
                         task.burst_done = true;
                     }
@@ -417,6 +419,7 @@ impl Shared {
                     }
                 }
             }
+            inner.tasks[t as usize].vtime += charge;
             inner.charge_core(c as u16, charge);
         }
         (inner, dropped)
