@@ -1,7 +1,8 @@
 //! Files above 4 MiB: the double-indirect block. Written, read back, truncated down
 //! and up, unlinked, with the bitmap agreeing after a remount; the largest file and a
 //! clear error past it; the f-transaction of a large file (only its changed map
-//! blocks) recovered after a crash; a transaction that never outgrows the journal.
+//! blocks) recovered after a crash; a transaction that never outgrows the journal,
+//! and a truncation too big for any transaction refused with nothing changed.
 
 mod common;
 
@@ -321,6 +322,65 @@ fn a_transaction_never_outgrows_the_journal() {
         });
         recover(mode, image, |s| async move {
             let h = s.open("sparse").unwrap();
+            assert_eq!(s.len(h).unwrap(), 0);
+        });
+    }
+}
+
+#[test]
+fn a_truncation_too_big_for_one_transaction_is_refused_and_changes_nothing() {
+    // The smallest journal (8 blocks) holds 4 blocks a transaction. A file whose four
+    // blocks lie in four bitmap groups (128 MiB each) cannot be truncated to nothing in
+    // one: its inode and four bitmap blocks change. To spread it without writing
+    // 384 MiB, a scratch file takes the blocks in between: written into the store's
+    // buffer and truncated before it goes home, it moves the allocator on and leaves
+    // nothing on the device.
+    const GROUP: u64 = 4096 * 8;
+    let g = Geometry {
+        blocks: 4 * GROUP + 1024,
+        inodes: 64,
+        journal: 8,
+        fjournal: 4,
+    };
+    for mode in [CommitMode::Compound, CommitMode::FileLevel] {
+        let image = crash_after(mode, g, |s| async move {
+            let h = s.create("spread").unwrap();
+            let scratch = s.create("scratch").unwrap();
+            for k in 0..4u64 {
+                s.write_buffered(h, k * 4096, &pattern(4096, k))
+                    .await
+                    .unwrap();
+                s.fsync(h).await.unwrap();
+                if k < 3 {
+                    // 16 blocks at a time, a group's worth.
+                    for _ in 0..GROUP / 16 {
+                        s.write_buffered(scratch, 0, &[9u8; 64 << 10])
+                            .await
+                            .unwrap();
+                        s.truncate(scratch, 0).await.unwrap();
+                    }
+                }
+            }
+            let before = s.free_blocks();
+            let e = s.truncate(h, 0).await.unwrap_err();
+            assert!(matches!(e, StoreError::TxnTooBig(_)), "{e:?}");
+            let msg = e.to_string();
+            assert!(msg.contains("truncate it in steps"), "{msg}");
+            // Nothing changed: the size, the data, the free blocks.
+            assert_eq!(s.len(h).unwrap(), 4 * 4096);
+            assert_eq!(s.free_blocks(), before);
+            let mut back = vec![0u8; 4096];
+            s.read(h, 3 * 4096, &mut back).await.unwrap();
+            assert_eq!(back, pattern(4096, 3));
+            // In steps it goes (one bitmap group each).
+            for k in (0..4u64).rev() {
+                s.truncate(h, k * 4096).await.unwrap();
+            }
+            s.sync().await.unwrap();
+            assert_eq!(s.stat(h).unwrap().blocks, 0);
+        });
+        recover(mode, image, |s| async move {
+            let h = s.open("spread").unwrap();
             assert_eq!(s.len(h).unwrap(), 0);
         });
     }
