@@ -6,7 +6,7 @@ use std::io;
 
 use sluice_runtime::{current_class, IoClass, IoOptions};
 
-use super::{dec, Dirty, State, Store, StoreError, StoreFile, DATA_LIMIT};
+use super::{dec, Dirty, State, Store, StoreError, StoreFile};
 use crate::layout::{Inode, BLOCK, MAX_FILE_BLOCKS};
 
 /// Most blocks one read request carries (128 KiB, as the page cache's read runs).
@@ -286,11 +286,15 @@ impl Store {
         data: &[u8],
     ) -> Result<(), StoreError> {
         self.st.borrow().live(f)?;
-        let over = self.st.borrow().data_bytes > DATA_LIMIT;
-        if over {
-            // Too much buffered: the writer writes it home (early data is always safe
-            // in ordered mode).
-            self.write_data(|_, _| true, &[]).await?;
+        let class = current_class();
+        if self.st.borrow().data_bytes > self.data_limit(class) {
+            // Too much buffered for the writer's class: it writes data home first
+            // (early data is always safe in ordered mode) — a non-critical writer the
+            // non-critical blocks only, never a critical writer's (RCP §4.3); a
+            // critical writer over its own, higher limit all of it.
+            let critical = class == IoClass::Critical;
+            let (n, _) = self.write_data(|_, d| critical || !d.critical, &[]).await?;
+            self.st.borrow_mut().stats.data_by_limit += n;
         }
         let first = offset / BLOCK as u64;
         let n = (offset + data.len() as u64 - 1) / BLOCK as u64 + 1 - first;
@@ -466,6 +470,7 @@ impl State {
             }
             None => {
                 self.data_bytes += img.len() as u64;
+                self.stats.buffered_peak = self.stats.buffered_peak.max(self.data_bytes);
                 self.data.insert(
                     (ino, idx),
                     Dirty {

@@ -229,6 +229,7 @@ impl Store {
             done: Condvar::new(),
             commit_lock: Mutex::new(()),
             fsync_path: std::cell::Cell::new(super::FsyncPath::Sync),
+            class_limits: std::cell::Cell::new(false),
             journal_class: std::cell::Cell::new(sluice_runtime::IoClass::Normal),
             fj_lock: Mutex::new(()),
         });
