@@ -22,10 +22,11 @@
 //!   first waits for every page of its range under writeback (stable pages); a
 //!   **critical** writer that waits on a writeback **promotes** that write in the
 //!   block layer (RCP §4.4: inheritance through outstanding I/O); a partial page not
-//!   cached is read first (read-modify-write); a writer about to dirty new pages waits
-//!   while dirty + writeback pages are at its class's limit (RCP's class-aware dirty
-//!   limits, [`CacheConfig::dirty_limit`]): the throttled writers of a class wait in
-//!   FIFO order.
+//!   cached is read first (read-modify-write); a writer about to dirty new pages while
+//!   dirty + writeback pages are at its class's limit (RCP's class-aware dirty limits,
+//!   [`CacheConfig::dirty_limit`]) *pauses* for Linux's `balance_dirty_pages` time and
+//!   tries again ([`crate::throttle`], as the runtime's page cache does): the caller
+//!   fires the pauses' ends ([`Front::next_timer_ns`], [`Front::fire_timer`]).
 //! * **fsync** (fio's `fsync=`, `fdatasync=`, `end_fsync`, `fsync_on_close`): starts
 //!   writeback of every dirty page of the file under the caller's class and flow,
 //!   waits for every writeback of the file in flight (promoting them for a critical
@@ -34,8 +35,8 @@
 //!
 //! ## Writeback
 //! Background writeback is the flusher's job, not the writers': it runs while dirty
-//! pages are above [`CacheConfig::background_pages`] or a writer waits for room or for
-//! its limit, in (file, page) order, in runs of contiguous dirty pages, as
+//! pages are above [`CacheConfig::background_pages`] or a writer waits for room or
+//! pauses at its limit, in (file, page) order, in runs of contiguous dirty pages, as
 //! **non-critical** I/O charged to the file's flow (cgroup writeback charges the
 //! owner), with at most [`FrontConfig::writeback_pages`] pages in flight.
 //!
@@ -48,6 +49,8 @@
 //! the engine's carry their slot buffers.
 
 use std::collections::{HashMap, VecDeque};
+
+use crate::throttle::WritebackRate;
 
 use sluice_block::{BlockLayer, Finished, Meter};
 use sluice_core::{FlowId, IoClass, Nanos, ReqId};
@@ -202,6 +205,8 @@ struct Pending<D> {
     redo: Vec<u64>,
     /// An fsync: its writeback was started.
     started: bool,
+    /// A write: it paused at its dirty limit at least once (counted once).
+    paused: bool,
     ok: bool,
     times: Option<(Nanos, Nanos, Nanos)>,
 }
@@ -253,8 +258,10 @@ pub struct Front<D, A: Alloc> {
     next_seq: u64,
     /// Job I/Os waiting for a writeback, by its token.
     wb_waiters: HashMap<u64, Vec<u32>>,
-    /// Writers at their dirty limit: critical, others (FIFO each).
-    throttled: [VecDeque<u32>; 2],
+    /// Writers pausing at their dirty limit: (end of the pause, job I/O), in order.
+    paused: std::collections::BTreeSet<(Nanos, u32)>,
+    /// The device's writeback bandwidth (sets the pause).
+    rate: WritebackRate,
     /// Job I/Os waiting for room in the cache.
     no_room: VecDeque<u32>,
     /// Pages under writeback started by the flusher.
@@ -278,7 +285,8 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
             devs: HashMap::new(),
             next_seq: 0,
             wb_waiters: HashMap::new(),
-            throttled: [VecDeque::new(), VecDeque::new()],
+            paused: std::collections::BTreeSet::new(),
+            rate: WritebackRate::default(),
             no_room: VecDeque::new(),
             wb_inflight: 0,
             stats: FrontStats::default(),
@@ -343,6 +351,7 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
             reads_left: 0,
             redo: Vec::new(),
             started: false,
+            paused: false,
             ok: true,
             times: None,
         };
@@ -386,6 +395,7 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
                 if background {
                     self.wb_inflight -= d.n as usize;
                 }
+                self.rate.written(d.n as u64, now);
                 for w in self.wb_waiters.remove(&seq).unwrap_or_default() {
                     let p = self.p(w);
                     p.times = Some(times);
@@ -426,9 +436,13 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
                 }
             }
             Some(Blocked::Limit) => {
-                self.pc.note_throttled();
-                let c = usize::from(self.p(i).io.class != IoClass::Critical);
-                self.throttled[c].push_back(i);
+                let p = self.p(i);
+                if !std::mem::replace(&mut p.paused, true) {
+                    self.pc.note_throttled();
+                }
+                let dirty = self.pc.dirty_pages() + self.pc.writeback_pages();
+                let pause = self.rate.max_pause_ns(dirty);
+                self.paused.insert((cx.now + pause, i));
             }
             Some(Blocked::Room) => self.no_room.push_back(i),
         }
@@ -443,12 +457,36 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
         }
     }
 
+    /// When the earliest pause at a dirty limit ends: call [`Front::fire_timer`] then.
+    pub fn next_timer_ns(&self) -> Option<Nanos> {
+        self.paused.first().map(|p| p.0)
+    }
+
+    /// The pauses that ended by `now`: those writers try again (in the order their
+    /// pauses end).
+    pub fn fire_timer<M: Meter>(
+        &mut self,
+        now: Nanos,
+        block: &mut BlockLayer<M>,
+        done: &mut Vec<FrontDone>,
+    ) {
+        let mut cx = Cx { now, block, done };
+        while let Some(&(at, i)) = self.paused.first() {
+            if at > now {
+                break;
+            }
+            self.paused.pop_first();
+            self.attempt(&mut cx, i);
+        }
+        self.kick(&mut cx);
+    }
+
     /// The flusher: background writeback while dirty pages are above the background
-    /// threshold or a writer waits for room or its limit.
+    /// threshold or a writer waits for room or pauses at its limit.
     fn kick<M: Meter>(&mut self, cx: &mut Cx<'_, M>) {
         while self.wb_inflight < self.cfg.writeback_pages {
             let need = self.pc.dirty_pages() > self.pc.config().background_pages()
-                || !self.throttled.iter().all(VecDeque::is_empty)
+                || !self.paused.is_empty()
                 || !self.no_room.is_empty();
             if !need || !self.write_back(cx, None, IoClass::Normal, FlowId(0)) {
                 break;
@@ -456,20 +494,9 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
         }
     }
 
-    /// Writebacks ended or pages arrived: the writers at their limit (critical first,
-    /// each class in FIFO order) and the I/Os waiting for room try again.
+    /// Writebacks ended or pages arrived: the I/Os waiting for room try again (the
+    /// writers pausing at their limit wait for their pauses to end).
     fn wake_blocked<M: Meter>(&mut self, cx: &mut Cx<'_, M>) {
-        for c in 0..2 {
-            let q = std::mem::take(&mut self.throttled[c]);
-            for i in q {
-                let class = self.p(i).io.class;
-                if self.pc.may_dirty(class) {
-                    self.attempt(cx, i);
-                } else {
-                    self.throttled[c].push_back(i);
-                }
-            }
-        }
         let q = std::mem::take(&mut self.no_room);
         for i in q {
             self.attempt(cx, i);

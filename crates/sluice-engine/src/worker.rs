@@ -505,11 +505,18 @@ impl<'a> Worker<'a> {
             for io in self.new_front.drain(..) {
                 ef.front.submit(now, io, &mut dev.block, &mut ef.done);
             }
+            // Writers whose pause at the dirty limit ended try again.
+            ef.front.fire_timer(now, &mut dev.block, &mut ef.done);
             ef.route(self.index, &mut self.front_done, &mut self.to_wake);
         }
         dev.block.fire_timer(now);
         dev.pump_and_take(now, self.index, &mut self.outgoing, &mut self.to_wake);
-        self.block_timer = dev.block.next_timer_ns().unwrap_or(NONE);
+        let front_timer = dev.front.as_ref().and_then(|ef| ef.front.next_timer_ns());
+        self.block_timer = dev
+            .block
+            .next_timer_ns()
+            .unwrap_or(NONE)
+            .min(front_timer.unwrap_or(NONE));
         let stall = if self.outstanding > 0 && self.next_wake == NONE && self.finished.is_empty() {
             dev.block.stall()
         } else {

@@ -21,6 +21,11 @@ pub enum Event {
     SampleCounters,
     /// A job's steady-state check (fio's `steadystate`, every check interval).
     SteadyCheck(u32),
+    /// The page cache's timer: a buffered writer's pause at its dirty limit ends. Stale
+    /// entries are recognised as the policy timer's are.
+    FrontTimer,
+    /// A buffered job I/O's system call ends (its copy done): its thread has it.
+    BufferedDone(u32),
 }
 
 /// Min-heap of events.

@@ -75,6 +75,8 @@ struct Sim<'a> {
     /// The page cache of buffered jobs (`direct=0`), if any job is.
     buffered: Option<Buffered>,
     timer_armed: Option<Nanos>,
+    /// When the page cache's timer event is armed for (see `Event::FrontTimer`).
+    front_timer_armed: Option<Nanos>,
     now: Nanos,
     /// When the last job ended (the end of the measurement; draining comes after).
     last_job_end: Nanos,
@@ -224,6 +226,7 @@ impl<'a> Sim<'a> {
             group: 0,
             completions: Vec::with_capacity(256),
             timer_armed: None,
+            front_timer_armed: None,
             now: 0,
             last_job_end: 0,
             in_system: 0,
@@ -460,6 +463,8 @@ impl<'a> Sim<'a> {
                     self.block.fire_timer(self.now);
                 }
             }
+            Event::FrontTimer => self.front_timer(),
+            Event::BufferedDone(id) => self.buffered_delivered(id),
         }
     }
 

@@ -154,8 +154,19 @@ impl Rig {
         Some(req.op)
     }
 
+    /// Complete everything at the device, and end the writers' pauses at their dirty
+    /// limits as time reaches them, until nothing is left to do.
     fn drain(&mut self) {
-        while self.complete_one().is_some() {}
+        loop {
+            while self.complete_one().is_some() {}
+            let Some(t) = self.front.next_timer_ns() else {
+                return;
+            };
+            self.now = self.now.max(t);
+            self.front
+                .fire_timer(self.now, &mut self.block, &mut self.done);
+            self.block.pump(self.now, &mut self.port);
+        }
     }
 }
 
@@ -255,11 +266,17 @@ fn with_class_limits_a_critical_writer_is_not_throttled_by_background_dirt() {
     let c = r.write(200 * 4096, 2, 4096, IoClass::Critical);
     assert!(r.is_done(c), "a critical writer has its own 20 % limit");
     assert_eq!(r.front.stats().cache.throttled, 1);
-    // Writeback (started by the flusher) lets the background writer go on.
+    // It pauses (Linux's balance_dirty_pages: a jiffy at least) while the flusher
+    // writes back; when the pause ends it goes on.
+    let pause_end = r.front.next_timer_ns().expect("the writer pauses");
+    assert!(pause_end >= r.now + crate::throttle::JIFFY_NS);
     r.port.max = 64;
     r.block.pump(r.now, &mut r.port);
+    while r.complete_one().is_some() {}
+    assert!(!r.is_done(bg), "written back, but still in its pause");
     r.drain();
     assert!(r.is_done(bg));
+    assert!(r.now >= pause_end);
 }
 
 #[test]
