@@ -22,15 +22,12 @@
 //! not involved).
 
 use std::cell::{Cell, RefCell};
-use std::future::Future;
 use std::io;
-use std::pin::Pin;
 use std::rc::Rc;
-use std::task::{Context, Poll};
 
 use sluice_cache::throttle::WritebackRate;
 use sluice_cache::{CacheConfig, PageCache, PageKey, PageRange, WriteCheck, PAGE};
-use sluice_core::{IoClass, Nanos, Op};
+use sluice_core::{IoClass, Op};
 
 use crate::buffer::DmaBuffer;
 use crate::ctx::{Activity, IoOptions, TaskCtx};
@@ -137,7 +134,11 @@ impl Cache {
             let resolvable = cfg.class_limits && class != IoClass::Critical;
             self.pausing.set(self.pausing.get() + 1);
             self.work.notify_one();
-            throttle_pause(pause, resolvable).await;
+            if resolvable {
+                crate::task::throttle_pause(pause).await;
+            } else {
+                crate::sleep(pause).await;
+            }
             self.pausing.set(self.pausing.get() - 1);
         }
     }
@@ -215,54 +216,6 @@ impl Cache {
             self.made_room().await;
         }
         first_err.map_or(Ok(n), Err)
-    }
-}
-
-/// A pause at the cache's admission: `ns` of sleep; if `resolvable`, the task is
-/// blocked on [`Dep::Throttle`](crate::deps::Dep::Throttle) meanwhile and the pause
-/// ends early when the dependency walk resolves it (see [`Cache::admit_dirty`]).
-fn throttle_pause(ns: Nanos, resolvable: bool) -> ThrottlePause {
-    ThrottlePause {
-        ns,
-        resolvable,
-        until: None,
-    }
-}
-
-struct ThrottlePause {
-    ns: Nanos,
-    resolvable: bool,
-    until: Option<Nanos>,
-}
-
-impl Future for ThrottlePause {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
-        let (ns, until, resolvable) = (self.ns, self.until, self.resolvable);
-        let (ready, at) = with(|inner, t| {
-            let at = until.unwrap_or_else(|| {
-                let at = inner.now + ns;
-                inner.timer(t, at);
-                at
-            });
-            let task = &mut inner.tasks[t as usize];
-            let resolved = std::mem::take(&mut task.admission_resolved);
-            if resolved || inner.now >= at {
-                inner.unblock(t);
-                (true, at)
-            } else {
-                if resolvable {
-                    inner.block_on(t, crate::deps::Dep::Throttle);
-                }
-                (false, at)
-            }
-        });
-        self.until = Some(at);
-        if ready {
-            Poll::Ready(())
-        } else {
-            Poll::Pending
-        }
     }
 }
 

@@ -201,7 +201,22 @@ pub fn set_class(class: IoClass) {
 
 /// Sleep for `ns` of (virtual) time.
 pub fn sleep(ns: Nanos) -> Sleep {
-    Sleep { ns, until: None }
+    Sleep {
+        ns,
+        until: None,
+        throttle: false,
+    }
+}
+
+/// A pause at the page cache's admission (a writer over its dirty limit): `ns` of
+/// sleep during which the task is blocked on [`Dep::Throttle`](crate::deps::Dep::Throttle),
+/// ended early when the dependency walk resolves it (RCP §4.4; see the cache).
+pub(crate) fn throttle_pause(ns: Nanos) -> Sleep {
+    Sleep {
+        ns,
+        until: None,
+        throttle: true,
+    }
 }
 
 /// The future of [`sleep`].
@@ -209,18 +224,30 @@ pub fn sleep(ns: Nanos) -> Sleep {
 pub struct Sleep {
     ns: Nanos,
     until: Option<Nanos>,
+    /// A pause at the cache's admission that inheritance may end.
+    throttle: bool,
 }
 
 impl Future for Sleep {
     type Output = ();
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
-        let (ns, until) = (self.ns, self.until);
-        let (ready, at) = with(|inner, t| match until {
-            Some(u) if inner.now >= u => (true, u),
-            Some(u) => (false, u),
-            None => {
+        let (ns, until, throttle) = (self.ns, self.until, self.throttle);
+        let (ready, at) = with(|inner, t| {
+            let at = until.unwrap_or_else(|| {
                 let at = inner.now + ns;
                 inner.timer(t, at);
+                at
+            });
+            if !throttle {
+                // The first poll always waits for the timer (a zero sleep yields).
+                return (until.is_some() && inner.now >= at, at);
+            }
+            let resolved = std::mem::take(&mut inner.tasks[t as usize].admission_resolved);
+            if resolved || inner.now >= at {
+                inner.unblock(t);
+                (true, at)
+            } else {
+                inner.block_on(t, crate::deps::Dep::Throttle);
                 (false, at)
             }
         });
