@@ -242,7 +242,10 @@ impl Future for Sleep {
                 // The first poll always waits for the timer (a zero sleep yields).
                 return (until.is_some() && inner.now >= at, at);
             }
-            let resolved = std::mem::take(&mut inner.tasks[t as usize].admission_resolved);
+            // A resolution counts only for this pause (one left from a pause the timer
+            // ended in the same instant is dropped at the first poll).
+            let resolved =
+                std::mem::take(&mut inner.tasks[t as usize].admission_resolved) && until.is_some();
             if resolved || inner.now >= at {
                 inner.unblock(t);
                 (true, at)
