@@ -83,51 +83,89 @@ impl Store {
         // critical. The journal blocks go with the task's class.
         let inherited =
             current_class() == IoClass::Critical && current_base_class() != IoClass::Critical;
-        let blocks = |critical: bool| -> Vec<(u64, Vec<u8>)> {
+        // Per inode, so each file is released as soon as its own blocks are home (as
+        // Linux's fsync waits on its file's pages under writeback, not on the rest of a
+        // commit's ordered data): a critical fsync of a file a compound commit is
+        // writing waits for that file's blocks only, not for the other files' data the
+        // commit writes with them (T_D2). Blocks merge into requests within a file.
+        let inodes: Vec<u32> = wb.inodes.iter().copied().collect();
+        let blocks = |ino: u32, critical: bool| -> Vec<(u64, Vec<u8>)> {
             copies
                 .iter()
-                .filter(|c| (c.4 || inherited) == critical)
+                .filter(|c| c.0 .0 == ino && (c.4 || inherited) == critical)
                 .map(|c| (c.2, c.3.clone()))
                 .collect()
         };
-        let (crit, norm) = (blocks(true), blocks(false));
-        let submit_data = || -> Vec<IoHandle> {
-            let mut hs = self
-                .dev
-                .submit_all(&crit, IoOptions::new().class(IoClass::Critical));
-            hs.extend(
-                self.dev
-                    .submit_all(&norm, IoOptions::new().class(IoClass::Normal)),
-            );
-            hs
+        let submit_data = || -> Vec<(u32, bool, Vec<IoHandle>)> {
+            // Critical blocks first (every file's), then the others.
+            let mut out = Vec::new();
+            for critical in [true, false] {
+                let class = if critical { IoClass::Critical } else { IoClass::Normal };
+                for &ino in &inodes {
+                    let hs = self
+                        .dev
+                        .submit_all(&blocks(ino, critical), IoOptions::new().class(class));
+                    if !hs.is_empty() {
+                        out.push((ino, critical, hs));
+                    }
+                }
+            }
+            out
         };
         let jopts = IoOptions::new().activity(Activity::WAL);
         // No journal blocks (a writeback, a data-only fdatasync): nothing to prepare.
         let nj = journal.len() as u64;
         let commit = u64::from(nj > 0);
+        let mut wb = wb;
         let data = if self.fsync_path.get() == FsyncPath::Async {
-            let mut hs = submit_data();
+            let hs = submit_data();
             charge(|c| c.journal_block_ns * nj).await;
-            hs.extend(self.dev.submit_all(journal, jopts));
+            let js = self.dev.submit_all(journal, jopts);
             charge(|c| c.commit_block_ns * commit).await;
-            Dev::wait_all(hs).await?;
+            self.home_by_file(&mut wb, hs, &copies).await?;
+            Dev::wait_all(js).await?;
             now()
         } else {
-            Dev::wait_all(submit_data()).await?;
+            self.home_by_file(&mut wb, submit_data(), &copies).await?;
             let data = now();
             charge(|c| c.journal_block_ns * nj).await;
             Dev::wait_all(self.dev.submit_all(journal, jopts)).await?;
             charge(|c| c.commit_block_ns * commit).await;
             data
         };
-        let mut st = self.st.borrow_mut();
-        for (key, gen, ..) in &copies {
-            if st.data.get(key).is_some_and(|d| d.gen == *gen) {
-                let d = st.data.remove(key).expect("present");
-                st.data_bytes -= d.bytes.len() as u64;
+        Ok((copies.len() as u64, data))
+    }
+
+    /// Wait for each file's data requests (`hs`: file, critical, requests), files with
+    /// critical blocks first; as a file's last request completes, drop its blocks
+    /// that were not written again meanwhile and release the file from `wb`.
+    async fn home_by_file(
+        &self,
+        wb: &mut Writeback<'_>,
+        hs: Vec<(u32, bool, Vec<IoHandle>)>,
+        copies: &[DataCopy],
+    ) -> io::Result<()> {
+        let mut by_file: Vec<(u32, Vec<IoHandle>)> = Vec::new();
+        // Files in the order their first group was submitted: critical groups first.
+        for (ino, _, h) in hs {
+            match by_file.iter_mut().find(|(i, _)| *i == ino) {
+                Some((_, v)) => v.extend(h),
+                None => by_file.push((ino, h)),
             }
         }
-        Ok((copies.len() as u64, data))
+        for (ino, h) in by_file {
+            Dev::wait_all(h).await?;
+            let mut st = self.st.borrow_mut();
+            for (key, gen, ..) in copies.iter().filter(|c| c.0 .0 == ino) {
+                if st.data.get(key).is_some_and(|d| d.gen == *gen) {
+                    let d = st.data.remove(key).expect("present");
+                    st.data_bytes -= d.bytes.len() as u64;
+                }
+            }
+            drop(st);
+            wb.release(ino);
+        }
+        Ok(())
     }
 }
 
@@ -135,6 +173,16 @@ impl Store {
 pub(super) struct Writeback<'a> {
     s: &'a Store,
     inodes: BTreeSet<u32>,
+}
+
+impl Writeback<'_> {
+    /// Release file `ino` before the others (its writeback is done).
+    fn release(&mut self, ino: u32) {
+        if self.inodes.remove(&ino) {
+            self.s.st.borrow_mut().busy.remove(&ino);
+            self.s.done.notify_all();
+        }
+    }
 }
 
 impl Drop for Writeback<'_> {
