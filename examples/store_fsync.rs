@@ -19,6 +19,7 @@
 //! cargo run --release --example store_fsync -- --real DIR      # files in DIR
 //! cargo run --release --example store_fsync -- --alone         # no co-runners
 //! cargo run --release --example store_fsync -- --fs host --fs fjournal
+//! cargo run --release --example store_fsync -- --class-limits # RCP's limits in the store
 //! ```
 
 use std::cell::Cell;
@@ -94,12 +95,16 @@ fn run(
     device: &str,
     fs: FsConfig,
     bulk_writers: usize,
+    class_limits: bool,
 ) -> Result<Vec<u64>, String> {
     let out = builder(real, device, &fs)
         .build()
         .map_err(|e| e.to_string())?
         .run(move || async move {
             let files = Fs::mount(&fs).await.unwrap();
+            if let Some(s) = files.store() {
+                s.set_class_limits(class_limits);
+            }
             fillsync(files, bulk_writers).await
         })
         .map_err(|e| e.to_string())?;
@@ -123,12 +128,19 @@ fn summary(name: &str, mut v: Vec<u64>) -> (f64, f64) {
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let (mut real, mut device, mut alone, mut fss) = (None, "ull".to_string(), false, Vec::new());
-    let usage = "usage: store_fsync [--device PROFILE | --real DIR] [--alone] [--fs host|compound|fjournal[+async]]...";
+    let mut class_limits = false;
+    let usage = "usage: store_fsync [--device PROFILE | --real DIR] [--alone] [--class-limits] [--fs host|compound|fjournal[+async]]...";
     while let Some(a) = args.next() {
         let mut value = || args.next().ok_or(usage);
         let r = match a.as_str() {
             "--alone" => {
                 alone = true;
+                Ok(())
+            }
+            // RCP's class-aware limits of the store's buffered data (the runtime's page
+            // cache, `host`, has them on by default).
+            "--class-limits" => {
+                class_limits = true;
                 Ok(())
             }
             "--real" => value().map(|v| real = Some(v)),
@@ -177,7 +189,7 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         }
-        let r = run(sub.as_deref(), &device, fs, bulk);
+        let r = run(sub.as_deref(), &device, fs, bulk, class_limits);
         if let Some(d) = &sub {
             let _ = std::fs::remove_dir_all(d);
         }

@@ -100,7 +100,11 @@ impl Store {
             // Critical blocks first (every file's), then the others.
             let mut out = Vec::new();
             for critical in [true, false] {
-                let class = if critical { IoClass::Critical } else { IoClass::Normal };
+                let class = if critical {
+                    IoClass::Critical
+                } else {
+                    IoClass::Normal
+                };
                 for &ino in &inodes {
                     let hs = self
                         .dev
