@@ -406,7 +406,9 @@ impl Inner {
         core.fifo.push_front(cur);
         let task = &mut self.tasks[cur as usize];
         task.burst += left;
-        task.vtime -= left;
+        // What it had not run yet (the core's busy time may hold more than its slice:
+        // stack CPU, an interrupt).
+        task.vtime = task.vtime.saturating_sub(left);
         task.burst_done = false;
         task.state = TState::Queued;
         self.stats.preemptions += 1;
