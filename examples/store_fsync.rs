@@ -6,8 +6,11 @@
 //! others' ordered data included) against file-level f-transactions (FastResponse's
 //! fjournal: the log's inode alone), each with the synchronous commit path (data, then
 //! journal blocks) and AIOS's asynchronous one (journal blocks written while the data
-//! is in flight) — and, as a baseline, the same program on the stack's own files
-//! (no journal; buffered writes through the runtime's page cache).
+//! is in flight) — and, as baselines, the same program on the stack's own files
+//! (no journal; buffered writes through the runtime's page cache, then `fdatasync` of
+//! the host file) and, with `--kernel` on real files, the same program as plain
+//! threads calling `pwrite` and `fsync` through the host kernel's page cache (what a
+//! program not built on sluice does on ext4).
 //!
 //! The program is written once against `sluice::store::Fs`: which files it runs on is
 //! the one setting `--fs` (`host`, `compound`, `fjournal`, `compound+async`,
@@ -20,6 +23,7 @@
 //! cargo run --release --example store_fsync -- --alone         # no co-runners
 //! cargo run --release --example store_fsync -- --fs host --fs fjournal
 //! cargo run --release --example store_fsync -- --class-limits # RCP's limits in the store
+//! cargo run --release --example store_fsync -- --real DIR --kernel  # + the kernel's path
 //! ```
 
 use std::cell::Cell;
@@ -111,6 +115,53 @@ fn run(
     Ok(out.value)
 }
 
+/// The same program as plain OS threads on the host kernel's page cache, in `dir`:
+/// `pwrite` + `fsync` of the log, bulk writers rewriting their files with `pwrite` and
+/// `fdatasync` every 1 MiB.
+fn kernel_fillsync(dir: &str, bulk_writers: usize) -> std::io::Result<Vec<u64>> {
+    use std::os::unix::fs::FileExt;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let done = Arc::new(AtomicBool::new(false));
+    let mut bulk = Vec::new();
+    for w in 0..bulk_writers {
+        let file = std::fs::File::create(format!("{dir}/bulk{w}"))?;
+        let done = done.clone();
+        bulk.push(std::thread::spawn(move || -> std::io::Result<()> {
+            let chunk = vec![w as u8; 256 << 10];
+            let mut i = 0u64;
+            while !done.load(Ordering::Relaxed) {
+                file.write_all_at(&chunk, i % 16 * (256 << 10))?;
+                if i % 4 == 3 {
+                    file.sync_data()?;
+                }
+                i += 1;
+            }
+            Ok(())
+        }));
+    }
+    let log = std::fs::File::create(format!("{dir}/log"))?;
+    let mut lat = Vec::with_capacity(RECORDS);
+    let mut result = Ok(());
+    for i in 0..RECORDS as u64 {
+        if let Err(e) = log.write_all_at(&[i as u8; 4096], i * 4096) {
+            result = Err(e);
+            break;
+        }
+        let t0 = std::time::Instant::now();
+        if let Err(e) = log.sync_all() {
+            result = Err(e);
+            break;
+        }
+        lat.push(t0.elapsed().as_nanos() as u64);
+    }
+    done.store(true, Ordering::Relaxed);
+    for b in bulk {
+        b.join().expect("a bulk writer panicked")?;
+    }
+    result.map(|()| lat)
+}
+
 fn summary(name: &str, mut v: Vec<u64>) -> (f64, f64) {
     v.sort_unstable();
     let mean = v.iter().sum::<u64>() as f64 / v.len() as f64;
@@ -128,8 +179,8 @@ fn summary(name: &str, mut v: Vec<u64>) -> (f64, f64) {
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let (mut real, mut device, mut alone, mut fss) = (None, "ull".to_string(), false, Vec::new());
-    let mut class_limits = false;
-    let usage = "usage: store_fsync [--device PROFILE | --real DIR] [--alone] [--class-limits] [--fs host|compound|fjournal[+async]]...";
+    let (mut class_limits, mut kernel) = (false, false);
+    let usage = "usage: store_fsync [--device PROFILE | --real DIR [--kernel]] [--alone] [--class-limits] [--fs host|compound|fjournal[+async]]...";
     while let Some(a) = args.next() {
         let mut value = || args.next().ok_or(usage);
         let r = match a.as_str() {
@@ -141,6 +192,10 @@ fn main() -> ExitCode {
             // cache, `host`, has them on by default).
             "--class-limits" => {
                 class_limits = true;
+                Ok(())
+            }
+            "--kernel" => {
+                kernel = true;
                 Ok(())
             }
             "--real" => value().map(|v| real = Some(v)),
@@ -169,6 +224,10 @@ fn main() -> ExitCode {
         .iter()
         .map(|s| s.parse().expect("a known setting"))
         .collect();
+    }
+    if kernel && real.is_none() {
+        eprintln!("store_fsync: --kernel runs the program on the host kernel's page cache, which only real files have: give --real DIR too");
+        return ExitCode::from(2);
     }
     let bulk = if alone { 0 } else { 2 };
     let world = real
@@ -200,6 +259,21 @@ fn main() -> ExitCode {
             }
             Err(e) => {
                 eprintln!("store_fsync: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    if let (true, Some(d)) = (kernel, real.as_deref()) {
+        let sub = format!("{d}/sluice-store-fsync-{pid}-kernel");
+        let r = std::fs::create_dir(&sub).and_then(|()| kernel_fillsync(&sub, bulk));
+        let _ = std::fs::remove_dir_all(&sub);
+        match r {
+            Ok(v) => {
+                let (mean, p99) = summary("kernel", v);
+                res.push(("kernel".into(), mean, p99));
+            }
+            Err(e) => {
+                eprintln!("store_fsync: {sub}: {e}");
                 return ExitCode::FAILURE;
             }
         }
