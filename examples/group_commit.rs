@@ -6,7 +6,10 @@
 //! are one per fsync, one at a time. The figure is fsyncs per second over all tasks,
 //! on the store's modes and, as the baseline users would otherwise have, on the stack's
 //! own files (on a real directory: files on the host's file system, ext4 here, each
-//! write + fsync a real one; the kernel's journal does the group commit).
+//! write + fsync a real one; the kernel's journal does the group commit). With
+//! `--kernel` on real files, the same work also runs as N plain threads calling
+//! `pwrite` and `fsync` through the host kernel's page cache (a program not built on
+//! sluice).
 //!
 //! The writers are normal-class tasks by default (in fjournal mode their fsyncs are
 //! then normal commits, as in compound mode); `--critical` makes them critical, so
@@ -16,6 +19,7 @@
 //! cargo run --release --example group_commit                       # simulated ull
 //! cargo run --release --example group_commit -- --real DIR         # files in DIR
 //! cargo run --release --example group_commit -- --tasks 4 --ops 100 --critical
+//! cargo run --release --example group_commit -- --real DIR --kernel
 //! ```
 
 use std::process::ExitCode;
@@ -29,7 +33,44 @@ struct Args {
     tasks: usize,
     ops: u64,
     critical: bool,
+    kernel: bool,
     fss: Vec<FsConfig>,
+}
+
+/// The same work as N OS threads on the host kernel's page cache in a new
+/// subdirectory of `dir`: fsyncs per second and the mean fsync latency (ns).
+fn run_kernel(a: &Args, dir: &str) -> Result<(f64, f64), String> {
+    use std::os::unix::fs::FileExt;
+    let sub = format!("{dir}/sluice-group-commit-{}-kernel", std::process::id());
+    std::fs::create_dir(&sub).map_err(|e| format!("{sub}: {e}"))?;
+    let t0 = std::time::Instant::now();
+    let hs: Vec<_> = (0..a.tasks)
+        .map(|t| {
+            let (path, ops) = (format!("{sub}/w{t}"), a.ops);
+            std::thread::spawn(move || -> std::io::Result<u64> {
+                let f = std::fs::File::create(path)?;
+                let mut sum = 0u64;
+                for i in 0..ops {
+                    f.write_all_at(&[t as u8; 4096], i * 4096)?;
+                    let t1 = std::time::Instant::now();
+                    f.sync_all()?;
+                    sum += t1.elapsed().as_nanos() as u64;
+                }
+                Ok(sum)
+            })
+        })
+        .collect();
+    let mut r = Ok(0u64);
+    for h in hs {
+        match h.join().expect("a writer thread panicked") {
+            Ok(s) => r = r.map(|x| x + s),
+            Err(e) => r = Err(format!("{sub}: {e}")),
+        }
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    let _ = std::fs::remove_dir_all(&sub);
+    let n = (a.tasks as u64 * a.ops) as f64;
+    r.map(|sum| (n / secs, sum as f64 / n))
 }
 
 /// Fsyncs per second over all tasks, and the mean fsync latency (ns); real files go
@@ -112,6 +153,7 @@ fn parse() -> Result<Args, String> {
         tasks: 16,
         ops: 200,
         critical: false,
+        kernel: false,
         fss: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
@@ -139,13 +181,17 @@ fn parse() -> Result<Args, String> {
                     .ok_or("--ops: give 1 to 1000")?
             }
             "--critical" => a.critical = true,
+            "--kernel" => a.kernel = true,
             "--fs" => a.fss.push(val()?.parse()?),
             other => {
                 return Err(format!(
-                    "unknown option '{other}': use --real DIR, --device NAME, --tasks N, --ops N, --critical, --fs host|compound|fjournal[+async]"
+                    "unknown option '{other}': use --real DIR, --device NAME, --tasks N, --ops N, --critical, --kernel, --fs host|compound|fjournal[+async]"
                 ))
             }
         }
+    }
+    if a.kernel && a.real.is_none() {
+        return Err("--kernel runs the work on the host kernel's page cache, which only real files have: give --real DIR too".into());
     }
     if a.fss.is_empty() {
         a.fss = ["host", "compound", "fjournal", "compound+async"]
@@ -194,6 +240,22 @@ fn main() -> ExitCode {
             }
             Err(e) => {
                 eprintln!("group_commit: {fs}: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    if let (true, Some(dir)) = (a.kernel, a.real.as_deref()) {
+        match run_kernel(&a, dir) {
+            Ok((rate, mean)) => {
+                let vs = host.map_or(String::new(), |h| format!("   {:.2} × host", rate / h));
+                println!(
+                    "  {:<15} {rate:>10.0} fsyncs/s   mean fsync {:>9.1} µs{vs}",
+                    "kernel",
+                    mean / 1e3
+                );
+            }
+            Err(e) => {
+                eprintln!("group_commit: kernel: {e}");
                 return ExitCode::FAILURE;
             }
         }
