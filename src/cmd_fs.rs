@@ -1,5 +1,5 @@
-//! `--fs compound|fjournal|compound+async|fjournal+async` on `sluice sim` and `sluice
-//! run`: the job file on the journaled store, as runtime tasks
+//! `--fs compound|fjournal|compound+async|fjournal+async` (each optionally `+rcp`) on
+//! `sluice sim` and `sluice run`: the job file on the journaled store, as runtime tasks
 //! (`sluice_store::fio`) — on a simulated stack, or on a real one whose store is a
 //! file the command creates in `--directory`. Ctrl-C (or SIGTERM) once ends the jobs
 //! early, syncs the store and prints the report of what ran, exit status 130, as on raw

@@ -59,8 +59,8 @@ pub struct RunArgs {
     #[arg(long, default_value = "252,126,42")]
     wrr: String,
     /// Where the job's files live: `raw` (default: files in `--directory`, as fio's) or
-    /// the journaled store — `compound`, `fjournal`, `compound+async`, `fjournal+async`
-    /// — in a new file of `--directory` (`sluice-fio-store.img`, removed at the end
+    /// the journaled store — `compound`, `fjournal`, `compound+async`, `fjournal+async`,
+    /// each optionally `+rcp` (RCP's limits of buffered data) — in a new file of `--directory` (`sluice-fio-store.img`, removed at the end
     /// unless `--keep-files`), the job's threads as runtime tasks on one core.
     /// `--workers`, `--allow-device`, `--allow-write-existing`, `--ring-cap`,
     /// `--submit-batch`, `--wrr` and the page-cache options are refused with it.

@@ -44,8 +44,9 @@ pub(crate) struct SweepArgs {
     policy: Vec<String>,
     /// Where the job's files live, comma-separated or the flag repeated: `raw` (simulated
     /// files of the device) or the journaled store — `compound`, `fjournal`,
-    /// `compound+async`, `fjournal+async` — as `sluice sim --fs`. Default: raw.
-    #[arg(long, value_name = "raw|compound|fjournal[+async],...")]
+    /// `compound+async`, `fjournal+async`, each optionally `+rcp` — as `sluice sim
+    /// --fs`. Default: raw.
+    #[arg(long, value_name = "raw|compound|fjournal[+async][+rcp],...")]
     fs: Vec<String>,
     /// Seeds: numbers and inclusive ranges, comma-separated (`1,2,3`, `1..10`). Default: 1.
     #[arg(long, value_name = "LIST")]

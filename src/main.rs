@@ -100,10 +100,11 @@ struct SimArgs {
     set: Vec<String>,
     /// Where the job's files live: `raw` (default: simulated files of the device, as
     /// fio's) or the journaled store — `compound`, `fjournal`, `compound+async`,
-    /// `fjournal+async` — with the job's threads as runtime tasks on it (direct=0
+    /// `fjournal+async`, each optionally `+rcp` (RCP's limits of buffered data) — with
+    /// the job's threads as runtime tasks on it (direct=0
     /// through the store's buffer). `--faults`, `--alone` and the page-cache options
     /// are refused with it.
-    #[arg(long, value_name = "raw|compound|fjournal[+async]")]
+    #[arg(long, value_name = "raw|compound|fjournal[+async][+rcp]")]
     fs: Option<String>,
     #[command(flatten)]
     cache: sluice::cli::CacheArgs,

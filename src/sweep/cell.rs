@@ -13,12 +13,16 @@ use super::{Cell, Sweep};
 use crate::cli::CliError;
 
 /// The file systems `--fs` takes, as `sluice sim --fs` and `sluice run --fs` name them.
-pub(crate) const FS_NAMES: [&str; 5] = [
+pub(crate) const FS_NAMES: [&str; 9] = [
     "raw",
     "compound",
     "fjournal",
     "compound+async",
     "fjournal+async",
+    "compound+rcp",
+    "fjournal+rcp",
+    "compound+async+rcp",
+    "fjournal+async+rcp",
 ];
 
 /// Read `--fs` values (comma lists): the names, and the store each names (`None`: raw

@@ -269,6 +269,8 @@ async fn mount(cfg: &FillsyncConfig, mode: Option<CommitMode>) -> Result<Fs, Str
         blocks,
         commit,
         fsync_path: sluice_store::FsyncPath::Sync,
+        // FastResponse's stacks have one dirty ratio (no RCP limits).
+        class_limits: false,
     };
     Fs::mount(&fs).await.map_err(|e| e.to_string())
 }

@@ -152,11 +152,13 @@ pub fn check(jobs: &[JobSpec], fs: &FsConfig) -> Result<FioPlan, FioError> {
         blocks,
         commit,
         fsync_path,
+        class_limits,
     } = fs
     else {
         return Err(FioError::Config(
             "the fio runner needs a store (compound, fjournal, compound+async or \
-             fjournal+async); raw files run through the simulator and the engine"
+             fjournal+async, each optionally +rcp); raw files run through the simulator and \
+             the engine"
                 .into(),
         ));
     };
@@ -256,6 +258,7 @@ pub fn check(jobs: &[JobSpec], fs: &FsConfig) -> Result<FioPlan, FioError> {
             blocks: sized,
             commit: *commit,
             fsync_path: *fsync_path,
+            class_limits: *class_limits,
         },
         warnings,
         jobs: jobs.to_vec().into(),
@@ -264,24 +267,27 @@ pub fn check(jobs: &[JobSpec], fs: &FsConfig) -> Result<FioPlan, FioError> {
 }
 
 /// The store configuration `text` (`compound`, `fjournal`, `compound+async`,
-/// `fjournal+async`) for a fio run: its image is [`STORE_IMAGE`].
+/// `fjournal+async`, each optionally `+rcp`: RCP's limits of buffered data) for a fio
+/// run: its image is [`STORE_IMAGE`].
 pub fn store_config(text: &str) -> Result<FsConfig, FioError> {
     match text.parse::<FsConfig>() {
         Ok(FsConfig::Host) => Err(FioError::Config(format!(
             "{text}: a fio job runs on host files without --fs (raw files, through the \
              simulator or the engine); give compound, fjournal, compound+async or \
-             fjournal+async for the journaled store"
+             fjournal+async (each optionally +rcp) for the journaled store"
         ))),
         Ok(FsConfig::Store {
             blocks,
             commit,
             fsync_path,
+            class_limits,
             ..
         }) => Ok(FsConfig::Store {
             image: STORE_IMAGE.into(),
             blocks,
             commit,
             fsync_path,
+            class_limits,
         }),
         Err(e) => Err(FioError::Config(e)),
     }

@@ -62,6 +62,8 @@ pub enum FsConfig {
         commit: CommitMode,
         /// The synchronous commit path or AIOS's asynchronous one.
         fsync_path: FsyncPath,
+        /// RCP's class-aware limits of buffered data ([`Store::set_class_limits`]).
+        class_limits: bool,
     },
 }
 
@@ -74,25 +76,25 @@ impl FsConfig {
             blocks: 65536,
             commit,
             fsync_path: FsyncPath::Sync,
+            class_limits: false,
         }
     }
 
     /// The same with commit path `path` (the runtime's files have none: unchanged).
-    pub fn with_fsync_path(self, path: FsyncPath) -> FsConfig {
-        match self {
-            FsConfig::Host => FsConfig::Host,
-            FsConfig::Store {
-                image,
-                blocks,
-                commit,
-                ..
-            } => FsConfig::Store {
-                image,
-                blocks,
-                commit,
-                fsync_path: path,
-            },
+    pub fn with_fsync_path(mut self, path: FsyncPath) -> FsConfig {
+        if let FsConfig::Store { fsync_path, .. } = &mut self {
+            *fsync_path = path;
         }
+        self
+    }
+
+    /// The same with RCP's class-aware limits of buffered data on or off (the runtime's
+    /// files: unchanged — their page cache has its own, `CacheConfig::class_limits`).
+    pub fn with_class_limits(mut self, on: bool) -> FsConfig {
+        if let FsConfig::Store { class_limits, .. } = &mut self {
+            *class_limits = on;
+        }
+        self
     }
 }
 
@@ -100,24 +102,32 @@ impl FromStr for FsConfig {
     type Err = String;
 
     /// `host`, `compound` or `fjournal` (a store with that commit mode), the latter two
-    /// with `+async` for AIOS's commit path.
+    /// with `+async` for AIOS's commit path and then `+rcp` for RCP's class-aware
+    /// limits of buffered data (`fjournal+async+rcp`).
     fn from_str(s: &str) -> Result<FsConfig, String> {
-        let (mode, path) = match s.strip_suffix("+async") {
+        let (rest, rcp) = match s.strip_suffix("+rcp") {
+            Some(m) => (m, true),
+            None => (s, false),
+        };
+        let (mode, path) = match rest.strip_suffix("+async") {
             Some(m) => (m, FsyncPath::Async),
-            None => (s, FsyncPath::Sync),
+            None => (rest, FsyncPath::Sync),
         };
         let commit = match mode {
-            "host" if path == FsyncPath::Sync => return Ok(FsConfig::Host),
+            "host" if path == FsyncPath::Sync && !rcp => return Ok(FsConfig::Host),
             "compound" => CommitMode::Compound,
             "fjournal" => CommitMode::FileLevel,
             _ => {
                 return Err(format!(
-                    "file system '{s}': give host, compound, fjournal, compound+async or \
-                     fjournal+async"
+                    "file system '{s}': give host, or compound or fjournal, then optionally \
+                     +async (AIOS's commit path), then optionally +rcp (RCP's limits of \
+                     buffered data): e.g. fjournal+async+rcp"
                 ))
             }
         };
-        Ok(FsConfig::store(commit).with_fsync_path(path))
+        Ok(FsConfig::store(commit)
+            .with_fsync_path(path)
+            .with_class_limits(rcp))
     }
 }
 
@@ -126,7 +136,10 @@ impl std::fmt::Display for FsConfig {
         match self {
             FsConfig::Host => write!(f, "host"),
             FsConfig::Store {
-                commit, fsync_path, ..
+                commit,
+                fsync_path,
+                class_limits,
+                ..
             } => {
                 let m = match commit {
                     CommitMode::Compound => "compound",
@@ -137,7 +150,8 @@ impl std::fmt::Display for FsConfig {
                 } else {
                     ""
                 };
-                write!(f, "{m}{p}")
+                let r = if *class_limits { "+rcp" } else { "" };
+                write!(f, "{m}{p}{r}")
             }
         }
     }
@@ -202,6 +216,7 @@ impl Fs {
             blocks,
             commit,
             fsync_path,
+            class_limits,
         } = cfg
         else {
             return Ok(Fs { store: None });
@@ -217,6 +232,7 @@ impl Fs {
         };
         let store = Store::mount(&file, *commit).await?;
         store.set_fsync_path(*fsync_path);
+        store.set_class_limits(*class_limits);
         Ok(Fs { store: Some(store) })
     }
 

@@ -81,11 +81,39 @@ fn settings_read_and_print_alike() {
         "fjournal",
         "compound+async",
         "fjournal+async",
+        "compound+rcp",
+        "fjournal+async+rcp",
     ] {
         assert_eq!(s.parse::<FsConfig>().unwrap().to_string(), s);
     }
     assert!("host+async".parse::<FsConfig>().is_err());
+    assert!("host+rcp".parse::<FsConfig>().is_err());
+    assert!("fjournal+rcp+async".parse::<FsConfig>().is_err());
     assert!("ext4".parse::<FsConfig>().is_err());
+}
+
+/// `+rcp` reaches the mounted store: a background task buffering 8 MiB is held to its
+/// class's limit (it writes its blocks home itself) only with it.
+#[test]
+fn rcp_limits_are_one_setting() {
+    for (name, held) in [("compound", false), ("compound+rcp", true)] {
+        let cfg: FsConfig = name.parse().unwrap();
+        let stats = Stack::builder()
+            .device("nand")
+            .build()
+            .unwrap()
+            .run(move || async move {
+                let fs = Fs::mount(&cfg).await.unwrap();
+                let f = fs.create("bulk").await.unwrap();
+                for k in 0..32u64 {
+                    f.write_buffered(k << 18, &[3u8; 1 << 18]).await.unwrap();
+                }
+                fs.store().unwrap().stats()
+            })
+            .unwrap()
+            .value;
+        assert_eq!(stats.data_by_limit > 0, held, "{name}: {stats:?}");
+    }
 }
 
 #[test]
