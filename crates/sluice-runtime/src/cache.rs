@@ -170,6 +170,12 @@ impl Cache {
         self.room.notify_all();
     }
 
+    /// Above the background threshold, or while a writer waits for a frame or pauses
+    /// at its limit. Linux's background writeback stops at the background threshold
+    /// even while writers pause; here a pausing writer keeps the flusher going to zero,
+    /// because in a small cache the threshold can reach the non-critical limit itself
+    /// (both are at least a page), and a writer paused there would wait for ever (tried
+    /// 2026-11-25: a test's run hit the day-long time cap).
     fn flusher_has_work(&self) -> bool {
         let pc = self.pc.borrow();
         let dirty = pc.dirty_pages();
