@@ -90,18 +90,11 @@ fn qd1_latency_adds_command_and_transfer() {
     let max = device(FrontEnd::Max);
     for op in [Op::Read, Op::Write] {
         let (cmd, bus) = front(&add, op);
-        let c = &add.controller;
-        let m = &add.media;
-        let unit = match op {
-            Op::Write => m.write_ns,
-            _ => m.read_ns,
-        } as f64
-            + m.stripe_bytes as f64 * 1e9 / m.unit_bandwidth_bytes as f64;
+        // The last stripe-sized piece reaches its (idle) unit when the transfer ends,
+        // so the latency is the stages' sum.
+        let stages = qd1_stages_ns(&add, op);
         for s in [4096u32, 16384, 131072] {
             let xfer = s as f64 * 1e9 / bus;
-            // The last stripe-sized piece reaches its (idle) unit when the transfer
-            // ends, so the latency is the stages' sum.
-            let stages = (c.fetch_ns + c.complete_ns) as f64 + unit;
             let la = run_qd(&add, 1, op, s, 100, 2_000).mean_lat_ns;
             let lm = run_qd(&max, 1, op, s, 100, 2_000).mean_lat_ns;
             assert!(

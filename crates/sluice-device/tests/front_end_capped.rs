@@ -74,16 +74,9 @@ fn saturated_iops_is_one_over_the_capped_sum() {
 #[test]
 fn qd1_latency_is_the_stages_plus_the_capped_sum() {
     let p = device();
-    let c = &p.controller;
-    let m = &p.media;
     for op in [Op::Read, Op::Write] {
-        let unit = match op {
-            Op::Write => m.write_ns,
-            _ => m.read_ns,
-        } as f64
-            + m.stripe_bytes as f64 * 1e9 / m.unit_bandwidth_bytes as f64;
         for s in [4096u32, 16384, 131072] {
-            let want = (c.fetch_ns + c.complete_ns) as f64 + unit + occupancy(&p, op, s);
+            let want = qd1_stages_ns(&p, op) + occupancy(&p, op, s);
             let got = run_qd(&p, 1, op, s, 100, 2_000).mean_lat_ns;
             assert!(
                 (got - want).abs() < 3.0,

@@ -50,6 +50,18 @@ impl EventQueue {
         self.heap.push(Reverse((at_ns, self.seq, ev)));
     }
 
+    /// Keep one `ev` armed for a timer that asks for `want` (a policy's, the page
+    /// cache's): schedule it at `max(want, now)` unless `armed` already holds that
+    /// time. The handler fires only when `armed` still names its time, so entries left
+    /// by an earlier request are stale and ignored.
+    pub fn arm(&mut self, armed: &mut Option<Nanos>, want: Option<Nanos>, now: Nanos, ev: Event) {
+        if let Some(t) = want.filter(|&t| *armed != Some(t)) {
+            let at = t.max(now);
+            *armed = Some(at);
+            self.push(at, ev);
+        }
+    }
+
     /// Time of the earliest event.
     pub fn peek_ns(&self) -> Option<Nanos> {
         self.heap.peek().map(|Reverse((t, _, _))| *t)

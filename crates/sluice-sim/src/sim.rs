@@ -526,13 +526,9 @@ impl<'a> Sim<'a> {
     /// armed for the policy's timer.
     fn pump(&mut self) {
         self.block.pump(self.now, &mut self.port);
-        if let Some(t) = self.block.next_timer_ns() {
-            if self.timer_armed != Some(t) {
-                let at = t.max(self.now);
-                self.timer_armed = Some(at);
-                self.events.push(at, Event::PolicyTimer);
-            }
-        }
+        let want = self.block.next_timer_ns();
+        self.events
+            .arm(&mut self.timer_armed, want, self.now, Event::PolicyTimer);
     }
 
     fn device_events(&mut self) {

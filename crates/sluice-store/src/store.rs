@@ -349,20 +349,6 @@ type DataCopy = ((u32, u64), u64, u64, Vec<u8>, bool);
 /// Buffered data above which a critical writer writes the buffered data home first.
 const DATA_LIMIT: u64 = 32 << 20;
 
-/// The buffered data a writer of `class` may add to (RCP's class-aware dirty limits,
-/// FAST '17 §4.3, as the runtime's page cache applies them): a critical writer up to
-/// [`DATA_LIMIT`] (the 20 % ratio's role), a non-critical one up to the same fraction
-/// of it as the page cache's non-critical ratio is of its critical one (1 % of 20 %:
-/// 1.6 MiB), so a bulk writer cannot fill the buffer a critical writer — and, in
-/// compound mode, a critical fsync's commit (T_D2) — then has to write home.
-fn class_data_limit(class: IoClass) -> u64 {
-    if class == IoClass::Critical {
-        return DATA_LIMIT;
-    }
-    let c = sluice_runtime::CacheConfig::default();
-    (DATA_LIMIT as f64 * c.dirty_ratio_normal / c.dirty_ratio_critical) as u64
-}
-
 /// A mounted store (share it with `Rc`). Its journal task runs until the stack ends.
 #[derive(Debug)]
 pub struct Store {
@@ -410,12 +396,19 @@ impl Store {
         self.class_limits.set(on);
     }
 
-    /// The buffered data a writer of `class` may add to.
+    /// The buffered data a writer of `class` may add to: [`DATA_LIMIT`] for everyone,
+    /// or with RCP's class-aware limits (FAST '17 §4.3, as the runtime's page cache
+    /// applies them) that for a critical writer (the 20 % ratio's role) and for a
+    /// non-critical one the same fraction of it as the page cache's non-critical ratio
+    /// is of its critical one (1 % of 20 %: 1.6 MiB), so a bulk writer cannot fill the
+    /// buffer a critical writer — and, in compound mode, a critical fsync's commit
+    /// (T_D2) — then has to write home.
     pub(crate) fn data_limit(&self, class: IoClass) -> u64 {
-        match self.class_limits.get() {
-            true => class_data_limit(class),
-            false => DATA_LIMIT,
+        if !self.class_limits.get() || class == IoClass::Critical {
+            return DATA_LIMIT;
         }
+        let c = sluice_runtime::CacheConfig::default();
+        (DATA_LIMIT as f64 * c.dirty_ratio_normal / c.dirty_ratio_critical) as u64
     }
 
     /// The journal task's class (default normal). FastResponse's evaluation configures

@@ -29,27 +29,10 @@ where
     F: FnOnce(Rc<Store>) -> Fut + 'static,
     Fut: Future<Output = ()> + 'static,
 {
-    Stack::builder()
-        .device("nand")
-        .seed(3)
-        .build()
-        .unwrap()
-        .run_until_crash(
-            u64::MAX,
-            CrashSpec {
-                seed: 3,
-                torn: true,
-            },
-            move || async move {
-                let f = File::create(IMG).await.unwrap();
-                Store::mkfs(&f, g).await.unwrap();
-                let s = Store::mount(&f, mode).await.unwrap();
-                let t = spawn(TaskCtx::new("w").class(IoClass::Critical), work(s));
-                t.await;
-            },
-        )
-        .unwrap()
-        .image
+    common::crash_after(mode, g, 3, |s| async move {
+        let t = spawn(TaskCtx::new("w").class(IoClass::Critical), work(s));
+        t.await;
+    })
 }
 
 /// Mount `image` (recovery), check the structure, run `work`, cut the power after it.

@@ -2,40 +2,12 @@
 
 mod common;
 
-use common::{recover, IMG};
-use std::future::Future;
-use std::rc::Rc;
+use common::{crash_after, recover, IMG};
 
-use sluice_runtime::{CrashSpec, DiskImage, File, Stack};
+use sluice_runtime::{File, Stack};
 use sluice_store::{CommitMode, Geometry, Store, StoreError};
 
 const MODES: [CommitMode; 2] = [CommitMode::Compound, CommitMode::FileLevel];
-
-/// Run `work` on a fresh store of `blocks` blocks (on `nand`: a volatile write cache)
-/// and cut the power when it ends; unflushed writes survive or not as `seed` draws.
-fn crash_after<F, Fut>(mode: CommitMode, blocks: u64, seed: u64, work: F) -> DiskImage
-where
-    F: FnOnce(Rc<Store>) -> Fut + 'static,
-    Fut: Future<Output = ()> + 'static,
-{
-    Stack::builder()
-        .device("nand")
-        .seed(seed)
-        .build()
-        .unwrap()
-        .run_until_crash(
-            u64::MAX,
-            CrashSpec { seed, torn: true },
-            move || async move {
-                let f = File::create(IMG).await.unwrap();
-                Store::mkfs(&f, Geometry::new(blocks)).await.unwrap();
-                let s = Store::mount(&f, mode).await.unwrap();
-                work(s).await
-            },
-        )
-        .unwrap()
-        .image
-}
 
 fn pattern(n: usize, salt: u8) -> Vec<u8> {
     (0..n).map(|i| (i * 7 + salt as usize) as u8 | 1).collect()
@@ -52,7 +24,7 @@ async fn contents(s: &Store, name: &str) -> Vec<u8> {
 fn truncate_shrinks_grows_with_zeros_and_survives_a_crash() {
     for mode in MODES {
         for seed in 0..4 {
-            let image = crash_after(mode, 4096, seed, |s| async move {
+            let image = crash_after(mode, Geometry::new(4096), seed, |s| async move {
                 let f = s.create("a").unwrap();
                 // 200 KiB: direct blocks and the indirect block.
                 s.write_buffered(f, 0, &pattern(200 << 10, 1))
@@ -132,7 +104,7 @@ fn freed_blocks_wait_for_the_commit_and_indirect_blocks_for_a_checkpoint() {
 fn fdatasync_skips_the_commit_when_only_the_change_counter_moved() {
     for mode in MODES {
         for seed in 0..4 {
-            let image = crash_after(mode, 4096, seed, move |s| async move {
+            let image = crash_after(mode, Geometry::new(4096), seed, move |s| async move {
                 let f = s.create("a").unwrap();
                 s.write_buffered(f, 0, &pattern(8192, 4)).await.unwrap();
                 s.fsync(f).await.unwrap();

@@ -7,9 +7,9 @@ mod common;
 
 use std::rc::Rc;
 
-use common::{recover, IMG};
+use common::{crash_after, recover, IMG};
 
-use sluice_runtime::{CrashSpec, File, Stack};
+use sluice_runtime::{File, Stack};
 use sluice_store::{CommitMode, Fs, FsConfig, Geometry, Store, StoreError};
 
 const BLOCKS: u64 = 4096;
@@ -113,33 +113,21 @@ fn a_closed_handle_is_refused_even_when_its_inode_is_reused() {
 fn a_crash_before_the_last_close_frees_the_removed_file_at_mount() {
     for mode in MODES {
         for seed in 0..4 {
-            let image = Stack::builder()
-                .device("nand")
-                .seed(seed)
-                .build()
-                .unwrap()
-                .run_until_crash(
-                    u64::MAX,
-                    CrashSpec { seed, torn: true },
-                    move || async move {
-                        let s = fresh(mode).await;
-                        let keep = s.create("keep").unwrap();
-                        s.write_buffered(keep, 0, &pattern(9_000, 3)).await.unwrap();
-                        let h = s.create("gone").unwrap();
-                        s.write_buffered(h, 0, &pattern(40_000, 4)).await.unwrap();
-                        s.sync().await.unwrap();
-                        s.unlink("gone").unwrap();
-                        s.sync().await.unwrap();
-                        // Written and fsynced without a name (an f-transaction of an
-                        // inode no name reaches, in fjournal mode), never closed.
-                        s.write_buffered(h, 40_000, &pattern(8_000, 5))
-                            .await
-                            .unwrap();
-                        s.fsync(h).await.unwrap();
-                    },
-                )
-                .unwrap()
-                .image;
+            let image = crash_after(mode, Geometry::new(BLOCKS), seed, |s| async move {
+                let keep = s.create("keep").unwrap();
+                s.write_buffered(keep, 0, &pattern(9_000, 3)).await.unwrap();
+                let h = s.create("gone").unwrap();
+                s.write_buffered(h, 0, &pattern(40_000, 4)).await.unwrap();
+                s.sync().await.unwrap();
+                s.unlink("gone").unwrap();
+                s.sync().await.unwrap();
+                // Written and fsynced without a name (an f-transaction of an inode no
+                // name reaches, in fjournal mode), never closed.
+                s.write_buffered(h, 40_000, &pattern(8_000, 5))
+                    .await
+                    .unwrap();
+                s.fsync(h).await.unwrap();
+            });
             recover(mode, image, move |s| async move {
                 assert_eq!(s.list(), vec![("keep".to_string(), 9_000)]);
                 assert_eq!(s.stats().orphans, 1, "{mode:?} seed {seed}");

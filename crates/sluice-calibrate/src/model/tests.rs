@@ -1,6 +1,7 @@
 use super::*;
 
-fn anchors() -> Anchors {
+/// A device's anchors without size sweeps (the front end's tests add theirs).
+pub(super) fn anchors() -> Anchors {
     Anchors {
         read_lat_qd1_ns: 100_000.0,
         write_lat_qd1_ns: 80_000.0,

@@ -163,3 +163,18 @@ pub fn saturating_qd(profile: &DeviceProfile) -> u32 {
 pub fn within(measured: f64, nominal: f64, tol: f64) -> bool {
     ((measured - nominal) / nominal).abs() <= tol
 }
+
+/// A QD1 command's time outside the front end on an idle `profile` without service
+/// variation: fetch, completion, and its last stripe-sized piece on its unit (the
+/// media time and the unit's transfer), which starts when the front end's transfer
+/// ends.
+pub fn qd1_stages_ns(profile: &DeviceProfile, op: Op) -> f64 {
+    let (c, m) = (&profile.controller, &profile.media);
+    let media = match op {
+        Op::Write => m.write_ns,
+        _ => m.read_ns,
+    };
+    (c.fetch_ns + c.complete_ns) as f64
+        + media as f64
+        + m.stripe_bytes as f64 * 1e9 / m.unit_bandwidth_bytes as f64
+}

@@ -137,13 +137,13 @@ impl Sim<'_> {
                 crate::events::Event::BufferedDone(d.id as u32),
             );
         }
-        if let Some(t) = b.front.next_timer_ns() {
-            if self.front_timer_armed != Some(t) {
-                let at = t.max(self.now);
-                self.front_timer_armed = Some(at);
-                self.events.push(at, crate::events::Event::FrontTimer);
-            }
-        }
+        let want = b.front.next_timer_ns();
+        self.events.arm(
+            &mut self.front_timer_armed,
+            want,
+            self.now,
+            crate::events::Event::FrontTimer,
+        );
     }
 
     /// Job I/O `id`'s copy ended: its thread has it (and may issue more).

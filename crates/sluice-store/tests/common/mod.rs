@@ -1,14 +1,40 @@
-//! What the store's tests share: the image's name and a recovery that checks the
-//! structure.
+//! What the store's tests share: the image's name, a run on a fresh store that ends in
+//! a cut of the power, and a recovery that checks the structure.
 
 use std::future::Future;
 use std::rc::Rc;
 
-use sluice_runtime::{DiskImage, File, Stack};
-use sluice_store::{CommitMode, Store};
+use sluice_runtime::{CrashSpec, DiskImage, File, Stack};
+use sluice_store::{CommitMode, Geometry, Store};
 
 /// The store's file in the simulated stack.
 pub const IMG: &str = "store.img";
+
+/// Run `work` on a fresh store of geometry `g` on `nand` (a volatile write cache) and
+/// cut the power when it ends; unflushed writes survive or not as `seed` draws.
+pub fn crash_after<F, Fut>(mode: CommitMode, g: Geometry, seed: u64, work: F) -> DiskImage
+where
+    F: FnOnce(Rc<Store>) -> Fut + 'static,
+    Fut: Future<Output = ()> + 'static,
+{
+    Stack::builder()
+        .device("nand")
+        .seed(seed)
+        .build()
+        .unwrap()
+        .run_until_crash(
+            u64::MAX,
+            CrashSpec { seed, torn: true },
+            move || async move {
+                let f = File::create(IMG).await.unwrap();
+                Store::mkfs(&f, g).await.unwrap();
+                let s = Store::mount(&f, mode).await.unwrap();
+                work(s).await
+            },
+        )
+        .unwrap()
+        .image
+}
 
 /// Mount `image` on `nand` (recovery), check the structure, and run `check` on the
 /// store.

@@ -40,54 +40,45 @@ fn closed_forms_are_recovered_and_told_apart() {
     assert!(fit_dir(&add[..2]).is_none());
 }
 
+/// The model tests' anchors with these size sweeps.
 fn anchors_with(read: Vec<(u32, f64)>, write: Vec<(u32, f64)>) -> Anchors {
     Anchors {
-        read_lat_qd1_ns: 100_000.0,
-        write_lat_qd1_ns: 80_000.0,
-        read_iops: 60_000.0,
-        write_iops: 45_000.0,
-        knee_qd: 8,
-        read_bw_bytes: 1.0e9,
-        write_bw_bytes: 0.9e9,
-        read_fit: linear_fit(&[
-            (4096.0, 96_000.0 + 1.5 * 4096.0),
-            (131072.0, 96_000.0 + 1.5 * 131072.0),
-        ]),
-        write_fit: linear_fit(&[
-            (4096.0, 76_000.0 + 1.6 * 4096.0),
-            (131072.0, 76_000.0 + 1.6 * 131072.0),
-        ]),
-        read_curve: Vec::new(),
-        write_curve: Vec::new(),
         read_size_curve: read,
         write_size_curve: write,
-        write_buffer_bytes: None,
+        ..crate::model::tests::anchors()
     }
+}
+
+/// `m`'s saturated IOPS at every size are `1e9 / read(len)` and `1e9 / write(len)`,
+/// and its QD1 4 KiB latencies are the anchors' (100 and 80 µs): the units' times are
+/// what is left of the measured latencies beside the front end.
+fn assert_follows(m: &Model, read: impl Fn(f64) -> f64, write: impl Fn(f64) -> f64) {
+    for s in SIZES {
+        let r = 1e9 / read(s as f64);
+        assert!(close(m.saturated_iops(false, s), r, 1e-3), "{s}");
+        let w = 1e9 / write(s as f64);
+        assert!(close(m.saturated_iops(true, s), w, 1e-3), "{s}");
+    }
+    assert!(
+        close(m.qd1_latency_ns(false, 4096), 100_000.0, 0.01),
+        "{m:?}"
+    );
+    assert!(close(m.qd1_latency_ns(true, 4096), 80_000.0, 0.01), "{m:?}");
 }
 
 #[test]
 fn an_additive_sweep_gives_cmd_and_bus_from_the_line_and_keeps_the_qd1_latencies() {
-    let a = anchors_with(sweep(|s| 12_000.0 + 1.0 * s), sweep(|s| 15_000.0 + 1.2 * s));
+    let (read, write) = (|s: f64| 12_000.0 + 1.0 * s, |s: f64| 15_000.0 + 1.2 * s);
+    let a = anchors_with(sweep(read), sweep(write));
     let m = derive(&a);
     assert_eq!(m.front_end, FrontEnd::Additive, "{:?}", m.derivation);
     assert_eq!(m.read_cmd_ns, 12_000);
     assert_eq!(m.bus_bandwidth_bytes, 1_000_000_000);
     assert_eq!(m.write_cmd_ns, 15_000);
     assert_eq!(m.write_bus_bandwidth_bytes, Some(833_333_333));
-    for s in SIZES {
-        let r = 1e9 / (12_000.0 + s as f64);
-        assert!(close(m.saturated_iops(false, s), r, 1e-3), "{s}");
-        let w = 1e9 / (15_000.0 + 1.2 * s as f64);
-        assert!(close(m.saturated_iops(true, s), w, 1e-3), "{s}");
-    }
-    // The units' times are what is left of the QD1 latencies beside the additive
-    // front end, so the model's QD1 latencies are the measured ones, and its QD1 slope
-    // is the cost slope.
-    assert!(
-        close(m.qd1_latency_ns(false, 4096), 100_000.0, 0.01),
-        "{m:?}"
-    );
-    assert!(close(m.qd1_latency_ns(true, 4096), 80_000.0, 0.01), "{m:?}");
+    // The model's QD1 latencies are the measured ones beside the additive front end,
+    // and its QD1 slope is the cost slope.
+    assert_follows(&m, read, write);
     let slope = (m.qd1_latency_ns(false, 131072) - m.qd1_latency_ns(false, 65536)) / 65536.0;
     assert!(close(slope, 1.5, 0.01), "{slope}");
     // The profile says so, and both fits' errors are in the derivation.
@@ -276,10 +267,9 @@ fn a_capped_sweep_is_recovered_and_told_apart() {
 
 #[test]
 fn a_capped_sweep_gives_cmd_link_and_bus_and_keeps_the_qd1_latencies() {
-    let a = anchors_with(
-        sweep(|s| (12_000.0 + 0.4 * s).max(1.0 * s)),
-        sweep(|s| (15_000.0 + 0.6 * s).max(1.2 * s)),
-    );
+    let read = |s: f64| (12_000.0 + 0.4 * s).max(1.0 * s);
+    let write = |s: f64| (15_000.0 + 0.6 * s).max(1.2 * s);
+    let a = anchors_with(sweep(read), sweep(write));
     let c = choose_front_end(&a, false);
     assert_eq!(c.front_end, FrontEnd::AdditiveCapped, "{:?}", c.lines());
     let m = derive(&a);
@@ -290,19 +280,9 @@ fn a_capped_sweep_gives_cmd_link_and_bus_and_keeps_the_qd1_latencies() {
     assert_eq!(m.write_cmd_ns, 15_000);
     assert_eq!(m.write_bus_bandwidth_bytes, Some(833_333_333));
     assert_eq!(m.write_link_bandwidth_bytes, Some(1_666_666_667));
-    for s in SIZES {
-        let r = 1e9 / (12_000.0 + 0.4 * s as f64).max(s as f64);
-        assert!(close(m.saturated_iops(false, s), r, 1e-3), "{s}");
-        let w = 1e9 / (15_000.0 + 0.6 * s as f64).max(1.2 * s as f64);
-        assert!(close(m.saturated_iops(true, s), w, 1e-3), "{s}");
-    }
-    // The units' times are what is left of the QD1 latencies beside the capped front
-    // end's 4 KiB time (12 µs + 4096 B over the link).
-    assert!(
-        close(m.qd1_latency_ns(false, 4096), 100_000.0, 0.01),
-        "{m:?}"
-    );
-    assert!(close(m.qd1_latency_ns(true, 4096), 80_000.0, 0.01), "{m:?}");
+    // The QD1 latencies are the measured ones beside the capped front end's 4 KiB
+    // time (12 µs + 4096 B over the link).
+    assert_follows(&m, read, write);
     // From 4 to 128 KiB its QD1 slope is the measured cost slope (the front end's
     // chord, the link's slope then the ceiling's, and the unit's).
     let slope = (m.qd1_latency_ns(false, 131072) - m.qd1_latency_ns(false, 4096)) / 126976.0;
