@@ -1,9 +1,13 @@
 //! Why the default job's percentiles differ (`docs/devices.md`, "Service-time
-//! variation"): under `none` the critical reader waits behind ≈ 127 queued 128 KiB
-//! writes on `ull`'s front end, so its latency is the drain time of that backlog, a sum
-//! of ≈ 127 write transfers. Each transfer varies with the write body's log-normal σ,
-//! so by the central limit theorem the sum's spread is `√n · t · sd` and
-//! `p99 − p50 ≈ 2.326 · √n · t · sd`. Without the variation the percentiles collapse.
+//! variation" and "The transfer"). `ull` shares its host transfer among the commands in
+//! flight (`controller.transfer = "shared"`): under `none` the critical reader's 4 KiB
+//! moves beside ≈ 127 writes of 128 KiB, at 1/128 of the bandwidth, after waiting for
+//! a controller slot that a write's completion frees; its latency is that share plus
+//! that wait, and both vary with how the writes' varied transfers overlap. On a FIFO
+//! front end (the second test) the reader instead waits for the whole backlog to
+//! drain, a sum of ≈ 127 write transfers: each varies with the write body's log-normal
+//! σ, so by the central limit theorem `p99 − p50 ≈ 2.326 · √n · t · sd`, and without
+//! the variation the percentiles collapse.
 
 use sluice::cli::{load_jobs, simulate};
 use sluice::core::policy::PolicySpec;
@@ -30,8 +34,27 @@ fn reader_p50_p99(profile: &DeviceProfile) -> (f64, f64) {
 }
 
 #[test]
-fn default_job_percentiles_come_from_varied_write_transfers() {
+fn on_the_shared_link_the_reader_waits_for_its_share_not_the_backlog() {
     let ull = DeviceProfile::builtin("ull").unwrap();
+    let (p50, p99) = reader_p50_p99(&ull);
+    let n = ull.controller.max_outstanding as f64;
+    let share = n * 4096.0 * 1e9 / ull.media.bus_bandwidth_bytes as f64;
+    let backlog = (n - 1.0) * 131072.0 * 1e9 / ull.media.bus_bandwidth_bytes as f64;
+    eprintln!("ull none: reader p50 {p50} p99 {p99}; its share {share:.0} ns, the backlog {backlog:.0} ns");
+    assert!(p50 < p99, "p50 {p50} p99 {p99}");
+    // Its transfer at 1/n of the link, the fixed stages and a slot's wait: above the
+    // share, far below the backlog's drain.
+    assert!(
+        p50 > share && p50 < 1.5 * share,
+        "p50 {p50}, share {share:.0}"
+    );
+    assert!(p99 < 0.1 * backlog, "p99 {p99}, backlog {backlog:.0}");
+}
+
+#[test]
+fn on_a_fifo_front_end_percentiles_come_from_varied_write_transfers() {
+    let mut ull = DeviceProfile::builtin("ull").unwrap();
+    ull.controller.transfer = sluice::device::Transfer::Fifo;
     let (p50, p99) = reader_p50_p99(&ull);
     // The CLT prediction: n = max_outstanding − 1 writes ahead, t = 128 KiB over the bus.
     let sigma = ull.service.as_ref().unwrap().write.sigma;

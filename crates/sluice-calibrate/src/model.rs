@@ -79,7 +79,7 @@
 use super::analysis::LinearFit;
 use sluice_device::{
     Arbitration, Burst, Controller, DeviceProfile, FrontEnd, Media, Nominal, OpVariation,
-    ServiceVariation, WriteBuffer, WritePlacement,
+    ServiceVariation, Transfer, WriteBuffer, WritePlacement,
 };
 
 mod derive;
@@ -277,6 +277,8 @@ impl Model {
                 read_cmd_ns: self.read_cmd_ns,
                 write_cmd_ns: self.write_cmd_ns,
                 front_end: self.front_end,
+                // The fitted closed forms are those of one command at a time.
+                transfer: Transfer::Fifo,
             },
             media: Media {
                 units: self.units,

@@ -123,7 +123,7 @@ pub use faults::{FaultConfig, FaultSpecError};
 pub use ftl::{FlashConfig, FlashStats};
 pub use profile::{
     Arbitration, ArbitrationKind, Burst, Controller, DeviceProfile, FrontEnd, Geometry, Media,
-    Nominal, ProfileError, WriteBuffer, WritePlacement,
+    Nominal, ProfileError, Transfer, WriteBuffer, WritePlacement,
 };
 pub use service::{OpVariation, ServiceVariation};
 pub use ssd::{Command, DeviceCompletion, DeviceStats, NvmeSsd, SubmitError};

@@ -9,8 +9,10 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 mod arbitration;
+mod transfer;
 mod validate;
 pub use arbitration::{Arbitration, ArbitrationKind, Burst};
+pub use transfer::Transfer;
 
 /// Errors from loading, parsing or validating a [`DeviceProfile`]. Each message says
 /// what is wrong, where (file or builtin name, line or field) and how to fix it.
@@ -152,6 +154,14 @@ pub struct Controller {
         deserialize_with = "de_front_end"
     )]
     pub front_end: FrontEnd,
+    /// How the commands held share the front end's transfer (default `"fifo"`; left
+    /// out of the TOML when it is the default). See [`Transfer`].
+    #[serde(
+        default,
+        skip_serializing_if = "Transfer::is_fifo",
+        deserialize_with = "transfer::de_transfer"
+    )]
+    pub transfer: Transfer,
 }
 
 /// How the shared front end combines a command's processing time (`read_cmd_ns` |

@@ -13,13 +13,15 @@ mod buffer;
 mod events;
 mod flash;
 mod interface;
+mod link;
 mod media;
 mod state;
 
 use events::EventList;
 pub use interface::{Command, DeviceCompletion, DeviceStats, SubmitError};
 use state::{
-    BufferState, BufferWaiter, Event, FlashState, FlushWaiter, Pending, PerByte, Slot, PROGRAM,
+    BufferState, BufferWaiter, Event, FlashState, FlushWaiter, Pending, PerByte, Slot, LINK_EVENT,
+    PROGRAM,
 };
 
 /// The simulated NVMe SSD. Passive and deterministic: it is given the time by its
@@ -70,6 +72,11 @@ pub struct NvmeSsd {
     write_units: u32,
     placement: WritePlacement,
     front_free: Nanos,
+    /// `controller.transfer = "shared"`: the processing stage and the shared link
+    /// (`None`: one FIFO front end, `front_free`).
+    sharing: Option<link::Link>,
+    /// Scratch for the transfers a link event ends.
+    sharing_ended: Vec<link::Departed>,
     unit_free: Vec<Nanos>,
     /// `media.read_block_after_write_ns` (0: off), and per unit the time before which
     /// no read starts there (the end of its last write plus that; empty when off).
@@ -163,6 +170,9 @@ impl NvmeSsd {
             write_units: m.write_units,
             placement: m.write_placement,
             front_free: 0,
+            sharing: (c.transfer == crate::profile::Transfer::Shared)
+                .then(|| link::Link::new(max_out)),
+            sharing_ended: Vec::new(),
             unit_free: vec![0; m.units as usize],
             read_block_ns: m.read_block_after_write_ns.unwrap_or(0),
             read_blocked_until: match m.read_block_after_write_ns {
@@ -226,8 +236,10 @@ impl NvmeSsd {
         Ok(())
     }
 
-    /// The time of the earliest internal event (a completion, or the end of a destage
-    /// program, which may admit waiting writes), if any.
+    /// The time of the earliest internal event (a completion, the end of a destage
+    /// program, which may admit waiting writes, or a change on the shared link), if
+    /// any. An event need not complete a command: drive the device until the
+    /// completions wanted have come.
     #[inline]
     pub fn next_event_ns(&self) -> Option<Nanos> {
         self.events.peek().map(|e| e.time)
@@ -245,6 +257,10 @@ impl NvmeSsd {
             self.events.pop();
             if ev.id & PROGRAM != 0 {
                 self.program_end(ev.time, ev.id & !PROGRAM, ev.bytes);
+                continue;
+            }
+            if ev.id == LINK_EVENT {
+                self.link_event(ev.time);
                 continue;
             }
             self.account(ev.time);

@@ -6,7 +6,7 @@
 
 mod common;
 use common::*;
-use sluice_device::{DeviceProfile, FrontEnd, Op};
+use sluice_device::{DeviceProfile, FrontEnd, Op, Transfer};
 
 /// A front-end-bound device: `ull`'s 28 units and media without variation, the command
 /// and bus of the disk `sluice calibrate` measured (`8.4 µs + 0.81 ns/B`), writes at
@@ -16,6 +16,8 @@ fn device(front_end: FrontEnd) -> DeviceProfile {
     p.service = None;
     p.controller.read_cmd_ns = 8_400;
     p.controller.write_cmd_ns = 11_000;
+    // These forms are the FIFO front end's (tests/shared_transfer.rs has the other).
+    p.controller.transfer = Transfer::Fifo;
     p.controller.front_end = front_end;
     p.media.bus_bandwidth_bytes = 1_234_567_901; // 0.81 ns/B
     p.media.write_bus_bandwidth_bytes = Some(800_000_000); // 1.25 ns/B

@@ -6,7 +6,7 @@
 
 mod common;
 use common::*;
-use sluice_device::{DeviceProfile, FrontEnd, Op};
+use sluice_device::{DeviceProfile, FrontEnd, Op, Transfer};
 
 /// A front-end-bound device (`ull`'s units, media without variation): reads
 /// `8.4 µs + len / 2.5 GB/s` under a 1.25 GB/s ceiling (break at 21 KB), writes
@@ -16,6 +16,7 @@ fn device() -> DeviceProfile {
     p.service = None;
     p.controller.read_cmd_ns = 8_400;
     p.controller.write_cmd_ns = 11_000;
+    p.controller.transfer = Transfer::Fifo;
     p.controller.front_end = FrontEnd::AdditiveCapped;
     p.media.bus_bandwidth_bytes = 1_250_000_000;
     p.media.write_bus_bandwidth_bytes = Some(800_000_000);

@@ -165,6 +165,13 @@ impl DeviceProfile {
             }
         }
         let capped = self.controller.front_end.has_link();
+        if capped && self.controller.transfer == Transfer::Shared {
+            return Err(invalid(
+                o,
+                "controller.transfer",
+                "is \"shared\" with controller.front_end = \"additive_capped\", which has no shared form (its per-command link under a shared ceiling); use front_end = \"max\" or \"additive\", or transfer = \"fifo\"".to_string(),
+            ));
+        }
         for (field, v) in [
             ("media.link_bandwidth_bytes", m.link_bandwidth_bytes),
             (

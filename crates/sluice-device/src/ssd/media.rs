@@ -8,7 +8,7 @@ use sluice_core::{Nanos, Op};
 impl NvmeSsd {
     /// Book the command on the front end and the media. Returns when its service ends,
     /// or `None` when it waits in the write buffer's queues (it is completed by a later
-    /// destage event).
+    /// destage event) or for its turn on the shared link (completed by a link event).
     pub(super) fn service(&mut self, now: Nanos, slot: u32, cmd: &Command) -> Option<Nanos> {
         let arrive = now + self.fetch_ns;
         let len = cmd.len as u64;
@@ -17,6 +17,9 @@ impl NvmeSsd {
         } else {
             (self.read_cmd_ns, self.bus, self.link)
         };
+        if self.sharing.is_some() {
+            return self.service_shared(arrive, slot, cmd, cmd_ns, bus.ns(len));
+        }
         let mut svc = self.front_end.combine(cmd_ns, bus.ns(len), link.ns(len));
         if cmd.op == Op::Write {
             // A write's data is pulled from host memory by the controller (non-posted
@@ -37,16 +40,82 @@ impl NvmeSsd {
         };
         self.front_free = fe;
         self.stats.front_busy_ns += svc;
+        self.after_front(slot, cmd, xs, fe)
+    }
+
+    /// [`NvmeSsd::service`] with `controller.transfer = "shared"`: the command is
+    /// processed in fetch order; a write's transfer (`xfer` ns alone) joins the shared
+    /// link with its processing (`max`) or after it (`additive`; `additive_capped` is
+    /// refused with sharing) and its media follow when it has moved; a read goes to
+    /// the media (or the write buffer) when processed, and its data joins the link when
+    /// read — the order of a real read, which the FIFO front end folds into one stage
+    /// ahead of the media. A command without data is done with its processing.
+    fn service_shared(
+        &mut self,
+        arrive: Nanos,
+        slot: u32,
+        cmd: &Command,
+        cmd_ns: Nanos,
+        mut xfer: Nanos,
+    ) -> Option<Nanos> {
+        if cmd.op == Op::Write {
+            // As on the FIFO front end (see `service`), a write's transfer varies.
+            if let Some(s) = &mut self.service {
+                xfer = s.draw_transfer(xfer);
+            }
+        }
+        let (cs, ce) = self
+            .sharing
+            .as_mut()
+            .expect("shared")
+            .process(arrive, cmd_ns);
+        self.stats.front_busy_ns += self.front_end.combine(cmd_ns, xfer, 0);
+        if xfer == 0 {
+            return self.after_front(slot, cmd, ce, ce);
+        }
+        if cmd.op == Op::Read {
+            let len = cmd.len as u64;
+            // The host transfer streams the data as it leaves the array (cut-through):
+            // it starts when the first piece's array read ends, and the command is done
+            // when both it and the last piece's unit transfer are.
+            let (first, end) = if self.read_from_buffer(cmd.offset, len) {
+                let ack = self.buffer.as_ref().expect("flash needs a buffer").ack_ns;
+                (ce, ce + ack)
+            } else {
+                self.media_read(ce, cmd.offset, len)
+            };
+            self.link_stage(slot, *cmd, first, end, xfer, false);
+            return None;
+        }
+        let xs = match self.front_end {
+            FrontEnd::Max => cs,
+            FrontEnd::Additive | FrontEnd::AdditiveCapped => ce,
+        };
+        self.link_stage(slot, *cmd, xs, ce, xfer, true);
+        None
+    }
+
+    /// The command's service after the front end, which moved its data from `xs` to
+    /// `fe`: the media (or the write buffer). Returns when it ends, or `None` when it
+    /// waits in the write buffer's queues.
+    pub(super) fn after_front(
+        &mut self,
+        slot: u32,
+        cmd: &Command,
+        xs: Nanos,
+        fe: Nanos,
+    ) -> Option<Nanos> {
+        let len = cmd.len as u64;
         match cmd.op {
             Op::Read if self.read_from_buffer(cmd.offset, len) => {
                 let ack = self.buffer.as_ref().expect("flash needs a buffer").ack_ns;
                 Some(fe + ack)
             }
-            Op::Read => Some(self.media(xs, fe, cmd.offset, len, false)),
+            Op::Read => Some(self.media(xs, fe, cmd.offset, len, false).0),
             // A FUA write goes through to the media (write-through), as a device with a
             // volatile cache serves it.
             Op::Write if self.buffer.is_none() || cmd.fua => {
-                Some(self.media(xs, fe, cmd.offset, len, true))
+                Some(self.media(xs, fe, cmd.offset, len, true).0)
             }
             Op::Write => {
                 let b = self.buffer.as_mut().expect("buffer");
@@ -144,8 +213,16 @@ impl NvmeSsd {
     /// arrives at `fs + (fe - fs)(i + 1)/n`, `fs` being when the front end's transfer
     /// starts (the front-end transfer is pipelined with the media). A write piece holds
     /// the whole aligned group of `write_units` units around its unit, from when all of
-    /// them are free. Returns when the last piece ends.
-    fn media(&mut self, fs: Nanos, fe: Nanos, offset: u64, len: u64, write: bool) -> Nanos {
+    /// them are free. Returns when the last piece ends, and when the first piece's
+    /// array operation ends (its data starts to leave the unit).
+    fn media(
+        &mut self,
+        fs: Nanos,
+        fe: Nanos,
+        offset: u64,
+        len: u64,
+        write: bool,
+    ) -> (Nanos, Nanos) {
         let stripe = self.stripe;
         let round_robin = write && self.placement == WritePlacement::RoundRobin;
         let n = if len == 0 {
@@ -159,6 +236,7 @@ impl NvmeSsd {
         let mut pos = offset;
         let mut left = len;
         let mut end = 0;
+        let mut first = Nanos::MAX;
         for i in 0..n {
             let piece = pos;
             let (mut unit, bytes) = self.next_piece(&mut pos, &mut left, round_robin, write);
@@ -186,6 +264,7 @@ impl NvmeSsd {
                     start = start.max(self.read_block(u));
                 }
                 let (_, e) = self.channel(unit, fs, start + array, xfer);
+                first = first.min(start + array);
                 self.unit_free[u] = e;
                 self.stats.unit_busy_ns[u] += e - start;
                 end = end.max(e);
@@ -205,6 +284,7 @@ impl NvmeSsd {
             }
             let start = arrival.max(free);
             let e = start + cost;
+            first = first.min(start + array);
             if write && self.read_block_ns != 0 {
                 self.block_reads(group.clone(), e);
             }
@@ -214,6 +294,14 @@ impl NvmeSsd {
             }
             end = end.max(e);
         }
-        end
+        (end, first)
+    }
+
+    /// A read's media on the shared link's path: every piece reaches its unit at `at`
+    /// (the command is processed; no front-end transfer comes first). Returns when the
+    /// first piece's data starts to leave its unit and when the last piece ends.
+    fn media_read(&mut self, at: Nanos, offset: u64, len: u64) -> (Nanos, Nanos) {
+        let (end, first) = self.media(at, at, offset, len, false);
+        (first, end)
     }
 }

@@ -28,7 +28,8 @@ pub(super) struct Slot {
 }
 
 /// An internal event, ordered by time, then creation sequence: a command completion
-/// (`id` = slot) or the end of a destage program (`id` = `PROGRAM | unit`, `bytes`).
+/// (`id` = slot), the end of a destage program (`id` = `PROGRAM | unit`, `bytes`) or a
+/// change on the shared link (`id` = `LINK_EVENT`).
 /// The derived order is that order (`seq` is unique).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) struct Event {
@@ -39,6 +40,9 @@ pub(super) struct Event {
 }
 
 pub(super) const PROGRAM: u32 = 1 << 31;
+
+/// The id of the shared link's event (see `link.rs`).
+pub(super) const LINK_EVENT: u32 = 1 << 30;
 
 /// Fixed-point "ns per byte" (×2³²) so transfer times cost one multiply.
 #[derive(Clone, Copy, Debug)]

@@ -124,6 +124,8 @@ fn a_max_sweep_or_no_sweep_keeps_the_max_front_end() {
 /// given command times and buses.
 fn device(front_end: FrontEnd, cmd: (u64, u64), bus: (u64, u64)) -> DeviceProfile {
     let mut p = DeviceProfile::builtin("ull").unwrap();
+    // The calibration's closed forms are those of one command at a time.
+    p.controller.transfer = sluice_device::Transfer::Fifo;
     p.controller.front_end = front_end;
     (p.controller.read_cmd_ns, p.controller.write_cmd_ns) = cmd;
     p.media.bus_bandwidth_bytes = bus.0;
@@ -320,6 +322,7 @@ fn a_capped_sweep_gives_cmd_link_and_bus_and_keeps_the_qd1_latencies() {
 /// tails), the given command times, links and buses (ceilings).
 fn capped_device(cmd: (u64, u64), link: (u64, u64), bus: (u64, u64)) -> DeviceProfile {
     let mut p = DeviceProfile::builtin("ull").unwrap();
+    p.controller.transfer = sluice_device::Transfer::Fifo;
     p.controller.front_end = FrontEnd::AdditiveCapped;
     (p.controller.read_cmd_ns, p.controller.write_cmd_ns) = cmd;
     p.media.link_bandwidth_bytes = Some(link.0);
