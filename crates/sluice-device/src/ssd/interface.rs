@@ -72,7 +72,9 @@ pub struct DeviceStats {
     pub bytes_read: u64,
     /// Bytes of completed writes.
     pub bytes_written: u64,
-    /// Total service time booked on the shared front end (controller + host transfer).
+    /// Total service time booked on the shared front end (controller + host transfer;
+    /// with a shared transfer, each command's processing and transfer alone combined
+    /// as `controller.front_end` combines them).
     pub front_busy_ns: u64,
     /// Total service time booked on each media unit (reads, unbuffered writes and
     /// destage programs).
