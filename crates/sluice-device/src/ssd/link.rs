@@ -42,19 +42,16 @@ fn share(dt: Nanos, n: u64) -> u64 {
     }
 }
 
-/// A command whose processing is booked and whose transfer has not ended.
+/// A transfer booked on the link: its command's slot, when it starts (joins the
+/// link), when its command's processing ends, its time alone, and whether the media
+/// come after it (a write) or it ends the command (a read's data going to the host).
 #[derive(Clone, Copy, Debug)]
-struct Staged {
-    slot: u32,
-    /// When its transfer starts (joins the link).
-    start: Nanos,
-    /// When its command processing ends.
-    cmd_end: Nanos,
-    /// Its transfer time alone, ns.
-    work: Nanos,
-    /// The media come after the transfer (a write); otherwise the transfer ends the
-    /// command (a read's data going to the host).
-    then_media: bool,
+pub(super) struct Staged {
+    pub(super) slot: u32,
+    pub(super) start: Nanos,
+    pub(super) cmd_end: Nanos,
+    pub(super) work: Nanos,
+    pub(super) then_media: bool,
 }
 
 /// A transfer in progress.
@@ -65,15 +62,13 @@ struct Active {
     left: u64,
 }
 
-/// A transfer that ended: the command, when its transfer started and when the front
-/// end is done with it (the later of its transfer's and its processing's end).
+/// A transfer that ended, its command, and when the front end is done with it (the
+/// later of its transfer's and its processing's end).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Departed {
-    pub(super) slot: u32,
-    pub(super) cmd: Command,
-    pub(super) start: Nanos,
-    pub(super) done: Nanos,
-    pub(super) then_media: bool,
+    job: Staged,
+    cmd: Command,
+    done: Nanos,
 }
 
 /// The link's state.
@@ -119,24 +114,10 @@ impl Link {
         (start, self.cpu_free)
     }
 
-    /// Book `slot`'s transfer of `work` ns (alone) to start at `start`.
-    pub(super) fn stage(
-        &mut self,
-        slot: u32,
-        cmd: Command,
-        start: Nanos,
-        cmd_end: Nanos,
-        work: Nanos,
-        then_media: bool,
-    ) {
-        self.cmds[slot as usize] = cmd;
-        let job = Staged {
-            slot,
-            start,
-            cmd_end,
-            work,
-            then_media,
-        };
+    /// Book `job`, the transfer of `cmd`.
+    fn stage(&mut self, cmd: Command, job: Staged) {
+        self.cmds[job.slot as usize] = cmd;
+        let start = job.start;
         // Start times mostly come in order (processing is FIFO; a read's varies with
         // its media): look from the back.
         if self.joining.back().is_none_or(|j| j.start <= start) {
@@ -215,11 +196,9 @@ impl Link {
                 if self.active[i].left == 0 {
                     let a = self.active.remove(i);
                     out.push(Departed {
-                        slot: a.job.slot,
+                        job: a.job,
                         cmd: self.cmds[a.job.slot as usize],
-                        start: a.job.start,
                         done: next.max(a.job.cmd_end),
-                        then_media: a.job.then_media,
                     });
                 } else {
                     i += 1;
@@ -248,19 +227,10 @@ impl Link {
 }
 
 impl NvmeSsd {
-    /// Book `slot`'s transfer on the shared link from `start` (processing booked to end
-    /// at `cmd_end`); `then_media`: the media follow it (a write).
-    pub(super) fn link_stage(
-        &mut self,
-        slot: u32,
-        cmd: Command,
-        start: Nanos,
-        cmd_end: Nanos,
-        work: Nanos,
-        then_media: bool,
-    ) {
+    /// Book `job`, the transfer of `cmd`, on the shared link (its processing booked).
+    pub(super) fn link_stage(&mut self, cmd: Command, job: Staged) {
         let link = self.sharing.as_mut().expect("shared transfer");
-        link.stage(slot, cmd, start, cmd_end, work, then_media);
+        link.stage(cmd, job);
         self.link_run(0);
     }
 
@@ -288,13 +258,13 @@ impl NvmeSsd {
             self.push_event(t, LINK_EVENT, 0);
         }
         for d in ended.drain(..) {
-            let done = if d.then_media {
-                self.after_front(d.slot, &d.cmd, d.start, d.done)
+            let done = if d.job.then_media {
+                self.after_front(d.job.slot, &d.cmd, d.job.start, d.done)
             } else {
                 Some(d.done)
             };
             if let Some(done) = done {
-                self.push_event(done + self.complete_ns, d.slot, 0);
+                self.push_event(done + self.complete_ns, d.job.slot, 0);
             }
         }
         self.sharing_ended = ended;
@@ -316,14 +286,24 @@ mod tests {
         }
     }
 
+    fn job(i: usize, start: Nanos, work: Nanos) -> Staged {
+        Staged {
+            slot: i as u32,
+            start,
+            cmd_end: start,
+            work,
+            then_media: true,
+        }
+    }
+
     fn run(jobs: &[(Nanos, Nanos)]) -> Vec<(u32, Nanos)> {
         let mut link = Link::new(64);
         for (i, &(start, work)) in jobs.iter().enumerate() {
-            link.stage(i as u32, cmd(i as u32), start, start, work, true);
+            link.stage(cmd(i as u32), job(i, start, work));
         }
         let mut out = Vec::new();
         link.run_to(Nanos::MAX / 2, &mut out);
-        out.iter().map(|d| (d.slot, d.done)).collect()
+        out.iter().map(|d| (d.job.slot, d.done)).collect()
     }
 
     proptest::proptest! {
@@ -341,12 +321,12 @@ mod tests {
             // Some transfers already in progress, the rest still to join.
             let split = done_first.min(sorted.len());
             for (i, &(start, work)) in sorted[..split].iter().enumerate() {
-                link.stage(i as u32, cmd(i as u32), start, start, work, true);
+                link.stage(cmd(i as u32), job(i, start, work));
             }
             let cut = sorted[..split].last().map_or(0, |j| j.0);
             link.run_to(cut, &mut out);
             for (i, &(start, work)) in sorted.iter().enumerate().skip(split) {
-                link.stage(i as u32, cmd(i as u32), start.max(cut), start.max(cut), work, true);
+                link.stage(cmd(i as u32), job(i, start.max(cut), work));
             }
             let foreseen = link.next_departure();
             let before = out.len();

@@ -2,6 +2,7 @@
 //! host transfer), then the media units (pieces placed by LBA or at the write pointer),
 //! or the write buffer.
 
+use super::link::Staged;
 use super::{BufferWaiter, Command, FlushWaiter, FrontEnd, NvmeSsd, WritePlacement};
 use sluice_core::{Nanos, Op};
 
@@ -84,14 +85,32 @@ impl NvmeSsd {
             } else {
                 self.media_read(ce, cmd.offset, len)
             };
-            self.link_stage(slot, *cmd, first, end, xfer, false);
+            self.link_stage(
+                *cmd,
+                Staged {
+                    slot,
+                    start: first,
+                    cmd_end: end,
+                    work: xfer,
+                    then_media: false,
+                },
+            );
             return None;
         }
         let xs = match self.front_end {
             FrontEnd::Max => cs,
             FrontEnd::Additive | FrontEnd::AdditiveCapped => ce,
         };
-        self.link_stage(slot, *cmd, xs, ce, xfer, true);
+        self.link_stage(
+            *cmd,
+            Staged {
+                slot,
+                start: xs,
+                cmd_end: ce,
+                work: xfer,
+                then_media: true,
+            },
+        );
         None
     }
 
