@@ -66,6 +66,11 @@ struct SimArgs {
     /// 252,126,42, burst 8), `wrr:HPW,MPW,LPW` or `wrr:HPW,MPW,LPW,BURST`.
     #[arg(long)]
     arbitration: Option<String>,
+    /// Override how the commands in flight share the device's host transfer: `fifo`
+    /// (one at a time, in fetch order) or `shared` (processor sharing, as PCIe
+    /// interleaves packets; `ull`'s own). See docs/devices.md, "The transfer".
+    #[arg(long)]
+    transfer: Option<sluice::device::Transfer>,
     /// Also run each job alone (under `none`) and report FIOS's figures: each task's
     /// slowdown against its alone-run, the proportional slowdown and the concurrent
     /// efficiency (FIOS Eq. 2).
@@ -179,11 +184,7 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
             );
         }
     }
-    let mut profile = DeviceProfile::resolve(&args.device)?;
-    if let Some(text) = &args.arbitration {
-        profile = profile.with_arbitration(text.parse()?);
-        profile.validate()?;
-    }
+    let profile = sim_profile(&args)?;
     let default_policies = if args.job.is_none() {
         vec!["none,ld,rcp".to_string()]
     } else {
@@ -277,6 +278,19 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
 }
 
 /// `sluice sim --fs …`: the jobs on the journaled store of a simulated stack.
+/// `--device` with `--arbitration` and `--transfer` applied.
+fn sim_profile(args: &SimArgs) -> Result<DeviceProfile, CliError> {
+    let mut profile = DeviceProfile::resolve(&args.device)?;
+    if let Some(text) = &args.arbitration {
+        profile = profile.with_arbitration(text.parse()?);
+    }
+    if let Some(t) = args.transfer {
+        profile.controller.transfer = t;
+    }
+    profile.validate()?;
+    Ok(profile)
+}
+
 fn sim_on_store(
     args: &SimArgs,
     jobs: &[sluice::workload::JobSpec],
@@ -291,11 +305,7 @@ fn sim_on_store(
         "buffered jobs go through the store's own buffer",
     )?;
     let plan = cmd_fs::plan(jobs, fs)?;
-    let mut profile = DeviceProfile::resolve(&args.device)?;
-    if let Some(text) = &args.arbitration {
-        profile = profile.with_arbitration(text.parse()?);
-        profile.validate()?;
-    }
+    let profile = sim_profile(args)?;
     let policies = if args.policy.is_empty() {
         vec!["none".to_string()]
     } else {

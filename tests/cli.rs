@@ -219,6 +219,33 @@ fn arbitration_override() {
     );
 }
 
+/// `--transfer` overrides the profile's: on `ull` (shared) the critical reader moves
+/// its data beside the 64 KiB writes; FIFO makes it wait for them. A bad value is
+/// refused with the accepted ones.
+#[test]
+fn transfer_override() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(dir.path(), "j.fio", SHORT);
+    let crit_mean = |extra: &[&str]| -> f64 {
+        let json = dir.path().join("out.json");
+        let mut args = vec!["sim", &job, "-q", "--json", json.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let o = sluice(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        assert_eq!(v["jobs"][0]["jobname"], "crit");
+        v["jobs"][0]["read"]["clat_ns"]["mean"].as_f64().unwrap()
+    };
+    let shared = crit_mean(&[]);
+    assert_eq!(crit_mean(&["--transfer", "shared"]), shared);
+    let fifo = crit_mean(&["--transfer", "fifo"]);
+    assert!(fifo > 2.0 * shared, "fifo {fifo} ns, shared {shared} ns");
+    assert_bad_input(
+        &sluice(&["sim", &job, "--transfer", "ps"]),
+        &["ps", "fifo", "shared"],
+    );
+}
+
 #[test]
 fn alone_reports_fios_figures() {
     let dir = tempfile::tempdir().unwrap();

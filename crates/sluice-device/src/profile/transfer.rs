@@ -42,6 +42,21 @@ impl Transfer {
     }
 }
 
+impl std::str::FromStr for Transfer {
+    type Err = String;
+
+    /// `fifo` or `shared` (the command line's `--transfer`).
+    fn from_str(s: &str) -> Result<Transfer, String> {
+        match s {
+            "fifo" => Ok(Transfer::Fifo),
+            "shared" => Ok(Transfer::Shared),
+            _ => Err(format!(
+                "unknown transfer \"{s}\": use \"fifo\" (one command's transfer at a time) or \"shared\" (the transfers in flight share the bandwidth)"
+            )),
+        }
+    }
+}
+
 /// `controller.transfer` from any TOML value, or an error that names the key and the
 /// accepted values.
 pub(super) fn de_transfer<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Transfer, D::Error> {
