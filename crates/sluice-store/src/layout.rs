@@ -10,7 +10,7 @@
 //! data_start ..                file data and indirect blocks
 //! ```
 //!
-//! An inode (used flag, size, change counter, block map) maps its file by 24 direct
+//! An inode (used flag, its crc32c, size, change counter, block map) maps its file by 24 direct
 //! block numbers, one indirect block of 1 024 numbers and one double-indirect block of
 //! 1 024 indirect blocks (files up to 4 GiB + 4 MiB + 96 KiB). Every record carries a
 //! magic and a crc32c where a torn or stale write must be told apart.
@@ -22,6 +22,15 @@
 //! The superblock carries incompatible-feature flags (bytes 36..44, as ext4's
 //! `s_feature_incompat`): a build refuses to mount an image with a flag it does not know,
 //! instead of misreading it. Images made before the flags existed hold zero there.
+//!
+//! With [`FEATURE_METADATA_CSUM`] (every image this build makes; ext4's
+//! `metadata_csum`) the home metadata records carry a crc32c: an inode in bytes 4..8
+//! (over its 128 bytes with those zero), a directory entry in bytes 60..64 (over the
+//! 60 before; names are then at most 55 bytes). Mount checks every one after recovery
+//! and refuses a store with a damaged one, naming it. An all-zero record (never
+//! written) needs none. The bitmap is not checksummed: mount rebuilds it from the
+//! inodes. The block-map blocks are full of block numbers and carry none either (the
+//! journal's tags cover them in the journal, as every metadata block).
 
 /// Bytes in a block.
 pub const BLOCK: usize = 4096;
@@ -82,8 +91,10 @@ pub const INODES_PER_BLOCK: usize = BLOCK / INODE_SIZE;
 pub const DIRENT_SIZE: usize = 64;
 /// Directory entries per block.
 pub const DIRENTS_PER_BLOCK: usize = BLOCK / DIRENT_SIZE;
-/// Longest file name, bytes.
-pub const MAX_NAME: usize = DIRENT_SIZE - 5;
+/// Longest file name, bytes (a directory entry keeps its crc32c in its last 4 bytes;
+/// images made before [`FEATURE_METADATA_CSUM`] hold names of up to 59 bytes, which
+/// still read).
+pub const MAX_NAME: usize = DIRENT_SIZE - 9;
 
 const SB_MAGIC: &[u8; 8] = b"SLUICEFS";
 
@@ -91,8 +102,12 @@ const SB_MAGIC: &[u8; 8] = b"SLUICEFS";
 /// Every image this build makes has it; a build without it would see the files cut at
 /// 4 MiB + 96 KiB and their blocks beyond as leaked.
 pub const FEATURE_DOUBLE_INDIRECT: u64 = 1;
+/// Incompatible feature: inodes and directory entries carry a crc32c (see the module
+/// docs). A build without it would write them without one, and this build would then
+/// refuse the image as damaged.
+pub const FEATURE_METADATA_CSUM: u64 = 2;
 /// The incompatible features this build knows.
-pub const KNOWN_FEATURES: u64 = FEATURE_DOUBLE_INDIRECT;
+pub const KNOWN_FEATURES: u64 = FEATURE_DOUBLE_INDIRECT | FEATURE_METADATA_CSUM;
 
 /// The geometry, as the superblock records it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,6 +120,9 @@ pub struct Geometry {
     pub journal: u64,
     /// f-transaction area blocks.
     pub fjournal: u64,
+    /// The home metadata records carry checksums ([`FEATURE_METADATA_CSUM`]; every
+    /// image this build makes).
+    pub metadata_csum: bool,
 }
 
 impl Geometry {
@@ -117,6 +135,7 @@ impl Geometry {
             inodes: 1024,
             journal: 256,
             fjournal: 256,
+            metadata_csum: true,
         }
     }
     /// First journal block (its superblock).
@@ -203,7 +222,13 @@ impl Geometry {
         b[16..20].copy_from_slice(&self.inodes.to_le_bytes());
         b[20..28].copy_from_slice(&self.journal.to_le_bytes());
         b[28..36].copy_from_slice(&self.fjournal.to_le_bytes());
-        b[36..44].copy_from_slice(&KNOWN_FEATURES.to_le_bytes());
+        let features = FEATURE_DOUBLE_INDIRECT
+            | if self.metadata_csum {
+                FEATURE_METADATA_CSUM
+            } else {
+                0
+            };
+        b[36..44].copy_from_slice(&features.to_le_bytes());
         let crc = crc32c::crc32c(&b[..BLOCK - 4]);
         b[BLOCK - 4..].copy_from_slice(&crc.to_le_bytes());
         b
@@ -217,7 +242,8 @@ impl Geometry {
         if crc32c::crc32c(&b[..BLOCK - 4]) != le32(b, BLOCK - 4) {
             return Err("the superblock's checksum is wrong".into());
         }
-        let unknown = le64(b, 36) & !KNOWN_FEATURES;
+        let features = le64(b, 36);
+        let unknown = features & !KNOWN_FEATURES;
         if unknown != 0 {
             return Err(format!(
                 "this store uses on-disk features this build of sluice does not know \
@@ -229,6 +255,7 @@ impl Geometry {
             inodes: le32(b, 16),
             journal: le64(b, 20),
             fjournal: le64(b, 28),
+            metadata_csum: features & FEATURE_METADATA_CSUM != 0,
         };
         g.validate()?;
         Ok(g)
@@ -255,7 +282,8 @@ pub struct Inode {
 }
 
 impl Inode {
-    /// Write it into `b` (128 bytes).
+    /// Write it into `b` (128 bytes), with its crc32c (harmless in an image without
+    /// [`FEATURE_METADATA_CSUM`]: those bytes were unused).
     pub fn encode(&self, b: &mut [u8]) {
         b[..INODE_SIZE].fill(0);
         b[0] = self.used as u8;
@@ -266,6 +294,8 @@ impl Inode {
         b[112..116].copy_from_slice(&self.indirect.to_le_bytes());
         b[116..120].copy_from_slice(&self.double.to_le_bytes());
         b[120..128].copy_from_slice(&self.change.to_le_bytes());
+        let crc = inode_crc(&b[..INODE_SIZE]);
+        b[4..8].copy_from_slice(&crc.to_le_bytes());
     }
 
     /// The same file data reachable the same way: everything but the change counter
@@ -294,12 +324,40 @@ impl Inode {
     }
 }
 
-/// A directory entry: (inode, name); inode 0 = free slot.
-pub fn encode_dirent(b: &mut [u8], ino: u32, name: &str) {
+/// The crc32c of an inode record: over its bytes with the crc's own (4..8) as zero.
+fn inode_crc(b: &[u8]) -> u32 {
+    let c = crc32c::crc32c(&b[..4]);
+    let c = crc32c::crc32c_append(c, &[0; 4]);
+    crc32c::crc32c_append(c, &b[8..INODE_SIZE])
+}
+
+/// Whether an inode record is intact: never written (all zero) or its crc32c holds.
+pub fn inode_intact(b: &[u8]) -> bool {
+    let b = &b[..INODE_SIZE];
+    b.iter().all(|&x| x == 0) || inode_crc(b) == le32(b, 4)
+}
+
+/// Where a directory entry keeps its crc32c (with [`FEATURE_METADATA_CSUM`]).
+const DIRENT_CRC: usize = DIRENT_SIZE - 4;
+
+/// A directory entry: (inode, name); inode 0 = free slot. With `csum`, its crc32c in
+/// its last 4 bytes (the name then fits [`MAX_NAME`]).
+pub fn encode_dirent(b: &mut [u8], ino: u32, name: &str, csum: bool) {
     b[..DIRENT_SIZE].fill(0);
     b[..4].copy_from_slice(&ino.to_le_bytes());
     b[4] = name.len() as u8;
     b[5..5 + name.len()].copy_from_slice(name.as_bytes());
+    if csum {
+        let crc = crc32c::crc32c(&b[..DIRENT_CRC]);
+        b[DIRENT_CRC..DIRENT_SIZE].copy_from_slice(&crc.to_le_bytes());
+    }
+}
+
+/// Whether a directory entry with a crc32c is intact: never written (all zero) or its
+/// crc32c holds.
+pub fn dirent_intact(b: &[u8]) -> bool {
+    let b = &b[..DIRENT_SIZE];
+    b.iter().all(|&x| x == 0) || crc32c::crc32c(&b[..DIRENT_CRC]) == le32(b, DIRENT_CRC)
 }
 
 /// Read a directory entry.
@@ -308,7 +366,7 @@ pub fn decode_dirent(b: &[u8]) -> Option<(u32, String)> {
     if ino == 0 {
         return None;
     }
-    let n = (b[4] as usize).min(MAX_NAME);
+    let n = (b[4] as usize).min(DIRENT_SIZE - 5);
     Some((ino, String::from_utf8_lossy(&b[5..5 + n]).into_owned()))
 }
 

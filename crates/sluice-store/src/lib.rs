@@ -21,7 +21,8 @@
 //! indirect block not until the next checkpoint, so no replay writes its old image
 //! over a new owner). Files can be truncated; `fdatasync` skips the commit when only
 //! the change counter moved. Journal blocks are checksummed (crc32c) and damage is
-//! reported at mount, never replayed.
+//! reported at mount, never replayed; inodes and directory entries carry their own
+//! crc32c at home, and mount refuses a store with a damaged one, naming it.
 //!
 //! Applications use [`Fs`]: the runtime `File`'s API over either the stack's own files
 //! or a store's, chosen by one setting ([`FsConfig`]). [`crashtest`] is the seeded

@@ -320,10 +320,10 @@ fn a_truncation_too_big_for_one_transaction_is_refused_and_changes_nothing() {
     // nothing on the device.
     const GROUP: u64 = 4096 * 8;
     let g = Geometry {
-        blocks: 4 * GROUP + 1024,
         inodes: 64,
         journal: 8,
         fjournal: 4,
+        ..Geometry::new(4 * GROUP + 1024)
     };
     for mode in [CommitMode::Compound, CommitMode::FileLevel] {
         let image = crash_after(mode, g, |s| async move {

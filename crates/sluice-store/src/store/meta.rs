@@ -67,6 +67,7 @@ impl State {
             &mut self.meta.get_mut(&b).expect("directory")[off..],
             ino,
             name,
+            self.g.metadata_csum,
         );
         self.dirty(b);
     }

@@ -8,7 +8,10 @@ use sluice_runtime::{sleep, spawn, Activity, Condvar, File, IoOptions, Mutex, Ta
 
 use super::{CommitMode, Dev, State, Store, StoreError, StoreStats, Txn, COMMIT_INTERVAL_NS};
 use crate::journal;
-use crate::layout::{decode_dirent, le32, Geometry, Inode, BLOCK, INODE_SIZE, PER_INDIRECT};
+use crate::layout::{
+    decode_dirent, dirent_intact, inode_intact, le32, Geometry, Inode, BLOCK, INODE_SIZE,
+    PER_INDIRECT,
+};
 use crate::recover;
 
 impl Store {
@@ -76,6 +79,9 @@ impl Store {
             for ((t, _), d) in h.tags.iter().zip(blocks) {
                 home.insert(*t, d.clone());
             }
+        }
+        if g.metadata_csum {
+            check_records(&g, &meta)?;
         }
         let mut inodes = Vec::with_capacity(g.inodes as usize);
         for ino in 1..=g.inodes {
@@ -252,4 +258,30 @@ impl Store {
         });
         Ok(store)
     }
+}
+
+/// With metadata checksums: every inode and directory entry, as recovery left them, is
+/// intact — or the store is refused, naming the first damaged record. A crash cannot
+/// damage one: the journal keeps every metadata block until it is home, and recovery
+/// writes it again.
+fn check_records(g: &Geometry, meta: &BTreeMap<u64, Vec<u8>>) -> Result<(), StoreError> {
+    let damaged = |what: String, b: u64, off: usize| {
+        StoreError::Corrupt(format!(
+            "{what} (block {b}, byte {off}) fails its checksum: the store's metadata is \
+             damaged, so it was not mounted; restore the image from a copy"
+        ))
+    };
+    for ino in 1..=g.inodes {
+        let (b, off) = g.inode_pos(ino);
+        if !inode_intact(&meta[&b][off..]) {
+            return Err(damaged(format!("inode {ino}"), b, off));
+        }
+    }
+    for slot in 0..g.inodes {
+        let (b, off) = g.dirent_pos(slot);
+        if !dirent_intact(&meta[&b][off..]) {
+            return Err(damaged(format!("directory entry {slot}"), b, off));
+        }
+    }
+    Ok(())
 }
