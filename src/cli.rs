@@ -78,6 +78,9 @@ pub enum CliError {
     /// Stopped by Ctrl-C; the results so far were printed.
     #[error("interrupted; the results above cover the run until the stop")]
     Interrupted,
+    /// `sluice fsck`: the store is damaged or inconsistent.
+    #[error("{0}")]
+    Fsck(String),
 }
 
 impl CliError {
@@ -107,6 +110,7 @@ impl CliError {
             CliError::Store(e) if e.is_input() => 2,
             CliError::Store(_) => 1,
             CliError::Interrupted => 130,
+            CliError::Fsck(_) => 1,
         }
     }
 }

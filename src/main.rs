@@ -18,6 +18,7 @@ use sluice::sim::SimConfig;
 mod cmd_calibrate;
 mod cmd_crashtest;
 mod cmd_fs;
+mod cmd_fsck;
 mod cmd_repro;
 mod cmd_run;
 mod cmd_sweep;
@@ -47,6 +48,9 @@ enum Cmd {
     /// Crash the journaled store at seeded instants and check each recovery (the
     /// test suite's harness, for long runs).
     Crashtest(cmd_crashtest::CrashtestArgs),
+    /// Check a journaled store's image without changing it: what recovery would redo,
+    /// the metadata checksums and the structure (exit 1 if damaged or inconsistent).
+    Fsck(cmd_fsck::FsckArgs),
     /// Run a job file over the cross product of devices, job options, policies and seeds
     /// (cells side by side on all cores), one table, CSV and JSON row per cell.
     Sweep(cmd_sweep::SweepArgs),
@@ -125,6 +129,7 @@ fn main() -> ExitCode {
         Cmd::Run(args) => cmd_run::cmd_run(args),
         Cmd::Calibrate(args) => cmd_calibrate::cmd_calibrate(args),
         Cmd::Crashtest(args) => cmd_crashtest::cmd_crashtest(args),
+        Cmd::Fsck(args) => cmd_fsck::cmd_fsck(args),
         Cmd::Sweep(args) => cmd_sweep::cmd_sweep(args),
         Cmd::List => cmd_list(),
     };

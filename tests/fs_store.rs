@@ -134,6 +134,58 @@ fn run_on_the_store_in_a_temporary_directory() {
     assert!(!dir.path().join("sluice-fio-store.img").exists());
 }
 
+/// `sluice fsck` on the store a real run kept: consistent (exit 0), the image not
+/// changed; a file that is no store is refused (exit 1); a missing one is bad input.
+#[test]
+fn fsck_checks_a_kept_store_without_changing_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(dir.path(), "w.fio", JOB);
+    let d = dir.path().to_str().unwrap();
+    let o = sluice(&[
+        "run",
+        &job,
+        "--fs",
+        "fjournal",
+        "-D",
+        d,
+        "--keep-files",
+        "-q",
+    ]);
+    let e = stderr(&o);
+    if !o.status.success() && (e.contains("io_uring") || e.contains("O_DIRECT")) {
+        eprintln!("skipped: {e}");
+        return;
+    }
+    assert!(o.status.success(), "{e}");
+    let image = dir.path().join("sluice-fio-store.img");
+    let before = std::fs::read(&image).unwrap();
+    let o = sluice(&["fsck", image.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    assert!(
+        out.contains("metadata checksums")
+            && out.contains("2 file(s)")
+            && out.contains("consistent"),
+        "{out}"
+    );
+    assert!(
+        std::fs::read(&image).unwrap() == before,
+        "fsck changed the image"
+    );
+    let not_a_store = write(dir.path(), "zeros.img", &"\0".repeat(1 << 20));
+    let o = sluice(&["fsck", &not_a_store]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no sluice store here"),
+        "{}",
+        stderr(&o)
+    );
+    refused(
+        &sluice(&["fsck", &format!("{d}/missing.img")]),
+        &["missing.img", "no such file"],
+    );
+}
+
 /// Start `sluice ARGS`, send SIGINT after `after`, and wait for it.
 fn interrupt(args: &[&str], after: Duration) -> std::process::Output {
     let child = Command::new(env!("CARGO_BIN_EXE_sluice"))

@@ -12,11 +12,13 @@ use sluice_runtime::{
 use crate::layout::{Geometry, BLOCK, MAX_FILE_BLOCKS, MAX_NAME};
 pub use breakdown::FsyncBreakdown;
 use breakdown::Phases;
+pub use inspect::Inspection;
 
 mod blockmap;
 mod breakdown;
 mod commit;
 mod data;
+mod inspect;
 mod meta;
 mod mount;
 mod names;
@@ -448,9 +450,7 @@ impl Store {
     /// Free blocks of the data area (blocks freed by a transaction not yet committed
     /// count as used: they are reused after the commit).
     pub fn free_blocks(&self) -> u64 {
-        let st = self.st.borrow();
-        let data = st.g.data_start() as usize..st.g.blocks as usize;
-        st.used[data].iter().filter(|u| !**u).count() as u64
+        self.st.borrow().free_blocks()
     }
 
     /// A crc32c of the metadata as it stands (inode table, directory, bitmap, the used
@@ -469,11 +469,7 @@ impl Store {
 
     /// The files, by name.
     pub fn list(&self) -> Vec<(String, u64)> {
-        let st = self.st.borrow();
-        st.names
-            .iter()
-            .map(|(n, (ino, _))| (n.clone(), st.inode(*ino).size))
-            .collect()
+        self.st.borrow().files()
     }
 
     /// Make `f` durable — its data and all its metadata (size, block map, change
@@ -579,34 +575,7 @@ impl Store {
     /// once and marked in the bitmap; no other data block marked; names point at used
     /// inodes. Returns the problems found (none: consistent).
     pub fn check(&self) -> Vec<String> {
-        let st = self.st.borrow();
-        let g = st.g;
-        let mut problems = Vec::new();
-        let mut owner: BTreeMap<u64, u32> = BTreeMap::new();
-        for ino in 1..=g.inodes {
-            let i = st.inode(ino);
-            if !i.used {
-                continue;
-            }
-            for b in st.blocks_of(&i) {
-                if b < g.data_start() || b >= g.blocks {
-                    problems.push(format!("inode {ino}: block {b} outside the data area"));
-                } else if let Some(o) = owner.insert(b, ino) {
-                    problems.push(format!("block {b} owned by inodes {o} and {ino}"));
-                }
-            }
-        }
-        for b in g.data_start()..g.blocks {
-            if st.bit(b) != owner.contains_key(&b) {
-                problems.push(format!("bitmap bit of block {b} is {}", st.bit(b)));
-            }
-        }
-        for (name, (ino, _)) in &st.names {
-            if !st.inode(*ino).used {
-                problems.push(format!("'{name}' names unused inode {ino}"));
-            }
-        }
-        problems
+        self.st.borrow().problems()
     }
 }
 

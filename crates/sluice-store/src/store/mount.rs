@@ -49,8 +49,63 @@ impl Store {
     /// without a name, and start the journal task.
     pub async fn mount(file: &File, mode: CommitMode) -> Result<Rc<Store>, StoreError> {
         let dev = Dev { file: *file };
+        let Loaded { st, home } = Store::load(&dev).await?;
+        let g = st.g;
+        // Redone blocks go home now, then the journals are reclaimed (normal first:
+        // its new first id is above every f-transaction's).
+        let home: Vec<(u64, Vec<u8>)> = home
+            .into_iter()
+            .map(|b| (b, st.meta.get(&b).cloned().unwrap_or_default()))
+            .filter(|(_, v)| !v.is_empty())
+            .collect();
+        dev.write_all(&home, IoOptions::new()).await?;
+        dev.flush().await?;
+        let js = journal::encode_super(false, st.running.id);
+        dev.write(g.journal_start(), &js, IoOptions::new().fua(true))
+            .await?;
+        let fsb = journal::encode_fsuper(st.fseq, 1);
+        dev.write(g.fjournal_start(), &fsb, IoOptions::new().fua(true))
+            .await?;
+        let store = Rc::new(Store {
+            dev,
+            mode,
+            st: RefCell::new(st),
+            lock: Mutex::new(()),
+            work: Condvar::new(),
+            done: Condvar::new(),
+            commit_lock: Mutex::new(()),
+            fsync_path: std::cell::Cell::new(super::FsyncPath::Sync),
+            class_limits: std::cell::Cell::new(false),
+            journal_class: std::cell::Cell::new(sluice_runtime::IoClass::Normal),
+            fj_lock: Mutex::new(()),
+        });
+        let s = store.clone();
+        let _journal = spawn(TaskCtx::new("jbd").activity(Activity::WAL), async move {
+            s.journal_task().await
+        });
+        let s = store.clone();
+        let _timer = spawn(TaskCtx::new("jbd-timer"), async move {
+            loop {
+                sleep(COMMIT_INTERVAL_NS).await;
+                let id = {
+                    let st = s.st.borrow();
+                    (!st.running.dirty.is_empty()).then_some(st.running.id)
+                };
+                if let Some(id) = id {
+                    s.request(id);
+                }
+            }
+        });
+        Ok(store)
+    }
+
+    /// What recovery finds on `dev`, in memory only (nothing is written): the state a
+    /// mount starts from — committed transactions redone, then the f-transactions above
+    /// them, metadata checksums checked, orphans freed, the bitmap rebuilt — and the
+    /// blocks the mount then writes home.
+    pub(super) async fn load(dev: &Dev) -> Result<Loaded, StoreError> {
         let g = Geometry::decode(&dev.read(0).await?).map_err(StoreError::Corrupt)?;
-        let found = recover::scan(&dev, &g).await?;
+        let found = recover::scan(dev, &g).await?;
         let mut stats = StoreStats {
             redone: found.redone,
             fredone: found.ftxns.len() as u64,
@@ -211,53 +266,17 @@ impl Store {
             }
         }
         st.stats = stats;
-        // Redone blocks go home now, then the journals are reclaimed (normal first:
-        // its new first id is above every f-transaction's).
-        let home: Vec<(u64, Vec<u8>)> = home
-            .into_keys()
-            .map(|b| (b, st.meta.get(&b).cloned().unwrap_or_default()))
-            .filter(|(_, v)| !v.is_empty())
-            .collect();
-        dev.write_all(&home, IoOptions::new()).await?;
-        dev.flush().await?;
-        let js = journal::encode_super(false, st.running.id);
-        dev.write(g.journal_start(), &js, IoOptions::new().fua(true))
-            .await?;
-        let fsb = journal::encode_fsuper(st.fseq, 1);
-        dev.write(g.fjournal_start(), &fsb, IoOptions::new().fua(true))
-            .await?;
-        let store = Rc::new(Store {
-            dev,
-            mode,
-            st: RefCell::new(st),
-            lock: Mutex::new(()),
-            work: Condvar::new(),
-            done: Condvar::new(),
-            commit_lock: Mutex::new(()),
-            fsync_path: std::cell::Cell::new(super::FsyncPath::Sync),
-            class_limits: std::cell::Cell::new(false),
-            journal_class: std::cell::Cell::new(sluice_runtime::IoClass::Normal),
-            fj_lock: Mutex::new(()),
-        });
-        let s = store.clone();
-        let _journal = spawn(TaskCtx::new("jbd").activity(Activity::WAL), async move {
-            s.journal_task().await
-        });
-        let s = store.clone();
-        let _timer = spawn(TaskCtx::new("jbd-timer"), async move {
-            loop {
-                sleep(COMMIT_INTERVAL_NS).await;
-                let id = {
-                    let st = s.st.borrow();
-                    (!st.running.dirty.is_empty()).then_some(st.running.id)
-                };
-                if let Some(id) = id {
-                    s.request(id);
-                }
-            }
-        });
-        Ok(store)
+        Ok(Loaded {
+            st,
+            home: home.into_keys().collect(),
+        })
     }
+}
+
+/// What [`Store::load`] found: the state, and the blocks to write home.
+pub(super) struct Loaded {
+    pub(super) st: State,
+    pub(super) home: Vec<u64>,
 }
 
 /// With metadata checksums: every inode and directory entry, as recovery left them, is

@@ -1,6 +1,9 @@
 //! What the store's tests share: the image's name, a run on a fresh store that ends in
 //! a cut of the power, and a recovery that checks the structure.
 
+// Each test file uses what it needs of these.
+#![allow(dead_code)]
+
 use std::future::Future;
 use std::rc::Rc;
 
