@@ -107,26 +107,29 @@ fn create_on_open_on_raw_files_says_it_is_not_acted_on() {
     assert!(!stderr(&o).contains("create_on_open"), "{}", stderr(&o));
 }
 
+/// `sluice run JOB --fs fjournal -D DIR EXTRA…`; `None` (and the reason printed) where
+/// io_uring or direct I/O is unavailable.
+fn run_on_store(dir: &std::path::Path, job: &str, extra: &[&str]) -> Option<std::process::Output> {
+    let mut args = vec!["run", job, "--fs", "fjournal", "-D", dir.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let o = sluice(&args);
+    let e = stderr(&o);
+    if !o.status.success() && (e.contains("io_uring") || e.contains("O_DIRECT")) {
+        eprintln!("skipped: {e}");
+        return None;
+    }
+    assert!(o.status.success(), "{e}");
+    Some(o)
+}
+
 #[test]
 fn run_on_the_store_in_a_temporary_directory() {
     let dir = tempfile::tempdir().unwrap();
     let job = write(dir.path(), "w.fio", JOB);
-    let o = sluice(&[
-        "run",
-        &job,
-        "--fs",
-        "fjournal",
-        "-D",
-        dir.path().to_str().unwrap(),
-        "--output-format",
-        "json",
-    ]);
-    let e = stderr(&o);
-    if !o.status.success() && (e.contains("io_uring") || e.contains("O_DIRECT")) {
-        eprintln!("skipped: {e}");
+    let Some(o) = run_on_store(dir.path(), &job, &["--output-format", "json"]) else {
         return;
-    }
-    assert!(o.status.success(), "{e}");
+    };
+    let e = stderr(&o);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["jobs"][0]["sync"]["total_ios"], 18);
     assert_eq!(v["extra"]["engine"], "io_uring");
@@ -141,22 +144,9 @@ fn fsck_checks_a_kept_store_without_changing_it() {
     let dir = tempfile::tempdir().unwrap();
     let job = write(dir.path(), "w.fio", JOB);
     let d = dir.path().to_str().unwrap();
-    let o = sluice(&[
-        "run",
-        &job,
-        "--fs",
-        "fjournal",
-        "-D",
-        d,
-        "--keep-files",
-        "-q",
-    ]);
-    let e = stderr(&o);
-    if !o.status.success() && (e.contains("io_uring") || e.contains("O_DIRECT")) {
-        eprintln!("skipped: {e}");
+    if run_on_store(dir.path(), &job, &["--keep-files", "-q"]).is_none() {
         return;
     }
-    assert!(o.status.success(), "{e}");
     let image = dir.path().join("sluice-fio-store.img");
     let before = std::fs::read(&image).unwrap();
     let o = sluice(&["fsck", image.to_str().unwrap()]);

@@ -4,8 +4,8 @@
 
 mod common;
 
-use common::{crash_after, IMG};
-use sluice_runtime::{set_class, File, IoClass, Stack};
+use common::{crash_after, on_image};
+use sluice_runtime::{set_class, IoClass};
 use sluice_store::{CommitMode, Geometry, Inspection, Store, StoreStats};
 
 /// Inspect `image` twice, then mount it: both inspections, and the mount's counters
@@ -14,21 +14,13 @@ fn inspect_then_mount(
     mode: CommitMode,
     image: sluice_runtime::DiskImage,
 ) -> (Inspection, Inspection, StoreStats, Vec<(String, u64)>) {
-    Stack::builder()
-        .device("nand")
-        .image(image)
-        .build()
-        .unwrap()
-        .run(move || async move {
-            let f = File::open(IMG).await.unwrap();
-            let a = Store::inspect(&f).await.unwrap();
-            let b = Store::inspect(&f).await.unwrap();
-            let s = Store::mount(&f, mode).await.unwrap();
-            assert_eq!(s.check(), Vec::<String>::new());
-            (a, b, s.stats(), s.list())
-        })
-        .unwrap()
-        .value
+    on_image(image, move |f| async move {
+        let a = Store::inspect(&f).await.unwrap();
+        let b = Store::inspect(&f).await.unwrap();
+        let s = Store::mount(&f, mode).await.unwrap();
+        assert_eq!(s.check(), Vec::<String>::new());
+        (a, b, s.stats(), s.list())
+    })
 }
 
 #[test]

@@ -39,11 +39,10 @@ where
         .image
 }
 
-/// Mount `image` on `nand` (recovery), check the structure, and run `check` on the
-/// store.
-pub fn recover<F, Fut, T>(mode: CommitMode, image: DiskImage, check: F) -> T
+/// Open the store's file of `image` on `nand` and run `work` on it.
+pub fn on_image<F, Fut, T>(image: DiskImage, work: F) -> T
 where
-    F: FnOnce(Rc<Store>) -> Fut + 'static,
+    F: FnOnce(File) -> Fut + 'static,
     Fut: Future<Output = T> + 'static,
     T: 'static,
 {
@@ -52,12 +51,22 @@ where
         .image(image)
         .build()
         .unwrap()
-        .run(move || async move {
-            let f = File::open(IMG).await.unwrap();
-            let s = Store::mount(&f, mode).await.unwrap();
-            assert_eq!(s.check(), Vec::<String>::new());
-            check(s).await
-        })
+        .run(move || async move { work(File::open(IMG).await.unwrap()).await })
         .unwrap()
         .value
+}
+
+/// Mount `image` on `nand` (recovery), check the structure, and run `check` on the
+/// store.
+pub fn recover<F, Fut, T>(mode: CommitMode, image: DiskImage, check: F) -> T
+where
+    F: FnOnce(Rc<Store>) -> Fut + 'static,
+    Fut: Future<Output = T> + 'static,
+    T: 'static,
+{
+    on_image(image, move |f| async move {
+        let s = Store::mount(&f, mode).await.unwrap();
+        assert_eq!(s.check(), Vec::<String>::new());
+        check(s).await
+    })
 }
