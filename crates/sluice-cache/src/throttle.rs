@@ -34,7 +34,7 @@ const MS: Nanos = 1_000_000;
 
 /// Longest pause (Linux `MAX_PAUSE` = HZ / 5).
 pub const MAX_PAUSE_NS: Nanos = 200 * MS;
-/// One jiffy at HZ = 1000: the shortest pause.
+/// One jiffy at HZ = 250 (the default of Linux's `Kconfig.hz`): the shortest pause.
 pub const JIFFY_NS: Nanos = 4 * MS;
 /// Shortest interval between bandwidth updates (Linux `BANDWIDTH_INTERVAL`).
 pub const BANDWIDTH_INTERVAL_NS: Nanos = 200 * MS;

@@ -10,7 +10,7 @@
 //!   `PG_writeback` wait);
 //! - a writer **throttled** at its dirty limit kicks the flusher and *pauses* for
 //!   Linux's `balance_dirty_pages` time ([`sluice_cache::throttle`]: an eighth of the
-//!   time writeback needs for what is dirty, 1 ms to 200 ms), then asks again — it
+//!   time writeback needs for what is dirty, 4 ms to 200 ms), then asks again — it
 //!   sleeps, it is not woken when room is made;
 //! - a paused task that a critical task's chain of waits reaches (it holds a lock a
 //!   critical task wants, say) is boosted *and woken at once*, and asks again under the

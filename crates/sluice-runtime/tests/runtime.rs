@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use sluice_runtime::{
     cpu, now, sleep, spawn, Activity, Condvar, CostTable, DmaBuffer, File, Inherit, IoClass,
-    IoOptions, Mutex, Op, Stack, StackBuilder, TaskCtx, Wakeup,
+    IoOptions, JoinHandle, Mutex, Op, Stack, StackBuilder, TaskCtx, Wakeup,
 };
 
 const MS: u64 = 1_000_000;
@@ -314,28 +314,39 @@ fn no_lost_wakeups_under_contention() {
     assert_eq!(rt.boosts, rt.boost_ends);
 }
 
-/// A critical reader at QD1 on core 0, beside CPU-bound non-critical tasks on the same
-/// core. Returns the reader's mean post-device latency (completion → running again).
-fn post_device(wakeup: Wakeup) -> f64 {
-    let out = Stack::builder()
-        .cores(1)
+/// A stack of `cores` cores with the default host costs and wake-up rule `wakeup`.
+fn wakeup_stack(cores: u16, wakeup: Wakeup) -> Stack {
+    Stack::builder()
+        .cores(cores)
         .wakeup(wakeup)
         .costs(CostTable::default())
         .build()
         .unwrap()
+}
+
+/// Three CPU-bound non-critical tasks on core 0 (bursts of 200 µs) until `done`.
+fn spawn_hogs(done: &Rc<Cell<bool>>) -> Vec<JoinHandle<()>> {
+    (0..3)
+        .map(|i| {
+            let done = done.clone();
+            spawn(TaskCtx::new(format!("hog{i}")).core(0), async move {
+                while !done.get() {
+                    cpu(200 * US).await;
+                }
+            })
+        })
+        .collect()
+}
+
+/// A critical reader at QD1 on core 0, beside CPU-bound non-critical tasks on the same
+/// core. Returns the reader's mean post-device latency (completion → running again).
+fn post_device(wakeup: Wakeup) -> f64 {
+    let out = wakeup_stack(1, wakeup)
         .run(|| async {
             let f = File::create("data").await.unwrap();
             f.write_at(DmaBuffer::new(1 << 20), 0).await.0.unwrap();
             let done = Rc::new(Cell::new(false));
-            let mut hogs = Vec::new();
-            for i in 0..3 {
-                let done = done.clone();
-                hogs.push(spawn(TaskCtx::new(format!("hog{i}")), async move {
-                    while !done.get() {
-                        cpu(200 * US).await;
-                    }
-                }));
-            }
+            let hogs = spawn_hogs(&done);
             let reader = spawn(
                 TaskCtx::new("reader").critical().activity(Activity::GET),
                 async move {
@@ -379,23 +390,10 @@ fn critical_wakeup_cuts_the_time_after_the_device() {
 /// non-critical tasks there; a signaller on core 1 notifies it every 300 µs. Returns
 /// the waiter's mean time from the notify to running again.
 fn after_notify(wakeup: Wakeup) -> f64 {
-    Stack::builder()
-        .cores(2)
-        .wakeup(wakeup)
-        .costs(CostTable::default())
-        .build()
-        .unwrap()
+    wakeup_stack(2, wakeup)
         .run(|| async {
             let done = Rc::new(Cell::new(false));
-            let mut hogs = Vec::new();
-            for i in 0..3 {
-                let done = done.clone();
-                hogs.push(spawn(TaskCtx::new(format!("hog{i}")).core(0), async move {
-                    while !done.get() {
-                        cpu(200 * US).await;
-                    }
-                }));
-            }
+            let hogs = spawn_hogs(&done);
             let (m, cv) = (Rc::new(Mutex::new(0u64)), Rc::new(Condvar::new()));
             let stamp = Rc::new(Cell::new(0u64));
             let (m2, cv2, stamp2) = (m.clone(), cv.clone(), stamp.clone());
@@ -449,12 +447,7 @@ fn critical_wakeup_applies_to_a_condition_variable_too() {
 /// beside a non-critical task that only computes. Returns the non-critical task's share
 /// of the core over 100 ms and the report's count of deferred `next` picks.
 fn share_beside_waking_critical_tasks(wakeup: Wakeup) -> (f64, u64) {
-    let out = Stack::builder()
-        .cores(1)
-        .wakeup(wakeup)
-        .costs(CostTable::default())
-        .build()
-        .unwrap()
+    let out = wakeup_stack(1, wakeup)
         .run(|| async {
             let done = Rc::new(Cell::new(false));
             let mut crit = Vec::new();

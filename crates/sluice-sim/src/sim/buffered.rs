@@ -150,23 +150,21 @@ impl Sim<'_> {
     pub(super) fn buffered_delivered(&mut self, id: u32) {
         let b = self.buffered.as_mut().expect("the cache");
         let d = b.ready[id as usize].take().expect("a completed job I/O");
-        {
-            let (t, submit_ns, op, len) = b.ios[d.id as usize].take().expect("a job I/O in flight");
-            b.free.push(d.id as u32);
-            let f = Finished {
-                id: sluice_core::ReqId(u64::MAX),
-                token: t as u64,
-                op,
-                len,
-                class: self.jobs[self.threads[t as usize].job as usize].class,
-                submit_ns,
-                admit_ns: d.admit_ns,
-                dispatch_ns: d.dispatch_ns,
-                device_done_ns: d.device_done_ns,
-                ok: d.ok,
-            };
-            self.io_done(t, &f);
-        }
+        let (t, submit_ns, op, len) = b.ios[d.id as usize].take().expect("a job I/O in flight");
+        b.free.push(d.id as u32);
+        let f = Finished {
+            id: sluice_core::ReqId(u64::MAX),
+            token: t as u64,
+            op,
+            len,
+            class: self.jobs[self.threads[t as usize].job as usize].class,
+            submit_ns,
+            admit_ns: d.admit_ns,
+            dispatch_ns: d.dispatch_ns,
+            device_done_ns: d.device_done_ns,
+            ok: d.ok,
+        };
+        self.io_done(t, &f);
     }
 }
 
