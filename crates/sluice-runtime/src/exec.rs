@@ -405,11 +405,15 @@ impl Inner {
         core.gen += 1;
         core.fifo.push_front(cur);
         let task = &mut self.tasks[cur as usize];
-        task.burst += left;
         // What it had not run yet (the core's busy time may hold more than its slice:
-        // stack CPU, an interrupt).
-        task.vtime = task.vtime.saturating_sub(left);
-        task.burst_done = false;
+        // stack CPU, an interrupt). A slice that ends at this very instant left nothing:
+        // the burst stays as it was, done if that was its last slice (marking it not
+        // done with nothing left to run would leave the task pending for ever).
+        if left > 0 {
+            task.burst += left;
+            task.vtime = task.vtime.saturating_sub(left);
+            task.burst_done = false;
+        }
         task.state = TState::Queued;
         self.stats.preemptions += 1;
     }

@@ -60,6 +60,45 @@ fn run_step<'a>(
     })
 }
 
+/// Run `tasks` (class index, steps) on a simulated stack; the run must complete.
+fn run_tasks(
+    tasks: Vec<(u8, Vec<Step>)>,
+    policy: &str,
+    inherit: Inherit,
+) -> sluice_metrics::RuntimeFacts {
+    Stack::builder()
+        .policy(policy)
+        .inherit(inherit)
+        .build()
+        .unwrap()
+        .run(move || async move {
+            let locks: Rc<Vec<Rc<Mutex<()>>>> =
+                Rc::new((0..3).map(|_| Rc::new(Mutex::new(()))).collect());
+            let mut hs = Vec::new();
+            for (i, (class, steps)) in tasks.into_iter().enumerate() {
+                let class = [IoClass::Critical, IoClass::Normal, IoClass::Idle][class as usize];
+                let locks = locks.clone();
+                hs.push(spawn(
+                    TaskCtx::new(format!("t{i}")).class(class),
+                    async move {
+                        let f = File::create(&format!("f{i}")).await.unwrap();
+                        for s in &steps {
+                            run_step(s, &locks, f).await;
+                        }
+                    },
+                ));
+            }
+            for h in hs {
+                h.await;
+            }
+        })
+        .expect("the run completes")
+        .report
+        .extra
+        .runtime
+        .unwrap()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
     #[test]
@@ -68,33 +107,25 @@ proptest! {
         policy in prop_oneof![Just("rcp"), Just("none"), Just("ld")],
         inherit in prop_oneof![Just(Inherit::ON), Just(Inherit::OFF), Just(Inherit { transitive: false, ..Inherit::ON })],
     ) {
-        let out = Stack::builder()
-            .policy(policy)
-            .inherit(inherit)
-            .build()
-            .unwrap()
-            .run(move || async move {
-                let locks: Rc<Vec<Rc<Mutex<()>>>> = Rc::new((0..3).map(|_| Rc::new(Mutex::new(()))).collect());
-                let mut hs = Vec::new();
-                for (i, (class, steps)) in tasks.into_iter().enumerate() {
-                    let class = [IoClass::Critical, IoClass::Normal, IoClass::Idle][class as usize];
-                    let locks = locks.clone();
-                    hs.push(spawn(TaskCtx::new(format!("t{i}")).class(class), async move {
-                        let f = File::create(&format!("f{i}")).await.unwrap();
-                        for s in &steps {
-                            run_step(s, &locks, f).await;
-                        }
-                    }));
-                }
-                for h in hs {
-                    h.await;
-                }
-            })
-            .expect("the run completes");
-        let rt = out.report.extra.runtime.unwrap();
+        let rt = run_tasks(tasks, policy, inherit);
         prop_assert_eq!(rt.boosts, rt.boost_ends);
         if !inherit.any() {
             prop_assert_eq!(rt.boosts, 0);
         }
     }
+}
+
+/// A case proptest found (2026-11-26): a critical wake-up preempted a normal task's
+/// CPU burst at the very instant its last slice ended; the task was marked as having
+/// CPU left with none left to run, and never ran again (a deadlock).
+#[test]
+fn regression_cpu_beside_critical_writers() {
+    let tasks: Vec<(u8, Vec<Step>)> = vec![
+        (0, vec![Step::Sleep(13_000)]),
+        (0, vec![Step::Locked(0, 0, Box::new(Step::Write(0)))]),
+        (0, vec![Step::Locked(0, 0, Box::new(Step::Write(0)))]),
+        (0, vec![Step::Write(0)]),
+        (1, vec![Step::Cpu(12_000)]),
+    ];
+    run_tasks(tasks, "rcp", Inherit::ON);
 }
