@@ -314,6 +314,33 @@ fn no_lost_wakeups_under_contention() {
     assert_eq!(rt.boosts, rt.boost_ends);
 }
 
+/// RCP's starvation timer fires while the one non-critical request allowed out is
+/// still at the device (a 33 ms write on `cf`), and that request's completion is then
+/// the last event: the queued ones must still go (on 2026-11-26 the run stopped there
+/// with "the policy 'rcp' stalled": the stall was judged before the block layer's
+/// dispatch opportunity).
+#[test]
+fn requests_held_past_rcp_s_starvation_timer_still_go() {
+    let out = Stack::builder()
+        .device("cf")
+        .policy("rcp")
+        .build()
+        .unwrap()
+        .run(|| async {
+            let f = File::create("f").await.unwrap();
+            let hs: Vec<_> = (0..4u64)
+                .map(|i| f.submit(Op::Write, DmaBuffer::new(4096), i << 20, IoOptions::new()))
+                .collect();
+            let mut ok = 0;
+            for h in hs {
+                ok += u32::from(h.await.0.is_ok());
+            }
+            ok
+        })
+        .expect("no stall");
+    assert_eq!(out.value, 4);
+}
+
 /// A stack of `cores` cores with the default host costs and wake-up rule `wakeup`.
 fn wakeup_stack(cores: u16, wakeup: Wakeup) -> Stack {
     Stack::builder()

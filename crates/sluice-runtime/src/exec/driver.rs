@@ -225,6 +225,13 @@ impl Shared {
             inner.handle_completions(t);
         }
         self.due_events(&mut inner, t);
+        if inner.io.block.stall().is_some() {
+            // A completion or the policy's timer just now may have made a dispatch
+            // possible (RCP: the non-critical request out completes after the
+            // starvation timer fired): the block layer gets its dispatch opportunity
+            // before a stall is declared, as the loop would give it.
+            inner.io.pump(t);
+        }
         if let Some(s) = inner.io.block.stall() {
             if inner.io.next_event_ns().is_none() && inner.policy_timer.is_none() {
                 return Err(RunError::Stalled {
