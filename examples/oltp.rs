@@ -9,6 +9,7 @@
 //! cargo run --release --example oltp -- --fig10                      # Fig. 10 ablation
 //! cargo run --release --example oltp -- --config experiments/rcp/fig6.toml --device nand
 //! cargo run --release --example oltp -- --real DIR                   # real files under DIR
+//! # fs = "compound" in a config: the files on the journaled store (OltpConfig::fs)
 //! ```
 
 use std::path::PathBuf;

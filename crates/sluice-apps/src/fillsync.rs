@@ -264,14 +264,15 @@ async fn mount(cfg: &FillsyncConfig, mode: Option<CommitMode>) -> Result<Fs, Str
         ..Geometry::new(blocks)
     };
     Store::mkfs(&img, geometry).await.map_err(err)?;
-    let fs = FsConfig::Store {
-        image: "store.img".into(),
-        blocks,
-        commit,
-        fsync_path: sluice_store::FsyncPath::Sync,
-        // FastResponse's stacks have one dirty ratio (no RCP limits).
-        class_limits: false,
-    };
+    // FastResponse's stacks have one dirty ratio (no RCP limits), the synchronous
+    // commit path, and no read cache (the co-runners' reads go to the device).
+    let mut fs = FsConfig::store(commit);
+    if let FsConfig::Store {
+        image, blocks: b, ..
+    } = &mut fs
+    {
+        (*image, *b) = ("store.img".into(), blocks);
+    }
     Fs::mount(&fs).await.map_err(|e| e.to_string())
 }
 

@@ -40,9 +40,10 @@ use std::rc::Rc;
 
 use serde::Deserialize;
 use sluice_runtime::{
-    cpu, now, sleep, spawn, Activity, CacheConfig, Condvar, DmaBuffer, File, Inherit, IoClass,
-    Mutex, Stack, TaskCtx,
+    cpu, now, sleep, spawn, Activity, CacheConfig, Condvar, DmaBuffer, Inherit, IoClass, Mutex,
+    Stack, TaskCtx,
 };
+use sluice_store::{Fs, FsConfig, FsFile};
 
 const PAGE: u64 = 4096;
 const MS: u64 = 1_000_000;
@@ -90,6 +91,13 @@ pub struct OltpConfig {
     pub run_ms: u64,
     /// Seed of the clients' page choices.
     pub seed: u64,
+    /// The files' file system: `host` (the stack's own files, through its page cache:
+    /// no journal under the WAL), or the journaled store, `compound` (jbd2-like: RCP
+    /// ran PostgreSQL on ext4, whose fsync waits for a compound commit carrying other
+    /// files' ordered data) or `fjournal` — the store reads through a cache of the
+    /// page cache's size and keeps its buffered data under the stack's RCP limits when
+    /// they are on.
+    pub fs: String,
 }
 
 impl Default for OltpConfig {
@@ -110,6 +118,7 @@ impl Default for OltpConfig {
             warmup_ms: 250,
             run_ms: 1500,
             seed: 1,
+            fs: "host".into(),
         }
     }
 }
@@ -149,7 +158,27 @@ impl OltpConfig {
                 self.cache_percent
             ));
         }
+        self.fs_config(false)?;
         Ok(())
+    }
+
+    /// The file system [`OltpConfig::fs`] names, for a stack with (`class_limits`) or
+    /// without RCP's class-aware dirty limits. A store is sized for the database and
+    /// the WAL, reads through a cache of [`OltpConfig::cache_pages`] blocks, and has
+    /// the limits too when the stack has them.
+    pub fn fs_config(&self, class_limits: bool) -> Result<FsConfig, String> {
+        let fs: FsConfig = self
+            .fs
+            .parse()
+            .map_err(|e| format!("fs = \"{}\": {e}", self.fs))?;
+        let mut fs = fs
+            .with_read_cache(self.cache_pages())
+            .with_class_limits(class_limits);
+        if let FsConfig::Store { blocks, .. } = &mut fs {
+            // The database twice over (the WAL grows with the run), and 64 MiB more.
+            *blocks = (*blocks).max((2 * self.data_mib + 64) << 8);
+        }
+        Ok(fs)
     }
 
     /// Pages of the database.
@@ -245,7 +274,7 @@ struct Wal {
 
 struct Shared {
     cfg: OltpConfig,
-    data: File,
+    data: FsFile,
     /// Buffer locks, by stripe.
     locks: Vec<Mutex<()>>,
     /// Row locks of the hot rows.
@@ -256,7 +285,7 @@ struct Shared {
     /// PostgreSQL's `WALWriteLock`: held while the WAL file is written and fsynced
     /// (by the WAL writer, and by the checkpointer for its checkpoint record); the
     /// WAL file and its write offset.
-    wal_write: Mutex<(File, u64)>,
+    wal_write: Mutex<(FsFile, u64)>,
     /// The WAL writer waits here for records.
     work: Condvar,
     /// Committers wait here for their record to be durable.
@@ -273,15 +302,16 @@ struct Shared {
     wal_flushes: Cell<u64>,
 }
 
-/// Run the workload: load the database, start the WAL writer, the checkpointer (in
-/// `checkpointer` class) and the clients, warm up, measure, stop. Run it as a stack's
-/// main task; every file it creates is the stack's.
+/// Run the workload on the files `fs` gives: load the database, start the WAL writer,
+/// the checkpointer (in `checkpointer` class) and the clients, warm up, measure, stop.
+/// Run it as a stack's main task; every file it creates is the stack's or the store's.
 ///
 /// # Panics
 /// If a file operation fails (the stack's directory is full, an I/O error): the
 /// experiment cannot go on.
-pub async fn run(cfg: OltpConfig, checkpointer: IoClass) -> OltpResult {
-    let data = File::create("data").await.expect("create the data file");
+pub async fn run(cfg: OltpConfig, checkpointer: IoClass, fs: FsConfig) -> OltpResult {
+    let fs = Fs::mount(&fs).await.expect("mount the file system");
+    let data = fs.create("data").await.expect("create the data file");
     // Load the database with direct 256 KiB writes (cold cache afterwards).
     let chunk = 256u64 << 10;
     for i in 0..cfg.pages() * PAGE / chunk {
@@ -290,7 +320,7 @@ pub async fn run(cfg: OltpConfig, checkpointer: IoClass) -> OltpResult {
             .0
             .expect("load the database");
     }
-    let wal_file = File::create("wal").await.expect("create the WAL");
+    let wal_file = fs.create("wal").await.expect("create the WAL");
     let sh = Rc::new(Shared {
         locks: (0..cfg.stripes).map(|_| Mutex::new(())).collect(),
         rows: (0..cfg.hot_rows).map(|_| Mutex::new(())).collect(),
@@ -607,11 +637,12 @@ impl StackSetup {
         if let Some(dir) = real {
             b = b.directory(dir).cores(1);
         }
+        let fs = cfg.fs_config(self.class_limits)?;
         let (cfg, ck) = (cfg.clone(), self.checkpointer);
         let out = b
             .build()
             .map_err(|e| e.to_string())?
-            .run(move || run(cfg, ck))
+            .run(move || run(cfg, ck, fs))
             .map_err(|e| e.to_string())?;
         Ok(out.value)
     }

@@ -441,6 +441,30 @@ impl<B: PageData> PageCache<B> {
         ReadDone::Indexed(self.install(key, data, State::Clean))
     }
 
+    /// Index `data` as the clean contents of `key`, written to the device by the client
+    /// (its writeback of data it kept elsewhere ended): the page replaces a clean copy
+    /// held, or takes room as a read would (evicting a clean page). Returns `false`,
+    /// changing nothing, when the page is held dirty or under writeback, or there is no
+    /// room. A read of the page in flight finds it indexed when it completes
+    /// ([`ReadDone::Abandoned`]).
+    pub fn insert_clean(&mut self, key: PageKey, data: B) -> bool {
+        if let Some(&f) = self.index.get(&key) {
+            let fr = self.frame_mut(f);
+            if fr.state != State::Clean {
+                return false;
+            }
+            fr.data = data;
+            fr.referenced = true;
+            return true;
+        }
+        if !self.reserve() {
+            return false;
+        }
+        self.reserved -= 1;
+        self.install(key, data, State::Clean);
+        true
+    }
+
     /// One read of `key` ended: whether a write reached the page while it was in flight.
     fn end_read(&mut self, key: PageKey) -> bool {
         let e = self.reading.get_mut(&key).expect("a read in flight");
@@ -582,15 +606,33 @@ impl<B: PageData> PageCache<B> {
     }
 
     /// Drop the clean pages in `range` (a direct write went around the cache, or the
-    /// file went away). Dirty pages and pages under writeback stay.
+    /// file went away). Dirty pages and pages under writeback stay. A read of a page in
+    /// `range` still in flight may carry the old data: it is made stale, so its
+    /// completion does not index it ([`ReadDone::Stale`]).
     pub fn forget_clean(&mut self, range: PageRange) {
         let r = range.keys();
-        let keys: Vec<PageKey> = self
-            .index
-            .iter()
-            .filter(|(k, &f)| r.contains(k) && self.frame(f).state == State::Clean)
-            .map(|(k, _)| *k)
-            .collect();
+        for (k, e) in self.reading.iter_mut() {
+            if r.contains(k) {
+                e.1 = true;
+            }
+        }
+        let clean = |k: &PageKey, f: FrameId| r.contains(k) && self.frame(f).state == State::Clean;
+        // A few pages: look each up; a large range: one pass over the index.
+        let keys: Vec<PageKey> = if range.last.saturating_sub(range.first) < 64 {
+            (range.first..=range.last)
+                .map(|index| PageKey {
+                    file: range.file,
+                    index,
+                })
+                .filter(|k| self.index.get(k).is_some_and(|&f| clean(k, f)))
+                .collect()
+        } else {
+            self.index
+                .iter()
+                .filter(|(k, &f)| clean(k, f))
+                .map(|(k, _)| *k)
+                .collect()
+        };
         for k in keys {
             let f = self.index.remove(&k).expect("indexed");
             self.frames[f as usize] = None;

@@ -135,6 +135,59 @@ fn a_duplicate_read_is_abandoned_and_the_reader_gets_the_indexed_page() {
     assert_eq!(c.pages(), 1);
 }
 
+#[test]
+fn forgetting_a_page_makes_its_read_in_flight_stale() {
+    let mut c = Cache::new(cfg(64));
+    assert!(c.begin_read(key(3)));
+    assert!(c.insert_clean(key(7), page(1)));
+    // A write went around the cache: the clean copy goes, the read's data is old.
+    c.forget_clean(PageRange::bytes(0, 0, 8 * PAGE));
+    assert!(!c.contains(key(7)));
+    assert!(matches!(c.insert_read(key(3), page(2)), ReadDone::Stale(_)));
+    assert!(!c.contains(key(3)));
+    // A large range goes through the index; other files' pages stay.
+    assert!(c.insert_clean(key(100), page(1)));
+    assert!(c.insert_clean(
+        PageKey {
+            file: 1,
+            index: 100
+        },
+        page(1)
+    ));
+    c.forget_clean(PageRange::file(0));
+    assert!(!c.contains(key(100)));
+    assert!(c.contains(PageKey {
+        file: 1,
+        index: 100
+    }));
+    assert_eq!(c.pages(), 1);
+}
+
+#[test]
+fn insert_clean_replaces_a_clean_copy_and_never_a_dirty_one() {
+    let mut c = Cache::new(cfg(16));
+    assert!(c.insert_clean(key(0), page(1)));
+    assert!(c.insert_clean(key(0), page(2)));
+    let mut out = vec![0u8; 4];
+    let f = c.lookup(key(0)).expect("cached");
+    c.read(f, 0, &mut out);
+    assert_eq!(out, vec![2u8; 4]);
+    assert!(c.reserve());
+    c.write(key(1), 0, &[5u8; 4096], Some(page(0)));
+    assert!(
+        !c.insert_clean(key(1), page(3)),
+        "a dirty page is the newer copy"
+    );
+    for i in 2..16 {
+        assert!(c.insert_clean(key(i), page(4)));
+    }
+    // Full: a clean page is evicted for a new one, never the dirty one.
+    assert!(c.insert_clean(key(16), page(4)));
+    assert!(c.contains(key(1)));
+    assert_eq!(c.pages(), 16);
+    assert_eq!(c.stats().evictions, 1);
+}
+
 #[derive(Clone, Debug)]
 enum Step {
     Read(u64),

@@ -85,6 +85,42 @@ fn the_oltp_stand_in_replays_from_its_seed() {
 }
 
 #[test]
+fn the_oltp_stand_in_runs_on_the_journaled_store() {
+    let cfg = OltpConfig {
+        clients: 4,
+        data_mib: 8,
+        run_ms: 200,
+        warmup_ms: 50,
+        checkpoint_ms: 60,
+        fs: "compound".into(),
+        ..OltpConfig::default()
+    };
+    let a = StackSetup::full().run(&cfg, "nand", None).unwrap();
+    let b = StackSetup::full().run(&cfg, "nand", None).unwrap();
+    assert_eq!(a, b, "the store's runs replay from the seed too");
+    assert!(
+        a.txns > 50 && a.checkpoints >= 2,
+        "{} txns, {} checkpoints",
+        a.txns,
+        a.checkpoints
+    );
+    // Every WAL fsync is a compound commit (data, journal blocks, FLUSH, commit
+    // record): slower than the runtime's files' one FLUSH.
+    let host = OltpConfig {
+        fs: "host".into(),
+        ..cfg.clone()
+    };
+    let h = StackSetup::full().run(&host, "nand", None).unwrap();
+    assert!(a.txns < h.txns, "store {} vs host {} txns", a.txns, h.txns);
+    let bad = OltpConfig {
+        fs: "ext4".into(),
+        ..cfg
+    };
+    let e = StackSetup::full().run(&bad, "nand", None).unwrap_err();
+    assert!(e.contains("fs = \"ext4\"") && e.contains("compound"), "{e}");
+}
+
+#[test]
 fn a_rate_controlled_run_serves_its_arrivals_and_counts_queueing() {
     let cfg = OltpConfig {
         clients: 4,

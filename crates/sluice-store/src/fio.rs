@@ -147,14 +147,7 @@ fn file_size(job: &JobSpec) -> u64 {
 
 /// Check `jobs` for the store path and size the store `fs` names for their files.
 pub fn check(jobs: &[JobSpec], fs: &FsConfig) -> Result<FioPlan, FioError> {
-    let FsConfig::Store {
-        image,
-        blocks,
-        commit,
-        fsync_path,
-        class_limits,
-    } = fs
-    else {
+    let FsConfig::Store { blocks, .. } = fs else {
         return Err(FioError::Config(
             "the fio runner needs a store (compound, fjournal, compound+async or \
              fjournal+async, each optionally +rcp); raw files run through the simulator and \
@@ -252,14 +245,12 @@ pub fn check(jobs: &[JobSpec], fs: &FsConfig) -> Result<FioPlan, FioError> {
     while sized.saturating_sub(Geometry::new(sized).data_start()) < want {
         sized = sized.saturating_mul(2);
     }
+    let mut fs = fs.clone();
+    if let FsConfig::Store { blocks, .. } = &mut fs {
+        *blocks = sized;
+    }
     Ok(FioPlan {
-        fs: FsConfig::Store {
-            image: image.clone(),
-            blocks: sized,
-            commit: *commit,
-            fsync_path: *fsync_path,
-            class_limits: *class_limits,
-        },
+        fs,
         warnings,
         jobs: jobs.to_vec().into(),
         stop: None,
@@ -276,19 +267,12 @@ pub fn store_config(text: &str) -> Result<FsConfig, FioError> {
              simulator or the engine); give compound, fjournal, compound+async or \
              fjournal+async (each optionally +rcp) for the journaled store"
         ))),
-        Ok(FsConfig::Store {
-            blocks,
-            commit,
-            fsync_path,
-            class_limits,
-            ..
-        }) => Ok(FsConfig::Store {
-            image: STORE_IMAGE.into(),
-            blocks,
-            commit,
-            fsync_path,
-            class_limits,
-        }),
+        Ok(mut fs) => {
+            if let FsConfig::Store { image, .. } = &mut fs {
+                *image = STORE_IMAGE.into();
+            }
+            Ok(fs)
+        }
         Err(e) => Err(FioError::Config(e)),
     }
 }

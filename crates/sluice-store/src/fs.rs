@@ -64,6 +64,9 @@ pub enum FsConfig {
         fsync_path: FsyncPath,
         /// RCP's class-aware limits of buffered data ([`Store::set_class_limits`]).
         class_limits: bool,
+        /// Clean file blocks kept for reads, 4 KiB each ([`Store::set_read_cache`]; 0:
+        /// none).
+        read_cache: usize,
     },
 }
 
@@ -77,6 +80,7 @@ impl FsConfig {
             commit,
             fsync_path: FsyncPath::Sync,
             class_limits: false,
+            read_cache: 0,
         }
     }
 
@@ -84,6 +88,15 @@ impl FsConfig {
     pub fn with_fsync_path(mut self, path: FsyncPath) -> FsConfig {
         if let FsConfig::Store { fsync_path, .. } = &mut self {
             *fsync_path = path;
+        }
+        self
+    }
+
+    /// The same with a read cache of `blocks` clean 4 KiB blocks (0: none; the
+    /// runtime's files: unchanged — they read through the stack's page cache).
+    pub fn with_read_cache(mut self, blocks: usize) -> FsConfig {
+        if let FsConfig::Store { read_cache, .. } = &mut self {
+            *read_cache = blocks;
         }
         self
     }
@@ -217,6 +230,7 @@ impl Fs {
             commit,
             fsync_path,
             class_limits,
+            read_cache,
         } = cfg
         else {
             return Ok(Fs { store: None });
@@ -233,6 +247,9 @@ impl Fs {
         let store = Store::mount(&file, *commit).await?;
         store.set_fsync_path(*fsync_path);
         store.set_class_limits(*class_limits);
+        store
+            .set_read_cache(*read_cache)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         Ok(Fs { store: Some(store) })
     }
 

@@ -12,10 +12,12 @@ use sluice_runtime::{
 use crate::layout::{Geometry, BLOCK, MAX_FILE_BLOCKS, MAX_NAME};
 pub use breakdown::FsyncBreakdown;
 use breakdown::Phases;
+pub use cache::ReadCacheStats;
 pub use inspect::Inspection;
 
 mod blockmap;
 mod breakdown;
+mod cache;
 mod commit;
 mod data;
 mod inspect;
@@ -324,6 +326,8 @@ struct State {
     phases: BTreeMap<u64, Phases>,
     /// Critical fsyncs' time by phase.
     breakdown: FsyncBreakdown,
+    /// Clean copies of file blocks for reads ([`Store::set_read_cache`]).
+    cache: cache::ReadCache,
 }
 
 /// A buffered block not yet home.

@@ -100,21 +100,45 @@ impl Store {
                 k += 1;
                 continue;
             }
-            // A run of blocks home and consecutive on the device, not buffered: one
-            // request, as Linux reads the missing range of a `read` in one bio.
+            let cached = self.st.borrow_mut().cache.get(f.ino, first + k as u64);
+            if let Some(b) = cached {
+                out[at..at + len].copy_from_slice(&b[start..start + len]);
+                k += 1;
+                continue;
+            }
+            // A run of blocks home and consecutive on the device, neither buffered nor
+            // cached: one request, as Linux reads the missing range of a `read` in one
+            // bio.
             let mut run = 1;
             while k + run < map.len()
                 && run < READ_RUN_BLOCKS
                 && map[k + run] == map[k] + run as u64
-                && !self
-                    .st
-                    .borrow()
-                    .data
-                    .contains_key(&(f.ino, first + (k + run) as u64))
             {
+                let idx = first + (k + run) as u64;
+                let st = self.st.borrow();
+                if st.data.contains_key(&(f.ino, idx)) || st.cache.has(f.ino, idx) {
+                    break;
+                }
                 run += 1;
             }
-            let bytes = self.dev.read_data(map[k], run as u64).await?;
+            // The blocks the cache takes when the read completes (lazy indexing: a
+            // change meanwhile makes them stale).
+            let idxs = first + k as u64..first + (k + run) as u64;
+            let admitted: Vec<bool> = {
+                let mut st = self.st.borrow_mut();
+                idxs.clone()
+                    .map(|i| st.cache.begin_read(f.ino, i))
+                    .collect()
+            };
+            let r = self.dev.read_data(map[k], run as u64).await;
+            {
+                let mut st = self.st.borrow_mut();
+                for (j, i) in idxs.enumerate().filter(|&(j, _)| admitted[j]) {
+                    let b = r.as_ref().ok().map(|b| &b[j * BLOCK..(j + 1) * BLOCK]);
+                    st.cache.read_done(f.ino, i, b);
+                }
+            }
+            let bytes = r?;
             for j in 0..run {
                 let (at, start, len) = part(k + j);
                 let b = &bytes[j * BLOCK..(j + 1) * BLOCK];
@@ -137,6 +161,9 @@ impl Store {
         }
         if phys == 0 {
             return Ok(None);
+        }
+        if let Some(b) = self.st.borrow_mut().cache.get(ino, idx) {
+            return Ok(Some(b));
         }
         self.dev.read(phys).await.map(Some)
     }
@@ -229,6 +256,8 @@ impl Store {
                 let mut inode = st.inode(f.ino);
                 st.keep_tail(f.ino, &inode, tail);
                 let phys = st.map_alloc_all(f.ino, &mut inode, first..last + 1)?;
+                // The blocks change at home: no clean copy of them stays.
+                st.cache.forget(f.ino, first, last);
                 let mut writes = Vec::with_capacity(images.len());
                 for (k, (img, phys)) in images.into_iter().zip(phys).enumerate() {
                     // A direct write supersedes buffered data of the block.
@@ -485,9 +514,11 @@ impl State {
         }
     }
 
-    /// Drop the buffered blocks of inode `ino` from block `from` on (their blocks are
-    /// freed). A writeback of them in flight still lands before the freeing commits.
+    /// Drop the buffered and cached blocks of inode `ino` from block `from` on (their
+    /// blocks are freed). A writeback of them in flight still lands before the freeing
+    /// commits.
     pub(super) fn drop_buffered(&mut self, ino: u32, from: u64) {
+        self.cache.forget(ino, from, u64::MAX);
         let gone: Vec<(u32, u64)> = self
             .data
             .range((ino, from)..=(ino, u64::MAX))

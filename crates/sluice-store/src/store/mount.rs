@@ -221,6 +221,7 @@ impl Store {
             stats: StoreStats::default(),
             phases: BTreeMap::new(),
             breakdown: Default::default(),
+            cache: Default::default(),
         };
         // Names; inodes without one are orphans (their creation never committed).
         let mut named = vec![false; g.inodes as usize];

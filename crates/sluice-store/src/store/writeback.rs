@@ -164,6 +164,8 @@ impl Store {
                 if st.data.get(key).is_some_and(|d| d.gen == *gen) {
                     let d = st.data.remove(key).expect("present");
                     st.data_bytes -= d.bytes.len() as u64;
+                    // Home now: the clean copy a later read finds.
+                    st.cache.written(key.0, key.1, d.bytes);
                 }
             }
             drop(st);
