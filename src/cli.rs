@@ -571,4 +571,19 @@ impl CacheArgs {
             .map_err(|e| CliError::Usage(format!("--page-cache/--dirty-ratio: {e}")))?;
         Ok(cfg)
     }
+
+    /// The journaled store's read cache for the jobs on `--fs`, in 4 KiB blocks:
+    /// `--page-cache`'s size, as raw files' buffered jobs get a page cache of it. The
+    /// dirty ratios are refused there: the store's buffer has its own limits (`+rcp`).
+    pub fn store_read_cache(&self) -> Result<usize, CliError> {
+        if self.dirty_ratio != Self::DIRTY_RATIO || self.single_dirty_limit {
+            return Err(CliError::Usage(
+                "--dirty-ratio/--single-dirty-limit with --fs: the store's buffer has its own \
+                 limits of buffered data (add +rcp to --fs for RCP's class-aware ones); drop \
+                 them, or run without --fs (raw files)"
+                    .into(),
+            ));
+        }
+        Ok(self.front_config()?.cache.pages)
+    }
 }

@@ -267,11 +267,7 @@ fn run_on_store(
     refuse(args.ring_cap.is_some(), "--ring-cap", why)?;
     refuse(args.submit_batch != 4, "--submit-batch", why)?;
     refuse(args.wrr != "252,126,42", "--wrr", why)?;
-    refuse(
-        !args.cache.to_args().is_empty(),
-        "--page-cache/--dirty-ratio/--single-dirty-limit",
-        "buffered jobs go through the store's own buffer",
-    )?;
+    let fs = &fs.clone().with_read_cache(args.cache.store_read_cache()?);
     if !args.directory.is_dir() {
         return Err(CliError::Usage(format!(
             "--directory {}: not a directory; give an existing directory for the store's file",

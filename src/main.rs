@@ -110,9 +110,9 @@ struct SimArgs {
     /// Where the job's files live: `raw` (default: simulated files of the device, as
     /// fio's) or the journaled store — `compound`, `fjournal`, `compound+async`,
     /// `fjournal+async`, each optionally `+rcp` (RCP's limits of buffered data) — with
-    /// the job's threads as runtime tasks on it (direct=0
-    /// through the store's buffer). `--faults`, `--alone` and the page-cache options
-    /// are refused with it.
+    /// the job's threads as runtime tasks on it (direct=0 through the store's buffer,
+    /// and reads through its read cache of `--page-cache`'s size). `--faults`, `--alone`,
+    /// `--dirty-ratio` and `--single-dirty-limit` are refused with it.
     #[arg(long, value_name = "raw|compound|fjournal[+async][+rcp]")]
     fs: Option<String>,
     #[command(flatten)]
@@ -304,11 +304,7 @@ fn sim_on_store(
     let why = "the store path runs on the application runtime, which does not take it";
     cmd_fs::refuse(args.faults.is_some(), "--faults", why)?;
     cmd_fs::refuse(args.alone, "--alone", why)?;
-    cmd_fs::refuse(
-        !args.cache.to_args().is_empty(),
-        "--page-cache/--dirty-ratio/--single-dirty-limit",
-        "buffered jobs go through the store's own buffer",
-    )?;
+    let fs = &fs.clone().with_read_cache(args.cache.store_read_cache()?);
     let plan = cmd_fs::plan(jobs, fs)?;
     let profile = sim_profile(args)?;
     let policies = if args.policy.is_empty() {

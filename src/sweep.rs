@@ -181,14 +181,13 @@ impl Sweep {
                 .collect::<Result<Vec<_>, _>>()?;
             axes.push(SetAxis { target, values });
         }
-        let (fs, stores) = cell::parse_fs(&input.fs)?;
-        if stores.iter().any(Option::is_some) && !input.cache.to_args().is_empty() {
-            return Err(CliError::Usage(
-                "--page-cache/--dirty-ratio/--single-dirty-limit with a store in --fs: \
-                 buffered jobs on the store go through its own buffer; drop them, or sweep \
-                 --fs raw only"
-                    .into(),
-            ));
+        let (fs, mut stores) = cell::parse_fs(&input.fs)?;
+        if stores.iter().any(Option::is_some) {
+            // Buffered reads on a store go through its read cache of --page-cache's size.
+            let blocks = input.cache.store_read_cache()?;
+            for s in stores.iter_mut().flatten() {
+                *s = s.clone().with_read_cache(blocks);
+            }
         }
         if input.cores == 0 {
             return Err(CliError::Usage("--cores must be at least 1".into()));

@@ -92,6 +92,43 @@ fn what_the_store_path_cannot_honour_is_refused() {
 }
 
 #[test]
+fn buffered_reads_on_the_store_go_through_a_read_cache_of_the_page_cache_s_size() {
+    let dir = tempfile::tempdir().unwrap();
+    // 8 passes of random 4 KiB buffered reads over a 256 KiB file (64 blocks).
+    let job = write(
+        dir.path(),
+        "r.fio",
+        "[r]\nrw=randread\nbs=4k\nsize=256k\nloops=8\ndirect=0\n",
+    );
+    let mean = |cache: &str| {
+        let o = sluice(&[
+            "sim",
+            &job,
+            "-q",
+            "--fs",
+            "compound",
+            "--page-cache",
+            cache,
+            "--output-format",
+            "json",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["jobs"][0]["read"]["total_ios"], 512);
+        v["jobs"][0]["read"]["clat_ns"]["mean"].as_f64().unwrap()
+    };
+    // The file fits a 64 MiB cache: after the first pass every read is a copy. A
+    // 64 KiB cache (16 blocks) holds a quarter of it: nearly every read goes to the
+    // device (QD1 on ull: ~10 µs).
+    let (fits, thrashes) = (mean("64m"), mean("64k"));
+    assert!(fits * 4.0 < thrashes, "{fits} ns vs {thrashes} ns");
+    refused(
+        &sluice(&["sim", &job, "--fs", "compound", "--single-dirty-limit"]),
+        &["--single-dirty-limit", "+rcp"],
+    );
+}
+
+#[test]
 fn create_on_open_on_raw_files_says_it_is_not_acted_on() {
     let dir = tempfile::tempdir().unwrap();
     let job = write(

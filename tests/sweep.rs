@@ -419,8 +419,8 @@ fn fs_is_an_axis_and_each_row_replays_on_its_file_system() {
         (&["--fs", "raw,raw"], &["given twice"]),
         (&["--fs", "compound,"], &["empty entry"]),
         (
-            &["--fs", "compound", "--page-cache", "2m"],
-            &["--page-cache", "--fs"],
+            &["--fs", "compound", "--dirty-ratio", "5%,20%"],
+            &["--dirty-ratio", "--fs", "+rcp"],
         ),
         (
             &["--fs", "raw,fjournal", "--set", "size=5g"],

@@ -331,7 +331,7 @@ impl FsFile {
             Inner::Store(o) => {
                 let r = o
                     .store
-                    .read(o.file, offset, &mut buf)
+                    .read_direct(o.file, offset, &mut buf)
                     .await
                     .map_err(io::Error::from);
                 if let Ok(n) = r {
@@ -359,7 +359,7 @@ impl FsFile {
     }
 
     /// Read `out.len()` bytes at `offset` through the cache (the runtime's page cache,
-    /// or the store's buffer); returns the bytes read.
+    /// or the store's buffer and read cache); returns the bytes read.
     pub async fn read_buffered(&self, offset: u64, out: &mut [u8]) -> io::Result<usize> {
         match &self.inner {
             Inner::Host(f) => f.read_buffered(offset, out).await,

@@ -85,6 +85,30 @@ fn written_back_blocks_are_read_from_memory_and_a_direct_write_replaces_its_bloc
 }
 
 #[test]
+fn a_direct_read_goes_around_the_cache() {
+    let (stats, reads) = on_store(64, |s| async move {
+        let f = s.create("a").unwrap();
+        s.write_buffered(f, 0, &pattern(1, 16 * B)).await.unwrap();
+        s.fsync(f).await.unwrap();
+        // The 16 blocks are cached, yet O_DIRECT-like reads go to the device each time
+        // and leave the cache as it was.
+        for _ in 0..2 {
+            let s2 = s.clone();
+            let got = spawn(TaskCtx::new("reader").flow("reader"), async move {
+                let mut out = vec![0u8; 16 * B];
+                s2.read_direct(f, 0, &mut out).await.unwrap();
+                out
+            })
+            .await;
+            assert_eq!(got, pattern(1, 16 * B));
+        }
+        s.read_cache_stats()
+    });
+    assert_eq!(reads, 2);
+    assert_eq!((stats.hits, stats.misses), (0, 0));
+}
+
+#[test]
 fn without_a_cache_every_read_goes_to_the_device() {
     let (stats, reads) = on_store(0, |s| async move {
         let f = s.create("a").unwrap();

@@ -40,16 +40,40 @@ fn steps(offset: u64, data: &[u8]) -> impl Iterator<Item = (u64, &[u8])> {
 
 impl Store {
     /// Read `out.len()` bytes at `offset` (short at the end of the file; holes read as
-    /// zeros), with the calling task's class. Buffered blocks are copied; blocks home
-    /// and consecutive on the device are read in one request of up to 128 KiB through
-    /// the runtime's read path ([`sluice_runtime::File::read_pages`]: the stack's
+    /// zeros), with the calling task's class. Buffered blocks are copied, then blocks
+    /// the read cache holds ([`Store::set_read_cache`]); blocks home and consecutive on
+    /// the device are read in one request of up to 128 KiB through the runtime's read
+    /// path ([`sluice_runtime::File::read_pages`]: the stack's
     /// [`ReadPath`](sluice_runtime::ReadPath) places the pages' work, as for the page
-    /// cache's misses — AIOS's read path reaches the store's files too).
+    /// cache's misses — AIOS's read path reaches the store's files too) and fill the
+    /// cache.
     pub async fn read(
         &self,
         f: StoreFile,
         offset: u64,
         out: &mut [u8],
+    ) -> Result<usize, StoreError> {
+        self.read_with(f, offset, out, true).await
+    }
+
+    /// [`Store::read`] around the read cache, as `O_DIRECT`: buffered blocks are copied
+    /// (they are the newest data; Linux writes them back before a direct read, with the
+    /// same result), every other block is read home and not cached.
+    pub async fn read_direct(
+        &self,
+        f: StoreFile,
+        offset: u64,
+        out: &mut [u8],
+    ) -> Result<usize, StoreError> {
+        self.read_with(f, offset, out, false).await
+    }
+
+    async fn read_with(
+        &self,
+        f: StoreFile,
+        offset: u64,
+        out: &mut [u8],
+        cached: bool,
     ) -> Result<usize, StoreError> {
         let (n, map) = {
             let st = self.st.borrow();
@@ -100,8 +124,11 @@ impl Store {
                 k += 1;
                 continue;
             }
-            let cached = self.st.borrow_mut().cache.get(f.ino, first + k as u64);
-            if let Some(b) = cached {
+            let hit = match cached {
+                true => self.st.borrow_mut().cache.get(f.ino, first + k as u64),
+                false => None,
+            };
+            if let Some(b) = hit {
                 out[at..at + len].copy_from_slice(&b[start..start + len]);
                 k += 1;
                 continue;
@@ -116,7 +143,7 @@ impl Store {
             {
                 let idx = first + (k + run) as u64;
                 let st = self.st.borrow();
-                if st.data.contains_key(&(f.ino, idx)) || st.cache.has(f.ino, idx) {
+                if st.data.contains_key(&(f.ino, idx)) || (cached && st.cache.has(f.ino, idx)) {
                     break;
                 }
                 run += 1;
@@ -127,7 +154,7 @@ impl Store {
             let admitted: Vec<bool> = {
                 let mut st = self.st.borrow_mut();
                 idxs.clone()
-                    .map(|i| st.cache.begin_read(f.ino, i))
+                    .map(|i| cached && st.cache.begin_read(f.ino, i))
                     .collect()
             };
             let r = self.dev.read_data(map[k], run as u64).await;
