@@ -200,6 +200,8 @@ pub struct Model {
     /// `media.read_block_after_write_ns`, fitted by [`Model::with_read_block`] (`None`:
     /// off).
     pub read_block_after_write_ns: Option<u64>,
+    /// `media.pool`, chosen by [`Model::with_placement`] (false: units by LBA).
+    pub pool: bool,
     /// The fits that simulate the grid's points ([`crate::simfit`]), as run.
     pub sim_fits: Vec<crate::simfit::FitReport>,
     /// How each figure was derived, with the numbers (for the profile's header).
@@ -295,6 +297,7 @@ impl Model {
                     WritePlacement::Lba
                 },
                 write_units: 1,
+                pool: self.pool,
                 write_unit_bandwidth_bytes: self.write_unit_bandwidth_bytes,
                 write_bus_bandwidth_bytes: self.write_bus_bandwidth_bytes,
                 link_bandwidth_bytes: self.link_bandwidth_bytes,

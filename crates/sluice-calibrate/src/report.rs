@@ -108,7 +108,7 @@ impl Calibration {
         };
         let model = model::derive(&anchors)
             .with_spread(qd1(100), qd1(0))
-            .with_tails(&points, &setup)?
+            .with_placement(&points, &setup)?
             .with_read_block(&points, &setup)?;
         let profile = model.to_profile(name, &description);
         profile.validate()?;
@@ -197,7 +197,11 @@ impl Calibration {
             },
             "validation": self.checks.iter().map(|c| {
                 let (ei, em, ep) = c.errors();
-                json!({"job": c.job.label(), "real": win(&c.real), "real_rounds_iops": c.real_rounds,
+                let (si, sm, sp) = c.device_spread();
+                json!({"job": c.job.label(), "real": win(&c.real),
+                       "real_rounds_iops": c.real_rounds.iter().map(|w| w.iops).collect::<Vec<_>>(),
+                       "real_rounds": c.real_rounds.iter().map(win).collect::<Vec<_>>(),
+                       "device_spread_pct": {"iops": si, "mean": sm, "p99": sp},
                        "sim": win(&c.sim), "iops_error_pct": ei, "mean_error_pct": em, "p99_error_pct": ep})
             }).collect::<Vec<_>>(),
         });

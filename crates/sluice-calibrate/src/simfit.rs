@@ -32,6 +32,17 @@
 //!   other lattice point), then a descent to the best lattice neighbour until none is
 //!   better. A tail can only add spread: where the model's queueing alone already
 //!   gives a p99 above the measured one, the fit cannot bring it down.
+//! * **Placement** (`media.pool`, around the tails): the device's layout is hidden, so
+//!   whether random 4 KiB commands collide on units as LBA striping makes them (each
+//!   unit its own queue) or go to whichever unit is free (one queue in front of
+//!   interchangeable units: a virtual disk's host) is a structure the grid decides.
+//!   Both, each with its tails fitted (below), are simulated on the read and write
+//!   queue-depth sweeps; the error is the sum over the points of
+//!   `ln(sim p99 / measured p99)²` plus [`TAIL_IOPS_WEIGHT`] ×
+//!   `ln(sim IOPS / measured IOPS)²`, and the pool is taken when its error is lower.
+//!   Striping puts a Binomial share of a deep queue on each unit, so its p99 at depth
+//!   sits far above the mean; a pool keeps the units evenly busy. Not with a write
+//!   buffer (its destage has `write_placement`).
 //! * **Interference** (`media.read_block_after_write_ns`, see `sluice-device`): on the
 //!   mixed 4 KiB points (70/30 and 50/50 at QD1 and at the read knee), the error is the
 //!   sum of `ln(sim / measured)²` of the mean read and the mean write latency. `t = 0`
@@ -171,16 +182,7 @@ impl Model {
         write: bool,
     ) -> Result<Model, CalibrateError> {
         let dir = if write { "write" } else { "read" };
-        let sweep: Vec<&Point> = points
-            .iter()
-            .filter(|p| {
-                p.role == Role::QdSweep
-                    && p.spec.read_pct == if write { 0 } else { 100 }
-                    && p.iops > 0.0
-                    && p.lat_p99_pooled_ns > 0.0
-            })
-            .collect();
-        let (pts, unsteady) = steady_only(&sweep);
+        let (pts, unsteady) = qd_sweep(points, write);
         if pts.len() < 3 {
             self.derivation.push(format!(
                 "service.{dir} tail not fitted: {} steady queue-depth points with a p99 (at least 3 needed){unsteady}",
@@ -421,6 +423,21 @@ impl Model {
 /// The steady points of `pts`, and a note naming the unsteady ones left out ("" for
 /// none): an unsteady point's windows disagree, so its figures mix states of the
 /// device.
+/// The steady points of a direction's 4 KiB queue-depth sweep with a p99, and a note
+/// naming those left out as not steady.
+fn qd_sweep(points: &[Point], write: bool) -> (Vec<&Point>, String) {
+    let sweep: Vec<&Point> = points
+        .iter()
+        .filter(|p| {
+            p.role == Role::QdSweep
+                && p.spec.read_pct == if write { 0 } else { 100 }
+                && p.iops > 0.0
+                && p.lat_p99_pooled_ns > 0.0
+        })
+        .collect();
+    steady_only(&sweep)
+}
+
 fn steady_only<'a>(pts: &[&'a Point]) -> (Vec<&'a Point>, String) {
     let left: Vec<String> = pts
         .iter()
@@ -443,5 +460,6 @@ fn us_list(v: &[f64]) -> String {
         + " µs"
 }
 
+mod placement;
 #[cfg(test)]
 mod tests;

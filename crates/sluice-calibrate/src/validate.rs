@@ -72,8 +72,8 @@ pub struct Check {
     pub job: Job,
     /// The round whose IOPS is the median (its latencies belong to it).
     pub real: Window,
-    /// IOPS of every real round.
-    pub real_rounds: Vec<f64>,
+    /// Every real round, in the order run.
+    pub real_rounds: Vec<Window>,
     /// The simulator on the profile.
     pub sim: Window,
 }
@@ -85,6 +85,28 @@ impl Check {
             analysis::error_pct(self.sim.iops, self.real.iops),
             analysis::error_pct(self.sim.lat_mean_ns, self.real.lat_mean_ns),
             analysis::error_pct(self.sim.lat_p99_ns, self.real.lat_p99_ns),
+        )
+    }
+
+    /// The device against itself: how far apart its rounds of this job were, in % of
+    /// the median round — (max − min) / median of IOPS, mean latency and p99. An error
+    /// of the simulator smaller than this is below what the device repeats; on a disk
+    /// whose rounds differ more than a goal, that goal cannot be judged.
+    pub fn device_spread(&self) -> (f64, f64, f64) {
+        let spread = |f: fn(&Window) -> f64| {
+            let v: Vec<f64> = self.real_rounds.iter().map(f).collect();
+            let (lo, hi) = v
+                .iter()
+                .fold((f64::MAX, f64::MIN), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+            match f(&self.real) {
+                m if m > 0.0 && !v.is_empty() => (hi - lo) / m * 100.0,
+                _ => 0.0,
+            }
+        };
+        (
+            spread(|w| w.iops),
+            spread(|w| w.lat_mean_ns),
+            spread(|w| w.lat_p99_ns),
         )
     }
 
@@ -140,8 +162,8 @@ pub fn validate(
         let out = sluice_sim::run(&[spec_of(base)?], profile, policy, &cfg, &mut |_| {})?;
         checks.push(Check {
             job: *job,
-            real_rounds: rounds.iter().map(|w| w.iops).collect(),
             real: median_window(&rounds),
+            real_rounds: rounds,
             sim: Window::from_report(&out.report),
         });
     }

@@ -376,6 +376,17 @@ pub struct Media {
     /// Where writes go (default `lba`).
     #[serde(default = "default_placement")]
     pub write_placement: WritePlacement,
+    /// One shared queue in front of interchangeable units (default false): every
+    /// piece of a read or of an unbuffered write goes to the unit (of those that serve
+    /// its direction) that is free first, not to the unit its LBA stripes to. For a
+    /// device whose layout is hidden — a virtual disk whose host serves any request
+    /// with any of its parallel resources — where striping by LBA would make random
+    /// requests collide on a unit while others idle, and widen the latency at depth
+    /// the device does not show. `sluice calibrate` writes it. Not with `[flash]`
+    /// (a read goes to the die that holds its data), a write buffer (its destage has
+    /// `write_placement`) or `write_units` above 1.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pool: bool,
     /// Units one unbuffered write stripe occupies for its whole program (default 1).
     /// Units form aligned groups of this size; a write piece goes to the group of the
     /// unit it is placed on (the write pointer then advances by a whole group) and

@@ -71,6 +71,8 @@ pub struct NvmeSsd {
     /// Units one unbuffered write piece occupies (an aligned group; 1 = one unit).
     write_units: u32,
     placement: WritePlacement,
+    /// `media.pool`: a piece goes to the unit free first, not by LBA.
+    pool: bool,
     front_free: Nanos,
     /// `controller.transfer = "shared"`: the processing stage and the shared link
     /// (`None`: one FIFO front end, `front_free`).
@@ -169,6 +171,7 @@ impl NvmeSsd {
                 .then(|| m.stripe_bytes.trailing_zeros()),
             write_units: m.write_units,
             placement: m.write_placement,
+            pool: m.pool,
             front_free: 0,
             sharing: (c.transfer == crate::profile::Transfer::Shared)
                 .then(|| link::Link::new(max_out)),

@@ -483,6 +483,7 @@ pub fn derive(a: &Anchors) -> Model {
     Model {
         service: None,
         read_block_after_write_ns: None,
+        pool: false,
         sim_fits: Vec::new(),
         anchors,
         max_outstanding: 1024,

@@ -123,8 +123,9 @@ impl Calibration {
         let checks = &self.checks;
         for c in checks {
             let (ei, em, ep) = c.errors();
+            let (si, sm, sp) = c.device_spread();
             h.push(format!(
-                "  {}: IOPS real {:.0} sim {:.0} ({ei:+.1} %); mean real {:.1} µs sim {:.1} µs ({em:+.1} %); p99 real {:.1} µs sim {:.1} µs ({ep:+.1} %)",
+                "  {}: IOPS real {:.0} sim {:.0} ({ei:+.1} %); mean real {:.1} µs sim {:.1} µs ({em:+.1} %); p99 real {:.1} µs sim {:.1} µs ({ep:+.1} %); the device's rounds {si:.0} / {sm:.0} / {sp:.0} % apart",
                 c.job.label(),
                 c.real.iops,
                 c.sim.iops,

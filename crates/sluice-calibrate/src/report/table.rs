@@ -191,7 +191,7 @@ fn print_checks(out: &mut dyn Write, checks: &[Check]) -> std::io::Result<()> {
         "\nValidation: simulator on the new profile vs. the device (error = sim / real − 1)"
     )?;
     let head = format!(
-        "{:<22} {:>9} {:>9} {:>7} {:>9} {:>9} {:>7} {:>9} {:>9} {:>7}",
+        "{:<22} {:>9} {:>9} {:>7} {:>9} {:>9} {:>7} {:>9} {:>9} {:>7}  {}",
         "job",
         "real IOPS",
         "sim IOPS",
@@ -201,15 +201,17 @@ fn print_checks(out: &mut dyn Write, checks: &[Check]) -> std::io::Result<()> {
         "err",
         "real p99",
         "sim p99",
-        "err"
+        "err",
+        "device's rounds apart (IOPS/mean/p99)"
     );
     writeln!(out, "{head}")?;
     writeln!(out, "{}", "-".repeat(head.chars().count()))?;
     for c in checks {
         let (ei, em, ep) = c.errors();
+        let (si, sm, sp) = c.device_spread();
         writeln!(
             out,
-            "{:<22} {:>9.0} {:>9.0} {:>+6.1}% {:>9} {:>9} {:>+6.1}% {:>9} {:>9} {:>+6.1}%",
+            "{:<22} {:>9.0} {:>9.0} {:>+6.1}% {:>9} {:>9} {:>+6.1}% {:>9} {:>9} {:>+6.1}%  {si:.0}/{sm:.0}/{sp:.0}%",
             c.job.label(),
             c.real.iops,
             c.sim.iops,
@@ -222,5 +224,10 @@ fn print_checks(out: &mut dyn Write, checks: &[Check]) -> std::io::Result<()> {
             ep
         )?;
     }
+    writeln!(
+        out,
+        "(the device's rounds apart: (max − min) / median of its rounds of the job; an \
+         error below it is within what the device repeats)"
+    )?;
     Ok(())
 }

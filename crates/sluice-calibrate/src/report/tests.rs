@@ -114,7 +114,7 @@ fn calibration() -> Calibration {
             Check {
                 job: *job,
                 real,
-                real_rounds: vec![real.iops],
+                real_rounds: vec![real],
                 sim,
             }
         })
@@ -250,6 +250,36 @@ fn the_json_holds_every_part() {
     assert_eq!(jobs, JOBS.map(|j| j.label()));
     let e = v["validation"][0]["iops_error_pct"].as_f64().unwrap();
     assert!((e - 10.0).abs() < 1e-9, "{e}");
+    assert_eq!(v["validation"][0]["device_spread_pct"]["iops"], 0.0);
+}
+
+#[test]
+fn the_device_s_own_spread_is_its_rounds_range_over_the_median() {
+    let job = JOBS[0];
+    let base = window(job.spec);
+    let round = |iops: f64, p99: f64| Window {
+        iops,
+        lat_p99_ns: p99,
+        ..base
+    };
+    // Three rounds: 90, 100 and 120 K IOPS; the median round (100 K) is the one kept.
+    let rounds = vec![round(90e3, 300e3), round(120e3, 200e3), round(100e3, 250e3)];
+    let c = Check {
+        job,
+        real: crate::validate::median_window(&rounds),
+        real_rounds: rounds,
+        sim: base,
+    };
+    let (i, m, p) = c.device_spread();
+    assert!((i - 30.0).abs() < 1e-9, "IOPS (120 − 90) / 100: {i}");
+    assert_eq!(m, 0.0, "every round's mean is the same");
+    assert!((p - 40.0).abs() < 1e-9, "p99 (300 − 200) / 250: {p}");
+    let mut out = Vec::new();
+    let mut cal = calibration();
+    cal.checks = vec![c];
+    cal.print_tables(&mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("30/0/40%"), "{text}");
 }
 
 #[test]

@@ -231,3 +231,43 @@ fn the_read_block_is_recovered_from_the_mixed_points() {
         .unwrap();
     assert_eq!(fitted.read_block_after_write_ns, None);
 }
+
+/// The placement fit tells the two structures apart from their queue-depth sweeps
+/// (simulated with another seed than the fit's): a device with one pool of units is
+/// fitted as a pool, a striped one as striped, each with the tails it then needs.
+#[test]
+fn the_placement_fit_recovers_the_structure() {
+    let specs: Vec<(PointSpec, Role)> = sweep(100).into_iter().chain(sweep(0)).collect();
+    for pool in [true, false] {
+        let truth = Model { pool, ..model() };
+        // The "measurements" with 50 000 I/Os a point, the fit's runs with 10 000 (as
+        // `sluice calibrate --quick`): the tail fits inside run twice per structure.
+        let pts = points(&truth, &specs, &setup(7, IOS / 2));
+        let fitted = model().with_placement(&pts, &setup(11, IOS / 10)).unwrap();
+        assert_eq!(fitted.pool, pool, "{:?}", fitted.derivation.last());
+        let fit = fitted.sim_fits.last().expect("a fit report");
+        assert_eq!(
+            (fit.what.as_str(), fit.points, fit.candidates),
+            ("media.pool", 14, 2)
+        );
+        assert!(fit.rms_after_pct <= fit.rms_before_pct);
+        let line = fitted.derivation.last().unwrap();
+        assert!(
+            line.starts_with(&format!("media.pool = {pool}: the 14 steady")),
+            "{line}"
+        );
+    }
+    // A write buffer's destage places by write_placement: no pool.
+    let mut buffered = model();
+    buffered.write_buffer = Some(crate::model::BufferParams {
+        capacity_bytes: 1 << 20,
+        ack_ns: 10_000,
+        program_bytes: 4096,
+    });
+    let out = buffered.with_placement(&[], &setup(1, 10)).unwrap();
+    assert!(!out.pool);
+    assert!(out
+        .derivation
+        .iter()
+        .any(|l| l.starts_with("media.pool not fitted") && l.contains("write buffer")));
+}

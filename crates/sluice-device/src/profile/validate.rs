@@ -258,6 +258,20 @@ impl DeviceProfile {
                 ));
             }
         }
+        if m.pool {
+            let clash = if self.flash.is_some() {
+                Some("[flash] places every read on the die that holds its data; remove pool or [flash]")
+            } else if self.write_buffer.is_some() {
+                Some("a write buffer destages by write_placement; remove pool or [write_buffer]")
+            } else if m.write_units > 1 {
+                Some("write_units above 1 ties a write to a group of units; remove pool or set write_units = 1")
+            } else {
+                None
+            };
+            if let Some(why) = clash {
+                return Err(invalid(o, "media.pool", format!("is true but {why}")));
+            }
+        }
         if m.write_units > 1 && self.write_buffer.is_some() {
             return Err(invalid(
                 o,

@@ -264,6 +264,9 @@ impl NvmeSsd {
                     unit = d;
                 }
             }
+            if self.pool {
+                unit = self.first_free(write);
+            }
             let arrival = if n == 1 {
                 fe
             } else {
@@ -314,6 +317,23 @@ impl NvmeSsd {
             end = end.max(e);
         }
         (end, first)
+    }
+
+    /// `media.pool`: the unit of the direction's units (the first `write_parallel` or
+    /// `read_parallel`) that is free first — for a read, counting the time a write
+    /// keeps it from reading (`read_block_after_write_ns`); the lowest on a tie.
+    fn first_free(&self, write: bool) -> u32 {
+        let n = if write {
+            self.write_parallel
+        } else {
+            self.read_parallel
+        };
+        let free = |u: usize| match write || self.read_block_ns == 0 {
+            true => self.unit_free[u],
+            false => self.unit_free[u].max(self.read_block(u)),
+        };
+        // `min_by_key` keeps the first of equal keys.
+        (0..n as usize).min_by_key(|&u| free(u)).unwrap_or(0) as u32
     }
 
     /// A read's media on the shared link's path: every piece reaches its unit at `at`
