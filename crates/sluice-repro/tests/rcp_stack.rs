@@ -4,7 +4,7 @@
 //! `sluice repro rcp` with their figures and left out of this test — see
 //! docs/whole-stack.md.
 
-use sluice_apps::oltp::{OltpConfig, StackSetup};
+use sluice_apps::oltp::{OltpConfig, OltpResult, StackSetup};
 use sluice_repro::{format_table, suite, Ctx, Goal};
 
 fn goals(id: &str) -> Vec<Goal> {
@@ -57,19 +57,29 @@ fn fig10_cache_limits_locks_condvars_and_transitivity_each_matter() {
     passes(&g, "no transitivity:");
 }
 
-#[test]
-fn the_oltp_stand_in_replays_from_its_seed() {
-    let cfg = OltpConfig {
+/// A short run of the full stack: 4 clients on an 8 MiB database.
+fn small() -> OltpConfig {
+    OltpConfig {
         clients: 4,
         data_mib: 8,
         run_ms: 200,
         warmup_ms: 50,
         checkpoint_ms: 60,
         ..OltpConfig::default()
-    };
-    let a = StackSetup::full().run(&cfg, "nand", None).unwrap();
-    let b = StackSetup::full().run(&cfg, "nand", None).unwrap();
-    assert_eq!(a, b);
+    }
+}
+
+/// The full stack on `cfg`, run twice: the runs must agree (same seed, same result).
+fn replayed(cfg: &OltpConfig) -> OltpResult {
+    let a = StackSetup::full().run(cfg, "nand", None).unwrap();
+    let b = StackSetup::full().run(cfg, "nand", None).unwrap();
+    assert_eq!(a, b, "fs {}: the run replays from its seed", cfg.fs);
+    a
+}
+
+#[test]
+fn the_oltp_stand_in_replays_from_its_seed() {
+    let a = replayed(&small());
     assert!(
         a.txns > 100 && a.checkpoints >= 2,
         "{} txns, {} checkpoints",
@@ -87,17 +97,10 @@ fn the_oltp_stand_in_replays_from_its_seed() {
 #[test]
 fn the_oltp_stand_in_runs_on_the_journaled_store() {
     let cfg = OltpConfig {
-        clients: 4,
-        data_mib: 8,
-        run_ms: 200,
-        warmup_ms: 50,
-        checkpoint_ms: 60,
         fs: "compound".into(),
-        ..OltpConfig::default()
+        ..small()
     };
-    let a = StackSetup::full().run(&cfg, "nand", None).unwrap();
-    let b = StackSetup::full().run(&cfg, "nand", None).unwrap();
-    assert_eq!(a, b, "the store's runs replay from the seed too");
+    let a = replayed(&cfg);
     assert!(
         a.txns > 50 && a.checkpoints >= 2,
         "{} txns, {} checkpoints",
@@ -106,11 +109,7 @@ fn the_oltp_stand_in_runs_on_the_journaled_store() {
     );
     // Every WAL fsync is a compound commit (data, journal blocks, FLUSH, commit
     // record): slower than the runtime's files' one FLUSH.
-    let host = OltpConfig {
-        fs: "host".into(),
-        ..cfg.clone()
-    };
-    let h = StackSetup::full().run(&host, "nand", None).unwrap();
+    let h = StackSetup::full().run(&small(), "nand", None).unwrap();
     assert!(a.txns < h.txns, "store {} vs host {} txns", a.txns, h.txns);
     let bad = OltpConfig {
         fs: "ext4".into(),
@@ -123,13 +122,8 @@ fn the_oltp_stand_in_runs_on_the_journaled_store() {
 #[test]
 fn a_rate_controlled_run_serves_its_arrivals_and_counts_queueing() {
     let cfg = OltpConfig {
-        clients: 4,
-        data_mib: 8,
-        run_ms: 200,
-        warmup_ms: 50,
-        checkpoint_ms: 60,
         rate_tps: 2000,
-        ..OltpConfig::default()
+        ..small()
     };
     let r = StackSetup::full().run(&cfg, "nand", None).unwrap();
     // 2 000 arrivals per second for 200 ms: about 400 transactions, whatever the

@@ -3,6 +3,8 @@
 //! home or of its mapping (direct write, truncation, unlink) never lets an old copy
 //! show, even with reads in flight across it.
 
+mod common;
+
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -33,13 +35,7 @@ where
             work(s).await
         })
         .unwrap();
-    let reads = out
-        .report
-        .jobs
-        .iter()
-        .filter(|j| j.flow == "reader")
-        .map(|j| j.read.total_ios)
-        .sum();
+    let reads = common::reads_of(&out.report, "reader");
     (out.value, reads)
 }
 

@@ -2,6 +2,8 @@
 //! (buffered blocks are copied, and split a run), through the runtime's read path, so
 //! AIOS's read path shortens them in simulation as it does the page cache's misses.
 
+mod common;
+
 use sluice_runtime::{now, spawn, File, ReadPath, Stack, TaskCtx};
 use sluice_store::{CommitMode, Geometry, Store};
 
@@ -33,13 +35,7 @@ fn read_whole(path: ReadPath, dirty_middle: bool) -> (u64, Vec<u8>, u64) {
             reader.await
         })
         .unwrap();
-    let reads = out
-        .report
-        .jobs
-        .iter()
-        .filter(|j| j.flow == "reader")
-        .map(|j| j.read.total_ios)
-        .sum();
+    let reads = common::reads_of(&out.report, "reader");
     let (bytes, latency) = out.value;
     (reads, bytes, latency)
 }

@@ -70,3 +70,13 @@ where
         check(s).await
     })
 }
+
+/// Device reads the tasks of flow `flow` issued in a run.
+pub fn reads_of(report: &sluice_metrics::RunReport, flow: &str) -> u64 {
+    report
+        .jobs
+        .iter()
+        .filter(|j| j.flow == flow)
+        .map(|j| j.read.total_ios)
+        .sum()
+}
