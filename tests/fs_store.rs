@@ -174,6 +174,31 @@ fn run_on_the_store_in_a_temporary_directory() {
     assert!(!dir.path().join("sluice-fio-store.img").exists());
 }
 
+/// Buffered reads on a real store go through its read cache as they do in simulation:
+/// 8 passes over a 256 KiB file, all but the first pass from memory.
+#[test]
+fn buffered_reads_on_a_real_store_hit_its_read_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(
+        dir.path(),
+        "r.fio",
+        "[r]\nrw=randread\nbs=4k\nsize=256k\nloops=8\ndirect=0\n",
+    );
+    let Some(o) = run_on_store(dir.path(), &job, &["--output-format", "json"]) else {
+        return;
+    };
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["jobs"][0]["read"]["total_ios"], 512);
+    let cache = &v["extra"]["runtime"]["cache"];
+    let (hits, misses) = (
+        cache["hits"].as_u64().unwrap(),
+        cache["misses"].as_u64().unwrap(),
+    );
+    // The 64 blocks miss at most once each (a read run counts one miss for its first
+    // block); every other read is a hit.
+    assert!(misses <= 64 && hits >= 512 - 64, "{cache}");
+}
+
 /// `sluice fsck` on the store a real run kept: consistent (exit 0), the image not
 /// changed; a file that is no store is refused (exit 1); a missing one is bad input.
 #[test]

@@ -47,7 +47,8 @@
 //!   percentiles, the `sync` section, flows, fairness, JSON, plots). A store call may
 //!   be several device I/Os (data, journal, FLUSH), so it has no single dispatch: the
 //!   whole call is reported as time on the device (`sched_ns` and `post_ns` are 0).
-//!   `extra` is the runtime's (block layer, device, tasks).
+//!   `extra` is the runtime's (block layer, device, tasks), with the store's read
+//!   cache's counters as `extra.runtime.cache`.
 //!
 //! What this path refuses (a clear error, [`check`]): `filename=` (fio's own names are
 //! used), `verify`, `steadystate`, `exitall`, reads with `create_on_open=1` (there is
@@ -450,15 +451,18 @@ pub fn run(
                 .map_err(|e| FioError::Run(format!("the store {STORE_IMAGE}: {e}")))?;
             let r = run_jobs(&fs, &p, seed, interval_ns).await?;
             let stats = fs.store().map(|s| s.stats()).unwrap_or_default();
-            Ok::<_, FioError>((r, stats))
+            let cache = fs.store().and_then(|s| s.read_cache_stats());
+            Ok::<_, FioError>((r, stats, cache))
         })
         .map_err(|e| FioError::Run(e.to_string()))?;
-    let (r, store) = out.value?;
+    let (r, store, cache) = out.value?;
     let mut report = r.collector.finish(r.end_ns, &out.report.policy);
     report.policy = out.report.policy.clone();
     report.extra = out.report.extra;
     if let Some(rt) = report.extra.runtime.as_mut() {
         rt.interrupted = r.interrupted;
+        // The jobs' page cache is the store's read cache (the stack has none).
+        rt.cache = rt.cache.or(cache);
     }
     Ok(FioOutput {
         report,

@@ -44,6 +44,6 @@ mod store;
 pub use fs::{Fs, FsConfig, FsFile};
 pub use layout::Geometry;
 pub use store::{
-    CommitMode, FileStat, FsyncBreakdown, FsyncPath, Inspection, ReadCacheStats, Store, StoreError,
-    StoreFile, StoreStats,
+    CommitMode, FileStat, FsyncBreakdown, FsyncPath, Inspection, Store, StoreError, StoreFile,
+    StoreStats,
 };

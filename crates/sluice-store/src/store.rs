@@ -12,7 +12,6 @@ use sluice_runtime::{
 use crate::layout::{Geometry, BLOCK, MAX_FILE_BLOCKS, MAX_NAME};
 pub use breakdown::FsyncBreakdown;
 use breakdown::Phases;
-pub use cache::ReadCacheStats;
 pub use inspect::Inspection;
 
 mod blockmap;

@@ -20,7 +20,7 @@
 //! ([`PageCache::forget_clean`]): its data, possibly older, is returned to its reader
 //! (the read began before the change) but not cached.
 
-use sluice_cache::{CacheConfig, PageCache, PageKey, PageRange};
+use sluice_cache::{CacheConfig, CacheStats, PageCache, PageKey, PageRange};
 
 use super::Store;
 use crate::layout::BLOCK;
@@ -36,19 +36,6 @@ fn key(ino: u32, idx: u64) -> PageKey {
         file: ino,
         index: idx,
     }
-}
-
-/// Counters of the store's read cache.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ReadCacheStats {
-    /// Its size in blocks (0: no cache).
-    pub blocks: u64,
-    /// Block reads it served.
-    pub hits: u64,
-    /// Block reads that went to the device.
-    pub misses: u64,
-    /// Clean blocks evicted for others (CLOCK).
-    pub evictions: u64,
 }
 
 impl ReadCache {
@@ -123,16 +110,8 @@ impl ReadCache {
         }
     }
 
-    pub(super) fn stats(&self) -> ReadCacheStats {
-        self.pc.as_ref().map_or_else(ReadCacheStats::default, |pc| {
-            let s = pc.stats();
-            ReadCacheStats {
-                blocks: pc.config().pages as u64,
-                hits: s.hits,
-                misses: s.misses,
-                evictions: s.evictions,
-            }
-        })
+    pub(super) fn stats(&self) -> Option<CacheStats> {
+        self.pc.as_ref().map(PageCache::stats)
     }
 }
 
@@ -147,8 +126,9 @@ impl Store {
         Ok(())
     }
 
-    /// The read cache's counters.
-    pub fn read_cache_stats(&self) -> ReadCacheStats {
+    /// The read cache's counters (sluice-cache's: hits, misses, evictions, …); `None`
+    /// without a read cache.
+    pub fn read_cache_stats(&self) -> Option<CacheStats> {
         self.st.borrow().cache.stats()
     }
 }
