@@ -106,6 +106,32 @@ fn a_direct_read_goes_around_the_cache() {
 }
 
 #[test]
+fn resizing_the_cache_with_reads_in_flight_is_safe() {
+    let (got, _) = on_store(64, |s| async move {
+        let f = s.create("a").unwrap();
+        s.write(f, 0, &pattern(3, 8 * B)).await.unwrap();
+        let r = {
+            let s = s.clone();
+            spawn(TaskCtx::new("reader").flow("reader"), async move {
+                let mut out = vec![0u8; 8 * B];
+                s.read(f, 0, &mut out).await.unwrap();
+                out
+            })
+        };
+        // 3 µs on: the read is at the device (a 32 KiB read on `ull` takes ~15 µs),
+        // admitted by the cache now replaced.
+        sluice_runtime::sleep(3_000).await;
+        assert_eq!(s.read_cache_stats().unwrap().misses, 1, "the read began");
+        s.set_read_cache(32).unwrap();
+        let first = r.await;
+        assert_eq!(s.read_cache_stats().unwrap().hits, 0, "a new, empty cache");
+        assert_eq!(read(&s, f, 0, 8 * B).await, first);
+        first
+    });
+    assert_eq!(got, pattern(3, 8 * B));
+}
+
+#[test]
 fn without_a_cache_every_read_goes_to_the_device() {
     let (stats, reads) = on_store(0, |s| async move {
         let f = s.create("a").unwrap();

@@ -29,6 +29,9 @@ use crate::layout::BLOCK;
 #[derive(Debug, Default)]
 pub(super) struct ReadCache {
     pc: Option<PageCache<Vec<u8>>>,
+    /// Bumped by every [`Store::set_read_cache`]: a read admitted by an earlier cache
+    /// completes without touching this one.
+    epoch: u64,
 }
 
 fn key(ino: u32, idx: u64) -> PageKey {
@@ -39,10 +42,11 @@ fn key(ino: u32, idx: u64) -> PageKey {
 }
 
 impl ReadCache {
-    /// A cache of `blocks` 4 KiB blocks (0: none). The smallest cache is 16 blocks.
-    fn new(blocks: usize) -> Result<ReadCache, String> {
+    /// A cache of `blocks` 4 KiB blocks (0: none), of `epoch`. The smallest cache is
+    /// 16 blocks.
+    fn new(blocks: usize, epoch: u64) -> Result<ReadCache, String> {
         if blocks == 0 {
-            return Ok(ReadCache::default());
+            return Ok(ReadCache { pc: None, epoch });
         }
         let cfg = CacheConfig {
             pages: blocks,
@@ -52,7 +56,13 @@ impl ReadCache {
             .map_err(|e| format!("store read cache: {e}"))?;
         Ok(ReadCache {
             pc: Some(PageCache::new(cfg)),
+            epoch,
         })
+    }
+
+    /// Which cache this is (see [`ReadCache::read_done`]).
+    pub(super) fn epoch(&self) -> u64 {
+        self.epoch
     }
 
     /// Block `idx` of inode `ino`, if cached (a hit marks it referenced).
@@ -79,9 +89,13 @@ impl ReadCache {
             .is_some_and(|pc| pc.begin_read(key(ino, idx)))
     }
 
-    /// A read [`ReadCache::begin_read`] admitted ended: its data (`None`: it failed)
-    /// is cached unless a change made it stale or a copy got there first.
-    pub(super) fn read_done(&mut self, ino: u32, idx: u64, data: Option<&[u8]>) {
+    /// A read [`ReadCache::begin_read`] admitted, when this cache was of `epoch`,
+    /// ended: its data (`None`: it failed) is cached unless a change made it stale or a
+    /// copy got there first. A read admitted by a cache since replaced does nothing.
+    pub(super) fn read_done(&mut self, epoch: u64, ino: u32, idx: u64, data: Option<&[u8]>) {
+        if epoch != self.epoch {
+            return;
+        }
         let Some(pc) = self.pc.as_mut() else { return };
         match data {
             // Indexed, abandoned (a newer copy got there first) or stale: the reader
@@ -120,9 +134,11 @@ impl Store {
     /// default: none — every read of a block not buffered goes to the device, as
     /// `O_DIRECT`). A program that reads its files through a page cache on ext4 gets
     /// the same from the store with a cache of the page cache's size. Setting it
-    /// empties the cache. An error if `blocks` is between 1 and 15.
+    /// empties the cache (reads in flight then cache nothing). An error if `blocks` is
+    /// between 1 and 15.
     pub fn set_read_cache(&self, blocks: usize) -> Result<(), String> {
-        self.st.borrow_mut().cache = ReadCache::new(blocks)?;
+        let mut st = self.st.borrow_mut();
+        st.cache = ReadCache::new(blocks, st.cache.epoch + 1)?;
         Ok(())
     }
 

@@ -151,18 +151,20 @@ impl Store {
             // The blocks the cache takes when the read completes (lazy indexing: a
             // change meanwhile makes them stale).
             let idxs = first + k as u64..first + (k + run) as u64;
-            let admitted: Vec<bool> = {
+            let (epoch, admitted): (u64, Vec<bool>) = {
                 let mut st = self.st.borrow_mut();
-                idxs.clone()
+                let admitted = idxs
+                    .clone()
                     .map(|i| cached && st.cache.begin_read(f.ino, i))
-                    .collect()
+                    .collect();
+                (st.cache.epoch(), admitted)
             };
             let r = self.dev.read_data(map[k], run as u64).await;
             {
                 let mut st = self.st.borrow_mut();
                 for (j, i) in idxs.enumerate().filter(|&(j, _)| admitted[j]) {
                     let b = r.as_ref().ok().map(|b| &b[j * BLOCK..(j + 1) * BLOCK]);
-                    st.cache.read_done(f.ino, i, b);
+                    st.cache.read_done(epoch, f.ino, i, b);
                 }
             }
             let bytes = r?;
