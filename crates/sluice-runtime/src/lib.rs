@@ -100,7 +100,7 @@ pub use sluice_device::{CrashReport, CrashSpec};
 pub use sync::{Condvar, LockFuture, Mutex, MutexGuard, RwLock, RwReadGuard, RwWriteGuard};
 pub use task::{
     charge, cpu, current_base_class, current_class, now, set_class, sleep, spawn, spawn_on,
-    yield_now, BoostGuard, Cpu, JoinHandle, Sleep, TaskHandle, YieldNow,
+    throttle_pause, yield_now, BoostGuard, Cpu, JoinHandle, Sleep, TaskHandle, YieldNow,
 };
 
 use exec::{ExecConfig, Inner, Shared};

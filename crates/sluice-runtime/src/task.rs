@@ -208,10 +208,13 @@ pub fn sleep(ns: Nanos) -> Sleep {
     }
 }
 
-/// A pause at the page cache's admission (a writer over its dirty limit): `ns` of
-/// sleep during which the task is blocked on [`Dep::Throttle`](crate::deps::Dep::Throttle),
-/// ended early when the dependency walk resolves it (RCP §4.4; see the cache).
-pub(crate) fn throttle_pause(ns: Nanos) -> Sleep {
+/// A pause at a cache's admission (a writer over its dirty limit, Linux's
+/// `balance_dirty_pages`): `ns` of sleep during which the task is blocked on the
+/// cache's admission (a dependency of its own kind), ended early when a critical task's
+/// chain of waits reaches it (RCP §4.4: with inheritance on, the task is then judged
+/// by the critical limit). The runtime's page cache pauses its writers with it, and a
+/// file store with its own buffer (sluice-store) can pause its writers the same way.
+pub fn throttle_pause(ns: Nanos) -> Sleep {
     Sleep {
         ns,
         until: None,

@@ -125,9 +125,13 @@ pub struct StoreStats {
     pub data_by_fsync: u64,
     /// fsyncs and fdatasyncs that needed no commit (data and one FLUSH).
     pub data_syncs: u64,
-    /// Buffered blocks written home by writers over their class's limit of buffered
-    /// data (a non-critical writer writes the non-critical blocks, a critical one all).
+    /// Buffered blocks written home by writers over the limit of buffered data (all
+    /// of them without class limits; a critical writer over its own limit with them).
     pub data_by_limit: u64,
+    /// Buffered blocks written home by the flusher, for writers paused at their limit.
+    pub data_by_flusher: u64,
+    /// Times a non-critical writer paused at its class's limit (class limits on).
+    pub throttled: u64,
     /// Most bytes buffered at once.
     pub buffered_peak: u64,
 }
@@ -357,6 +361,10 @@ const DATA_LIMIT: u64 = 32 << 20;
 /// A mounted store (share it with `Rc`). Its journal task runs until the stack ends.
 #[derive(Debug)]
 pub struct Store {
+    /// The store itself, for the tasks it starts when first needed (the flusher).
+    me: std::rc::Weak<Store>,
+    /// Whether the flusher runs (started by the first writer to pause).
+    flusher: std::cell::Cell<bool>,
     dev: Dev,
     mode: CommitMode,
     st: RefCell<State>,
@@ -372,6 +380,12 @@ pub struct Store {
     /// RCP's class-aware limits of buffered data ([`Store::set_class_limits`]).
     class_limits: std::cell::Cell<bool>,
     fj_lock: Mutex<()>,
+    /// Wakes the flusher; writers paused at their limit now, and the device's
+    /// writeback bandwidth their pauses are set by.
+    flush: Condvar,
+    flush_failed: std::cell::Cell<bool>,
+    pausing: std::cell::Cell<u32>,
+    rate: RefCell<sluice_cache::throttle::WritebackRate>,
 }
 
 /// How often the journal task commits a running transaction with changes (jbd2's
@@ -392,9 +406,12 @@ impl Store {
     /// every writer may buffer up to 32 MiB and a writer past that writes all the
     /// buffered data home first, whoever wrote it (Linux's one dirty ratio: a critical
     /// writer can pay for a bulk writer's data). On, a non-critical writer is held to
-    /// 1.6 MiB (the page cache's 1 % against its 20 %) and writes only the non-critical
-    /// blocks home, so a critical writer — and a critical fsync's compound commit —
-    /// finds little bulk data in the buffer. Off by default because the papers whose
+    /// 1.6 MiB (the page cache's 1 % against its 20 %): over it, it pauses as Linux's
+    /// `balance_dirty_pages` makes a writer pause (`sluice_cache::throttle`'s pause)
+    /// while the store's flusher writes the buffer home, and looks again — a pause a
+    /// critical task waiting on the writer ends (RCP §4.4, `throttle_pause`). So a
+    /// critical writer — and a critical fsync's compound commit — finds little bulk
+    /// data in the buffer. Off by default because the papers whose
     /// experiments run on the store (FastResponse, AIOS) have one dirty ratio; the
     /// runtime's page cache has it on by default (`CacheConfig::class_limits`).
     pub fn set_class_limits(&self, on: bool) {

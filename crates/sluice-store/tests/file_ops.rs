@@ -197,23 +197,93 @@ fn buffered_beside_a_log(
 fn a_background_writer_is_held_to_its_class_limit_of_buffered_data() {
     // RCP §4.3 in the store's buffer (`Store::set_class_limits`): a non-critical writer
     // may buffer up to 1.6 MiB (1 % against the 20 % whose role the 32 MiB a critical
-    // writer may buffer plays), then writes the non-critical blocks home itself; a
-    // critical writer of the same 8 MiB is not held.
+    // writer may buffer plays); over it, it pauses (Linux's IO-less throttling) while
+    // the store's flusher writes the buffer home; a critical writer of the same 8 MiB
+    // is not held.
     use sluice_runtime::IoClass;
     for mode in MODES {
         let bg = buffered_beside_a_log(mode, true, IoClass::Normal, 8);
-        assert!(bg.data_by_limit > 0, "{mode:?}: {bg:?}");
+        assert!(
+            bg.throttled > 0 && bg.data_by_flusher > 0,
+            "{mode:?}: {bg:?}"
+        );
+        assert_eq!(
+            bg.data_by_limit, 0,
+            "{mode:?}: the writer paused, the flusher wrote"
+        );
         assert!(
             bg.buffered_peak <= (1600 << 10) + (512 << 10),
             "{mode:?}: {} bytes buffered at the peak",
             bg.buffered_peak
         );
         let fg = buffered_beside_a_log(mode, true, IoClass::Critical, 8);
-        assert_eq!(fg.data_by_limit, 0, "{mode:?}: {fg:?}");
+        assert_eq!((fg.throttled, fg.data_by_limit), (0, 0), "{mode:?}: {fg:?}");
         assert!(fg.buffered_peak >= 8 << 20, "{mode:?}: {fg:?}");
         // Off (the default: one limit, 32 MiB), the background writer is not held.
         let off = buffered_beside_a_log(mode, false, IoClass::Normal, 8);
-        assert_eq!(off.data_by_limit, 0, "{mode:?}: {off:?}");
+        assert_eq!(
+            (off.throttled, off.data_by_limit),
+            (0, 0),
+            "{mode:?}: {off:?}"
+        );
         assert!(off.buffered_peak >= 8 << 20, "{mode:?}: {off:?}");
     }
+}
+
+/// RCP §4.4 on the store's buffer: a background writer paused at its limit while it
+/// holds a lock a critical task wants is woken and judged by the critical limit when
+/// inheritance is on; off, the critical task waits out the pause (at least a jiffy).
+/// Returns the critical task's longest wait for the lock, ns.
+fn lock_wait_behind_a_paused_writer(inherit: sluice_runtime::Inherit) -> u64 {
+    use sluice_runtime::{now, sleep, spawn, Mutex, TaskCtx};
+    use std::rc::Rc;
+    Stack::builder()
+        .device("nand")
+        .inherit(inherit)
+        .build()
+        .unwrap()
+        .run(move || async move {
+            let f = File::create(IMG).await.unwrap();
+            Store::mkfs(&f, Geometry::new(16384)).await.unwrap();
+            let s = Store::mount(&f, CommitMode::Compound).await.unwrap();
+            s.set_class_limits(true);
+            let lock = Rc::new(Mutex::new(()));
+            let (s1, l1) = (s.clone(), lock.clone());
+            let bulk = spawn(TaskCtx::new("bulk"), async move {
+                let h = s1.create("bulk").unwrap();
+                let chunk = vec![5u8; 256 << 10];
+                for k in 0..32u64 {
+                    // Each write under the lock, as PostgreSQL's checkpointer writes a
+                    // page holding its buffer lock.
+                    let _g = l1.lock().await;
+                    s1.write_buffered(h, k * (256 << 10), &chunk).await.unwrap();
+                }
+            });
+            let l2 = lock.clone();
+            let fg = spawn(TaskCtx::new("fg").critical(), async move {
+                let mut worst = 0;
+                for _ in 0..40 {
+                    sleep(500_000).await;
+                    let t0 = now();
+                    drop(l2.lock().await);
+                    worst = worst.max(now() - t0);
+                }
+                worst
+            });
+            bulk.await;
+            fg.await
+        })
+        .unwrap()
+        .value
+}
+
+#[test]
+fn a_paused_writer_holding_a_lock_a_critical_task_wants_is_woken() {
+    let on = lock_wait_behind_a_paused_writer(sluice_runtime::Inherit::ON);
+    let off = lock_wait_behind_a_paused_writer(sluice_runtime::Inherit::OFF);
+    // Off: the writer sleeps its pause out (a jiffy, 4 ms, at least) holding the lock.
+    assert!(off >= 4_000_000, "off: {off} ns");
+    // On: the pause ends when the critical task blocks; the writer, critical now, is
+    // under its limit, writes and lets go — far below a jiffy.
+    assert!(on * 4 < off, "on: {on} ns, off: {off} ns");
 }

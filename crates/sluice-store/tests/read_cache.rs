@@ -172,8 +172,11 @@ fn truncation_and_a_reused_inode_never_show_old_cached_blocks() {
 fn a_read_in_flight_across_a_direct_write_does_not_cache_its_older_data() {
     // RCP's block layer lets one non-critical request out at a time: with a bulk
     // writer's request out, the (normal) writer's direct write waits in the block
-    // layer while the critical reader's read goes ahead and completes first — with the
-    // old data, after the write had already dropped the blocks' cached copies.
+    // layer while the critical reader's read goes ahead and completes first, with the
+    // old data, which it caches; the write, home after it, must drop that copy. (Before
+    // 2026-11-26 the store forgot the blocks only when the write was issued, and this
+    // order, which the store's flusher task made the scheduler produce, left the old
+    // data cached.)
     let out = Stack::builder()
         .device("ull")
         .policy("rcp")
@@ -223,6 +226,68 @@ fn a_read_in_flight_across_a_direct_write_does_not_cache_its_older_data() {
         again.iter().all(|&x| x == 2),
         "the direct write's data, not a stale copy"
     );
+}
+
+#[test]
+fn a_read_still_in_flight_when_a_direct_write_lands_is_not_cached() {
+    // The other order: a (normal) reader's read waits behind a bulk writer's request
+    // in RCP's block layer while a critical writer's direct write to the same blocks
+    // goes ahead and lands. The read, still in flight then, is made stale: on a real
+    // device it may carry the old data, so its completion must not cache it. (The
+    // simulator hands a read the data as it completes — new here —, so the stale
+    // count is what shows the rule.)
+    let out = Stack::builder()
+        .device("ull")
+        .policy("rcp")
+        .build()
+        .unwrap()
+        .run(|| async {
+            let img = File::create("store.img").await.unwrap();
+            Store::mkfs(&img, Geometry::new(8192)).await.unwrap();
+            let s = Store::mount(&img, CommitMode::Compound).await.unwrap();
+            s.set_read_cache(64).unwrap();
+            let f = s.create("a").unwrap();
+            s.write(f, 0, &[1u8; 4 * B]).await.unwrap();
+            let bulk = File::create("bulk").await.unwrap();
+            let hog = spawn(TaskCtx::new("bulk"), async move {
+                let (r, _) = bulk.write_at(DmaBuffer::new(8 << 20), 0).await;
+                r.unwrap();
+            });
+            sluice_runtime::yield_now().await;
+            let r = {
+                let s = s.clone();
+                spawn(TaskCtx::new("reader"), async move {
+                    let mut out = vec![0u8; 4 * B];
+                    s.read(f, 0, &mut out).await.unwrap();
+                    out[0]
+                })
+            };
+            let w = {
+                let s = s.clone();
+                spawn(TaskCtx::new("writer").critical(), async move {
+                    s.write(f, 0, &[2u8; 4 * B]).await.unwrap();
+                })
+            };
+            w.await;
+            let stats_at_write = s.read_cache_stats().unwrap();
+            let first = r.await;
+            hog.await;
+            let mut again = vec![0u8; 4 * B];
+            s.read(f, 0, &mut again).await.unwrap();
+            (stats_at_write, first, again, s.read_cache_stats().unwrap())
+        })
+        .unwrap();
+    let (at_write, first, again, end) = out.value;
+    assert_eq!(
+        at_write.stale_reads, 0,
+        "the read was still in flight: {at_write:?}"
+    );
+    assert_eq!(first, 2, "the read completed after the write landed");
+    assert_eq!(
+        end.stale_reads, 4,
+        "its four blocks were made stale: {end:?}"
+    );
+    assert!(again.iter().all(|&x| x == 2));
 }
 
 /// Several tasks read, write (buffered and direct), truncate and fsync two files at

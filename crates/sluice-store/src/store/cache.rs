@@ -12,7 +12,9 @@
 //! - a buffered write leaves the cached copy (still the home contents; reads find the
 //!   buffer's newer copy first), and when the writeback of the buffered copy ends that
 //!   copy replaces it ([`ReadCache::written`]);
-//! - a direct write forgets the blocks it covers;
+//! - a direct write forgets the blocks it covers once its data is home (a read beside
+//!   it may return the old data to its reader, as any read racing a write may, but
+//!   does not leave it cached);
 //! - a truncation or the freeing of an inode forgets the blocks it unmaps
 //!   (`State::drop_buffered`), before their numbers can be reused;
 //!

@@ -285,8 +285,6 @@ impl Store {
                 let mut inode = st.inode(f.ino);
                 st.keep_tail(f.ino, &inode, tail);
                 let phys = st.map_alloc_all(f.ino, &mut inode, first..last + 1)?;
-                // The blocks change at home: no clean copy of them stays.
-                st.cache.forget(f.ino, first, last);
                 let mut writes = Vec::with_capacity(images.len());
                 for (k, (img, phys)) in images.into_iter().zip(phys).enumerate() {
                     // A direct write supersedes buffered data of the block.
@@ -308,6 +306,11 @@ impl Store {
                 let mut st = self.st.borrow_mut();
                 dec(&mut st.handles, txn);
                 dec(&mut st.ino_handles, f.ino);
+                // The blocks changed at home: no clean copy of them stays, and a read
+                // still in flight is made stale (as Linux invalidates the page cache
+                // after a direct write: a read that ran beside the write may have read,
+                // and would cache, the old data).
+                st.cache.forget(f.ino, first, last);
             }
             self.signal_done().await;
             r?;
@@ -346,13 +349,17 @@ impl Store {
         self.st.borrow().live(f)?;
         let class = current_class();
         if self.st.borrow().data_bytes > self.data_limit(class) {
-            // Too much buffered for the writer's class: it writes data home first
-            // (early data is always safe in ordered mode) — a non-critical writer the
-            // non-critical blocks only, never a critical writer's (RCP §4.3); a
-            // critical writer over its own, higher limit all of it.
-            let critical = class == IoClass::Critical;
-            let (n, _) = self.write_data(|_, d| critical || !d.critical, &[]).await?;
-            self.st.borrow_mut().stats.data_by_limit += n;
+            if self.class_limits.get() && class != IoClass::Critical {
+                // RCP's caching layer: a non-critical writer over its limit pauses
+                // while the flusher writes the buffer home (Linux's IO-less throttling).
+                self.throttle().await?;
+            } else {
+                // Over the one limit (no class limits), or a critical writer over its
+                // own: the writer writes the buffered data home first (early data is
+                // always safe in ordered mode).
+                let (n, _) = self.write_data(|_, _| true, &[]).await?;
+                self.st.borrow_mut().stats.data_by_limit += n;
+            }
         }
         let first = offset / BLOCK as u64;
         let n = (offset + data.len() as u64 - 1) / BLOCK as u64 + 1 - first;

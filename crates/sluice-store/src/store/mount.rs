@@ -66,7 +66,9 @@ impl Store {
         let fsb = journal::encode_fsuper(st.fseq, 1);
         dev.write(g.fjournal_start(), &fsb, IoOptions::new().fua(true))
             .await?;
-        let store = Rc::new(Store {
+        let store = Rc::new_cyclic(|me| Store {
+            me: me.clone(),
+            flusher: std::cell::Cell::new(false),
             dev,
             mode,
             st: RefCell::new(st),
@@ -78,6 +80,10 @@ impl Store {
             class_limits: std::cell::Cell::new(false),
             journal_class: std::cell::Cell::new(sluice_runtime::IoClass::Normal),
             fj_lock: Mutex::new(()),
+            flush: Condvar::new(),
+            flush_failed: std::cell::Cell::new(false),
+            pausing: std::cell::Cell::new(0),
+            rate: Default::default(),
         });
         let s = store.clone();
         let _journal = spawn(TaskCtx::new("jbd").activity(Activity::WAL), async move {
