@@ -16,6 +16,10 @@
 //!    first — in names, contents, change counters and metadata
 //!    ([`Store::fingerprint`]).
 //!
+//! One seed in four (`class_limits`) runs with RCP's class-aware limits of buffered
+//! data and a 256 KiB buffer: a normal task over its 12.8 KiB pauses while the store's
+//! flusher writes the buffer home, so the flusher's writebacks are cut by crashes too.
+//!
 //! Everything is deterministic: a seed replays exactly.
 
 mod model;
@@ -33,6 +37,12 @@ use model::TaskModel;
 
 /// Tasks per run.
 const TASKS: usize = 3;
+
+/// Whether run `seed` has RCP's class-aware limits on (and a small buffer): one seed
+/// in four.
+pub(crate) fn class_limits(seed: u64) -> bool {
+    seed % 4 == 3
+}
 const IMG: &str = "store.img";
 /// The seed whose uncrashed run measures the workload's length.
 const LENGTH_SEED: u64 = 1_000_000;
@@ -246,6 +256,12 @@ impl Harness {
                     let f = File::open(IMG).await.expect("the store's file");
                     let s = Store::mount(&f, mode).await.expect("mount");
                     s.set_fsync_path(fsync);
+                    if class_limits(seed) {
+                        // A small buffer (normal tasks held to 12.8 KiB), so they
+                        // pause and the flusher runs often.
+                        s.set_class_limits(true);
+                        s.set_buffer_limit(256 << 10);
+                    }
                     let hs: Vec<_> = ms
                         .into_iter()
                         .enumerate()

@@ -379,6 +379,8 @@ pub struct Store {
     journal_class: std::cell::Cell<IoClass>,
     /// RCP's class-aware limits of buffered data ([`Store::set_class_limits`]).
     class_limits: std::cell::Cell<bool>,
+    /// [`Store::set_buffer_limit`] (default [`DATA_LIMIT`]).
+    buffer_limit: std::cell::Cell<u64>,
     fj_lock: Mutex<()>,
     /// Wakes the flusher; writers paused at their limit now, and the device's
     /// writeback bandwidth their pauses are set by.
@@ -418,7 +420,14 @@ impl Store {
         self.class_limits.set(on);
     }
 
-    /// The buffered data a writer of `class` may add to: [`DATA_LIMIT`] for everyone,
+    /// Buffered data above which a writer writes it home first (default 32 MiB, the
+    /// role of Linux's `dirty_bytes`); with class-aware limits, a critical writer's
+    /// limit, and the base of a non-critical one's (1/20 of it). At least one block.
+    pub fn set_buffer_limit(&self, bytes: u64) {
+        self.buffer_limit.set(bytes.max(BLOCK as u64));
+    }
+
+    /// The buffered data a writer of `class` may add to: the buffer limit for everyone,
     /// or with RCP's class-aware limits (FAST '17 §4.3, as the runtime's page cache
     /// applies them) that for a critical writer (the 20 % ratio's role) and for a
     /// non-critical one the same fraction of it as the page cache's non-critical ratio
@@ -426,11 +435,12 @@ impl Store {
     /// buffer a critical writer — and, in compound mode, a critical fsync's commit
     /// (T_D2) — then has to write home.
     pub(crate) fn data_limit(&self, class: IoClass) -> u64 {
+        let limit = self.buffer_limit.get();
         if !self.class_limits.get() || class == IoClass::Critical {
-            return DATA_LIMIT;
+            return limit;
         }
         let c = sluice_runtime::CacheConfig::default();
-        (DATA_LIMIT as f64 * c.dirty_ratio_normal / c.dirty_ratio_critical) as u64
+        (limit as f64 * c.dirty_ratio_normal / c.dirty_ratio_critical) as u64
     }
 
     /// The journal task's class (default normal). FastResponse's evaluation configures

@@ -230,6 +230,31 @@ fn a_background_writer_is_held_to_its_class_limit_of_buffered_data() {
     }
 }
 
+#[test]
+fn the_buffer_limit_is_a_setting() {
+    // 8 MiB of buffered writes against a 1 MiB buffer (no class limits): the writer
+    // writes the buffer home whenever it passes 1 MiB.
+    let stats = Stack::builder()
+        .device("nand")
+        .build()
+        .unwrap()
+        .run(|| async {
+            let f = File::create(IMG).await.unwrap();
+            Store::mkfs(&f, Geometry::new(16384)).await.unwrap();
+            let s = Store::mount(&f, CommitMode::Compound).await.unwrap();
+            s.set_buffer_limit(1 << 20);
+            let h = s.create("bulk").unwrap();
+            for k in 0..32u64 {
+                s.write_buffered(h, k << 18, &[5u8; 1 << 18]).await.unwrap();
+            }
+            s.stats()
+        })
+        .unwrap()
+        .value;
+    assert!(stats.data_by_limit > 0, "{stats:?}");
+    assert!(stats.buffered_peak <= (1 << 20) + (256 << 10), "{stats:?}");
+}
+
 /// RCP §4.4 on the store's buffer: a background writer paused at its limit while it
 /// holds a lock a critical task wants is woken and judged by the critical limit when
 /// inheritance is on; off, the critical task waits out the pause (at least a jiffy).

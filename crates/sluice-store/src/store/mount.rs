@@ -78,6 +78,7 @@ impl Store {
             commit_lock: Mutex::new(()),
             fsync_path: std::cell::Cell::new(super::FsyncPath::Sync),
             class_limits: std::cell::Cell::new(false),
+            buffer_limit: std::cell::Cell::new(super::DATA_LIMIT),
             journal_class: std::cell::Cell::new(sluice_runtime::IoClass::Normal),
             fj_lock: Mutex::new(()),
             flush: Condvar::new(),
