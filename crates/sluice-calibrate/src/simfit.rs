@@ -420,9 +420,6 @@ impl Model {
     }
 }
 
-/// The steady points of `pts`, and a note naming the unsteady ones left out ("" for
-/// none): an unsteady point's windows disagree, so its figures mix states of the
-/// device.
 /// The steady points of a direction's 4 KiB queue-depth sweep with a p99, and a note
 /// naming those left out as not steady.
 fn qd_sweep(points: &[Point], write: bool) -> (Vec<&Point>, String) {
@@ -438,6 +435,9 @@ fn qd_sweep(points: &[Point], write: bool) -> (Vec<&Point>, String) {
     steady_only(&sweep)
 }
 
+/// The steady points of `pts`, and a note naming the unsteady ones left out ("" for
+/// none): an unsteady point's windows disagree, so its figures mix states of the
+/// device.
 fn steady_only<'a>(pts: &[&'a Point]) -> (Vec<&'a Point>, String) {
     let left: Vec<String> = pts
         .iter()

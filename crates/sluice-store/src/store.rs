@@ -20,6 +20,7 @@ mod cache;
 mod commit;
 mod data;
 mod inspect;
+mod limits;
 mod meta;
 mod mount;
 mod names;
@@ -355,16 +356,11 @@ struct Dirty {
 /// contents, critical.
 type DataCopy = ((u32, u64), u64, u64, Vec<u8>, bool);
 
-/// Buffered data above which a critical writer writes the buffered data home first.
-const DATA_LIMIT: u64 = 32 << 20;
-
 /// A mounted store (share it with `Rc`). Its journal task runs until the stack ends.
 #[derive(Debug)]
 pub struct Store {
     /// The store itself, for the tasks it starts when first needed (the flusher).
     me: std::rc::Weak<Store>,
-    /// Whether the flusher runs (started by the first writer to pause).
-    flusher: std::cell::Cell<bool>,
     dev: Dev,
     mode: CommitMode,
     st: RefCell<State>,
@@ -377,17 +373,9 @@ pub struct Store {
     fsync_path: std::cell::Cell<FsyncPath>,
     /// The journal task's own class ([`Store::set_journal_class`]).
     journal_class: std::cell::Cell<IoClass>,
-    /// RCP's class-aware limits of buffered data ([`Store::set_class_limits`]).
-    class_limits: std::cell::Cell<bool>,
-    /// [`Store::set_buffer_limit`] (default [`DATA_LIMIT`]).
-    buffer_limit: std::cell::Cell<u64>,
     fj_lock: Mutex<()>,
-    /// Wakes the flusher; writers paused at their limit now, and the device's
-    /// writeback bandwidth their pauses are set by.
-    flush: Condvar,
-    flush_failed: std::cell::Cell<bool>,
-    pausing: std::cell::Cell<u32>,
-    rate: RefCell<sluice_cache::throttle::WritebackRate>,
+    /// The limits of buffered data, the writers paused at them and the flusher.
+    limits: limits::Limits,
 }
 
 /// How often the journal task commits a running transaction with changes (jbd2's
@@ -402,45 +390,6 @@ impl Store {
     /// Choose the synchronous (default) or asynchronous (AIOS) commit path.
     pub fn set_fsync_path(&self, path: FsyncPath) {
         self.fsync_path.set(path);
-    }
-
-    /// RCP's class-aware limits of buffered data (FAST '17 §4.3; default off). Off,
-    /// every writer may buffer up to 32 MiB and a writer past that writes all the
-    /// buffered data home first, whoever wrote it (Linux's one dirty ratio: a critical
-    /// writer can pay for a bulk writer's data). On, a non-critical writer is held to
-    /// 1.6 MiB (the page cache's 1 % against its 20 %): over it, it pauses as Linux's
-    /// `balance_dirty_pages` makes a writer pause (`sluice_cache::throttle`'s pause)
-    /// while the store's flusher writes the buffer home, and looks again — a pause a
-    /// critical task waiting on the writer ends (RCP §4.4, `throttle_pause`). So a
-    /// critical writer — and a critical fsync's compound commit — finds little bulk
-    /// data in the buffer. Off by default because the papers whose
-    /// experiments run on the store (FastResponse, AIOS) have one dirty ratio; the
-    /// runtime's page cache has it on by default (`CacheConfig::class_limits`).
-    pub fn set_class_limits(&self, on: bool) {
-        self.class_limits.set(on);
-    }
-
-    /// Buffered data above which a writer writes it home first (default 32 MiB, the
-    /// role of Linux's `dirty_bytes`); with class-aware limits, a critical writer's
-    /// limit, and the base of a non-critical one's (1/20 of it). At least one block.
-    pub fn set_buffer_limit(&self, bytes: u64) {
-        self.buffer_limit.set(bytes.max(BLOCK as u64));
-    }
-
-    /// The buffered data a writer of `class` may add to: the buffer limit for everyone,
-    /// or with RCP's class-aware limits (FAST '17 §4.3, as the runtime's page cache
-    /// applies them) that for a critical writer (the 20 % ratio's role) and for a
-    /// non-critical one the same fraction of it as the page cache's non-critical ratio
-    /// is of its critical one (1 % of 20 %: 1.6 MiB), so a bulk writer cannot fill the
-    /// buffer a critical writer — and, in compound mode, a critical fsync's commit
-    /// (T_D2) — then has to write home.
-    pub(crate) fn data_limit(&self, class: IoClass) -> u64 {
-        let limit = self.buffer_limit.get();
-        if !self.class_limits.get() || class == IoClass::Critical {
-            return limit;
-        }
-        let c = sluice_runtime::CacheConfig::default();
-        (limit as f64 * c.dirty_ratio_normal / c.dirty_ratio_critical) as u64
     }
 
     /// The journal task's class (default normal). FastResponse's evaluation configures

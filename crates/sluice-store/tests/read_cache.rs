@@ -10,7 +10,7 @@ use std::rc::Rc;
 
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use sluice_runtime::{spawn, DmaBuffer, File, Mutex, Stack, TaskCtx};
+use sluice_runtime::{spawn, CacheStats, DmaBuffer, File, Mutex, Stack, TaskCtx};
 use sluice_store::{CommitMode, Geometry, Store, StoreFile};
 
 const B: usize = 4096;
@@ -168,21 +168,21 @@ fn truncation_and_a_reused_inode_never_show_old_cached_blocks() {
     });
 }
 
-#[test]
-fn a_read_in_flight_across_a_direct_write_does_not_cache_its_older_data() {
-    // RCP's block layer lets one non-critical request out at a time: with a bulk
-    // writer's request out, the (normal) writer's direct write waits in the block
-    // layer while the critical reader's read goes ahead and completes first, with the
-    // old data, which it caches; the write, home after it, must drop that copy. (Before
-    // 2026-11-26 the store forgot the blocks only when the write was issued, and this
-    // order, which the store's flusher task made the scheduler produce, left the old
-    // data cached.)
+/// What [`race_behind_rcp`] saw: the cache's counters when the write returned, the
+/// first byte the racing read got, the four blocks read again after both, and the
+/// counters at the end.
+type Race = (CacheStats, u8, Vec<u8>, CacheStats);
+
+/// A reader and a direct writer of the same four blocks (holding 1s; the write puts
+/// 2s) race while a bulk writer's request holds RCP's one non-critical slot, so the
+/// one of the two that is critical goes first and the other waits in the block layer.
+fn race_behind_rcp(critical_reader: bool) -> Race {
     let out = Stack::builder()
         .device("ull")
         .policy("rcp")
         .build()
         .unwrap()
-        .run(|| async {
+        .run(move || async move {
             let img = File::create("store.img").await.unwrap();
             Store::mkfs(&img, Geometry::new(8192)).await.unwrap();
             let s = Store::mount(&img, CommitMode::Compound).await.unwrap();
@@ -195,9 +195,13 @@ fn a_read_in_flight_across_a_direct_write_does_not_cache_its_older_data() {
                 r.unwrap();
             });
             sluice_runtime::yield_now().await;
+            let critical = |name: &str, yes: bool| match yes {
+                true => TaskCtx::new(name).critical(),
+                false => TaskCtx::new(name),
+            };
             let r = {
                 let s = s.clone();
-                spawn(TaskCtx::new("reader").critical(), async move {
+                spawn(critical("reader", critical_reader), async move {
                     let mut out = vec![0u8; 4 * B];
                     s.read(f, 0, &mut out).await.unwrap();
                     out[0]
@@ -205,19 +209,30 @@ fn a_read_in_flight_across_a_direct_write_does_not_cache_its_older_data() {
             };
             let w = {
                 let s = s.clone();
-                spawn(TaskCtx::new("writer"), async move {
+                spawn(critical("writer", !critical_reader), async move {
                     s.write(f, 0, &[2u8; 4 * B]).await.unwrap();
                 })
             };
-            let first = r.await;
             w.await;
+            let at_write = s.read_cache_stats().unwrap();
+            let first = r.await;
             hog.await;
             let mut again = vec![0u8; 4 * B];
             s.read(f, 0, &mut again).await.unwrap();
-            (first, again)
+            (at_write, first, again, s.read_cache_stats().unwrap())
         })
         .unwrap();
-    let (first, again) = out.value;
+    out.value
+}
+
+#[test]
+fn a_read_in_flight_across_a_direct_write_does_not_cache_its_older_data() {
+    // The critical reader's read goes ahead of the (normal) writer's direct write and
+    // completes first, with the old data, which it caches; the write, home after it,
+    // must drop that copy. (Before 2026-11-26 the store forgot the blocks only when
+    // the write was issued, and this order, which the store's flusher task made the
+    // scheduler produce, left the old data cached.)
+    let (_, first, again, _) = race_behind_rcp(true);
     assert_eq!(
         first, 1,
         "the read completed before the write (the case under test)"
@@ -230,54 +245,12 @@ fn a_read_in_flight_across_a_direct_write_does_not_cache_its_older_data() {
 
 #[test]
 fn a_read_still_in_flight_when_a_direct_write_lands_is_not_cached() {
-    // The other order: a (normal) reader's read waits behind a bulk writer's request
-    // in RCP's block layer while a critical writer's direct write to the same blocks
-    // goes ahead and lands. The read, still in flight then, is made stale: on a real
-    // device it may carry the old data, so its completion must not cache it. (The
-    // simulator hands a read the data as it completes — new here —, so the stale
+    // The other order: the critical writer's direct write goes ahead and lands while
+    // the (normal) reader's read waits. The read, still in flight then, is made stale:
+    // on a real device it may carry the old data, so its completion must not cache it.
+    // (The simulator hands a read the data as it completes — new here —, so the stale
     // count is what shows the rule.)
-    let out = Stack::builder()
-        .device("ull")
-        .policy("rcp")
-        .build()
-        .unwrap()
-        .run(|| async {
-            let img = File::create("store.img").await.unwrap();
-            Store::mkfs(&img, Geometry::new(8192)).await.unwrap();
-            let s = Store::mount(&img, CommitMode::Compound).await.unwrap();
-            s.set_read_cache(64).unwrap();
-            let f = s.create("a").unwrap();
-            s.write(f, 0, &[1u8; 4 * B]).await.unwrap();
-            let bulk = File::create("bulk").await.unwrap();
-            let hog = spawn(TaskCtx::new("bulk"), async move {
-                let (r, _) = bulk.write_at(DmaBuffer::new(8 << 20), 0).await;
-                r.unwrap();
-            });
-            sluice_runtime::yield_now().await;
-            let r = {
-                let s = s.clone();
-                spawn(TaskCtx::new("reader"), async move {
-                    let mut out = vec![0u8; 4 * B];
-                    s.read(f, 0, &mut out).await.unwrap();
-                    out[0]
-                })
-            };
-            let w = {
-                let s = s.clone();
-                spawn(TaskCtx::new("writer").critical(), async move {
-                    s.write(f, 0, &[2u8; 4 * B]).await.unwrap();
-                })
-            };
-            w.await;
-            let stats_at_write = s.read_cache_stats().unwrap();
-            let first = r.await;
-            hog.await;
-            let mut again = vec![0u8; 4 * B];
-            s.read(f, 0, &mut again).await.unwrap();
-            (stats_at_write, first, again, s.read_cache_stats().unwrap())
-        })
-        .unwrap();
-    let (at_write, first, again, end) = out.value;
+    let (at_write, first, again, end) = race_behind_rcp(false);
     assert_eq!(
         at_write.stale_reads, 0,
         "the read was still in flight: {at_write:?}"

@@ -347,20 +347,7 @@ impl Store {
         data: &[u8],
     ) -> Result<(), StoreError> {
         self.st.borrow().live(f)?;
-        let class = current_class();
-        if self.st.borrow().data_bytes > self.data_limit(class) {
-            if self.class_limits.get() && class != IoClass::Critical {
-                // RCP's caching layer: a non-critical writer over its limit pauses
-                // while the flusher writes the buffer home (Linux's IO-less throttling).
-                self.throttle().await?;
-            } else {
-                // Over the one limit (no class limits), or a critical writer over its
-                // own: the writer writes the buffered data home first (early data is
-                // always safe in ordered mode).
-                let (n, _) = self.write_data(|_, _| true, &[]).await?;
-                self.st.borrow_mut().stats.data_by_limit += n;
-            }
-        }
+        self.make_room().await?;
         let first = offset / BLOCK as u64;
         let n = (offset + data.len() as u64 - 1) / BLOCK as u64 + 1 - first;
         let bound = State::alloc_bound(n);

@@ -68,7 +68,6 @@ impl Store {
             .await?;
         let store = Rc::new_cyclic(|me| Store {
             me: me.clone(),
-            flusher: std::cell::Cell::new(false),
             dev,
             mode,
             st: RefCell::new(st),
@@ -77,14 +76,9 @@ impl Store {
             done: Condvar::new(),
             commit_lock: Mutex::new(()),
             fsync_path: std::cell::Cell::new(super::FsyncPath::Sync),
-            class_limits: std::cell::Cell::new(false),
-            buffer_limit: std::cell::Cell::new(super::DATA_LIMIT),
             journal_class: std::cell::Cell::new(sluice_runtime::IoClass::Normal),
             fj_lock: Mutex::new(()),
-            flush: Condvar::new(),
-            flush_failed: std::cell::Cell::new(false),
-            pausing: std::cell::Cell::new(0),
-            rate: Default::default(),
+            limits: Default::default(),
         });
         let s = store.clone();
         let _journal = spawn(TaskCtx::new("jbd").activity(Activity::WAL), async move {

@@ -7,12 +7,10 @@ use std::io;
 
 use sluice_core::Nanos;
 use sluice_runtime::{
-    charge, current_base_class, current_class, now, sleep, spawn, throttle_pause, Activity,
-    IoClass, IoHandle, IoOptions, TaskCtx,
+    charge, current_base_class, current_class, now, Activity, IoClass, IoHandle, IoOptions,
 };
 
 use super::{DataCopy, Dev, Dirty, FsyncPath, State, Store};
-use crate::layout::BLOCK;
 
 impl Store {
     /// Copies of the buffered blocks `keep` selects, for writeback.
@@ -142,87 +140,9 @@ impl Store {
         if !copies.is_empty() {
             // The writeback bandwidth the writers' pauses are set by (Linux's
             // `bdi_update_write_bandwidth` counts all writeback, whoever issues it).
-            self.rate.borrow_mut().written(copies.len() as u64, now());
+            self.note_written(copies.len() as u64);
         }
         Ok((copies.len() as u64, data))
-    }
-
-    /// Pause, as Linux's `balance_dirty_pages` makes a writer over its dirty limit
-    /// pause, until the buffered data is under the calling task's limit: kick the
-    /// flusher, sleep `sluice_cache::throttle`'s pause for the buffered blocks and the
-    /// writeback bandwidth seen so far, look again. The class is read again after every
-    /// pause; a non-critical task's pause is one a critical task's chain of waits ends
-    /// (RCP §4.4: it is then judged by the critical limit). When the flusher's
-    /// writeback fails, the writer writes the buffer home itself and gets the error.
-    pub(super) async fn throttle(&self) -> io::Result<()> {
-        let mut counted = false;
-        loop {
-            if self.flush_failed.take() {
-                let (n, _) = self.write_data(|_, _| true, &[]).await?;
-                self.st.borrow_mut().stats.data_by_limit += n;
-            }
-            let class = current_class();
-            let blocks = {
-                let st = self.st.borrow();
-                if st.data_bytes <= self.data_limit(class) {
-                    return Ok(());
-                }
-                (st.data_bytes / BLOCK as u64) as usize
-            };
-            if !counted {
-                self.st.borrow_mut().stats.throttled += 1;
-                counted = true;
-            }
-            let pause = self.rate.borrow().max_pause_ns(blocks);
-            self.start_flusher();
-            self.pausing.set(self.pausing.get() + 1);
-            self.flush.notify_one();
-            if class == IoClass::Critical {
-                sleep(pause).await;
-            } else {
-                throttle_pause(pause).await;
-            }
-            self.pausing.set(self.pausing.get() - 1);
-        }
-    }
-
-    /// Start the flusher if it does not run yet: only a store whose writers pause has
-    /// one (so a store without class limits runs the same tasks as before it existed).
-    fn start_flusher(&self) {
-        if self.flusher.replace(true) {
-            return;
-        }
-        if let Some(me) = self.me.upgrade() {
-            // It runs until the stack ends, as the journal task does.
-            let _flusher = spawn(
-                TaskCtx::new("store-flush"),
-                async move { me.flusher().await },
-            );
-        }
-    }
-
-    /// The store's flusher (Linux's background writeback of its buffer): while a
-    /// writer pauses at its limit and data is buffered, it writes the buffered blocks
-    /// home, each with its writers' class (early data is always safe in ordered mode),
-    /// then sleeps until a writer pauses again.
-    pub(super) async fn flusher(self: std::rc::Rc<Self>) {
-        loop {
-            {
-                let mut g = self.lock.lock().await;
-                while self.pausing.get() == 0 || self.st.borrow().data_bytes == 0 {
-                    g = self.flush.wait(g).await;
-                }
-            }
-            match self.write_data(|_, _| true, &[]).await {
-                Ok((n, _)) => self.st.borrow_mut().stats.data_by_flusher += n,
-                // A failed writeback leaves the blocks buffered: the paused writers
-                // write them home themselves and get the error (not a pause for ever).
-                Err(_) => {
-                    self.flush_failed.set(true);
-                    sleep(sluice_cache::throttle::JIFFY_NS).await;
-                }
-            }
-        }
     }
 
     /// Wait for each file's data requests (`hs`: file, critical, requests), files with
