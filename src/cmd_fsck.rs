@@ -57,7 +57,7 @@ fn report(path: &std::path::Path, i: &Inspection) -> Result<(), CliError> {
     let g = &i.geometry;
     let bytes: u64 = i.files.iter().map(|f| f.1).sum();
     println!(
-        "{}: {} blocks of 4 KiB, {} inodes, journal {} + f-area {} blocks{}",
+        "{}: {} blocks of 4 KiB, {} inodes, journal {} + f-area {} blocks{}{}",
         path.display(),
         g.blocks,
         g.inodes,
@@ -67,12 +67,23 @@ fn report(path: &std::path::Path, i: &Inspection) -> Result<(), CliError> {
             ", metadata checksums"
         } else {
             ""
+        },
+        if g.single_flush {
+            ", single-flush commits"
+        } else {
+            ""
         }
     );
     println!(
         "recovery: {} transaction(s) and {} f-transaction(s) to redo, {} orphan inode(s) to free, {} block(s) a mount writes",
         i.redone, i.fredone, i.orphans, i.to_write
     );
+    if i.cut > 0 {
+        println!(
+            "recovery: {} last commit(s) the crash cut before their FLUSH (a body or data block that did not land) dropped; their fsyncs never returned",
+            i.cut
+        );
+    }
     println!(
         "{} file(s), {bytes} bytes; {} free blocks",
         i.files.len(),

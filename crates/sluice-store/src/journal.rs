@@ -22,6 +22,80 @@ const TAG: usize = 12;
 /// A logged block's tag: its home block and the crc32c of its contents.
 pub type Tag = (u64, u32);
 
+/// The flag (bit 63 of the home block number) of a **data tag**: the crc32c of an
+/// ordered data block the record makes reachable, written home beside the record —
+/// no logged block follows it. Single-flush commits (see [`Claims`]) carry one per
+/// write of each new block, so that recovery can tell whether the data reached the
+/// device before the power went.
+const DATA_TAG: u64 = 1 << 63;
+
+/// What a record says was durable when it was written: the last normal transaction
+/// (`id`) and the last f-transaction (`fseq`) whose FLUSH had completed. Written in
+/// every commit record and in the journal superblock (a "seal").
+///
+/// **Single-flush commits** (`FEATURE_SINGLE_FLUSH`; as jbd2's `journal_async_commit`
+/// with transaction checksums, and OptFS's (SOSP '13) checksums of the ordered data):
+/// a transaction's data, journal blocks and commit record go out together and one
+/// FLUSH follows, where the two-flush protocol FLUSHes before the commit record. A
+/// crash may then leave an intact commit record with part of its body or data lost.
+/// Recovery tells that from damage by these claims: a record whose id (sequence
+/// number) some intact record or the superblock claims durable must be whole —
+/// anything wrong in it is damage, reported; a record above every claim is
+/// *tentative* — its fsync never returned if its body or one of its data blocks
+/// differs from its checksums, and it is dropped with every record after it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Claims {
+    /// The last normal transaction known durable.
+    pub id: u64,
+    /// The last f-transaction known durable (its sequence number).
+    pub fseq: u64,
+}
+
+impl Claims {
+    /// Whether `self` claims at least what `o` does.
+    pub fn covers(&self, o: &Claims) -> bool {
+        self.id >= o.id && self.fseq >= o.fseq
+    }
+
+    /// The larger of each.
+    pub fn join(self, o: Claims) -> Claims {
+        Claims {
+            id: self.id.max(o.id),
+            fseq: self.fseq.max(o.fseq),
+        }
+    }
+
+    fn put(&self, b: &mut [u8], at: usize) {
+        b[at..at + 8].copy_from_slice(&self.id.to_le_bytes());
+        b[at + 8..at + 16].copy_from_slice(&self.fseq.to_le_bytes());
+    }
+
+    fn get(b: &[u8], at: usize) -> Claims {
+        Claims {
+            id: le64(b, at),
+            fseq: le64(b, at + 8),
+        }
+    }
+}
+
+/// Split tags into the logged blocks' and the data tags (flag removed).
+fn split_tags(tags: Vec<Tag>) -> (Vec<Tag>, Vec<Tag>) {
+    let (data, logged): (Vec<Tag>, Vec<Tag>) = tags.into_iter().partition(|t| t.0 & DATA_TAG != 0);
+    (
+        logged,
+        data.into_iter().map(|(h, c)| (h & !DATA_TAG, c)).collect(),
+    )
+}
+
+/// Logged tags, then the data tags with their flag.
+fn join_tags(logged: &[Tag], data: &[Tag]) -> Vec<Tag> {
+    logged
+        .iter()
+        .copied()
+        .chain(data.iter().map(|&(h, c)| (h | DATA_TAG, c)))
+        .collect()
+}
+
 /// The crc32c a tag carries for a logged block.
 pub fn block_crc(b: &[u8]) -> u32 {
     crc32c::crc32c(b)
@@ -69,6 +143,21 @@ pub fn encode_super(f_area: bool, first: u64) -> Vec<u8> {
     b
 }
 
+/// The normal journal's superblock with what is known durable ([`Claims`]): written at
+/// a checkpoint, and as a seal before a block a tentative record vouches for is
+/// written again.
+pub fn encode_jsuper(first: u64, claims: Claims) -> Vec<u8> {
+    let mut b = encode_super(false, first);
+    claims.put(&mut b, 24);
+    seal_sector(&mut b);
+    b
+}
+
+/// The claims of the normal journal's superblock (zero in one written without).
+pub fn jsuper_claims(b: &[u8]) -> Option<Claims> {
+    sealed_sector(b, JSB).then(|| Claims::get(b, 24))
+}
+
 /// Read a journal superblock.
 pub fn decode_super(f_area: bool, b: &[u8]) -> Option<u64> {
     sealed_sector(b, if f_area { FSB } else { JSB }).then(|| le64(b, 8))
@@ -90,9 +179,11 @@ pub fn decode_fsuper(b: &[u8]) -> Option<(u64, u64)> {
     decode_super(true, b).map(|seq| (seq, le64(b, 16).max(1)))
 }
 
-/// A normal transaction's descriptor: its id and the tags of the blocks that follow
-/// it (home block, crc32c of the contents).
-pub fn encode_descriptor(id: u64, tags: &[Tag]) -> Vec<u8> {
+/// A normal transaction's descriptor: its id, the tags of the blocks that follow it
+/// (home block, crc32c of the contents), then data tags ([`Claims`]; a descriptor may
+/// hold data tags only).
+pub fn encode_descriptor(id: u64, logged: &[Tag], data: &[Tag]) -> Vec<u8> {
+    let tags = join_tags(logged, data);
     assert!(tags.len() <= MAX_TAGS);
     let mut b = vec![0u8; BLOCK];
     b[..8].copy_from_slice(DESC);
@@ -105,8 +196,26 @@ pub fn encode_descriptor(id: u64, tags: &[Tag]) -> Vec<u8> {
     b
 }
 
-/// Read a descriptor: (id, tags). `None` if it is not one or its checksum is wrong.
-pub fn decode_descriptor(b: &[u8]) -> Option<(u64, Vec<Tag>)> {
+/// A descriptor: its transaction, the tags of the logged blocks that follow it, and
+/// its data tags.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Descriptor {
+    /// The transaction.
+    pub id: u64,
+    /// Tags of the logged blocks that follow, in order.
+    pub logged: Vec<Tag>,
+    /// Data tags (home block, crc32c of one write of it).
+    pub data: Vec<Tag>,
+}
+
+/// Read a descriptor. `None` if it is not one or its checksum is wrong.
+pub fn decode_descriptor(b: &[u8]) -> Option<Descriptor> {
+    let (id, tags) = decode_tags(b)?;
+    let (logged, data) = split_tags(tags);
+    Some(Descriptor { id, logged, data })
+}
+
+fn decode_tags(b: &[u8]) -> Option<(u64, Vec<Tag>)> {
     if !sealed(b, DESC) {
         return None;
     }
@@ -125,15 +234,22 @@ pub fn body_crc<'a>(blocks: impl IntoIterator<Item = &'a [u8]>) -> u32 {
     blocks.into_iter().fold(0u32, crc32c::crc32c_append)
 }
 
-/// A commit block (normal, or of an f-transaction with its sequence number).
-pub fn encode_commit(f_area: bool, id: u64, seq: u64, crc: u32) -> Vec<u8> {
+/// A commit block (normal, or of an f-transaction with its sequence number), with
+/// what was durable when it was written.
+pub fn encode_commit(f_area: bool, id: u64, seq: u64, crc: u32, claims: Claims) -> Vec<u8> {
     let mut b = vec![0u8; BLOCK];
     b[..8].copy_from_slice(if f_area { FCOMMIT } else { COMMIT });
     b[8..16].copy_from_slice(&id.to_le_bytes());
     b[16..24].copy_from_slice(&seq.to_le_bytes());
     b[24..28].copy_from_slice(&crc.to_le_bytes());
+    claims.put(&mut b, 28);
     seal_sector(&mut b);
     b
+}
+
+/// The claims of an intact commit record of either area (zero in one written without).
+pub fn commit_claims(b: &[u8]) -> Option<Claims> {
+    (sealed_sector(b, COMMIT) || sealed_sector(b, FCOMMIT)).then(|| Claims::get(b, 28))
 }
 
 /// The (id, seq) of a commit block whose record is intact (magic and checksum of its
@@ -164,6 +280,8 @@ pub struct FHeader {
     pub entries: Vec<(u32, Inode)>,
     /// Tags of the metadata blocks that follow (home block, crc32c).
     pub tags: Vec<Tag>,
+    /// Data tags: the file's new blocks written home with it ([`Claims`]).
+    pub data: Vec<Tag>,
 }
 
 /// F_entries one header holds (with no tags).
@@ -180,21 +298,23 @@ impl FHeader {
     /// The header block.
     pub fn encode(&self) -> Vec<u8> {
         assert!(
-            self.entries.len() <= MAX_FENTRIES && self.tags.len() <= max_ftags(self.entries.len())
+            self.entries.len() <= MAX_FENTRIES
+                && self.tags.len() + self.data.len() <= max_ftags(self.entries.len())
         );
+        let tags = join_tags(&self.tags, &self.data);
         let mut b = vec![0u8; BLOCK];
         b[..8].copy_from_slice(FHEAD);
         b[8..16].copy_from_slice(&self.id.to_le_bytes());
         b[16..24].copy_from_slice(&self.seq.to_le_bytes());
         b[24..28].copy_from_slice(&(self.entries.len() as u32).to_le_bytes());
-        b[28..32].copy_from_slice(&(self.tags.len() as u32).to_le_bytes());
+        b[28..32].copy_from_slice(&(tags.len() as u32).to_le_bytes());
         let mut at = 32;
         for (ino, inode) in &self.entries {
             b[at..at + 4].copy_from_slice(&ino.to_le_bytes());
             inode.encode(&mut b[at + 4..at + 4 + INODE_SIZE]);
             at += 4 + INODE_SIZE;
         }
-        for t in &self.tags {
+        for t in &tags {
             put_tag(&mut b, at, *t);
             at += TAG;
         }
@@ -217,12 +337,13 @@ impl FHeader {
             entries.push((le32(b, at), Inode::decode(&b[at + 4..at + 4 + INODE_SIZE])));
             at += 4 + INODE_SIZE;
         }
-        let tags = (0..nt).map(|i| get_tag(b, at + TAG * i)).collect();
+        let (tags, data) = split_tags((0..nt).map(|i| get_tag(b, at + TAG * i)).collect());
         Some(FHeader {
             id: le64(b, 8),
             seq: le64(b, 16),
             entries,
             tags,
+            data,
         })
     }
 }
@@ -233,14 +354,28 @@ mod tests {
 
     #[test]
     fn records_round_trip_and_torn_ones_are_refused() {
-        let d = encode_descriptor(7, &[(100, 1), (200, 2)]);
-        assert_eq!(decode_descriptor(&d), Some((7, vec![(100, 1), (200, 2)])));
+        let d = encode_descriptor(7, &[(100, 1), (200, 2)], &[(300, 3), (300, 4)]);
+        assert_eq!(
+            decode_descriptor(&d),
+            Some(Descriptor {
+                id: 7,
+                logged: vec![(100, 1), (200, 2)],
+                data: vec![(300, 3), (300, 4)],
+            })
+        );
         let mut torn = d.clone();
         torn[30] ^= 1;
         assert_eq!(decode_descriptor(&torn), None);
         let crc = body_crc([&d[..], &[1u8; BLOCK][..]]);
-        let c = encode_commit(false, 7, 0, crc);
+        let claims = Claims { id: 6, fseq: 11 };
+        let c = encode_commit(false, 7, 0, crc, claims);
         assert!(check_commit(false, &c, 7, 0, crc));
+        assert_eq!(commit_claims(&c), Some(claims));
+        let js = encode_jsuper(5, claims);
+        assert_eq!(
+            (decode_super(false, &js), jsuper_claims(&js)),
+            (Some(5), Some(claims))
+        );
         assert!(!check_commit(false, &c, 8, 0, crc));
         assert!(!check_commit(true, &c, 7, 0, crc));
         assert_eq!(commit_of(false, &c), Some((7, 0)));
@@ -258,12 +393,14 @@ mod tests {
                 },
             )],
             tags: vec![(77, 0xdead_beef)],
+            data: vec![(900, 1)],
         };
         assert_eq!(FHeader::decode(&h.encode()), Some(h.clone()));
         // One file's header holds 327 tags (a large file's changed map blocks).
         assert_eq!((max_ftags(1), max_ftags(MAX_FENTRIES)), (327, 74));
         let big = FHeader {
-            tags: (0..327).map(|i| (1000 + i, i as u32)).collect(),
+            tags: (0..300).map(|i| (1000 + i, i as u32)).collect(),
+            data: (0..27).map(|i| (5000 + i, i as u32)).collect(),
             ..h.clone()
         };
         assert_eq!(FHeader::decode(&big.encode()), Some(big));

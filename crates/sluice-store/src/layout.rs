@@ -106,8 +106,13 @@ pub const FEATURE_DOUBLE_INDIRECT: u64 = 1;
 /// docs). A build without it would write them without one, and this build would then
 /// refuse the image as damaged.
 pub const FEATURE_METADATA_CSUM: u64 = 2;
+/// Incompatible feature: commits go out with one FLUSH, their records carry what was
+/// durable when they were written and data tags (`journal::Claims`). A build without
+/// it would take a commit record whose body a crash cut for damage.
+pub const FEATURE_SINGLE_FLUSH: u64 = 4;
 /// The incompatible features this build knows.
-pub const KNOWN_FEATURES: u64 = FEATURE_DOUBLE_INDIRECT | FEATURE_METADATA_CSUM;
+pub const KNOWN_FEATURES: u64 =
+    FEATURE_DOUBLE_INDIRECT | FEATURE_METADATA_CSUM | FEATURE_SINGLE_FLUSH;
 
 /// The geometry, as the superblock records it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -123,6 +128,9 @@ pub struct Geometry {
     /// The home metadata records carry checksums ([`FEATURE_METADATA_CSUM`]; every
     /// image this build makes).
     pub metadata_csum: bool,
+    /// Commits are single-flush ([`FEATURE_SINGLE_FLUSH`]; every image this build
+    /// makes).
+    pub single_flush: bool,
 }
 
 impl Geometry {
@@ -136,6 +144,7 @@ impl Geometry {
             journal: 256,
             fjournal: 256,
             metadata_csum: true,
+            single_flush: true,
         }
     }
     /// First journal block (its superblock).
@@ -227,6 +236,11 @@ impl Geometry {
                 FEATURE_METADATA_CSUM
             } else {
                 0
+            }
+            | if self.single_flush {
+                FEATURE_SINGLE_FLUSH
+            } else {
+                0
             };
         b[36..44].copy_from_slice(&features.to_le_bytes());
         let crc = crc32c::crc32c(&b[..BLOCK - 4]);
@@ -256,6 +270,7 @@ impl Geometry {
             journal: le64(b, 20),
             fjournal: le64(b, 28),
             metadata_csum: features & FEATURE_METADATA_CSUM != 0,
+            single_flush: features & FEATURE_SINGLE_FLUSH != 0,
         };
         g.validate()?;
         Ok(g)

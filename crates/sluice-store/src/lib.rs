@@ -6,9 +6,9 @@
 //! commits. Two ways to make a file durable:
 //!
 //! * **compound** commit (jbd2-like): one running transaction holds every file's
-//!   metadata changes; a journal task commits it (descriptor, metadata blocks, FLUSH,
-//!   commit block with FUA) and an `fsync` waits for the whole transaction, including
-//!   the other files' ordered data;
+//!   metadata changes; a journal task commits it (descriptor, metadata blocks, commit
+//!   block, then one FLUSH — single-flush commits, below) and an `fsync` waits for the
+//!   whole transaction, including the other files' ordered data;
 //! * **fjournal** (FastResponse, ICS '22 §3.4): the fsyncing task commits an
 //!   f-transaction holding only its file's inode and indirect block, in a separate
 //!   area (header with F_entries and block tags, metadata blocks, commit block); the
@@ -23,6 +23,12 @@
 //! the change counter moved. Journal blocks are checksummed (crc32c) and damage is
 //! reported at mount, never replayed; inodes and directory entries carry their own
 //! crc32c at home, and mount refuses a store with a damaged one, naming it.
+//!
+//! A commit's data, journal blocks and commit record go out before one FLUSH
+//! ([`journal::Claims`]): its records carry data tags (crc32c of the new blocks they make
+//! readable) and what was durable when they were written; recovery drops a last,
+//! unclaimed record whose body or data the crash cut, and a block such a record vouches
+//! for is sealed (the claims made durable) before it is written again.
 //!
 //! Applications use [`Fs`]: the runtime `File`'s API over either the stack's own files
 //! or a store's, chosen by one setting ([`FsConfig`]). [`crashtest`] is the seeded

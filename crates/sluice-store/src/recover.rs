@@ -4,19 +4,30 @@
 //! Max_ID, in order. The store redoes them and rebuilds the bitmap from the inodes.
 //!
 //! **Torn tail or damage.** A scan stops at the first record that is not the next one
-//! (a transaction never committed: the crash came before its commit block). But the
-//! commit block is written only after a FLUSH made the records before it durable, so a
-//! transaction whose commit record is intact must be whole: if its descriptor (or
-//! f-header), a logged block or the body checksum the commit carries fails its crc32c,
-//! or a commit record for the expected id lies further on while the chain broke before
-//! it, the journal is damaged — recovery reports it ([`StoreError::JournalCorrupt`])
-//! and replays nothing, rather than skip a committed transaction and every one after
-//! it. Ids and sequence numbers only grow (a reclaimed journal starts above every id
-//! it held), so a stale commit record never carries the expected one.
+//! (a transaction never committed: the crash came before its commit block). A record
+//! that some intact record claims durable ([`journal::Claims`]: every commit record and
+//! the journal superblock say which transactions had their FLUSH complete when they
+//! were written) must be whole: if its descriptor (or f-header), a logged block or the
+//! body checksum the commit carries fails its crc32c, or a commit record for the
+//! expected id lies further on while the chain broke before it, the journal is damaged
+//! — recovery reports it ([`StoreError::JournalCorrupt`]) and replays nothing, rather
+//! than skip a committed transaction and every one after it. Ids and sequence numbers
+//! only grow (a reclaimed journal starts above every id it held), so a stale commit
+//! record never carries the expected one.
+//!
+//! **Tentative records** (single-flush commits, `FEATURE_SINGLE_FLUSH`). The last
+//! record of an area may be above every claim: its data, journal blocks and commit
+//! record went out together before one FLUSH, so a crash can leave its commit record
+//! intact and part of the rest lost. It is taken only if its body matches its
+//! checksums *and* each of its data tags' blocks holds one of the contents the tags
+//! name (else a file would show data it was never written: ordered mode); otherwise its
+//! fsync never returned, and it is dropped, with the count in [`Found::discarded`].
+//! Only a tentative record's data is checked: a claimed one's data was durable, and may
+//! since have been written again. Images without the feature claim every record.
 
 use std::collections::BTreeMap;
 
-use crate::journal::{self, FHeader, Tag};
+use crate::journal::{self, Claims, FHeader, Tag};
 use crate::layout::{Geometry, BLOCK};
 use crate::store::{Dev, StoreError};
 
@@ -33,6 +44,9 @@ pub(crate) struct Found {
     pub next_seq: u64,
     /// Normal transactions redone.
     pub redone: u64,
+    /// Tentative records dropped: intact commit records whose body or data a crash
+    /// cut (their fsyncs never returned).
+    pub discarded: u64,
 }
 
 /// One journal area, read whole.
@@ -74,7 +88,7 @@ impl Area<'_> {
             let b = self.block(i);
             journal::commit_of(false, b)
                 .map(|c| c.0)
-                .or_else(|| journal::decode_descriptor(b).map(|d| d.0))
+                .or_else(|| journal::decode_descriptor(b).map(|d| d.id))
                 .is_some_and(|k| k >= key)
         })
     }
@@ -118,6 +132,40 @@ impl Area<'_> {
     }
 }
 
+/// What every intact record of both areas and the journal superblock claim durable
+/// (everything, on an image without single-flush commits: each record is then whole
+/// once its commit record is).
+fn claims_of(g: &Geometry, j: &Area, fa: &Area) -> Claims {
+    if !g.single_flush {
+        return Claims {
+            id: u64::MAX,
+            fseq: u64::MAX,
+        };
+    }
+    let sb = journal::jsuper_claims(j.block(0)).unwrap_or_default();
+    (1..j.len())
+        .map(|i| j.block(i))
+        .chain((1..fa.len()).map(|i| fa.block(i)))
+        .filter_map(journal::commit_claims)
+        .fold(sb, Claims::join)
+}
+
+/// Whether each data tag's block holds one of the contents its tags name (a block
+/// written more than once has a tag per write).
+async fn data_intact(dev: &Dev, tags: &[Tag]) -> Result<bool, StoreError> {
+    let mut want: BTreeMap<u64, Vec<u32>> = BTreeMap::new();
+    for &(home, crc) in tags {
+        want.entry(home).or_default().push(crc);
+    }
+    for (home, crcs) in want {
+        let b = dev.read(home).await?;
+        if !crcs.contains(&journal::block_crc(&b)) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 pub(crate) async fn scan(dev: &Dev, g: &Geometry) -> Result<Found, StoreError> {
     let mut found = Found::default();
     let jbytes = dev.read_blocks(g.journal_start(), g.journal).await?;
@@ -127,15 +175,33 @@ pub(crate) async fn scan(dev: &Dev, g: &Geometry) -> Result<Found, StoreError> {
         start: g.journal_start(),
         bytes: &jbytes,
     };
+    let fbytes = dev.read_blocks(g.fjournal_start(), g.fjournal).await?;
+    let fa = Area {
+        name: "f-journal",
+        f_area: true,
+        start: g.fjournal_start(),
+        bytes: &fbytes,
+    };
+    let claims = claims_of(g, &j, &fa);
     let first = journal::decode_super(false, j.block(0))
         .ok_or_else(|| j.corrupt(0, "the journal superblock fails its crc32c".into()))?;
     found.max_id = first - 1;
     let mut p = 1;
     'txn: loop {
         let id = found.max_id + 1;
+        let strict = id <= claims.id;
+        // A tentative transaction ends the scan where a claimed one is damage; a
+        // record of it further on says the crash cut it (counted).
+        let end = |at: u64, what: &str| match strict {
+            true => j
+                .end_or_damage(at, id, &format!("transaction {id}"), what)
+                .map(|()| 0),
+            false => Ok(u64::from(j.later_record(at, id).is_some())),
+        };
         let txn = format!("transaction {id}");
-        // The descriptors read so far: (position, tags).
+        // The descriptors read so far: (position, logged tags), and the data tags.
         let mut descs: Vec<(u64, Vec<Tag>)> = Vec::new();
+        let mut data: Vec<Tag> = Vec::new();
         let mut crc_parts: Vec<&[u8]> = Vec::new();
         let mut q = p;
         loop {
@@ -144,34 +210,40 @@ pub(crate) async fn scan(dev: &Dev, g: &Geometry) -> Result<Found, StoreError> {
             }
             let b = j.block(q);
             match journal::decode_descriptor(b) {
-                Some((did, tags)) if did == id => {
-                    if q + 1 + tags.len() as u64 >= j.len() {
-                        j.end_or_damage(q, id, &txn, "a descriptor overruns the journal")?;
+                Some(d) if d.id == id => {
+                    let n = d.logged.len() as u64;
+                    if q + 1 + n >= j.len() {
+                        found.discarded += end(q, "a descriptor overruns the journal")?;
                         break 'txn;
                     }
                     crc_parts.push(b);
-                    for i in 0..tags.len() as u64 {
+                    for i in 0..n {
                         crc_parts.push(j.block(q + 1 + i));
                     }
-                    let n = tags.len() as u64;
-                    descs.push((q, tags));
+                    descs.push((q, d.logged));
+                    data.extend(d.data);
                     q += 1 + n;
                     continue;
                 }
                 Some(_) => {
-                    j.end_or_damage(q, id, &txn, "a stale descriptor")?;
+                    found.discarded += end(q, "a stale descriptor")?;
                     break 'txn;
                 }
                 None => {}
             }
             if crc_parts.is_empty() {
                 // No descriptor of `id` here: the end, or a damaged descriptor.
-                j.end_or_damage(q, id, &txn, "no valid descriptor")?;
+                found.discarded += end(q, "no valid descriptor")?;
                 break 'txn;
             }
             let crc = journal::body_crc(crc_parts.iter().copied());
             if !journal::check_commit(false, b, id, 0, crc) {
                 if journal::commit_of(false, b).is_some_and(|(cid, _)| cid == id) {
+                    if !strict {
+                        // Its commit record landed, part of its body did not.
+                        found.discarded += 1;
+                        break 'txn;
+                    }
                     // Committed, yet its body differs: name the damaged block if a
                     // tag tells which.
                     for (at, tags) in &descs {
@@ -182,7 +254,12 @@ pub(crate) async fn scan(dev: &Dev, g: &Geometry) -> Result<Found, StoreError> {
                         format!("{txn}'s commit record does not match its body's crc32c"),
                     ));
                 }
-                j.end_or_damage(q, id, &txn, "no commit record after the logged blocks")?;
+                found.discarded += end(q, "no commit record after the logged blocks")?;
+                break 'txn;
+            }
+            if !strict && !data_intact(dev, &data).await? {
+                // Its journal blocks landed, some of its data did not.
+                found.discarded += 1;
                 break 'txn;
             }
             for (at, tags) in &descs {
@@ -197,13 +274,6 @@ pub(crate) async fn scan(dev: &Dev, g: &Geometry) -> Result<Found, StoreError> {
             break;
         }
     }
-    let fbytes = dev.read_blocks(g.fjournal_start(), g.fjournal).await?;
-    let fa = Area {
-        name: "f-journal",
-        f_area: true,
-        start: g.fjournal_start(),
-        bytes: &fbytes,
-    };
     let (mut seq, tail) = journal::decode_fsuper(fa.block(0))
         .ok_or_else(|| fa.corrupt(0, "the f-journal superblock fails its crc32c".into()))?;
     // A circular log from its tail: an f-transaction that did not fit before the
@@ -222,7 +292,12 @@ pub(crate) async fn scan(dev: &Dev, g: &Geometry) -> Result<Found, StoreError> {
             }
             break;
         }
+        let strict = seq <= claims.fseq;
         let txn = format!("f-transaction {seq}");
+        let end = |at: u64, what: &str| match strict {
+            true => fa.end_or_damage(at, seq, &txn, what).map(|()| 0),
+            false => Ok(u64::from(fa.later_record(at, seq).is_some())),
+        };
         let h = match header(p, seq) {
             Some(h) => h,
             None if p > 1 && header(1, seq).is_some() => {
@@ -231,20 +306,24 @@ pub(crate) async fn scan(dev: &Dev, g: &Geometry) -> Result<Found, StoreError> {
                 continue;
             }
             None => {
-                fa.end_or_damage(p, seq, &txn, "no valid header")?;
+                found.discarded += end(p, "no valid header")?;
                 break;
             }
         };
         let hb = fa.block(p);
         let n = h.tags.len() as u64;
         if p + n + 1 >= fa.len() {
-            fa.end_or_damage(p, seq, &txn, "a header overruns the area")?;
+            found.discarded += end(p, "a header overruns the area")?;
             break;
         }
         let crc = journal::body_crc(std::iter::once(hb).chain((0..n).map(|i| fa.block(p + 1 + i))));
         let cb = fa.block(p + 1 + n);
         if !journal::check_commit(true, cb, h.id, h.seq, crc) {
             if journal::commit_of(true, cb).is_some_and(|(_, s)| s == seq) {
+                if !strict {
+                    found.discarded += 1;
+                    break;
+                }
                 // Which part is damaged, if a logged block's tag says so.
                 fa.logged(p, &h.tags, &txn)?;
                 return Err(fa.corrupt(
@@ -252,12 +331,11 @@ pub(crate) async fn scan(dev: &Dev, g: &Geometry) -> Result<Found, StoreError> {
                     format!("{txn}'s commit record does not match its body's crc32c"),
                 ));
             }
-            fa.end_or_damage(
-                p + 1 + n,
-                seq,
-                &txn,
-                "no commit record after the logged blocks",
-            )?;
+            found.discarded += end(p + 1 + n, "no commit record after the logged blocks")?;
+            break;
+        }
+        if !strict && !data_intact(dev, &h.data).await? {
+            found.discarded += 1;
             break;
         }
         let blocks = fa.logged(p, &h.tags, &txn)?;

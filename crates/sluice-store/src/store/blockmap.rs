@@ -220,6 +220,10 @@ impl State {
                 }
             }
         }
+        let txn = self.running.id;
+        for &b in &undo.data {
+            self.seals.allocated(b, ino, txn);
+        }
         Ok(phys)
     }
 

@@ -16,8 +16,10 @@
 //!   commit writes every file's buffered data, an f-transaction its own file's only);
 //!   on AIOS's asynchronous path the journal blocks go out during this phase too;
 //! * **journal** `[data, journal)`: preparing and writing the journal blocks, and
-//!   preparing the commit record (T_JD);
-//! * **commit** `[journal, done)`: the FLUSH and the commit record with FUA (T_JC);
+//!   preparing the commit record (T_JD; with single-flush commits the commit record
+//!   is written with them);
+//! * **commit** `[journal, done)`: the FLUSH (T_JC; on the two-FLUSH path, the FLUSH
+//!   and then the commit record with FUA);
 //! * **wake** `[done, t1)`: from the commit's end until the fsync returns — the waiter's
 //!   wake-up and its wait to run again.
 //!
@@ -48,7 +50,7 @@ pub struct FsyncBreakdown {
     pub data_ns: u64,
     /// Journal blocks (T_JD).
     pub journal_ns: u64,
-    /// FLUSH and commit record (T_JC).
+    /// The FLUSH, and the commit record after it on the two-FLUSH path (T_JC).
     pub commit_ns: u64,
     /// From the commit's end to the fsync's return.
     pub wake_ns: u64,

@@ -1,13 +1,26 @@
 //! Commits: the journal task, normal transactions (compound, jbd2-like), checkpoints,
 //! and f-transactions (FastResponse's fjournal).
 
+use std::cell::{Cell, RefCell};
 use std::io;
 use std::rc::Rc;
 
 use sluice_runtime::{now, set_class, IoOptions};
 
+use super::writeback::JournalBatch;
 use super::{journal_io, Phases, Store, StoreError, StoreFile, Txn};
-use crate::journal::{self, FHeader, MAX_TAGS};
+use crate::journal::{self, Claims, FHeader, MAX_TAGS};
+
+/// What a commit's journal blocks came to ([`JournalBatch`]): the body's crc32c, the
+/// claims and place of its commit record, and whether the record went with them
+/// (single-flush) or goes after a FLUSH.
+#[derive(Clone, Copy, Debug, Default)]
+struct Made {
+    crc: u32,
+    claims: Claims,
+    commit_at: u64,
+    inside: bool,
+}
 
 /// Commit timelines kept for waiting fsyncs ([`Phases`]).
 const KEEP_PHASES: u64 = 256;
@@ -123,33 +136,89 @@ impl Store {
                 g.journal
             )));
         }
-        if self.st.borrow().jhead + need >= g.journal {
+        // Single-flush: room for the descriptors of its data tags too (a tag per new
+        // block at least; a commit whose tags do not fit goes out with two FLUSHes).
+        let single = self.single_flush();
+        let data_room = match single {
+            true => {
+                (self.st.borrow().seals.count(|f| f.alloc <= id) as u64).div_ceil(MAX_TAGS as u64)
+            }
+            false => 0,
+        };
+        if self.st.borrow().jhead + need + data_room.min(g.journal / 2) >= g.journal {
             self.checkpoint().await?;
         }
-        let mut at = g.journal_start() + self.st.borrow().jhead;
-        let mut writes = Vec::with_capacity(need as usize);
-        for c in &chunks {
-            let tags: Vec<journal::Tag> =
-                c.iter().map(|(b, v)| (*b, journal::block_crc(v))).collect();
-            writes.push((at, journal::encode_descriptor(id, &tags)));
-            at += 1;
-            for (_, blk) in c.iter() {
-                writes.push((at, blk.clone()));
-                at += 1;
+        let jhead = self.st.borrow().jhead;
+        let made = Cell::new(Made::default());
+        let tagged = RefCell::new(Vec::new());
+        // The transaction's journal blocks, made once its data is out: data tags (a
+        // descriptor's worth at a time), descriptors with the metadata blocks, and —
+        // single-flush — the commit record.
+        let build = || {
+            let mut st = self.st.borrow_mut();
+            let (dtags, blocks) = match single {
+                true => st.seals.tags(|f| f.alloc <= id),
+                false => Default::default(),
+            };
+            let ddesc = dtags.len().div_ceil(MAX_TAGS) as u64;
+            let inside = single && jhead + need + ddesc < g.journal;
+            st.stats.two_flush += u64::from(single && !inside);
+            let mut at = g.journal_start() + jhead;
+            let mut writes = Vec::with_capacity((need + ddesc) as usize);
+            if inside {
+                for c in dtags.chunks(MAX_TAGS) {
+                    writes.push((at, journal::encode_descriptor(id, &[], c)));
+                    at += 1;
+                }
+                st.seals.tagged(&blocks, Claims { id, fseq: 0 });
+                *tagged.borrow_mut() = blocks;
             }
-        }
+            for c in &chunks {
+                let tags: Vec<journal::Tag> =
+                    c.iter().map(|(b, v)| (*b, journal::block_crc(v))).collect();
+                writes.push((at, journal::encode_descriptor(id, &tags, &[])));
+                at += 1;
+                for (_, blk) in c.iter() {
+                    writes.push((at, blk.clone()));
+                    at += 1;
+                }
+            }
+            let m = Made {
+                crc: journal::body_crc(writes.iter().map(|(_, b)| &b[..])),
+                claims: st.claims_now(),
+                commit_at: at,
+                inside,
+            };
+            if inside {
+                writes.push((at, journal::encode_commit(false, id, 0, m.crc, m.claims)));
+            }
+            made.set(m);
+            JournalBatch {
+                blocks: writes,
+                commit_inside: inside,
+            }
+        };
         // Ordered data: every buffered block dirtied up to this transaction goes home
         // (FastResponse's T_D2 — other files' data included), before the journal
         // blocks or beside them (AIOS's asynchronous path).
         let start = now();
-        let (n, data) = self.write_data(|_, d| d.txn <= id, &writes).await?;
+        let (n, data) = self.write_data(|_, d| d.txn <= id, build).await?;
         self.st.borrow_mut().stats.data_by_commit += n;
         let journal = now();
-        // The data and the journal blocks are durable before the commit record.
-        self.dev.flush().await?;
-        let crc = journal::body_crc(writes.iter().map(|(_, b)| &b[..]));
-        let cb = journal::encode_commit(false, id, 0, crc);
-        self.dev.write(at, &cb, journal_io().fua(true)).await?;
+        let m = made.get();
+        if m.inside {
+            // One FLUSH makes the data, the journal blocks and the commit record
+            // durable — once every write of a tagged block has completed.
+            self.settle(&tagged.take()).await;
+            self.flush().await?;
+        } else {
+            // The data and the journal blocks are durable before the commit record.
+            self.flush().await?;
+            let cb = journal::encode_commit(false, id, 0, m.crc, m.claims);
+            self.dev
+                .write(m.commit_at, &cb, journal_io().fua(true))
+                .await?;
+        }
         let mut st = self.st.borrow_mut();
         let p = Phases {
             start,
@@ -161,10 +230,12 @@ impl Store {
         // Kept for the fsyncs still waiting on recent commits.
         st.phases = st.phases.split_off(&id.saturating_sub(KEEP_PHASES));
         st.committed = id;
+        st.seals.durable(m.claims);
+        st.seals.committed(id);
         // Map blocks last changed up to `id` are in this commit: the files'
         // f-transactions need not carry them any more.
         st.map_dirty.retain(|_, (t, _)| *t > id);
-        st.jhead += need;
+        st.jhead = m.commit_at + 1 - g.journal_start();
         st.stats.commits += 1;
         st.stats.journal_blocks += snapshot.len() as u64;
         for (b, v) in snapshot {
@@ -190,13 +261,21 @@ impl Store {
             let b: Vec<(u64, Vec<u8>)> = std::mem::take(&mut st.checkpoint).into_iter().collect();
             (b, st.g, st.committed + 1)
         };
+        // A freed data block may be a map block now: sealed first if a tentative
+        // record vouches for its old contents (`seal.rs`).
+        let homes: Vec<u64> = blocks.iter().map(|b| b.0).collect();
+        self.seal_before(&homes).await?;
         self.dev.write_all(&blocks, IoOptions::new()).await?;
-        self.dev.flush().await?;
-        let js = journal::encode_super(false, next);
+        self.flush().await?;
+        let _j = self.jsb_lock.lock().await;
+        let claims = self.st.borrow().claims_now();
+        let js = journal::encode_jsuper(next, claims);
         self.dev
             .write(g.journal_start(), &js, journal_io().fua(true))
             .await?;
         let mut st = self.st.borrow_mut();
+        st.seals.jsb_first = next;
+        st.seals.durable(claims);
         st.jhead = 1;
         st.stats.checkpoints += 1;
         // No transaction before `next` is replayed any more: freed metadata blocks of
@@ -259,7 +338,11 @@ impl Store {
             }
         }
         let g = self.st.borrow().g;
-        let inode = self.st.borrow().inode(f.ino);
+        // The inode image, and the allocations it covers (its data tags' blocks).
+        let (inode, order) = {
+            let st = self.st.borrow();
+            (st.inode(f.ino), st.seals.order_now())
+        };
         // The file's minimum metadata: its inode, and its map blocks (indirect,
         // double-indirect, indirect blocks under it) changed since a commit — normal or
         // an f-transaction of the file — last carried them; not the whole tree.
@@ -289,67 +372,91 @@ impl Store {
             self.release_f().await?;
             return Ok(self.commit_phases(id));
         };
-        let (h, blocks) = {
+        let (id, seq) = {
             let st = self.st.borrow();
-            let blocks: Vec<Vec<u8>> = dirty.iter().map(|(b, _)| st.meta[b].clone()).collect();
-            let tags = dirty
-                .iter()
-                .zip(&blocks)
-                .map(|((h, _), b)| (*h, journal::block_crc(b)))
-                .collect();
-            (
-                FHeader {
-                    id: st.running.id,
-                    seq: st.fseq,
-                    entries: vec![(f.ino, inode)],
-                    tags,
-                },
-                blocks,
-            )
+            (st.running.id, st.fseq)
         };
-        let hb = h.encode();
+        let blocks: Vec<Vec<u8>> = {
+            let st = self.st.borrow();
+            dirty.iter().map(|(b, _)| st.meta[b].clone()).collect()
+        };
+        let tags: Vec<journal::Tag> = dirty
+            .iter()
+            .zip(&blocks)
+            .map(|((h, _), b)| (*h, journal::block_crc(b)))
+            .collect();
         let fs = g.fjournal_start();
-        let mut writes = vec![(fs + fhead, hb.clone())];
-        for (i, b) in blocks.iter().enumerate() {
-            writes.push((fs + fhead + 1 + i as u64, b.clone()));
-        }
+        let ino = f.ino;
+        let single = self.single_flush();
+        let made = Cell::new(Made::default());
+        let tagged = RefCell::new(Vec::new());
+        // The header (with the data tags of the file's new blocks allocated before the
+        // inode image — single-flush, if they fit beside the map blocks' tags), the
+        // blocks, and the commit record with them when single-flush.
+        let build = || {
+            let mut st = self.st.borrow_mut();
+            let (dtags, tb) = match single {
+                true => st.seals.tags(|x| x.ino == ino && x.order < order),
+                false => Default::default(),
+            };
+            let inside = single && tags.len() + dtags.len() <= journal::max_ftags(1);
+            st.stats.two_flush += u64::from(single && !inside);
+            let h = FHeader {
+                id,
+                seq,
+                entries: vec![(ino, inode)],
+                tags: tags.clone(),
+                data: if inside { dtags } else { Vec::new() },
+            };
+            if inside {
+                st.seals.tagged(&tb, Claims { id: 0, fseq: seq });
+                *tagged.borrow_mut() = tb;
+            }
+            let hb = h.encode();
+            let mut writes = vec![(fs + fhead, hb)];
+            for (i, b) in blocks.iter().enumerate() {
+                writes.push((fs + fhead + 1 + i as u64, b.clone()));
+            }
+            let m = Made {
+                crc: journal::body_crc(writes.iter().map(|(_, b)| &b[..])),
+                claims: st.claims_now(),
+                commit_at: fs + fhead + 1 + ntags,
+                inside,
+            };
+            if inside {
+                let cb = journal::encode_commit(true, id, seq, m.crc, m.claims);
+                writes.push((m.commit_at, cb));
+            }
+            made.set(m);
+            JournalBatch {
+                blocks: writes,
+                commit_inside: inside,
+            }
+        };
         // The file's buffered data, as of the inode image above (its own only: the
         // point of fjournal), then the f-transaction's blocks — or both at once.
-        let ino = f.ino;
         let start = now();
-        let (n, data) = self.write_data(|k, _| k.0 == ino, &writes).await?;
+        let (n, data) = self.write_data(|k, _| k.0 == ino, build).await?;
         self.st.borrow_mut().stats.data_by_fsync += n;
         let journal = now();
-        self.dev.flush().await?;
-        let crc = journal::body_crc(std::iter::once(&hb[..]).chain(blocks.iter().map(|b| &b[..])));
-        let cb = journal::encode_commit(true, h.id, h.seq, crc);
-        self.dev
-            .write(fs + fhead + 1 + ntags, &cb, journal_io().fua(true))
-            .await?;
-        let mut st = self.st.borrow_mut();
-        st.flive.push_back(super::FRecord {
-            start: fhead,
-            seq: h.seq,
-            id: h.id,
-        });
-        st.fhead = fhead + need;
-        st.fseq += 1;
-        st.stats.ftxns += 1;
-        st.stats.fjournal_blocks += ntags;
-        // The map blocks it carried are durable as they were then; a later change
-        // (a new generation) stays for the next one.
-        for (b, gen) in &dirty {
-            if st.map_dirty.get(&(f.ino, *b)).is_some_and(|v| v.1 == *gen) {
-                st.map_dirty.remove(&(f.ino, *b));
-            }
+        let m = made.get();
+        if m.inside {
+            self.settle(&tagged.take()).await;
+            self.flush().await?;
+        } else {
+            self.flush().await?;
+            let cb = journal::encode_commit(true, id, seq, m.crc, m.claims);
+            self.dev
+                .write(m.commit_at, &cb, journal_io().fua(true))
+                .await?;
         }
-        // Half the area in use: ask the journal task for a normal commit, which covers
-        // these f-transactions, so the area has room again before it fills.
-        let half = 2 * st.f_used() >= g.fjournal - 1;
-        let id = st.last_change();
-        drop(st);
+        let (half, id) = self.f_committed(fhead, need, seq, id, m.claims, ntags, f.ino, &dirty);
         if half {
             self.request(id);
+        }
+        if single {
+            // Writers waiting to seal this f-transaction's blocks (`seal.rs`).
+            self.signal_done().await;
         }
         Ok(Phases {
             start,
@@ -357,5 +464,44 @@ impl Store {
             journal,
             done: now(),
         })
+    }
+
+    /// The books after f-transaction `seq` (at `fhead`, `need` blocks) of inode `ino`
+    /// committed; returns whether the f-area is half full, and the last change (for
+    /// the normal commit asked for then).
+    #[allow(clippy::too_many_arguments)]
+    fn f_committed(
+        &self,
+        fhead: u64,
+        need: u64,
+        seq: u64,
+        id: u64,
+        claims: Claims,
+        ntags: u64,
+        ino: u32,
+        dirty: &[(u64, u64)],
+    ) -> (bool, u64) {
+        let mut st = self.st.borrow_mut();
+        let g = st.g;
+        st.flive.push_back(super::FRecord {
+            start: fhead,
+            seq,
+            id,
+        });
+        st.fhead = fhead + need;
+        st.fseq += 1;
+        st.seals.durable(claims);
+        st.stats.ftxns += 1;
+        st.stats.fjournal_blocks += ntags;
+        // The map blocks it carried are durable as they were then; a later change
+        // (a new generation) stays for the next one.
+        for (b, gen) in dirty {
+            if st.map_dirty.get(&(ino, *b)).is_some_and(|v| v.1 == *gen) {
+                st.map_dirty.remove(&(ino, *b));
+            }
+        }
+        // Half the area in use: ask the journal task for a normal commit, which covers
+        // these f-transactions, so the area has room again before it fills.
+        (2 * st.f_used() >= g.fjournal - 1, st.last_change())
     }
 }

@@ -285,6 +285,7 @@ impl Store {
                 let mut inode = st.inode(f.ino);
                 st.keep_tail(f.ino, &inode, tail);
                 let phys = st.map_alloc_all(f.ino, &mut inode, first..last + 1)?;
+                st.expose_tail(f.ino, &inode, end, first, &phys);
                 let mut writes = Vec::with_capacity(images.len());
                 for (k, (img, phys)) in images.into_iter().zip(phys).enumerate() {
                     // A direct write supersedes buffered data of the block.
@@ -301,7 +302,21 @@ impl Store {
                 *st.ino_handles.entry(f.ino).or_default() += 1;
                 (txn, writes)
             };
-            let r = self.dev.write_all(&writes, IoOptions::new()).await;
+            // A block a tentative commit vouches for is sealed before it changes
+            // (single-flush commits: `seal.rs`); then nothing waits before the writes
+            // go, so no record tags the blocks in between.
+            let homes: Vec<u64> = writes.iter().map(|w| w.0).collect();
+            let r = match self.seal_before(&homes).await {
+                Ok(()) => {
+                    let blocks = writes.iter().map(|(b, v)| (*b, &v[..]));
+                    self.st.borrow_mut().seals.issued(blocks);
+                    let r = self.dev.write_all(&writes, IoOptions::new()).await;
+                    let blocks = writes.iter().map(|(b, v)| (*b, &v[..]));
+                    self.st.borrow_mut().seals.completed(blocks);
+                    r
+                }
+                Err(e) => Err(e),
+            };
             {
                 let mut st = self.st.borrow_mut();
                 dec(&mut st.handles, txn);
@@ -362,6 +377,7 @@ impl Store {
             let mut inode = st.inode(f.ino);
             st.keep_tail(f.ino, &inode, tail);
             let phys = st.map_alloc_all(f.ino, &mut inode, first..first + n)?;
+            st.expose_tail(f.ino, &inode, offset + data.len() as u64, first, &phys);
             for (k, (img, phys)) in images.into_iter().zip(phys).enumerate() {
                 st.buffer_block(f.ino, first + k as u64, phys, img);
             }
@@ -502,8 +518,26 @@ impl State {
     fn keep_tail(&mut self, ino: u32, inode: &Inode, tail: Option<Tail>) {
         if let Some(t) = tail {
             if inode.size == t.size && self.map(inode, t.idx) == t.phys {
+                let txn = self.running.id;
+                self.seals.exposed(t.phys, ino, txn);
                 self.buffer_block(ino, t.idx, t.phys, t.img);
             }
+        }
+    }
+
+    /// A write of blocks `first..` (home `phys`) that ends at `end` past the file's end
+    /// (`inode`: its image, size not yet set) inside its partly used last block: that
+    /// block's bytes past the old end become readable — a new block for single-flush
+    /// commits' data tags (`seal.rs`).
+    fn expose_tail(&mut self, ino: u32, inode: &Inode, end: u64, first: u64, phys: &[u64]) {
+        let old = inode.size;
+        if old.is_multiple_of(BLOCK as u64) || end <= old {
+            return;
+        }
+        let idx = old / BLOCK as u64;
+        if let Some(&b) = idx.checked_sub(first).and_then(|k| phys.get(k as usize)) {
+            let txn = self.running.id;
+            self.seals.exposed(b, ino, txn);
         }
     }
 
@@ -539,7 +573,7 @@ impl State {
 
     /// Drop the buffered and cached blocks of inode `ino` from block `from` on (their
     /// blocks are freed). A writeback of them in flight still lands before the freeing
-    /// commits.
+    /// commits, and so do blocks a closed transaction still needs home.
     pub(super) fn drop_buffered(&mut self, ino: u32, from: u64) {
         self.cache.forget(ino, from, u64::MAX);
         let gone: Vec<(u32, u64)> = self
@@ -549,7 +583,19 @@ impl State {
             .collect();
         for k in gone {
             let d = self.data.remove(&k).expect("present");
-            self.data_bytes -= d.bytes.len() as u64;
+            if d.txn < self.running.id {
+                // A closed transaction made these contents reachable (a growth, the
+                // zeroed tail of one): they still go home before it commits, as jbd2's
+                // ordered truncate writes the committing transaction's data first. The
+                // running transaction frees the block, so nothing else writes it
+                // before then; inode 0 (no file has it) keeps them apart from the
+                // file's blocks.
+                let key = (0, self.next_gen);
+                self.next_gen += 1;
+                self.data.insert(key, d);
+            } else {
+                self.data_bytes -= d.bytes.len() as u64;
+            }
         }
     }
 }

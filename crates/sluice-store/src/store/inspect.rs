@@ -23,6 +23,9 @@ pub struct Inspection {
     pub redone: u64,
     /// f-transactions recovery would redo after them.
     pub fredone: u64,
+    /// Last records the crash cut (single-flush commits: an intact commit record whose
+    /// body or data did not land) a mount would drop: their fsyncs never returned.
+    pub cut: u64,
     /// Inodes without a name (their creation never committed) a mount would free.
     pub orphans: u64,
     /// Metadata blocks a mount would write home (recovered, or changed by freeing
@@ -46,6 +49,7 @@ impl Store {
             free_blocks: st.free_blocks(),
             redone: st.stats.redone,
             fredone: st.stats.fredone,
+            cut: st.stats.discarded,
             orphans: st.stats.orphans,
             to_write: loaded.home.len() + changed.count(),
             problems: st.problems(),

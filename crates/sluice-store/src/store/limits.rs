@@ -11,6 +11,7 @@ use std::rc::Rc;
 use sluice_cache::throttle::{WritebackRate, JIFFY_NS};
 use sluice_runtime::{current_class, now, sleep, spawn, throttle_pause, Condvar, IoClass, TaskCtx};
 
+use super::writeback::JournalBatch;
 use super::Store;
 use crate::layout::BLOCK;
 
@@ -105,7 +106,7 @@ impl Store {
         if self.limits.class_aware.get() && class != IoClass::Critical {
             return self.throttle().await;
         }
-        let (n, _) = self.write_data(|_, _| true, &[]).await?;
+        let (n, _) = self.write_data(|_, _| true, JournalBatch::default).await?;
         self.st.borrow_mut().stats.data_by_limit += n;
         Ok(())
     }
@@ -122,7 +123,7 @@ impl Store {
         let mut counted = false;
         loop {
             if l.flush_failed.take() {
-                let (n, _) = self.write_data(|_, _| true, &[]).await?;
+                let (n, _) = self.write_data(|_, _| true, JournalBatch::default).await?;
                 self.st.borrow_mut().stats.data_by_limit += n;
             }
             let class = current_class();
@@ -178,7 +179,7 @@ impl Store {
                     g = l.flush.wait(g).await;
                 }
             }
-            match self.write_data(|_, _| true, &[]).await {
+            match self.write_data(|_, _| true, JournalBatch::default).await {
                 Ok((n, _)) => self.st.borrow_mut().stats.data_by_flusher += n,
                 // A failed writeback leaves the blocks buffered: the paused writers
                 // write them home themselves and get the error (not a pause for ever).

@@ -24,7 +24,10 @@ impl Store {
         file.preallocate(g.blocks * BLOCK as u64).await?;
         let dev = Dev { file: *file };
         let mut blocks = vec![(0, g.encode())];
-        blocks.push((g.journal_start(), journal::encode_super(false, 1)));
+        blocks.push((
+            g.journal_start(),
+            journal::encode_jsuper(1, Default::default()),
+        ));
         blocks.push((g.fjournal_start(), journal::encode_fsuper(1, 1)));
         let mut bitmap = vec![vec![0u8; BLOCK]; g.bitmap_blocks() as usize];
         for b in 0..g.data_start() {
@@ -60,7 +63,8 @@ impl Store {
             .collect();
         dev.write_all(&home, IoOptions::new()).await?;
         dev.flush().await?;
-        let js = journal::encode_super(false, st.running.id);
+        // Everything recovered is home: the superblock claims it.
+        let js = journal::encode_jsuper(st.running.id, st.seals.on_disk);
         dev.write(g.journal_start(), &js, IoOptions::new().fua(true))
             .await?;
         let fsb = journal::encode_fsuper(st.fseq, 1);
@@ -78,6 +82,7 @@ impl Store {
             fsync_path: std::cell::Cell::new(super::FsyncPath::Sync),
             journal_class: std::cell::Cell::new(sluice_runtime::IoClass::Normal),
             fj_lock: Mutex::new(()),
+            jsb_lock: Mutex::new(()),
             limits: Default::default(),
         });
         let s = store.clone();
@@ -110,6 +115,7 @@ impl Store {
         let mut stats = StoreStats {
             redone: found.redone,
             fredone: found.ftxns.len() as u64,
+            discarded: found.discarded,
             ..StoreStats::default()
         };
         // Metadata: home blocks, with the committed journal blocks over them.
@@ -223,7 +229,10 @@ impl Store {
             phases: BTreeMap::new(),
             breakdown: Default::default(),
             cache: Default::default(),
+            seals: Default::default(),
         };
+        st.seals.jsb_first = first;
+        st.seals.durable(st.claims_now());
         // Names; inodes without one are orphans (their creation never committed).
         let mut named = vec![false; g.inodes as usize];
         for slot in 0..g.inodes {

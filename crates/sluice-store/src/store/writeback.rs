@@ -65,7 +65,7 @@ impl Store {
     pub(super) async fn write_data(
         &self,
         keep: impl Fn(&(u32, u64), &Dirty) -> bool,
-        journal: &[(u64, Vec<u8>)],
+        journal: impl FnOnce() -> JournalBatch,
     ) -> io::Result<(u64, Nanos)> {
         let wb = self
             .writeback_lock(|st| {
@@ -77,6 +77,14 @@ impl Store {
             })
             .await;
         let copies = self.data_copies(|k, d| wb.inodes.contains(&k.0) && keep(k, d));
+        // Blocks a tentative commit vouches for are sealed before they change (`seal.rs`);
+        // from here to the submission nothing waits.
+        let homes: Vec<u64> = copies.iter().map(|c| c.2).collect();
+        self.seal_before(&homes).await?;
+        self.st
+            .borrow_mut()
+            .seals
+            .issued(copies.iter().map(|c| (c.2, &c.3[..])));
         // Each block goes home with the class of the tasks that wrote it (critical if a
         // critical task did), as FastResponse's address_space attribute; a task critical
         // by inheritance only (RCP: it works for a critical waiter) sends all of it
@@ -117,24 +125,35 @@ impl Store {
             out
         };
         let jopts = IoOptions::new().activity(Activity::WAL);
-        // No journal blocks (a writeback, a data-only fdatasync): nothing to prepare.
-        let nj = journal.len() as u64;
-        let commit = u64::from(nj > 0);
+        // The journal blocks are made once the data is out (their data tags name what
+        // went), prepared (charged), then sent. No journal blocks (a writeback, a
+        // data-only fdatasync): nothing to prepare. A commit record in the batch
+        // (single-flush) is prepared before it goes; one written after the FLUSH, after
+        // the journal blocks are home (AIOS Fig. 5's two preparation steps).
+        let prepare = |j: &JournalBatch| {
+            let nj = j.blocks.len() as u64 - u64::from(j.commit_inside);
+            let later = u64::from(nj > 0 && !j.commit_inside);
+            (nj, u64::from(j.commit_inside), later)
+        };
         let mut wb = wb;
         let data = if self.fsync_path.get() == FsyncPath::Async {
             let hs = submit_data();
-            charge(|c| c.journal_block_ns * nj).await;
-            let js = self.dev.submit_all(journal, jopts);
-            charge(|c| c.commit_block_ns * commit).await;
+            let j = journal();
+            let (nj, now_commit, later) = prepare(&j);
+            charge(|c| c.journal_block_ns * nj + c.commit_block_ns * now_commit).await;
+            let js = self.dev.submit_all(&j.blocks, jopts);
+            charge(|c| c.commit_block_ns * later).await;
             self.home_by_file(&mut wb, hs, &copies).await?;
             Dev::wait_all(js).await?;
             now()
         } else {
             self.home_by_file(&mut wb, submit_data(), &copies).await?;
             let data = now();
-            charge(|c| c.journal_block_ns * nj).await;
-            Dev::wait_all(self.dev.submit_all(journal, jopts)).await?;
-            charge(|c| c.commit_block_ns * commit).await;
+            let j = journal();
+            let (nj, now_commit, later) = prepare(&j);
+            charge(|c| c.journal_block_ns * nj + c.commit_block_ns * now_commit).await;
+            Dev::wait_all(self.dev.submit_all(&j.blocks, jopts)).await?;
+            charge(|c| c.commit_block_ns * later).await;
             data
         };
         if !copies.is_empty() {
@@ -163,14 +182,25 @@ impl Store {
             }
         }
         for (ino, h) in by_file {
-            Dev::wait_all(h).await?;
+            let r = Dev::wait_all(h).await;
+            // A failed writeback no longer changes its blocks either (and a record
+            // waiting for the blocks' writes must not wait for ever).
+            let done = copies.iter().filter(|c| r.is_err() || c.0 .0 == ino);
+            self.st
+                .borrow_mut()
+                .seals
+                .completed(done.map(|c| (c.2, &c.3[..])));
+            r?;
             let mut st = self.st.borrow_mut();
             for (key, gen, ..) in copies.iter().filter(|c| c.0 .0 == ino) {
                 if st.data.get(key).is_some_and(|d| d.gen == *gen) {
                     let d = st.data.remove(key).expect("present");
                     st.data_bytes -= d.bytes.len() as u64;
-                    // Home now: the clean copy a later read finds.
-                    st.cache.written(key.0, key.1, d.bytes);
+                    // Home now: the clean copy a later read finds (not of a freed
+                    // block's, under inode 0: `drop_buffered`).
+                    if key.0 != 0 {
+                        st.cache.written(key.0, key.1, d.bytes);
+                    }
                 }
             }
             drop(st);
@@ -178,6 +208,15 @@ impl Store {
         }
         Ok(())
     }
+}
+
+/// A commit's journal writes, made by [`Store::write_data`] once the data is out.
+#[derive(Debug, Default)]
+pub(super) struct JournalBatch {
+    /// (block, contents), consecutive blocks merged into requests.
+    pub(super) blocks: Vec<(u64, Vec<u8>)>,
+    /// Whether the commit record is among them (single-flush).
+    pub(super) commit_inside: bool,
 }
 
 /// The inodes a writeback holds ([`Store::writeback_lock`]); released when dropped.
