@@ -100,7 +100,7 @@ fn run(
     fs: FsConfig,
     bulk_writers: usize,
     class_limits: bool,
-) -> Result<Vec<u64>, String> {
+) -> Result<(Vec<u64>, Option<String>), String> {
     let out = builder(real, device, &fs)
         .build()
         .map_err(|e| e.to_string())?
@@ -109,7 +109,26 @@ fn run(
             if let Some(s) = files.store() {
                 s.set_class_limits(class_limits);
             }
-            fillsync(files, bulk_writers).await
+            let store = files.store().cloned();
+            let lat = fillsync(files, bulk_writers).await;
+            // Where the critical fsyncs' time went (FastResponse Fig. 15(b)'s parts).
+            let parts = store.map(|s| {
+                let [wait, data, journal, commit, wake, _] = s.fsync_breakdown().means();
+                let st = s.stats();
+                format!(
+                    "{:>19}wait {:.1} / data {:.1} / journal {:.1} / commit {:.1} / wake {:.1} µs; \
+                     {} seals, {} two-flush commits",
+                    "",
+                    wait / 1e3,
+                    data / 1e3,
+                    journal / 1e3,
+                    commit / 1e3,
+                    wake / 1e3,
+                    st.seals,
+                    st.two_flush
+                )
+            });
+            (lat, parts)
         })
         .map_err(|e| e.to_string())?;
     Ok(out.value)
@@ -253,8 +272,11 @@ fn main() -> ExitCode {
             let _ = std::fs::remove_dir_all(d);
         }
         match r {
-            Ok(v) => {
+            Ok((v, parts)) => {
                 let (mean, p99) = summary(&name, v);
+                if let Some(p) = parts {
+                    println!("{p}");
+                }
                 res.push((name, mean, p99));
             }
             Err(e) => {
