@@ -3,50 +3,20 @@
 //! record the crash cut, and a block such a record vouches for is sealed before it is
 //! written again.
 
+mod common;
+
+use std::rc::Rc;
+
+use common::{crash_after, recover, IMG};
 use sluice_runtime::{set_class, CrashSpec, DiskImage, File, IoClass, Stack};
-use sluice_store::{CommitMode, Geometry, Store};
-
-const IMG: &str = "store.img";
-
-/// Run `work` on a new store, then cut the power when it ends (writes not made durable
-/// survive or are lost as `seed` draws); the image left and `work`'s result.
-fn crash_after<T: 'static>(
-    seed: u64,
-    mode: CommitMode,
-    work: impl AsyncFnOnce(&Store) -> T + 'static,
-) -> (DiskImage, T) {
-    let out = Stack::builder()
-        .device("nand")
-        .build()
-        .unwrap()
-        .run_until_crash(
-            u64::MAX,
-            CrashSpec { seed, torn: true },
-            move || async move {
-                let f = File::create(IMG).await.unwrap();
-                Store::mkfs(&f, Geometry::new(4096)).await.unwrap();
-                let s = Store::mount(&f, mode).await.unwrap();
-                work(&s).await
-            },
-        )
-        .unwrap();
-    (
-        out.image,
-        out.value.expect("the work ended before the crash"),
-    )
-}
+use sluice_store::{CommitMode, Geometry, Store, StoreStats};
 
 /// Mount `image` and read file `name` whole (`None`: no such file), with the stats.
-fn recovered(image: DiskImage, name: &'static str) -> (Option<Vec<u8>>, sluice_store::StoreStats) {
-    Stack::builder()
-        .device("nand")
-        .image(image)
-        .build()
-        .unwrap()
-        .run(move || async move {
-            let f = File::open(IMG).await.unwrap();
-            let s = Store::mount(&f, CommitMode::Compound).await.unwrap();
-            assert_eq!(s.check(), Vec::<String>::new());
+fn recovered(image: DiskImage, name: &'static str) -> (Option<Vec<u8>>, StoreStats) {
+    recover(
+        CommitMode::Compound,
+        image,
+        move |s: Rc<Store>| async move {
             let data = match s.open(name) {
                 Ok(h) => {
                     let mut v = vec![0u8; s.stat(h).unwrap().size as usize];
@@ -56,9 +26,8 @@ fn recovered(image: DiskImage, name: &'static str) -> (Option<Vec<u8>>, sluice_s
                 Err(_) => None,
             };
             (data, s.stats())
-        })
-        .unwrap()
-        .value
+        },
+    )
 }
 
 /// A file fsynced, then overwritten in place and fdatasynced (data only: no commit
@@ -70,7 +39,7 @@ fn recovered(image: DiskImage, name: &'static str) -> (Option<Vec<u8>>, sluice_s
 fn an_overwrite_of_a_block_a_tentative_commit_vouches_for_is_sealed_first() {
     for seed in 1..=4 {
         for mode in [CommitMode::Compound, CommitMode::FileLevel] {
-            let (image, seals) = crash_after(seed, mode, async |s: &Store| {
+            let image = crash_after(mode, Geometry::new(4096), seed, move |s| async move {
                 let h = s.create("f").unwrap();
                 // Its name durable (an f-transaction carries the file's inode only).
                 s.sync().await.unwrap();
@@ -79,12 +48,8 @@ fn an_overwrite_of_a_block_a_tentative_commit_vouches_for_is_sealed_first() {
                 s.fsync(h).await.unwrap();
                 s.write(h, 0, &[2; 100]).await.unwrap();
                 s.fdatasync(h).await.unwrap();
-                s.stats().seals
+                assert_eq!(s.stats().seals, 1, "one seal before the overwrite");
             });
-            assert_eq!(
-                seals, 1,
-                "seed {seed}, {mode:?}: one seal before the overwrite"
-            );
             let (data, _) = recovered(image, "f");
             let data = data.unwrap_or_else(|| panic!("seed {seed}, {mode:?}: fsynced file lost"));
             assert_eq!(data.len(), 4096, "seed {seed}, {mode:?}");
@@ -100,19 +65,23 @@ fn an_overwrite_of_a_block_a_tentative_commit_vouches_for_is_sealed_first() {
 /// Appends each make a new block: no seal, one FLUSH per commit.
 #[test]
 fn appends_need_no_seal() {
-    let (_, (seals, two_flush)) = crash_after(1, CommitMode::FileLevel, async |s: &Store| {
-        set_class(IoClass::Critical);
-        let h = s.create("log").unwrap();
-        for i in 0..20u64 {
-            s.write_buffered(h, i * 4096, &[i as u8; 4096])
-                .await
-                .unwrap();
-            s.fsync(h).await.unwrap();
-        }
-        let st = s.stats();
-        (st.seals, st.two_flush)
-    });
-    assert_eq!((seals, two_flush), (0, 0));
+    crash_after(
+        CommitMode::FileLevel,
+        Geometry::new(4096),
+        1,
+        |s| async move {
+            set_class(IoClass::Critical);
+            let h = s.create("log").unwrap();
+            for i in 0..20u64 {
+                s.write_buffered(h, i * 4096, &[i as u8; 4096])
+                    .await
+                    .unwrap();
+                s.fsync(h).await.unwrap();
+            }
+            let st = s.stats();
+            assert_eq!((st.seals, st.two_flush, st.ftxns), (0, 0, 20));
+        },
+    );
 }
 
 /// An empty store's image.

@@ -206,19 +206,7 @@ impl Store {
         self.st.borrow_mut().stats.data_by_commit += n;
         let journal = now();
         let m = made.get();
-        if m.inside {
-            // One FLUSH makes the data, the journal blocks and the commit record
-            // durable — once every write of a tagged block has completed.
-            self.settle(&tagged.take()).await;
-            self.flush().await?;
-        } else {
-            // The data and the journal blocks are durable before the commit record.
-            self.flush().await?;
-            let cb = journal::encode_commit(false, id, 0, m.crc, m.claims);
-            self.dev
-                .write(m.commit_at, &cb, journal_io().fua(true))
-                .await?;
-        }
+        self.seal_record(m, &tagged.take(), false, id, 0).await?;
         let mut st = self.st.borrow_mut();
         let p = Phases {
             start,
@@ -252,6 +240,30 @@ impl Store {
         // checkpoint, when no replay can write them again.
         st.held.extend(frees.meta);
         Ok(())
+    }
+
+    /// Make a record durable once its data and journal blocks are home (`m`: what
+    /// they came to; `tagged`: the blocks of its data tags). Single-flush: one FLUSH
+    /// makes the data, the journal blocks and the commit record durable — once every
+    /// write of a tagged block has completed. Otherwise the data and the journal
+    /// blocks are durable before the commit record (FLUSH, then the record with FUA).
+    async fn seal_record(
+        &self,
+        m: Made,
+        tagged: &[u64],
+        f_area: bool,
+        id: u64,
+        seq: u64,
+    ) -> io::Result<()> {
+        if m.inside {
+            self.settle(tagged).await;
+            return self.flush().await;
+        }
+        self.flush().await?;
+        let cb = journal::encode_commit(f_area, id, seq, m.crc, m.claims);
+        self.dev
+            .write(m.commit_at, &cb, journal_io().fua(true))
+            .await
     }
 
     /// Write the committed metadata home and reclaim the journal (commit lock held).
@@ -440,16 +452,7 @@ impl Store {
         self.st.borrow_mut().stats.data_by_fsync += n;
         let journal = now();
         let m = made.get();
-        if m.inside {
-            self.settle(&tagged.take()).await;
-            self.flush().await?;
-        } else {
-            self.flush().await?;
-            let cb = journal::encode_commit(true, id, seq, m.crc, m.claims);
-            self.dev
-                .write(m.commit_at, &cb, journal_io().fua(true))
-                .await?;
-        }
+        self.seal_record(m, &tagged.take(), true, id, seq).await?;
         let (half, id) = self.f_committed(fhead, need, seq, id, m.claims, ntags, f.ino, &dirty);
         if half {
             self.request(id);
