@@ -311,7 +311,16 @@ impl CoreRing {
     /// `block` (and nothing is left to handle); collect the CQEs.
     pub(crate) fn enter(&mut self, block: bool, wait_ns: Nanos) -> std::io::Result<()> {
         let r = if !block || !self.cqes.is_empty() {
-            self.ring.submit().map(|_| ())
+            // Nothing to submit and no wait: no system call (a ring that defers its
+            // completions' work to a waiting enter would reap nothing by it either;
+            // one that does not has them in its queue already). After every round of
+            // tasks the core comes here; the I/O that round issued is submitted in the
+            // next turn's enter.
+            let empty = self.ring.submission().is_empty();
+            match empty {
+                true => Ok(()),
+                false => self.ring.submit().map(|_| ()),
+            }
         } else {
             let wait = wait_ns.max(1_000);
             let ts = types::Timespec::new()
