@@ -91,13 +91,16 @@ fn summary(spec: &PolicySpec, fs: &FsConfig, out: &FioOutput, wall_s: f64, quiet
     let s = &out.store;
     eprintln!(
         "sluice: {} on the store ({fs}): {ios} fio I/Os and syncs, {:.3} s measured, {:.2} s wall; \
-         store: {} commits, {} f-transactions, {} syncs without a commit",
+         store: {} commits, {} f-transactions, {} syncs without a commit, {} seals, {} \
+         commits with two FLUSHes",
         spec.text,
         out.report.duration_ns as f64 / 1e9,
         wall_s,
         s.commits,
         s.ftxns,
-        s.data_syncs
+        s.data_syncs,
+        s.seals,
+        s.two_flush
     );
 }
 
