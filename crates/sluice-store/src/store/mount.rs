@@ -19,10 +19,23 @@ impl Store {
     /// blocks with the default areas.
     pub async fn mkfs(file: &File, g: Geometry) -> Result<(), StoreError> {
         g.validate().map_err(StoreError::Corrupt)?;
+        // A file that held something before (a store made again over an old one) has
+        // its journal areas zeroed: the new journals start their ids and sequence
+        // numbers at 1 again, and an old record would be replayed as the new one's (or
+        // its claims and commit records taken as the new ones'). A new file reads as
+        // zeros there already.
+        let used = !file.is_empty();
         // Every block written once (on real files: no host allocation under a later
         // write, above all under the journal's FUA commit records).
         file.preallocate(g.blocks * BLOCK as u64).await?;
         let dev = Dev { file: *file };
+        if used {
+            let zeros = vec![0u8; BLOCK];
+            let areas = (g.journal_start()..g.journal_start() + g.journal)
+                .chain(g.fjournal_start()..g.fjournal_start() + g.fjournal);
+            let blocks: Vec<(u64, Vec<u8>)> = areas.map(|b| (b, zeros.clone())).collect();
+            dev.write_all(&blocks, IoOptions::new()).await?;
+        }
         let mut blocks = vec![(0, g.encode())];
         blocks.push((
             g.journal_start(),
