@@ -28,7 +28,8 @@
 //! ([`journal::Claims`]): its records carry data tags (crc32c of the new blocks they make
 //! readable) and what was durable when they were written; recovery drops a last,
 //! unclaimed record whose body or data the crash cut, and a block such a record vouches
-//! for is sealed (the claims made durable) before it is written again.
+//! for moves to a new block when a write grows the file over it, or is sealed (the
+//! claims made durable) before it is written again.
 //!
 //! Applications use [`Fs`]: the runtime `File`'s API over either the stack's own files
 //! or a store's, chosen by one setting ([`FsConfig`]). [`crashtest`] is the seeded

@@ -145,6 +145,9 @@ pub struct StoreStats {
     pub two_flush: u64,
     /// Tentative records recovery dropped at mount (their fsyncs never returned).
     pub discarded: u64,
+    /// Blocks a write moved to new blocks rather than seal (a tentative record
+    /// vouched for their contents).
+    pub redirected: u64,
 }
 
 /// What [`Store::stat`] tells of a file.

@@ -30,35 +30,105 @@ fn recovered(image: DiskImage, name: &'static str) -> (Option<Vec<u8>>, StoreSta
     )
 }
 
-/// A file fsynced, then overwritten in place and fdatasynced (data only: no commit
-/// follows). The fsync's commit vouched for the block's first contents and nothing
-/// later claims it durable: the overwrite seals it first — else, after the crash, the
-/// commit would look cut (its data tag no longer matches) and be dropped, losing a
-/// file whose fsync returned.
-#[test]
-fn an_overwrite_of_a_block_a_tentative_commit_vouches_for_is_sealed_first() {
+/// A file of `blocks` blocks fsynced, then overwritten and fdatasynced: the first
+/// 100 bytes of each block, one write per block (`whole` false), or all of it in one
+/// write. The fsync's commit vouched for the blocks' first
+/// contents and nothing later claims it durable, so the overwrite must not change them
+/// at home before a seal — else, after the crash, the commit would look cut (its data
+/// tags no longer match) and be dropped, losing a file whose fsync returned. One or two
+/// blocks move to new blocks instead (`redirected`); more are sealed once. Returns the
+/// stats before the crash; checks the recovered file for each seed and mode.
+fn overwrite_after_fsync(blocks: usize, whole: bool) -> Vec<StoreStats> {
+    let mut out = Vec::new();
     for seed in 1..=4 {
         for mode in [CommitMode::Compound, CommitMode::FileLevel] {
+            let stats = Rc::new(std::cell::Cell::new(StoreStats::default()));
+            let st = stats.clone();
             let image = crash_after(mode, Geometry::new(4096), seed, move |s| async move {
                 let h = s.create("f").unwrap();
                 // Its name durable (an f-transaction carries the file's inode only).
                 s.sync().await.unwrap();
                 set_class(IoClass::Critical);
-                s.write(h, 0, &[1; 4096]).await.unwrap();
+                s.write(h, 0, &vec![1; 4096 * blocks]).await.unwrap();
                 s.fsync(h).await.unwrap();
-                s.write(h, 0, &[2; 100]).await.unwrap();
+                match whole {
+                    true => s.write(h, 0, &vec![2; 4096 * blocks]).await.unwrap(),
+                    false => {
+                        for k in 0..blocks as u64 {
+                            s.write(h, k * 4096, &[2; 100]).await.unwrap();
+                        }
+                        0
+                    }
+                };
                 s.fdatasync(h).await.unwrap();
-                assert_eq!(s.stats().seals, 1, "one seal before the overwrite");
+                st.set(s.stats());
             });
+            out.push(stats.get());
             let (data, _) = recovered(image, "f");
             let data = data.unwrap_or_else(|| panic!("seed {seed}, {mode:?}: fsynced file lost"));
-            assert_eq!(data.len(), 4096, "seed {seed}, {mode:?}");
-            assert!(
-                data[..100].iter().all(|&b| b == 2),
-                "seed {seed}, {mode:?}: fdatasynced overwrite"
-            );
-            assert!(data[100..].iter().all(|&b| b == 1), "seed {seed}, {mode:?}");
+            assert_eq!(data.len(), 4096 * blocks, "seed {seed}, {mode:?}");
+            let new = if whole { 4096 } else { 100 };
+            for (k, block) in data.chunks(4096).enumerate() {
+                assert!(
+                    block[..new].iter().all(|&b| b == 2),
+                    "seed {seed}, {mode:?}, block {k}: fdatasynced overwrite"
+                );
+                assert!(
+                    block[new..].iter().all(|&b| b == 1),
+                    "seed {seed}, {mode:?}"
+                );
+            }
         }
+    }
+    out
+}
+
+#[test]
+fn an_overwrite_of_a_block_a_tentative_commit_vouches_for_is_sealed_first() {
+    for st in overwrite_after_fsync(1, false) {
+        assert_eq!((st.redirected, st.seals), (0, 1), "{st:?}");
+    }
+}
+
+/// A log appended in records smaller than a block, fsynced after each, rewrites its
+/// last block right after the commit that vouched for it: the block moves to a new
+/// one (no seal, one FLUSH per fsync), and the log survives the crash whole.
+#[test]
+fn small_appends_after_fsyncs_move_their_block_instead_of_sealing() {
+    for mode in [CommitMode::Compound, CommitMode::FileLevel] {
+        let stats = Rc::new(std::cell::Cell::new(StoreStats::default()));
+        let st = stats.clone();
+        let image = crash_after(mode, Geometry::new(4096), 1, move |s| async move {
+            let h = s.create("log").unwrap();
+            s.sync().await.unwrap();
+            set_class(IoClass::Critical);
+            for i in 0..20u64 {
+                s.write_buffered(h, i * 512, &[i as u8 + 1; 512])
+                    .await
+                    .unwrap();
+                s.fsync(h).await.unwrap();
+            }
+            st.set(s.stats());
+        });
+        let st = stats.get();
+        // Each record after the first of a block rewrites it: 17 of 20.
+        assert_eq!((st.redirected, st.seals), (17, 0), "{mode:?}: {st:?}");
+        let (data, _) = recovered(image, "log");
+        let data = data.expect("the log");
+        assert_eq!(data.len(), 20 * 512, "{mode:?}");
+        for (i, rec) in data.chunks(512).enumerate() {
+            assert!(
+                rec.iter().all(|&b| b == i as u8 + 1),
+                "{mode:?}: record {i}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_larger_overwrite_of_blocks_a_tentative_commit_vouches_for_is_sealed_first() {
+    for st in overwrite_after_fsync(3, true) {
+        assert_eq!((st.redirected, st.seals), (0, 1), "{st:?}");
     }
 }
 

@@ -227,6 +227,39 @@ impl State {
         Ok(phys)
     }
 
+    /// Move mapped block `idx` of inode `ino` (new image `inode`) to a newly
+    /// allocated block and free the old one in the running transaction (reused once
+    /// it commits): an essential change. Returns the new block; `None` (nothing
+    /// changed) when the store is full.
+    pub(super) fn remap(&mut self, ino: u32, inode: &mut Inode, idx: u64) -> Option<u64> {
+        let old = self.map(inode, idx);
+        let slot = Slot::of(idx)?;
+        if old == 0 {
+            return None;
+        }
+        let b = self.alloc().ok()?;
+        match slot {
+            Slot::Direct(i) => inode.direct[i] = b as u32,
+            Slot::Indirect(e) => self.set_map_entry(ino, inode.indirect as u64, e, b),
+            Slot::Double(k, e) => {
+                let ind = self.entry_of(inode.double, k) as u64;
+                self.set_map_entry(ino, ind, e, b);
+            }
+        }
+        let txn = self.running.id;
+        self.ino_dtxn.insert(ino, txn);
+        self.seals.allocated(b, ino, txn);
+        self.free_block(old as u32, false);
+        Some(b)
+    }
+
+    /// Set entry `k` of map block `block` of inode `ino` to `v`.
+    fn set_map_entry(&mut self, ino: u32, block: u64, k: usize, v: u64) {
+        let m = self.meta.get_mut(&block).expect("map block in memory");
+        set_entry(m, k, v as u32);
+        self.dirty_map(ino, block);
+    }
+
     fn undo(&mut self, ino: u32, u: Undo) {
         for (block, k) in u.entries {
             if let Some(m) = self.meta.get_mut(&block) {

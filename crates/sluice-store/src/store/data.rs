@@ -15,6 +15,10 @@ const READ_RUN_BLOCKS: usize = 32;
 /// The largest step of one write (16 MiB): its metadata must fit one transaction.
 const WRITE_STEP: u64 = 16 << 20;
 
+/// Most blocks of one write step moved to new blocks rather than sealed
+/// ([`State::redirect_vouched`]); each may dirty one more bitmap block.
+const REDIRECT_MAX: usize = 2;
+
 /// A write of `len` bytes at `offset` must end inside the largest file.
 fn check_end(offset: u64, len: usize) -> Result<(), StoreError> {
     match offset.checked_add(len as u64) {
@@ -256,7 +260,7 @@ impl Store {
         let first = offset / BLOCK as u64;
         let end = offset + data.len() as u64;
         let last = (end - 1) / BLOCK as u64;
-        let bound = State::alloc_bound(last - first + 1);
+        let bound = State::alloc_bound(last - first + 1) + REDIRECT_MAX as u64;
         loop {
             self.txn_room(bound).await?;
             // A block with buffered data may have a writeback in flight: writing it
@@ -285,6 +289,7 @@ impl Store {
                 let mut inode = st.inode(f.ino);
                 st.keep_tail(f.ino, &inode, tail);
                 let phys = st.map_alloc_all(f.ino, &mut inode, first..last + 1)?;
+                let phys = st.redirect_vouched(f.ino, &mut inode, first, end, phys);
                 st.expose_tail(f.ino, &inode, end, first, &phys);
                 let mut writes = Vec::with_capacity(images.len());
                 for (k, (img, phys)) in images.into_iter().zip(phys).enumerate() {
@@ -365,7 +370,7 @@ impl Store {
         self.make_room().await?;
         let first = offset / BLOCK as u64;
         let n = (offset + data.len() as u64 - 1) / BLOCK as u64 + 1 - first;
-        let bound = State::alloc_bound(n);
+        let bound = State::alloc_bound(n) + REDIRECT_MAX as u64;
         loop {
             self.txn_room(bound).await?;
             let tail = self.grown_tail(f, offset, true).await?;
@@ -377,7 +382,9 @@ impl Store {
             let mut inode = st.inode(f.ino);
             st.keep_tail(f.ino, &inode, tail);
             let phys = st.map_alloc_all(f.ino, &mut inode, first..first + n)?;
-            st.expose_tail(f.ino, &inode, offset + data.len() as u64, first, &phys);
+            let end = offset + data.len() as u64;
+            let phys = st.redirect_vouched(f.ino, &mut inode, first, end, phys);
+            st.expose_tail(f.ino, &inode, end, first, &phys);
             for (k, (img, phys)) in images.into_iter().zip(phys).enumerate() {
                 st.buffer_block(f.ino, first + k as u64, phys, img);
             }
@@ -523,6 +530,47 @@ impl State {
                 self.buffer_block(ino, t.idx, t.phys, t.img);
             }
         }
+    }
+
+    /// Blocks `first..` of a write ending at `end` (home `phys`) that a tentative
+    /// record vouches for — written in place, each would wait for a seal (`seal.rs`):
+    /// a log appended in records smaller than a block, fsynced after each, rewrites its
+    /// last block right after the commit that tagged it — move to new blocks when the
+    /// write grows the file (`inode`: its image, size not yet set), the old ones freed
+    /// with this transaction (as a copy-on-write file system writes a block
+    /// elsewhere). A growth needs a commit anyway; an overwrite inside the file keeps
+    /// its blocks and the data-only `fdatasync`, and is sealed. At most
+    /// [`REDIRECT_MAX`] per write: a larger rewrite is sealed once instead. Returns the
+    /// blocks' homes now.
+    fn redirect_vouched(
+        &mut self,
+        ino: u32,
+        inode: &mut Inode,
+        first: u64,
+        end: u64,
+        mut phys: Vec<u64>,
+    ) -> Vec<u64> {
+        if !self.g.single_flush || end <= inode.size {
+            return phys;
+        }
+        let vouched: Vec<usize> = (0..phys.len())
+            .filter(|&k| self.seals.needed([phys[k]]).is_some())
+            .collect();
+        if vouched.is_empty() || vouched.len() > REDIRECT_MAX {
+            return phys;
+        }
+        for k in vouched {
+            let idx = first + k as u64;
+            if let Some(b) = self.remap(ino, inode, idx) {
+                // Its buffered copy, if any, goes to the new home.
+                if let Some(d) = self.data.get_mut(&(ino, idx)) {
+                    d.phys = b;
+                }
+                self.stats.redirected += 1;
+                phys[k] = b;
+            }
+        }
+        phys
     }
 
     /// A write of blocks `first..` (home `phys`) that ends at `end` past the file's end

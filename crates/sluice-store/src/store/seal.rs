@@ -2,7 +2,7 @@
 //! the data tags a record carries, and the seals that keep a tentative record
 //! checkable.
 //!
-//! - **New blocks** (`State::fresh`): a data block allocated since a normal commit last
+//! - **New blocks** (`Seals::fresh`): a data block allocated since a normal commit last
 //!   made allocations durable, or a file's old last block the file grew past (the
 //!   bytes past the old end, zeros or old data at home, become readable). Each write of it issued is noted with the crc32c of what
 //!   it writes, until a FLUSH issued after the write completed makes it durable
@@ -11,15 +11,16 @@
 //!   f-transaction for its file's blocks allocated before its inode image. Before its
 //!   FLUSH, a record waits for every write of its tagged blocks still in flight: the
 //!   FLUSH then covers them, and no write can tear a tagged block after it.
-//! - **Seals** (`State::hazard`): once a record has tagged a block, the block must not
+//! - **Seals** (`Seals::hazard`): once a record has tagged a block, the block must not
 //!   change at home until some durable record claims that record durable — a crash
 //!   would leave the tentative record's data tag wrong, and recovery would drop a
 //!   commit whose fsync returned. A write home of such a block (data, or a checkpoint
 //!   of a block reused as metadata) first waits for the record's FLUSH, then, unless a
 //!   later record's claims are durable by then, writes the journal superblock with the
-//!   claims (FUA): a seal. Appends need none (each block is written once); a file
-//!   written again in the same block right after its fsync pays one seal, the second
-//!   FLUSH the two-flush protocol paid on every commit.
+//!   claims (FUA): a seal. Appends need none (each block is written once); a write that
+//!   grows the file over one or two such blocks moves them to new blocks instead
+//!   (`redirect_vouched` in `data.rs`); other rewrites pay one seal, the second FLUSH
+//!   the two-flush protocol paid on every commit.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -27,7 +28,7 @@ use std::io;
 use super::{State, Store, StoreError};
 use crate::journal::{self, Claims, Tag};
 
-/// A new data block ([`State::fresh`]): allocated, or the old last block of a file
+/// A new data block ([`Seals::fresh`]): allocated, or the old last block of a file
 /// that grows past it (bytes past the old end become readable).
 #[derive(Debug)]
 pub(super) struct Fresh {
