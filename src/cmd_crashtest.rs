@@ -77,7 +77,7 @@ pub fn cmd_crashtest(args: CrashtestArgs) -> Result<(), CliError> {
     let stop = AtomicBool::new(false);
     let done = AtomicU64::new(0);
     let (syncs, bytes, mid_run) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
-    let (big, orphans) = (AtomicU64::new(0), AtomicU64::new(0));
+    let (big, orphans, cut) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
     let mut last_line = Instant::now();
     for config in configs {
         let harness = match Harness::new(config) {
@@ -110,6 +110,7 @@ pub fn cmd_crashtest(args: CrashtestArgs) -> Result<(), CliError> {
                             mid_run.fetch_add(out.mid_run as u64, Ordering::Relaxed);
                             big.fetch_add(out.big_files, Ordering::Relaxed);
                             orphans.fetch_add(out.orphans, Ordering::Relaxed);
+                            cut.fetch_add(out.cut, Ordering::Relaxed);
                         }
                         Err(f) => {
                             say(format!("FAILED {f}"));
@@ -150,7 +151,8 @@ pub fn cmd_crashtest(args: CrashtestArgs) -> Result<(), CliError> {
     println!(
         "crashtest: {} crashes ({} inside the workload) in {:.1} s: {} recovered and checked \
          ({} fsyncs and syncs, {:.1} MiB of file contents compared with the model, {} files \
-         past 4 MiB + 96 KiB, {} files removed while open freed at mount), {} failed",
+         past 4 MiB + 96 KiB, {} files removed while open freed at mount, {} commits the \
+         crash cut dropped at mount), {} failed",
         done.load(Ordering::Relaxed),
         mid_run.load(Ordering::Relaxed),
         started.elapsed().as_secs_f64(),
@@ -159,6 +161,7 @@ pub fn cmd_crashtest(args: CrashtestArgs) -> Result<(), CliError> {
         bytes.load(Ordering::Relaxed) as f64 / (1 << 20) as f64,
         big.load(Ordering::Relaxed),
         orphans.load(Ordering::Relaxed),
+        cut.load(Ordering::Relaxed),
         failures.len()
     );
     if failures.is_empty() {

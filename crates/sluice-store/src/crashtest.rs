@@ -146,6 +146,9 @@ pub struct SeedOutcome {
     /// Files without a name but still open at the crash (removed while open) that the
     /// first recovery freed.
     pub orphans: u64,
+    /// Last commits the crash cut that the first recovery dropped (single-flush
+    /// commits: an intact commit record whose body or data did not land).
+    pub cut: u64,
 }
 
 /// The harness for one configuration: the base image (an empty store with each task's
@@ -297,7 +300,7 @@ impl Harness {
                 move || async move { observe(mode).await },
             )
             .map_err(|e| e.to_string())?;
-        let (a, orphans) = first.value.expect("the recovery ran to its end")?;
+        let (a, orphans, cut) = first.value.expect("the recovery ran to its end")?;
         let b = builder(seed)
             .image(first.image)
             .build()
@@ -316,6 +319,7 @@ impl Harness {
             crash_ns: crashed.at_ns,
             mid_run: crashed.value.is_none(),
             orphans,
+            cut,
             ..SeedOutcome::default()
         };
         for (t, m) in models.iter().enumerate() {
@@ -383,8 +387,8 @@ impl Observed {
 }
 
 /// Mount (recover), check the structure, and read everything; with the orphans the
-/// mount freed.
-async fn observe(mode: CommitMode) -> Result<(Observed, u64), String> {
+/// mount freed and the cut commits it dropped.
+async fn observe(mode: CommitMode) -> Result<(Observed, u64, u64), String> {
     let f = File::open(IMG).await.map_err(|e| e.to_string())?;
     let s = Store::mount(&f, mode)
         .await
@@ -406,5 +410,6 @@ async fn observe(mode: CommitMode) -> Result<(Observed, u64), String> {
         files,
         fingerprint: s.fingerprint(),
     };
-    Ok((observed, s.stats().orphans))
+    let st = s.stats();
+    Ok((observed, st.orphans, st.discarded))
 }
