@@ -2,6 +2,8 @@
 //! at mount — the transactions are not replayed — while a crash's torn tail is not
 //! taken for damage.
 
+mod common;
+
 use sluice_runtime::{set_class, CrashSpec, DiskImage, DmaBuffer, File, IoClass, Stack};
 use sluice_store::journal::{self, FHeader};
 use sluice_store::{CommitMode, Geometry, Store, StoreError};
@@ -58,6 +60,14 @@ async fn read_block(f: &File, b: u64) -> Vec<u8> {
     buf.to_vec()
 }
 
+/// Flip bit `bit` of device block `block`.
+async fn flip(f: &File, block: u64, bit: usize) {
+    let mut v = read_block(f, block).await;
+    v[bit / 8] ^= 1 << (bit % 8);
+    let (r, _) = f.write_at(DmaBuffer::from_slice(&v), block * BLOCK).await;
+    r.unwrap();
+}
+
 async fn records(f: &File) -> Records {
     let g = Geometry::new(4096);
     let mut r = Records::default();
@@ -100,10 +110,7 @@ fn mount_damaged(
             let f = File::open(IMG).await.unwrap();
             let recs = records(&f).await;
             if let Some((block, bit)) = pick(&recs) {
-                let mut v = read_block(&f, block).await;
-                v[bit / 8] ^= 1 << (bit % 8);
-                let (r, _) = f.write_at(DmaBuffer::from_slice(&v), block * BLOCK).await;
-                r.unwrap();
+                flip(&f, block, bit).await;
             }
             let mut outcomes = Vec::new();
             for _ in 0..2 {
@@ -181,28 +188,13 @@ fn a_flipped_bit_in_an_f_transaction_is_reported() {
 #[test]
 fn a_flipped_bit_in_the_last_unclaimed_record_drops_it() {
     let image = journaled(CommitMode::FileLevel);
-    let out = Stack::builder()
-        .device("nand")
-        .image(image)
-        .build()
-        .unwrap()
-        .run(|| async {
-            let f = File::open(IMG).await.unwrap();
-            let recs = records(&f).await;
-            let (block, bit) = (recs.ftxns[2].0, 40 * 8);
-            let mut v = read_block(&f, block).await;
-            v[bit / 8] ^= 1 << (bit % 8);
-            f.write_at(DmaBuffer::from_slice(&v), block * BLOCK)
-                .await
-                .0
-                .unwrap();
-            let s = Store::mount(&f, CommitMode::FileLevel).await.unwrap();
-            let size = s.stat(s.open("f0").unwrap()).unwrap().size;
-            (s.stats(), size)
-        })
-        .unwrap()
-        .value;
-    let (stats, size) = out;
+    let (stats, size) = common::on_image(image, |f: File| async move {
+        let recs = records(&f).await;
+        flip(&f, recs.ftxns[2].0, 40 * 8).await;
+        let s = Store::mount(&f, CommitMode::FileLevel).await.unwrap();
+        let size = s.stat(s.open("f0").unwrap()).unwrap().size;
+        (s.stats(), size)
+    });
     assert_eq!((stats.discarded, stats.fredone), (1, 2), "{stats:?}");
     // The first two appends' f-transactions redone, not the third's.
     assert_eq!(size, 200_020);

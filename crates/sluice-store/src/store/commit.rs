@@ -1,25 +1,67 @@
 //! Commits: the journal task, normal transactions (compound, jbd2-like), checkpoints,
 //! and f-transactions (FastResponse's fjournal).
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::io;
 use std::rc::Rc;
 
 use sluice_runtime::{now, set_class, IoOptions};
 
 use super::writeback::JournalBatch;
-use super::{journal_io, Phases, Store, StoreError, StoreFile, Txn};
+use super::{journal_io, Phases, State, Store, StoreError, StoreFile, Txn};
 use crate::journal::{self, Claims, FHeader, MAX_TAGS};
 
-/// What a commit's journal blocks came to ([`JournalBatch`]): the body's crc32c, the
-/// claims and place of its commit record, and whether the record went with them
-/// (single-flush) or goes after a FLUSH.
-#[derive(Clone, Copy, Debug, Default)]
+/// What a commit's journal blocks came to ([`JournalBatch`]): its commit record —
+/// area, id and sequence number, the body's crc32c, the claims, its place — whether
+/// the record went with them (single-flush) or goes after a FLUSH, and the blocks its
+/// data tags name.
+#[derive(Debug, Default)]
 struct Made {
+    f_area: bool,
+    id: u64,
+    seq: u64,
     crc: u32,
     claims: Claims,
     commit_at: u64,
     inside: bool,
+    tagged: Vec<u64>,
+}
+
+impl Made {
+    /// Close a record's journal writes (`writes`: its body; `tagged`: its data tags'
+    /// blocks, none on the two-FLUSH path): the body's crc32c and the claims now, and
+    /// — single-flush (`inside`) — the commit record at `commit_at` among them.
+    fn close(
+        st: &State,
+        (f_area, id, seq): (bool, u64, u64),
+        mut writes: Vec<(u64, Vec<u8>)>,
+        commit_at: u64,
+        inside: bool,
+        tagged: Vec<u64>,
+    ) -> (JournalBatch, Made) {
+        let m = Made {
+            f_area,
+            id,
+            seq,
+            crc: journal::body_crc(writes.iter().map(|(_, b)| &b[..])),
+            claims: st.claims_now(),
+            commit_at,
+            inside,
+            tagged,
+        };
+        if inside {
+            writes.push((commit_at, m.commit_block()));
+        }
+        let batch = JournalBatch {
+            blocks: writes,
+            commit_inside: inside,
+        };
+        (batch, m)
+    }
+
+    fn commit_block(&self) -> Vec<u8> {
+        journal::encode_commit(self.f_area, self.id, self.seq, self.crc, self.claims)
+    }
 }
 
 /// Commit timelines kept for waiting fsyncs ([`Phases`]).
@@ -149,8 +191,7 @@ impl Store {
             self.checkpoint().await?;
         }
         let jhead = self.st.borrow().jhead;
-        let made = Cell::new(Made::default());
-        let tagged = RefCell::new(Vec::new());
+        let made = RefCell::new(Made::default());
         // The transaction's journal blocks, made once its data is out: data tags (a
         // descriptor's worth at a time), descriptors with the metadata blocks, and —
         // single-flush — the commit record.
@@ -165,14 +206,17 @@ impl Store {
             st.stats.two_flush += u64::from(single && !inside);
             let mut at = g.journal_start() + jhead;
             let mut writes = Vec::with_capacity((need + ddesc) as usize);
-            if inside {
-                for c in dtags.chunks(MAX_TAGS) {
-                    writes.push((at, journal::encode_descriptor(id, &[], c)));
-                    at += 1;
+            let blocks = match inside {
+                true => {
+                    for c in dtags.chunks(MAX_TAGS) {
+                        writes.push((at, journal::encode_descriptor(id, &[], c)));
+                        at += 1;
+                    }
+                    st.seals.tagged(&blocks, Claims { id, fseq: 0 });
+                    blocks
                 }
-                st.seals.tagged(&blocks, Claims { id, fseq: 0 });
-                *tagged.borrow_mut() = blocks;
-            }
+                false => Vec::new(),
+            };
             for c in &chunks {
                 let tags: Vec<journal::Tag> =
                     c.iter().map(|(b, v)| (*b, journal::block_crc(v))).collect();
@@ -183,20 +227,9 @@ impl Store {
                     at += 1;
                 }
             }
-            let m = Made {
-                crc: journal::body_crc(writes.iter().map(|(_, b)| &b[..])),
-                claims: st.claims_now(),
-                commit_at: at,
-                inside,
-            };
-            if inside {
-                writes.push((at, journal::encode_commit(false, id, 0, m.crc, m.claims)));
-            }
-            made.set(m);
-            JournalBatch {
-                blocks: writes,
-                commit_inside: inside,
-            }
+            let (batch, m) = Made::close(&st, (false, id, 0), writes, at, inside, blocks);
+            *made.borrow_mut() = m;
+            batch
         };
         // Ordered data: every buffered block dirtied up to this transaction goes home
         // (FastResponse's T_D2 — other files' data included), before the journal
@@ -205,8 +238,8 @@ impl Store {
         let (n, data) = self.write_data(|_, d| d.txn <= id, build).await?;
         self.st.borrow_mut().stats.data_by_commit += n;
         let journal = now();
-        let m = made.get();
-        self.seal_record(m, &tagged.take(), false, id, 0).await?;
+        let m = made.take();
+        self.seal_record(&m).await?;
         let mut st = self.st.borrow_mut();
         let p = Phases {
             start,
@@ -243,26 +276,18 @@ impl Store {
     }
 
     /// Make a record durable once its data and journal blocks are home (`m`: what
-    /// they came to; `tagged`: the blocks of its data tags). Single-flush: one FLUSH
-    /// makes the data, the journal blocks and the commit record durable — once every
-    /// write of a tagged block has completed. Otherwise the data and the journal
-    /// blocks are durable before the commit record (FLUSH, then the record with FUA).
-    async fn seal_record(
-        &self,
-        m: Made,
-        tagged: &[u64],
-        f_area: bool,
-        id: u64,
-        seq: u64,
-    ) -> io::Result<()> {
+    /// they came to). Single-flush: one FLUSH makes the data, the journal blocks and
+    /// the commit record durable — once every write of a tagged block has completed.
+    /// Otherwise the data and the journal blocks are durable before the commit record
+    /// (FLUSH, then the record with FUA).
+    async fn seal_record(&self, m: &Made) -> io::Result<()> {
         if m.inside {
-            self.settle(tagged).await;
+            self.settle(&m.tagged).await;
             return self.flush().await;
         }
         self.flush().await?;
-        let cb = journal::encode_commit(f_area, id, seq, m.crc, m.claims);
         self.dev
-            .write(m.commit_at, &cb, journal_io().fua(true))
+            .write(m.commit_at, &m.commit_block(), journal_io().fua(true))
             .await
     }
 
@@ -275,8 +300,7 @@ impl Store {
         };
         // A freed data block may be a map block now: sealed first if a tentative
         // record vouches for its old contents (`seal.rs`).
-        let homes: Vec<u64> = blocks.iter().map(|b| b.0).collect();
-        self.seal_before(&homes).await?;
+        self.seal_before(blocks.iter().map(|b| b.0)).await?;
         self.dev.write_all(&blocks, IoOptions::new()).await?;
         self.flush().await?;
         let _j = self.jsb_lock.lock().await;
@@ -400,8 +424,7 @@ impl Store {
         let fs = g.fjournal_start();
         let ino = f.ino;
         let single = self.single_flush();
-        let made = Cell::new(Made::default());
-        let tagged = RefCell::new(Vec::new());
+        let made = RefCell::new(Made::default());
         // The header (with the data tags of the file's new blocks allocated before the
         // inode image — single-flush, if they fit beside the map blocks' tags), the
         // blocks, and the commit record with them when single-flush.
@@ -420,30 +443,22 @@ impl Store {
                 tags: tags.clone(),
                 data: if inside { dtags } else { Vec::new() },
             };
-            if inside {
-                st.seals.tagged(&tb, Claims { id: 0, fseq: seq });
-                *tagged.borrow_mut() = tb;
-            }
+            let tb = match inside {
+                true => {
+                    st.seals.tagged(&tb, Claims { id: 0, fseq: seq });
+                    tb
+                }
+                false => Vec::new(),
+            };
             let hb = h.encode();
             let mut writes = vec![(fs + fhead, hb)];
             for (i, b) in blocks.iter().enumerate() {
                 writes.push((fs + fhead + 1 + i as u64, b.clone()));
             }
-            let m = Made {
-                crc: journal::body_crc(writes.iter().map(|(_, b)| &b[..])),
-                claims: st.claims_now(),
-                commit_at: fs + fhead + 1 + ntags,
-                inside,
-            };
-            if inside {
-                let cb = journal::encode_commit(true, id, seq, m.crc, m.claims);
-                writes.push((m.commit_at, cb));
-            }
-            made.set(m);
-            JournalBatch {
-                blocks: writes,
-                commit_inside: inside,
-            }
+            let at = fs + fhead + 1 + ntags;
+            let (batch, m) = Made::close(&st, (true, id, seq), writes, at, inside, tb);
+            *made.borrow_mut() = m;
+            batch
         };
         // The file's buffered data, as of the inode image above (its own only: the
         // point of fjournal), then the f-transaction's blocks — or both at once.
@@ -451,8 +466,8 @@ impl Store {
         let (n, data) = self.write_data(|k, _| k.0 == ino, build).await?;
         self.st.borrow_mut().stats.data_by_fsync += n;
         let journal = now();
-        let m = made.get();
-        self.seal_record(m, &tagged.take(), true, id, seq).await?;
+        let m = made.take();
+        self.seal_record(&m).await?;
         let (half, id) = self.f_committed(fhead, need, seq, id, m.claims, ntags, f.ino, &dirty);
         if half {
             self.request(id);

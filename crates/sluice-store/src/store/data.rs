@@ -310,8 +310,7 @@ impl Store {
             // A block a tentative commit vouches for is sealed before it changes
             // (single-flush commits: `seal.rs`); then nothing waits before the writes
             // go, so no record tags the blocks in between.
-            let homes: Vec<u64> = writes.iter().map(|w| w.0).collect();
-            let r = match self.seal_before(&homes).await {
+            let r = match self.seal_before(writes.iter().map(|w| w.0)).await {
                 Ok(()) => {
                     let blocks = writes.iter().map(|(b, v)| (*b, &v[..]));
                     self.st.borrow_mut().seals.issued(blocks);

@@ -224,12 +224,15 @@ impl Store {
     /// claimed durable on the device — sealed here if no later record claims it yet.
     /// The caller writes them with no wait between this and the submission (else a
     /// record could tag them meanwhile).
-    pub(super) async fn seal_before(&self, blocks: &[u64]) -> io::Result<()> {
+    pub(super) async fn seal_before(
+        &self,
+        blocks: impl Iterator<Item = u64> + Clone,
+    ) -> io::Result<()> {
         if !self.single_flush() {
             return Ok(());
         }
         loop {
-            let Some(need) = self.st.borrow().seals.needed(blocks.iter().copied()) else {
+            let Some(need) = self.st.borrow().seals.needed(blocks.clone()) else {
                 return Ok(());
             };
             // The records' own FLUSHes first: claims are only made of what completed.

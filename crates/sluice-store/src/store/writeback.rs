@@ -79,8 +79,7 @@ impl Store {
         let copies = self.data_copies(|k, d| wb.inodes.contains(&k.0) && keep(k, d));
         // Blocks a tentative commit vouches for are sealed before they change (`seal.rs`);
         // from here to the submission nothing waits.
-        let homes: Vec<u64> = copies.iter().map(|c| c.2).collect();
-        self.seal_before(&homes).await?;
+        self.seal_before(copies.iter().map(|c| c.2)).await?;
         self.st
             .borrow_mut()
             .seals
