@@ -388,7 +388,13 @@ pub struct Store {
     fsync_path: std::cell::Cell<FsyncPath>,
     /// The journal task's own class ([`Store::set_journal_class`]).
     journal_class: std::cell::Cell<IoClass>,
+    /// One f-transaction at a time takes the f-area's head.
     fj_lock: Mutex<()>,
+    /// Serializes writes of the f-area's superblock (the tail moving). Not `fj_lock`:
+    /// the journal task moves the tail with a non-critical FUA write, and a critical
+    /// f-transaction must not wait behind it (a lock-held I/O that inheritance can only
+    /// speed up at the block layer, not at the device).
+    ftail_lock: Mutex<()>,
     /// Serializes writes of the normal journal's superblock (checkpoints, seals).
     jsb_lock: Mutex<()>,
     /// The limits of buffered data, the writers paused at them and the flusher.

@@ -123,7 +123,6 @@ impl Store {
                 // The commit covered f-transactions: the f-area's tail moves past them
                 // (after the commit's waiters are woken, off their path).
                 self.signal_done().await;
-                let _fj = self.fj_lock.lock().await;
                 r = self.release_f().await;
             }
             if let Err(e) = &r {
@@ -326,22 +325,27 @@ impl Store {
     /// Move the f-area's tail past the f-transactions normal commits have covered (an
     /// f-transaction of transaction `id` is covered once `id` committed, and all are
     /// once every change is committed): the area's superblock names the new tail (FUA)
-    /// before the space behind it is written again. The caller holds `fj_lock`.
+    /// before the space behind it is written again. It runs beside f-transactions
+    /// (under `ftail_lock`, not `fj_lock`): one being written holds the tail before it,
+    /// and the space freed counts only once the superblock naming the new tail is on
+    /// the device.
     pub(super) async fn release_f(&self) -> io::Result<()> {
+        let _t = self.ftail_lock.lock().await;
         let (seq, tail, g) = {
             let mut st = self.st.borrow_mut();
             let (all, committed) = (st.last_change() <= st.committed, st.committed);
-            let before = st.flive.len();
             while st.flive.front().is_some_and(|r| all || r.id <= committed) {
                 st.flive.pop_front();
             }
-            if st.flive.len() == before {
-                return Ok(());
-            }
             let (seq, tail) = match st.flive.front() {
                 Some(r) => (r.seq, r.start),
+                // An f-transaction being written is there, or at block 1 if it wrapped
+                // (recovery looks there too).
                 None => (st.fseq, st.fhead),
             };
+            if tail == st.ftail {
+                return Ok(());
+            }
             (seq, tail, st.g)
         };
         let sb = journal::encode_fsuper(seq, tail);

@@ -95,6 +95,7 @@ impl Store {
             fsync_path: std::cell::Cell::new(super::FsyncPath::Sync),
             journal_class: std::cell::Cell::new(sluice_runtime::IoClass::Normal),
             fj_lock: Mutex::new(()),
+            ftail_lock: Mutex::new(()),
             jsb_lock: Mutex::new(()),
             limits: Default::default(),
         });
