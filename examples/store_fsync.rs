@@ -1,4 +1,4 @@
-//! fillsync on the journaled store: a critical task appends 4 KiB records to a log
+//! fillsync on the journaled store: a critical task appends records (4 KiB, or `--record BYTES`) to a log
 //! (buffered) and fsyncs each (RocksDB db_bench's fillsync), beside bulk writers that
 //! keep rewriting their own 4 MiB files with buffered 256 KiB writes and fdatasync every
 //! 1 MiB while the log runs (FastResponse ICS '22 Table 1's co-runners). The log's fsync
@@ -24,6 +24,7 @@
 //! cargo run --release --example store_fsync -- --fs host --fs fjournal
 //! cargo run --release --example store_fsync -- --class-limits # RCP's limits in the store
 //! cargo run --release --example store_fsync -- --real DIR --kernel  # + the kernel's path
+//! cargo run --release --example store_fsync -- --record 512    # a WAL's small records
 //! ```
 
 use std::cell::Cell;
@@ -49,7 +50,7 @@ fn builder(real: Option<&str>, device: &str, fs: &FsConfig) -> StackBuilder {
 }
 
 /// The program: the same whatever the files are.
-async fn fillsync(fs: Fs, bulk_writers: usize) -> Vec<u64> {
+async fn fillsync(fs: Fs, bulk_writers: usize, record: usize) -> Vec<u64> {
     let log = fs.create("log").await.unwrap();
     let done = Rc::new(Cell::new(false));
     let mut bulk = Vec::new();
@@ -76,7 +77,7 @@ async fn fillsync(fs: Fs, bulk_writers: usize) -> Vec<u64> {
         async move {
             let mut lat = Vec::with_capacity(RECORDS);
             for i in 0..RECORDS as u64 {
-                log.write_buffered(i * 4096, &[i as u8; 4096])
+                log.write_buffered(i * record as u64, &vec![i as u8; record])
                     .await
                     .unwrap();
                 let t0 = now();
@@ -100,6 +101,7 @@ fn run(
     fs: FsConfig,
     bulk_writers: usize,
     class_limits: bool,
+    record: usize,
 ) -> Result<(Vec<u64>, Option<String>), String> {
     let out = builder(real, device, &fs)
         .build()
@@ -110,14 +112,23 @@ fn run(
                 s.set_class_limits(class_limits);
             }
             let store = files.store().cloned();
-            let lat = fillsync(files, bulk_writers).await;
+            let lat = fillsync(files, bulk_writers, record).await;
             // Where the critical fsyncs' time went (FastResponse Fig. 15(b)'s parts).
             let parts = store.map(|s| {
                 let [wait, data, journal, commit, wake, _] = s.fsync_breakdown().means();
                 let st = s.stats();
+                // The log's layout: appends of partial blocks move the last block.
+                let extents = s
+                    .open("log")
+                    .and_then(|f| {
+                        let e = s.stat(f).map(|x| x.extents);
+                        s.close(f)?;
+                        e
+                    })
+                    .unwrap_or(0);
                 format!(
                     "{:>19}wait {:.1} / data {:.1} / journal {:.1} / commit {:.1} / wake {:.1} µs; \
-                     {} seals, {} two-flush commits",
+                     {} seals, {} two-flush commits, {} redirects; the log in {} extents",
                     "",
                     wait / 1e3,
                     data / 1e3,
@@ -125,7 +136,9 @@ fn run(
                     commit / 1e3,
                     wake / 1e3,
                     st.seals,
-                    st.two_flush
+                    st.two_flush,
+                    st.redirected,
+                    extents
                 )
             });
             (lat, parts)
@@ -137,7 +150,7 @@ fn run(
 /// The same program as plain OS threads on the host kernel's page cache, in `dir`:
 /// `pwrite` + `fsync` of the log, bulk writers rewriting their files with `pwrite` and
 /// `fdatasync` every 1 MiB.
-fn kernel_fillsync(dir: &str, bulk_writers: usize) -> std::io::Result<Vec<u64>> {
+fn kernel_fillsync(dir: &str, bulk_writers: usize, record: usize) -> std::io::Result<Vec<u64>> {
     use std::os::unix::fs::FileExt;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
@@ -163,7 +176,7 @@ fn kernel_fillsync(dir: &str, bulk_writers: usize) -> std::io::Result<Vec<u64>> 
     let mut lat = Vec::with_capacity(RECORDS);
     let mut result = Ok(());
     for i in 0..RECORDS as u64 {
-        if let Err(e) = log.write_all_at(&[i as u8; 4096], i * 4096) {
+        if let Err(e) = log.write_all_at(&vec![i as u8; record], i * record as u64) {
             result = Err(e);
             break;
         }
@@ -198,8 +211,8 @@ fn summary(name: &str, mut v: Vec<u64>) -> (f64, f64) {
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let (mut real, mut device, mut alone, mut fss) = (None, "ull".to_string(), false, Vec::new());
-    let (mut class_limits, mut kernel) = (false, false);
-    let usage = "usage: store_fsync [--device PROFILE | --real DIR [--kernel]] [--alone] [--class-limits] [--fs host|compound|fjournal[+async]]...";
+    let (mut class_limits, mut kernel, mut record) = (false, false, 4096usize);
+    let usage = "usage: store_fsync [--device PROFILE | --real DIR [--kernel]] [--alone] [--class-limits] [--record BYTES] [--fs host|compound|fjournal[+async]]...";
     while let Some(a) = args.next() {
         let mut value = || args.next().ok_or(usage);
         let r = match a.as_str() {
@@ -218,6 +231,18 @@ fn main() -> ExitCode {
                 Ok(())
             }
             "--real" => value().map(|v| real = Some(v)),
+            // Bytes per appended record (each fsynced): 4 KiB as db_bench's fillsync,
+            // or a WAL's small records.
+            "--record" => value().and_then(|v| match v.parse::<usize>() {
+                Ok(n) if (1..=1 << 20).contains(&n) => {
+                    record = n;
+                    Ok(())
+                }
+                _ => {
+                    eprintln!("store_fsync: --record {v}: give a byte count from 1 to 1048576");
+                    Err(usage)
+                }
+            }),
             "--device" => value().map(|v| device = v),
             "--fs" => value().and_then(|v| {
                 v.parse::<FsConfig>().map(|c| fss.push(c)).map_err(|e| {
@@ -252,7 +277,9 @@ fn main() -> ExitCode {
     let world = real
         .as_deref()
         .map_or(format!("simulated {device}"), |d| format!("files in {d}"));
-    println!("fillsync ({RECORDS} × 4 KiB append + fsync) beside {bulk} bulk writers, on {world}");
+    println!(
+        "fillsync ({RECORDS} × {record} B append + fsync) beside {bulk} bulk writers, on {world}"
+    );
     let pid = std::process::id();
     let mut res: Vec<(String, f64, f64)> = Vec::new();
     for (k, fs) in fss.into_iter().enumerate() {
@@ -267,7 +294,7 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         }
-        let r = run(sub.as_deref(), &device, fs, bulk, class_limits);
+        let r = run(sub.as_deref(), &device, fs, bulk, class_limits, record);
         if let Some(d) = &sub {
             let _ = std::fs::remove_dir_all(d);
         }
@@ -287,7 +314,7 @@ fn main() -> ExitCode {
     }
     if let (true, Some(d)) = (kernel, real.as_deref()) {
         let sub = format!("{d}/sluice-store-fsync-{pid}-kernel");
-        let r = std::fs::create_dir(&sub).and_then(|()| kernel_fillsync(&sub, bulk));
+        let r = std::fs::create_dir(&sub).and_then(|()| kernel_fillsync(&sub, bulk, record));
         let _ = std::fs::remove_dir_all(&sub);
         match r {
             Ok(v) => {

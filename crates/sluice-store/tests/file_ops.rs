@@ -34,8 +34,12 @@ fn truncate_shrinks_grows_with_zeros_and_survives_a_crash() {
                 // The name is durable with a normal commit.
                 s.sync().await.unwrap();
                 assert_eq!(s.stat(f).unwrap().blocks, 51);
+                // Allocated in order: the indirect block, taken when the 13th data
+                // block was mapped, splits the data in two runs.
+                assert_eq!(s.stat(f).unwrap().extents, 2);
                 s.truncate(f, 10_000).await.unwrap();
                 assert_eq!((s.len(f).unwrap(), s.stat(f).unwrap().blocks), (10_000, 3));
+                assert_eq!(s.stat(f).unwrap().extents, 1);
                 // Growing again shows zeros where the old data was, in the old last
                 // block too.
                 s.truncate(f, 50_000).await.unwrap();

@@ -109,6 +109,8 @@ fn small_appends_after_fsyncs_move_their_block_instead_of_sealing() {
                 s.fsync(h).await.unwrap();
             }
             st.set(s.stats());
+            // The cost: the log's three blocks each moved on, away from the one before.
+            assert_eq!(s.stat(h).unwrap().extents, 3, "{mode:?}");
         });
         let st = stats.get();
         // Each record after the first of a block rewrites it: 17 of 20.
