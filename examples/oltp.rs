@@ -56,8 +56,16 @@ fn main() -> ExitCode {
         StackSetup::fig6()
     };
     println!(
-        "{:<18} {:>9} {:>10} {:>10} {:>10} {:>11} {:>12}",
-        "stack", "txn/s", "p50 ms", "p99 ms", "p99.9 ms", "checkpoints", "max WAL MiB"
+        "{:<18} {:>9} {:>10} {:>10} {:>10} {:>11} {:>12} {:>7} {:>12}",
+        "stack",
+        "txn/s",
+        "p50 ms",
+        "p99 ms",
+        "p99.9 ms",
+        "checkpoints",
+        "max WAL MiB",
+        "boosts",
+        "I/O promoted"
     );
     for (k, s) in setups.iter().enumerate() {
         let dir = real
@@ -76,14 +84,16 @@ fn main() -> ExitCode {
         }
         match r {
             Ok(r) => println!(
-                "{:<18} {:>9.0} {:>10.2} {:>10.2} {:>10.2} {:>11} {:>12.2}",
+                "{:<18} {:>9.0} {:>10.2} {:>10.2} {:>10.2} {:>11} {:>12.2} {:>7} {:>12}",
                 s.name,
                 r.tps(),
                 r.percentile(50.0) as f64 / 1e6,
                 r.percentile(99.0) as f64 / 1e6,
                 r.percentile(99.9) as f64 / 1e6,
                 r.checkpoints,
-                r.max_log_bytes as f64 / (1 << 20) as f64
+                r.max_log_bytes as f64 / (1 << 20) as f64,
+                r.boosts,
+                r.io_promotions
             ),
             Err(e) => {
                 eprintln!("oltp: {}: {e}", s.name);

@@ -48,7 +48,7 @@ def table(fig):
     for r in range(1, rounds + 1):
         for line in open(f"{work}/{fig}-{r}.txt"):
             f = line.split()
-            if len(f) == 7 and f[0] != "stack":
+            if len(f) == 9 and f[0] != "stack":
                 rows.setdefault(f[0], []).append([float(x) for x in f[1:]])
     return {k: [statistics.median(c) for c in zip(*v)] for k, v in rows.items()}
 t4, t6 = table("fig4"), table("fig6")

@@ -209,6 +209,13 @@ pub struct OltpResult {
     pub max_log_bytes: u64,
     /// WAL fsyncs (group commits).
     pub wal_flushes: u64,
+    /// Inheritance at work over the whole run (the runtime's figures; 0 from [`run`]
+    /// alone, filled by [`StackSetup::run`]): tasks boosted for a critical waiter, and
+    /// outstanding non-critical I/Os promoted for one (RCP §4.2.2). A part of RCP that
+    /// never acts cannot cost throughput when it is turned off (RCP Fig. 10).
+    pub boosts: u64,
+    /// See [`OltpResult::boosts`].
+    pub io_promotions: u64,
 }
 
 impl OltpResult {
@@ -222,16 +229,19 @@ impl OltpResult {
         crate::percentile(&self.latencies_ns, p)
     }
 
-    /// One line: throughput, p50 / p99 / p99.9, checkpoints, largest WAL.
+    /// One line: throughput, p50 / p99 / p99.9, checkpoints, largest WAL, inheritance.
     pub fn summary(&self) -> String {
         format!(
-            "{:.0} txn/s, p50 {:.2} ms, p99 {:.2} ms, p99.9 {:.2} ms, {} checkpoints, WAL ≤ {:.1} MiB",
+            "{:.0} txn/s, p50 {:.2} ms, p99 {:.2} ms, p99.9 {:.2} ms, {} checkpoints, WAL ≤ {:.1} MiB, \
+             {} boosts, {} I/Os promoted",
             self.tps(),
             self.percentile(50.0) as f64 / 1e6,
             self.percentile(99.0) as f64 / 1e6,
             self.percentile(99.9) as f64 / 1e6,
             self.checkpoints,
-            self.max_log_bytes as f64 / (1 << 20) as f64
+            self.max_log_bytes as f64 / (1 << 20) as f64,
+            self.boosts,
+            self.io_promotions
         )
     }
 
@@ -390,6 +400,8 @@ pub async fn run(cfg: OltpConfig, checkpointer: IoClass, fs: FsConfig) -> OltpRe
         checkpoint_ns: sh.checkpoint_ns.take(),
         max_log_bytes: sh.max_log.get(),
         wal_flushes: sh.wal_flushes.get(),
+        boosts: 0,
+        io_promotions: 0,
     }
 }
 
@@ -644,6 +656,10 @@ impl StackSetup {
             .map_err(|e| e.to_string())?
             .run(move || run(cfg, ck, fs))
             .map_err(|e| e.to_string())?;
-        Ok(out.value)
+        let mut r = out.value;
+        if let Some(rt) = &out.report.extra.runtime {
+            (r.boosts, r.io_promotions) = (rt.boosts, rt.inherited_promotions);
+        }
+        Ok(r)
     }
 }

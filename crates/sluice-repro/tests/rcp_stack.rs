@@ -86,6 +86,9 @@ fn the_oltp_stand_in_replays_from_its_seed() {
         a.txns,
         a.checkpoints
     );
+    // The runtime's inheritance figures reach the result: clients wait on the
+    // checkpointer's buffer locks and the WAL writer's condition.
+    assert!(a.boosts > 0, "no task boosted: {}", a.summary());
     let bad = OltpConfig {
         updates: 9,
         ..OltpConfig::default()
