@@ -84,8 +84,9 @@ fn report(path: &std::path::Path, i: &Inspection) -> Result<(), CliError> {
             i.cut
         );
     }
+    let pct = 100.0 * i.non_contiguous as f64 / i.files.len().max(1) as f64;
     println!(
-        "{} file(s), {bytes} bytes; {} free blocks",
+        "{} file(s) ({pct:.1}% non-contiguous), {bytes} bytes; {} free blocks",
         i.files.len(),
         i.free_blocks
     );

@@ -216,7 +216,8 @@ fn fsck_checks_a_kept_store_without_changing_it() {
     assert!(o.status.success(), "{out}{}", stderr(&o));
     assert!(
         out.contains("metadata checksums")
-            && out.contains("2 file(s)")
+            && out.contains("2 file(s) (")
+            && out.contains("% non-contiguous)")
             && out.contains("consistent"),
         "{out}"
     );

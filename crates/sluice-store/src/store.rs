@@ -159,10 +159,11 @@ pub struct FileStat {
     pub blocks: u64,
     /// Its change counter (bumped by every write and size change).
     pub change: u64,
-    /// Runs of consecutive blocks its data lies in, as `filefrag` counts extents: 1
-    /// for a file in one piece (0 if empty); a hole ends a run. Appends that each
-    /// fsync a partial last block move that block (`StoreStats::redirected`), so a
-    /// log written that way is in many runs.
+    /// Runs of consecutive blocks it lies in, walked as e2fsck walks a file (its data
+    /// in order, each map block where the map first needs it): 1 for a file laid out
+    /// in one piece (0 if empty); a hole ends a run. Appends that each fsync a partial
+    /// last block move that block (`StoreStats::redirected`), so a log written that
+    /// way lies in about one run per block.
     pub extents: u64,
 }
 
@@ -451,21 +452,11 @@ impl Store {
         let st = self.st.borrow();
         st.live(f)?;
         let i = st.inode(f.ino);
-        let data_blocks = i.size.div_ceil(BLOCK as u64);
-        let mut extents = 0;
-        let mut prev = 0;
-        for idx in 0..data_blocks {
-            let b = st.map(&i, idx);
-            if b != 0 && (prev == 0 || b != prev + 1) {
-                extents += 1;
-            }
-            prev = b;
-        }
         Ok(FileStat {
             size: i.size,
             blocks: st.blocks_of(&i).len() as u64,
             change: i.change,
-            extents,
+            extents: st.extents(&i),
         })
     }
 

@@ -50,6 +50,8 @@ fn inspection_reports_what_a_mount_recovers_and_writes_nothing() {
         assert_eq!(a.orphans, stats.orphans, "{mode:?}");
         assert_eq!(a.files, files, "{mode:?}");
         assert!(a.files.contains(&("f1".to_string(), 105_000)), "{a:?}");
+        // f0 and f2 were written in one piece each; f1 grew after f2 was laid out.
+        assert_eq!(a.non_contiguous, 1, "{mode:?}: {a:?}");
         assert!(a.problems.is_empty(), "{a:?}");
         assert!(a.to_write > 0 && a.free_blocks > 0, "{a:?}");
     }

@@ -58,6 +58,34 @@ impl State {
         }
     }
 
+    /// Runs of consecutive blocks a file lies in (`FileStat::extents`), walking it as
+    /// e2fsck does: its data blocks in order, each map block where the map first needs
+    /// it (the indirect block before data block 24, …). A hole ends a run.
+    pub(super) fn extents(&self, inode: &Inode) -> u64 {
+        let mut runs = 0;
+        let mut prev = 0;
+        let mut step = |b: u64| {
+            if b != 0 && (prev == 0 || b != prev + 1) {
+                runs += 1;
+            }
+            prev = b;
+        };
+        for idx in 0..inode.size.div_ceil(BLOCK as u64) {
+            match Slot::of(idx) {
+                Some(Slot::Indirect(0)) => step(inode.indirect as u64),
+                Some(Slot::Double(k, 0)) => {
+                    if k == 0 {
+                        step(inode.double as u64);
+                    }
+                    step(self.entry_of(inode.double, k) as u64);
+                }
+                _ => {}
+            }
+            step(self.map(inode, idx));
+        }
+        runs
+    }
+
     /// A file's map blocks: its indirect block, its double-indirect block and the
     /// indirect blocks under that one.
     pub(super) fn map_blocks(&self, inode: &Inode) -> Vec<u64> {

@@ -17,6 +17,9 @@ pub struct Inspection {
     pub geometry: Geometry,
     /// The files, by name, with their sizes.
     pub files: Vec<(String, u64)>,
+    /// Files in more than one run of blocks (`FileStat::extents`; e2fsck's
+    /// "non-contiguous").
+    pub non_contiguous: usize,
     /// Free blocks of the data area.
     pub free_blocks: u64,
     /// Normal transactions recovery would redo.
@@ -46,6 +49,11 @@ impl Store {
         Ok(Inspection {
             geometry: st.g,
             files: st.files(),
+            non_contiguous: st
+                .names
+                .values()
+                .filter(|(ino, _)| st.extents(&st.inode(*ino)) > 1)
+                .count(),
             free_blocks: st.free_blocks(),
             redone: st.stats.redone,
             fredone: st.stats.fredone,
