@@ -326,9 +326,9 @@ impl Store {
     /// f-transaction of transaction `id` is covered once `id` committed, and all are
     /// once every change is committed): the area's superblock names the new tail (FUA)
     /// before the space behind it is written again. It runs beside f-transactions
-    /// (under `ftail_lock`, not `fj_lock`): one being written holds the tail before it,
-    /// and the space freed counts only once the superblock naming the new tail is on
-    /// the device.
+    /// (under `ftail_lock`, not `fj_lock`): one being written lies at or after the new
+    /// tail (or at block 1, where recovery also looks, if it wrapped), and the space
+    /// freed counts only once the superblock naming the new tail is on the device.
     pub(super) async fn release_f(&self) -> io::Result<()> {
         let _t = self.ftail_lock.lock().await;
         let (seq, tail, g) = {
