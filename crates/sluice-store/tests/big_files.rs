@@ -321,9 +321,12 @@ fn a_truncation_too_big_for_one_transaction_is_refused_and_changes_nothing() {
     // The smallest journal (8 blocks) holds 4 blocks a transaction. A file whose four
     // blocks lie in four bitmap groups (128 MiB each) cannot be truncated to nothing in
     // one: its inode and four bitmap blocks change. To spread it without writing
-    // 384 MiB, a scratch file takes the blocks in between: written into the store's
-    // buffer and truncated before it goes home, it moves the allocator on and leaves
-    // nothing on the device.
+    // 384 MiB, a scratch file moves the allocator on: each of its writes opens a new
+    // run of blocks (its first block follows none), which moves the allocator's rotor
+    // a window on; written into the store's buffer and truncated before it goes home,
+    // it leaves nothing on the device. The file's blocks have holes between them, so
+    // none follows the one before (that would keep them together) and each opens a run
+    // where the rotor is.
     const GROUP: u64 = 4096 * 8;
     let g = Geometry {
         inodes: 64,
@@ -336,13 +339,13 @@ fn a_truncation_too_big_for_one_transaction_is_refused_and_changes_nothing() {
             let h = s.create("spread").unwrap();
             let scratch = s.create("scratch").unwrap();
             for k in 0..4u64 {
-                s.write_buffered(h, k * 4096, &pattern(4096, k))
+                s.write_buffered(h, 2 * k * 4096, &pattern(4096, k))
                     .await
                     .unwrap();
                 s.fsync(h).await.unwrap();
                 if k < 3 {
-                    // 16 blocks at a time, a group's worth.
-                    for _ in 0..GROUP / 16 {
+                    // A window at a time, a group's worth.
+                    for _ in 0..GROUP / 32 {
                         s.write_buffered(scratch, 0, &[9u8; 64 << 10])
                             .await
                             .unwrap();
@@ -356,14 +359,14 @@ fn a_truncation_too_big_for_one_transaction_is_refused_and_changes_nothing() {
             let msg = e.to_string();
             assert!(msg.contains("truncate it in steps"), "{msg}");
             // Nothing changed: the size, the data, the free blocks.
-            assert_eq!(s.len(h).unwrap(), 4 * 4096);
+            assert_eq!(s.len(h).unwrap(), 7 * 4096);
             assert_eq!(s.free_blocks(), before);
             let mut back = vec![0u8; 4096];
-            s.read(h, 3 * 4096, &mut back).await.unwrap();
+            s.read(h, 6 * 4096, &mut back).await.unwrap();
             assert_eq!(back, pattern(4096, 3));
             // In steps it goes (one bitmap group each).
             for k in (0..4u64).rev() {
-                s.truncate(h, k * 4096).await.unwrap();
+                s.truncate(h, 2 * k * 4096).await.unwrap();
             }
             s.sync().await.unwrap();
             assert_eq!(s.stat(h).unwrap().blocks, 0);

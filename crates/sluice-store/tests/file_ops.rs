@@ -316,3 +316,31 @@ fn a_paused_writer_holding_a_lock_a_critical_task_wants_is_woken() {
     // under its limit, writes and lets go — far below a jiffy.
     assert!(on * 4 < off, "on: {on} ns, off: {off} ns");
 }
+
+/// Two files grown side by side, a block at a time each (a log and a table written
+/// together), each stay in a few runs of blocks: a file's next block goes after its
+/// last one, in a window of its own, as ext4's goal-directed allocation does.
+#[test]
+fn files_grown_side_by_side_each_stay_in_few_runs() {
+    for mode in MODES {
+        let image = crash_after(mode, Geometry::new(4096), 1, move |s| async move {
+            let (a, b) = (s.create("a").unwrap(), s.create("b").unwrap());
+            for i in 0..200u64 {
+                s.write_buffered(a, i * 4096, &pattern(4096, 1))
+                    .await
+                    .unwrap();
+                s.write_buffered(b, i * 4096, &pattern(4096, 2))
+                    .await
+                    .unwrap();
+                if i % 10 == 9 {
+                    s.fsync(a).await.unwrap();
+                    s.fsync(b).await.unwrap();
+                }
+            }
+            let (ea, eb) = (s.stat(a).unwrap().extents, s.stat(b).unwrap().extents);
+            // 201 blocks each (the indirect block among them) in windows of 32.
+            assert_eq!((ea, eb), (7, 7), "{mode:?}: runs of 200 blocks");
+        });
+        drop(image);
+    }
+}

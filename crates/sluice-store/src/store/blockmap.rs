@@ -14,6 +14,10 @@ use super::{State, StoreError};
 use crate::journal::MAX_TAGS;
 use crate::layout::{le32, Inode, Slot, BLOCK, DIRECT, DOUBLE_START, PER_INDIRECT};
 
+/// Blocks a file's new run of blocks is given before the next one opens past it
+/// ([`State::alloc_after`]).
+const WINDOW: u64 = 32;
+
 /// Entry `k` of a map block.
 fn entry(b: &[u8], k: usize) -> u32 {
     le32(b, k * 4)
@@ -134,6 +138,27 @@ impl State {
         v
     }
 
+    /// A block for a file whose block before it is `after` (0: none, or a hole): the
+    /// block right after that one if it is free, so the file stays in one run; else a
+    /// new window — the first free block from the rotor, which then moves
+    /// [`WINDOW`] blocks on, so that the next file to open a window opens it past this
+    /// one. Two files grown side by side each fill their own window instead of taking
+    /// turns block by block (ext4's goal-directed allocation with per-inode
+    /// preallocation, in miniature: the window is not reserved, only left to the file
+    /// that opened it until the rotor comes round again).
+    pub(super) fn alloc_after(&mut self, after: u64) -> Result<u64, StoreError> {
+        let (start, end) = (self.g.data_start(), self.g.blocks);
+        let goal = after + 1;
+        if after != 0 && (start..end).contains(&goal) && !self.used[goal as usize] {
+            self.used[goal as usize] = true;
+            self.set_bit(goal, true);
+            return Ok(goal);
+        }
+        let b = self.alloc()?;
+        self.hint = start + (b + WINDOW - start) % (end - start);
+        Ok(b)
+    }
+
     pub(super) fn alloc(&mut self) -> Result<u64, StoreError> {
         let (start, end) = (self.g.data_start(), self.g.blocks);
         let n = end - start;
@@ -162,8 +187,8 @@ impl State {
     }
 
     /// A new, empty map block of inode `ino`.
-    fn new_map(&mut self, ino: u32, undo: &mut Undo) -> Result<u64, StoreError> {
-        let b = self.alloc()?;
+    fn new_map(&mut self, ino: u32, undo: &mut Undo, after: u64) -> Result<u64, StoreError> {
+        let b = self.alloc_after(after)?;
         self.meta.insert(b, vec![0u8; BLOCK]);
         self.dirty_map(ino, b);
         undo.maps.push(b);
@@ -194,34 +219,42 @@ impl State {
         let slot = Slot::of(idx).ok_or(StoreError::TooBig)?;
         let id = self.running.id;
         self.ino_dtxn.insert(ino, id);
-        // The map blocks on the way first, then the data block.
+        // The map blocks on the way first, then the data block, each after the block
+        // before it in a walk of the file (`State::extents`).
+        let mut after = match idx {
+            0 => 0,
+            _ => self.map(inode, idx - 1),
+        };
         let (block, k) = match slot {
             Slot::Direct(i) => {
-                let b = self.alloc()?;
+                let b = self.alloc_after(after)?;
                 undo.data.push(b);
                 inode.direct[i] = b as u32;
                 return Ok(b);
             }
             Slot::Indirect(e) => {
                 if inode.indirect == 0 {
-                    inode.indirect = self.new_map(ino, undo)? as u32;
+                    inode.indirect = self.new_map(ino, undo, after)? as u32;
+                    after = inode.indirect as u64;
                 }
                 (inode.indirect as u64, e)
             }
             Slot::Double(k, e) => {
                 if inode.double == 0 {
-                    inode.double = self.new_map(ino, undo)? as u32;
+                    inode.double = self.new_map(ino, undo, after)? as u32;
+                    after = inode.double as u64;
                 }
                 let d = inode.double as u64;
                 let mut ind = self.entry_of(inode.double, k) as u64;
                 if ind == 0 {
-                    ind = self.new_map(ino, undo)?;
+                    ind = self.new_map(ino, undo, after)?;
+                    after = ind;
                     self.fill_entry(ino, d, k, ind, undo);
                 }
                 (ind, e)
             }
         };
-        let b = self.alloc()?;
+        let b = self.alloc_after(after)?;
         undo.data.push(b);
         self.fill_entry(ino, block, k, b, undo);
         Ok(b)
