@@ -321,12 +321,11 @@ fn a_truncation_too_big_for_one_transaction_is_refused_and_changes_nothing() {
     // The smallest journal (8 blocks) holds 4 blocks a transaction. A file whose four
     // blocks lie in four bitmap groups (128 MiB each) cannot be truncated to nothing in
     // one: its inode and four bitmap blocks change. To spread it without writing
-    // 384 MiB, a scratch file moves the allocator on: each of its writes opens a new
-    // run of blocks (its first block follows none), which moves the allocator's rotor
-    // a window on; written into the store's buffer and truncated before it goes home,
-    // it leaves nothing on the device. The file's blocks have holes between them, so
-    // none follows the one before (that would keep them together) and each opens a run
-    // where the rotor is.
+    // 384 MiB, a scratch file moves the allocator on: each of its writes takes 16
+    // blocks from the allocator's rotor (its first block follows none); written into
+    // the store's buffer and truncated before it goes home, it leaves nothing on the
+    // device. The file's blocks have holes between them, so none follows the one before
+    // (that would keep them together) and each is taken where the rotor is.
     const GROUP: u64 = 4096 * 8;
     let g = Geometry {
         inodes: 64,
@@ -344,8 +343,8 @@ fn a_truncation_too_big_for_one_transaction_is_refused_and_changes_nothing() {
                     .unwrap();
                 s.fsync(h).await.unwrap();
                 if k < 3 {
-                    // A window at a time, a group's worth.
-                    for _ in 0..GROUP / 32 {
+                    // 16 blocks at a time, a group's worth.
+                    for _ in 0..GROUP / 16 {
                         s.write_buffered(scratch, 0, &[9u8; 64 << 10])
                             .await
                             .unwrap();

@@ -139,19 +139,26 @@ impl State {
     }
 
     /// A block for a file whose block before it is `after` (0: none, or a hole): the
-    /// block right after that one if it is free, so the file stays in one run; else a
-    /// new window — the first free block from the rotor, which then moves
-    /// [`WINDOW`] blocks on, so that the next file to open a window opens it past this
-    /// one. Two files grown side by side each fill their own window instead of taking
-    /// turns block by block (ext4's goal-directed allocation with per-inode
-    /// preallocation, in miniature: the window is not reserved, only left to the file
-    /// that opened it until the rotor comes round again).
+    /// block right after that one if it is free, so the file stays in one run. A first
+    /// block (or one after a hole) takes the rotor's next free block, so small files
+    /// written whole lie packed one after the other. A block whose place is taken (the
+    /// file grew while another was allocated after it) opens a new window: the first
+    /// free block from the rotor, which then moves [`WINDOW`] blocks on, so the next
+    /// file to open a window opens it past this one. Two files grown side by side fill
+    /// a window each instead of taking turns block by block (ext4's goal-directed
+    /// allocation: small files packed, a growing file given a window of its own; the
+    /// window is not reserved, only left to the file until the rotor comes round).
     pub(super) fn alloc_after(&mut self, after: u64) -> Result<u64, StoreError> {
         let (start, end) = (self.g.data_start(), self.g.blocks);
+        if after == 0 {
+            return self.alloc();
+        }
         let goal = after + 1;
-        if after != 0 && (start..end).contains(&goal) && !self.used[goal as usize] {
+        if (start..end).contains(&goal) && !self.used[goal as usize] {
             self.used[goal as usize] = true;
             self.set_bit(goal, true);
+            // A file that runs past the rotor takes it along: the next run opens after it.
+            self.hint = self.hint.max(goal + 1);
             return Ok(goal);
         }
         let b = self.alloc()?;
