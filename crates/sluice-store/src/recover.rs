@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 
 use crate::journal::{self, Claims, FHeader, Tag};
 use crate::layout::{Geometry, BLOCK};
-use crate::store::{Dev, StoreError};
+use crate::store::{runs, Dev, StoreError};
 
 /// What the journals hold.
 #[derive(Debug, Default)]
@@ -150,9 +150,6 @@ fn claims_of(g: &Geometry, j: &Area, fa: &Area) -> Claims {
         .fold(sb, Claims::join)
 }
 
-/// Most blocks one read of [`data_intact`] takes (128 KiB).
-const CHECK_RUN: u64 = 32;
-
 /// Whether each data tag's block holds one of the contents its tags name (a block
 /// written more than once has a tag per write). Consecutive blocks are read together:
 /// a large commit's data (a bulk writer's megabytes) is mostly runs.
@@ -162,20 +159,13 @@ async fn data_intact(dev: &Dev, tags: &[Tag]) -> Result<bool, StoreError> {
         want.entry(home).or_default().push(crc);
     }
     let want: Vec<(u64, Vec<u32>)> = want.into_iter().collect();
-    let mut i = 0;
-    while i < want.len() {
-        let first = want[i].0;
-        let mut n = 1;
-        while i + n < want.len() && (n as u64) < CHECK_RUN && want[i + n].0 == first + n as u64 {
-            n += 1;
-        }
-        let bytes = dev.read_blocks(first, n as u64).await?;
-        for (k, (_, crcs)) in want[i..i + n].iter().enumerate() {
+    for r in runs(&want) {
+        let bytes = dev.read_blocks(want[r.start].0, r.len() as u64).await?;
+        for (k, (_, crcs)) in want[r].iter().enumerate() {
             if !crcs.contains(&journal::block_crc(&bytes[k * BLOCK..(k + 1) * BLOCK])) {
                 return Ok(false);
             }
         }
-        i += n;
     }
     Ok(true)
 }

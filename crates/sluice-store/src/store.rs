@@ -167,8 +167,26 @@ pub struct FileStat {
     pub extents: u64,
 }
 
-/// Most blocks one merged write request carries (128 KiB).
+/// Most blocks one merged request carries (128 KiB).
 const MERGE_BLOCKS: usize = 32;
+
+/// The runs of consecutive homes in `blocks` (sorted by home), each at most
+/// [`MERGE_BLOCKS`] long, as index ranges into `blocks`: one request each.
+pub(crate) fn runs<T>(blocks: &[(u64, T)]) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        if i == blocks.len() {
+            return None;
+        }
+        let first = blocks[i].0;
+        let mut n = 1;
+        while i + n < blocks.len() && n < MERGE_BLOCKS && blocks[i + n].0 == first + n as u64 {
+            n += 1;
+        }
+        i += n;
+        Some(i - n..i)
+    })
+}
 
 /// The device: blocks of a runtime file.
 #[derive(Debug)]
@@ -225,20 +243,14 @@ impl Dev {
     /// the bios of a writeback (and ext4 builds them large): a 128 KiB buffered write
     /// goes home as one request, not 32 — one submission's CPU, one device command.
     fn submit_all(&self, blocks: &[(u64, Vec<u8>)], opts: IoOptions) -> Vec<IoHandle> {
-        let mut hs = Vec::new();
-        let mut i = 0;
-        while i < blocks.len() {
-            let first = blocks[i].0;
-            let mut n = 1;
-            while i + n < blocks.len() && n < MERGE_BLOCKS && blocks[i + n].0 == first + n as u64 {
-                n += 1;
-            }
-            let run: Vec<&[u8]> = blocks[i..i + n].iter().map(|(_, d)| &d[..]).collect();
-            let buf = DmaBuffer::from_slice(&run.concat());
-            hs.push(self.file.submit(Op::Write, buf, first * BLOCK as u64, opts));
-            i += n;
-        }
-        hs
+        runs(blocks)
+            .map(|r| {
+                let run: Vec<&[u8]> = blocks[r.clone()].iter().map(|(_, d)| &d[..]).collect();
+                let buf = DmaBuffer::from_slice(&run.concat());
+                let at = blocks[r.start].0 * BLOCK as u64;
+                self.file.submit(Op::Write, buf, at, opts)
+            })
+            .collect()
     }
 
     async fn wait_all(hs: Vec<IoHandle>) -> io::Result<()> {
