@@ -202,6 +202,11 @@ pub struct Model {
     pub read_block_after_write_ns: Option<u64>,
     /// `media.pool`, chosen by [`Model::with_placement`] (false: units by LBA).
     pub pool: bool,
+    /// `media.read_load_exponent` and `media.write_load_exponent`, fitted by
+    /// [`Model::with_load`] (`None`: off).
+    pub read_load_exponent: Option<f64>,
+    /// See [`Model::read_load_exponent`].
+    pub write_load_exponent: Option<f64>,
     /// The fits that simulate the grid's points ([`crate::simfit`]), as run.
     pub sim_fits: Vec<crate::simfit::FitReport>,
     /// How each figure was derived, with the numbers (for the profile's header).
@@ -298,6 +303,8 @@ impl Model {
                 },
                 write_units: 1,
                 pool: self.pool,
+                read_load_exponent: self.read_load_exponent,
+                write_load_exponent: self.write_load_exponent,
                 write_unit_bandwidth_bytes: self.write_unit_bandwidth_bytes,
                 write_bus_bandwidth_bytes: self.write_bus_bandwidth_bytes,
                 link_bandwidth_bytes: self.link_bandwidth_bytes,

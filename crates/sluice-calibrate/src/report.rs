@@ -108,6 +108,7 @@ impl Calibration {
         };
         let model = model::derive(&anchors)
             .with_spread(qd1(100), qd1(0))
+            .with_load(&points, &setup)?
             .with_placement(&points, &setup)?
             .with_read_block(&points, &setup)?;
         let profile = model.to_profile(name, &description);

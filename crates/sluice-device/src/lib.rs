@@ -63,6 +63,11 @@
 //!    also waits until `t` after the unit's last write (piece or destage program)
 //!    ended, and writes do not: the die's array still programs data its register has
 //!    acknowledged (cache programming), so only a mix of reads and writes slows.
+//!    With `media.read_load_exponent = β` (opt-in; `write_load_exponent` for
+//!    unbuffered write pieces) a piece's array time is `read_ns · n^β`, `n` the
+//!    commands in the device when it is booked: an empirical form for a virtual
+//!    disk whose host slows every request as more are in flight (IOPS growing as
+//!    `n^(1 − β)`); not with `[flash]`.
 //! 5. **Write buffer** (optional `[write_buffer]`). A write is admitted into the
 //!    buffer when its data has passed the front end and there is room, and completes
 //!    `ack_ns` later. Its pieces wait in per-unit destage queues (placed as above) and

@@ -373,6 +373,21 @@ pub struct Media {
         deserialize_with = "de_read_block"
     )]
     pub read_block_after_write_ns: Option<u64>,
+    /// Load-dependent media time of reads (opt-in; absent: off): an array read booked
+    /// while `n` commands are in the device (submitted and not completed, itself
+    /// included) takes `read_ns · n^β`, β this exponent in `(0, 1)`. With enough units
+    /// that reads rarely collide, IOPS then grows as `n^(1 − β)` below the front end's
+    /// ceiling and the latency as `n^β` — the curve of a virtual disk whose host serves
+    /// concurrent requests with a shared resource (its I/O threads, the image file's
+    /// own file system, a network), which neither fixed units (IOPS linear in depth
+    /// until they collide) nor a front end (flat latency until it saturates) shows.
+    /// Empirical: not a model of an SSD's internals (not with `[flash]`). At QD1 it
+    /// changes nothing (`n = 1`). `sluice calibrate` fits it from the queue-depth sweep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_load_exponent: Option<f64>,
+    /// The same for the program time (`write_ns`) of an unbuffered write piece.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_load_exponent: Option<f64>,
     /// Where writes go (default `lba`).
     #[serde(default = "default_placement")]
     pub write_placement: WritePlacement,

@@ -73,6 +73,12 @@ pub struct NvmeSsd {
     placement: WritePlacement,
     /// `media.pool`: a piece goes to the unit free first, not by LBA.
     pool: bool,
+    /// `media.read_load_exponent` / `write_load_exponent` as tables: entry `n` is
+    /// `n^β` (empty: off). Indexed by the commands in the device, capped at the table's
+    /// end (`max_outstanding` plus what the submission queues may hold is not
+    /// tabulated: beyond the controller's slots the factor stays at its last value).
+    read_load: Vec<f64>,
+    write_load: Vec<f64>,
     front_free: Nanos,
     /// `controller.transfer = "shared"`: the processing stage and the shared link
     /// (`None`: one FIFO front end, `front_free`).
@@ -92,6 +98,14 @@ pub struct NvmeSsd {
     /// Flash management (`None`: the profile has no `[flash]`).
     flash: Option<FlashState>,
     stats: DeviceStats,
+}
+
+/// `n^β` for `n` in `0..=max_out` (entry 0 unused), or empty without an exponent.
+fn load_table(exponent: Option<f64>, max_out: u32) -> Vec<f64> {
+    match exponent {
+        Some(b) => (0..=max_out).map(|n| (n.max(1) as f64).powf(b)).collect(),
+        None => Vec::new(),
+    }
 }
 
 const OP_READ: u8 = 0;
@@ -172,6 +186,8 @@ impl NvmeSsd {
             write_units: m.write_units,
             placement: m.write_placement,
             pool: m.pool,
+            read_load: load_table(m.read_load_exponent, max_out),
+            write_load: load_table(m.write_load_exponent, max_out),
             front_free: 0,
             sharing: (c.transfer == crate::profile::Transfer::Shared)
                 .then(|| link::Link::new(max_out)),

@@ -484,6 +484,8 @@ pub fn derive(a: &Anchors) -> Model {
         service: None,
         read_block_after_write_ns: None,
         pool: false,
+        read_load_exponent: None,
+        write_load_exponent: None,
         sim_fits: Vec::new(),
         anchors,
         max_outstanding: 1024,

@@ -271,3 +271,45 @@ fn the_placement_fit_recovers_the_structure() {
         .iter()
         .any(|l| l.starts_with("media.pool not fitted") && l.contains("write buffer")));
 }
+
+/// The load fit recovers a load-dependent device from its read queue-depth sweep
+/// (simulated with another seed than the fit's): reads on 32 units with `β = 0.5`
+/// (IOPS growing as about √QD) are fitted with an exponent near 0.5 and many units,
+/// and their IOPS far closer than the fixed units' — while a device of fixed units
+/// keeps them (no exponent).
+#[test]
+fn the_load_fit_recovers_a_load_dependent_device() {
+    let specs = sweep(100);
+    let base = model();
+    let truth = base.load_candidate(false, 32, Some(0.5));
+    let pts = points(&truth, &specs, &setup(7, IOS / 2));
+    let fitted = base.clone().with_load(&pts, &setup(11, IOS / 10)).unwrap();
+    let beta = fitted.read_load_exponent.expect("an exponent");
+    assert!(
+        (0.4..=0.6).contains(&beta),
+        "{beta}: {:?}",
+        fitted.derivation
+    );
+    assert!(fitted.units_of(false) >= 16, "{:?}", fitted.derivation);
+    // The writes were not measured here: they keep their fixed units and no exponent.
+    assert_eq!(fitted.units_of(true), base.units_of(true));
+    assert_eq!(fitted.write_load_exponent, None);
+    let fit = &fitted.sim_fits[0];
+    assert_eq!(
+        (fit.what.as_str(), fit.points),
+        ("media.read_load_exponent", 7)
+    );
+    assert!(
+        fit.rms_after_pct < fit.rms_before_pct / 3.0,
+        "{fit:?}: {:?}",
+        fitted.derivation
+    );
+    // Fixed units: nothing to gain beyond the margin.
+    let pts = points(&base, &specs, &setup(7, IOS / 2));
+    let kept = base.clone().with_load(&pts, &setup(11, IOS / 10)).unwrap();
+    assert_eq!(kept.read_load_exponent, None, "{:?}", kept.derivation);
+    assert_eq!(kept.units_of(false), base.units_of(false));
+    assert!(
+        kept.derivation[kept.derivation.len() - 2].starts_with("media.read_load_exponent not set")
+    );
+}

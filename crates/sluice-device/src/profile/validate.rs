@@ -258,6 +258,26 @@ impl DeviceProfile {
                 ));
             }
         }
+        for (key, e) in [
+            ("media.read_load_exponent", m.read_load_exponent),
+            ("media.write_load_exponent", m.write_load_exponent),
+        ] {
+            let Some(e) = e else { continue };
+            if !(e > 0.0 && e < 1.0) {
+                return Err(invalid(
+                    o,
+                    key,
+                    format!("is {e}; it must be in (0, 1) — 0.5: latency grows as the square root of the commands in the device (omit it for a load-independent media time)"),
+                ));
+            }
+            if self.flash.is_some() {
+                return Err(invalid(
+                    o,
+                    key,
+                    "is set but [flash] models the dies themselves; remove it or [flash]".into(),
+                ));
+            }
+        }
         if m.pool {
             let clash = if self.flash.is_some() {
                 Some("[flash] places every read on the die that holds its data; remove pool or [flash]")

@@ -272,7 +272,18 @@ impl NvmeSsd {
             } else {
                 fs + (fe - fs) * (i + 1) / n
             };
-            let array = self.vary(fixed, write);
+            let mut array = self.vary(fixed, write);
+            let load = if write {
+                &self.write_load
+            } else {
+                &self.read_load
+            };
+            if !load.is_empty() {
+                // `media.*_load_exponent`: the media time grows as n^β with the
+                // commands in the device.
+                let n = (self.inflight as usize).min(load.len() - 1);
+                array = (array as f64 * load[n]).round() as Nanos;
+            }
             let xfer = if write {
                 self.write_unit_xfer.ns(bytes)
             } else {
