@@ -18,8 +18,14 @@ use sluice::cli::CliError;
 #[derive(clap::Args, Debug)]
 pub struct CalibrateArgs {
     /// A directory (a temporary file is created there and removed at the end), or a
-    /// file or block device to measure in place (see --allow-*).
-    path: PathBuf,
+    /// file or block device to measure in place (see --allow-*). Not with --refit.
+    #[arg(required_unless_present = "refit")]
+    path: Option<PathBuf>,
+    /// Measure nothing: fit the points of a saved calibration (a --json file) again with
+    /// this build, and simulate its validation jobs on the new profile against the
+    /// device rounds the file holds.
+    #[arg(long, value_name = "JSON", conflicts_with_all = ["path", "size", "quick", "allow_device", "allow_write_existing"])]
+    refit: Option<PathBuf>,
     /// Write the device profile (TOML, for `sluice sim --device FILE`) here; without
     /// it the profile is printed after the tables.
     #[arg(long, short = 'o')]
@@ -55,8 +61,15 @@ fn bad(msg: String) -> CliError {
 }
 
 pub fn cmd_calibrate(args: CalibrateArgs) -> Result<(), CliError> {
-    let plan = plan_of(&args)?;
     let name = profile_name(&args)?;
+    if let Some(file) = &args.refit {
+        return refit(&args, file, &name);
+    }
+    let plan = plan_of(&args)?;
+    let given = args
+        .path
+        .clone()
+        .expect("clap requires PATH without --refit");
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&stop))?;
@@ -70,7 +83,7 @@ pub fn cmd_calibrate(args: CalibrateArgs) -> Result<(), CliError> {
     let max_qd = plan.qds.iter().copied().max().unwrap_or(1);
     let mut lay_bar: Option<ProgressBar> = None;
     let target = Target::open(
-        &args.path,
+        &given,
         plan.size_bytes,
         max_qd,
         args.allow_device,
@@ -173,7 +186,84 @@ pub fn cmd_calibrate(args: CalibrateArgs) -> Result<(), CliError> {
         eprintln!("sluice: removed {}", cal.target.path.display());
     }
 
-    let header = cal.header(&Provenance::of_this_run(&args.path, &cal.target.path));
+    let prov = Provenance::of_this_run(&given, &cal.target.path);
+    let header = cal.header(&prov);
+    write_out(&args, &cal, header, &prov)?;
+    if !quiet {
+        eprintln!(
+            "sluice: calibration took {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
+/// `--refit FILE`: the saved calibration's points fitted again, its validation
+/// simulated again; nothing measured.
+fn refit(args: &CalibrateArgs, file: &Path, name: &str) -> Result<(), CliError> {
+    let bytes = std::fs::read(file)
+        .map_err(|e| bad(format!("--refit {}: cannot read it: {e}", file.display())))?;
+    let text = String::from_utf8(bytes).map_err(|_| {
+        bad(format!(
+            "--refit {}: not JSON (not text); give a file written by `sluice calibrate --json`",
+            file.display()
+        ))
+    })?;
+    let saved = calibrate::report::saved::read(&text, &file.display().to_string())?;
+    if !args.quiet {
+        eprintln!(
+            "sluice: fitting the {} saved points of {} again (nothing is measured)",
+            saved.points.len(),
+            file.display()
+        );
+    }
+    let measured = saved.provenance.clone();
+    let cal = Calibration::refit(saved, name, args.seed)?;
+    let now = Provenance::of_this_run(file, file);
+    let prov = match measured {
+        Some(p) => Provenance {
+            when: format!(
+                "{} (refitted {} from {} by: {})",
+                p.when,
+                now.when,
+                file.display(),
+                now.command
+            ),
+            ..p
+        },
+        None => Provenance {
+            when: format!(
+                "unknown: refitted {} from {}, a file that does not say when it was measured",
+                now.when,
+                file.display()
+            ),
+            path: cal.target.path.display().to_string(),
+            in_directory: false,
+            device: "?".into(),
+            host: "?".into(),
+            kernel: "?".into(),
+            ..now
+        },
+    };
+    let mut header = cal.header(&prov);
+    if cal.checks.is_empty() {
+        header.push("The saved file holds no validation rounds: no validation.".into());
+    } else {
+        header.push(
+            "Validation: the device's rounds are the saved ones; the simulator ran on this profile."
+                .into(),
+        );
+    }
+    write_out(args, &cal, header, &prov)
+}
+
+/// Print the tables and the profile (or write it to `--out`), and the JSON file.
+fn write_out(
+    args: &CalibrateArgs,
+    cal: &Calibration,
+    header: Vec<String>,
+    prov: &Provenance,
+) -> Result<(), CliError> {
     let text = cal.profile_toml(&header)?;
     let mut out = std::io::stdout().lock();
     cal.print_tables(&mut out)?;
@@ -198,15 +288,10 @@ pub fn cmd_calibrate(args: CalibrateArgs) -> Result<(), CliError> {
         }
     }
     if let Some(path) = &args.json {
-        let s = serde_json::to_string_pretty(&cal.to_json()).expect("JSON values serialize");
+        let s =
+            serde_json::to_string_pretty(&cal.to_json(Some(prov))).expect("JSON values serialize");
         std::fs::write(path, s + "\n")
             .map_err(|e| bad(format!("cannot write {}: {e}", path.display())))?;
-    }
-    if !quiet {
-        eprintln!(
-            "sluice: calibration took {:.1} s",
-            started.elapsed().as_secs_f64()
-        );
     }
     Ok(())
 }

@@ -261,6 +261,35 @@ fn quick_calibration_writes_a_profile_the_simulator_loads() {
         "-q",
     ]);
     assert!(s.status.success(), "sim: {}", stderr(&s));
+    // `--refit`: the saved points fitted again by this build, nothing measured — the
+    // same profile, and the same validation (its device side from the file).
+    let again = work.path().join("again.toml");
+    let r = sluice(&[
+        "calibrate",
+        "--refit",
+        json.to_str().unwrap(),
+        "--out",
+        again.to_str().unwrap(),
+        "--name",
+        "dev",
+    ]);
+    assert!(r.status.success(), "refit: {}", stderr(&r));
+    assert!(stderr(&r).contains("nothing is measured"), "{}", stderr(&r));
+    let body = |t: &str| -> String {
+        t.lines()
+            .filter(|l| !l.starts_with('#'))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let text2 = std::fs::read_to_string(&again).unwrap();
+    assert_eq!(body(&text2), body(&text), "the refit profile differs");
+    assert!(text2.contains("refitted"), "{text2}");
+    let table = |o: &[u8]| -> String {
+        let s = String::from_utf8_lossy(o).into_owned();
+        let at = s.find("Validation: simulator").expect("a validation table");
+        s[at..].lines().take(8).collect::<Vec<_>>().join("\n")
+    };
+    assert_eq!(table(&r.stdout), table(&o.stdout));
 }
 
 #[test]
@@ -307,6 +336,23 @@ fn bad_input_exits_2_and_touches_nothing() {
         "--quick",
         "--out",
         "/nonexistent-dir/x.toml",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // --refit: a missing file, a file that is not a calibration, options it ignores.
+    let o = sluice(&["calibrate", "--refit", "/nonexistent-dir/cal.json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("cannot read it"), "{}", stderr(&o));
+    let o = sluice(&["calibrate", "--refit", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not JSON"), "{}", stderr(&o));
+    let o = sluice(&["calibrate", "--refit", "x.json", "--quick"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--quick"), "{}", stderr(&o));
+    let o = sluice(&[
+        "calibrate",
+        dir.path().to_str().unwrap(),
+        "--refit",
+        "x.json",
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let names: Vec<_> = std::fs::read_dir(dir.path())

@@ -6,7 +6,7 @@ use sluice_core::Nanos;
 use sluice_workload::{BlockSizes, JobSpec, RwMode};
 
 /// What to measure and for how long.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Plan {
     /// Queue depths of the 4 KiB sweeps.
     pub qds: Vec<u32>,
@@ -210,6 +210,15 @@ pub enum Role {
 }
 
 impl Role {
+    /// Every role, in the grid's order.
+    pub const ALL: [Role; 5] = [
+        Role::QdSweep,
+        Role::SmallSize,
+        Role::SizeSweep,
+        Role::Qd1Size,
+        Role::Mixed,
+    ];
+
     /// Name in tables and JSON.
     pub fn name(self) -> &'static str {
         match self {

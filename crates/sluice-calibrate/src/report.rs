@@ -17,6 +17,7 @@ use crate::validate::Check;
 use crate::{CalibrateError, DirSummary, Plan, Point, Role, Summary, Target, Window};
 
 mod header;
+pub mod saved;
 mod table;
 
 pub use header::Provenance;
@@ -138,7 +139,10 @@ impl Calibration {
 
     /// Everything as JSON: the target, the plan, the points, the figures, the model, the
     /// validation and the write-buffer probe.
-    pub fn to_json(&self) -> serde_json::Value {
+    ///
+    /// With `prov` (where and when it was measured) the file can be fitted again
+    /// later with the run's provenance ([`saved`]).
+    pub fn to_json(&self, prov: Option<&Provenance>) -> serde_json::Value {
         let (plan, s, m) = (&self.plan, &self.summary, &self.model);
         let fit = |f: Option<LinearFit>| {
             f.map(|f| json!({"offset_ns": f.offset, "ns_per_byte": f.slope, "r2": f.r2, "sizes": f.n}))
@@ -160,12 +164,16 @@ impl Calibration {
         let t = &self.target;
         let mut v = json!({
             "target": {"path": t.path.display().to_string(), "size_bytes": t.size_bytes, "align": t.align},
+            "provenance": prov.map(|p| json!({
+                "when": p.when, "host": p.host, "kernel": p.kernel, "path": p.path,
+                "in_directory": p.in_directory, "device": p.device, "command": p.command,
+            })),
             "plan": {
                 "qds": plan.qds, "sizes": plan.sizes, "small_sizes": plan.small_sizes, "mixes": plan.mixes,
                 "warmup_ns": plan.warmup_ns, "window_ns": plan.window_ns, "cap_ns": plan.cap_ns,
                 "agree": plan.agree, "tolerance": plan.tolerance,
                 "validate_ns": plan.validate_ns, "validate_rounds": plan.validate_rounds,
-                "fit_ios": plan.fit_ios,
+                "fit_ios": plan.fit_ios, "burst_pause_ns": plan.burst_pause_ns,
             },
             "points": self.points.iter().map(|p| json!({
                 "role": p.role.name(), "rw": p.spec.mix_name(), "read_pct": p.spec.read_pct,
@@ -187,6 +195,9 @@ impl Calibration {
                 "read_parallel_units": m.read_parallel_units,
                 "write_parallel_units": m.write_parallel_units,
                 "read_block_after_write_ns": m.read_block_after_write_ns,
+                "pool": m.pool,
+                "read_load_exponent": m.read_load_exponent,
+                "write_load_exponent": m.write_load_exponent,
                 "service": m.service.as_ref().map(|v| json!({
                     "read": {"sigma": v.read.sigma, "tail_prob": v.read.tail_prob, "tail_mean_ns": v.read.tail_mean_ns},
                     "write": {"sigma": v.write.sigma, "tail_prob": v.write.tail_prob, "tail_mean_ns": v.write.tail_mean_ns},

@@ -136,36 +136,61 @@ pub fn validate(
     stop: &AtomicBool,
     progress: &mut dyn FnMut(&Job),
 ) -> Result<Vec<Check>, CalibrateError> {
-    let none: PolicySpec = "none".parse().expect("`none` parses");
     let mut checks = Vec::new();
     for (i, job) in JOBS.iter().enumerate() {
         progress(job);
-        let spec_of = |s: u64| -> Result<_, CalibrateError> {
-            let mut j = target.job(&job.spec, plan.validate_ns, plan.warmup_ns, s)?;
+        let base = job_seed(seed, i);
+        let mut rounds = Vec::new();
+        for r in 0..plan.validate_rounds.max(1) {
+            let mut j = target.job(&job.spec, plan.validate_ns, plan.warmup_ns, base + r as u64)?;
             if job.sequential {
                 j.rw = RwMode::Read;
             }
-            Ok(j)
-        };
-        let base = seed.wrapping_add(1000 + 10 * i as u64);
-        let mut rounds = Vec::new();
-        for r in 0..plan.validate_rounds.max(1) {
-            let j = spec_of(base + r as u64)?;
             rounds.push(Window::from_report(&target.run_once(j, stop)?));
         }
-        let cfg = SimConfig {
-            seed,
-            cores: 1,
-            ..SimConfig::default()
-        };
-        let policy = policy::build(&none).expect("`none` builds");
-        let out = sluice_sim::run(&[spec_of(base)?], profile, policy, &cfg, &mut |_| {})?;
         checks.push(Check {
             job: *job,
             real: median_window(&rounds),
             real_rounds: rounds,
-            sim: Window::from_report(&out.report),
+            sim: simulate_job(i, plan, target.size_bytes(), profile, seed)?,
         });
     }
     Ok(checks)
+}
+
+/// The seed of validation job `i`'s first real round (and of its simulated run).
+fn job_seed(seed: u64, i: usize) -> u64 {
+    seed.wrapping_add(1000 + 10 * i as u64)
+}
+
+/// Validation job `i` of [`JOBS`] in the simulator on `profile`, as [`validate`] runs
+/// it beside the device's rounds (also when a saved calibration is fitted again:
+/// `Calibration::refit`).
+pub fn simulate_job(
+    i: usize,
+    plan: &Plan,
+    size_bytes: u64,
+    profile: &DeviceProfile,
+    seed: u64,
+) -> Result<Window, CalibrateError> {
+    let job = JOBS[i];
+    let mut spec = job.spec.job(
+        "validate.dat",
+        size_bytes,
+        plan.validate_ns,
+        plan.warmup_ns,
+        job_seed(seed, i),
+    )?;
+    if job.sequential {
+        spec.rw = RwMode::Read;
+    }
+    let cfg = SimConfig {
+        seed,
+        cores: 1,
+        ..SimConfig::default()
+    };
+    let none: PolicySpec = "none".parse().expect("`none` parses");
+    let policy = policy::build(&none).expect("`none` builds");
+    let out = sluice_sim::run(&[spec], profile, policy, &cfg, &mut |_| {})?;
+    Ok(Window::from_report(&out.report))
 }

@@ -233,7 +233,7 @@ fn the_tables_have_a_row_per_point_and_per_job() {
 #[test]
 fn the_json_holds_every_part() {
     let c = calibration();
-    let v = c.to_json();
+    let v = c.to_json(None);
     assert_eq!(v["points"].as_array().unwrap().len(), c.points.len());
     assert_eq!(v["target"]["align"], 512);
     assert_eq!(v["plan"]["qds"], serde_json::json!([1, 4, 16]));
@@ -290,4 +290,73 @@ fn latencies_print_in_their_unit() {
     assert_eq!(table::fmt_size(Some(16384)), "16 KiB");
     assert_eq!(table::fmt_size(Some(512)), "512 B");
     assert_eq!(table::fmt_size(None), "-");
+}
+
+/// A saved calibration reads back as what was saved, and fitting it again with the
+/// same build gives the same profile; the validation's device side is the saved
+/// rounds, its simulated side is run on the new profile.
+#[test]
+fn a_saved_calibration_is_fitted_again_to_the_same_profile() {
+    let c = calibration();
+    let prov = provenance();
+    let text = serde_json::to_string(&c.to_json(Some(&prov))).unwrap();
+    let saved = saved::read(&text, "cal.json").unwrap();
+    assert_eq!(saved.points, c.points);
+    assert_eq!(saved.plan, c.plan);
+    assert_eq!(saved.probe, c.probe);
+    assert_eq!(saved.target, c.target);
+    assert_eq!(saved.provenance.as_ref(), Some(&prov));
+    assert_eq!(saved.rounds.len(), JOBS.len());
+    assert_eq!(saved.rounds[0][0].iops, c.checks[0].real.iops);
+    let again = Calibration::refit(saved, "dev", 1).unwrap();
+    assert_eq!(again.profile, c.profile);
+    assert_eq!(again.model.derivation, c.model.derivation);
+    assert_eq!(again.checks.len(), JOBS.len());
+    for (a, b) in again.checks.iter().zip(&c.checks) {
+        assert_eq!((a.job, a.real.iops), (b.job, b.real.iops));
+        // Simulated on the profile, not the test's made-up figures.
+        let sim = crate::validate::simulate_job(
+            JOBS.iter().position(|j| *j == a.job).unwrap(),
+            &again.plan,
+            again.target.size_bytes,
+            &again.profile,
+            1,
+        )
+        .unwrap();
+        assert_eq!(a.sim, sim);
+    }
+    // A file without validation rounds refits with no checks.
+    let mut v = c.to_json(None);
+    v["validation"] = serde_json::json!([]);
+    let bare = saved::read(&v.to_string(), "bare.json").unwrap();
+    assert!(bare.provenance.is_none() && bare.rounds.is_empty());
+    assert!(Calibration::refit(bare, "dev", 1)
+        .unwrap()
+        .checks
+        .is_empty());
+}
+
+#[test]
+fn a_damaged_saved_calibration_is_refused_naming_the_value() {
+    let c = calibration();
+    let v = c.to_json(None);
+    let err = |v: &serde_json::Value| {
+        saved::read(&v.to_string(), "cal.json")
+            .unwrap_err()
+            .to_string()
+    };
+    let mut no_iops = v.clone();
+    no_iops["points"][3].as_object_mut().unwrap().remove("iops");
+    let e = err(&no_iops);
+    assert!(e.contains("cal.json: points[3].iops: missing"), "{e}");
+    let mut role = v.clone();
+    role["points"][0]["role"] = "sideways".into();
+    assert!(err(&role).contains("points[0].role: unknown role 'sideways'"));
+    let mut job = v.clone();
+    job["validation"][1]["job"] = "randread 4k qd2".into();
+    assert!(err(&job).contains("validation[1].job"));
+    let e = saved::read("{not json", "cal.json")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("cal.json: not JSON"), "{e}");
 }
