@@ -24,6 +24,7 @@
 //! cargo run --release --example store_fsync -- --fs host --fs fjournal
 //! cargo run --release --example store_fsync -- --class-limits # RCP's limits in the store
 //! cargo run --release --example store_fsync -- --real DIR --kernel  # + the kernel's path
+//! cargo run --release --example store_fsync -- --real DIR --kernel --kernel-first  # it first
 //! cargo run --release --example store_fsync -- --record 512    # a WAL's small records
 //! ```
 
@@ -212,7 +213,8 @@ fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let (mut real, mut device, mut alone, mut fss) = (None, "ull".to_string(), false, Vec::new());
     let (mut class_limits, mut kernel, mut record) = (false, false, 4096usize);
-    let usage = "usage: store_fsync [--device PROFILE | --real DIR [--kernel]] [--alone] [--class-limits] [--record BYTES] [--fs host|compound|fjournal[+async]]...";
+    let mut kernel_first = false;
+    let usage = "usage: store_fsync [--device PROFILE | --real DIR [--kernel [--kernel-first]]] [--alone] [--class-limits] [--record BYTES] [--fs host|compound|fjournal[+async]]...";
     while let Some(a) = args.next() {
         let mut value = || args.next().ok_or(usage);
         let r = match a.as_str() {
@@ -228,6 +230,12 @@ fn main() -> ExitCode {
             }
             "--kernel" => {
                 kernel = true;
+                Ok(())
+            }
+            // The kernel's path before the store's settings rather than after them (a
+            // benchmark alternates the order between rounds: scripts/bench-store-fsync.sh).
+            "--kernel-first" => {
+                kernel_first = true;
                 Ok(())
             }
             "--real" => value().map(|v| real = Some(v)),
@@ -269,6 +277,10 @@ fn main() -> ExitCode {
         .map(|s| s.parse().expect("a known setting"))
         .collect();
     }
+    if kernel_first && !kernel {
+        eprintln!("store_fsync: --kernel-first orders the kernel's path, which only --kernel runs: give --kernel too");
+        return ExitCode::from(2);
+    }
     if kernel && real.is_none() {
         eprintln!("store_fsync: --kernel runs the program on the host kernel's page cache, which only real files have: give --real DIR too");
         return ExitCode::from(2);
@@ -282,6 +294,31 @@ fn main() -> ExitCode {
     );
     let pid = std::process::id();
     let mut res: Vec<(String, f64, f64)> = Vec::new();
+    // The same program as plain threads on the host kernel's page cache.
+    let run_kernel = |res: &mut Vec<(String, f64, f64)>| -> Result<(), ExitCode> {
+        let (true, Some(d)) = (kernel, real.as_deref()) else {
+            return Ok(());
+        };
+        let sub = format!("{d}/sluice-store-fsync-{pid}-kernel");
+        let r = std::fs::create_dir(&sub).and_then(|()| kernel_fillsync(&sub, bulk, record));
+        let _ = std::fs::remove_dir_all(&sub);
+        match r {
+            Ok(v) => {
+                let (mean, p99) = summary("kernel", v);
+                res.push(("kernel".into(), mean, p99));
+                Ok(())
+            }
+            Err(e) => {
+                eprintln!("store_fsync: {sub}: {e}");
+                Err(ExitCode::FAILURE)
+            }
+        }
+    };
+    if kernel_first {
+        if let Err(c) = run_kernel(&mut res) {
+            return c;
+        }
+    }
     for (k, fs) in fss.into_iter().enumerate() {
         let name = fs.to_string();
         // Each run in a directory of its own (real files: a subdirectory of DIR).
@@ -312,19 +349,9 @@ fn main() -> ExitCode {
             }
         }
     }
-    if let (true, Some(d)) = (kernel, real.as_deref()) {
-        let sub = format!("{d}/sluice-store-fsync-{pid}-kernel");
-        let r = std::fs::create_dir(&sub).and_then(|()| kernel_fillsync(&sub, bulk, record));
-        let _ = std::fs::remove_dir_all(&sub);
-        match r {
-            Ok(v) => {
-                let (mean, p99) = summary("kernel", v);
-                res.push(("kernel".into(), mean, p99));
-            }
-            Err(e) => {
-                eprintln!("store_fsync: {sub}: {e}");
-                return ExitCode::FAILURE;
-            }
+    if !kernel_first {
+        if let Err(c) = run_kernel(&mut res) {
+            return c;
         }
     }
     let get = |n: &str| res.iter().find(|r| r.0 == n).map(|r| (r.1, r.2));

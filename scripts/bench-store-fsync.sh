@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Issue 13, real disk: the journaled store's fsync against the host kernel's path
+# (the same program as threads doing pwrite + fsync on ext4 files in DIR), in many
+# short rounds. Each round runs `examples/store_fsync` once with `--kernel`: 400
+# fsynced 4 KiB appends per setting, the store's settings and the kernel's path back
+# to back in one process; odd rounds run the kernel's path first, even rounds last
+# (`--kernel-first`), so neither side always meets the disk after the other.
+# Prints, per store setting, the median over rounds of its p50 and p99 ratios to the
+# kernel's in the same round, a 90 % bootstrap interval of each median (resampling
+# rounds, 10 000 draws, fixed seed), and in how many rounds the ratio was at or below
+# the goal. A disk whose rounds move by tens of % is what the interval shows.
+#
+#   scripts/bench-store-fsync.sh [DIR]            DIR: default target/bench-store-fsync
+#   ROUNDS=30 MODE=alone  GOAL=1.0 scripts/bench-store-fsync.sh /work/bench   # QD1 alone
+#   ROUNDS=15 MODE=beside GOAL=0.5 scripts/bench-store-fsync.sh /work/bench   # beside bulk writers
+#   SETTINGS="fjournal+async compound+async" RECORD=512 ...                   # other settings, WAL records
+#   The example is built in $CARGO_TARGET_DIR (default target). MODE=beside adds
+#   RCP's class-aware limits in the store (--class-limits), as docs/perf.md's runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${ROUNDS:-20}
+MODE=${MODE:-alone}
+GOAL=${GOAL:-1.0}
+RECORD=${RECORD:-4096}
+SETTINGS=${SETTINGS:-fjournal+async}
+T=${CARGO_TARGET_DIR:-target}
+DIR=${1:-$PWD/target/bench-store-fsync}
+case "$MODE" in
+  alone) MODE_ARGS=(--alone) ;;
+  beside) MODE_ARGS=(--class-limits) ;;
+  *) echo "bench-store-fsync: MODE=$MODE: give alone or beside" >&2; exit 2 ;;
+esac
+mkdir -p "$DIR"
+DIR=$(cd "$DIR" && pwd)
+cargo build --release --quiet --example store_fsync
+BIN=$T/release/examples/store_fsync
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+FS_ARGS=()
+for s in $SETTINGS; do FS_ARGS+=(--fs "$s"); done
+for r in $(seq "$ROUNDS"); do
+  first=()
+  if (( r % 2 == 1 )); then first=(--kernel-first); fi
+  echo "round $r/$ROUNDS${first:+ (kernel first)}" >&2
+  "$BIN" --real "$DIR" --kernel "${first[@]}" "${MODE_ARGS[@]}" --record "$RECORD" "${FS_ARGS[@]}" \
+    > "$WORK/round$r.txt"
+done
+python3 - "$WORK" "$ROUNDS" "$GOAL" "$MODE" "$RECORD" <<'PY'
+import random, statistics, sys
+work, rounds, goal, mode, record = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5]
+per = []  # one dict per round: setting -> (p50, p99)
+for r in range(1, rounds + 1):
+    d = {}
+    for line in open(f"{work}/round{r}.txt"):
+        f = line.split()
+        if len(f) >= 10 and f[1] == "fsync" and f[2] == "mean":
+            d[f[0]] = (float(f[6]), float(f[9]))
+    per.append(d)
+rng = random.Random(1)
+def interval(xs):
+    meds = sorted(statistics.median(rng.choices(xs, k=len(xs))) for _ in range(10000))
+    return meds[500], meds[9499]
+print(f"{rounds} rounds, {record} B records, {mode}; kernel p50 / p99 medians "
+      f"{statistics.median(d['kernel'][0] for d in per):.0f} / {statistics.median(d['kernel'][1] for d in per):.0f} µs")
+print(f"{'setting':<16} {'p50 ratio':>10} {'90 % interval':>16} {'≤ goal':>8} {'p99 ratio':>10} {'90 % interval':>16} {'≤ goal':>8}")
+for s in [k for k in per[0] if k != "kernel"]:
+    cells = []
+    for i in (0, 1):
+        xs = [d[s][i] / d["kernel"][i] for d in per]
+        lo, hi = interval(xs)
+        met = sum(x <= goal for x in xs)
+        cells.append(f"{statistics.median(xs):>9.2f}× {f'{lo:.2f}–{hi:.2f}×':>16} {met:>5}/{rounds}")
+    print(f"{s:<16} {cells[0]} {cells[1]}")
+print(f"(goal: ratio ≤ {goal}; a ratio is the store's figure over the kernel's in the same round)")
+PY
