@@ -214,6 +214,7 @@ impl Calibration {
                        "real_rounds_iops": c.real_rounds.iter().map(|w| w.iops).collect::<Vec<_>>(),
                        "real_rounds": c.real_rounds.iter().map(win).collect::<Vec<_>>(),
                        "device_spread_pct": {"iops": si, "mean": sm, "p99": sp},
+                       "grid_drift_pct": c.grid_drift(&self.points),
                        "sim": win(&c.sim), "iops_error_pct": ei, "mean_error_pct": em, "p99_error_pct": ep})
             }).collect::<Vec<_>>(),
         });

@@ -110,6 +110,21 @@ impl Check {
         )
     }
 
+    /// How far the device moved between the grid and this job, in % of the grid's
+    /// IOPS (`real / grid − 1`): the grid point measuring the same thing (a random
+    /// 4 KiB job's depth in the queue-depth sweep), if there is one. The profile is
+    /// fitted to the grid, so an error of the simulator near this is the device's
+    /// drift, not the model's.
+    pub fn grid_drift(&self, points: &[crate::Point]) -> Option<f64> {
+        if self.job.sequential {
+            return None;
+        }
+        points
+            .iter()
+            .find(|p| p.role == crate::Role::QdSweep && p.spec == self.job.spec && p.iops > 0.0)
+            .map(|p| analysis::error_pct(self.real.iops, p.iops))
+    }
+
     /// Whether every error is within its goal.
     pub fn meets_goals(&self) -> bool {
         let (i, m, p) = self.errors();

@@ -124,8 +124,11 @@ impl Calibration {
         for c in checks {
             let (ei, em, ep) = c.errors();
             let (si, sm, sp) = c.device_spread();
+            let drift = c.grid_drift(&self.points).map_or(String::new(), |d| {
+                format!("; the device {d:+.1} % from the grid's IOPS at that point")
+            });
             h.push(format!(
-                "  {}: IOPS real {:.0} sim {:.0} ({ei:+.1} %); mean real {:.1} µs sim {:.1} µs ({em:+.1} %); p99 real {:.1} µs sim {:.1} µs ({ep:+.1} %); the device's rounds {si:.0} / {sm:.0} / {sp:.0} % apart",
+                "  {}: IOPS real {:.0} sim {:.0} ({ei:+.1} %); mean real {:.1} µs sim {:.1} µs ({em:+.1} %); p99 real {:.1} µs sim {:.1} µs ({ep:+.1} %); the device's rounds {si:.0} / {sm:.0} / {sp:.0} % apart{drift}",
                 c.job.label(),
                 c.real.iops,
                 c.sim.iops,

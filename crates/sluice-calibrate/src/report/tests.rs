@@ -360,3 +360,36 @@ fn a_damaged_saved_calibration_is_refused_naming_the_value() {
         .to_string();
     assert!(e.contains("cal.json: not JSON"), "{e}");
 }
+
+/// A validation job the grid also measured shows how far the device moved between
+/// the two, and the table says when that is more than the goal.
+#[test]
+fn the_device_s_drift_from_the_grid_is_shown() {
+    let mut c = calibration();
+    // randread 4k qd1 is a grid point (drift 0 here); QD32 is not in the quick grid,
+    // and the sequential job never is.
+    assert_eq!(c.checks[0].grid_drift(&c.points), Some(0.0));
+    assert_eq!(c.checks[1].grid_drift(&c.points), None);
+    assert_eq!(c.checks[4].grid_drift(&c.points), None);
+    let quiet = |c: &Calibration| {
+        let mut out = Vec::new();
+        c.print_tables(&mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    };
+    assert!(!quiet(&c).contains("the device moved"));
+    c.checks[0].real.iops *= 1.3;
+    let d = c.checks[0].grid_drift(&c.points).unwrap();
+    assert!((d - 30.0).abs() < 1e-9, "{d}");
+    let text = quiet(&c);
+    assert!(text.contains("+30.0%"), "{text}");
+    assert!(text.contains("the device moved by more than the 15 % goal between the grid and the validation on 1 job(s)"), "{text}");
+    assert_eq!(
+        c.to_json(None)["validation"][0]["grid_drift_pct"].as_f64(),
+        Some(d)
+    );
+    let h = c.header(&provenance()).join("\n");
+    assert!(
+        h.contains("the device +30.0 % from the grid's IOPS at that point"),
+        "{h}"
+    );
+}
