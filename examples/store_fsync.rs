@@ -26,6 +26,7 @@
 //! cargo run --release --example store_fsync -- --real DIR --kernel  # + the kernel's path
 //! cargo run --release --example store_fsync -- --real DIR --kernel --kernel-first  # it first
 //! cargo run --release --example store_fsync -- --record 512    # a WAL's small records
+//! cargo run --release --example store_fsync -- --fs fjournal+async+inline  # data in the record
 //! ```
 
 use std::cell::Cell;
@@ -129,7 +130,8 @@ fn run(
                     .unwrap_or(0);
                 format!(
                     "{:>19}wait {:.1} / data {:.1} / journal {:.1} / commit {:.1} / wake {:.1} µs; \
-                     {} seals, {} two-flush commits, {} redirects; the log in {} extents",
+                     {} seals, {} two-flush commits, {} redirects, {} blocks logged inline; \
+                     the log in {} extents",
                     "",
                     wait / 1e3,
                     data / 1e3,
@@ -139,6 +141,7 @@ fn run(
                     st.seals,
                     st.two_flush,
                     st.redirected,
+                    st.inline_blocks,
                     extents
                 )
             });
@@ -214,7 +217,7 @@ fn main() -> ExitCode {
     let (mut real, mut device, mut alone, mut fss) = (None, "ull".to_string(), false, Vec::new());
     let (mut class_limits, mut kernel, mut record) = (false, false, 4096usize);
     let mut kernel_first = false;
-    let usage = "usage: store_fsync [--device PROFILE | --real DIR [--kernel [--kernel-first]]] [--alone] [--class-limits] [--record BYTES] [--fs host|compound|fjournal[+async]]...";
+    let usage = "usage: store_fsync [--device PROFILE | --real DIR [--kernel [--kernel-first]]] [--alone] [--class-limits] [--record BYTES] [--fs host|compound[+async]|fjournal[+async][+inline]]...";
     while let Some(a) = args.next() {
         let mut value = || args.next().ok_or(usage);
         let r = match a.as_str() {

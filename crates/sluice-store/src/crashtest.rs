@@ -32,7 +32,7 @@ use std::rc::Rc;
 
 use sluice_runtime::{spawn, CrashSpec, DiskImage, File, IoClass, Stack, StackBuilder, TaskCtx};
 
-use crate::{CommitMode, FsyncPath, Geometry, Store};
+use crate::{CommitMode, FsyncPath, Geometry, Store, INLINE_BLOCKS};
 use model::TaskModel;
 
 /// Tasks per run.
@@ -42,6 +42,12 @@ const TASKS: usize = 3;
 /// in four.
 pub(crate) fn class_limits(seed: u64) -> bool {
     seed % 4 == 3
+}
+
+/// Whether run `seed` logs small fsyncs' data inline in f-transactions
+/// (`Store::set_inline`; fjournal only): one seed in two.
+pub(crate) fn inline(seed: u64) -> bool {
+    seed % 2 == 1
 }
 const IMG: &str = "store.img";
 /// The seed whose uncrashed run measures the workload's length.
@@ -259,6 +265,9 @@ impl Harness {
                     let f = File::open(IMG).await.expect("the store's file");
                     let s = Store::mount(&f, mode).await.expect("mount");
                     s.set_fsync_path(fsync);
+                    if inline(seed) {
+                        s.set_inline(INLINE_BLOCKS);
+                    }
                     if class_limits(seed) {
                         // A small buffer (normal tasks held to 12.8 KiB), so they
                         // pause and the flusher runs often.

@@ -62,6 +62,9 @@ pub enum FsConfig {
         commit: CommitMode,
         /// The synchronous commit path or AIOS's asynchronous one.
         fsync_path: FsyncPath,
+        /// Small fsyncs' data logged inline in f-transactions ([`Store::set_inline`]
+        /// with [`crate::INLINE_BLOCKS`]; fjournal only).
+        inline: bool,
         /// RCP's class-aware limits of buffered data ([`Store::set_class_limits`]).
         class_limits: bool,
         /// Clean file blocks kept for reads, 4 KiB each ([`Store::set_read_cache`]; 0:
@@ -79,6 +82,7 @@ impl FsConfig {
             blocks: 65536,
             commit,
             fsync_path: FsyncPath::Sync,
+            inline: false,
             class_limits: false,
             read_cache: 0,
         }
@@ -88,6 +92,15 @@ impl FsConfig {
     pub fn with_fsync_path(mut self, path: FsyncPath) -> FsConfig {
         if let FsConfig::Store { fsync_path, .. } = &mut self {
             *fsync_path = path;
+        }
+        self
+    }
+
+    /// The same with small fsyncs' data logged inline in f-transactions (on a store in
+    /// fjournal mode; otherwise unchanged).
+    pub fn with_inline(mut self, on: bool) -> FsConfig {
+        if let FsConfig::Store { inline, .. } = &mut self {
+            *inline = on;
         }
         self
     }
@@ -115,31 +128,44 @@ impl FromStr for FsConfig {
     type Err = String;
 
     /// `host`, `compound` or `fjournal` (a store with that commit mode), the latter two
-    /// with `+async` for AIOS's commit path and then `+rcp` for RCP's class-aware
-    /// limits of buffered data (`fjournal+async+rcp`).
+    /// with `+async` for AIOS's commit path, fjournal then with `+inline` for small
+    /// fsyncs' data logged inline, and then `+rcp` for RCP's class-aware limits of
+    /// buffered data (`fjournal+async+inline+rcp`).
     fn from_str(s: &str) -> Result<FsConfig, String> {
         let (rest, rcp) = match s.strip_suffix("+rcp") {
             Some(m) => (m, true),
             None => (s, false),
+        };
+        let (rest, inline) = match rest.strip_suffix("+inline") {
+            Some(m) => (m, true),
+            None => (rest, false),
         };
         let (mode, path) = match rest.strip_suffix("+async") {
             Some(m) => (m, FsyncPath::Async),
             None => (rest, FsyncPath::Sync),
         };
         let commit = match mode {
-            "host" if path == FsyncPath::Sync && !rcp => return Ok(FsConfig::Host),
+            "host" if path == FsyncPath::Sync && !rcp && !inline => return Ok(FsConfig::Host),
+            "compound" if inline => {
+                return Err(format!(
+                    "file system '{s}': +inline logs data in f-transactions, which only \
+                     fjournal writes: use fjournal+inline (or drop +inline)"
+                ))
+            }
             "compound" => CommitMode::Compound,
             "fjournal" => CommitMode::FileLevel,
             _ => {
                 return Err(format!(
                     "file system '{s}': give host, or compound or fjournal, then optionally \
-                     +async (AIOS's commit path), then optionally +rcp (RCP's limits of \
-                     buffered data): e.g. fjournal+async+rcp"
+                     +async (AIOS's commit path), then for fjournal optionally +inline (small \
+                     fsyncs' data in the f-transaction), then optionally +rcp (RCP's limits \
+                     of buffered data): e.g. fjournal+async+inline+rcp"
                 ))
             }
         };
         Ok(FsConfig::store(commit)
             .with_fsync_path(path)
+            .with_inline(inline)
             .with_class_limits(rcp))
     }
 }
@@ -151,6 +177,7 @@ impl std::fmt::Display for FsConfig {
             FsConfig::Store {
                 commit,
                 fsync_path,
+                inline,
                 class_limits,
                 ..
             } => {
@@ -163,8 +190,9 @@ impl std::fmt::Display for FsConfig {
                 } else {
                     ""
                 };
+                let i = if *inline { "+inline" } else { "" };
                 let r = if *class_limits { "+rcp" } else { "" };
-                write!(f, "{m}{p}{r}")
+                write!(f, "{m}{p}{i}{r}")
             }
         }
     }
@@ -229,6 +257,7 @@ impl Fs {
             blocks,
             commit,
             fsync_path,
+            inline,
             class_limits,
             read_cache,
         } = cfg
@@ -246,6 +275,7 @@ impl Fs {
         };
         let store = Store::mount(&file, *commit).await?;
         store.set_fsync_path(*fsync_path);
+        store.set_inline(if *inline { crate::INLINE_BLOCKS } else { 0 });
         store.set_class_limits(*class_limits);
         store
             .set_read_cache(*read_cache)

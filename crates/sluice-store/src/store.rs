@@ -148,6 +148,8 @@ pub struct StoreStats {
     /// Blocks a write moved to new blocks rather than seal (a tentative record
     /// vouched for their contents).
     pub redirected: u64,
+    /// Data blocks f-transactions logged inline ([`Store::set_inline`]).
+    pub inline_blocks: u64,
 }
 
 /// What [`Store::stat`] tells of a file.
@@ -166,6 +168,10 @@ pub struct FileStat {
     /// way lies in about one run per block.
     pub extents: u64,
 }
+
+/// The inline limit `FsConfig`'s `+inline` sets ([`Store::set_inline`]): up to four
+/// blocks, a 4 KiB record straddling two and a group commit of a few small records.
+pub const INLINE_BLOCKS: usize = 4;
 
 /// Most blocks one merged request carries (128 KiB).
 const MERGE_BLOCKS: usize = 32;
@@ -348,6 +354,14 @@ struct State {
     /// this generation, clears the entry; the file's next f-transaction carries the
     /// rest (its minimum metadata).
     map_dirty: BTreeMap<(u32, u64), (u64, u64)>,
+    /// Blocks an f-transaction logged inline (their data in its record), by (inode,
+    /// block index): the running transaction then, whose commit covers that record,
+    /// and the buffered copy's generation logged ([`Store::set_inline`]). Until that
+    /// commit recovery may write the logged copy home, so only it and the file's own
+    /// f-transactions — whose data tags tell recovery the copy at home is newer — write
+    /// the block home; a later f-transaction of the file need not log it again while
+    /// the buffered copy is the one logged.
+    pins: BTreeMap<(u32, u64), Pin>,
     /// Buffered data not yet home, by (inode, block index).
     data: BTreeMap<(u32, u64), Dirty>,
     data_bytes: u64,
@@ -385,6 +399,15 @@ struct Dirty {
     critical: bool,
 }
 
+/// A block logged inline ([`State::pins`]).
+#[derive(Clone, Copy, Debug)]
+struct Pin {
+    /// The transaction running when it was logged: its commit covers the record.
+    txn: u64,
+    /// The generation of the buffered copy logged (`Dirty::gen`).
+    gen: u64,
+}
+
 /// A copy of a buffered block taken for writeback: (inode, index), generation, home,
 /// contents, critical.
 type DataCopy = ((u32, u64), u64, u64, Vec<u8>, bool);
@@ -404,6 +427,8 @@ pub struct Store {
     done: Condvar,
     commit_lock: Mutex<()>,
     fsync_path: std::cell::Cell<FsyncPath>,
+    /// Most data blocks an f-transaction logs inline (0: none; [`Store::set_inline`]).
+    inline_max: std::cell::Cell<usize>,
     /// The journal task's own class ([`Store::set_journal_class`]).
     journal_class: std::cell::Cell<IoClass>,
     /// One f-transaction at a time takes the f-area's head.
@@ -431,6 +456,20 @@ impl Store {
     /// Choose the synchronous (default) or asynchronous (AIOS) commit path.
     pub fn set_fsync_path(&self, path: FsyncPath) {
         self.fsync_path.set(path);
+    }
+
+    /// Log small fsyncs' data inline in their f-transactions (fjournal on a
+    /// single-flush store; default off, FastResponse's format): when a file's buffered
+    /// blocks dirtied in the running transaction are all it has buffered and at most
+    /// `blocks` of them, its f-transaction carries them as logged blocks, and the
+    /// record — header, map blocks, data, commit block — is one contiguous write before
+    /// its FLUSH, rather than the data home beside the record (two writes). The blocks
+    /// stay buffered and go home with the normal commit that covers the record (as ZFS's
+    /// intent log logs small synchronous writes). A log appended in small fsynced
+    /// records then keeps its blocks in place (no redirects) and each goes home once.
+    /// 0 turns it off. See `docs/store.md`, "Inline data".
+    pub fn set_inline(&self, blocks: usize) {
+        self.inline_max.set(blocks);
     }
 
     /// The journal task's class (default normal). FastResponse's evaluation configures
@@ -558,6 +597,10 @@ impl Store {
         // dirtied after the commit too), then a flush covers them and the direct writes
         // completed so far.
         let ino = f.ino;
+        // Blocks an f-transaction logged inline go home only with the commit covering
+        // it (a write home acknowledged here, tagged by no record, could be undone by
+        // recovery writing the logged copy).
+        self.unpin(ino, 0..=u64::MAX).await?;
         let start = now();
         let (n, data) = self
             .write_data(|k, _| k.0 == ino, JournalBatch::default)

@@ -83,9 +83,16 @@ fn settings_read_and_print_alike() {
         "fjournal+async",
         "compound+rcp",
         "fjournal+async+rcp",
+        "fjournal+inline",
+        "fjournal+async+inline+rcp",
     ] {
         assert_eq!(s.parse::<FsConfig>().unwrap().to_string(), s);
     }
+    // Inline data is fjournal's (only f-transactions log it), after +async.
+    let e = "compound+inline".parse::<FsConfig>().unwrap_err();
+    assert!(e.contains("fjournal+inline"), "{e}");
+    assert!("host+inline".parse::<FsConfig>().is_err());
+    assert!("fjournal+inline+async".parse::<FsConfig>().is_err());
     assert!("host+async".parse::<FsConfig>().is_err());
     assert!("host+rcp".parse::<FsConfig>().is_err());
     assert!("fjournal+rcp+async".parse::<FsConfig>().is_err());

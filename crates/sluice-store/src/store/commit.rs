@@ -10,6 +10,7 @@ use sluice_runtime::{now, set_class, IoOptions};
 use super::writeback::JournalBatch;
 use super::{journal_io, Phases, State, Store, StoreError, StoreFile, Txn};
 use crate::journal::{self, Claims, FHeader, MAX_TAGS};
+use crate::layout::BLOCK;
 
 /// What a commit's journal blocks came to ([`JournalBatch`]): its commit record —
 /// area, id and sequence number, the body's crc32c, the claims, its place — whether
@@ -255,6 +256,9 @@ impl Store {
         // Map blocks last changed up to `id` are in this commit: the files'
         // f-transactions need not carry them any more.
         st.map_dirty.retain(|_, (t, _)| *t > id);
+        // Blocks logged inline by f-transactions of transactions up to `id`: this
+        // commit wrote them home and covers those records.
+        st.pins.retain(|_, p| p.txn > id);
         st.jhead = m.commit_at + 1 - g.journal_start();
         st.stats.commits += 1;
         st.stats.journal_blocks += snapshot.len() as u64;
@@ -356,6 +360,65 @@ impl Store {
         Ok(())
     }
 
+    /// The blocks an f-transaction of `ino` logs inline ([`Store::set_inline`]):
+    /// (index, home, contents, generation) of each buffered block of the file not
+    /// logged already as it is now — when every one was dirtied in the running
+    /// transaction, none is going home now and there are at most `inline_max`; else
+    /// none (they go home, tagged). And the indices of the blocks logged already as
+    /// they are (an earlier record of the file, durable and redone before this one,
+    /// holds them: they stay buffered). Taken with the inode image (no wait between).
+    #[allow(clippy::type_complexity)]
+    fn inline_data(&self, ino: u32) -> (Vec<(u64, u64, Vec<u8>, u64)>, Vec<u64>) {
+        let max = self.inline_max.get();
+        if max == 0 || !self.single_flush() {
+            return Default::default();
+        }
+        let st = self.st.borrow();
+        let (logged, new): (Vec<_>, Vec<_>) = st
+            .data
+            .range((ino, 0)..=(ino, u64::MAX))
+            .partition(|(k, d)| st.pins.get(k).is_some_and(|p| p.gen == d.gen));
+        let ok = new.len() <= max
+            && !st.busy.contains(&ino)
+            && new
+                .iter()
+                .all(|(_, d)| d.txn == st.running.id && d.bytes.len() == BLOCK);
+        let logged = logged.into_iter().map(|(k, _)| k.1).collect();
+        match ok {
+            true => (
+                new.into_iter()
+                    .map(|(k, d)| (k.1, d.phys, d.bytes.clone(), d.gen))
+                    .collect(),
+                logged,
+            ),
+            // The new blocks go home (tagged); those logged already stay.
+            false => (Vec::new(), logged),
+        }
+    }
+
+    /// Wait until no block of `ino` in `idx` is pinned ([`State::pins`]): the commits
+    /// that cover the records logging them. For writes home that no record of the
+    /// file tags (a direct write, a data-only fdatasync).
+    pub(super) async fn unpin(
+        &self,
+        ino: u32,
+        idx: std::ops::RangeInclusive<u64>,
+    ) -> Result<(), StoreError> {
+        loop {
+            let pin = {
+                let st = self.st.borrow();
+                st.pins
+                    .range((ino, *idx.start())..=(ino, *idx.end()))
+                    .map(|(_, p)| p.txn)
+                    .max()
+            };
+            match pin {
+                Some(t) => self.wait_commit(t).await?,
+                None => return Ok(()),
+            }
+        }
+    }
+
     /// Commit an f-transaction of `f` (FastResponse's fjournal), as the calling task;
     /// returns its timeline (or that of the normal commit that covered the file, when
     /// the f-area was full).
@@ -394,13 +457,34 @@ impl Store {
             .map(|(k, v)| (k.1, v.1))
             .collect();
         let ntags = dirty.len() as u64;
-        let need = ntags + 2;
+        // Data logged inline (`Store::set_inline`): the file's buffered blocks, when
+        // all of them were dirtied in the running transaction (whose commit, covering
+        // this record, is the only commit that writes them home) and they are few.
+        let (inline, logged) = self.inline_data(f.ino);
+        let ninline = inline.len() as u64;
+        let need = ntags + ninline + 2;
         // Room in the circular f-area (a normal commit is requested once the area is
         // half full, so a full one — and this fsync waiting for that commit's T_D2 —
         // is rare). A file whose changed map blocks do not fit one header's tags
         // (`journal::max_ftags`: hundreds of indirect blocks changed since the last
         // commit) takes the same way: a normal commit makes it durable.
-        let room = match dirty.len() <= journal::max_ftags(1) {
+        // A file with blocks logged inline by an earlier f-transaction needs the data
+        // tags of those it writes home now (they tell recovery the copy at home is the
+        // newer): if they might not fit the header, a normal commit covers it instead.
+        let tags_fit = {
+            let st = self.st.borrow();
+            let pinned = st
+                .pins
+                .range((f.ino, 0)..=(f.ino, u64::MAX))
+                .next()
+                .is_some();
+            let most = st.seals.tags(|x| x.ino == f.ino).0.len()
+                + st.data.range((f.ino, 0)..=(f.ino, u64::MAX)).count()
+                + dirty.len()
+                + inline.len();
+            !pinned || most <= journal::max_ftags(1)
+        };
+        let room = match dirty.len() <= journal::max_ftags(1) && tags_fit {
             true => self.st.borrow().f_room(need),
             false => None,
         };
@@ -416,15 +500,38 @@ impl Store {
             let st = self.st.borrow();
             (st.running.id, st.fseq)
         };
+        // The logged blocks: the map blocks, then the inline data.
         let blocks: Vec<Vec<u8>> = {
             let st = self.st.borrow();
-            dirty.iter().map(|(b, _)| st.meta[b].clone()).collect()
+            dirty
+                .iter()
+                .map(|(b, _)| st.meta[b].clone())
+                .chain(inline.iter().map(|d| d.2.clone()))
+                .collect()
         };
-        let tags: Vec<journal::Tag> = dirty
+        let homes = dirty
             .iter()
+            .map(|(h, _)| *h)
+            .chain(inline.iter().map(|d| d.1));
+        let tags: Vec<journal::Tag> = homes
             .zip(&blocks)
-            .map(|((h, _), b)| (*h, journal::block_crc(b)))
+            .map(|(h, b)| (h, journal::block_crc(b)))
             .collect();
+        if !inline.is_empty() {
+            // Pinned from here on: no other writeback takes them home before the
+            // commit of `id` (`State::pins`), and a write home by a later
+            // f-transaction of the file is tagged (a new block's writes are).
+            let mut st = self.st.borrow_mut();
+            for (idx, phys, _, gen) in &inline {
+                st.pins
+                    .insert((f.ino, *idx), super::Pin { txn: id, gen: *gen });
+                st.seals.exposed(*phys, f.ino, id);
+            }
+            st.stats.inline_blocks += ninline;
+        }
+        // Not written home by this record: what it logs, and what an earlier one
+        // logged as it still is.
+        let inline_idx: Vec<u64> = inline.iter().map(|d| d.0).chain(logged).collect();
         let fs = g.fjournal_start();
         let ino = f.ino;
         let single = self.single_flush();
@@ -459,7 +566,7 @@ impl Store {
             for (i, b) in blocks.iter().enumerate() {
                 writes.push((fs + fhead + 1 + i as u64, b.clone()));
             }
-            let at = fs + fhead + 1 + ntags;
+            let at = fs + fhead + 1 + ntags + ninline;
             let (batch, m) = Made::close(&st, (true, id, seq), writes, at, inside, tb);
             *made.borrow_mut() = m;
             batch
@@ -467,7 +574,9 @@ impl Store {
         // The file's buffered data, as of the inode image above (its own only: the
         // point of fjournal), then the f-transaction's blocks — or both at once.
         let start = now();
-        let (n, data) = self.write_data(|k, _| k.0 == ino, build).await?;
+        let (n, data) = self
+            .write_data(|k, _| k.0 == ino && !inline_idx.contains(&k.1), build)
+            .await?;
         self.st.borrow_mut().stats.data_by_fsync += n;
         let journal = now();
         let m = made.take();

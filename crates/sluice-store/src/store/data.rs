@@ -262,6 +262,10 @@ impl Store {
         let last = (end - 1) / BLOCK as u64;
         let bound = State::alloc_bound(last - first + 1) + REDIRECT_MAX as u64;
         loop {
+            // A block an f-transaction logged inline is written directly only once the
+            // commit covering that record is durable (recovery would write the logged
+            // copy over this write).
+            self.unpin(f.ino, first..=last).await?;
             self.txn_room(bound).await?;
             // A block with buffered data may have a writeback in flight: writing it
             // directly now could land before that older copy. Such writes wait for the

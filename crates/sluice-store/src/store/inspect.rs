@@ -45,7 +45,11 @@ impl Store {
     pub async fn inspect(file: &File) -> Result<Inspection, StoreError> {
         let loaded = Store::load(&Dev { file: *file }).await?;
         let st = &loaded.st;
-        let changed = st.running.dirty.iter().filter(|b| !loaded.home.contains(b));
+        let changed = st
+            .running
+            .dirty
+            .iter()
+            .filter(|b| !loaded.home.iter().any(|(h, _)| h == *b));
         Ok(Inspection {
             geometry: st.g,
             files: st.files(),

@@ -106,7 +106,9 @@ impl Store {
         if self.limits.class_aware.get() && class != IoClass::Critical {
             return self.throttle().await;
         }
-        let (n, _) = self.write_data(|_, _| true, JournalBatch::default).await?;
+        let (n, _) = self
+            .write_data(|k, _| self.unpinned(k), JournalBatch::default)
+            .await?;
         self.st.borrow_mut().stats.data_by_limit += n;
         Ok(())
     }
@@ -123,7 +125,9 @@ impl Store {
         let mut counted = false;
         loop {
             if l.flush_failed.take() {
-                let (n, _) = self.write_data(|_, _| true, JournalBatch::default).await?;
+                let (n, _) = self
+                    .write_data(|k, _| self.unpinned(k), JournalBatch::default)
+                    .await?;
                 self.st.borrow_mut().stats.data_by_limit += n;
             }
             let class = current_class();
@@ -179,7 +183,25 @@ impl Store {
                     g = l.flush.wait(g).await;
                 }
             }
-            match self.write_data(|_, _| true, JournalBatch::default).await {
+            match self
+                .write_data(|k, _| self.unpinned(k), JournalBatch::default)
+                .await
+            {
+                Ok((0, _)) => {
+                    // All that is buffered is pinned (logged inline by f-transactions):
+                    // the commit covering their records takes it home.
+                    let pin = self.st.borrow().pins.values().map(|p| p.txn).max();
+                    match pin {
+                        Some(t) => {
+                            if let Err(e) = self.wait_commit(t).await {
+                                l.flush_failed.set(true);
+                                let _ = e;
+                                sleep(JIFFY_NS).await;
+                            }
+                        }
+                        None => sleep(JIFFY_NS).await,
+                    }
+                }
                 Ok((n, _)) => self.st.borrow_mut().stats.data_by_flusher += n,
                 // A failed writeback leaves the blocks buffered: the paused writers
                 // write them home themselves and get the error (not a pause for ever).

@@ -71,7 +71,11 @@ impl Store {
         // its new first id is above every f-transaction's).
         let home: Vec<(u64, Vec<u8>)> = home
             .into_iter()
-            .map(|b| (b, st.meta.get(&b).cloned().unwrap_or_default()))
+            .map(|(b, data)| match data {
+                // Data an f-transaction logged inline.
+                Some(v) => (b, v),
+                None => (b, st.meta.get(&b).cloned().unwrap_or_default()),
+            })
             .filter(|(_, v)| !v.is_empty())
             .collect();
         dev.write_all(&home, IoOptions::new()).await?;
@@ -93,6 +97,7 @@ impl Store {
             done: Condvar::new(),
             commit_lock: Mutex::new(()),
             fsync_path: std::cell::Cell::new(super::FsyncPath::Sync),
+            inline_max: std::cell::Cell::new(0),
             journal_class: std::cell::Cell::new(sluice_runtime::IoClass::Normal),
             fj_lock: Mutex::new(()),
             ftail_lock: Mutex::new(()),
@@ -151,6 +156,11 @@ impl Store {
                 let blk = meta.get_mut(&b).expect("inode table in memory");
                 inode.encode(&mut blk[off..off + INODE_SIZE]);
                 home.insert(b, blk.clone());
+            }
+            // A data tag says the block's data at home is this record's: an earlier
+            // record's logged copy of it (data logged inline) is not written over it.
+            for (t, _) in &h.data {
+                home.remove(t);
             }
             for ((t, _), d) in h.tags.iter().zip(blocks) {
                 home.insert(*t, d.clone());
@@ -234,6 +244,7 @@ impl Store {
             ino_txn: BTreeMap::new(),
             ino_dtxn: BTreeMap::new(),
             map_dirty: BTreeMap::new(),
+            pins: BTreeMap::new(),
             data: BTreeMap::new(),
             data_bytes: 0,
             busy: BTreeSet::new(),
@@ -291,17 +302,21 @@ impl Store {
             }
         }
         st.stats = stats;
-        Ok(Loaded {
-            st,
-            home: home.into_keys().collect(),
-        })
+        // Metadata blocks go home as the state holds them (checked, inodes applied);
+        // data blocks logged inline are not in it: their logged contents go.
+        let home = home
+            .into_iter()
+            .map(|(b, v)| (b, (!st.meta.contains_key(&b)).then_some(v)))
+            .collect();
+        Ok(Loaded { st, home })
     }
 }
 
-/// What [`Store::load`] found: the state, and the blocks to write home.
+/// What [`Store::load`] found: the state, and the blocks to write home (with their
+/// contents for data blocks logged inline; metadata blocks go as the state holds them).
 pub(super) struct Loaded {
     pub(super) st: State,
-    pub(super) home: Vec<u64>,
+    pub(super) home: Vec<(u64, Option<Vec<u8>>)>,
 }
 
 /// With metadata checksums: every inode and directory entry, as recovery left them, is
