@@ -64,10 +64,8 @@
 use std::collections::HashMap;
 
 use serde::Serialize;
-use sluice_core::policy::{self, PolicySpec};
 use sluice_core::Nanos;
 use sluice_device::{DeviceProfile, ServiceVariation};
-use sluice_sim::SimConfig;
 
 use crate::model::{Model, MIN_STAGE_NS};
 use crate::validate::{GOAL_IOPS_MEAN, GOAL_P99};
@@ -123,15 +121,7 @@ pub fn simulate(
         ((setup.ios as f64 * 1e9 / iops.max(1.0)) as Nanos).clamp(5_000_000, 10_000_000_000);
     let ramp = (runtime / 10).max(1_000_000);
     let job = spec.job("fit.dat", setup.size_bytes, runtime, ramp, setup.seed)?;
-    let cfg = SimConfig {
-        seed: setup.seed,
-        cores: 1,
-        ..SimConfig::default()
-    };
-    let none: PolicySpec = "none".parse().expect("`none` parses");
-    let policy = policy::build(&none).expect("`none` builds");
-    let out = sluice_sim::run(&[job], profile, policy, &cfg, &mut |_| {})?;
-    Ok(Window::from_report(&out.report))
+    crate::validate::sim_window(job, profile, setup.seed)
 }
 
 fn ln2(sim: f64, real: f64) -> f64 {

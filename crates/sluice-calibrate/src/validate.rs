@@ -199,6 +199,17 @@ pub fn simulate_job(
     if job.sequential {
         spec.rw = RwMode::Read;
     }
+    sim_window(spec, profile, seed)
+}
+
+/// One job alone in the simulator on `profile` as the engine ran it on the device
+/// (policy `none`, one core, `seed`): its window. The grid's fits and the validation
+/// simulate this way.
+pub(crate) fn sim_window(
+    job: sluice_workload::JobSpec,
+    profile: &DeviceProfile,
+    seed: u64,
+) -> Result<Window, CalibrateError> {
     let cfg = SimConfig {
         seed,
         cores: 1,
@@ -206,6 +217,6 @@ pub fn simulate_job(
     };
     let none: PolicySpec = "none".parse().expect("`none` parses");
     let policy = policy::build(&none).expect("`none` builds");
-    let out = sluice_sim::run(&[spec], profile, policy, &cfg, &mut |_| {})?;
+    let out = sluice_sim::run(&[job], profile, policy, &cfg, &mut |_| {})?;
     Ok(Window::from_report(&out.report))
 }

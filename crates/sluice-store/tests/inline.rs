@@ -11,6 +11,24 @@ use common::{crash_after, recover};
 use sluice_runtime::{set_class, DiskImage, IoClass};
 use sluice_store::{CommitMode, Geometry, Store, StoreStats, INLINE_BLOCKS};
 
+/// `work` on a fresh fjournal store with inline data on, cut off when it ends
+/// (`common::crash_after`).
+fn crash_inline<F, Fut>(seed: u64, work: F) -> DiskImage
+where
+    F: FnOnce(Rc<Store>) -> Fut + 'static,
+    Fut: std::future::Future<Output = ()> + 'static,
+{
+    crash_after(
+        CommitMode::FileLevel,
+        Geometry::new(4096),
+        seed,
+        move |s| async move {
+            s.set_inline(INLINE_BLOCKS);
+            work(s).await
+        },
+    )
+}
+
 /// Mount `image` (fjournal) and read file `name` whole.
 fn recovered(image: DiskImage, name: &'static str) -> Vec<u8> {
     recover(
@@ -34,25 +52,19 @@ fn small_fsynced_appends_stay_in_place_and_survive() {
     for seed in 1..=4 {
         let stats = Rc::new(std::cell::Cell::new(StoreStats::default()));
         let st = stats.clone();
-        let image = crash_after(
-            CommitMode::FileLevel,
-            Geometry::new(4096),
-            seed,
-            move |s| async move {
-                s.set_inline(INLINE_BLOCKS);
-                let h = s.create("log").unwrap();
-                s.sync().await.unwrap();
-                set_class(IoClass::Critical);
-                for i in 0..20u64 {
-                    s.write_buffered(h, i * 512, &[i as u8 + 1; 512])
-                        .await
-                        .unwrap();
-                    s.fsync(h).await.unwrap();
-                }
-                st.set(s.stats());
-                assert_eq!(s.stat(h).unwrap().extents, 1, "seed {seed}");
-            },
-        );
+        let image = crash_inline(seed, move |s| async move {
+            let h = s.create("log").unwrap();
+            s.sync().await.unwrap();
+            set_class(IoClass::Critical);
+            for i in 0..20u64 {
+                s.write_buffered(h, i * 512, &[i as u8 + 1; 512])
+                    .await
+                    .unwrap();
+                s.fsync(h).await.unwrap();
+            }
+            st.set(s.stats());
+            assert_eq!(s.stat(h).unwrap().extents, 1, "seed {seed}");
+        });
         let st = stats.get();
         assert_eq!((st.redirected, st.seals), (0, 0), "seed {seed}: {st:?}");
         assert!(st.inline_blocks >= 20, "seed {seed}: {st:?}");
@@ -75,26 +87,20 @@ fn a_later_write_home_of_a_logged_block_wins_over_the_logged_copy() {
     for seed in 1..=4 {
         let stats = Rc::new(std::cell::Cell::new(StoreStats::default()));
         let st = stats.clone();
-        let image = crash_after(
-            CommitMode::FileLevel,
-            Geometry::new(4096),
-            seed,
-            move |s| async move {
-                s.set_inline(INLINE_BLOCKS);
-                let h = s.create("f").unwrap();
-                s.sync().await.unwrap();
-                set_class(IoClass::Critical);
-                s.write_buffered(h, 0, &[1; 4096]).await.unwrap();
-                s.fsync(h).await.unwrap();
-                let logged = s.stats().inline_blocks;
-                // More blocks than an f-transaction logs inline.
-                let n = INLINE_BLOCKS + 4;
-                s.write_buffered(h, 0, &vec![2; 4096 * n]).await.unwrap();
-                s.fsync(h).await.unwrap();
-                assert_eq!(s.stats().inline_blocks, logged, "the second went home");
-                st.set(s.stats());
-            },
-        );
+        let image = crash_inline(seed, move |s| async move {
+            let h = s.create("f").unwrap();
+            s.sync().await.unwrap();
+            set_class(IoClass::Critical);
+            s.write_buffered(h, 0, &[1; 4096]).await.unwrap();
+            s.fsync(h).await.unwrap();
+            let logged = s.stats().inline_blocks;
+            // More blocks than an f-transaction logs inline.
+            let n = INLINE_BLOCKS + 4;
+            s.write_buffered(h, 0, &vec![2; 4096 * n]).await.unwrap();
+            s.fsync(h).await.unwrap();
+            assert_eq!(s.stats().inline_blocks, logged, "the second went home");
+            st.set(s.stats());
+        });
         assert_eq!(stats.get().inline_blocks, 1, "seed {seed}");
         let data = recovered(image, "f");
         assert_eq!(data.len(), 4096 * (INLINE_BLOCKS + 4), "seed {seed}");
@@ -111,21 +117,15 @@ fn a_later_write_home_of_a_logged_block_wins_over_the_logged_copy() {
 #[test]
 fn a_direct_write_over_a_logged_block_wins() {
     for seed in 1..=4 {
-        let image = crash_after(
-            CommitMode::FileLevel,
-            Geometry::new(4096),
-            seed,
-            move |s| async move {
-                s.set_inline(INLINE_BLOCKS);
-                let h = s.create("f").unwrap();
-                s.sync().await.unwrap();
-                set_class(IoClass::Critical);
-                s.write_buffered(h, 0, &[1; 4096]).await.unwrap();
-                s.fsync(h).await.unwrap();
-                s.write(h, 0, &[3; 4096]).await.unwrap();
-                s.fsync(h).await.unwrap();
-            },
-        );
+        let image = crash_inline(seed, move |s| async move {
+            let h = s.create("f").unwrap();
+            s.sync().await.unwrap();
+            set_class(IoClass::Critical);
+            s.write_buffered(h, 0, &[1; 4096]).await.unwrap();
+            s.fsync(h).await.unwrap();
+            s.write(h, 0, &[3; 4096]).await.unwrap();
+            s.fsync(h).await.unwrap();
+        });
         let data = recovered(image, "f");
         assert!(data.iter().all(|&b| b == 3), "seed {seed}");
     }
@@ -140,27 +140,21 @@ fn a_direct_write_over_a_logged_block_wins() {
 #[test]
 fn a_logged_block_is_not_written_home_by_a_writer_over_the_limit() {
     for seed in 1..=4 {
-        let image = crash_after(
-            CommitMode::FileLevel,
-            Geometry::new(4096),
-            seed,
-            move |s| async move {
-                s.set_inline(INLINE_BLOCKS);
-                s.set_buffer_limit(64 << 10);
-                let (f, g) = (s.create("f").unwrap(), s.create("g").unwrap());
-                s.sync().await.unwrap();
-                set_class(IoClass::Critical);
-                s.write_buffered(f, 0, &[1; 4096]).await.unwrap();
-                s.fsync(f).await.unwrap();
-                s.write_buffered(f, 0, &[2; 4096]).await.unwrap();
-                // Over the limit: this writer writes the buffer home first.
-                for k in 0..64u64 {
-                    s.write_buffered(g, k * 4096, &[9; 4096]).await.unwrap();
-                }
-                s.fsync(g).await.unwrap();
-                s.fsync(f).await.unwrap();
-            },
-        );
+        let image = crash_inline(seed, move |s| async move {
+            s.set_buffer_limit(64 << 10);
+            let (f, g) = (s.create("f").unwrap(), s.create("g").unwrap());
+            s.sync().await.unwrap();
+            set_class(IoClass::Critical);
+            s.write_buffered(f, 0, &[1; 4096]).await.unwrap();
+            s.fsync(f).await.unwrap();
+            s.write_buffered(f, 0, &[2; 4096]).await.unwrap();
+            // Over the limit: this writer writes the buffer home first.
+            for k in 0..64u64 {
+                s.write_buffered(g, k * 4096, &[9; 4096]).await.unwrap();
+            }
+            s.fsync(g).await.unwrap();
+            s.fsync(f).await.unwrap();
+        });
         let data = recovered(image, "f");
         assert!(
             data.iter().all(|&b| b == 2),
