@@ -20,6 +20,8 @@ mod breakdown;
 mod cache;
 mod commit;
 mod data;
+mod inline;
+pub use inline::INLINE_BLOCKS;
 mod inspect;
 mod limits;
 mod meta;
@@ -168,10 +170,6 @@ pub struct FileStat {
     /// way lies in about one run per block.
     pub extents: u64,
 }
-
-/// The inline limit `FsConfig`'s `+inline` sets ([`Store::set_inline`]): up to four
-/// blocks, a 4 KiB record straddling two and a group commit of a few small records.
-pub const INLINE_BLOCKS: usize = 4;
 
 /// Most blocks one merged request carries (128 KiB).
 const MERGE_BLOCKS: usize = 32;
@@ -361,7 +359,7 @@ struct State {
     /// f-transactions — whose data tags tell recovery the copy at home is newer — write
     /// the block home; a later f-transaction of the file need not log it again while
     /// the buffered copy is the one logged.
-    pins: BTreeMap<(u32, u64), Pin>,
+    pins: BTreeMap<(u32, u64), inline::Pin>,
     /// Buffered data not yet home, by (inode, block index).
     data: BTreeMap<(u32, u64), Dirty>,
     data_bytes: u64,
@@ -397,15 +395,6 @@ struct Dirty {
     /// ordered data of other files a compound commit writes (T_D2) stays non-critical
     /// even when the journal thread is critical (§4.4, Fig. 15(b)).
     critical: bool,
-}
-
-/// A block logged inline ([`State::pins`]).
-#[derive(Clone, Copy, Debug)]
-struct Pin {
-    /// The transaction running when it was logged: its commit covers the record.
-    txn: u64,
-    /// The generation of the buffered copy logged (`Dirty::gen`).
-    gen: u64,
 }
 
 /// A copy of a buffered block taken for writeback: (inode, index), generation, home,
@@ -456,20 +445,6 @@ impl Store {
     /// Choose the synchronous (default) or asynchronous (AIOS) commit path.
     pub fn set_fsync_path(&self, path: FsyncPath) {
         self.fsync_path.set(path);
-    }
-
-    /// Log small fsyncs' data inline in their f-transactions (fjournal on a
-    /// single-flush store; default off, FastResponse's format): when a file's buffered
-    /// blocks dirtied in the running transaction are all it has buffered and at most
-    /// `blocks` of them, its f-transaction carries them as logged blocks, and the
-    /// record — header, map blocks, data, commit block — is one contiguous write before
-    /// its FLUSH, rather than the data home beside the record (two writes). The blocks
-    /// stay buffered and go home with the normal commit that covers the record (as ZFS's
-    /// intent log logs small synchronous writes). A log appended in small fsynced
-    /// records then keeps its blocks in place (no redirects) and each goes home once.
-    /// 0 turns it off. See `docs/store.md`, "Inline data".
-    pub fn set_inline(&self, blocks: usize) {
-        self.inline_max.set(blocks);
     }
 
     /// The journal task's class (default normal). FastResponse's evaluation configures

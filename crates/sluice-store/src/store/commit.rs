@@ -10,7 +10,6 @@ use sluice_runtime::{now, set_class, IoOptions};
 use super::writeback::JournalBatch;
 use super::{journal_io, Phases, State, Store, StoreError, StoreFile, Txn};
 use crate::journal::{self, Claims, FHeader, MAX_TAGS};
-use crate::layout::BLOCK;
 
 /// What a commit's journal blocks came to ([`JournalBatch`]): its commit record —
 /// area, id and sequence number, the body's crc32c, the claims, its place — whether
@@ -360,65 +359,6 @@ impl Store {
         Ok(())
     }
 
-    /// The blocks an f-transaction of `ino` logs inline ([`Store::set_inline`]):
-    /// (index, home, contents, generation) of each buffered block of the file not
-    /// logged already as it is now — when every one was dirtied in the running
-    /// transaction, none is going home now and there are at most `inline_max`; else
-    /// none (they go home, tagged). And the indices of the blocks logged already as
-    /// they are (an earlier record of the file, durable and redone before this one,
-    /// holds them: they stay buffered). Taken with the inode image (no wait between).
-    #[allow(clippy::type_complexity)]
-    fn inline_data(&self, ino: u32) -> (Vec<(u64, u64, Vec<u8>, u64)>, Vec<u64>) {
-        let max = self.inline_max.get();
-        if max == 0 || !self.single_flush() {
-            return Default::default();
-        }
-        let st = self.st.borrow();
-        let (logged, new): (Vec<_>, Vec<_>) = st
-            .data
-            .range((ino, 0)..=(ino, u64::MAX))
-            .partition(|(k, d)| st.pins.get(k).is_some_and(|p| p.gen == d.gen));
-        let ok = new.len() <= max
-            && !st.busy.contains(&ino)
-            && new
-                .iter()
-                .all(|(_, d)| d.txn == st.running.id && d.bytes.len() == BLOCK);
-        let logged = logged.into_iter().map(|(k, _)| k.1).collect();
-        match ok {
-            true => (
-                new.into_iter()
-                    .map(|(k, d)| (k.1, d.phys, d.bytes.clone(), d.gen))
-                    .collect(),
-                logged,
-            ),
-            // The new blocks go home (tagged); those logged already stay.
-            false => (Vec::new(), logged),
-        }
-    }
-
-    /// Wait until no block of `ino` in `idx` is pinned ([`State::pins`]): the commits
-    /// that cover the records logging them. For writes home that no record of the
-    /// file tags (a direct write, a data-only fdatasync).
-    pub(super) async fn unpin(
-        &self,
-        ino: u32,
-        idx: std::ops::RangeInclusive<u64>,
-    ) -> Result<(), StoreError> {
-        loop {
-            let pin = {
-                let st = self.st.borrow();
-                st.pins
-                    .range((ino, *idx.start())..=(ino, *idx.end()))
-                    .map(|(_, p)| p.txn)
-                    .max()
-            };
-            match pin {
-                Some(t) => self.wait_commit(t).await?,
-                None => return Ok(()),
-            }
-        }
-    }
-
     /// Commit an f-transaction of `f` (FastResponse's fjournal), as the calling task;
     /// returns its timeline (or that of the normal commit that covered the file, when
     /// the f-area was full).
@@ -517,18 +457,7 @@ impl Store {
             .zip(&blocks)
             .map(|(h, b)| (h, journal::block_crc(b)))
             .collect();
-        if !inline.is_empty() {
-            // Pinned from here on: no other writeback takes them home before the
-            // commit of `id` (`State::pins`), and a write home by a later
-            // f-transaction of the file is tagged (a new block's writes are).
-            let mut st = self.st.borrow_mut();
-            for (idx, phys, _, gen) in &inline {
-                st.pins
-                    .insert((f.ino, *idx), super::Pin { txn: id, gen: *gen });
-                st.seals.exposed(*phys, f.ino, id);
-            }
-            st.stats.inline_blocks += ninline;
-        }
+        self.st.borrow_mut().pin(f.ino, &inline, id);
         // Not written home by this record: what it logs, and what an earlier one
         // logged as it still is.
         let inline_idx: Vec<u64> = inline.iter().map(|d| d.0).chain(logged).collect();

@@ -13,13 +13,6 @@ use sluice_runtime::{
 use super::{DataCopy, Dev, Dirty, FsyncPath, State, Store};
 
 impl Store {
-    /// Whether buffered block `k` may go home outside the commit that covers the
-    /// f-transaction that logged it inline ([`State::pins`]): the flusher and writers
-    /// over their limit leave a pinned block buffered (it goes home with that commit).
-    pub(super) fn unpinned(&self, k: &(u32, u64)) -> bool {
-        !self.st.borrow().pins.contains_key(k)
-    }
-
     /// Copies of the buffered blocks `keep` selects, for writeback.
     pub(super) fn data_copies(&self, keep: impl Fn(&(u32, u64), &Dirty) -> bool) -> Vec<DataCopy> {
         self.st
