@@ -219,32 +219,7 @@ fn refit(args: &CalibrateArgs, file: &Path, name: &str) -> Result<(), CliError> 
     }
     let measured = saved.provenance.clone();
     let cal = Calibration::refit(saved, name, args.seed)?;
-    let now = Provenance::of_this_run(file, file);
-    let prov = match measured {
-        Some(p) => Provenance {
-            when: format!(
-                "{} (refitted {} from {} by: {})",
-                p.when,
-                now.when,
-                file.display(),
-                now.command
-            ),
-            ..p
-        },
-        None => Provenance {
-            when: format!(
-                "unknown: refitted {} from {}, a file that does not say when it was measured",
-                now.when,
-                file.display()
-            ),
-            path: cal.target.path.display().to_string(),
-            in_directory: false,
-            device: "?".into(),
-            host: "?".into(),
-            kernel: "?".into(),
-            ..now
-        },
-    };
+    let prov = Provenance::refitted(measured, file, &cal.target.path);
     let mut header = cal.header(&prov);
     if cal.checks.is_empty() {
         header.push("The saved file holds no validation rounds: no validation.".into());

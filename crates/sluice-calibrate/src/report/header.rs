@@ -44,6 +44,41 @@ impl Provenance {
     }
 }
 
+impl Provenance {
+    /// A saved calibration's (`measured`, if its file says) refitted now from `file`:
+    /// where and when it was measured, and when, from which file and by which command
+    /// it was fitted again; without the saved provenance, what is known (the file
+    /// measured, `target`) and "unknown".
+    pub fn refitted(measured: Option<Provenance>, file: &Path, target: &Path) -> Provenance {
+        let now = Provenance::of_this_run(file, file);
+        match measured {
+            Some(p) => Provenance {
+                when: format!(
+                    "{} (refitted {} from {} by: {})",
+                    p.when,
+                    now.when,
+                    file.display(),
+                    now.command
+                ),
+                ..p
+            },
+            None => Provenance {
+                when: format!(
+                    "unknown: refitted {} from {}, a file that does not say when it was measured",
+                    now.when,
+                    file.display()
+                ),
+                path: target.display().to_string(),
+                in_directory: false,
+                device: "?".into(),
+                host: "?".into(),
+                kernel: "?".into(),
+                ..now
+            },
+        }
+    }
+}
+
 fn read_trim(path: &str) -> String {
     std::fs::read_to_string(path)
         .map(|s| s.trim().to_string())

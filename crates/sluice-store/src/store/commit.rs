@@ -408,22 +408,12 @@ impl Store {
         // is rare). A file whose changed map blocks do not fit one header's tags
         // (`journal::max_ftags`: hundreds of indirect blocks changed since the last
         // commit) takes the same way: a normal commit makes it durable.
-        // A file with blocks logged inline by an earlier f-transaction needs the data
-        // tags of those it writes home now (they tell recovery the copy at home is the
-        // newer): if they might not fit the header, a normal commit covers it instead.
-        let tags_fit = {
-            let st = self.st.borrow();
-            let pinned = st
-                .pins
-                .range((f.ino, 0)..=(f.ino, u64::MAX))
-                .next()
-                .is_some();
-            let most = st.seals.tags(|x| x.ino == f.ino).0.len()
-                + st.data.range((f.ino, 0)..=(f.ino, u64::MAX)).count()
-                + dirty.len()
-                + inline.len();
-            !pinned || most <= journal::max_ftags(1)
-        };
+        // A file with pinned blocks whose data tags might not fit the header: a normal
+        // commit covers it instead (`State::pinned_tags_fit`).
+        let tags_fit = self
+            .st
+            .borrow()
+            .pinned_tags_fit(f.ino, dirty.len() + inline.len());
         let room = match dirty.len() <= journal::max_ftags(1) && tags_fit {
             true => self.st.borrow().f_room(need),
             false => None,

@@ -89,14 +89,9 @@ impl Store {
         ino: u32,
         idx: std::ops::RangeInclusive<u64>,
     ) -> Result<(), StoreError> {
+        let keys = (ino, *idx.start())..=(ino, *idx.end());
         loop {
-            let pin = {
-                let st = self.st.borrow();
-                st.pins
-                    .range((ino, *idx.start())..=(ino, *idx.end()))
-                    .map(|(_, p)| p.txn)
-                    .max()
-            };
+            let pin = self.st.borrow().pin_txn(keys.clone());
             match pin {
                 Some(t) => self.wait_commit(t).await?,
                 None => return Ok(()),
@@ -106,6 +101,27 @@ impl Store {
 }
 
 impl State {
+    /// The last transaction whose commit covers a record logging one of the blocks
+    /// `keys` names ([`State::pins`]); `None`: none of them is pinned.
+    pub(super) fn pin_txn(&self, keys: impl std::ops::RangeBounds<(u32, u64)>) -> Option<u64> {
+        self.pins.range(keys).map(|(_, p)| p.txn).max()
+    }
+
+    /// Whether an f-transaction of `ino` that logs or carries `blocks` blocks has room
+    /// in its header for the data tags its file's pinned blocks need: a later home
+    /// write of a logged block must be tagged (the tag tells recovery the copy at home
+    /// is the newer). Counted at most: the tags pending now, one per buffered block
+    /// (the writes this record makes) and the blocks. A file with none pinned fits.
+    pub(super) fn pinned_tags_fit(&self, ino: u32, blocks: usize) -> bool {
+        let file = (ino, 0)..=(ino, u64::MAX);
+        if self.pin_txn(file.clone()).is_none() {
+            return true;
+        }
+        let most =
+            self.seals.tags(|x| x.ino == ino).0.len() + self.data.range(file).count() + blocks;
+        most <= crate::journal::max_ftags(1)
+    }
+
     /// The blocks `inline` of inode `ino` are logged by an f-transaction of running
     /// transaction `id`: pinned from here on (no other writeback takes them home
     /// before the commit of `id`), and registered as new blocks, so that a write home

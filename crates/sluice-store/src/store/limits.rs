@@ -190,12 +190,11 @@ impl Store {
                 Ok((0, _)) => {
                     // All that is buffered is pinned (logged inline by f-transactions):
                     // the commit covering their records takes it home.
-                    let pin = self.st.borrow().pins.values().map(|p| p.txn).max();
+                    let pin = self.st.borrow().pin_txn(..);
                     match pin {
                         Some(t) => {
-                            if let Err(e) = self.wait_commit(t).await {
+                            if self.wait_commit(t).await.is_err() {
                                 l.flush_failed.set(true);
-                                let _ = e;
                                 sleep(JIFFY_NS).await;
                             }
                         }
