@@ -51,7 +51,9 @@ fn main() -> ExitCode {
         i += 2;
     }
     let setups = if fig10 {
-        StackSetup::fig10()
+        let mut s = StackSetup::fig10();
+        s.extend(StackSetup::fig10_kinds());
+        s
     } else {
         StackSetup::fig6()
     };

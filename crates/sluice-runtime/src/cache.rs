@@ -97,9 +97,9 @@ impl Cache {
     pub(crate) fn new(cfg: CacheConfig) -> Cache {
         Cache {
             pc: RefCell::new(PageCache::new(cfg)),
-            lock: Mutex::new(()),
-            room: Condvar::new(),
-            work: Condvar::new(),
+            lock: Mutex::new_stack_level(()),
+            room: Condvar::new_stack_level(),
+            work: Condvar::new_stack_level(),
             waiting: Cell::new(0),
             pausing: Cell::new(0),
             rate: RefCell::new(WritebackRate::default()),

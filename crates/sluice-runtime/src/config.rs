@@ -30,8 +30,17 @@ impl std::str::FromStr for Wakeup {
     }
 }
 
-/// RCP's I/O priority inheritance (FAST '17 §4.2–4.4), per kind of dependency, so each
-/// part can be switched off (RCP Fig. 10's ablation).
+/// RCP's I/O priority inheritance (FAST '17 §4.2–4.4), per kind of dependency and per
+/// level, so each part can be switched off (RCP Fig. 10's ablation). An edge is followed
+/// when its kind *and* its level are on: a lock of the page cache only with `locks`
+/// and `stack`, an application's condition only with `condvars` and `user`, an I/O
+/// only with `io` and `stack`.
+///
+/// The levels are RCP's own split (§4.2.1, Fig. 10): *kernel-level* dependency handling
+/// covers the stack's waits — its locks and conditions (made with
+/// [`crate::Mutex::new_stack_level`], [`crate::Condvar::new_stack_level`]),
+/// outstanding I/O (`PG_writeback`) and pauses at the cache's admission; *user-level*
+/// covers the application's locks, condition variables and joins.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Inherit {
     /// A lock holder inherits the critical class of a critical waiter until it unlocks.
@@ -49,6 +58,12 @@ pub struct Inherit {
     /// Inheritance follows the chain (holder waits on a lock, a condition or I/O …) to
     /// its end; off: one step from the critical waiter only.
     pub transitive: bool,
+    /// RCP's kernel-level dependency handling: edges through the stack's own locks and
+    /// conditions, outstanding I/O and admission pauses.
+    pub stack: bool,
+    /// RCP's user-level dependency handling: edges through the application's locks,
+    /// condition variables and joins.
+    pub user: bool,
 }
 
 impl Inherit {
@@ -58,6 +73,8 @@ impl Inherit {
         condvars: true,
         io: true,
         transitive: true,
+        stack: true,
+        user: true,
     };
     /// Nothing inherited.
     pub const OFF: Inherit = Inherit {
@@ -65,11 +82,14 @@ impl Inherit {
         condvars: false,
         io: false,
         transitive: false,
+        stack: false,
+        user: false,
     };
 
-    /// Whether any kind is on.
+    /// Whether any edge can be followed.
     pub fn any(&self) -> bool {
-        self.locks || self.condvars || self.io
+        (self.stack && (self.locks || self.condvars || self.io))
+            || (self.user && (self.locks || self.condvars))
     }
 }
 
@@ -81,8 +101,9 @@ impl Default for Inherit {
 
 impl std::str::FromStr for Inherit {
     type Err = String;
-    /// `on`, `off`, or a comma list of the kinds that are on:
-    /// `locks,condvars,io,transitive`.
+    /// `on`, `off`, or a comma list of what is on: the kinds `locks`, `condvars`, `io`,
+    /// `transitive` and the levels `stack`, `user` (a list that names no level has
+    /// both; one that names no kind has all four).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "on" => return Ok(Inherit::ON),
@@ -96,12 +117,20 @@ impl std::str::FromStr for Inherit {
                 "condvars" => i.condvars = true,
                 "io" => i.io = true,
                 "transitive" => i.transitive = true,
+                "stack" => i.stack = true,
+                "user" => i.user = true,
                 other => {
                     return Err(format!(
-                    "inherit '{other}': give on, off, or a list of locks, condvars, io, transitive"
+                    "inherit '{other}': give on, off, or a list of locks, condvars, io, transitive, stack, user"
                 ))
                 }
             }
+        }
+        if !i.stack && !i.user {
+            (i.stack, i.user) = (true, true);
+        }
+        if !(i.locks || i.condvars || i.io || i.transitive) {
+            (i.locks, i.condvars, i.io, i.transitive) = (true, true, true, true);
         }
         Ok(i)
     }
@@ -252,6 +281,27 @@ mod tests {
         assert_eq!("on".parse::<Inherit>().unwrap(), Inherit::ON);
         let i: Inherit = "locks,io".parse().unwrap();
         assert!(i.locks && i.io && !i.condvars && !i.transitive);
+        assert!(i.stack && i.user, "no level named: both");
+        let k: Inherit = "stack,transitive".parse().unwrap();
+        assert!(k.stack && !k.user && k.transitive && !k.locks);
+        let u: Inherit = "user".parse().unwrap();
+        assert_eq!(
+            u,
+            Inherit {
+                stack: false,
+                ..Inherit::ON
+            },
+            "no kind named: all kinds"
+        );
+        assert!(
+            u.any()
+                && !Inherit {
+                    user: false,
+                    stack: false,
+                    ..Inherit::ON
+                }
+                .any()
+        );
         assert!("lock"
             .parse::<Inherit>()
             .unwrap_err()

@@ -113,6 +113,8 @@ pub(crate) struct LockState {
     pub readers: Vec<u32>,
     /// Waiting tasks and whether each wants the lock exclusively, in arrival order.
     pub waiters: VecDeque<(u32, bool)>,
+    /// A lock of the stack itself (RCP's kernel level), not the application's.
+    pub stack: bool,
 }
 
 /// A condition variable's helpers and waiters.
@@ -125,6 +127,8 @@ pub(crate) struct CondState {
     pub fixed_helpers: Vec<u32>,
     /// Waiting tasks, in arrival order, and whether each was notified.
     pub waiters: VecDeque<u32>,
+    /// A condition of the stack itself (RCP's kernel level), not the application's.
+    pub stack: bool,
 }
 
 /// The dependency graph's state.
@@ -167,6 +171,22 @@ pub(crate) struct Switches {
     pub condvars: bool,
     pub io: bool,
     pub transitive: bool,
+    /// Edges through the stack's own primitives, I/O and admission pauses (RCP's
+    /// kernel-level dependency handling).
+    pub stack: bool,
+    /// Edges through the application's primitives and joins (user-level).
+    pub user: bool,
+}
+
+impl Switches {
+    /// Whether an edge through a primitive of this level is followed.
+    fn level(&self, stack: bool) -> bool {
+        if stack {
+            self.stack
+        } else {
+            self.user
+        }
+    }
 }
 
 /// Recompute boosts and promotions from the edges (see the module documentation).
@@ -200,21 +220,23 @@ pub(crate) fn refresh(deps: &mut Deps, g: &mut impl Graph, sw: Switches, now: Na
             let Some(edge) = g.edge(t) else { continue };
             sc.next.clear();
             match edge {
-                Dep::Lock(l) if sw.locks => {
+                Dep::Lock(l) if sw.locks && sw.level(deps.locks[l as usize].stack) => {
                     let ls = &deps.locks[l as usize];
                     sc.next.extend(ls.owner);
                     sc.next.extend(ls.readers.iter().copied());
                 }
-                Dep::Cond(c) if sw.condvars => {
+                Dep::Cond(c) if sw.condvars && sw.level(deps.conds[c as usize].stack) => {
                     let cs = &deps.conds[c as usize];
                     sc.next.extend(cs.helpers.iter().map(|h| h.0));
                     sc.next.extend(cs.fixed_helpers.iter().copied());
                 }
-                Dep::Join(j) if sw.condvars => sc.next.push(j),
-                Dep::Io(s) if sw.io => sc.ios.push(s),
+                Dep::Join(j) if sw.condvars && sw.user => sc.next.push(j),
+                Dep::Io(s) if sw.io && sw.stack => sc.ios.push(s),
                 // Reached through a chain (a root is critical: its limit is already
-                // the critical one).
-                Dep::Throttle if depth > 0 && !deps.resolved.contains(&t) => deps.resolved.push(t),
+                // the critical one). Admission control is the stack's (kernel level).
+                Dep::Throttle if depth > 0 && sw.stack && !deps.resolved.contains(&t) => {
+                    deps.resolved.push(t)
+                }
                 _ => {}
             }
             for &n in &sc.next {
@@ -290,6 +312,55 @@ mod tests {
     }
 
     #[test]
+    fn each_level_follows_only_its_own_edges() {
+        // 0 (critical) waits on a user-level lock held by 1; 1 waits on a stack-level
+        // condition whose helper is 2; 2 waits on I/O 7 (stack level); 3 (critical)
+        // waits on a stack-level lock held by 4. Boosted and promoted with each level.
+        let run = |stack, user| {
+            let at = |stack| LockState {
+                stack,
+                ..LockState::default()
+            };
+            let mut d = Deps {
+                locks: vec![at(false), at(true)],
+                conds: vec![CondState {
+                    stack: true,
+                    ..CondState::default()
+                }],
+                ..Deps::default()
+            };
+            d.locks[0].owner = Some(1);
+            d.locks[1].owner = Some(4);
+            d.conds[0].fixed_helpers.push(2);
+            let mut g = Toy::default();
+            g.critical.extend([0, 3]);
+            block(&mut d, &mut g, 0, Dep::Lock(0));
+            block(&mut d, &mut g, 1, Dep::Cond(0));
+            block(&mut d, &mut g, 2, Dep::Io(7));
+            block(&mut d, &mut g, 3, Dep::Lock(1));
+            let sw = Switches {
+                locks: true,
+                condvars: true,
+                io: true,
+                transitive: true,
+                stack,
+                user,
+            };
+            refresh(&mut d, &mut g, sw, 0);
+            (g.boosted, g.promoted)
+        };
+        // Both levels: the whole chain, and the stack-level lock's holder.
+        assert_eq!(
+            run(true, true),
+            (BTreeSet::from([1, 2, 4]), BTreeSet::from([7]))
+        );
+        // User level only: the application's lock, not the stack's condition or lock.
+        assert_eq!(run(false, true), (BTreeSet::from([1]), BTreeSet::new()));
+        // Stack level only: 0's user-level lock is not followed; 3's stack lock is.
+        assert_eq!(run(true, false), (BTreeSet::from([4]), BTreeSet::new()));
+    }
+
+    #[test]
     fn a_chain_of_three_is_boosted_and_undone() {
         // 0 (critical) waits on lock 0 held by 1; 1 waits on lock 1 held by 2; 2 waits
         // on I/O 7.
@@ -312,7 +383,9 @@ mod tests {
                     locks: true,
                     condvars: true,
                     io: true,
-                    transitive: true
+                    transitive: true,
+                    stack: true,
+                    user: true,
                 },
                 0
             ),
@@ -339,6 +412,8 @@ mod tests {
                 condvars: true,
                 io: true,
                 transitive: false,
+                stack: true,
+                user: true,
             },
             0,
         );
@@ -356,7 +431,9 @@ mod tests {
                     locks: true,
                     condvars: true,
                     io: true,
-                    transitive: true
+                    transitive: true,
+                    stack: true,
+                    user: true,
                 },
                 0
             ),
@@ -384,6 +461,8 @@ mod tests {
             condvars: true,
             io: true,
             transitive: true,
+            stack: true,
+            user: true,
         };
         refresh(&mut d, &mut g, sw, 0);
         assert_eq!(g.boosted, BTreeSet::from([1]));
@@ -416,6 +495,8 @@ mod tests {
                 condvars: true,
                 io: true,
                 transitive: true,
+                stack: true,
+                user: true,
             },
             0,
         );
@@ -438,6 +519,8 @@ mod tests {
             condvars: true,
             io: true,
             transitive: true,
+            stack: true,
+            user: true,
         };
         refresh(&mut d, &mut g, on, 50);
         assert_eq!(g.boosted, BTreeSet::from([5]));

@@ -557,6 +557,8 @@ impl Inner {
             condvars: inh.condvars,
             io: inh.io,
             transitive: inh.transitive,
+            stack: inh.stack,
+            user: inh.user,
         };
         let now = self.now;
         let mut deps = std::mem::take(&mut self.deps);
@@ -592,7 +594,7 @@ impl Graph for GraphView<'_> {
         );
         task.boosted = on;
         // Its outstanding requests are I/O dependencies of the chain (RCP §4.2.2).
-        if on && self.0.cfg.inherit.io {
+        if on && self.0.cfg.inherit.io && self.0.cfg.inherit.stack {
             // By index: `promote` does not change the list (no copy of it).
             for i in 0..self.0.tasks[t as usize].outstanding.len() {
                 let s = self.0.tasks[t as usize].outstanding[i];

@@ -294,6 +294,8 @@ impl Shared {
                 (inh.condvars, "condvars"),
                 (inh.io, "io"),
                 (inh.transitive, "transitive"),
+                (inh.stack, "stack"),
+                (inh.user, "user"),
             ]
             .iter()
             .filter(|x| x.0)

@@ -23,19 +23,38 @@ use sluice_core::IoClass;
 use crate::deps::{CondState, Dep, LockState};
 use crate::exec::{self, with, Inner};
 
+/// The id of a primitive not yet registered: an application's (user-level) …
 const UNREGISTERED: u32 = u32::MAX;
+/// … or one of the stack's own (RCP's kernel-level: `new_stack_level`). The level
+/// rides in the unregistered id, so registering needs nothing else.
+const UNREGISTERED_STACK: u32 = u32::MAX - 1;
+
+/// Whether `cell` still holds an unregistered id, and then whether it is stack-level.
+fn unregistered(cell: &AtomicU32) -> Option<bool> {
+    match cell.load(Relaxed) {
+        UNREGISTERED => Some(false),
+        UNREGISTERED_STACK => Some(true),
+        _ => None,
+    }
+}
 
 fn lock_id(cell: &AtomicU32, inner: &mut Inner) -> u32 {
-    if cell.load(Relaxed) == UNREGISTERED {
-        inner.deps.locks.push(LockState::default());
+    if let Some(stack) = unregistered(cell) {
+        inner.deps.locks.push(LockState {
+            stack,
+            ..LockState::default()
+        });
         cell.store(inner.deps.locks.len() as u32 - 1, Relaxed);
     }
     cell.load(Relaxed)
 }
 
 fn cond_id(cell: &AtomicU32, inner: &mut Inner) -> u32 {
-    if cell.load(Relaxed) == UNREGISTERED {
-        inner.deps.conds.push(CondState::default());
+    if let Some(stack) = unregistered(cell) {
+        inner.deps.conds.push(CondState {
+            stack,
+            ..CondState::default()
+        });
         cell.store(inner.deps.conds.len() as u32 - 1, Relaxed);
     }
     cell.load(Relaxed)
@@ -161,6 +180,17 @@ impl<T> Mutex<T> {
     pub fn new(value: T) -> Mutex<T> {
         Mutex {
             id: AtomicU32::new(UNREGISTERED),
+            value: UnsafeCell::new(value),
+        }
+    }
+
+    /// A new, unlocked mutex of the I/O stack itself (a page cache's, a file system's,
+    /// a buffer pool's), not of the application: inheritance through it is RCP's
+    /// *kernel-level* dependency handling ([`crate::Inherit::stack`]), through
+    /// [`Mutex::new`]'s the *user-level* one ([`crate::Inherit::user`]).
+    pub fn new_stack_level(value: T) -> Mutex<T> {
+        Mutex {
+            id: AtomicU32::new(UNREGISTERED_STACK),
             value: UnsafeCell::new(value),
         }
     }
@@ -417,6 +447,15 @@ impl Condvar {
     pub fn new() -> Condvar {
         Condvar {
             id: AtomicU32::new(UNREGISTERED),
+        }
+    }
+
+    /// A new condition variable of the I/O stack itself (as
+    /// [`Mutex::new_stack_level`]: inheritance through it is RCP's kernel-level
+    /// dependency handling, as through jbd2's `j_wait_done_commit`).
+    pub fn new_stack_level() -> Condvar {
+        Condvar {
+            id: AtomicU32::new(UNREGISTERED_STACK),
         }
     }
 

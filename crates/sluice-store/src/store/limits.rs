@@ -45,7 +45,7 @@ impl Default for Limits {
             class_aware: Cell::new(false),
             buffer: Cell::new(DATA_LIMIT),
             flusher: Cell::new(false),
-            flush: Condvar::new(),
+            flush: Condvar::new_stack_level(),
             flush_failed: Cell::new(false),
             pausing: Cell::new(0),
             rate: RefCell::default(),
