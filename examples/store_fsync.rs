@@ -27,6 +27,7 @@
 //! cargo run --release --example store_fsync -- --real DIR --kernel --kernel-first  # it first
 //! cargo run --release --example store_fsync -- --record 512    # a WAL's small records
 //! cargo run --release --example store_fsync -- --fs fjournal+async+inline  # data in the record
+//! cargo run --release --example store_fsync -- --policy ld    # FastResponse's block layer
 //! ```
 
 use std::cell::Cell;
@@ -38,8 +39,8 @@ use sluice::store::{Fs, FsConfig};
 
 const RECORDS: usize = 400;
 
-fn builder(real: Option<&str>, device: &str, fs: &FsConfig) -> StackBuilder {
-    let b = Stack::builder().policy("rcp");
+fn builder(real: Option<&str>, device: &str, policy: &str, fs: &FsConfig) -> StackBuilder {
+    let b = Stack::builder().policy(policy);
     let b = match real {
         Some(dir) => b.directory(dir).cores(1),
         None => b.device(device),
@@ -100,12 +101,13 @@ async fn fillsync(fs: Fs, bulk_writers: usize, record: usize) -> Vec<u64> {
 fn run(
     real: Option<&str>,
     device: &str,
+    policy: &str,
     fs: FsConfig,
     bulk_writers: usize,
     class_limits: bool,
     record: usize,
 ) -> Result<(Vec<u64>, Option<String>), String> {
-    let out = builder(real, device, &fs)
+    let out = builder(real, device, policy, &fs)
         .build()
         .map_err(|e| e.to_string())?
         .run(move || async move {
@@ -215,9 +217,10 @@ fn summary(name: &str, mut v: Vec<u64>) -> (f64, f64) {
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let (mut real, mut device, mut alone, mut fss) = (None, "ull".to_string(), false, Vec::new());
+    let mut policy = "rcp".to_string();
     let (mut class_limits, mut kernel, mut record) = (false, false, 4096usize);
     let mut kernel_first = false;
-    let usage = "usage: store_fsync [--device PROFILE | --real DIR [--kernel [--kernel-first]]] [--alone] [--class-limits] [--record BYTES] [--fs host|compound[+async]|fjournal[+async][+inline]]...";
+    let usage = "usage: store_fsync [--device PROFILE | --real DIR [--kernel [--kernel-first]]] [--policy SPEC] [--alone] [--class-limits] [--record BYTES] [--fs host|compound[+async]|fjournal[+async][+inline]]...";
     while let Some(a) = args.next() {
         let mut value = || args.next().ok_or(usage);
         let r = match a.as_str() {
@@ -255,6 +258,8 @@ fn main() -> ExitCode {
                 }
             }),
             "--device" => value().map(|v| device = v),
+            // The block layer's policy (default rcp; ld for FastResponse's).
+            "--policy" => value().map(|v| policy = v),
             "--fs" => value().and_then(|v| {
                 v.parse::<FsConfig>().map(|c| fss.push(c)).map_err(|e| {
                     eprintln!("store_fsync: {e}");
@@ -334,7 +339,7 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         }
-        let r = run(sub.as_deref(), &device, fs, bulk, class_limits, record);
+        let r = run(sub.as_deref(), &device, &policy, fs, bulk, class_limits, record);
         if let Some(d) = &sub {
             let _ = std::fs::remove_dir_all(d);
         }

@@ -16,6 +16,9 @@
 #   ROUNDS=30 MODE=alone  GOAL=1.0 scripts/bench-store-fsync.sh /work/bench   # QD1 alone
 #   ROUNDS=15 MODE=beside GOAL=0.5 scripts/bench-store-fsync.sh /work/bench   # beside bulk writers
 #   SETTINGS="fjournal+async compound+async" RECORD=512 ...                   # other settings, WAL records
+#   POLICIES="rcp ld" ...          # block-layer policies (default rcp): one process per policy
+#                                  # and round, in alternating order, each against its own
+#                                  # kernel run
 #   The example is built in $CARGO_TARGET_DIR (default target). MODE=beside adds
 #   RCP's class-aware limits in the store (--class-limits), as docs/perf.md's runs.
 set -euo pipefail
@@ -25,6 +28,7 @@ MODE=${MODE:-alone}
 GOAL=${GOAL:-1.0}
 RECORD=${RECORD:-4096}
 SETTINGS=${SETTINGS:-fjournal+async}
+POLICIES=${POLICIES:-rcp}
 T=${CARGO_TARGET_DIR:-target}
 DIR=${1:-$PWD/target/bench-store-fsync}
 case "$MODE" in
@@ -40,39 +44,48 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 FS_ARGS=(--fs compound+rcp)
 for s in $SETTINGS; do FS_ARGS+=(--fs "$s"); done
+read -r -a POLS <<< "$POLICIES"
 for r in $(seq "$ROUNDS"); do
   first=()
   if (( r % 2 == 1 )); then first=(--kernel-first); fi
   echo "round $r/$ROUNDS${first:+ (kernel first)}" >&2
-  "$BIN" --real "$DIR" --kernel "${first[@]}" "${MODE_ARGS[@]}" --record "$RECORD" "${FS_ARGS[@]}" \
-    > "$WORK/round$r.txt"
+  order=("${POLS[@]}")
+  if (( (r / 2) % 2 == 1 )); then order=(); for ((i = ${#POLS[@]} - 1; i >= 0; i--)); do order+=("${POLS[i]}"); done; fi
+  for pol in "${order[@]}"; do
+    "$BIN" --real "$DIR" --kernel "${first[@]}" "${MODE_ARGS[@]}" --policy "$pol" --record "$RECORD" \
+      "${FS_ARGS[@]}" > "$WORK/round$r.$pol.txt"
+  done
 done
-python3 - "$WORK" "$ROUNDS" "$GOAL" "$MODE" "$RECORD" "$SETTINGS" <<'PY'
+python3 - "$WORK" "$ROUNDS" "$GOAL" "$MODE" "$RECORD" "$SETTINGS" "$POLICIES" <<'PY'
 import random, statistics, sys
 work, rounds, goal, mode, record = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5]
-settings = sys.argv[6].split()
-per = []  # one dict per round: setting -> (p50, p99)
-for r in range(1, rounds + 1):
+settings, policies = sys.argv[6].split(), sys.argv[7].split()
+def parse(path):  # setting -> (p50, p99)
     d = {}
-    for line in open(f"{work}/round{r}.txt"):
+    for line in open(path):
         f = line.split()
         if len(f) >= 10 and f[1] == "fsync" and f[2] == "mean":
             d[f[0]] = (float(f[6]), float(f[9]))
-    per.append(d)
+    return d
+per = {p: [parse(f"{work}/round{r}.{p}.txt") for r in range(1, rounds + 1)] for p in policies}
 rng = random.Random(1)
 def interval(xs):
     meds = sorted(statistics.median(rng.choices(xs, k=len(xs))) for _ in range(10000))
     return meds[500], meds[9499]
+kern = [d["kernel"] for p in policies for d in per[p]]
 print(f"{rounds} rounds, {record} B records, {mode}; kernel p50 / p99 medians "
-      f"{statistics.median(d['kernel'][0] for d in per):.0f} / {statistics.median(d['kernel'][1] for d in per):.0f} µs")
-print(f"{'setting':<16} {'p50 ratio':>10} {'90 % interval':>16} {'≤ goal':>8} {'p99 ratio':>10} {'90 % interval':>16} {'≤ goal':>8}")
-for s in [k for k in per[0] if k in settings]:
-    cells = []
-    for i in (0, 1):
-        xs = [d[s][i] / d["kernel"][i] for d in per]
-        lo, hi = interval(xs)
-        met = sum(x <= goal for x in xs)
-        cells.append(f"{statistics.median(xs):>9.2f}× {f'{lo:.2f}–{hi:.2f}×':>16} {met:>5}/{rounds}")
-    print(f"{s:<16} {cells[0]} {cells[1]}")
-print(f"(goal: ratio ≤ {goal}; a ratio is the store's figure over the kernel's in the same round)")
+      f"{statistics.median(k[0] for k in kern):.0f} / {statistics.median(k[1] for k in kern):.0f} µs")
+label = (lambda p, s: f"{p} {s}") if len(policies) > 1 else (lambda p, s: s)
+width = max(len(label(p, s)) for p in policies for s in settings) + 1
+print(f"{'setting':<{width}} {'p50 ratio':>10} {'90 % interval':>16} {'≤ goal':>8} {'p99 ratio':>10} {'90 % interval':>16} {'≤ goal':>8}")
+for p in policies:
+    for s in [k for k in per[p][0] if k in settings]:
+        cells = []
+        for i in (0, 1):
+            xs = [d[s][i] / d["kernel"][i] for d in per[p]]
+            lo, hi = interval(xs)
+            met = sum(x <= goal for x in xs)
+            cells.append(f"{statistics.median(xs):>9.2f}× {f'{lo:.2f}–{hi:.2f}×':>16} {met:>5}/{rounds}")
+        print(f"{label(p, s):<{width}} {cells[0]} {cells[1]}")
+print(f"(goal: ratio ≤ {goal}; a ratio is the store's figure over the kernel's in the same process and round)")
 PY
