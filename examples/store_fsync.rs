@@ -339,7 +339,15 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         }
-        let r = run(sub.as_deref(), &device, &policy, fs, bulk, class_limits, record);
+        let r = run(
+            sub.as_deref(),
+            &device,
+            &policy,
+            fs,
+            bulk,
+            class_limits,
+            record,
+        );
         if let Some(d) = &sub {
             let _ = std::fs::remove_dir_all(d);
         }

@@ -41,14 +41,29 @@ async fn saturate(name: &'static str, depth: usize, for_ns: u64) {
 /// while its 4 KiB write sits in the block layer behind a saturating writer's backlog.
 /// Returns how long the critical task waited for L, in ns.
 fn inversion(inherit: Inherit) -> (u64, sluice_metrics::RunReport) {
+    inversion_at(inherit, false, false)
+}
+
+/// [`inversion`] with L an application's lock or, `stack_level`, one of the stack's own
+/// (`Mutex::new_stack_level`: RCP's kernel level); with `late_write` the background
+/// task writes 200 µs after taking L, so the critical task arrives before the write is
+/// issued (no I/O dependency: the boost alone makes the write critical).
+fn inversion_at(
+    inherit: Inherit,
+    stack_level: bool,
+    late_write: bool,
+) -> (u64, sluice_metrics::RunReport) {
     let out = Stack::builder()
         .device("ull")
         .policy("rcp")
         .inherit(inherit)
         .build()
         .unwrap()
-        .run(|| async {
-            let lock = Rc::new(Mutex::new(()));
+        .run(move || async move {
+            let lock = Rc::new(match stack_level {
+                true => Mutex::new_stack_level(()),
+                false => Mutex::new(()),
+            });
             let writer = spawn(
                 TaskCtx::new("writer").activity(Activity::COMPACTION),
                 saturate("bulk", 32, 20 * MS),
@@ -60,6 +75,9 @@ fn inversion(inherit: Inherit) -> (u64, sluice_metrics::RunReport) {
                     sleep(2 * MS).await;
                     let f = File::create("meta").await.unwrap();
                     let _g = l.lock().await;
+                    if late_write {
+                        sleep(200 * US).await;
+                    }
                     let (r, _) = f.write_at(DmaBuffer::new(4096), 0).await;
                     r.unwrap();
                 },
@@ -94,6 +112,54 @@ fn inheritance_bounds_the_inversion_by_about_one_device_latency() {
     let rt = report.extra.runtime.as_ref().unwrap();
     assert!(rt.boosts >= 1 && rt.inherited_promotions >= 1, "{rt:?}");
     assert_eq!(rt.boosts, rt.boost_ends, "every boost undone");
+}
+
+#[test]
+fn each_level_of_inheritance_reaches_only_its_own_dependencies() {
+    // RCP's two levels (Fig. 10): the application's locks are user-level, the stack's
+    // own (`Mutex::new_stack_level`) kernel-level, and so is a dependency on an
+    // outstanding I/O (the holder's write already queued when it is boosted).
+    let wait = |inherit, stack_level, late_write| inversion_at(inherit, stack_level, late_write).0;
+    let user_only = Inherit {
+        stack: false,
+        ..Inherit::ON
+    };
+    let stack_only = Inherit {
+        user: false,
+        ..Inherit::ON
+    };
+    let off = wait(Inherit::OFF, false, false);
+    let short = 300 * US + 200 * US;
+    // An application's lock whose holder writes after the boost: the user level
+    // suffices; the kernel level alone does not reach the lock.
+    assert!(
+        wait(user_only, false, true) < short,
+        "user level, user lock"
+    );
+    assert!(
+        wait(stack_only, false, true) > off / 2,
+        "kernel level, user lock"
+    );
+    // … and whose holder's write is already queued: boosting the holder is not enough,
+    // the queued write is a kernel-level I/O dependency.
+    assert!(
+        wait(user_only, false, false) > off / 2,
+        "user level, queued write"
+    );
+    assert!(
+        wait(Inherit::ON, false, false) < 300 * US,
+        "both levels, queued write"
+    );
+    // The stack's own lock: the kernel level reaches it (and the queued write), the
+    // user level does not.
+    assert!(
+        wait(stack_only, true, false) < 300 * US,
+        "kernel level, stack lock"
+    );
+    assert!(
+        wait(user_only, true, true) > off / 2,
+        "user level, stack lock"
+    );
 }
 
 #[test]
