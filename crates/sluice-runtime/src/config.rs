@@ -102,8 +102,10 @@ impl Default for Inherit {
 impl std::str::FromStr for Inherit {
     type Err = String;
     /// `on`, `off`, or a comma list of what is on: the kinds `locks`, `condvars`, `io`,
-    /// `transitive` and the levels `stack`, `user` (a list that names no level has
-    /// both; one that names no kind has all four).
+    /// `transitive` and the levels `stack`, `user`. A list that names no level has
+    /// both; one that names none of `locks`, `condvars`, `io` has the three, and then
+    /// `transitive` too (`user` alone is everything at the user level; `locks,io`
+    /// is those two kinds, one step, at both levels).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "on" => return Ok(Inherit::ON),
@@ -129,7 +131,7 @@ impl std::str::FromStr for Inherit {
         if !i.stack && !i.user {
             (i.stack, i.user) = (true, true);
         }
-        if !(i.locks || i.condvars || i.io || i.transitive) {
+        if !(i.locks || i.condvars || i.io) {
             (i.locks, i.condvars, i.io, i.transitive) = (true, true, true, true);
         }
         Ok(i)
@@ -283,7 +285,14 @@ mod tests {
         assert!(i.locks && i.io && !i.condvars && !i.transitive);
         assert!(i.stack && i.user, "no level named: both");
         let k: Inherit = "stack,transitive".parse().unwrap();
-        assert!(k.stack && !k.user && k.transitive && !k.locks);
+        assert_eq!(
+            k,
+            Inherit {
+                user: false,
+                ..Inherit::ON
+            },
+            "no kind named: all kinds"
+        );
         let u: Inherit = "user".parse().unwrap();
         assert_eq!(
             u,
@@ -291,7 +300,7 @@ mod tests {
                 stack: false,
                 ..Inherit::ON
             },
-            "no kind named: all kinds"
+            "nothing but a level named: everything at that level"
         );
         assert!(
             u.any()
