@@ -69,14 +69,17 @@ pub struct OltpConfig {
     /// Page-cache size in percent of the database (RCP: a 40 % buffer pool).
     pub cache_percent: u32,
     /// Dirty limit of non-critical writers, percent of the page cache, with RCP's
-    /// class-aware limits on (RCP §7.1: 1 % of memory). RCP's host had 64 GB of RAM
-    /// for a 10 GB database, so its 1 % was 6.4 % of the database; a scaled-down run
-    /// whose cache is smaller than the database gives the same absolute limit with
-    /// `6.4 / cache_percent × 100` here (experiments/rcp/fig10.toml).
-    pub dirty_normal_percent: f64,
+    /// class-aware limits on (default: RCP's 1 %, §7.1, of memory). RCP's host had
+    /// 64 GB of RAM for a 10 GB database, so its 1 % was 6.4 % of the database; a
+    /// scaled-down run whose cache is smaller than the database gives the same
+    /// absolute limit with `6.4 / cache_percent × 100` here
+    /// (experiments/rcp/fig10.toml). On the store (`fs`), given either of the two, its
+    /// limits of buffered data are these percentages of the page cache's bytes; given
+    /// neither, the store keeps its own (32 MiB, and 1/20 of it).
+    pub dirty_normal_percent: Option<f64>,
     /// Dirty limit of critical writers (and of everyone with the class limits off),
-    /// percent of the page cache (RCP: 20 %, Linux's default `dirty_ratio`).
-    pub dirty_critical_percent: f64,
+    /// percent of the page cache (default: RCP's 20 %, Linux's `dirty_ratio`).
+    pub dirty_critical_percent: Option<f64>,
     /// Pages a transaction reads.
     pub reads: u32,
     /// Pages a transaction updates (the first of those it read).
@@ -117,8 +120,8 @@ impl Default for OltpConfig {
             rate_tps: 0,
             data_mib: 64,
             cache_percent: 40,
-            dirty_normal_percent: 1.0,
-            dirty_critical_percent: 20.0,
+            dirty_normal_percent: None,
+            dirty_critical_percent: None,
             reads: 8,
             updates: 2,
             cpu_us: 20,
@@ -173,6 +176,7 @@ impl OltpConfig {
             ("dirty_normal_percent", self.dirty_normal_percent),
             ("dirty_critical_percent", self.dirty_critical_percent),
         ] {
+            let Some(v) = v else { continue };
             if !(v > 0.0 && v <= 100.0) {
                 return Err(format!(
                     "{name} = {v}: give a percentage of the page cache above 0 and at most 100"
@@ -195,6 +199,11 @@ impl OltpConfig {
         let mut fs = fs
             .with_read_cache(self.cache_pages())
             .with_class_limits(class_limits);
+        if self.dirty_normal_percent.is_some() || self.dirty_critical_percent.is_some() {
+            let (normal, critical) = self.dirty_ratios();
+            let bytes = (self.cache_pages() as u64 * PAGE) as f64;
+            fs = fs.with_buffer_limits((bytes * critical) as u64, (bytes * normal) as u64);
+        }
         if let FsConfig::Store { blocks, .. } = &mut fs {
             // The database twice over (the WAL grows with the run), and 64 MiB more.
             *blocks = (*blocks).max((2 * self.data_mib + 64) << 8);
@@ -205,6 +214,19 @@ impl OltpConfig {
     /// Pages of the database.
     pub fn pages(&self) -> u64 {
         self.data_mib * (1 << 20) / PAGE
+    }
+
+    /// The non-critical and the critical dirty ratios (fractions of the page cache):
+    /// [`OltpConfig::dirty_normal_percent`] and [`OltpConfig::dirty_critical_percent`],
+    /// or RCP's 1 % and 20 %.
+    pub fn dirty_ratios(&self) -> (f64, f64) {
+        let c = CacheConfig::default();
+        (
+            self.dirty_normal_percent
+                .map_or(c.dirty_ratio_normal, |p| p / 100.0),
+            self.dirty_critical_percent
+                .map_or(c.dirty_ratio_critical, |p| p / 100.0),
+        )
     }
 
     /// Pages of the page cache (`cache_percent` of the database).
@@ -676,8 +698,8 @@ impl StackSetup {
         cfg.check()?;
         let cache = CacheConfig {
             pages: cfg.cache_pages(),
-            dirty_ratio_normal: cfg.dirty_normal_percent / 100.0,
-            dirty_ratio_critical: cfg.dirty_critical_percent / 100.0,
+            dirty_ratio_normal: cfg.dirty_ratios().0,
+            dirty_ratio_critical: cfg.dirty_ratios().1,
             class_limits: self.class_limits,
             ..CacheConfig::default()
         };

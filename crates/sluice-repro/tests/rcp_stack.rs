@@ -5,6 +5,7 @@
 
 use sluice_apps::oltp::{OltpConfig, OltpResult, StackSetup};
 use sluice_repro::{format_table, suite, Ctx, Goal};
+use sluice_store::FsConfig;
 
 fn goals(id: &str) -> Vec<Goal> {
     let s = suite("rcp").expect("registered");
@@ -108,10 +109,24 @@ fn the_oltp_stand_in_replays_from_its_seed() {
     }
     let c =
         OltpConfig::from_toml("dirty_normal_percent = 16\ndirty_critical_percent = 100").unwrap();
-    assert_eq!(
-        (c.dirty_normal_percent, c.dirty_critical_percent),
-        (16.0, 100.0)
-    );
+    assert_eq!(c.dirty_ratios(), (0.16, 1.0));
+    assert_eq!(OltpConfig::default().dirty_ratios(), (0.01, 0.20));
+    // On the store they are its limits of buffered data, in bytes of the page cache's
+    // size (64 MiB × 40 %: 100 % and 16 % of it); given neither, the store keeps its
+    // own.
+    let on_store = |c: &OltpConfig| {
+        let store = OltpConfig {
+            fs: "compound".into(),
+            ..c.clone()
+        };
+        match store.fs_config(true).unwrap() {
+            FsConfig::Store { buffer_limits, .. } => buffer_limits,
+            FsConfig::Host => panic!("a store"),
+        }
+    };
+    let cache = (OltpConfig::default().cache_pages() * 4096) as f64;
+    assert_eq!(on_store(&c), Some((cache as u64, (cache * 0.16) as u64)));
+    assert_eq!(on_store(&OltpConfig::default()), None);
 }
 
 #[test]

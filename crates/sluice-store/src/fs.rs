@@ -70,6 +70,10 @@ pub enum FsConfig {
         /// Clean file blocks kept for reads, 4 KiB each ([`Store::set_read_cache`]; 0:
         /// none).
         read_cache: usize,
+        /// Bytes of buffered data a critical and a non-critical writer may add to
+        /// ([`Store::set_buffer_limit`], [`Store::set_class_buffer_limit`]); `None`:
+        /// the store's defaults (32 MiB, and 1/20 of it with class-aware limits).
+        buffer_limits: Option<(u64, u64)>,
     },
 }
 
@@ -85,6 +89,7 @@ impl FsConfig {
             inline: false,
             class_limits: false,
             read_cache: 0,
+            buffer_limits: None,
         }
     }
 
@@ -110,6 +115,16 @@ impl FsConfig {
     pub fn with_read_cache(mut self, blocks: usize) -> FsConfig {
         if let FsConfig::Store { read_cache, .. } = &mut self {
             *read_cache = blocks;
+        }
+        self
+    }
+
+    /// The same with `critical` and `normal` bytes of buffered data as the limits of a
+    /// critical and a non-critical writer (the runtime's files: unchanged — their page
+    /// cache has its own, `CacheConfig::dirty_ratio_*`).
+    pub fn with_buffer_limits(mut self, critical: u64, normal: u64) -> FsConfig {
+        if let FsConfig::Store { buffer_limits, .. } = &mut self {
+            *buffer_limits = Some((critical, normal));
         }
         self
     }
@@ -260,6 +275,7 @@ impl Fs {
             inline,
             class_limits,
             read_cache,
+            buffer_limits,
         } = cfg
         else {
             return Ok(Fs { store: None });
@@ -277,6 +293,10 @@ impl Fs {
         store.set_fsync_path(*fsync_path);
         store.set_inline(if *inline { crate::INLINE_BLOCKS } else { 0 });
         store.set_class_limits(*class_limits);
+        if let Some((critical, normal)) = *buffer_limits {
+            store.set_buffer_limit(critical);
+            store.set_class_buffer_limit(normal);
+        }
         store
             .set_read_cache(*read_cache)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;

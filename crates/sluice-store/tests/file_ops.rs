@@ -259,6 +259,45 @@ fn the_buffer_limit_is_a_setting() {
     assert!(stats.buffered_peak <= (1 << 20) + (256 << 10), "{stats:?}");
 }
 
+/// The peak of buffered data while a non-critical writer buffers 8 MiB under RCP's
+/// class-aware limits, an 8 MiB buffer limit and, if given, its own limit.
+fn peak_of_a_bulk_writer(class_limit: Option<u64>) -> u64 {
+    Stack::builder()
+        .device("nand")
+        .build()
+        .unwrap()
+        .run(move || async move {
+            let f = File::create(IMG).await.unwrap();
+            Store::mkfs(&f, Geometry::new(16384)).await.unwrap();
+            let s = Store::mount(&f, CommitMode::Compound).await.unwrap();
+            s.set_class_limits(true);
+            s.set_buffer_limit(8 << 20);
+            if let Some(b) = class_limit {
+                s.set_class_buffer_limit(b);
+            }
+            let h = s.create("bulk").unwrap();
+            for k in 0..32u64 {
+                s.write_buffered(h, k << 18, &[5u8; 1 << 18]).await.unwrap();
+            }
+            s.stats().buffered_peak
+        })
+        .unwrap()
+        .value
+}
+
+#[test]
+fn the_non_critical_limit_is_a_setting() {
+    // By default a non-critical writer is held to 1/20 of the buffer limit (410 KiB
+    // of 8 MiB); given 2 MiB, it buffers up to that (one 256 KiB write past it).
+    let default = peak_of_a_bulk_writer(None);
+    assert!(default <= (410 << 10) + (256 << 10), "default: {default} B");
+    let set = peak_of_a_bulk_writer(Some(2 << 20));
+    assert!(
+        set > (1 << 20) && set <= (2 << 20) + (256 << 10),
+        "2 MiB set: {set} B"
+    );
+}
+
 /// RCP §4.4 on the store's buffer: a background writer paused at its limit while it
 /// holds a lock a critical task wants is woken and judged by the critical limit when
 /// inheritance is on; off, the critical task waits out the pause (at least a jiffy).

@@ -27,6 +27,8 @@ pub(super) struct Limits {
     class_aware: Cell<bool>,
     /// [`Store::set_buffer_limit`] (default [`DATA_LIMIT`]).
     buffer: Cell<u64>,
+    /// [`Store::set_class_buffer_limit`] (default: a fraction of `buffer`).
+    normal: Cell<Option<u64>>,
     /// Whether the flusher runs (started by the first writer to pause).
     flusher: Cell<bool>,
     /// Wakes the flusher.
@@ -44,6 +46,7 @@ impl Default for Limits {
         Limits {
             class_aware: Cell::new(false),
             buffer: Cell::new(DATA_LIMIT),
+            normal: Cell::new(None),
             flusher: Cell::new(false),
             flush: Condvar::new_stack_level(),
             flush_failed: Cell::new(false),
@@ -77,6 +80,13 @@ impl Store {
         self.limits.buffer.set(bytes.max(BLOCK as u64));
     }
 
+    /// With class-aware limits, a non-critical writer's limit of buffered data, in
+    /// place of the default fraction of the buffer limit (at least one block; at most
+    /// the buffer limit, which still holds for everyone).
+    pub fn set_class_buffer_limit(&self, bytes: u64) {
+        self.limits.normal.set(Some(bytes.max(BLOCK as u64)));
+    }
+
     /// The buffered data a writer of `class` may add to: the buffer limit for everyone,
     /// or with RCP's class-aware limits (FAST '17 §4.3, as the runtime's page cache
     /// applies them) that for a critical writer (the 20 % ratio's role) and for a
@@ -88,6 +98,9 @@ impl Store {
         let limit = self.limits.buffer.get();
         if !self.limits.class_aware.get() || class == IoClass::Critical {
             return limit;
+        }
+        if let Some(normal) = self.limits.normal.get() {
+            return normal.min(limit);
         }
         let c = sluice_runtime::CacheConfig::default();
         (limit as f64 * c.dirty_ratio_normal / c.dirty_ratio_critical) as u64
