@@ -696,10 +696,11 @@ impl StackSetup {
         real: Option<&std::path::Path>,
     ) -> Result<OltpResult, String> {
         cfg.check()?;
+        let (dirty_ratio_normal, dirty_ratio_critical) = cfg.dirty_ratios();
         let cache = CacheConfig {
             pages: cfg.cache_pages(),
-            dirty_ratio_normal: cfg.dirty_ratios().0,
-            dirty_ratio_critical: cfg.dirty_ratios().1,
+            dirty_ratio_normal,
+            dirty_ratio_critical,
             class_limits: self.class_limits,
             ..CacheConfig::default()
         };

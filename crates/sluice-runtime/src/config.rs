@@ -86,6 +86,21 @@ impl Inherit {
         user: false,
     };
 
+    /// Whether an edge through a primitive of this level (the stack's own, or the
+    /// application's) is followed, its kind aside.
+    pub(crate) fn at_level(&self, stack: bool) -> bool {
+        if stack {
+            self.stack
+        } else {
+            self.user
+        }
+    }
+
+    /// Whether I/O dependencies are followed: a kernel-level kind.
+    pub(crate) fn follows_io(&self) -> bool {
+        self.io && self.stack
+    }
+
     /// Whether any edge can be followed.
     pub fn any(&self) -> bool {
         (self.stack && (self.locks || self.condvars || self.io))

@@ -16,7 +16,10 @@
 //!    boost) — not by inheritance;
 //! 2. from each root, follow its edge: a lock → its holders (`Inherit::locks`); a
 //!    condition variable → its live helpers, a join → the joined task
-//!    (`Inherit::condvars`); an I/O → promote that request (`Inherit::io`);
+//!    (`Inherit::condvars`); an I/O → promote that request (`Inherit::io`); each
+//!    only at an enabled level — the stack's own primitives, I/O and admission pauses
+//!    at `Inherit::stack` (RCP's kernel level), the application's primitives and joins
+//!    at `Inherit::user`;
 //! 3. a task reached is boosted; if it is itself blocked and `Inherit::transitive` is on,
 //!    continue from its edge (at most [`MAX_CHAIN`] steps; a task seen twice ends the
 //!    walk, so a deadlock cycle cannot loop); a task reached this way that is paused at
@@ -33,6 +36,8 @@
 use std::collections::VecDeque;
 
 use sluice_core::Nanos;
+
+use crate::Inherit;
 
 /// A set of task ids in ascending order, in a sorted vector: inserting and removing
 /// keep its capacity, so a task blocking and waking on every I/O allocates nothing (a
@@ -164,34 +169,9 @@ pub(crate) trait Graph {
     fn promote_io(&mut self, s: u32);
 }
 
-/// The inheritance switches [`refresh`] honours.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Switches {
-    pub locks: bool,
-    pub condvars: bool,
-    pub io: bool,
-    pub transitive: bool,
-    /// Edges through the stack's own primitives, I/O and admission pauses (RCP's
-    /// kernel-level dependency handling).
-    pub stack: bool,
-    /// Edges through the application's primitives and joins (user-level).
-    pub user: bool,
-}
-
-impl Switches {
-    /// Whether an edge through a primitive of this level is followed.
-    fn level(&self, stack: bool) -> bool {
-        if stack {
-            self.stack
-        } else {
-            self.user
-        }
-    }
-}
-
 /// Recompute boosts and promotions from the edges (see the module documentation).
 /// Returns how many tasks started and how many stopped inheriting.
-pub(crate) fn refresh(deps: &mut Deps, g: &mut impl Graph, sw: Switches, now: Nanos) -> (u32, u32) {
+pub(crate) fn refresh(deps: &mut Deps, g: &mut impl Graph, sw: Inherit, now: Nanos) -> (u32, u32) {
     deps.dirty = false;
     let window = deps.helper_window_ns;
     for c in &mut deps.conds {
@@ -220,18 +200,18 @@ pub(crate) fn refresh(deps: &mut Deps, g: &mut impl Graph, sw: Switches, now: Na
             let Some(edge) = g.edge(t) else { continue };
             sc.next.clear();
             match edge {
-                Dep::Lock(l) if sw.locks && sw.level(deps.locks[l as usize].stack) => {
+                Dep::Lock(l) if sw.locks && sw.at_level(deps.locks[l as usize].stack) => {
                     let ls = &deps.locks[l as usize];
                     sc.next.extend(ls.owner);
                     sc.next.extend(ls.readers.iter().copied());
                 }
-                Dep::Cond(c) if sw.condvars && sw.level(deps.conds[c as usize].stack) => {
+                Dep::Cond(c) if sw.condvars && sw.at_level(deps.conds[c as usize].stack) => {
                     let cs = &deps.conds[c as usize];
                     sc.next.extend(cs.helpers.iter().map(|h| h.0));
                     sc.next.extend(cs.fixed_helpers.iter().copied());
                 }
                 Dep::Join(j) if sw.condvars && sw.user => sc.next.push(j),
-                Dep::Io(s) if sw.io && sw.stack => sc.ios.push(s),
+                Dep::Io(s) if sw.follows_io() => sc.ios.push(s),
                 // Reached through a chain (a root is critical: its limit is already
                 // the critical one). Admission control is the stack's (kernel level).
                 Dep::Throttle if depth > 0 && sw.stack && !deps.resolved.contains(&t) => {
@@ -338,13 +318,10 @@ mod tests {
             block(&mut d, &mut g, 1, Dep::Cond(0));
             block(&mut d, &mut g, 2, Dep::Io(7));
             block(&mut d, &mut g, 3, Dep::Lock(1));
-            let sw = Switches {
-                locks: true,
-                condvars: true,
-                io: true,
-                transitive: true,
+            let sw = Inherit {
                 stack,
                 user,
+                ..Inherit::ON
             };
             refresh(&mut d, &mut g, sw, 0);
             (g.boosted, g.promoted)
@@ -375,22 +352,7 @@ mod tests {
         block(&mut d, &mut g, 0, Dep::Lock(0));
         block(&mut d, &mut g, 1, Dep::Lock(1));
         block(&mut d, &mut g, 2, Dep::Io(7));
-        assert_eq!(
-            refresh(
-                &mut d,
-                &mut g,
-                Switches {
-                    locks: true,
-                    condvars: true,
-                    io: true,
-                    transitive: true,
-                    stack: true,
-                    user: true,
-                },
-                0
-            ),
-            (2, 0)
-        );
+        assert_eq!(refresh(&mut d, &mut g, Inherit::ON, 0), (2, 0));
         assert_eq!(g.boosted, BTreeSet::from([1, 2]));
         assert!(g.promoted.contains(&7));
         // Not transitive: one step only.
@@ -407,13 +369,9 @@ mod tests {
         refresh(
             &mut d2,
             &mut g2,
-            Switches {
-                locks: true,
-                condvars: true,
-                io: true,
+            Inherit {
                 transitive: false,
-                stack: true,
-                user: true,
+                ..Inherit::ON
             },
             0,
         );
@@ -423,22 +381,7 @@ mod tests {
         // The critical task gets its lock: everything is undone.
         d.blocked.remove(&0);
         g.edges.remove(&0);
-        assert_eq!(
-            refresh(
-                &mut d,
-                &mut g,
-                Switches {
-                    locks: true,
-                    condvars: true,
-                    io: true,
-                    transitive: true,
-                    stack: true,
-                    user: true,
-                },
-                0
-            ),
-            (0, 2)
-        );
+        assert_eq!(refresh(&mut d, &mut g, Inherit::ON, 0), (0, 2));
         assert!(g.boosted.is_empty());
     }
 
@@ -456,14 +399,7 @@ mod tests {
         block(&mut d, &mut g, 0, Dep::Lock(0));
         block(&mut d, &mut g, 1, Dep::Throttle);
         block(&mut d, &mut g, 2, Dep::Throttle);
-        let mut sw = Switches {
-            locks: true,
-            condvars: true,
-            io: true,
-            transitive: true,
-            stack: true,
-            user: true,
-        };
+        let mut sw = Inherit::ON;
         refresh(&mut d, &mut g, sw, 0);
         assert_eq!(g.boosted, BTreeSet::from([1]));
         assert_eq!(d.resolved, vec![1]);
@@ -487,19 +423,7 @@ mod tests {
         g.critical.insert(0);
         block(&mut d, &mut g, 0, Dep::Lock(0));
         block(&mut d, &mut g, 1, Dep::Lock(1));
-        refresh(
-            &mut d,
-            &mut g,
-            Switches {
-                locks: true,
-                condvars: true,
-                io: true,
-                transitive: true,
-                stack: true,
-                user: true,
-            },
-            0,
-        );
+        refresh(&mut d, &mut g, Inherit::ON, 0);
         assert_eq!(g.boosted, BTreeSet::from([1]));
     }
 
@@ -514,14 +438,7 @@ mod tests {
         let mut g = Toy::default();
         g.critical.insert(0);
         block(&mut d, &mut g, 0, Dep::Cond(0));
-        let on = Switches {
-            locks: true,
-            condvars: true,
-            io: true,
-            transitive: true,
-            stack: true,
-            user: true,
-        };
+        let on = Inherit::ON;
         refresh(&mut d, &mut g, on, 50);
         assert_eq!(g.boosted, BTreeSet::from([5]));
         refresh(&mut d, &mut g, on, 500);

@@ -57,7 +57,7 @@ use sluice_core::{FlowId, IoClass, Nanos};
 
 use crate::config::{CostTable, Inherit, Wakeup};
 use crate::ctx::TaskCtx;
-use crate::deps::{self, Dep, Deps, Graph, Switches};
+use crate::deps::{self, Dep, Deps, Graph};
 use crate::io::IoState;
 
 pub(crate) mod cores;
@@ -551,15 +551,7 @@ impl Inner {
         if !self.deps.dirty {
             return;
         }
-        let inh = self.cfg.inherit;
-        let sw = Switches {
-            locks: inh.locks,
-            condvars: inh.condvars,
-            io: inh.io,
-            transitive: inh.transitive,
-            stack: inh.stack,
-            user: inh.user,
-        };
+        let sw = self.cfg.inherit;
         let now = self.now;
         let mut deps = std::mem::take(&mut self.deps);
         let (started, ended) = deps::refresh(&mut deps, &mut GraphView(self), sw, now);
@@ -594,7 +586,7 @@ impl Graph for GraphView<'_> {
         );
         task.boosted = on;
         // Its outstanding requests are I/O dependencies of the chain (RCP §4.2.2).
-        if on && self.0.cfg.inherit.io && self.0.cfg.inherit.stack {
+        if on && self.0.cfg.inherit.follows_io() {
             // By index: `promote` does not change the list (no copy of it).
             for i in 0..self.0.tasks[t as usize].outstanding.len() {
                 let s = self.0.tasks[t as usize].outstanding[i];

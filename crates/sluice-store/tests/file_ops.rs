@@ -234,34 +234,9 @@ fn a_background_writer_is_held_to_its_class_limit_of_buffered_data() {
     }
 }
 
-#[test]
-fn the_buffer_limit_is_a_setting() {
-    // 8 MiB of buffered writes against a 1 MiB buffer (no class limits): the writer
-    // writes the buffer home whenever it passes 1 MiB.
-    let stats = Stack::builder()
-        .device("nand")
-        .build()
-        .unwrap()
-        .run(|| async {
-            let f = File::create(IMG).await.unwrap();
-            Store::mkfs(&f, Geometry::new(16384)).await.unwrap();
-            let s = Store::mount(&f, CommitMode::Compound).await.unwrap();
-            s.set_buffer_limit(1 << 20);
-            let h = s.create("bulk").unwrap();
-            for k in 0..32u64 {
-                s.write_buffered(h, k << 18, &[5u8; 1 << 18]).await.unwrap();
-            }
-            s.stats()
-        })
-        .unwrap()
-        .value;
-    assert!(stats.data_by_limit > 0, "{stats:?}");
-    assert!(stats.buffered_peak <= (1 << 20) + (256 << 10), "{stats:?}");
-}
-
-/// The peak of buffered data while a non-critical writer buffers 8 MiB under RCP's
-/// class-aware limits, an 8 MiB buffer limit and, if given, its own limit.
-fn peak_of_a_bulk_writer(class_limit: Option<u64>) -> u64 {
+/// A compound store on `nand`, set up by `configure`, under one writer (normal class)
+/// buffering 8 MiB in 256 KiB writes; the store's counters after it.
+fn bulk_writer_stats(configure: impl FnOnce(&Store) + 'static) -> sluice_store::StoreStats {
     Stack::builder()
         .device("nand")
         .build()
@@ -270,19 +245,37 @@ fn peak_of_a_bulk_writer(class_limit: Option<u64>) -> u64 {
             let f = File::create(IMG).await.unwrap();
             Store::mkfs(&f, Geometry::new(16384)).await.unwrap();
             let s = Store::mount(&f, CommitMode::Compound).await.unwrap();
-            s.set_class_limits(true);
-            s.set_buffer_limit(8 << 20);
-            if let Some(b) = class_limit {
-                s.set_class_buffer_limit(b);
-            }
+            configure(&s);
             let h = s.create("bulk").unwrap();
             for k in 0..32u64 {
                 s.write_buffered(h, k << 18, &[5u8; 1 << 18]).await.unwrap();
             }
-            s.stats().buffered_peak
+            s.stats()
         })
         .unwrap()
         .value
+}
+
+#[test]
+fn the_buffer_limit_is_a_setting() {
+    // 8 MiB of buffered writes against a 1 MiB buffer (no class limits): the writer
+    // writes the buffer home whenever it passes 1 MiB.
+    let stats = bulk_writer_stats(|s| s.set_buffer_limit(1 << 20));
+    assert!(stats.data_by_limit > 0, "{stats:?}");
+    assert!(stats.buffered_peak <= (1 << 20) + (256 << 10), "{stats:?}");
+}
+
+/// The peak of buffered data while a non-critical writer buffers 8 MiB under RCP's
+/// class-aware limits, an 8 MiB buffer limit and, if given, its own limit.
+fn peak_of_a_bulk_writer(class_limit: Option<u64>) -> u64 {
+    bulk_writer_stats(move |s| {
+        s.set_class_limits(true);
+        s.set_buffer_limit(8 << 20);
+        if let Some(b) = class_limit {
+            s.set_class_buffer_limit(b);
+        }
+    })
+    .buffered_peak
 }
 
 #[test]

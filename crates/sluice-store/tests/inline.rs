@@ -12,21 +12,25 @@ use sluice_runtime::{set_class, DiskImage, IoClass};
 use sluice_store::{CommitMode, Geometry, Store, StoreStats, INLINE_BLOCKS};
 
 /// `work` on a fresh fjournal store with inline data on, cut off when it ends
-/// (`common::crash_after`).
-fn crash_inline<F, Fut>(seed: u64, work: F) -> DiskImage
+/// (`common::crash_after`); the image, and the store's counters when `work` ended.
+fn crash_inline<F, Fut>(seed: u64, work: F) -> (DiskImage, StoreStats)
 where
     F: FnOnce(Rc<Store>) -> Fut + 'static,
     Fut: std::future::Future<Output = ()> + 'static,
 {
-    crash_after(
+    let stats = Rc::new(std::cell::Cell::new(StoreStats::default()));
+    let st = stats.clone();
+    let image = crash_after(
         CommitMode::FileLevel,
         Geometry::new(4096),
         seed,
         move |s| async move {
             s.set_inline(INLINE_BLOCKS);
-            work(s).await
+            work(s.clone()).await;
+            st.set(s.stats());
         },
-    )
+    );
+    (image, stats.get())
 }
 
 /// Mount `image` (fjournal) and read file `name` whole.
@@ -50,9 +54,7 @@ fn recovered(image: DiskImage, name: &'static str) -> Vec<u8> {
 #[test]
 fn small_fsynced_appends_stay_in_place_and_survive() {
     for seed in 1..=4 {
-        let stats = Rc::new(std::cell::Cell::new(StoreStats::default()));
-        let st = stats.clone();
-        let image = crash_inline(seed, move |s| async move {
+        let (image, st) = crash_inline(seed, move |s| async move {
             let h = s.create("log").unwrap();
             s.sync().await.unwrap();
             set_class(IoClass::Critical);
@@ -62,10 +64,8 @@ fn small_fsynced_appends_stay_in_place_and_survive() {
                     .unwrap();
                 s.fsync(h).await.unwrap();
             }
-            st.set(s.stats());
             assert_eq!(s.stat(h).unwrap().extents, 1, "seed {seed}");
         });
-        let st = stats.get();
         assert_eq!((st.redirected, st.seals), (0, 0), "seed {seed}: {st:?}");
         assert!(st.inline_blocks >= 20, "seed {seed}: {st:?}");
         let data = recovered(image, "log");
@@ -85,9 +85,7 @@ fn small_fsynced_appends_stay_in_place_and_survive() {
 #[test]
 fn a_later_write_home_of_a_logged_block_wins_over_the_logged_copy() {
     for seed in 1..=4 {
-        let stats = Rc::new(std::cell::Cell::new(StoreStats::default()));
-        let st = stats.clone();
-        let image = crash_inline(seed, move |s| async move {
+        let (image, st) = crash_inline(seed, move |s| async move {
             let h = s.create("f").unwrap();
             s.sync().await.unwrap();
             set_class(IoClass::Critical);
@@ -99,9 +97,8 @@ fn a_later_write_home_of_a_logged_block_wins_over_the_logged_copy() {
             s.write_buffered(h, 0, &vec![2; 4096 * n]).await.unwrap();
             s.fsync(h).await.unwrap();
             assert_eq!(s.stats().inline_blocks, logged, "the second went home");
-            st.set(s.stats());
         });
-        assert_eq!(stats.get().inline_blocks, 1, "seed {seed}");
+        assert_eq!(st.inline_blocks, 1, "seed {seed}");
         let data = recovered(image, "f");
         assert_eq!(data.len(), 4096 * (INLINE_BLOCKS + 4), "seed {seed}");
         assert!(
@@ -117,7 +114,7 @@ fn a_later_write_home_of_a_logged_block_wins_over_the_logged_copy() {
 #[test]
 fn a_direct_write_over_a_logged_block_wins() {
     for seed in 1..=4 {
-        let image = crash_inline(seed, move |s| async move {
+        let (image, _) = crash_inline(seed, move |s| async move {
             let h = s.create("f").unwrap();
             s.sync().await.unwrap();
             set_class(IoClass::Critical);
@@ -140,7 +137,7 @@ fn a_direct_write_over_a_logged_block_wins() {
 #[test]
 fn a_logged_block_is_not_written_home_by_a_writer_over_the_limit() {
     for seed in 1..=4 {
-        let image = crash_inline(seed, move |s| async move {
+        let (image, _) = crash_inline(seed, move |s| async move {
             s.set_buffer_limit(64 << 10);
             let (f, g) = (s.create("f").unwrap(), s.create("g").unwrap());
             s.sync().await.unwrap();
