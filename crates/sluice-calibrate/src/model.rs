@@ -149,6 +149,37 @@ pub struct BufferParams {
     pub program_bytes: u32,
 }
 
+/// Where commands meet the units: a structure of the device the grid decides
+/// ([`Model::with_placement`]), since a device's layout is hidden.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// Reads and writes on the unit their LBA stripes to (`write_placement = "lba"`):
+    /// random commands collide on units while others idle — media written in place.
+    Striped,
+    /// Reads on the unit their LBA stripes to, writes on the next unit in turn
+    /// (`write_placement = "round_robin"`): a flash FTL's write pointer, which
+    /// places new data wherever it writes next, while a read must go where its data
+    /// lives — so reads collide at depth and writes do not.
+    WritePointer,
+    /// One queue in front of interchangeable units (`media.pool`): a virtual disk
+    /// whose host serves any request with any of its parallel resources.
+    Pool,
+}
+
+impl Placement {
+    /// Every structure, in the order the fit tries them.
+    pub const ALL: [Placement; 3] = [Placement::Striped, Placement::WritePointer, Placement::Pool];
+
+    /// The name in the header and the JSON file.
+    pub fn name(self) -> &'static str {
+        match self {
+            Placement::Striped => "striped",
+            Placement::WritePointer => "write_pointer",
+            Placement::Pool => "pool",
+        }
+    }
+}
+
 /// The derived device parameters (the fields of a profile, by the profile's names).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Model {
@@ -200,8 +231,9 @@ pub struct Model {
     /// `media.read_block_after_write_ns`, fitted by [`Model::with_read_block`] (`None`:
     /// off).
     pub read_block_after_write_ns: Option<u64>,
-    /// `media.pool`, chosen by [`Model::with_placement`] (false: units by LBA).
-    pub pool: bool,
+    /// Where commands meet the units (`media.pool`, `media.write_placement`), chosen by
+    /// [`Model::with_placement`].
+    pub placement: Placement,
     /// `media.read_load_exponent` and `media.write_load_exponent`, fitted by
     /// [`Model::with_load`] (`None`: off).
     pub read_load_exponent: Option<f64>,
@@ -296,13 +328,15 @@ impl Model {
                 erase_ns: None,
                 unit_bandwidth_bytes: self.unit_bandwidth_bytes,
                 bus_bandwidth_bytes: self.bus_bandwidth_bytes,
-                write_placement: if self.write_buffer.is_some() {
+                write_placement: if self.write_buffer.is_some()
+                    || self.placement == Placement::WritePointer
+                {
                     WritePlacement::RoundRobin
                 } else {
                     WritePlacement::Lba
                 },
                 write_units: 1,
-                pool: self.pool,
+                pool: self.placement == Placement::Pool,
                 read_load_exponent: self.read_load_exponent,
                 write_load_exponent: self.write_load_exponent,
                 write_unit_bandwidth_bytes: self.write_unit_bandwidth_bytes,

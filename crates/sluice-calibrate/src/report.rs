@@ -109,7 +109,6 @@ impl Calibration {
         };
         let model = model::derive(&anchors)
             .with_spread(qd1(100), qd1(0))
-            .with_load(&points, &setup)?
             .with_placement(&points, &setup)?
             .with_read_block(&points, &setup)?;
         let profile = model.to_profile(name, &description);
@@ -195,7 +194,7 @@ impl Calibration {
                 "read_parallel_units": m.read_parallel_units,
                 "write_parallel_units": m.write_parallel_units,
                 "read_block_after_write_ns": m.read_block_after_write_ns,
-                "pool": m.pool,
+                "placement": m.placement.name(),
                 "read_load_exponent": m.read_load_exponent,
                 "write_load_exponent": m.write_load_exponent,
                 "service": m.service.as_ref().map(|v| json!({

@@ -43,17 +43,20 @@
 //!   `ln(sim IOPS / measured IOPS)²`, and the best is taken when its rms is lower than
 //!   the fixed units' by more than [`load::LOAD_MARGIN_PCT`] point. At QD1 the factor
 //!   is 1, so the QD1 means stay the measured ones.
-//! * **Placement** (`media.pool`, around the tails): the device's layout is hidden, so
-//!   whether random 4 KiB commands collide on units as LBA striping makes them (each
-//!   unit its own queue) or go to whichever unit is free (one queue in front of
-//!   interchangeable units: a virtual disk's host) is a structure the grid decides.
-//!   Both, each with its tails fitted (below), are simulated on the read and write
-//!   queue-depth sweeps; the error is the sum over the points of
+//! * **Placement** (`media.pool`, `media.write_placement`, around the tails;
+//!   [`crate::model::Placement`]): the device's layout is hidden, so whether random
+//!   4 KiB commands collide on units as LBA striping makes them (each unit its own
+//!   queue), whether only reads do while writes go to a write pointer (a flash FTL
+//!   places new data on the next unit in turn, while a read must go where its data
+//!   lives), or whether every command goes to whichever unit is free (one queue in
+//!   front of interchangeable units: a virtual disk's host) is a structure the grid
+//!   decides. The three, each with its tails fitted (below), are simulated on the
+//!   read and write queue-depth sweeps; the error is the sum over the points of
 //!   `ln(sim p99 / measured p99)²` plus [`TAIL_IOPS_WEIGHT`] ×
-//!   `ln(sim IOPS / measured IOPS)²`, and the pool is taken when its error is lower.
-//!   Striping puts a Binomial share of a deep queue on each unit, so its p99 at depth
-//!   sits far above the mean; a pool keeps the units evenly busy. Not with a write
-//!   buffer (its destage has `write_placement`).
+//!   `ln(sim IOPS / measured IOPS)²`, and the least error wins. Striping puts a
+//!   Binomial share of a deep queue on each unit, so its p99 at depth sits far above
+//!   the mean; a write pointer and a pool keep the units evenly busy. Not with a
+//!   write buffer (its destage has the write pointer).
 //! * **Interference** (`media.read_block_after_write_ns`, see `sluice-device`): on the
 //!   mixed 4 KiB points (70/30 and 50/50 at QD1 and at the read knee), the error is the
 //!   sum of `ln(sim / measured)²` of the mean read and the mean write latency. `t = 0`

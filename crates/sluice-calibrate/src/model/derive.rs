@@ -483,7 +483,7 @@ pub fn derive(a: &Anchors) -> Model {
     Model {
         service: None,
         read_block_after_write_ns: None,
-        pool: false,
+        placement: super::Placement::Striped,
         read_load_exponent: None,
         write_load_exponent: None,
         sim_fits: Vec::new(),

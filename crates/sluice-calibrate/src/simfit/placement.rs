@@ -1,17 +1,23 @@
-//! The placement fit (`media.pool`): see the module docs of [`crate::simfit`].
+//! The placement fit (`media.pool`, `media.write_placement`): see the module docs of
+//! [`crate::simfit`].
 
 use super::{ln2, qd_sweep, rms_pct, simulate, us_list, FitReport, FitSetup, TAIL_IOPS_WEIGHT};
-use crate::model::Model;
+use crate::model::{Model, Placement};
 use crate::{CalibrateError, Point};
 
 impl Model {
-    /// Choose `media.pool` (one queue in front of the units) or LBA striping, each with
-    /// its service-time tails fitted ([`Model::with_tails`]), by simulating both on the
-    /// steady 4 KiB read and write queue-depth points: the structure whose p99s and
-    /// IOPS are closer to the measured ones. (Compared without their tails, a pool's
-    /// even queues would lose to striping's collisions wherever the device has a tail
-    /// of its own, which only a tail can give.) With a write buffer, or fewer than
-    /// three points, the units stay striped by LBA (tails fitted).
+    /// Choose where commands meet the units ([`Placement`]): both directions striped
+    /// by LBA, reads striped and writes at a write pointer, or one pool — each with
+    /// its own load exponents and units ([`Model::with_load`]: the units a structure
+    /// needs for the measured IOPS depend on whether its commands collide) and its
+    /// service-time tails ([`Model::with_tails`]) — by simulating them on
+    /// the steady 4 KiB read and write queue-depth points: the structure whose p99s
+    /// and IOPS are closest to the measured ones. (Compared without their tails, a
+    /// pool's even queues would lose to striping's collisions wherever the device has
+    /// a tail of its own, which only a tail can give.) On a tie the earlier of
+    /// [`Placement::ALL`] stays. With a write buffer (its destage has the write
+    /// pointer), or fewer than three points, the units stay striped (load and tails
+    /// fitted).
     pub fn with_placement(
         mut self,
         points: &[Point],
@@ -22,13 +28,13 @@ impl Model {
         let pts: Vec<&Point> = reads.into_iter().chain(writes).collect();
         if self.write_buffer.is_some() || pts.len() < 3 {
             self.derivation.push(match self.write_buffer {
-                Some(_) => "media.pool not fitted: the write buffer's destage places by write_placement".into(),
+                Some(_) => "placement not fitted: the write buffer's destage has the write pointer, reads are striped".into(),
                 None => format!(
-                    "media.pool not fitted: {} steady 4 KiB queue-depth points with a p99 (at least 3 needed){r_note}{w_note}",
+                    "placement not fitted (striped): {} steady 4 KiB queue-depth points with a p99 (at least 3 needed){r_note}{w_note}",
                     pts.len()
                 ),
             });
-            return self.with_tails(points, setup);
+            return self.with_load(points, setup)?.with_tails(points, setup);
         }
         // (error, simulated p99 per point) of a structure.
         let run = |m: &Model| -> Result<(f64, Vec<f64>), CalibrateError> {
@@ -42,33 +48,45 @@ impl Model {
             }
             Ok((e, p99))
         };
-        let striped = Model {
-            pool: false,
-            ..self.clone()
-        }
-        .with_tails(points, setup)?;
-        let pooled = Model { pool: true, ..self }.with_tails(points, setup)?;
-        let (e_lba, p99_lba) = run(&striped)?;
-        let (e_pool, p99_pool) = run(&pooled)?;
-        let pool = e_pool < e_lba;
         let n = pts.len();
+        let mut tried: Vec<(Model, f64, String)> = Vec::new();
+        for placement in Placement::ALL {
+            let m = Model {
+                placement,
+                ..self.clone()
+            }
+            .with_load(points, setup)?
+            .with_tails(points, setup)?;
+            let (e, p99) = run(&m)?;
+            let line = format!(
+                "{} (p99 {}, error of p99 and IOPS {:.1} % rms)",
+                placement.name(),
+                us_list(&p99),
+                rms_pct(e, n)
+            );
+            tried.push((m, e, line));
+        }
+        let best = (0..tried.len())
+            .min_by(|&a, &b| tried[a].1.total_cmp(&tried[b].1))
+            .expect("three structures");
+        let before = tried[0].1;
+        let after = tried[best].1;
+        let lines: Vec<String> = tried.iter().map(|t| t.2.clone()).collect();
+        let mut model = tried.swap_remove(best).0;
         let measured = us_list(&pts.iter().map(|p| p.lat_p99_pooled_ns).collect::<Vec<_>>());
         let labels: Vec<String> = pts.iter().map(|p| p.spec.label()).collect();
-        let mut model = if pool { pooled } else { striped };
         model.derivation.push(format!(
-            "media.pool = {pool}: the {n} steady 4 KiB queue-depth points ({}) simulated with the units striped by LBA (p99 {}, error of p99 and IOPS {:.1} % rms) and as one pool (p99 {}, {:.1} % rms), each with its own fitted tails, against measured p99 {measured}{r_note}{w_note}",
+            "placement = {}: the {n} steady 4 KiB queue-depth points ({}) simulated, each structure with its own fitted load and tails, as {}, against measured p99 {measured}{r_note}{w_note}",
+            model.placement.name(),
             labels.join(", "),
-            us_list(&p99_lba),
-            rms_pct(e_lba, n),
-            us_list(&p99_pool),
-            rms_pct(e_pool, n),
+            lines.join("; "),
         ));
         model.sim_fits.push(FitReport {
-            what: "media.pool".into(),
+            what: "placement".into(),
             points: n,
-            candidates: 2,
-            rms_before_pct: rms_pct(e_lba, n),
-            rms_after_pct: rms_pct(e_lba.min(e_pool), n),
+            candidates: Placement::ALL.len(),
+            rms_before_pct: rms_pct(before, n),
+            rms_after_pct: rms_pct(after, n),
         });
         Ok(model)
     }

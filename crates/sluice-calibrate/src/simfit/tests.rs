@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::analysis::LinearFit;
-use crate::model::{derive, mva_iops, Anchors};
+use crate::model::{derive, mva_iops, Anchors, Placement};
 
 /// A model shaped like this machine's disk: 66 / 60 µs at QD1, reads on 4 units,
 /// writes on 3, the body spread of its QD1 percentiles.
@@ -232,28 +232,37 @@ fn the_read_block_is_recovered_from_the_mixed_points() {
     assert_eq!(fitted.read_block_after_write_ns, None);
 }
 
-/// The placement fit tells the two structures apart from their queue-depth sweeps
+/// The placement fit tells the three structures apart from their queue-depth sweeps
 /// (simulated with another seed than the fit's): a device with one pool of units is
-/// fitted as a pool, a striped one as striped, each with the tails it then needs.
+/// fitted as a pool, a striped one as striped, one whose writes go to a write
+/// pointer as that, each with the tails it then needs.
 #[test]
 fn the_placement_fit_recovers_the_structure() {
     let specs: Vec<(PointSpec, Role)> = sweep(100).into_iter().chain(sweep(0)).collect();
-    for pool in [true, false] {
-        let truth = Model { pool, ..model() };
+    for placement in Placement::ALL {
+        let truth = Model {
+            placement,
+            ..model()
+        };
         // The "measurements" with 50 000 I/Os a point, the fit's runs with 10 000 (as
         // `sluice calibrate --quick`): the tail fits inside run twice per structure.
         let pts = points(&truth, &specs, &setup(7, IOS / 2));
         let fitted = model().with_placement(&pts, &setup(11, IOS / 10)).unwrap();
-        assert_eq!(fitted.pool, pool, "{:?}", fitted.derivation.last());
+        assert_eq!(
+            fitted.placement,
+            placement,
+            "{:?}",
+            fitted.derivation.last()
+        );
         let fit = fitted.sim_fits.last().expect("a fit report");
         assert_eq!(
             (fit.what.as_str(), fit.points, fit.candidates),
-            ("media.pool", 14, 2)
+            ("placement", 14, 3)
         );
         assert!(fit.rms_after_pct <= fit.rms_before_pct);
         let line = fitted.derivation.last().unwrap();
         assert!(
-            line.starts_with(&format!("media.pool = {pool}: the 14 steady")),
+            line.starts_with(&format!("placement = {}: the 14 steady", placement.name())),
             "{line}"
         );
     }
@@ -265,11 +274,11 @@ fn the_placement_fit_recovers_the_structure() {
         program_bytes: 4096,
     });
     let out = buffered.with_placement(&[], &setup(1, 10)).unwrap();
-    assert!(!out.pool);
+    assert_eq!(out.placement, Placement::Striped);
     assert!(out
         .derivation
         .iter()
-        .any(|l| l.starts_with("media.pool not fitted") && l.contains("write buffer")));
+        .any(|l| l.starts_with("placement not fitted") && l.contains("write buffer")));
 }
 
 /// The load fit recovers a load-dependent device from its read queue-depth sweep
