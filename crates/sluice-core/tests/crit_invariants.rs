@@ -220,10 +220,15 @@ proptest! {
         prop_assert_eq!(counter(e.policy.as_ref(), Counter::FreeTokens), tokens as f64);
     }
 
-    /// RCP: non-critical in flight ≤ limit, slots within their pools, all slots back.
+    /// RCP: non-critical pieces in flight ≤ limit, slots within their pools, all slots
+    /// back (whole requests, or cut into pieces with `split`).
     #[test]
-    fn rcp_limits_and_slots(steps in prop::collection::vec(step(), 1..300), limit in 1u32..4) {
-        let mut e = Engine::new(&format!("rcp:slots=6,nc_slots=5,limit={limit}"));
+    fn rcp_limits_and_slots(
+        steps in prop::collection::vec(step(), 1..300),
+        limit in 1u32..4,
+        split in prop::sample::select(vec!["0", "8k", "64k"]),
+    ) {
+        let mut e = Engine::new(&format!("rcp:slots=6,nc_slots=5,limit={limit},split={split}"));
         for s in &steps {
             e.run(s);
             let nc = e.inflight.iter().filter(|(r, _)| r.class != IoClass::Critical).count();

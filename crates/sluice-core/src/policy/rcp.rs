@@ -15,15 +15,22 @@
 //!   the next opportunity where the outstanding limit allows it, ahead of critical
 //!   requests. So between two non-critical dispatches at most `starve` passes, plus the
 //!   completion of the one non-critical request in flight when the limit is full.
-//! * **Promotion** (§4.2.2): `promote(id)` moves a queued non-critical request to the
-//!   tail of the critical FIFO, as critical. It keeps the slot it was admitted with
+//! * **Split** (opt-in, `split`; off by default): a non-critical request longer than
+//!   `split` bytes is cut into pieces of at most `split` bytes (`Request::split`) that
+//!   queue in LBA order and count one by one against the outstanding limit, so a
+//!   critical request waits behind at most `N` pieces at the device rather than `N`
+//!   whole requests — what the kernel RCP ran in did by cutting bios at the queue's
+//!   `max_sectors_kb` (512 KiB by default then), which this engine does not. The
+//!   request holds its slot until its last piece completes.
+//! * **Promotion** (§4.2.2): `promote(id)` moves a queued non-critical request (every
+//!   piece of it still queued) to the tail of the critical FIFO, as critical. It keeps the slot it was admitted with
 //!   (RCP reprioritises the I/O where it is; it does not reallocate its request).
 //!   Requests still waiting for admission are promoted by the engine and admitted again
 //!   with the critical pool.
 //!
 //! `Idle` requests are non-critical.
 //!
-//! # Tunables (`rcp:slots=128,nc_slots=128,limit=1,starve_ms=10`)
+//! # Tunables (`rcp:slots=128,nc_slots=128,limit=1,starve_ms=10,split=0`)
 //! | key | default | unit | meaning |
 //! |---|---|---|---|
 //! | `slots` | 128 | requests | critical admission slots S_c |
@@ -32,6 +39,7 @@
 //! | `starve_ms` | 10 | ms | starvation bound; 0 turns the timer off |
 //! | `depth` | 0 | requests | device queue depth the scheduler fills (a SATA NCQ-like tag limit); 0 = as deep as the engine allows |
 //! | `isolate` | 1 | 0/1 | 0 = one shared pool of S_c + S_n slots (ablation: no admission isolation) |
+//! | `split` | 0 | bytes | cut non-critical requests into pieces of at most this size (4k–64m, multiple of 512; 0 = never) |
 //!
 //! Simplified: the dirty-ratio limits of the caching layer and the priority inheritance
 //! through locks live in other layers; here promotion is an entry point the engine (or
@@ -41,7 +49,7 @@ use std::collections::VecDeque;
 
 use super::Counter;
 use super::{Admission, Completion, DeviceView, Dispatch, ParamError, Params, Policy};
-use crate::types::{IoClass, Nanos, ReqId, Request};
+use crate::types::{IoClass, Nanos, Op, ReqId, Request};
 
 /// Default admission slots per class (RCP §7.1).
 pub const DEFAULT_SLOTS: u32 = 128;
@@ -66,12 +74,15 @@ pub struct RcpPolicy {
     starve_ns: Nanos,
     depth: u32,
     isolate: bool,
+    /// Non-critical requests longer than this are cut into pieces (0: never).
+    split: u32,
     held_c: u32,
     held_n: u32,
     /// By request id (the block layer's ids are indices it reuses): the pool of an
-    /// admitted request's slot, until it completes. A vector, not a map: it grows to
-    /// the most requests alive at once and allocates nothing per I/O after.
-    admitted: Vec<Option<Pool>>,
+    /// admitted request's slot and its pieces not completed yet, until its last piece
+    /// completes. A vector, not a map: it grows to the most requests alive at once and
+    /// allocates nothing per I/O after.
+    admitted: Vec<Option<(Pool, u16)>>,
     crit: VecDeque<Request>,
     nc: VecDeque<Request>,
     nc_inflight: u32,
@@ -83,6 +94,7 @@ pub struct RcpPolicy {
     starved: bool,
     promotions: u64,
     starvation_dispatches: u64,
+    splits: u64,
 }
 
 impl RcpPolicy {
@@ -101,6 +113,7 @@ impl RcpPolicy {
             starve_ns,
             depth: 0,
             isolate: true,
+            split: 0,
             held_c: 0,
             held_n: 0,
             admitted: Vec::new(),
@@ -112,6 +125,7 @@ impl RcpPolicy {
             starved: false,
             promotions: 0,
             starvation_dispatches: 0,
+            splits: 0,
         }
     }
 
@@ -123,9 +137,25 @@ impl RcpPolicy {
         let starve_ms = p.take_u64_in("starve_ms", DEFAULT_STARVE_NS / 1_000_000, 0, 60_000)?;
         let depth = p.take_u64_in("depth", 0, 0, 1 << 20)? as u32;
         let isolate = p.take_u64_in("isolate", 1, 0, 1)? == 1;
+        let split = p.take("split", String::new(), "a size such as 128k, or 0")?;
+        let split = match split.trim() {
+            "" | "0" => 0,
+            v => {
+                let b = super::ld::parse_size("split", v)?;
+                if !(4096..=(64 << 20)).contains(&b) || b % 512 != 0 {
+                    return Err(ParamError::BadValue {
+                        key: "split".into(),
+                        value: split,
+                        expected: "0, or a size from 4k to 64m that is a multiple of 512",
+                    });
+                }
+                b as u32
+            }
+        };
         let mut r = RcpPolicy::new(slots_c, slots_n, limit, starve_ms * 1_000_000);
         r.depth = depth;
         r.isolate = isolate;
+        r.split = split;
         Ok(r)
     }
 
@@ -186,7 +216,7 @@ impl Policy for RcpPolicy {
         if self.admitted.len() <= i {
             self.admitted.resize(i + 1, None);
         }
-        let prev = self.admitted[i].replace(pool);
+        let prev = self.admitted[i].replace((pool, 1));
         assert!(prev.is_none(), "rcp: request {:?} admitted twice", req.id);
         Admission::Admit
     }
@@ -199,7 +229,19 @@ impl Policy for RcpPolicy {
                 // The starvation interval starts when non-critical work starts waiting.
                 self.nc_clock_ns = now_ns;
             }
-            self.nc.push_back(req);
+            let pieces = match self.split {
+                0 => 1,
+                s => req.len.div_ceil(s),
+            };
+            if pieces > 1 && pieces <= u16::MAX as u32 && req.op != Op::Flush {
+                if let Some(Some(a)) = self.admitted.get_mut(req.id.0 as usize) {
+                    a.1 = pieces as u16;
+                }
+                self.splits += 1;
+                self.nc.extend(req.split(self.split));
+            } else {
+                self.nc.push_back(req);
+            }
         }
     }
 
@@ -223,15 +265,21 @@ impl Policy for RcpPolicy {
     }
 
     fn complete(&mut self, _now_ns: Nanos, done: &Completion) {
-        // The slot and the outstanding count come back whatever `done.ok` says.
-        let pool = self
+        // The slot (with the request's last piece) and the outstanding count come
+        // back whatever `done.ok` says.
+        let entry = self
             .admitted
             .get_mut(done.req.id.0 as usize)
-            .and_then(Option::take)
             .expect("rcp: completion of a request it did not admit");
-        match pool {
-            Pool::Critical => self.held_c -= 1,
-            Pool::NonCritical => self.held_n -= 1,
+        let (pool, left) = entry.expect("rcp: completion of a request it did not admit");
+        if left > 1 {
+            *entry = Some((pool, left - 1));
+        } else {
+            *entry = None;
+            match pool {
+                Pool::Critical => self.held_c -= 1,
+                Pool::NonCritical => self.held_n -= 1,
+            }
         }
         assert!(self.inflight > 0, "rcp: completion with nothing in flight");
         self.inflight -= 1;
@@ -256,12 +304,18 @@ impl Policy for RcpPolicy {
     }
 
     fn promote(&mut self, _now_ns: Nanos, id: ReqId) -> bool {
-        let Some(pos) = self.nc.iter().position(|r| r.id == id) else {
+        if !self.nc.iter().any(|r| r.id == id) {
             return false;
-        };
-        let mut req = self.nc.remove(pos).expect("position found");
-        req.class = IoClass::Critical;
-        self.crit.push_back(req);
+        }
+        // Every piece still queued, in order; pieces already at the device finish as
+        // the non-critical pieces they were dispatched as.
+        let (mut moved, kept): (VecDeque<Request>, VecDeque<Request>) =
+            self.nc.drain(..).partition(|r| r.id == id);
+        self.nc = kept;
+        for r in &mut moved {
+            r.class = IoClass::Critical;
+        }
+        self.crit.extend(moved);
         self.promotions += 1;
         true
     }
@@ -281,6 +335,11 @@ impl Policy for RcpPolicy {
                 self.starvation_dispatches as f64,
             ),
         ]
+        .into_iter()
+        // The split count only where splitting is on (the other counters' output is
+        // that of RCP as the paper has it).
+        .chain((self.split > 0).then_some((Counter::SplitRequests, self.splits as f64)))
+        .collect()
     }
 }
 
@@ -511,5 +570,63 @@ mod tests {
         );
         assert!(RcpPolicy::from_params(&mut Params::parse("limit=0").unwrap()).is_err());
         assert!(RcpPolicy::from_params(&mut Params::parse("isolate=x").unwrap()).is_err());
+        let r = RcpPolicy::from_params(&mut Params::parse("split=128k").unwrap()).unwrap();
+        assert_eq!(r.split, 128 << 10);
+        for bad in ["split=1k", "split=100000", "split=x", "split=128m"] {
+            assert!(
+                RcpPolicy::from_params(&mut Params::parse(bad).unwrap()).is_err(),
+                "{bad}"
+            );
+        }
+    }
+
+    /// With `split`, a long non-critical request goes as pieces one at a time (limit
+    /// 1), a critical request passes between two of them, the slot comes back with
+    /// the last piece, and a promotion takes the pieces still queued.
+    #[test]
+    fn split_pieces_let_critical_requests_pass_between_them() {
+        let mut p = RcpPolicy::new(8, 8, 1, DEFAULT_STARVE_NS);
+        p.split = 128 << 10;
+        let big = Request {
+            len: 512 << 10,
+            ..req(1, IoClass::Normal)
+        };
+        admit_enqueue(&mut p, 0, big);
+        let v = DeviceView::default();
+        let first = p.dispatch(0, &v).unwrap().req;
+        assert_eq!((first.id, first.len, first.parts), (ReqId(1), 128 << 10, 4));
+        assert!(p.dispatch(0, &v).is_none(), "one piece at a time");
+        admit_enqueue(&mut p, 0, req(2, IoClass::Critical));
+        p.complete(1, &done(first, true));
+        assert_eq!(p.held(), (1, 1), "the slot stays until the last piece");
+        // The critical request goes before the second piece.
+        assert_eq!(p.dispatch(1, &v).unwrap().req.id, ReqId(2));
+        let second = p.dispatch(1, &v).unwrap().req;
+        assert_eq!(
+            (second.id, second.offset),
+            (ReqId(1), first.offset + (128 << 10))
+        );
+        // Promoted: the two pieces still queued move to the critical FIFO.
+        assert!(p.promote(1, ReqId(1)));
+        assert!(p.nc.is_empty());
+        assert_eq!(p.crit.len(), 2);
+        let rest: Vec<Request> = std::iter::from_fn(|| p.dispatch(1, &v).map(|d| d.req)).collect();
+        assert_eq!(rest.len(), 2);
+        assert!(rest.iter().all(|r| r.class == IoClass::Critical));
+        for r in [second, rest[0], rest[1]] {
+            p.complete(2, &done(r, true));
+        }
+        assert_eq!(p.held(), (1, 0), "the last piece gave the slot back");
+        assert_eq!(p.nc_inflight, 0);
+        let c = p.counters();
+        assert!(c.contains(&(Counter::SplitRequests, 1.0)));
+        // Off by default: the request goes whole, and no split counter is reported.
+        let mut whole = RcpPolicy::new(8, 8, 1, DEFAULT_STARVE_NS);
+        admit_enqueue(&mut whole, 0, big);
+        assert_eq!(whole.dispatch(0, &v).unwrap().req.len, 512 << 10);
+        assert!(!whole
+            .counters()
+            .iter()
+            .any(|c| c.0 == Counter::SplitRequests));
     }
 }
