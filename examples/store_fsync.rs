@@ -119,7 +119,8 @@ fn run(
             let lat = fillsync(files, bulk_writers, record).await;
             // Where the critical fsyncs' time went (FastResponse Fig. 15(b)'s parts).
             let parts = store.map(|s| {
-                let [wait, data, journal, commit, wake, _] = s.fsync_breakdown().means();
+                let b = s.fsync_breakdown();
+                let [wait, data, journal, commit, wake, _] = b.means();
                 let st = s.stats();
                 // The log's layout: appends of partial blocks move the last block.
                 let extents = s
@@ -145,7 +146,22 @@ fn run(
                     st.redirected,
                     st.inline_blocks,
                     extents
-                )
+                ) + &b
+                    .tail_means(0.01)
+                    .map(|(n, [wait, data, journal, commit, wake, total])| {
+                        format!(
+                            "\n{:>19}the slowest 1 % ({n}, mean {:.1} µs): wait {:.1} / data {:.1} / \
+                             journal {:.1} / commit {:.1} / wake {:.1} µs",
+                            "",
+                            total / 1e3,
+                            wait / 1e3,
+                            data / 1e3,
+                            journal / 1e3,
+                            commit / 1e3,
+                            wake / 1e3
+                        )
+                    })
+                    .unwrap_or_default()
             });
             (lat, parts)
         })

@@ -52,5 +52,5 @@ pub use fs::{Fs, FsConfig, FsFile};
 pub use layout::Geometry;
 pub use store::{
     CommitMode, FileStat, FsyncBreakdown, FsyncPath, Inspection, Store, StoreError, StoreFile,
-    StoreStats, INLINE_BLOCKS,
+    StoreStats, INLINE_BLOCKS, SLOWEST_KEPT,
 };

@@ -10,8 +10,8 @@ use sluice_runtime::{
 };
 
 use crate::layout::{Geometry, BLOCK, MAX_FILE_BLOCKS, MAX_NAME};
-pub use breakdown::FsyncBreakdown;
 use breakdown::Phases;
+pub use breakdown::{FsyncBreakdown, SLOWEST_KEPT};
 pub use inspect::Inspection;
 use writeback::JournalBatch;
 
@@ -470,7 +470,7 @@ impl Store {
     /// Where the critical fsyncs' time went so far (FastResponse's breakdown, ICS '22
     /// Fig. 15(b)): see [`FsyncBreakdown`].
     pub fn fsync_breakdown(&self) -> FsyncBreakdown {
-        self.st.borrow().breakdown
+        self.st.borrow().breakdown.clone()
     }
 
     /// A file's size, blocks and change counter.

@@ -25,8 +25,16 @@
 //!
 //! Each phase holds device time and the time the committing task waited to run after
 //! each of its I/Os; the scheduling parts proper are `wait` and `wake`.
+//!
+//! The means say where a typical fsync's time goes; a tail has causes of its own (a
+//! FLUSH that waits for someone else's data, a write queued behind another), so the
+//! breakdown also keeps the parts of the [`SLOWEST_KEPT`] slowest fsyncs apart
+//! ([`FsyncBreakdown::tail_means`]: the same five parts over the slowest 1 %, say).
 
 use sluice_core::Nanos;
+
+/// How many of the slowest critical fsyncs [`FsyncBreakdown`] keeps the parts of.
+pub const SLOWEST_KEPT: usize = 64;
 
 /// One commit's (or f-transaction's, or data-only sync's) timeline.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -38,7 +46,7 @@ pub(crate) struct Phases {
 }
 
 /// Critical fsyncs' time, summed by phase (ns); see the module documentation.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FsyncBreakdown {
     /// Critical fsyncs and fdatasyncs counted.
     pub fsyncs: u64,
@@ -54,6 +62,9 @@ pub struct FsyncBreakdown {
     pub commit_ns: u64,
     /// From the commit's end to the fsync's return.
     pub wake_ns: u64,
+    /// The parts of the slowest fsyncs so far, at most [`SLOWEST_KEPT`], in no order:
+    /// wait, data, journal, commit, wake, total (ns).
+    slowest: Vec<[u64; 6]>,
 }
 
 impl FsyncBreakdown {
@@ -62,13 +73,48 @@ impl FsyncBreakdown {
         // The part of [a, b) inside [t0, t1): boundaries clamped, so the five parts
         // partition [t0, t1) whenever start ≤ data ≤ journal ≤ done ≤ t1.
         let seg = |a: Nanos, b: Nanos| b.min(t1).saturating_sub(a.max(t0));
+        let parts = [
+            seg(t0, p.start),
+            seg(p.start, p.data),
+            seg(p.data, p.journal),
+            seg(p.journal, p.done),
+            seg(p.done, t1),
+            t1 - t0,
+        ];
         self.fsyncs += 1;
-        self.total_ns += t1 - t0;
-        self.wait_ns += seg(t0, p.start);
-        self.data_ns += seg(p.start, p.data);
-        self.journal_ns += seg(p.data, p.journal);
-        self.commit_ns += seg(p.journal, p.done);
-        self.wake_ns += seg(p.done, t1);
+        self.wait_ns += parts[0];
+        self.data_ns += parts[1];
+        self.journal_ns += parts[2];
+        self.commit_ns += parts[3];
+        self.wake_ns += parts[4];
+        self.total_ns += parts[5];
+        if self.slowest.len() < SLOWEST_KEPT {
+            self.slowest.push(parts);
+        } else if let Some(min) = self.slowest.iter_mut().min_by_key(|x| x[5]) {
+            if parts[5] > min[5] {
+                *min = parts;
+            }
+        }
+    }
+
+    /// The mean parts (wait, data, journal, commit, wake, total; ns) of the slowest
+    /// `share` of the fsyncs counted — at least one, at most [`SLOWEST_KEPT`] — and
+    /// how many that is; `None` before the first fsync. `tail_means(0.01)` is where
+    /// the slowest 1 % went, the fsyncs at and above the p99.
+    pub fn tail_means(&self, share: f64) -> Option<(usize, [f64; 6])> {
+        if self.slowest.is_empty() {
+            return None;
+        }
+        let want = ((self.fsyncs as f64 * share).ceil() as usize).clamp(1, self.slowest.len());
+        let mut by_total = self.slowest.clone();
+        by_total.sort_unstable_by_key(|x| std::cmp::Reverse(x[5]));
+        let mut sum = [0f64; 6];
+        for x in &by_total[..want] {
+            for (s, v) in sum.iter_mut().zip(x) {
+                *s += *v as f64;
+            }
+        }
+        Some((want, sum.map(|v| v / want as f64)))
     }
 
     /// Mean per fsync of each part, ns: wait, data, journal, commit, wake, total.
@@ -113,5 +159,36 @@ mod tests {
         );
         assert_eq!(b.data_ns, 30);
         assert_eq!(b.means()[5], 47.5);
+        // The slowest of the two is the first (60 ns: wait 10, data 20, journal 5,
+        // commit 15, wake 10).
+        assert_eq!(
+            b.tail_means(0.01),
+            Some((1, [10.0, 20.0, 5.0, 15.0, 10.0, 60.0]))
+        );
+        assert_eq!(b.tail_means(1.0).unwrap().0, 2);
+        assert_eq!(FsyncBreakdown::default().tail_means(0.01), None);
+    }
+
+    /// Only the slowest are kept: after many fast fsyncs and a few slow ones spread
+    /// among them, the tail is the slow ones.
+    #[test]
+    fn the_tail_keeps_the_slowest() {
+        let mut b = FsyncBreakdown::default();
+        for i in 0..1000u64 {
+            let slow = i % 100 == 7;
+            let p = Phases {
+                start: 0,
+                data: 10,
+                journal: 10,
+                done: if slow { 5_000 } else { 20 },
+            };
+            b.add(0, if slow { 5_000 + i } else { 25 }, &p);
+        }
+        let (n, parts) = b.tail_means(0.01).unwrap();
+        assert_eq!(n, 10);
+        assert_eq!(parts[3], 4_990.0, "the slow fsyncs' commit part");
+        assert!(parts[5] > 5_000.0);
+        // More than it keeps: the slowest SLOWEST_KEPT.
+        assert_eq!(b.tail_means(0.5).unwrap().0, SLOWEST_KEPT);
     }
 }
