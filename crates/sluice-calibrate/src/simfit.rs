@@ -14,7 +14,8 @@
 //! disagree, so its figures mix states of the device — and never the validation jobs,
 //! which stay an independent check.
 //!
-//! * **Tail** (`[service.read|write] tail_prob`, `tail_mean_ns`): on the direction's
+//! * **Tail** (`[service.read|write] tail_prob`, `tail_mean_ns` or `stall_prob`,
+//!   `stall_ns`): on the direction's
 //!   4 KiB queue-depth sweep (QD 1 … 64), the error is the sum over the points of
 //!   `ln(sim p99 / measured p99)²` (the measured p99 pooled over the point's agreeing
 //!   windows, [`Point::lat_p99_pooled_ns`]) plus [`TAIL_IOPS_WEIGHT`] ×
@@ -27,11 +28,16 @@
 //!   own errors.) The tail's mean `p·m` is taken from the
 //!   operation's nominal time (`read_ns` or `write_ns`), so the QD1 mean stays the
 //!   measured one; at most [`MAX_TAIL_SHARE`] of it. The body's σ (fitted at QD1) is
-//!   kept. Candidates: `p` on a lattice of quarter decades from 10⁻⁴ to 10⁻² and `m`
-//!   on half octaves from 1/16 to 2 × the largest measured p99; a coarse pass (every
-//!   other lattice point), then a descent to the best lattice neighbour until none is
-//!   better. A tail can only add spread: where the model's queueing alone already
-//!   gives a p99 above the measured one, the fit cannot bring it down.
+//!   kept. Two forms are tried ([`TailKind`]): slow operations (`tail_prob`,
+//!   `tail_mean_ns`) and stalls of the device (`stall_prob`, `stall_ns`: a read that
+//!   draws one holds every read starting in it, so the share delayed grows with the
+//!   depth — the p99 jump from QD32 to QD64 this machine's disk has); the better
+//!   wins. Candidates: `p` on a lattice of eighth decades from 10⁻⁴ to 10⁻² (stalls:
+//!   10⁻⁵ to 10⁻³) and `m` on half octaves from 1/16 to 2 × the largest measured
+//!   p99; per form a coarse pass (every fourth `p`, every other `m`), then a descent
+//!   to the best lattice neighbour until none is better. A tail can only add spread:
+//!   where the model's queueing alone already gives a p99 above the measured one, the
+//!   fit cannot bring it down.
 //! * **Load** (`media.read_load_exponent`, `write_load_exponent`, first; `simfit/load.rs`):
 //!   fixed units give IOPS linear in depth until the commands collide, then flat; a
 //!   virtual disk's host can instead slow every request as more are in flight (on
@@ -144,24 +150,66 @@ fn sig3(x: f64) -> f64 {
     format!("{x:.2e}").parse().unwrap_or(x)
 }
 
+/// The two forms of a direction's tail the tail fit tries ([`Model::with_tails`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TailKind {
+    /// Rare slow operations, one at a time (`tail_prob`, `tail_mean_ns`).
+    Op,
+    /// Stalls of the whole device (`stall_prob`, `stall_ns`): an operation that draws
+    /// one holds every operation of its kind from starting, so deeper queues meet more
+    /// of them.
+    Stall,
+}
+
+impl TailKind {
+    /// The candidate on lattice point `(i, j)`, `i ∈ 0..=16`, `j ∈ −8..=2`, with `scale`
+    /// the largest measured p99: `(p, m)` = `(10^(−4 + i/8), scale · 2^(j/2))` for a
+    /// per-operation tail, `(p, length)` = `(10^(−5 + i/8), scale · 2^(j/2))` for
+    /// stalls (rarer: each holds about a queue depth's worth of operations, so the
+    /// share of operations a stall delays grows as `p · QD` and crosses the 1 % of a
+    /// p99 between two depths only in a narrow band of `p` — hence eighth decades).
+    fn param(self, i: i32, j: i32, scale: f64) -> (f64, u64) {
+        let lo = match self {
+            TailKind::Op => -4.0,
+            TailKind::Stall => -5.0,
+        };
+        let x = sig3(10f64.powf(lo + i as f64 / 8.0));
+        let m = (scale * 2f64.powf(j as f64 / 2.0) / 1000.0).round() as u64 * 1000;
+        (x, m.max(1000))
+    }
+}
+
 impl Model {
     /// The model with the tail of `write`'s direction set (`None` for the body alone),
-    /// its mean `p · m` taken from the nominal time; `None` when that mean is more than
-    /// [`MAX_TAIL_SHARE`] of it.
-    fn tail_candidate(&self, write: bool, tail: Option<(f64, u64)>) -> Option<Model> {
+    /// with what it adds to a QD1 operation's mean, `p · m` (at QD1 a stall is a slow
+    /// operation of exactly its length), taken from the nominal time; `None` when that
+    /// is more than [`MAX_TAIL_SHARE`] of it.
+    pub(crate) fn tail_candidate(
+        &self,
+        write: bool,
+        tail: Option<(TailKind, f64, u64)>,
+    ) -> Option<Model> {
         let mut c = self.clone();
-        let Some((p, m)) = tail else {
+        let Some((kind, x, m)) = tail else {
             return Some(c);
         };
         let nominal = if write { self.write_ns } else { self.read_ns } as f64;
-        let share = p * m as f64;
+        let share = x * m as f64;
         if share > MAX_TAIL_SHARE * nominal || nominal - share < MIN_STAGE_NS {
             return None;
         }
         let sv = c.service.get_or_insert_with(ServiceVariation::default);
         let op = if write { &mut sv.write } else { &mut sv.read };
-        op.tail_prob = p;
-        op.tail_mean_ns = m;
+        match kind {
+            TailKind::Op => {
+                op.tail_prob = x;
+                op.tail_mean_ns = m;
+            }
+            TailKind::Stall => {
+                op.stall_prob = x;
+                op.stall_ns = m;
+            }
+        }
         let body = (nominal - share).round() as u64;
         if write {
             c.write_ns = body;
@@ -172,8 +220,9 @@ impl Model {
     }
 
     /// Fit the tail of reads and of writes to the p99s of their 4 KiB queue-depth
-    /// sweeps by simulation (see the module doc). A direction with fewer than three
-    /// sweep points keeps its body alone.
+    /// sweeps by simulation (see the module doc): a per-operation tail or stalls,
+    /// whichever fits better. A direction with fewer than three sweep points keeps its
+    /// body alone.
     pub fn with_tails(self, points: &[Point], setup: &FitSetup) -> Result<Model, CalibrateError> {
         let m = self.with_tail(points, setup, false)?;
         m.with_tail(points, setup, true)
@@ -209,21 +258,16 @@ impl Model {
         let base = self.tail_candidate(write, None).expect("no tail");
         let (e0, base_iops, _) = run(&base)?;
         let scale = pts.iter().map(|p| p.lat_p99_pooled_ns).fold(0.0, f64::max);
-        // Lattice: p = 10^(−4 + i/4), i ∈ 0..=8; m = scale · 2^(j/2), j ∈ −8..=2.
-        let param = |i: i32, j: i32| {
-            let p = sig3(10f64.powf(-4.0 + i as f64 / 4.0));
-            let m = (scale * 2f64.powf(j as f64 / 2.0) / 1000.0).round() as u64 * 1000;
-            (p, m.max(1000))
-        };
-        let mut seen: HashMap<(i32, i32), Option<f64>> = HashMap::new();
-        let mut eval = |i: i32, j: i32| -> Result<Option<f64>, CalibrateError> {
-            if !(0..=8).contains(&i) || !(-8..=2).contains(&j) {
+        let mut seen: HashMap<(TailKind, i32, i32), Option<f64>> = HashMap::new();
+        let mut eval = |kind: TailKind, i: i32, j: i32| -> Result<Option<f64>, CalibrateError> {
+            if !(0..=16).contains(&i) || !(-8..=2).contains(&j) {
                 return Ok(None);
             }
-            if let Some(&e) = seen.get(&(i, j)) {
+            if let Some(&e) = seen.get(&(kind, i, j)) {
                 return Ok(e);
             }
-            let e = match self.tail_candidate(write, Some(param(i, j))) {
+            let (x, m) = kind.param(i, j, scale);
+            let e = match self.tail_candidate(write, Some((kind, x, m))) {
                 Some(c) => {
                     let (ep, iops, _) = run(&c)?;
                     let moved = iops
@@ -236,48 +280,57 @@ impl Model {
                 }
                 None => None,
             };
-            seen.insert((i, j), e);
+            seen.insert((kind, i, j), e);
             Ok(e)
         };
-        let mut best: Option<((i32, i32), f64)> = None;
-        for i in (0..=8).step_by(2) {
-            for j in (-8..=2).step_by(2) {
-                if let Some(e) = eval(i, j)? {
-                    if best.is_none_or(|b| e < b.1 - 1e-12) {
-                        best = Some(((i, j), e));
+        let mut best: Option<((TailKind, i32, i32), f64)> = None;
+        for kind in [TailKind::Op, TailKind::Stall] {
+            // A coarse pass (every fourth point of p's lattice, every other of m's), then
+            // a descent to the best lattice neighbour until none is better — per kind.
+            let mut here: Option<((i32, i32), f64)> = None;
+            for i in (0..=16).step_by(4) {
+                for j in (-8..=2).step_by(2) {
+                    if let Some(e) = eval(kind, i, j)? {
+                        if here.is_none_or(|b| e < b.1 - 1e-12) {
+                            here = Some(((i, j), e));
+                        }
                     }
                 }
             }
-        }
-        // Descend to the best lattice neighbour until none is better.
-        while let Some(((i, j), e)) = best {
-            let mut next = None;
-            for (di, dj) in [
-                (-1, -1),
-                (-1, 0),
-                (-1, 1),
-                (0, -1),
-                (0, 1),
-                (1, -1),
-                (1, 0),
-                (1, 1),
-            ] {
-                if let Some(en) = eval(i + di, j + dj)? {
-                    if en < e - 1e-12 && next.is_none_or(|(_, b)| en < b) {
-                        next = Some(((i + di, j + dj), en));
+            while let Some(((i, j), e)) = here {
+                let mut next = None;
+                for (di, dj) in [
+                    (-1, -1),
+                    (-1, 0),
+                    (-1, 1),
+                    (0, -1),
+                    (0, 1),
+                    (1, -1),
+                    (1, 0),
+                    (1, 1),
+                ] {
+                    if let Some(en) = eval(kind, i + di, j + dj)? {
+                        if en < e - 1e-12 && next.is_none_or(|(_, b)| en < b) {
+                            next = Some(((i + di, j + dj), en));
+                        }
                     }
                 }
+                match next {
+                    Some(n) => here = Some(n),
+                    None => break,
+                }
             }
-            match next {
-                Some(n) => best = Some(n),
-                None => break,
+            if let Some(((i, j), e)) = here {
+                if best.is_none_or(|b| e < b.1 - 1e-12) {
+                    best = Some(((kind, i, j), e));
+                }
             }
         }
         let candidates = 1 + seen.len();
         let chosen = best.filter(|b| b.1 < e0 - 1e-12);
-        let Some(((i, j), _)) = chosen else {
+        let Some(((kind, i, j), _)) = chosen else {
             self.derivation.push(format!(
-                "service.{dir} tail not fitted: no tail ({candidates} candidates simulated on the {} steady 4 KiB {dir} queue-depth points, none moving IOPS by more than {:.0} %) fits their p99s and IOPS better than the body alone (p99 {:.1} % rms){unsteady}",
+                "service.{dir} tail not fitted: no tail and no stalls ({candidates} candidates simulated on the {} steady 4 KiB {dir} queue-depth points, none moving IOPS by more than {:.0} %) fit their p99s and IOPS better than the body alone (p99 {:.1} % rms){unsteady}",
                 pts.len(),
                 MAX_TAIL_IOPS_MOVE * 100.0,
                 rms_pct(e0, pts.len())
@@ -291,8 +344,10 @@ impl Model {
             });
             return Ok(self);
         };
-        let (p, m) = param(i, j);
-        let fitted = self.tail_candidate(write, Some((p, m))).expect("evaluated");
+        let (x, m) = kind.param(i, j, scale);
+        let fitted = self
+            .tail_candidate(write, Some((kind, x, m)))
+            .expect("evaluated");
         let (ep, iops, p99) = run(&fitted)?;
         let worst_iops = iops
             .iter()
@@ -300,17 +355,26 @@ impl Model {
             .map(|(&s, &b)| (s / b - 1.0) * 100.0)
             .fold(0.0f64, |a, x| if x.abs() > a.abs() { x } else { a });
         let nominal = if write { self.write_ns } else { self.read_ns };
+        let body = if write {
+            fitted.write_ns
+        } else {
+            fitted.read_ns
+        };
+        let what = match kind {
+            TailKind::Op => format!("service.{dir}.tail_prob = {x}, tail_mean_ns = {m}"),
+            TailKind::Stall => format!(
+                "service.{dir}.stall_prob = {x}, stall_ns = {m} (stalls of the device, not slow operations alone: they fit better)"
+            ),
+        };
         let mut model = fitted;
         model.derivation.push(format!(
-            "service.{dir}.tail_prob = {p}, tail_mean_ns = {m}: fitted by simulating the {} steady 4 KiB {dir} queue-depth points (QD {}) on {candidates} candidates; pooled p99 error {:.1} % rms without a tail, {:.1} % with (sim p99 {} against measured {}); IOPS moved by at most {worst_iops:+.1} %; {dir}_ns {nominal} → {} (the tail's mean {:.0} ns moved out of the body){unsteady}",
+            "{what}: fitted by simulating the {} steady 4 KiB {dir} queue-depth points (QD {}) on {candidates} candidates; pooled p99 error {:.1} % rms without a tail, {:.1} % with (sim p99 {} against measured {}); IOPS moved by at most {worst_iops:+.1} %; {dir}_ns {nominal} → {body} (what it adds to a QD1 mean moved out of the body){unsteady}",
             pts.len(),
             pts.iter().map(|p| p.spec.qd.to_string()).collect::<Vec<_>>().join(", "),
             rms_pct(e0, pts.len()),
             rms_pct(ep, pts.len()),
             us_list(&p99),
             us_list(&pts.iter().map(|p| p.lat_p99_pooled_ns).collect::<Vec<_>>()),
-            if write { model.write_ns } else { model.read_ns },
-            p * m as f64
         ));
         model.sim_fits.push(FitReport {
             what: format!("service.{dir} tail"),

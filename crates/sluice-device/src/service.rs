@@ -28,6 +28,23 @@
 //!   (memoryless, one parameter: its mean). The tail's share of the mean is
 //!   `tail_prob · tail_mean_ns` (a few ns on the shipped profiles).
 //!
+//! # Stalls
+//!
+//! A third, opt-in component reaches beyond the operation that draws it: a **stall**
+//! (`stall_prob`, `stall_ns`). With probability `stall_prob` an operation, as it
+//! starts on its unit, stalls the device for its kind for `stall_ns`: it and every
+//! other operation of the kind that would start on any unit in that time start when
+//! the stall ends (operations already in service finish as booked). The causes are
+//! device-wide and triggered by the work itself — a flash controller's housekeeping
+//! every so many operations (a mapping-table flush, a block erase that holds the
+//! channel), or a virtual disk's host doing the same on its side — and so is the
+//! effect: a stall holds the operations queued behind it on every unit, so the deeper
+//! the queue, the more operations one stall catches (about the queue depth's worth:
+//! the share of operations delayed grows as `stall_prob · QD`), which a per-operation
+//! tail cannot give. At QD1 a stall is a slow operation of exactly `stall_ns`. (This
+//! machine's virtual disk: a 4 KiB read p99 that jumps 3–8 × from QD32 to QD64, while
+//! 128 KiB reads at QD8 show none of it — docs/calibrate.md.)
+//!
 //! With this mixture the percentiles of a quiet device (QD1, nothing else running)
 //! follow from the profile: the body sets p50 … p99.9, the tail p99.99 and beyond
 //! (`P(extra > x) = tail_prob · e^(−x / tail_mean)`, so the `1 − q` quantile of the
@@ -75,6 +92,31 @@ pub struct OpVariation {
     /// Mean extra time of a slow operation, ns (exponentially distributed).
     #[serde(default, deserialize_with = "de_tail_mean")]
     pub tail_mean_ns: u64,
+    /// Probability that an operation stalls the device for its kind as it starts,
+    /// 0..=0.5 (module docs, "Stalls"); 0 = no stalls.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub stall_prob: f64,
+    /// How long a stall holds every operation of the kind from starting, ns. Required
+    /// with a positive `stall_prob`.
+    #[serde(
+        default,
+        skip_serializing_if = "is_zero_u64",
+        deserialize_with = "de_stall_ns"
+    )]
+    pub stall_ns: u64,
+}
+
+fn is_zero_f64(v: &f64) -> bool {
+    *v == 0.0
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
+}
+
+fn de_stall_ns<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let v = toml::Value::deserialize(d)?;
+    crate::profile::whole_ns(v, "stall_ns").map_err(serde::de::Error::custom)
 }
 
 fn de_tail_mean<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
@@ -122,11 +164,41 @@ impl OpVariation {
                 "is 0 but tail_prob is positive; give the mean extra time of a slow operation in ns".into(),
             ));
         }
+        if !(0.0..=0.5).contains(&self.stall_prob) {
+            return Err(bad(
+                "stall_prob",
+                format!(
+                    "is {}; the probability that an operation stalls the device must be in 0..=0.5 (e.g. 2e-4)",
+                    self.stall_prob
+                ),
+            ));
+        }
+        if self.stall_ns > 10_000_000_000 {
+            return Err(bad(
+                "stall_ns",
+                format!(
+                    "is {}; it must be at most 10000000000 nanoseconds (10 s)",
+                    self.stall_ns
+                ),
+            ));
+        }
+        if self.stall_prob > 0.0 && self.stall_ns == 0 {
+            return Err(bad(
+                "stall_ns",
+                "is 0 but stall_prob is positive; give how long a stall lasts in ns (e.g. 2000000)"
+                    .into(),
+            ));
+        }
         Ok(())
     }
 
     fn is_active(&self) -> bool {
-        self.sigma > 0.0 || self.tail_prob > 0.0
+        self.sigma > 0.0 || self.tail_prob > 0.0 || self.stalls()
+    }
+
+    /// Whether this kind of operation has stalls.
+    fn stalls(&self) -> bool {
+        self.stall_prob > 0.0 && self.stall_ns > 0
     }
 }
 
@@ -155,6 +227,10 @@ struct Params {
     /// `tail_prob` as a threshold on a uniform u32 draw.
     tail_threshold: u32,
     tail_mean: f64,
+    /// `stall_prob` as a threshold on a uniform u64 draw (0: no stalls).
+    stall_threshold: u64,
+    /// `stall_ns`.
+    stall_ns: Nanos,
 }
 
 impl Params {
@@ -180,6 +256,12 @@ impl Params {
             body,
             tail_threshold: (v.tail_prob * u32::MAX as f64) as u32,
             tail_mean: v.tail_mean_ns as f64,
+            stall_threshold: if v.stalls() {
+                ((v.stall_prob * u64::MAX as f64) as u64).max(1)
+            } else {
+                0
+            },
+            stall_ns: v.stall_ns,
         }
     }
 }
@@ -237,6 +319,8 @@ pub(crate) struct Service {
     read: Params,
     write: Params,
     rng: Xoshiro256PlusPlus,
+    /// The stall in force for reads and for writes: (from, until).
+    stall: [(Nanos, Nanos); 2],
 }
 
 impl Service {
@@ -250,6 +334,7 @@ impl Service {
             read: Params::new(&v.read),
             write: Params::new(&v.write),
             rng: Service::stream(seed),
+            stall: [(0, 0); 2],
         })
     }
 
@@ -257,6 +342,38 @@ impl Service {
     /// only).
     pub(crate) fn reseed(&mut self, seed: u64) {
         self.rng = Service::stream(seed);
+        self.stall = [(0, 0); 2];
+    }
+
+    /// When an operation that could start on its unit at `start` does start, through
+    /// the stalls of its kind (module docs, "Stalls"): after the stall in force, if
+    /// `start` falls in it; and if the operation draws a stall of its own, after that
+    /// one too (it stalls the device from its own start). Without stalls, `start`.
+    #[inline]
+    pub(crate) fn stall_start(&mut self, start: Nanos, write: bool) -> Nanos {
+        let p = if write { &self.write } else { &self.read };
+        if p.stall_threshold == 0 {
+            return start;
+        }
+        let (threshold, len) = (p.stall_threshold, p.stall_ns);
+        let k = write as usize;
+        let (from, until) = self.stall[k];
+        let start = if (from..until).contains(&start) {
+            until
+        } else {
+            start
+        };
+        if self.rng.random::<u64>() < threshold {
+            // A stall drawn from inside (or at the end of) the one in force extends it;
+            // the operations it already holds stay held.
+            self.stall[k] = if (from..=until).contains(&start) {
+                (from, start + len)
+            } else {
+                (start, start + len)
+            };
+            return start + len;
+        }
+        start
     }
 
     fn stream(seed: u64) -> Xoshiro256PlusPlus {
@@ -319,6 +436,7 @@ mod tests {
             sigma,
             tail_prob,
             tail_mean_ns,
+            ..Default::default()
         };
         ServiceVariation { read: v, write: v }
     }
@@ -384,6 +502,57 @@ mod tests {
         assert_eq!(again, dc);
     }
 
+    /// A stall holds the operations that would start in it (the one that drew it
+    /// included) and no others; its draws are seeded; writes keep their own.
+    #[test]
+    fn a_stall_holds_what_would_start_in_it() {
+        let v = ServiceVariation {
+            read: OpVariation {
+                stall_prob: 0.001,
+                stall_ns: 1_000_000,
+                ..Default::default()
+            },
+            write: OpVariation::default(),
+        };
+        v.validate("x").unwrap();
+        let mut s = Service::new(Some(&v), 5).unwrap();
+        // Operations starting every 10 µs: about one in a thousand draws a stall.
+        let (mut t, mut stalls, mut held) = (0u64, 0u64, 0u64);
+        for _ in 0..100_000 {
+            let before = s.stall[0];
+            let start = s.stall_start(t, false);
+            if s.stall[0] != before {
+                // It drew one: it starts when its own stall ends.
+                assert_eq!(start, s.stall[0].1);
+                stalls += 1;
+            } else if start > t {
+                // Held by the stall in force, until its end.
+                assert_eq!(start, s.stall[0].1);
+                assert!(s.stall[0].0 <= t);
+                held += 1;
+            }
+            assert_eq!(s.stall_start(t, true), t, "writes have no stalls");
+            t += 10_000;
+        }
+        assert!((70..=130).contains(&stalls), "{stalls} stalls");
+        // Each stall (1 ms) holds the operations that would start in it: 99 each (a
+        // few more where a held one draws another and the stall grows).
+        assert!(
+            (stalls * 95..=stalls * 110).contains(&held),
+            "{held} held by {stalls} stalls"
+        );
+        // Seeded: the same seed, the same starts.
+        let mut a = Service::new(Some(&v), 9).unwrap();
+        let mut b = Service::new(Some(&v), 9).unwrap();
+        let sa: Vec<u64> = (0..5_000)
+            .map(|i| a.stall_start(i * 1_000, false))
+            .collect();
+        let sb: Vec<u64> = (0..5_000)
+            .map(|i| b.stall_start(i * 1_000, false))
+            .collect();
+        assert_eq!(sa, sb);
+    }
+
     #[test]
     fn bad_values_name_the_field() {
         let e = var(3.0, 0.0, 0).validate("x").unwrap_err().to_string();
@@ -392,5 +561,13 @@ mod tests {
         assert!(e.contains("tail_mean_ns"), "{e}");
         let e = var(0.1, 0.9, 5).validate("x").unwrap_err().to_string();
         assert!(e.contains("tail_prob"), "{e}");
+        let mut v = var(0.0, 0.0, 0);
+        v.read.stall_prob = 0.01;
+        let e = v.validate("x").unwrap_err().to_string();
+        assert!(e.contains("service.read.stall_ns"), "{e}");
+        v.read.stall_prob = 0.7;
+        v.read.stall_ns = 1000;
+        let e = v.validate("x").unwrap_err().to_string();
+        assert!(e.contains("stall_prob"), "{e}");
     }
 }

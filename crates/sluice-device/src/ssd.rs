@@ -423,6 +423,16 @@ impl NvmeSsd {
         }
     }
 
+    /// When a media operation that could start at `start` does, through the profile's
+    /// stalls (`[service] stall_*`; none: `start`).
+    #[inline]
+    fn stall_start(&mut self, start: Nanos, write: bool) -> Nanos {
+        match &mut self.service {
+            Some(s) => s.stall_start(start, write),
+            None => start,
+        }
+    }
+
     #[inline]
     fn push_event(&mut self, time: Nanos, id: u32, bytes: u32) {
         self.seq += 1;

@@ -105,7 +105,9 @@ fn sweep(read_pct: u8) -> Vec<(PointSpec, Role)> {
 /// m each within a factor 2 of the truth (their lattices step by ×1.78 and ×1.41).
 fn recovers_tail(write: bool, p: f64, m: u64) {
     let base = model();
-    let truth = base.tail_candidate(write, Some((p, m))).expect("fits");
+    let truth = base
+        .tail_candidate(write, Some((TailKind::Op, p, m)))
+        .expect("fits");
     let pts = points(&truth, &sweep(if write { 0 } else { 100 }), &setup(7, IOS));
     let fit_setup = setup(11, IOS);
     let fitted = base.clone().with_tails(&pts, &fit_setup).unwrap();
@@ -155,6 +157,39 @@ fn the_read_tail_is_recovered_from_the_read_sweep() {
 #[test]
 fn the_write_tail_is_recovered_from_the_write_sweep() {
     recovers_tail(true, 3e-3, 1_000_000);
+}
+
+/// A device whose reads stall (each read draws, with probability 3·10⁻⁴, a 2 ms stall
+/// that holds every read starting in it) as one pool of units: the fit takes stalls
+/// rather than slow operations — only stalls give a p99 that jumps with the depth —
+/// with `p` and the length within a factor 2 of the truth, and p99s far closer than
+/// the body alone.
+#[test]
+fn read_stalls_are_recovered_as_stalls() {
+    let base = Model {
+        placement: Placement::Pool,
+        ..model()
+    };
+    let truth = base
+        .tail_candidate(false, Some((TailKind::Stall, 3e-4, 2_000_000)))
+        .expect("fits");
+    let pts = points(&truth, &sweep(100), &setup(7, IOS));
+    let fitted = base.clone().with_tails(&pts, &setup(11, IOS)).unwrap();
+    let op = fitted.service.clone().expect("service").read;
+    assert_eq!(op.tail_prob, 0.0, "{:?}", fitted.derivation);
+    let rp = op.stall_prob / 3e-4;
+    let rm = op.stall_ns as f64 / 2e6;
+    assert!(
+        (0.5..=2.0).contains(&rp) && (0.5..=2.0).contains(&rm),
+        "{op:?}: {:?}",
+        fitted.derivation
+    );
+    let r = &fitted.sim_fits[0];
+    assert!(r.rms_after_pct < r.rms_before_pct / 2.0, "{r:?}");
+    assert!(fitted
+        .derivation
+        .iter()
+        .any(|l| l.starts_with("service.read.stall_prob = ")));
 }
 
 #[test]

@@ -296,6 +296,7 @@ impl NvmeSsd {
                 if self.read_block_ns != 0 {
                     start = start.max(self.read_block(u));
                 }
+                let start = self.stall_start(start, false);
                 let (_, e) = self.channel(unit, fs, start + array, xfer);
                 first = first.min(start + array);
                 self.unit_free[u] = e;
@@ -315,7 +316,8 @@ impl NvmeSsd {
             if !write && self.read_block_ns != 0 {
                 free = free.max(self.read_block(g0));
             }
-            let start = arrival.max(free);
+            // `[service] stall_*`: a stall in force holds the piece's start.
+            let start = self.stall_start(arrival.max(free), write);
             let e = start + cost;
             first = first.min(start + array);
             if write && self.read_block_ns != 0 {
