@@ -41,7 +41,9 @@
 //! effect: a stall holds the operations queued behind it on every unit, so the deeper
 //! the queue, the more operations one stall catches (about the queue depth's worth:
 //! the share of operations delayed grows as `stall_prob · QD`), which a per-operation
-//! tail cannot give. At QD1 a stall is a slow operation of exactly `stall_ns`. (This
+//! tail cannot give. At QD1 a stall is a slow operation of exactly `stall_ns`. Stalls
+//! hold array reads and unbuffered write pieces; a write buffer's destage programs are
+//! not held. (This
 //! machine's virtual disk: a 4 KiB read p99 that jumps 3–8 × from QD32 to QD64, while
 //! 128 KiB reads at QD8 show none of it — docs/calibrate.md.)
 //!
