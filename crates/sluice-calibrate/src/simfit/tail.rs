@@ -189,6 +189,14 @@ impl Model {
             }
         }
         let candidates = 1 + seen.len();
+        // The fit's report, with the error after it (`e0`: nothing fitted).
+        let report = |after: f64| FitReport {
+            what: format!("service.{dir} tail"),
+            points: pts.len(),
+            candidates,
+            rms_before_pct: rms_pct(e0, pts.len()),
+            rms_after_pct: rms_pct(after, pts.len()),
+        };
         let chosen = best.filter(|b| b.1 < e0 - 1e-12);
         let Some(((kind, i, j), _)) = chosen else {
             self.derivation.push(format!(
@@ -197,13 +205,7 @@ impl Model {
                 MAX_TAIL_IOPS_MOVE * 100.0,
                 rms_pct(e0, pts.len())
             ));
-            self.sim_fits.push(FitReport {
-                what: format!("service.{dir} tail"),
-                points: pts.len(),
-                candidates,
-                rms_before_pct: rms_pct(e0, pts.len()),
-                rms_after_pct: rms_pct(e0, pts.len()),
-            });
+            self.sim_fits.push(report(e0));
             return Ok(self);
         };
         let (x, m) = kind.param(i, j, scale);
@@ -238,13 +240,7 @@ impl Model {
             us_list(&p99),
             us_list(&pts.iter().map(|p| p.lat_p99_pooled_ns).collect::<Vec<_>>()),
         ));
-        model.sim_fits.push(FitReport {
-            what: format!("service.{dir} tail"),
-            points: pts.len(),
-            candidates,
-            rms_before_pct: rms_pct(e0, pts.len()),
-            rms_after_pct: rms_pct(ep, pts.len()),
-        });
+        model.sim_fits.push(report(ep));
         Ok(model)
     }
 }

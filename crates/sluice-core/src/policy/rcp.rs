@@ -304,18 +304,23 @@ impl Policy for RcpPolicy {
     }
 
     fn promote(&mut self, _now_ns: Nanos, id: ReqId) -> bool {
-        if !self.nc.iter().any(|r| r.id == id) {
-            return false;
-        }
         // Every piece still queued, in order; pieces already at the device finish as
         // the non-critical pieces they were dispatched as.
-        let (mut moved, kept): (VecDeque<Request>, VecDeque<Request>) =
-            self.nc.drain(..).partition(|r| r.id == id);
-        self.nc = kept;
-        for r in &mut moved {
-            r.class = IoClass::Critical;
+        let before = self.crit.len();
+        let crit = &mut self.crit;
+        self.nc.retain(|r| {
+            if r.id != id {
+                return true;
+            }
+            crit.push_back(Request {
+                class: IoClass::Critical,
+                ..*r
+            });
+            false
+        });
+        if self.crit.len() == before {
+            return false;
         }
-        self.crit.extend(moved);
         self.promotions += 1;
         true
     }
