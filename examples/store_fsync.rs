@@ -10,7 +10,10 @@
 //! (no journal; buffered writes through the runtime's page cache, then `fdatasync` of
 //! the host file) and, with `--kernel` on real files, the same program as plain
 //! threads calling `pwrite` and `fsync` through the host kernel's page cache (what a
-//! program not built on sluice does on ext4).
+//! program not built on sluice does on ext4). Beside the bulk writers each line also
+//! gives what they wrote per second while the log ran: the other side of the log's
+//! latency (RCP's limit on non-critical requests at the device trades one for the
+//! other).
 //!
 //! The program is written once against `sluice::store::Fs`: which files it runs on is
 //! the one setting `--fs` (`host`, `compound`, `fjournal`, `compound+async`,
@@ -52,13 +55,15 @@ fn builder(real: Option<&str>, device: &str, policy: &str, fs: &FsConfig) -> Sta
     }
 }
 
-/// The program: the same whatever the files are.
-async fn fillsync(fs: Fs, bulk_writers: usize, record: usize) -> Vec<u64> {
+/// The program: the same whatever the files are. Returns the log's fsync latencies and
+/// the bulk writers' bytes per second while the log ran (what their writes returned).
+async fn fillsync(fs: Fs, bulk_writers: usize, record: usize) -> (Vec<u64>, f64) {
     let log = fs.create("log").await.unwrap();
     let done = Rc::new(Cell::new(false));
+    let written = Rc::new(Cell::new(0u64));
     let mut bulk = Vec::new();
     for w in 0..bulk_writers {
-        let (fs, done) = (fs.clone(), done.clone());
+        let (fs, done, written) = (fs.clone(), done.clone(), written.clone());
         bulk.push(spawn(TaskCtx::new(format!("bulk{w}")), async move {
             // 4 MiB files rewritten in place while the log runs.
             let file = fs.create(&format!("bulk{w}")).await.unwrap();
@@ -68,6 +73,7 @@ async fn fillsync(fs: Fs, bulk_writers: usize, record: usize) -> Vec<u64> {
                 file.write_buffered(i % 16 * (256 << 10), &chunk)
                     .await
                     .unwrap();
+                written.set(written.get() + chunk.len() as u64);
                 if i % 4 == 3 {
                     file.fdatasync().await.unwrap();
                 }
@@ -75,6 +81,7 @@ async fn fillsync(fs: Fs, bulk_writers: usize, record: usize) -> Vec<u64> {
             }
         }));
     }
+    let (start, at_start) = (now(), written.get());
     let fillsync = spawn(
         TaskCtx::new("fillsync").class(IoClass::Critical),
         async move {
@@ -91,11 +98,12 @@ async fn fillsync(fs: Fs, bulk_writers: usize, record: usize) -> Vec<u64> {
         },
     );
     let lat = fillsync.await;
+    let rate = (written.get() - at_start) as f64 / ((now() - start).max(1) as f64 / 1e9);
     done.set(true);
     for b in bulk {
         b.await;
     }
-    lat
+    (lat, rate)
 }
 
 fn run(
@@ -106,7 +114,7 @@ fn run(
     bulk_writers: usize,
     class_limits: bool,
     record: usize,
-) -> Result<(Vec<u64>, Option<String>), String> {
+) -> Result<(Vec<u64>, f64, Option<String>), String> {
     let out = builder(real, device, policy, &fs)
         .build()
         .map_err(|e| e.to_string())?
@@ -116,7 +124,7 @@ fn run(
                 s.set_class_limits(class_limits);
             }
             let store = files.store().cloned();
-            let lat = fillsync(files, bulk_writers, record).await;
+            let (lat, rate) = fillsync(files, bulk_writers, record).await;
             // Where the critical fsyncs' time went (FastResponse Fig. 15(b)'s parts).
             let parts = store.map(|s| {
                 let b = s.fsync_breakdown();
@@ -163,7 +171,7 @@ fn run(
                     })
                     .unwrap_or_default()
             });
-            (lat, parts)
+            (lat, rate, parts)
         })
         .map_err(|e| e.to_string())?;
     Ok(out.value)
@@ -172,20 +180,26 @@ fn run(
 /// The same program as plain OS threads on the host kernel's page cache, in `dir`:
 /// `pwrite` + `fsync` of the log, bulk writers rewriting their files with `pwrite` and
 /// `fdatasync` every 1 MiB.
-fn kernel_fillsync(dir: &str, bulk_writers: usize, record: usize) -> std::io::Result<Vec<u64>> {
+fn kernel_fillsync(
+    dir: &str,
+    bulk_writers: usize,
+    record: usize,
+) -> std::io::Result<(Vec<u64>, f64)> {
     use std::os::unix::fs::FileExt;
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use std::sync::Arc;
     let done = Arc::new(AtomicBool::new(false));
+    let written = Arc::new(AtomicU64::new(0));
     let mut bulk = Vec::new();
     for w in 0..bulk_writers {
         let file = std::fs::File::create(format!("{dir}/bulk{w}"))?;
-        let done = done.clone();
+        let (done, written) = (done.clone(), written.clone());
         bulk.push(std::thread::spawn(move || -> std::io::Result<()> {
             let chunk = vec![w as u8; 256 << 10];
             let mut i = 0u64;
             while !done.load(Ordering::Relaxed) {
                 file.write_all_at(&chunk, i % 16 * (256 << 10))?;
+                written.fetch_add(chunk.len() as u64, Ordering::Relaxed);
                 if i % 4 == 3 {
                     file.sync_data()?;
                 }
@@ -195,6 +209,7 @@ fn kernel_fillsync(dir: &str, bulk_writers: usize, record: usize) -> std::io::Re
         }));
     }
     let log = std::fs::File::create(format!("{dir}/log"))?;
+    let (start, at_start) = (std::time::Instant::now(), written.load(Ordering::Relaxed));
     let mut lat = Vec::with_capacity(RECORDS);
     let mut result = Ok(());
     for i in 0..RECORDS as u64 {
@@ -209,20 +224,29 @@ fn kernel_fillsync(dir: &str, bulk_writers: usize, record: usize) -> std::io::Re
         }
         lat.push(t0.elapsed().as_nanos() as u64);
     }
+    let rate = (written.load(Ordering::Relaxed) - at_start) as f64
+        / start.elapsed().as_secs_f64().max(1e-9);
     done.store(true, Ordering::Relaxed);
     for b in bulk {
         b.join().expect("a bulk writer panicked")?;
     }
-    result.map(|()| lat)
+    result.map(|()| (lat, rate))
 }
 
-fn summary(name: &str, mut v: Vec<u64>) -> (f64, f64) {
+/// Print a setting's line: the fsync latencies and, beside bulk writers, what they
+/// wrote per second meanwhile.
+fn summary(name: &str, mut v: Vec<u64>, bulk_rate: f64, bulk: usize) -> (f64, f64) {
     v.sort_unstable();
     let mean = v.iter().sum::<u64>() as f64 / v.len() as f64;
     let at = |q: usize| v[(v.len() * q / 100).min(v.len() - 1)] as f64 / 1e3;
     let p99 = at(99) * 1e3;
+    let rate = if bulk > 0 {
+        format!("   bulk {:>6.0} MB/s", bulk_rate / 1e6)
+    } else {
+        String::new()
+    };
     println!(
-        "  {name:<15} fsync mean {:>8.1} µs   p50 {:>8.1} µs   p99 {:>8.1} µs",
+        "  {name:<15} fsync mean {:>8.1} µs   p50 {:>8.1} µs   p99 {:>8.1} µs{rate}",
         mean / 1e3,
         at(50),
         p99 / 1e3
@@ -327,8 +351,8 @@ fn main() -> ExitCode {
         let r = std::fs::create_dir(&sub).and_then(|()| kernel_fillsync(&sub, bulk, record));
         let _ = std::fs::remove_dir_all(&sub);
         match r {
-            Ok(v) => {
-                let (mean, p99) = summary("kernel", v);
+            Ok((v, rate)) => {
+                let (mean, p99) = summary("kernel", v, rate, bulk);
                 res.push(("kernel".into(), mean, p99));
                 Ok(())
             }
@@ -368,8 +392,8 @@ fn main() -> ExitCode {
             let _ = std::fs::remove_dir_all(d);
         }
         match r {
-            Ok((v, parts)) => {
-                let (mean, p99) = summary(&name, v);
+            Ok((v, rate, parts)) => {
+                let (mean, p99) = summary(&name, v, rate, bulk);
                 if let Some(p) = parts {
                     println!("{p}");
                 }
