@@ -29,6 +29,7 @@
 //! cargo run --release --example store_fsync -- --real DIR --kernel  # + the kernel's path
 //! cargo run --release --example store_fsync -- --real DIR --kernel --kernel-first  # it first
 //! cargo run --release --example store_fsync -- --record 512    # a WAL's small records
+//! cargo run --release --example store_fsync -- --records 2000 # a steadier p99 (default 400)
 //! cargo run --release --example store_fsync -- --fs fjournal+async+inline  # data in the record
 //! cargo run --release --example store_fsync -- --policy ld    # FastResponse's block layer
 //! ```
@@ -40,6 +41,7 @@ use std::rc::Rc;
 use sluice::runtime::{now, spawn, CacheConfig, IoClass, Stack, StackBuilder, TaskCtx};
 use sluice::store::{Fs, FsConfig};
 
+/// Records appended and fsynced per setting by default (`--records`).
 const RECORDS: usize = 400;
 
 fn builder(real: Option<&str>, device: &str, policy: &str, fs: &FsConfig) -> StackBuilder {
@@ -57,7 +59,7 @@ fn builder(real: Option<&str>, device: &str, policy: &str, fs: &FsConfig) -> Sta
 
 /// The program: the same whatever the files are. Returns the log's fsync latencies and
 /// the bulk writers' bytes per second while the log ran (what their writes returned).
-async fn fillsync(fs: Fs, bulk_writers: usize, record: usize) -> (Vec<u64>, f64) {
+async fn fillsync(fs: Fs, bulk_writers: usize, record: usize, records: usize) -> (Vec<u64>, f64) {
     let log = fs.create("log").await.unwrap();
     let done = Rc::new(Cell::new(false));
     let written = Rc::new(Cell::new(0u64));
@@ -85,8 +87,8 @@ async fn fillsync(fs: Fs, bulk_writers: usize, record: usize) -> (Vec<u64>, f64)
     let fillsync = spawn(
         TaskCtx::new("fillsync").class(IoClass::Critical),
         async move {
-            let mut lat = Vec::with_capacity(RECORDS);
-            for i in 0..RECORDS as u64 {
+            let mut lat = Vec::with_capacity(records);
+            for i in 0..records as u64 {
                 log.write_buffered(i * record as u64, &vec![i as u8; record])
                     .await
                     .unwrap();
@@ -114,6 +116,7 @@ fn run(
     bulk_writers: usize,
     class_limits: bool,
     record: usize,
+    records: usize,
 ) -> Result<(Vec<u64>, f64, Option<String>), String> {
     let out = builder(real, device, policy, &fs)
         .build()
@@ -124,7 +127,7 @@ fn run(
                 s.set_class_limits(class_limits);
             }
             let store = files.store().cloned();
-            let (lat, rate) = fillsync(files, bulk_writers, record).await;
+            let (lat, rate) = fillsync(files, bulk_writers, record, records).await;
             // Where the critical fsyncs' time went (FastResponse Fig. 15(b)'s parts).
             let parts = store.map(|s| {
                 let b = s.fsync_breakdown();
@@ -184,6 +187,7 @@ fn kernel_fillsync(
     dir: &str,
     bulk_writers: usize,
     record: usize,
+    records: usize,
 ) -> std::io::Result<(Vec<u64>, f64)> {
     use std::os::unix::fs::FileExt;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -210,9 +214,9 @@ fn kernel_fillsync(
     }
     let log = std::fs::File::create(format!("{dir}/log"))?;
     let (start, at_start) = (std::time::Instant::now(), written.load(Ordering::Relaxed));
-    let mut lat = Vec::with_capacity(RECORDS);
+    let mut lat = Vec::with_capacity(records);
     let mut result = Ok(());
-    for i in 0..RECORDS as u64 {
+    for i in 0..records as u64 {
         if let Err(e) = log.write_all_at(&vec![i as u8; record], i * record as u64) {
             result = Err(e);
             break;
@@ -259,8 +263,9 @@ fn main() -> ExitCode {
     let (mut real, mut device, mut alone, mut fss) = (None, "ull".to_string(), false, Vec::new());
     let mut policy = "rcp".to_string();
     let (mut class_limits, mut kernel, mut record) = (false, false, 4096usize);
+    let mut records = RECORDS;
     let mut kernel_first = false;
-    let usage = "usage: store_fsync [--device PROFILE | --real DIR [--kernel [--kernel-first]]] [--policy SPEC] [--alone] [--class-limits] [--record BYTES] [--fs host|compound[+async]|fjournal[+async][+inline]]...";
+    let usage = "usage: store_fsync [--device PROFILE | --real DIR [--kernel [--kernel-first]]] [--policy SPEC] [--alone] [--class-limits] [--record BYTES] [--records N] [--fs host|compound[+async]|fjournal[+async][+inline]]...";
     while let Some(a) = args.next() {
         let mut value = || args.next().ok_or(usage);
         let r = match a.as_str() {
@@ -297,6 +302,18 @@ fn main() -> ExitCode {
                     Err(usage)
                 }
             }),
+            // Records per setting (default 400): a p99 of 400 fsyncs rests on its 4
+            // slowest; more records steady it.
+            "--records" => value().and_then(|v| match v.parse::<usize>() {
+                Ok(n) if (100..=20_000).contains(&n) => {
+                    records = n;
+                    Ok(())
+                }
+                _ => {
+                    eprintln!("store_fsync: --records {v}: give a count from 100 to 20000");
+                    Err(usage)
+                }
+            }),
             "--device" => value().map(|v| device = v),
             // The block layer's policy (default rcp; ld for FastResponse's).
             "--policy" => value().map(|v| policy = v),
@@ -325,6 +342,13 @@ fn main() -> ExitCode {
         .map(|s| s.parse().expect("a known setting"))
         .collect();
     }
+    if records * record > 64 << 20 {
+        eprintln!(
+            "store_fsync: --records {records} × --record {record} is a log of {} MiB; the store holds 256 MiB beside the bulk writers' files: keep the log within 64 MiB",
+            (records * record) >> 20
+        );
+        return ExitCode::from(2);
+    }
     if kernel_first && !kernel {
         eprintln!("store_fsync: --kernel-first orders the kernel's path, which only --kernel runs: give --kernel too");
         return ExitCode::from(2);
@@ -338,7 +362,7 @@ fn main() -> ExitCode {
         .as_deref()
         .map_or(format!("simulated {device}"), |d| format!("files in {d}"));
     println!(
-        "fillsync ({RECORDS} × {record} B append + fsync) beside {bulk} bulk writers, on {world}"
+        "fillsync ({records} × {record} B append + fsync) beside {bulk} bulk writers, on {world}"
     );
     let pid = std::process::id();
     let mut res: Vec<(String, f64, f64)> = Vec::new();
@@ -348,7 +372,8 @@ fn main() -> ExitCode {
             return Ok(());
         };
         let sub = format!("{d}/sluice-store-fsync-{pid}-kernel");
-        let r = std::fs::create_dir(&sub).and_then(|()| kernel_fillsync(&sub, bulk, record));
+        let r =
+            std::fs::create_dir(&sub).and_then(|()| kernel_fillsync(&sub, bulk, record, records));
         let _ = std::fs::remove_dir_all(&sub);
         match r {
             Ok((v, rate)) => {
@@ -387,6 +412,7 @@ fn main() -> ExitCode {
             bulk,
             class_limits,
             record,
+            records,
         );
         if let Some(d) = &sub {
             let _ = std::fs::remove_dir_all(d);

@@ -18,6 +18,7 @@
 #   ROUNDS=30 MODE=alone  GOAL=1.0 scripts/bench-store-fsync.sh /work/bench   # QD1 alone
 #   ROUNDS=15 MODE=beside GOAL=0.5 scripts/bench-store-fsync.sh /work/bench   # beside bulk writers
 #   SETTINGS="fjournal+async compound+async" RECORD=512 ...                   # other settings, WAL records
+#   RECORDS=2000 ...               # fsyncs per setting and round (default 400: a p99 of 4 samples)
 #   POLICIES="rcp ld" ...          # block-layer policies (default rcp): one process per policy
 #                                  # and round, in alternating order, each against its own
 #                                  # kernel run
@@ -29,6 +30,7 @@ ROUNDS=${ROUNDS:-20}
 MODE=${MODE:-alone}
 GOAL=${GOAL:-1.0}
 RECORD=${RECORD:-4096}
+RECORDS=${RECORDS:-400}
 SETTINGS=${SETTINGS:-fjournal+async}
 POLICIES=${POLICIES:-rcp}
 T=${CARGO_TARGET_DIR:-target}
@@ -54,7 +56,7 @@ for r in $(seq "$ROUNDS"); do
   order=("${POLS[@]}")
   if (( (r / 2) % 2 == 1 )); then order=(); for ((i = ${#POLS[@]} - 1; i >= 0; i--)); do order+=("${POLS[i]}"); done; fi
   for pol in "${order[@]}"; do
-    "$BIN" --real "$DIR" --kernel "${first[@]}" "${MODE_ARGS[@]}" --policy "$pol" --record "$RECORD" \
+    "$BIN" --real "$DIR" --kernel "${first[@]}" "${MODE_ARGS[@]}" --policy "$pol" --record "$RECORD" --records "$RECORDS" \
       "${FS_ARGS[@]}" > "$WORK/round$r.$pol.txt"
   done
 done
