@@ -57,9 +57,25 @@ fn builder(real: Option<&str>, device: &str, policy: &str, fs: &FsConfig) -> Sta
     }
 }
 
+/// The program's shape, the same on every side.
+#[derive(Clone, Copy)]
+struct Shape {
+    /// Bulk writers beside the log (0 with `--alone`).
+    bulk_writers: usize,
+    /// Bytes per appended record.
+    record: usize,
+    /// Records appended and fsynced.
+    records: usize,
+}
+
 /// The program: the same whatever the files are. Returns the log's fsync latencies and
 /// the bulk writers' bytes per second while the log ran (what their writes returned).
-async fn fillsync(fs: Fs, bulk_writers: usize, record: usize, records: usize) -> (Vec<u64>, f64) {
+async fn fillsync(fs: Fs, shape: Shape) -> (Vec<u64>, f64) {
+    let Shape {
+        bulk_writers,
+        record,
+        records,
+    } = shape;
     let log = fs.create("log").await.unwrap();
     let done = Rc::new(Cell::new(false));
     let written = Rc::new(Cell::new(0u64));
@@ -113,10 +129,8 @@ fn run(
     device: &str,
     policy: &str,
     fs: FsConfig,
-    bulk_writers: usize,
+    shape: Shape,
     class_limits: bool,
-    record: usize,
-    records: usize,
 ) -> Result<(Vec<u64>, f64, Option<String>), String> {
     let out = builder(real, device, policy, &fs)
         .build()
@@ -127,7 +141,7 @@ fn run(
                 s.set_class_limits(class_limits);
             }
             let store = files.store().cloned();
-            let (lat, rate) = fillsync(files, bulk_writers, record, records).await;
+            let (lat, rate) = fillsync(files, shape).await;
             // Where the critical fsyncs' time went (FastResponse Fig. 15(b)'s parts).
             let parts = store.map(|s| {
                 let b = s.fsync_breakdown();
@@ -183,12 +197,12 @@ fn run(
 /// The same program as plain OS threads on the host kernel's page cache, in `dir`:
 /// `pwrite` + `fsync` of the log, bulk writers rewriting their files with `pwrite` and
 /// `fdatasync` every 1 MiB.
-fn kernel_fillsync(
-    dir: &str,
-    bulk_writers: usize,
-    record: usize,
-    records: usize,
-) -> std::io::Result<(Vec<u64>, f64)> {
+fn kernel_fillsync(dir: &str, shape: Shape) -> std::io::Result<(Vec<u64>, f64)> {
+    let Shape {
+        bulk_writers,
+        record,
+        records,
+    } = shape;
     use std::os::unix::fs::FileExt;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use std::sync::Arc;
@@ -358,6 +372,11 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let bulk = if alone { 0 } else { 2 };
+    let shape = Shape {
+        bulk_writers: bulk,
+        record,
+        records,
+    };
     let world = real
         .as_deref()
         .map_or(format!("simulated {device}"), |d| format!("files in {d}"));
@@ -372,8 +391,7 @@ fn main() -> ExitCode {
             return Ok(());
         };
         let sub = format!("{d}/sluice-store-fsync-{pid}-kernel");
-        let r =
-            std::fs::create_dir(&sub).and_then(|()| kernel_fillsync(&sub, bulk, record, records));
+        let r = std::fs::create_dir(&sub).and_then(|()| kernel_fillsync(&sub, shape));
         let _ = std::fs::remove_dir_all(&sub);
         match r {
             Ok((v, rate)) => {
@@ -404,16 +422,7 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         }
-        let r = run(
-            sub.as_deref(),
-            &device,
-            &policy,
-            fs,
-            bulk,
-            class_limits,
-            record,
-            records,
-        );
+        let r = run(sub.as_deref(), &device, &policy, fs, shape, class_limits);
         if let Some(d) = &sub {
             let _ = std::fs::remove_dir_all(d);
         }
