@@ -251,18 +251,14 @@ fn kernel_fillsync(dir: &str, shape: Shape) -> std::io::Result<(Vec<u64>, f64)> 
     result.map(|()| (lat, rate))
 }
 
-/// Print a setting's line: the fsync latencies and, beside bulk writers, what they
-/// wrote per second meanwhile.
-fn summary(name: &str, mut v: Vec<u64>, bulk_rate: f64, bulk: usize) -> (f64, f64) {
+/// Print a setting's line: the fsync latencies and, beside bulk writers (`Some`), what
+/// they wrote per second meanwhile.
+fn summary(name: &str, mut v: Vec<u64>, bulk_rate: Option<f64>) -> (f64, f64) {
     v.sort_unstable();
     let mean = v.iter().sum::<u64>() as f64 / v.len() as f64;
     let at = |q: usize| v[(v.len() * q / 100).min(v.len() - 1)] as f64 / 1e3;
     let p99 = at(99) * 1e3;
-    let rate = if bulk > 0 {
-        format!("   bulk {:>6.0} MB/s", bulk_rate / 1e6)
-    } else {
-        String::new()
-    };
+    let rate = bulk_rate.map_or(String::new(), |r| format!("   bulk {:>6.0} MB/s", r / 1e6));
     println!(
         "  {name:<15} fsync mean {:>8.1} µs   p50 {:>8.1} µs   p99 {:>8.1} µs{rate}",
         mean / 1e3,
@@ -395,7 +391,7 @@ fn main() -> ExitCode {
         let _ = std::fs::remove_dir_all(&sub);
         match r {
             Ok((v, rate)) => {
-                let (mean, p99) = summary("kernel", v, rate, bulk);
+                let (mean, p99) = summary("kernel", v, (bulk > 0).then_some(rate));
                 res.push(("kernel".into(), mean, p99));
                 Ok(())
             }
@@ -428,7 +424,7 @@ fn main() -> ExitCode {
         }
         match r {
             Ok((v, rate, parts)) => {
-                let (mean, p99) = summary(&name, v, rate, bulk);
+                let (mean, p99) = summary(&name, v, (bulk > 0).then_some(rate));
                 if let Some(p) = parts {
                     println!("{p}");
                 }

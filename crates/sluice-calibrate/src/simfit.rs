@@ -131,6 +131,20 @@ pub fn simulate(
     crate::validate::sim_window(job, profile, setup.seed)
 }
 
+/// Every point of `pts` simulated on `m`'s profile (named for the fit, `what`), in
+/// order: what each fit's candidates are judged by.
+fn simulate_all(
+    m: &Model,
+    what: &str,
+    pts: &[&Point],
+    setup: &FitSetup,
+) -> Result<Vec<Window>, CalibrateError> {
+    let profile = m.to_profile("fit", what);
+    pts.iter()
+        .map(|p| simulate(&profile, &p.spec, p.iops, setup))
+        .collect()
+}
+
 fn ln2(sim: f64, real: f64) -> f64 {
     if sim > 0.0 && real > 0.0 {
         (sim / real).ln().powi(2)
@@ -176,14 +190,15 @@ impl Model {
         let run = |t: u64| -> Result<f64, CalibrateError> {
             let mut c = self.clone();
             c.read_block_after_write_ns = (t > 0).then_some(t);
-            let profile = c.to_profile("fit", "interference fit");
-            let mut e = 0.0;
-            for p in &pts {
-                let w = simulate(&profile, &p.spec, p.iops, setup)?;
-                e += ln2(w.read_lat_mean_ns, p.read_lat_mean_ns)
-                    + ln2(w.write_lat_mean_ns, p.write_lat_mean_ns);
-            }
-            Ok(e)
+            let ws = simulate_all(&c, "interference fit", &pts, setup)?;
+            Ok(pts
+                .iter()
+                .zip(&ws)
+                .map(|(p, w)| {
+                    ln2(w.read_lat_mean_ns, p.read_lat_mean_ns)
+                        + ln2(w.write_lat_mean_ns, p.write_lat_mean_ns)
+                })
+                .sum())
         };
         let unit = self.write_ns as f64
             + 4096.0 * 1e9

@@ -1,7 +1,7 @@
 //! The load fit (`media.read_load_exponent`, `media.write_load_exponent`): see the
 //! module docs of [`crate::simfit`].
 
-use super::{ln2, qd_sweep, rms_pct, simulate, FitReport, FitSetup};
+use super::{ln2, qd_sweep, rms_pct, simulate_all, FitReport, FitSetup};
 use crate::model::Model;
 use crate::{CalibrateError, Point};
 
@@ -75,14 +75,9 @@ impl Model {
             return Ok(self);
         }
         let run = |m: &Model| -> Result<(f64, Vec<f64>), CalibrateError> {
-            let profile = m.to_profile("fit", "load fit");
-            let (mut e, mut iops) = (0.0, Vec::new());
-            for p in &pts {
-                let w = simulate(&profile, &p.spec, p.iops, setup)?;
-                e += ln2(w.iops, p.iops);
-                iops.push(w.iops);
-            }
-            Ok((e, iops))
+            let ws = simulate_all(m, "load fit", &pts, setup)?;
+            let e = pts.iter().zip(&ws).map(|(p, w)| ln2(w.iops, p.iops)).sum();
+            Ok((e, ws.iter().map(|w| w.iops).collect()))
         };
         let u0 = self.units_of(write);
         let (e0, iops0) = run(&self)?;

@@ -1,7 +1,7 @@
 //! The placement fit (`media.pool`, `media.write_placement`): see the module docs of
 //! [`crate::simfit`].
 
-use super::{ln2, qd_sweep, rms_pct, simulate, us_list, FitReport, FitSetup, TAIL_IOPS_WEIGHT};
+use super::{ln2, qd_sweep, rms_pct, simulate_all, us_list, FitReport, FitSetup, TAIL_IOPS_WEIGHT};
 use crate::model::{Model, Placement};
 use crate::{CalibrateError, Point};
 
@@ -38,15 +38,15 @@ impl Model {
         }
         // (error, simulated p99 per point) of a structure.
         let run = |m: &Model| -> Result<(f64, Vec<f64>), CalibrateError> {
-            let profile = m.to_profile("fit", "placement fit");
-            let (mut e, mut p99) = (0.0, Vec::new());
-            for p in &pts {
-                let w = simulate(&profile, &p.spec, p.iops, setup)?;
-                e +=
-                    ln2(w.lat_p99_ns, p.lat_p99_pooled_ns) + TAIL_IOPS_WEIGHT * ln2(w.iops, p.iops);
-                p99.push(w.lat_p99_ns);
-            }
-            Ok((e, p99))
+            let ws = simulate_all(m, "placement fit", &pts, setup)?;
+            let e = pts
+                .iter()
+                .zip(&ws)
+                .map(|(p, w)| {
+                    ln2(w.lat_p99_ns, p.lat_p99_pooled_ns) + TAIL_IOPS_WEIGHT * ln2(w.iops, p.iops)
+                })
+                .sum();
+            Ok((e, ws.iter().map(|w| w.lat_p99_ns).collect()))
         };
         let n = pts.len();
         let mut tried: Vec<(Model, f64, String)> = Vec::new();

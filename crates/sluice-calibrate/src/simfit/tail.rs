@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use sluice_device::ServiceVariation;
 
 use super::{
-    ln2, qd_sweep, rms_pct, sig3, simulate, us_list, FitReport, FitSetup, MAX_TAIL_IOPS_MOVE,
+    ln2, qd_sweep, rms_pct, sig3, simulate_all, us_list, FitReport, FitSetup, MAX_TAIL_IOPS_MOVE,
     MAX_TAIL_SHARE, TAIL_IOPS_WEIGHT,
 };
 use crate::model::{Model, MIN_STAGE_NS};
@@ -107,15 +107,17 @@ impl Model {
         }
         // (sum of p99 terms, sum of IOPS terms, IOPS per point) of a candidate.
         let run = |m: &Model| -> Result<(f64, Vec<f64>, Vec<f64>), CalibrateError> {
-            let profile = m.to_profile("fit", "tail fit");
-            let (mut e, mut iops, mut p99) = (0.0, Vec::new(), Vec::new());
-            for p in &pts {
-                let w = simulate(&profile, &p.spec, p.iops, setup)?;
-                e += ln2(w.lat_p99_ns, p.lat_p99_pooled_ns);
-                iops.push(w.iops);
-                p99.push(w.lat_p99_ns);
-            }
-            Ok((e, iops, p99))
+            let ws = simulate_all(m, "tail fit", &pts, setup)?;
+            let e = pts
+                .iter()
+                .zip(&ws)
+                .map(|(p, w)| ln2(w.lat_p99_ns, p.lat_p99_pooled_ns))
+                .sum();
+            Ok((
+                e,
+                ws.iter().map(|w| w.iops).collect(),
+                ws.iter().map(|w| w.lat_p99_ns).collect(),
+            ))
         };
         let base = self.tail_candidate(write, None).expect("no tail");
         let (e0, base_iops, _) = run(&base)?;
