@@ -56,6 +56,8 @@ fn soft_anchors() -> Anchors {
         write_buffer_bytes: None,
         read_size_curve: Vec::new(),
         write_size_curve: Vec::new(),
+        read_size_left_out: Vec::new(),
+        write_size_left_out: Vec::new(),
     }
 }
 

@@ -133,6 +133,12 @@ pub struct Anchors {
     pub read_size_curve: Vec<(u32, f64)>,
     /// The same for writes at the writes' knee depth.
     pub write_size_curve: Vec<(u32, f64)>,
+    /// Sizes of the reads' size sweep left out of `read_size_curve` because they did
+    /// not settle (their windows disagree, so their figures mix states of the device;
+    /// the fits that simulate leave such points out too), bytes.
+    pub read_size_left_out: Vec<u32>,
+    /// The same for writes.
+    pub write_size_left_out: Vec<u32>,
     /// The measured write-buffer size, bytes (`None`: not measured or no knee found;
     /// a buffered profile then assumes [`WRITE_BUFFER_BYTES`]).
     pub write_buffer_bytes: Option<u64>,

@@ -35,8 +35,11 @@ pub struct DirSummary {
     /// 4 KiB IOPS against queue depth.
     pub curve: Vec<(u32, f64)>,
     /// IOPS against request size (4 KiB and up, bytes) at the knee queue depth: the
-    /// front end's form ([`model::front`]).
+    /// front end's form ([`model::front`]). Steady points only, unless fewer than
+    /// [`model::front::MIN_SIZES`] of them settled (then all).
     pub size_curve: Vec<(u32, f64)>,
+    /// Sizes (4 KiB and up) left out of `size_curve` as not steady, bytes.
+    pub size_left_out: Vec<u32>,
 }
 
 /// What a grid says about the device.
@@ -74,13 +77,18 @@ impl Summary {
                 .max_by_key(|p| p.spec.qd)
                 .expect("non-empty sweep");
             // Sizes at the knee: the 4 KiB knee point, the small sizes, the size sweep.
-            let mut at_knee_sizes: Vec<(u32, f64, f64)> =
-                vec![(4096, at_knee.iops, at_knee.bw_bytes)];
+            let mut at_knee_sizes: Vec<(u32, f64, f64, bool)> =
+                vec![(4096, at_knee.iops, at_knee.bw_bytes, at_knee.steady)];
             for p in of_dir().filter(|p| matches!(p.role, Role::SmallSize | Role::SizeSweep)) {
-                at_knee_sizes.push((p.spec.bs, p.iops, p.bw_bytes));
+                at_knee_sizes.push((p.spec.bs, p.iops, p.bw_bytes, p.steady));
             }
-            let bw: Vec<(u32, f64)> = at_knee_sizes.iter().map(|&(s, _, b)| (s, b)).collect();
-            let iops: Vec<(u32, f64)> = at_knee_sizes.iter().map(|&(s, i, _)| (s, i)).collect();
+            // The front end's sweep: sizes of 4 KiB and up, the steady ones when enough
+            // of them settled.
+            let sized = || at_knee_sizes.iter().filter(|p| p.0 >= 4096);
+            let only_steady = sized().filter(|p| p.3).count() >= model::front::MIN_SIZES;
+            let (kept, left): (Vec<_>, Vec<_>) = sized().partition(|p| p.3 || !only_steady);
+            let bw: Vec<(u32, f64)> = at_knee_sizes.iter().map(|&(s, _, b, _)| (s, b)).collect();
+            let iops: Vec<(u32, f64)> = at_knee_sizes.iter().map(|&(s, i, _, _)| (s, i)).collect();
             let cost_pts: Vec<(f64, f64)> = of_dir()
                 .filter(|p| p.spec.qd == 1 && matches!(p.role, Role::QdSweep | Role::Qd1Size))
                 .map(|p| (p.spec.bs as f64, p.lat_mean_ns))
@@ -100,7 +108,8 @@ impl Summary {
                 min_efficient_size: analysis::min_efficient_size(&iops),
                 cost: linear_fit(&cost_pts),
                 curve,
-                size_curve: iops.iter().copied().filter(|p| p.0 >= 4096).collect(),
+                size_curve: kept.iter().map(|&&(s, i, _, _)| (s, i)).collect(),
+                size_left_out: left.iter().map(|p| p.0).collect(),
             })
         };
         Ok(Summary {
@@ -126,6 +135,8 @@ impl Summary {
             write_curve: self.write.curve.clone(),
             read_size_curve: self.read.size_curve.clone(),
             write_size_curve: self.write.size_curve.clone(),
+            read_size_left_out: self.read.size_left_out.clone(),
+            write_size_left_out: self.write.size_left_out.clone(),
             write_buffer_bytes: None,
         }
     }

@@ -163,3 +163,61 @@ fn pooled_p99_counts_a_window_with_slow_ios() {
     assert_eq!(pooled_quantile(&[], 0.99), None);
     assert_eq!(pooled_quantile(&[(0, &[][..])], 0.99), None);
 }
+
+#[test]
+fn unsteady_sizes_stay_out_of_the_front_ends_sweep_when_enough_settled() {
+    let mut pts = Vec::new();
+    for read_pct in [100u8, 0] {
+        for qd in [1u32, 2, 4] {
+            pts.push(point(
+                read_pct,
+                4096,
+                qd,
+                Role::QdSweep,
+                10_000.0 * qd as f64,
+                100_000.0,
+            ));
+        }
+        for bs in [8192u32, 16384, 32768, 65536] {
+            pts.push(point(
+                read_pct,
+                bs,
+                4,
+                Role::SizeSweep,
+                1e9 / bs as f64,
+                0.0,
+            ));
+        }
+    }
+    // The reads' 32 KiB point did not settle: left out, and named.
+    let i = pts
+        .iter()
+        .position(|p| p.spec.read_pct == 100 && p.spec.bs == 32768)
+        .unwrap();
+    pts[i].steady = false;
+    let s = Summary::of(&pts).unwrap();
+    let sizes = |c: &[(u32, f64)]| c.iter().map(|p| p.0).collect::<Vec<_>>();
+    assert_eq!(sizes(&s.read.size_curve), [4096, 8192, 16384, 65536]);
+    assert_eq!(s.read.size_left_out, [32768]);
+    assert_eq!(
+        sizes(&s.write.size_curve),
+        [4096, 8192, 16384, 32768, 65536]
+    );
+    assert!(s.write.size_left_out.is_empty());
+    let text = crate::model::derive(&s.anchors()).derivation.join("\n");
+    assert!(
+        text.contains("4 sizes; left out, not steady: 32 KiB)"),
+        "{text}"
+    );
+    // With fewer than three steady sizes every size stays (an unsteady figure beats
+    // no fit).
+    for p in pts
+        .iter_mut()
+        .filter(|p| p.spec.read_pct == 100 && p.spec.bs > 8192)
+    {
+        p.steady = false;
+    }
+    let s = Summary::of(&pts).unwrap();
+    assert_eq!(s.read.size_curve.len(), 5);
+    assert!(s.read.size_left_out.is_empty());
+}

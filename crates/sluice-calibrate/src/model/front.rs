@@ -4,7 +4,7 @@
 //! ways, each direction apart (reads; in-place writes — a buffered write's sweep is its
 //! destage rate's):
 //!
-//! * **additive**, `a + b · len`: ordinary least squares of `1 / IOPS` against `len`
+//! * **additive**, `a + b · len`: least relative squares of `1 / IOPS` against `len`
 //!   (the command is processed, then its data moved: `cmd = a`, `bus = 1 / b`);
 //! * **max**, `max(cmd, b · len)`: flat, then bandwidth bound; for each split of the
 //!   sorted sizes into a command-bound and a bus-bound part, `cmd` is the geometric
@@ -14,11 +14,19 @@
 //! * **additive_capped**, `max(a + b · len, c · len)`: a line under a bandwidth
 //!   ceiling (`cmd = a`, `link = 1 / b`, `bus = 1 / c`). For each split of the sorted
 //!   sizes into a line part (the smaller sizes, at least two) and a ceiling part (the
-//!   larger, at least [`MIN_CEILING_SIZES`]), the line is the least squares of
+//!   larger, at least [`MIN_CEILING_SIZES`]), the line is the least relative squares of
 //!   `1 / IOPS` over the first part and `c` the geometric mean of the second part's
 //!   `1 / (IOPS · len)`; splits whose model is not a front end (`a`, `b` positive,
 //!   `c > b`) are skipped, and the split with the smallest error over all the sizes
 //!   wins. It needs four sizes.
+//!
+//! The lines are least squares of the *relative* error, `Σ ((a + b·len − y) / y)²`
+//! (weights `1 / y²`), so a small size counts as much as a large one, as in the
+//! scoring below; ordinary least squares let the largest sizes' microseconds decide
+//! the line (run 7 in docs/calibrate.md: 16 KiB reads 11 % too cheap on the line, and
+//! their simulated IOPS at the knee 24 % too high). Only the
+//! sweep's steady points take part when at least [`MIN_SIZES`] settled (the summary
+//! leaves the others out and the derivation names them).
 //!
 //! All are scored alike: the root-mean-square of `ln(model / measured)` over the
 //! sizes (reported as `e^rms − 1`, %). The additive front end is chosen when its
@@ -32,7 +40,6 @@
 //! describes.
 
 use super::*;
-use crate::analysis::linear_fit;
 use sluice_device::FrontEnd;
 
 /// Fewest sizes a direction's sweep needs to take part.
@@ -118,6 +125,8 @@ pub struct FrontChoice {
     pub read: Option<DirFits>,
     /// In-place writes' fits (`None`: buffered, or too few sizes).
     pub write: Option<DirFits>,
+    /// Sizes of each direction's sweep (reads, writes) left out as not steady, bytes.
+    pub left_out: [Vec<u32>; 2],
 }
 
 impl FrontChoice {
@@ -174,8 +183,19 @@ impl FrontChoice {
                 ));
                 continue;
             };
+            let left = &self.left_out[usize::from(what == "writes")];
+            let left = match left.is_empty() {
+                true => String::new(),
+                false => format!(
+                    "; left out, not steady: {} KiB",
+                    left.iter()
+                        .map(|s| format!("{}", s / 1024))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            };
             v.push(format!(
-                "front end, {what}: 1 / IOPS of the size sweep at the knee depth ({}–{} KiB, {} sizes): additive a + b·len = {:.2} µs + {:.4} ns/B, rms error {:.1} %; max(cmd, len / bus) = max({:.2} µs, {:.4} ns/B · len), rms error {:.1} %",
+                "front end, {what}: 1 / IOPS of the size sweep at the knee depth ({}–{} KiB, {} sizes{left}): additive a + b·len = {:.2} µs + {:.4} ns/B, rms error {:.1} %; max(cmd, len / bus) = max({:.2} µs, {:.4} ns/B · len), rms error {:.1} %",
                 d.sizes.0 / 1024,
                 d.sizes.1 / 1024,
                 d.additive.points,
@@ -244,10 +264,10 @@ pub fn fit_additive(sweep: &[(u32, f64)]) -> Option<SizeFit> {
     if pts.len() < MIN_SIZES {
         return None;
     }
-    let line = linear_fit(&pts)?;
+    let (a, b) = relative_line(&pts)?;
     let fit = SizeFit {
-        cmd_ns: line.offset,
-        ns_per_byte: line.slope,
+        cmd_ns: a,
+        ns_per_byte: b,
         link_ns_per_byte: 0.0,
         sse: 0.0,
         points: pts.len(),
@@ -305,11 +325,10 @@ pub fn fit_capped(sweep: &[(u32, f64)]) -> Option<SizeFit> {
     let mut best: Option<SizeFit> = None;
     // k: the sizes on the line (at least two, for a slope).
     for k in 2..=n.saturating_sub(MIN_CEILING_SIZES) {
-        let Some(line) = linear_fit(&pts[..k]) else {
+        let Some((a, b)) = relative_line(&pts[..k]) else {
             continue;
         };
         let c = gmean(&mut pts[k..].iter().map(|p| p.1 / p.0));
-        let (a, b) = (line.offset, line.slope);
         let fit = SizeFit {
             cmd_ns: a,
             ns_per_byte: c,
@@ -324,6 +343,24 @@ pub fn fit_capped(sweep: &[(u32, f64)]) -> Option<SizeFit> {
         }
     }
     best
+}
+
+/// The line `a + b · x` of least relative squares through `(x, y)` points (`y > 0`):
+/// it minimises `Σ ((a + b·x − y) / y)²`, weighted least squares with weights `1 / y²`,
+/// so a small size's `1 / IOPS` counts as much as a large one's — as the forms are
+/// scored, by relative error. Returns `(a, b)`; `None` for fewer than two distinct `x`.
+fn relative_line(pts: &[(f64, f64)]) -> Option<(f64, f64)> {
+    let w = |y: f64| 1.0 / (y * y);
+    let sw: f64 = pts.iter().map(|p| w(p.1)).sum();
+    let mx = pts.iter().map(|p| w(p.1) * p.0).sum::<f64>() / sw;
+    let my = pts.iter().map(|p| w(p.1) * p.1).sum::<f64>() / sw;
+    let sxx: f64 = pts.iter().map(|p| w(p.1) * (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = pts.iter().map(|p| w(p.1) * (p.0 - mx) * (p.1 - my)).sum();
+    if pts.len() < 2 || sxx <= 0.0 || !sxx.is_finite() {
+        return None;
+    }
+    let b = sxy / sxx;
+    Some((my - b * mx, b))
 }
 
 /// The geometric mean of positive numbers.
@@ -359,6 +396,7 @@ pub fn choose_front_end(a: &Anchors, buffered: bool) -> FrontChoice {
         } else {
             fit_dir(&a.write_size_curve)
         },
+        left_out: [a.read_size_left_out.clone(), a.write_size_left_out.clone()],
     };
     let (add, max, n) = c.totals();
     if n > 0 && c.additive_is_front_end() && add < max {

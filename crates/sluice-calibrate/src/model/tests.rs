@@ -27,6 +27,8 @@ pub(super) fn anchors() -> Anchors {
         write_buffer_bytes: None,
         read_size_curve: Vec::new(),
         write_size_curve: Vec::new(),
+        read_size_left_out: Vec::new(),
+        write_size_left_out: Vec::new(),
     }
 }
 

@@ -40,6 +40,8 @@ fn model() -> Model {
         write_buffer_bytes: None,
         read_size_curve: Vec::new(),
         write_size_curve: Vec::new(),
+        read_size_left_out: Vec::new(),
+        write_size_left_out: Vec::new(),
     };
     derive(&a).with_spread((64_000.0, 97_000.0), (58_000.0, 84_000.0))
 }
