@@ -92,6 +92,24 @@ pub fn linear_fit(points: &[(f64, f64)]) -> Option<LinearFit> {
     })
 }
 
+/// The line `a + b · x` of least relative squares through `(x, y)` points (`y > 0`):
+/// it minimises `Σ ((a + b·x − y) / y)²`, weighted least squares with weights `1 / y²`,
+/// so a small `y` counts as much as a large one — for fits scored by relative error
+/// (the front end's size sweeps, the batch fit's `1 / IOPS` against `1 / QD`). Returns `(a, b)`; `None` for fewer than two distinct `x`.
+pub fn relative_line(pts: &[(f64, f64)]) -> Option<(f64, f64)> {
+    let w = |y: f64| 1.0 / (y * y);
+    let sw: f64 = pts.iter().map(|p| w(p.1)).sum();
+    let mx = pts.iter().map(|p| w(p.1) * p.0).sum::<f64>() / sw;
+    let my = pts.iter().map(|p| w(p.1) * p.1).sum::<f64>() / sw;
+    let sxx: f64 = pts.iter().map(|p| w(p.1) * (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = pts.iter().map(|p| w(p.1) * (p.0 - mx) * (p.1 - my)).sum();
+    if pts.len() < 2 || sxx <= 0.0 || !sxx.is_finite() {
+        return None;
+    }
+    let b = sxy / sxx;
+    Some((my - b * mx, b))
+}
+
 /// The smallest `x` whose `y` reaches `frac` of the largest `y` (points in any order;
 /// ties in `x` keep the best `y`). `None` when there are no points or no positive `y`.
 pub fn first_reaching(points: &[(u32, f64)], frac: f64) -> Option<u32> {

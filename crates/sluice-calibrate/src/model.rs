@@ -203,6 +203,9 @@ pub struct Model {
     pub write_cmd_ns: u64,
     /// `controller.front_end`.
     pub front_end: FrontEnd,
+    /// `controller.batch_ns` (`None`: no batches; set by the batch fit,
+    /// [`Model::with_load`]).
+    pub batch_ns: Option<u64>,
     /// The size-sweep fits that chose [`Model::front_end`].
     pub front_choice: FrontChoice,
     /// `media.units`.
@@ -324,6 +327,7 @@ impl Model {
                 front_end: self.front_end,
                 // The fitted closed forms are those of one command at a time.
                 transfer: Transfer::Fifo,
+                batch_ns: self.batch_ns,
             },
             media: Media {
                 units: self.units,
@@ -451,7 +455,8 @@ impl Model {
     pub fn qd1_latency_ns(&self, write: bool, len: u32) -> f64 {
         let front = self.front_ns(write, len);
         let unit = len as f64 * 1e9 / self.rates(write).1;
-        let lat = (self.fetch_ns + self.complete_ns) as f64;
+        // A command alone is a batch of its own (`controller.batch_ns`).
+        let lat = (self.fetch_ns + self.complete_ns + self.batch_ns.unwrap_or(0)) as f64;
         match (write, &self.write_buffer) {
             (false, _) => lat + front + self.read_ns as f64 + unit,
             (true, Some(w)) => lat + front + w.ack_ns as f64,

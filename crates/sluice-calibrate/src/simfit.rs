@@ -306,6 +306,7 @@ fn us_list(v: &[f64]) -> String {
         + " µs"
 }
 
+mod batch;
 mod load;
 mod placement;
 mod tail;

@@ -162,6 +162,20 @@ pub struct Controller {
         deserialize_with = "transfer::de_transfer"
     )]
     pub transfer: Transfer,
+    /// Batched service (`None`, the default: off; left out of the TOML then). The front
+    /// end serves the commands waiting for it in *batches*: when it is idle, a command
+    /// starts a batch of its own; commands that arrive while it is busy wait for the
+    /// next batch, which starts when the current one ends and takes every command that
+    /// arrived before it starts. Each batch costs `batch_ns` once, ahead of its
+    /// commands' own front-end times. A host that serves a virtual disk works so (one
+    /// notification, one trip to its backend and one completion pass per batch of
+    /// requests, whatever their number), and a closed loop of `n` commands then runs
+    /// in batches of `n`: `1 / IOPS = batch_ns / n + cmd + len / bus`, the depth
+    /// amortising the batch and the size costing the same at every depth — the form
+    /// `sluice calibrate` measured on this machine's disk (`docs/calibrate.md`,
+    /// "Batches"). Needs `transfer = "fifo"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_ns: Option<u64>,
 }
 
 /// How the shared front end combines a command's processing time (`read_cmd_ns` |

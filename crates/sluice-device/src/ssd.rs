@@ -80,6 +80,10 @@ pub struct NvmeSsd {
     read_load: Vec<f64>,
     write_load: Vec<f64>,
     front_free: Nanos,
+    /// `controller.batch_ns` (0: off), and when the last batch begun stops taking
+    /// commands (the end of its `batch_ns`; see `batch_start`).
+    batch_ns: Nanos,
+    batch_open: Option<Nanos>,
     /// `controller.transfer = "shared"`: the processing stage and the shared link
     /// (`None`: one FIFO front end, `front_free`).
     sharing: Option<link::Link>,
@@ -189,6 +193,8 @@ impl NvmeSsd {
             read_load: load_table(m.read_load_exponent, max_out),
             write_load: load_table(m.write_load_exponent, max_out),
             front_free: 0,
+            batch_ns: c.batch_ns.unwrap_or(0),
+            batch_open: None,
             sharing: (c.transfer == crate::profile::Transfer::Shared)
                 .then(|| link::Link::new(max_out)),
             sharing_ended: Vec::new(),

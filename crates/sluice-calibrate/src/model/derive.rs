@@ -494,6 +494,7 @@ pub fn derive(a: &Anchors) -> Model {
         read_cmd_ns: round(read_cmd).max(1),
         write_cmd_ns: round(write_cmd).max(1),
         front_end: fe,
+        batch_ns: None,
         front_choice: choice,
         units,
         stripe_bytes: STRIPE_BYTES,

@@ -40,6 +40,7 @@
 //! describes.
 
 use super::*;
+use crate::analysis::relative_line;
 use sluice_device::FrontEnd;
 
 /// Fewest sizes a direction's sweep needs to take part.
@@ -343,24 +344,6 @@ pub fn fit_capped(sweep: &[(u32, f64)]) -> Option<SizeFit> {
         }
     }
     best
-}
-
-/// The line `a + b · x` of least relative squares through `(x, y)` points (`y > 0`):
-/// it minimises `Σ ((a + b·x − y) / y)²`, weighted least squares with weights `1 / y²`,
-/// so a small size's `1 / IOPS` counts as much as a large one's — as the forms are
-/// scored, by relative error. Returns `(a, b)`; `None` for fewer than two distinct `x`.
-fn relative_line(pts: &[(f64, f64)]) -> Option<(f64, f64)> {
-    let w = |y: f64| 1.0 / (y * y);
-    let sw: f64 = pts.iter().map(|p| w(p.1)).sum();
-    let mx = pts.iter().map(|p| w(p.1) * p.0).sum::<f64>() / sw;
-    let my = pts.iter().map(|p| w(p.1) * p.1).sum::<f64>() / sw;
-    let sxx: f64 = pts.iter().map(|p| w(p.1) * (p.0 - mx).powi(2)).sum();
-    let sxy: f64 = pts.iter().map(|p| w(p.1) * (p.0 - mx) * (p.1 - my)).sum();
-    if pts.len() < 2 || sxx <= 0.0 || !sxx.is_finite() {
-        return None;
-    }
-    let b = sxy / sxx;
-    Some((my - b * mx, b))
 }
 
 /// The geometric mean of positive numbers.

@@ -25,7 +25,8 @@ impl Model {
         if m.write_buffer.is_some() {
             return Ok(m);
         }
-        m.with_load_of(points, setup, true)
+        m.with_load_of(points, setup, true)?
+            .with_batch(points, setup)
     }
 
     /// Units serving `write`'s direction.

@@ -45,7 +45,10 @@ impl Model {
     /// The model with the tail of `write`'s direction set (`None` for the body alone),
     /// with what it adds to a QD1 operation's mean, `p · m` (at QD1 a stall is a slow
     /// operation of exactly its length), taken from the nominal time; `None` when that
-    /// is more than [`MAX_TAIL_SHARE`] of it.
+    /// is more than [`MAX_TAIL_SHARE`] of it. With batched service
+    /// (`controller.batch_ns`) a command's media time is little beside its batch: the
+    /// share may then be up to [`MAX_TAIL_SHARE`] of the two together, and what the
+    /// media time cannot give (at most that share of it) adds to the QD1 mean.
     pub(crate) fn tail_candidate(
         &self,
         write: bool,
@@ -56,8 +59,18 @@ impl Model {
             return Some(c);
         };
         let nominal = if write { self.write_ns } else { self.read_ns } as f64;
+        let batch = self.batch_ns.unwrap_or(0) as f64;
         let share = x * m as f64;
-        if share > MAX_TAIL_SHARE * nominal || nominal - share < MIN_STAGE_NS {
+        if share > MAX_TAIL_SHARE * (nominal + batch) {
+            return None;
+        }
+        let share = match batch > 0.0 {
+            true => share
+                .min(MAX_TAIL_SHARE * nominal)
+                .min((nominal - MIN_STAGE_NS).max(0.0)),
+            false => share,
+        };
+        if nominal - share < MIN_STAGE_NS {
             return None;
         }
         let sv = c.service.get_or_insert_with(ServiceVariation::default);

@@ -164,6 +164,22 @@ impl DeviceProfile {
                 )?;
             }
         }
+        if let Some(b) = self.controller.batch_ns {
+            if b == 0 || b > 1_000_000_000 {
+                return Err(invalid(
+                    o,
+                    "controller.batch_ns",
+                    format!("is {b}; give the cost of one batch in ns, 1..=1000000000 (omit it for no batching)"),
+                ));
+            }
+            if self.controller.transfer == Transfer::Shared {
+                return Err(invalid(
+                    o,
+                    "controller.batch_ns",
+                    "is given with controller.transfer = \"shared\"; batches are served by the FIFO front end: remove batch_ns or set transfer = \"fifo\"".to_string(),
+                ));
+            }
+        }
         let capped = self.controller.front_end.has_link();
         if capped && self.controller.transfer == Transfer::Shared {
             return Err(invalid(
