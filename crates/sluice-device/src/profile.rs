@@ -163,11 +163,12 @@ pub struct Controller {
     )]
     pub transfer: Transfer,
     /// Batched service (`None`, the default: off; left out of the TOML then). The front
-    /// end serves the commands waiting for it in *batches*: when it is idle, a command
-    /// starts a batch of its own; commands that arrive while it is busy wait for the
-    /// next batch, which starts when the current one ends and takes every command that
-    /// arrived before it starts. Each batch costs `batch_ns` once, ahead of its
-    /// commands' own front-end times. A host that serves a virtual disk works so (one
+    /// end serves the commands waiting for it in *batches*: a command that finds it
+    /// idle begins a batch at once, one that finds it busy begins the next batch (which
+    /// starts when the front end's work ends), and a batch takes every command that
+    /// arrives until its `batch_ns` is over. Each batch costs `batch_ns` once (varied as
+    /// the media time of the command that began it), ahead of its commands' own
+    /// front-end times. A host that serves a virtual disk works so (one
     /// notification, one trip to its backend and one completion pass per batch of
     /// requests, whatever their number), and a closed loop of `n` commands then runs
     /// in batches of `n`: `1 / IOPS = batch_ns / n + cmd + len / bus`, the depth
