@@ -33,7 +33,7 @@ pub struct CalibrateArgs {
     /// Bytes of the file to measure (`1g`, `256m`; default 1g, 64m with --quick).
     #[arg(long)]
     size: Option<String>,
-    /// A short grid (a few seconds): QD 1, 4, 16; 4, 16, 64 KiB; short windows.
+    /// A short grid (a few seconds): QD 1, 4, 16; 4, 16, 64 KiB; 16 KiB at the middle depth; short windows.
     #[arg(long)]
     quick: bool,
     /// Allow a block device as PATH (the measurement writes to it: its data is destroyed).

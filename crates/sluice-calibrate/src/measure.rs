@@ -311,6 +311,20 @@ pub fn measure(
             )?;
         }
     }
+    for read_pct in [100u8, 0] {
+        let mid = mid_of(&points, read_pct);
+        for &bs in &plan.mid_sizes {
+            run(
+                &mut points,
+                PointSpec {
+                    read_pct,
+                    bs,
+                    qd: mid,
+                },
+                Role::MidSize,
+            )?;
+        }
+    }
     for &read_pct in &plan.mixes {
         for qd in [1, knee_r] {
             run(
@@ -328,10 +342,19 @@ pub fn measure(
 }
 
 fn knee_of(points: &[Point], read_pct: u8) -> u32 {
-    let curve: Vec<(u32, f64)> = points
+    analysis::knee_qd(&curve_of(points, read_pct)).unwrap_or(1)
+}
+
+/// The direction's middle depth ([`crate::plan::MID_FRACTION`]).
+fn mid_of(points: &[Point], read_pct: u8) -> u32 {
+    analysis::first_reaching(&curve_of(points, read_pct), crate::plan::MID_FRACTION).unwrap_or(1)
+}
+
+/// 4 KiB IOPS against queue depth of one direction's sweep.
+fn curve_of(points: &[Point], read_pct: u8) -> Vec<(u32, f64)> {
+    points
         .iter()
         .filter(|p| p.role == Role::QdSweep && p.spec.read_pct == read_pct)
         .map(|p| (p.spec.qd, p.iops))
-        .collect();
-    analysis::knee_qd(&curve).unwrap_or(1)
+        .collect()
 }

@@ -15,6 +15,11 @@ pub struct Plan {
     /// Sizes below 4 KiB for the minimum efficient size (those below the file's
     /// alignment are skipped), bytes.
     pub small_sizes: Vec<u32>,
+    /// Request sizes measured at each direction's middle depth (the smallest depth
+    /// whose 4 KiB IOPS reach half the best, [`MID_FRACTION`]), bytes: what a request's
+    /// size costs between QD1 and the knee, which tells batched service from a
+    /// load-dependent media time (docs/calibrate.md, "Batches").
+    pub mid_sizes: Vec<u32>,
     /// Read percentages of the mixed points (each at QD1 and at the knee, 4 KiB).
     pub mixes: Vec<u8>,
     /// Bytes of the region measured (the temporary file's size).
@@ -41,7 +46,8 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The full grid: QD 1…64, 4 KiB…128 KiB, 512 B…2 KiB, mixes 70/30 and 50/50;
+    /// The full grid: QD 1…64, 4 KiB…128 KiB, 512 B…2 KiB, 16 and 64 KiB at the middle
+    /// depth, mixes 70/30 and 50/50;
     /// 0.5 s warm-up, 0.25 s windows, 3 agreeing within 5 %, at most 4 s per point;
     /// 1 GiB; validation jobs of 3 s, three rounds; 60 000 simulated I/Os per point in
     /// the fits that simulate.
@@ -50,6 +56,7 @@ impl Plan {
             qds: vec![1, 2, 4, 8, 16, 32, 64],
             sizes: vec![4096, 8192, 16384, 32768, 65536, 131072],
             small_sizes: vec![512, 1024, 2048],
+            mid_sizes: vec![16384, 65536],
             mixes: vec![70, 50],
             size_bytes: 1 << 30,
             warmup_ns: 500_000_000,
@@ -65,13 +72,14 @@ impl Plan {
     }
 
     /// A short grid for tests and a first look (seconds): QD 1, 4, 16; 4, 16, 64 KiB;
-    /// 2 KiB; one 70/30 mix; 64 MiB; 40 ms windows, 2 agreeing within 10 %; 10 000
-    /// simulated I/Os per point in the fits.
+    /// 2 KiB; 16 KiB at the middle depth; one 70/30 mix; 64 MiB; 40 ms windows, 2
+    /// agreeing within 10 %; 10 000 simulated I/Os per point in the fits.
     pub fn quick() -> Plan {
         Plan {
             qds: vec![1, 4, 16],
             sizes: vec![4096, 16384, 65536],
             small_sizes: vec![2048],
+            mid_sizes: vec![16384],
             mixes: vec![70],
             size_bytes: 64 << 20,
             warmup_ns: 30_000_000,
@@ -94,7 +102,12 @@ impl Plan {
             .filter(|&&s| s >= align && s.is_multiple_of(align))
             .count();
         let big = self.sizes.iter().filter(|&&s| s != 4096).count();
-        2 * self.qds.len() + 2 * small + 2 * big + 2 * big + 2 * self.mixes.len()
+        2 * self.qds.len()
+            + 2 * small
+            + 2 * big
+            + 2 * big
+            + 2 * self.mid_sizes.len()
+            + 2 * self.mixes.len()
     }
 
     /// Check the plan; the message says what to fix.
@@ -124,6 +137,10 @@ impl Plan {
         Ok(())
     }
 }
+
+/// The middle depth of a direction: the smallest measured depth whose 4 KiB IOPS
+/// reach this share of the sweep's best.
+pub const MID_FRACTION: f64 = 0.5;
 
 /// One point of the grid: a mix, a request size, a queue depth.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -205,17 +222,20 @@ pub enum Role {
     SizeSweep,
     /// 8 KiB…128 KiB at QD1 (cost model).
     Qd1Size,
+    /// A few sizes at the middle depth ([`Plan::mid_sizes`]).
+    MidSize,
     /// Mixed reads and writes.
     Mixed,
 }
 
 impl Role {
     /// Every role, in the grid's order.
-    pub const ALL: [Role; 5] = [
+    pub const ALL: [Role; 6] = [
         Role::QdSweep,
         Role::SmallSize,
         Role::SizeSweep,
         Role::Qd1Size,
+        Role::MidSize,
         Role::Mixed,
     ];
 
@@ -226,6 +246,7 @@ impl Role {
             Role::SmallSize => "small-size",
             Role::SizeSweep => "size-sweep",
             Role::Qd1Size => "qd1-size",
+            Role::MidSize => "mid-size",
             Role::Mixed => "mixed",
         }
     }

@@ -168,7 +168,7 @@ impl Calibration {
                 "in_directory": p.in_directory, "device": p.device, "command": p.command,
             })),
             "plan": {
-                "qds": plan.qds, "sizes": plan.sizes, "small_sizes": plan.small_sizes, "mixes": plan.mixes,
+                "qds": plan.qds, "sizes": plan.sizes, "small_sizes": plan.small_sizes, "mid_sizes": plan.mid_sizes, "mixes": plan.mixes,
                 "warmup_ns": plan.warmup_ns, "window_ns": plan.window_ns, "cap_ns": plan.cap_ns,
                 "agree": plan.agree, "tolerance": plan.tolerance,
                 "validate_ns": plan.validate_ns, "validate_rounds": plan.validate_rounds,

@@ -129,9 +129,10 @@ fn jobs_and_plans() {
     assert_eq!(spec.label(), "randrw 70/30 16k qd4");
     let full = Plan::full();
     full.check().unwrap();
-    // 14 QD points, 3 small + 5 sizes at the knee and 5 at QD1 per direction, 4 mixed.
-    assert_eq!(full.point_count(512), 14 + 6 + 10 + 10 + 4);
-    assert_eq!(full.point_count(4096), 14 + 10 + 10 + 4);
+    // 14 QD points, 3 small + 5 sizes at the knee, 5 at QD1 and 2 at the middle depth
+    // per direction, 4 mixed.
+    assert_eq!(full.point_count(512), 14 + 6 + 10 + 10 + 4 + 4);
+    assert_eq!(full.point_count(4096), 14 + 10 + 10 + 4 + 4);
     Plan::quick().check().unwrap();
     let mut bad = Plan::quick();
     bad.size_bytes = 1 << 20;

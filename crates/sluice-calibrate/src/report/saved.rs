@@ -167,6 +167,11 @@ pub fn read(text: &str, origin: &str) -> Result<Saved, CalibrateError> {
         qds: r.u32s(p, "plan", "qds")?,
         sizes: r.u32s(p, "plan", "sizes")?,
         small_sizes: r.u32s(p, "plan", "small_sizes")?,
+        // Files written before the middle-depth sizes: none measured.
+        mid_sizes: match p.get("mid_sizes") {
+            Some(_) => r.u32s(p, "plan", "mid_sizes")?,
+            None => Vec::new(),
+        },
         mixes: r
             .u32s(p, "plan", "mixes")?
             .into_iter()

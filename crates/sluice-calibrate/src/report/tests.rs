@@ -47,6 +47,13 @@ fn points(plan: &Plan) -> Vec<Point> {
         let big = plan.sizes.iter().filter(|&&b| b != 4096);
         specs.extend(big.map(|&b| (spec(r, b, 1), Role::Qd1Size)));
     }
+    for r in [100u8, 0] {
+        specs.extend(
+            plan.mid_sizes
+                .iter()
+                .map(|&b| (spec(r, b, 2), Role::MidSize)),
+        );
+    }
     for &r in &plan.mixes {
         specs.extend([1, 4].map(|q| (spec(r, 4096, q), Role::Mixed)));
     }
