@@ -58,19 +58,7 @@ impl LinearFit {
 /// when every `x` is the same (no line is defined).
 pub fn linear_fit(points: &[(f64, f64)]) -> Option<LinearFit> {
     let n = points.len();
-    if n < 2 {
-        return None;
-    }
-    let nf = n as f64;
-    let mx = points.iter().map(|p| p.0).sum::<f64>() / nf;
-    let my = points.iter().map(|p| p.1).sum::<f64>() / nf;
-    let sxx: f64 = points.iter().map(|p| (p.0 - mx) * (p.0 - mx)).sum();
-    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
-    if sxx <= 0.0 || !sxx.is_finite() {
-        return None;
-    }
-    let slope = sxy / sxx;
-    let offset = my - slope * mx;
+    let (offset, slope, my) = weighted_line(points, |_| 1.0)?;
     let ss_tot: f64 = points.iter().map(|p| (p.1 - my) * (p.1 - my)).sum();
     let ss_res: f64 = points
         .iter()
@@ -95,19 +83,29 @@ pub fn linear_fit(points: &[(f64, f64)]) -> Option<LinearFit> {
 /// The line `a + b · x` of least relative squares through `(x, y)` points (`y > 0`):
 /// it minimises `Σ ((a + b·x − y) / y)²`, weighted least squares with weights `1 / y²`,
 /// so a small `y` counts as much as a large one — for fits scored by relative error
-/// (the front end's size sweeps, the batch fit's `1 / IOPS` against `1 / QD`). Returns `(a, b)`; `None` for fewer than two distinct `x`.
+/// (the front end's size sweeps, the batch fit's `1 / IOPS` against `1 / QD`).
+/// Returns `(a, b)`; `None` for fewer than two distinct `x`.
 pub fn relative_line(pts: &[(f64, f64)]) -> Option<(f64, f64)> {
-    let w = |y: f64| 1.0 / (y * y);
+    weighted_line(pts, |y| 1.0 / (y * y)).map(|(a, b, _)| (a, b))
+}
+
+/// Weighted least squares `a + b · x` over `(x, y)` points, point weights `w(y)`:
+/// `(a, b, weighted mean of y)`. `None` with fewer than two points or when every `x`
+/// is the same.
+fn weighted_line(pts: &[(f64, f64)], w: impl Fn(f64) -> f64) -> Option<(f64, f64, f64)> {
+    if pts.len() < 2 {
+        return None;
+    }
     let sw: f64 = pts.iter().map(|p| w(p.1)).sum();
     let mx = pts.iter().map(|p| w(p.1) * p.0).sum::<f64>() / sw;
     let my = pts.iter().map(|p| w(p.1) * p.1).sum::<f64>() / sw;
-    let sxx: f64 = pts.iter().map(|p| w(p.1) * (p.0 - mx).powi(2)).sum();
+    let sxx: f64 = pts.iter().map(|p| w(p.1) * ((p.0 - mx) * (p.0 - mx))).sum();
     let sxy: f64 = pts.iter().map(|p| w(p.1) * (p.0 - mx) * (p.1 - my)).sum();
-    if pts.len() < 2 || sxx <= 0.0 || !sxx.is_finite() {
+    if sxx <= 0.0 || !sxx.is_finite() {
         return None;
     }
     let b = sxy / sxx;
-    Some((my - b * mx, b))
+    Some((my - b * mx, b, my))
 }
 
 /// The smallest `x` whose `y` reaches `frac` of the largest `y` (points in any order;

@@ -14,7 +14,7 @@ use crate::buffer::BufferProbe;
 use crate::model::{self, Model};
 use crate::simfit::FitSetup;
 use crate::validate::Check;
-use crate::{CalibrateError, DirSummary, Plan, Point, Role, Summary, Target, Window};
+use crate::{CalibrateError, DirSummary, Plan, Point, Summary, Target, Window};
 
 mod header;
 pub mod saved;
@@ -97,9 +97,7 @@ impl Calibration {
         );
         // The QD1 spread (median, p99) of 4 KiB reads and writes → `[service]`.
         let qd1 = |read_pct: u8| {
-            points
-                .iter()
-                .find(|p| p.role == Role::QdSweep && p.spec.read_pct == read_pct && p.spec.qd == 1)
+            crate::simfit::qd1_point(&points, read_pct)
                 .map_or((0.0, 0.0), |p| (p.lat_p50_ns, p.lat_p99_ns))
         };
         let setup = FitSetup {

@@ -145,6 +145,13 @@ fn simulate_all(
         .collect()
 }
 
+/// The direction's QD1 4 KiB point of the queue-depth sweep (`read_pct` 100 or 0).
+pub(crate) fn qd1_point(points: &[Point], read_pct: u8) -> Option<&Point> {
+    points
+        .iter()
+        .find(|p| p.role == Role::QdSweep && p.spec.read_pct == read_pct && p.spec.qd == 1)
+}
+
 fn ln2(sim: f64, real: f64) -> f64 {
     if sim > 0.0 && real > 0.0 {
         (sim / real).ln().powi(2)

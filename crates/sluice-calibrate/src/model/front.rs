@@ -176,7 +176,10 @@ impl FrontChoice {
     /// The derivation's lines: each direction's two fits, and the verdict.
     pub fn lines(&self) -> Vec<String> {
         let mut v = Vec::new();
-        for (what, d) in [("reads", &self.read), ("writes", &self.write)] {
+        for (what, d, left) in [
+            ("reads", &self.read, &self.left_out[0]),
+            ("writes", &self.write, &self.left_out[1]),
+        ] {
             let Some(d) = d else {
                 v.push(format!(
                     "front end, {what}: no size sweep to fit ({}, or fewer than {MIN_SIZES} sizes of 4 KiB and up at the knee)",
@@ -184,7 +187,6 @@ impl FrontChoice {
                 ));
                 continue;
             };
-            let left = &self.left_out[usize::from(what == "writes")];
             let left = match left.is_empty() {
                 true => String::new(),
                 false => format!(

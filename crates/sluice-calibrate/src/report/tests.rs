@@ -1,6 +1,7 @@
 use super::*;
 use crate::buffer::{self, Burst};
 use crate::validate::{Check, JOBS};
+use crate::Role;
 use crate::{aggregate, PointSpec};
 
 /// A device of closed form: a QD1 latency of `base + bs · per_byte`, flat until the

@@ -16,7 +16,7 @@
 //! explanations of the same curve, and the batch has no more parameters.
 
 use super::load::LOAD_MARGIN_PCT;
-use super::{ln2, qd_sweep, rms_pct, simulate_all, FitReport, FitSetup};
+use super::{ln2, qd1_point, qd_sweep, rms_pct, simulate_all, FitReport, FitSetup};
 use crate::analysis::relative_line;
 use crate::model::{fit_sigma, Model, MIN_STAGE_NS};
 use crate::{CalibrateError, Point, Role};
@@ -151,26 +151,19 @@ impl Model {
         let mut c = self.clone();
         c.read_load_exponent = None;
         c.write_load_exponent = None;
+        c.batch_ns = Some(b as u64);
         for (write, xy) in [(false, xy_r), (true, xy_w)] {
-            let l1 = self.qd1_latency_ns(write, 4096);
             // The intercept of least relative squares with the slope held at `b`.
             let w = |y: f64| 1.0 / (y * y);
             let s = xy.iter().map(|&(x, y)| w(y) * (y - b * x)).sum::<f64>()
                 / xy.iter().map(|&(_, y)| w(y)).sum::<f64>();
             let cmd = c.cmd_for_front(write, s);
-            if write {
-                c.write_cmd_ns = cmd;
-            } else {
-                c.read_cmd_ns = cmd;
-            }
-            c.batch_ns = Some(b as u64);
-            let rest = l1 - (c.qd1_latency_ns(write, 4096) - c.media_ns(write));
-            let media = rest.round().max(MIN_STAGE_NS) as u64;
-            if write {
-                c.write_ns = media;
-            } else {
-                c.read_ns = media;
-            }
+            let (_, media) = c.times(write);
+            c.set_times(write, cmd, media);
+            // The QD1 latency without the media time, and the media time what is left.
+            let rest =
+                self.qd1_latency_ns(write, 4096) - (c.qd1_latency_ns(write, 4096) - media as f64);
+            c.set_times(write, cmd, rest.round().max(MIN_STAGE_NS) as u64);
         }
         c
     }
@@ -181,25 +174,24 @@ impl Model {
         let transfer_in_series = match self.front_end {
             FrontEnd::Max => 0.0,
             FrontEnd::Additive | FrontEnd::AdditiveCapped => {
-                self.front_ns(write, 4096) - self.cmd_of(write)
+                self.front_ns(write, 4096) - self.times(write).0 as f64
             }
         };
         (s - transfer_in_series).round().max(MIN_STAGE_NS) as u64
     }
 
-    fn cmd_of(&self, write: bool) -> f64 {
-        if write {
-            self.write_cmd_ns as f64
-        } else {
-            self.read_cmd_ns as f64
+    /// `write`'s direction's (command, media) times, ns.
+    fn times(&self, write: bool) -> (u64, u64) {
+        match write {
+            true => (self.write_cmd_ns, self.write_ns),
+            false => (self.read_cmd_ns, self.read_ns),
         }
     }
 
-    fn media_ns(&self, write: bool) -> f64 {
-        if write {
-            self.write_ns as f64
-        } else {
-            self.read_ns as f64
+    fn set_times(&mut self, write: bool, cmd: u64, media: u64) {
+        match write {
+            true => (self.write_cmd_ns, self.write_ns) = (cmd, media),
+            false => (self.read_cmd_ns, self.read_ns) = (cmd, media),
         }
     }
 
@@ -208,12 +200,7 @@ impl Model {
     /// sum, as `with_spread` does for its stages), from the QD1 points' median and p99.
     fn with_batch_spread(mut self, points: &[Point]) -> Model {
         let b = self.batch_ns.unwrap_or(0) as f64;
-        let qd1 = |read_pct: u8| {
-            points
-                .iter()
-                .find(|p| p.role == Role::QdSweep && p.spec.read_pct == read_pct && p.spec.qd == 1)
-                .map(|p| p.lat_p99_ns - p.lat_p50_ns)
-        };
+        let qd1 = |read_pct: u8| qd1_point(points, read_pct).map(|p| p.lat_p99_ns - p.lat_p50_ns);
         let (rs, ws) = (qd1(100), qd1(0));
         let (rm, wm) = (self.read_ns as f64 + b, self.write_ns as f64 + b);
         if let Some(sv) = &mut self.service {
