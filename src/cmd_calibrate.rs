@@ -115,33 +115,65 @@ pub fn cmd_calibrate(args: CalibrateArgs) -> Result<(), CliError> {
         );
     }
 
-    // The grid.
-    let mut pbar: Option<ProgressBar> = None;
-    let points = calibrate::measure(&target, &plan, args.seed, &stop, &mut |p| match p {
-        Progress::Start { index, total, spec } => {
-            if term {
-                let b = pbar.get_or_insert_with(|| bar("calibrate", total as u64));
-                b.set_position(index as u64);
-                b.set_message(spec.label());
-            }
-        }
-        Progress::Done {
-            index,
-            total,
-            point,
-        } => {
-            if !term && !quiet {
-                eprintln!(
-                    "sluice: [{}/{total}] {}: {:.0} IOPS, {} mean{}",
-                    index + 1,
-                    point.spec.label(),
-                    point.iops,
-                    fmt_ns(point.lat_mean_ns),
-                    if point.steady { "" } else { " (not steady)" }
+    // The grid, with the validation's device rounds spread over it (before the first
+    // point, in the middle, after the last: validate::round_positions), so that they
+    // see the device over the same minutes as the points the profile is fitted to.
+    let total = plan.point_count(target.align());
+    let validate_at = validate::round_positions(total, plan.validate_rounds);
+    let mut by_job: Vec<Vec<calibrate::Window>> = vec![Vec::new(); validate::JOBS.len()];
+    let pbar = term.then(|| bar("calibrate", total as u64));
+    let mut between = |k: usize| -> Result<(), calibrate::CalibrateError> {
+        for r in (0..validate_at.len()).filter(|&r| validate_at[r] == k) {
+            let round = validate::device_round(&target, &plan, args.seed, r, &stop, &mut |job| {
+                let msg = format!(
+                    "validation round {} of {}: {}",
+                    r + 1,
+                    validate_at.len(),
+                    job.label()
                 );
+                match &pbar {
+                    Some(b) => b.set_message(msg),
+                    None if !quiet => eprintln!("sluice: {msg} (on the device)"),
+                    None => {}
+                }
+            })?;
+            for (i, w) in round.into_iter().enumerate() {
+                by_job[i].push(w);
             }
         }
-    })?;
+        Ok(())
+    };
+    let points = calibrate::measure(
+        &target,
+        &plan,
+        args.seed,
+        &stop,
+        &mut |p| match p {
+            Progress::Start { index, spec, .. } => {
+                if let Some(b) = &pbar {
+                    b.set_position(index as u64);
+                    b.set_message(spec.label());
+                }
+            }
+            Progress::Done {
+                index,
+                total,
+                point,
+            } => {
+                if !term && !quiet {
+                    eprintln!(
+                        "sluice: [{}/{total}] {}: {:.0} IOPS, {} mean{}",
+                        index + 1,
+                        point.spec.label(),
+                        point.iops,
+                        fmt_ns(point.lat_mean_ns),
+                        if point.steady { "" } else { " (not steady)" }
+                    );
+                }
+            }
+        },
+        &mut between,
+    )?;
     if let Some(b) = pbar {
         b.finish_and_clear();
     }
@@ -167,19 +199,18 @@ pub fn cmd_calibrate(args: CalibrateArgs) -> Result<(), CliError> {
     }
     let mut cal = Calibration::derive(plan, points, probe, &name, facts, args.seed)?;
 
-    // Validation: the same jobs on the device (median of rounds) and in the simulator.
-    cal.checks = validate::validate(
-        &target,
+    // Validation: the device's rounds (median) against the simulator on the profile.
+    if !quiet {
+        eprintln!("sluice: simulating the validation jobs on the new profile");
+    }
+    cal.checks = validate::checks(
+        by_job,
         &cal.plan,
+        target.size_bytes(),
         &cal.profile,
         args.seed,
-        &stop,
-        &mut |job| {
-            if !quiet {
-                eprintln!("sluice: validating {} (real, then simulated)", job.label());
-            }
-        },
     )?;
+    cal.validate_at = validate_at;
     let created = target.created();
     drop(target);
     if !quiet && created {

@@ -248,6 +248,15 @@ fn quick_calibration_writes_a_profile_the_simulator_loads() {
             "read 128k qd8"
         ]
     );
+    // `--quick` runs one device round of each job, after the grid's last point.
+    let grid = v["points"].as_array().unwrap().len() as u64;
+    assert_eq!(v["validation_at"], serde_json::json!([grid]));
+    assert!(
+        stdout.contains(&format!(
+            "the device's rounds ran after the last of the grid's {grid}"
+        )),
+        "{stdout}"
+    );
     // `sluice sim --device` accepts it.
     let job = work.path().join("j.fio");
     std::fs::write(

@@ -228,12 +228,16 @@ pub fn measure_point(
 }
 
 /// Measure the whole grid of `plan` on `target` (see the module doc for the order).
+/// `between(k)` is called before grid point `k` and, with the point count, after the
+/// last: the command runs the validation's device rounds there
+/// ([`crate::validate::round_positions`]); an error it returns ends the grid.
 pub fn measure(
     target: &Target,
     plan: &Plan,
     seed: u64,
     stop: &AtomicBool,
     progress: &mut dyn FnMut(Progress<'_>),
+    between: &mut dyn FnMut(usize) -> Result<(), CalibrateError>,
 ) -> Result<Vec<Point>, CalibrateError> {
     plan.check()?;
     let total = plan.point_count(target.align());
@@ -244,6 +248,7 @@ pub fn measure(
                 return Err(CalibrateError::Interrupted);
             }
             let index = points.len();
+            between(index)?;
             progress(Progress::Start { index, total, spec });
             let s = seed
                 .wrapping_mul(0x9E37_79B9_7F4A_7C15)
@@ -338,6 +343,7 @@ pub fn measure(
             )?;
         }
     }
+    between(points.len())?;
     Ok(points)
 }
 

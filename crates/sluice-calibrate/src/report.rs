@@ -39,8 +39,13 @@ pub struct Calibration {
     /// The profile of the model, validated.
     pub profile: DeviceProfile,
     /// The simulator against the device on the validation jobs (empty until run:
-    /// [`crate::validate::validate`] on [`Calibration::profile`]).
+    /// [`crate::validate::checks`] of the device's rounds on [`Calibration::profile`]).
     pub checks: Vec<Check>,
+    /// The grid positions the device's validation rounds ran at, one per round (a
+    /// round at `k` ran before grid point `k`; at the grid's length, after its last
+    /// point: [`crate::validate::round_positions`]). Empty: after the grid and the fits
+    /// (files saved before 2026-11-26 evening).
+    pub validate_at: Vec<usize>,
     /// The file measured.
     pub target: TargetFacts,
 }
@@ -119,6 +124,7 @@ impl Calibration {
             model,
             profile,
             checks: Vec::new(),
+            validate_at: Vec::new(),
             target,
         })
     }
@@ -204,6 +210,7 @@ impl Calibration {
                 "write_buffer_bytes": m.write_buffer.as_ref().map(|w| w.capacity_bytes),
                 "derivation": m.derivation, "caveats": m.caveats,
             },
+            "validation_at": self.validate_at,
             "validation": self.checks.iter().map(|c| {
                 let (ei, em, ep) = c.errors();
                 let (si, sm, sp) = c.device_spread();

@@ -140,37 +140,91 @@ pub fn median_window(rounds: &[Window]) -> Window {
     *v[v.len() / 2]
 }
 
-/// Run every job of [`JOBS`] on the device (`plan.validate_rounds` rounds of
-/// `plan.validate_ns` after a warm-up) and once in the simulator on `profile`;
-/// `progress` is told each job as it starts.
-pub fn validate(
+/// Where the device's validation rounds run in a grid of `total` points: the grid
+/// positions (a round at `k` runs before grid point `k`, at `total` after the last),
+/// `rounds` of them spread evenly from before the first point to after the last. One
+/// round runs after the grid.
+///
+/// Why spread: the profile is fitted to the grid, which takes minutes, and a shared disk
+/// moves by more than a goal in that time (docs/calibrate.md, "Caveat: shared disks";
+/// QD1 reads 9.5–15.5 % slower in validations run after the grid than at the grid's
+/// point, runs 6–9). Rounds spread over the grid see the device over the same span as
+/// the points the profile comes from, and their median is its middle.
+pub fn round_positions(total: usize, rounds: usize) -> Vec<usize> {
+    match rounds.max(1) {
+        1 => vec![total],
+        r => (0..r)
+            .map(|k| (k * total + (r - 1) / 2) / (r - 1))
+            .collect(),
+    }
+}
+
+/// Where rounds at grid positions `at` ran, in words, for a grid of `total` points:
+/// e.g. `before grid point 1, before point 25 and after the last (of 48)`; empty `at`:
+/// after the grid and the fits (the order before rounds were spread).
+pub fn describe_positions(at: &[usize], total: usize) -> String {
+    if at.is_empty() {
+        return "after the grid and the fits".into();
+    }
+    let one = |k: usize| match k {
+        k if k >= total => "after the last".to_string(),
+        k => format!("before point {}", k + 1),
+    };
+    let mut words: Vec<String> = at.iter().map(|&k| one(k)).collect();
+    words[0] = format!("{} of the grid's {total}", words[0]);
+    match words.len() {
+        1 => words.remove(0),
+        n => format!("{} and {}", words[..n - 1].join(", "), words[n - 1]),
+    }
+}
+
+/// Round `round` of every job of [`JOBS`] on the device (`plan.validate_ns` after a
+/// warm-up each), in [`JOBS`]' order; `progress` is told each job as it starts.
+pub fn device_round(
     target: &Target,
     plan: &Plan,
-    profile: &DeviceProfile,
     seed: u64,
+    round: usize,
     stop: &AtomicBool,
     progress: &mut dyn FnMut(&Job),
-) -> Result<Vec<Check>, CalibrateError> {
-    let mut checks = Vec::new();
+) -> Result<Vec<Window>, CalibrateError> {
+    let mut windows = Vec::with_capacity(JOBS.len());
     for (i, job) in JOBS.iter().enumerate() {
         progress(job);
-        let base = job_seed(seed, i);
-        let mut rounds = Vec::new();
-        for r in 0..plan.validate_rounds.max(1) {
-            let mut j = target.job(&job.spec, plan.validate_ns, plan.warmup_ns, base + r as u64)?;
-            if job.sequential {
-                j.rw = RwMode::Read;
-            }
-            rounds.push(Window::from_report(&target.run_once(j, stop)?));
+        let s = job_seed(seed, i) + round as u64;
+        let mut j = target.job(&job.spec, plan.validate_ns, plan.warmup_ns, s)?;
+        if job.sequential {
+            j.rw = RwMode::Read;
         }
-        checks.push(Check {
-            job: *job,
-            real: median_window(&rounds),
-            real_rounds: rounds,
-            sim: simulate_job(i, plan, target.size_bytes(), profile, seed)?,
-        });
+        windows.push(Window::from_report(&target.run_once(j, stop)?));
     }
-    Ok(checks)
+    Ok(windows)
+}
+
+/// The checks of the device's rounds against the simulator on `profile`:
+/// `by_job[i]` holds the rounds of job `i` of [`JOBS`] (from [`device_round`], or a
+/// saved file's), of which the median is compared; each job is simulated once
+/// ([`simulate_job`]).
+pub fn checks(
+    by_job: Vec<Vec<Window>>,
+    plan: &Plan,
+    size_bytes: u64,
+    profile: &DeviceProfile,
+    seed: u64,
+) -> Result<Vec<Check>, CalibrateError> {
+    by_job
+        .into_iter()
+        .enumerate()
+        .filter(|(_, rounds)| !rounds.is_empty())
+        .map(|(i, real_rounds)| {
+            Ok(Check {
+                job: JOBS[i],
+                real: median_window(&real_rounds),
+                real_rounds,
+                sim: simulate_job(i, plan, size_bytes, profile, seed)?,
+            })
+        })
+        .collect()
 }
 
 /// The seed of validation job `i`'s first real round (and of its simulated run).

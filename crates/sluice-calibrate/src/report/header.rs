@@ -6,7 +6,7 @@ use std::path::Path;
 use super::table::fmt_size;
 use super::Calibration;
 use crate::buffer::BURST_QD;
-use crate::validate::{GOAL_IOPS_MEAN, GOAL_P99};
+use crate::validate::{self, GOAL_IOPS_MEAN, GOAL_P99};
 use crate::DirSummary;
 
 /// Where and when a calibration ran, as its profile's header says.
@@ -156,6 +156,12 @@ impl Calibration {
                 .into(),
         );
         let checks = &self.checks;
+        if !checks.is_empty() {
+            h.push(format!(
+                "  the device's rounds ran {}",
+                validate::describe_positions(&self.validate_at, self.points.len())
+            ));
+        }
         for c in checks {
             let (ei, em, ep) = c.errors();
             let (si, sm, sp) = c.device_spread();

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::{Calibration, Provenance, TargetFacts};
 use crate::buffer::{self, BufferProbe, Burst};
-use crate::validate::{self, median_window, Check, JOBS};
+use crate::validate::{self, JOBS};
 use crate::{CalibrateError, Plan, Point, PointSpec, Role, Window};
 
 /// What a saved calibration holds of the device.
@@ -27,6 +27,9 @@ pub struct Saved {
     pub target: TargetFacts,
     /// The validation jobs' real rounds, by job of [`JOBS`] (empty: none saved).
     pub rounds: Vec<Vec<Window>>,
+    /// Where the rounds ran in the grid ([`Calibration::validate_at`]; empty in files
+    /// saved before it was recorded).
+    pub validate_at: Vec<usize>,
     /// Where and when it was measured (files written before it was saved: `None`).
     pub provenance: Option<Provenance>,
 }
@@ -248,6 +251,17 @@ pub fn read(text: &str, origin: &str) -> Result<Saved, CalibrateError> {
             rounds.push(w);
         }
     }
+    let validate_at = match v.get("validation_at") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(a) => a
+            .as_array()
+            .and_then(|a| {
+                a.iter()
+                    .map(|x| x.as_u64().map(|k| k as usize))
+                    .collect::<Option<Vec<_>>>()
+            })
+            .ok_or_else(|| r.err("validation_at", "not an array of grid positions"))?,
+    };
     let provenance = match v.get("provenance") {
         Some(pv) if !pv.is_null() => {
             let s = |k| r.str(pv, "provenance", k).map(str::to_string);
@@ -272,6 +286,7 @@ pub fn read(text: &str, origin: &str) -> Result<Saved, CalibrateError> {
         probe,
         target,
         rounds,
+        validate_at,
         provenance,
     })
 }
@@ -290,16 +305,14 @@ impl Calibration {
             saved.target,
             seed,
         )?;
-        for (i, rounds) in saved.rounds.into_iter().enumerate() {
-            let sim =
-                validate::simulate_job(i, &cal.plan, cal.target.size_bytes, &cal.profile, seed)?;
-            cal.checks.push(Check {
-                job: JOBS[i],
-                real: median_window(&rounds),
-                real_rounds: rounds,
-                sim,
-            });
-        }
+        cal.validate_at = saved.validate_at;
+        cal.checks = validate::checks(
+            saved.rounds,
+            &cal.plan,
+            cal.target.size_bytes,
+            &cal.profile,
+            seed,
+        )?;
         Ok(cal)
     }
 }

@@ -7,7 +7,7 @@ use super::Calibration;
 use crate::analysis::{self, LinearFit};
 use crate::buffer::{BufferProbe, BURST_QD};
 use crate::model::Model;
-use crate::validate::{Check, GOAL_IOPS_MEAN};
+use crate::validate::{self, GOAL_IOPS_MEAN};
 use crate::{Point, Summary};
 
 impl Calibration {
@@ -17,7 +17,7 @@ impl Calibration {
         print_grid(out, &self.points)?;
         print_summary(out, &self.summary, &self.model)?;
         print_bursts(out, &self.probe)?;
-        print_checks(out, &self.checks, &self.points)
+        print_checks(out, self)
     }
 }
 
@@ -185,10 +185,13 @@ fn fios_params(r: &LinearFit, w: &LinearFit) -> String {
     )
 }
 
-fn print_checks(out: &mut dyn Write, checks: &[Check], points: &[Point]) -> std::io::Result<()> {
+fn print_checks(out: &mut dyn Write, cal: &Calibration) -> std::io::Result<()> {
+    let (checks, points) = (&cal.checks, &cal.points);
     writeln!(
         out,
-        "\nValidation: simulator on the new profile vs. the device (error = sim / real − 1)"
+        "\nValidation: simulator on the new profile vs. the device (error = sim / real − 1; \
+         the device's rounds ran {})",
+        validate::describe_positions(&cal.validate_at, points.len())
     )?;
     let head = format!(
         "{:<22} {:>9} {:>9} {:>7} {:>9} {:>9} {:>7} {:>9} {:>9} {:>7}  {:<38} {}",

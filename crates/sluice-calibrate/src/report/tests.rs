@@ -290,6 +290,53 @@ fn the_device_s_own_spread_is_its_rounds_range_over_the_median() {
     assert!(text.contains("30/0/40%"), "{text}");
 }
 
+/// The device's validation rounds are spread evenly over the grid, from before its
+/// first point to after its last, and the tables say where they ran.
+#[test]
+fn validation_rounds_are_spread_over_the_grid() {
+    use crate::validate::{describe_positions, round_positions};
+    assert_eq!(round_positions(48, 3), vec![0, 24, 48]);
+    assert_eq!(round_positions(47, 3), vec![0, 24, 47]);
+    assert_eq!(round_positions(48, 5), vec![0, 12, 24, 36, 48]);
+    assert_eq!(
+        round_positions(14, 1),
+        vec![14],
+        "one round: after the grid"
+    );
+    assert_eq!(
+        round_positions(14, 0),
+        vec![14],
+        "no rounds asked: still one"
+    );
+    assert_eq!(
+        round_positions(2, 4),
+        vec![0, 1, 1, 2],
+        "more rounds than points"
+    );
+    assert_eq!(
+        describe_positions(&[0, 24, 48], 48),
+        "before point 1 of the grid's 48, before point 25 and after the last"
+    );
+    assert_eq!(
+        describe_positions(&[14], 14),
+        "after the last of the grid's 14"
+    );
+    assert_eq!(describe_positions(&[], 48), "after the grid and the fits");
+    let mut cal = calibration();
+    cal.validate_at = round_positions(cal.points.len(), 3);
+    let mut out = Vec::new();
+    cal.print_tables(&mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.contains("the device's rounds ran before point 1 of the grid's"),
+        "{text}"
+    );
+    assert!(cal
+        .header(&provenance())
+        .iter()
+        .any(|l| l.contains("the device's rounds ran before point 1")));
+}
+
 #[test]
 fn latencies_print_in_their_unit() {
     assert_eq!(fmt_ns(850.0), "850ns");
@@ -305,7 +352,8 @@ fn latencies_print_in_their_unit() {
 /// rounds, its simulated side is run on the new profile.
 #[test]
 fn a_saved_calibration_is_fitted_again_to_the_same_profile() {
-    let c = calibration();
+    let mut c = calibration();
+    c.validate_at = crate::validate::round_positions(c.points.len(), 3);
     let prov = provenance();
     let text = serde_json::to_string(&c.to_json(Some(&prov))).unwrap();
     let saved = saved::read(&text, "cal.json").unwrap();
@@ -316,7 +364,9 @@ fn a_saved_calibration_is_fitted_again_to_the_same_profile() {
     assert_eq!(saved.provenance.as_ref(), Some(&prov));
     assert_eq!(saved.rounds.len(), JOBS.len());
     assert_eq!(saved.rounds[0][0].iops, c.checks[0].real.iops);
+    assert_eq!(saved.validate_at, c.validate_at);
     let again = Calibration::refit(saved, "dev", 1).unwrap();
+    assert_eq!(again.validate_at, c.validate_at);
     assert_eq!(again.profile, c.profile);
     assert_eq!(again.model.derivation, c.model.derivation);
     assert_eq!(again.checks.len(), JOBS.len());
@@ -336,8 +386,13 @@ fn a_saved_calibration_is_fitted_again_to_the_same_profile() {
     // A file without validation rounds refits with no checks.
     let mut v = c.to_json(None);
     v["validation"] = serde_json::json!([]);
+    v.as_object_mut().unwrap().remove("validation_at");
     let bare = saved::read(&v.to_string(), "bare.json").unwrap();
     assert!(bare.provenance.is_none() && bare.rounds.is_empty());
+    assert!(
+        bare.validate_at.is_empty(),
+        "files saved before: after the grid"
+    );
     assert!(Calibration::refit(bare, "dev", 1)
         .unwrap()
         .checks
