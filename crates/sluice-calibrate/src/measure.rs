@@ -1,6 +1,7 @@
 //! How the grid is measured: windows through the engine until they agree (steady
 //! state), their aggregate into a point, and the grid's order (the knees found by the
-//! queue-depth sweeps place the size sweeps).
+//! queue-depth sweeps place the size sweeps; the sweeps are measured again at the end,
+//! and the fits take both passes together: [`merge_repeats`]).
 
 use crate::analysis::{self, agreeing_tail, median, spread};
 use crate::{CalibrateError, Plan, PointSpec, Role, Target};
@@ -343,8 +344,103 @@ pub fn measure(
             )?;
         }
     }
+    if plan.repeat_sweeps {
+        for read_pct in [100u8, 0] {
+            for &qd in &plan.qds {
+                run(
+                    &mut points,
+                    PointSpec {
+                        read_pct,
+                        bs: 4096,
+                        qd,
+                    },
+                    Role::QdRepeat,
+                )?;
+            }
+        }
+    }
     between(points.len())?;
     Ok(points)
+}
+
+/// The points the fits take: each queue-depth sweep point together with its repeat
+/// from the grid's end ([`Role::QdRepeat`], [`Plan::repeat_sweeps`]), the repeats
+/// themselves dropped; every other point as measured.
+///
+/// Two passes minutes apart describe the device over the grid's span, as the
+/// validation's rounds spread over it do ([`crate::validate::round_positions`]); one
+/// pass is one moment of a shared disk whose writes, on this machine, ran at 91–99K or
+/// at 117–138K IOPS at QD32 from one minute to the next (docs/calibrate.md). When both
+/// passes settled: the mean of their IOPS, bandwidth and percentiles, the latency means
+/// weighted by IOPS (the I/Os of equal windows; at a fixed depth this is Little's
+/// `QD / IOPS` of the mean IOPS), the windows of both. When one did not settle, the
+/// other alone; when neither did, both together, unsteady.
+pub fn merge_repeats(points: &[Point]) -> Vec<Point> {
+    let again = |p: &Point| {
+        points
+            .iter()
+            .find(|r| r.role == Role::QdRepeat && r.spec == p.spec)
+    };
+    points
+        .iter()
+        .filter(|p| p.role != Role::QdRepeat)
+        .map(|p| match (p.role, again(p)) {
+            (Role::QdSweep, Some(r)) => match (p.steady, r.steady) {
+                (true, false) => p.clone(),
+                (false, true) => Point {
+                    role: Role::QdSweep,
+                    ..r.clone()
+                },
+                _ => two_passes(p, r),
+            },
+            _ => p.clone(),
+        })
+        .collect()
+}
+
+/// How far the two passes of a direction's 4 KiB sweep were apart: the largest
+/// `|repeat / first − 1|` of their IOPS over the depths, in % (`None` without repeats).
+pub fn repeat_apart_pct(points: &[Point], read_pct: u8) -> Option<f64> {
+    points
+        .iter()
+        .filter(|r| r.role == Role::QdRepeat && r.spec.read_pct == read_pct)
+        .filter_map(|r| {
+            let p = points
+                .iter()
+                .find(|p| p.role == Role::QdSweep && p.spec == r.spec && p.iops > 0.0)?;
+            Some((r.iops / p.iops - 1.0).abs() * 100.0)
+        })
+        .reduce(f64::max)
+}
+
+/// One point of two passes of it (see [`merge_repeats`]).
+fn two_passes(a: &Point, b: &Point) -> Point {
+    let mean = |f: fn(&Point) -> f64| (f(a) + f(b)) / 2.0;
+    let by_iops = |f: fn(&Point) -> f64| match a.iops + b.iops {
+        w if w > 0.0 => (f(a) * a.iops + f(b) * b.iops) / w,
+        _ => mean(f),
+    };
+    Point {
+        spec: a.spec,
+        role: a.role,
+        iops: mean(|p| p.iops),
+        bw_bytes: mean(|p| p.bw_bytes),
+        lat_mean_ns: by_iops(|p| p.lat_mean_ns),
+        lat_p50_ns: mean(|p| p.lat_p50_ns),
+        lat_p99_ns: mean(|p| p.lat_p99_ns),
+        lat_p99_pooled_ns: mean(|p| p.lat_p99_pooled_ns),
+        read_lat_mean_ns: by_iops(|p| p.read_lat_mean_ns),
+        write_lat_mean_ns: by_iops(|p| p.write_lat_mean_ns),
+        window_iops: a
+            .window_iops
+            .iter()
+            .chain(&b.window_iops)
+            .copied()
+            .collect(),
+        steady: a.steady && b.steady,
+        spread: a.spread.max(b.spread),
+        wall_ns: a.wall_ns + b.wall_ns,
+    }
 }
 
 fn knee_of(points: &[Point], read_pct: u8) -> u32 {

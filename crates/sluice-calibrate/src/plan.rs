@@ -22,6 +22,11 @@ pub struct Plan {
     pub mid_sizes: Vec<u32>,
     /// Read percentages of the mixed points (each at QD1 and at the knee, 4 KiB).
     pub mixes: Vec<u8>,
+    /// Measure both 4 KiB queue-depth sweeps a second time at the grid's end
+    /// ([`Role::QdRepeat`]); the fits take each depth as the two passes together
+    /// ([`crate::measure::merge_repeats`]), the device over the grid's minutes rather
+    /// than at one moment of them.
+    pub repeat_sweeps: bool,
     /// Bytes of the region measured (the temporary file's size).
     pub size_bytes: u64,
     /// Warm-up before a point's first window (excluded), ns.
@@ -47,7 +52,7 @@ pub struct Plan {
 
 impl Plan {
     /// The full grid: QD 1…64, 4 KiB…128 KiB, 512 B…2 KiB, 16 and 64 KiB at the middle
-    /// depth, mixes 70/30 and 50/50;
+    /// depth, mixes 70/30 and 50/50, the 4 KiB sweeps again at the end;
     /// 0.5 s warm-up, 0.25 s windows, 3 agreeing within 5 %, at most 4 s per point;
     /// 1 GiB; validation jobs of 3 s, three rounds; 60 000 simulated I/Os per point in
     /// the fits that simulate.
@@ -58,6 +63,7 @@ impl Plan {
             small_sizes: vec![512, 1024, 2048],
             mid_sizes: vec![16384, 65536],
             mixes: vec![70, 50],
+            repeat_sweeps: true,
             size_bytes: 1 << 30,
             warmup_ns: 500_000_000,
             window_ns: 250_000_000,
@@ -81,6 +87,7 @@ impl Plan {
             small_sizes: vec![2048],
             mid_sizes: vec![16384],
             mixes: vec![70],
+            repeat_sweeps: false,
             size_bytes: 64 << 20,
             warmup_ns: 30_000_000,
             window_ns: 40_000_000,
@@ -108,6 +115,11 @@ impl Plan {
             + 2 * big
             + 2 * self.mid_sizes.len()
             + 2 * self.mixes.len()
+            + if self.repeat_sweeps {
+                2 * self.qds.len()
+            } else {
+                0
+            }
     }
 
     /// Check the plan; the message says what to fix.
@@ -226,17 +238,20 @@ pub enum Role {
     MidSize,
     /// Mixed reads and writes.
     Mixed,
+    /// 4 KiB, queue depth 1…64 again, at the grid's end ([`Plan::repeat_sweeps`]).
+    QdRepeat,
 }
 
 impl Role {
     /// Every role, in the grid's order.
-    pub const ALL: [Role; 6] = [
+    pub const ALL: [Role; 7] = [
         Role::QdSweep,
         Role::SmallSize,
         Role::SizeSweep,
         Role::Qd1Size,
         Role::MidSize,
         Role::Mixed,
+        Role::QdRepeat,
     ];
 
     /// Name in tables and JSON.
@@ -248,6 +263,7 @@ impl Role {
             Role::Qd1Size => "qd1-size",
             Role::MidSize => "mid-size",
             Role::Mixed => "mixed",
+            Role::QdRepeat => "qd-repeat",
         }
     }
 }

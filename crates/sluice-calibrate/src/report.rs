@@ -88,7 +88,9 @@ impl Calibration {
         target: TargetFacts,
         seed: u64,
     ) -> Result<Calibration, CalibrateError> {
-        let summary = Summary::of(&points)?;
+        // Each 4 KiB sweep point with its repeat from the grid's end, if measured.
+        let fitted = crate::measure::merge_repeats(&points);
+        let summary = Summary::of(&fitted)?;
         let mut anchors = summary.anchors();
         anchors.write_buffer_bytes = probe.size_bytes;
         let description = format!(
@@ -102,7 +104,7 @@ impl Calibration {
         );
         // The QD1 spread (median, p99) of 4 KiB reads and writes → `[service]`.
         let qd1 = |read_pct: u8| {
-            crate::simfit::qd1_point(&points, read_pct)
+            crate::simfit::qd1_point(&fitted, read_pct)
                 .map_or((0.0, 0.0), |p| (p.lat_p50_ns, p.lat_p99_ns))
         };
         let setup = FitSetup {
@@ -112,8 +114,8 @@ impl Calibration {
         };
         let model = model::derive(&anchors)
             .with_spread(qd1(100), qd1(0))
-            .with_placement(&points, &setup)?
-            .with_read_block(&points, &setup)?;
+            .with_placement(&fitted, &setup)?
+            .with_read_block(&fitted, &setup)?;
         let profile = model.to_profile(name, &description);
         profile.validate()?;
         Ok(Calibration {
@@ -140,6 +142,12 @@ impl Calibration {
         Ok(text)
     }
 
+    /// The points the profile is fitted to: [`Calibration::points`] with each 4 KiB
+    /// sweep point and its repeat together ([`crate::measure::merge_repeats`]).
+    pub fn fitted_points(&self) -> Vec<Point> {
+        crate::measure::merge_repeats(&self.points)
+    }
+
     /// Everything as JSON: the target, the plan, the points, the figures, the model, the
     /// validation and the write-buffer probe.
     ///
@@ -147,6 +155,7 @@ impl Calibration {
     /// later with the run's provenance ([`saved`]).
     pub fn to_json(&self, prov: Option<&Provenance>) -> serde_json::Value {
         let (plan, s, m) = (&self.plan, &self.summary, &self.model);
+        let fitted = self.fitted_points();
         let fit = |f: Option<LinearFit>| {
             f.map(|f| json!({"offset_ns": f.offset, "ns_per_byte": f.slope, "r2": f.r2, "sizes": f.n}))
         };
@@ -172,7 +181,7 @@ impl Calibration {
                 "in_directory": p.in_directory, "device": p.device, "command": p.command,
             })),
             "plan": {
-                "qds": plan.qds, "sizes": plan.sizes, "small_sizes": plan.small_sizes, "mid_sizes": plan.mid_sizes, "mixes": plan.mixes,
+                "qds": plan.qds, "sizes": plan.sizes, "small_sizes": plan.small_sizes, "mid_sizes": plan.mid_sizes, "mixes": plan.mixes, "repeat_sweeps": plan.repeat_sweeps,
                 "warmup_ns": plan.warmup_ns, "window_ns": plan.window_ns, "cap_ns": plan.cap_ns,
                 "agree": plan.agree, "tolerance": plan.tolerance,
                 "validate_ns": plan.validate_ns, "validate_rounds": plan.validate_rounds,
@@ -218,7 +227,7 @@ impl Calibration {
                        "real_rounds_iops": c.real_rounds.iter().map(|w| w.iops).collect::<Vec<_>>(),
                        "real_rounds": c.real_rounds.iter().map(win).collect::<Vec<_>>(),
                        "device_spread_pct": {"iops": si, "mean": sm, "p99": sp},
-                       "grid_drift_pct": c.grid_drift(&self.points),
+                       "grid_drift_pct": c.grid_drift(&fitted),
                        "sim": win(&c.sim), "iops_error_pct": ei, "mean_error_pct": em, "p99_error_pct": ep})
             }).collect::<Vec<_>>(),
         });

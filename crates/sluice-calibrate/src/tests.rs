@@ -130,9 +130,9 @@ fn jobs_and_plans() {
     let full = Plan::full();
     full.check().unwrap();
     // 14 QD points, 3 small + 5 sizes at the knee, 5 at QD1 and 2 at the middle depth
-    // per direction, 4 mixed.
-    assert_eq!(full.point_count(512), 14 + 6 + 10 + 10 + 4 + 4);
-    assert_eq!(full.point_count(4096), 14 + 10 + 10 + 4 + 4);
+    // per direction, 4 mixed, the 14 QD points again.
+    assert_eq!(full.point_count(512), 14 + 6 + 10 + 10 + 4 + 4 + 14);
+    assert_eq!(full.point_count(4096), 14 + 10 + 10 + 4 + 4 + 14);
     Plan::quick().check().unwrap();
     let mut bad = Plan::quick();
     bad.size_bytes = 1 << 20;
@@ -221,4 +221,53 @@ fn unsteady_sizes_stay_out_of_the_front_ends_sweep_when_enough_settled() {
     let s = Summary::of(&pts).unwrap();
     assert_eq!(s.read.size_curve.len(), 5);
     assert!(s.read.size_left_out.is_empty());
+}
+
+/// The fits take each 4 KiB sweep point with its repeat from the grid's end: the mean
+/// of their IOPS, the latency means by IOPS (Little's `QD / IOPS` of the mean), the
+/// windows of both; an unsteady pass is left out when the other settled; the repeats
+/// themselves and every other point are as measured.
+#[test]
+fn repeated_sweep_points_are_fitted_as_both_passes_together() {
+    use crate::measure::{merge_repeats, repeat_apart_pct};
+    let qd = 32;
+    // Closed loop: mean latency = QD / IOPS.
+    let at = |iops: f64, role| {
+        let mut p = point(0, 4096, qd, role, iops, qd as f64 / iops * 1e9);
+        p.window_iops = vec![iops; 3];
+        p.lat_p99_pooled_ns = 2.0 * p.lat_mean_ns;
+        p
+    };
+    let first = at(90e3, Role::QdSweep);
+    let again = at(120e3, Role::QdRepeat);
+    let size = point(100, 65536, 8, Role::SizeSweep, 20e3, 400e3);
+    let points = vec![first.clone(), size.clone(), again.clone()];
+    let m = merge_repeats(&points);
+    assert_eq!(m.len(), 2, "the repeat is folded into its point");
+    assert_eq!(m[1], size, "other roles as measured");
+    let p = &m[0];
+    assert_eq!((p.role, p.spec), (Role::QdSweep, first.spec));
+    assert!((p.iops - 105e3).abs() < 1e-6, "{}", p.iops);
+    let little = qd as f64 / 105e3 * 1e9;
+    assert!((p.lat_mean_ns - little).abs() < 1e-3, "{} against {little}", p.lat_mean_ns);
+    let pooled = (first.lat_p99_pooled_ns + again.lat_p99_pooled_ns) / 2.0;
+    assert!((p.lat_p99_pooled_ns - pooled).abs() < 1e-6);
+    assert_eq!(p.window_iops.len(), 6);
+    assert!(p.steady);
+    assert!((repeat_apart_pct(&points, 0).unwrap() - 100.0 / 3.0).abs() < 1e-9);
+    assert_eq!(repeat_apart_pct(&points, 100), None, "no read repeats");
+    // An unsteady pass is left out when the other settled, either way round.
+    let mut shaky = again.clone();
+    shaky.steady = false;
+    let m = merge_repeats(&[first.clone(), shaky.clone()]);
+    assert_eq!(m, vec![first.clone()]);
+    let mut shaky_first = first.clone();
+    shaky_first.steady = false;
+    let m = merge_repeats(&[shaky_first.clone(), again.clone()]);
+    assert_eq!((m[0].role, m[0].iops), (Role::QdSweep, again.iops));
+    // Neither settled: both together, unsteady.
+    let m = merge_repeats(&[shaky_first, shaky]);
+    assert!(!m[0].steady && (m[0].iops - 105e3).abs() < 1e-6);
+    // Without repeats the points are as measured.
+    assert_eq!(merge_repeats(&[first.clone(), size.clone()]), vec![first, size]);
 }

@@ -145,9 +145,17 @@ impl Calibration {
                 self.points.len(),
                 s.unsteady
             ),
-            String::new(),
-            "Measured (means of the agreeing windows):".into(),
         ];
+        if let (Some(r), Some(w)) = (
+            crate::measure::repeat_apart_pct(&self.points, 100),
+            crate::measure::repeat_apart_pct(&self.points, 0),
+        ) {
+            h.push(format!(
+                "       the 4 KiB sweeps measured twice, at the grid's start and end, and fitted as the two passes together; their IOPS apart by at most {r:.1} % (reads) and {w:.1} % (writes)"
+            ));
+        }
+        h.push(String::new());
+        h.push("Measured (means of the agreeing windows):".into());
         h.extend(dir_lines("reads", &s.read));
         h.extend(dir_lines("writes", &s.write));
         h.push(String::new());
@@ -156,6 +164,7 @@ impl Calibration {
                 .into(),
         );
         let checks = &self.checks;
+        let fitted = self.fitted_points();
         if !checks.is_empty() {
             h.push(format!(
                 "  the device's rounds ran {}",
@@ -165,7 +174,7 @@ impl Calibration {
         for c in checks {
             let (ei, em, ep) = c.errors();
             let (si, sm, sp) = c.device_spread();
-            let drift = c.grid_drift(&self.points).map_or(String::new(), |d| {
+            let drift = c.grid_drift(&fitted).map_or(String::new(), |d| {
                 format!("; the device {d:+.1} % from the grid's IOPS at that point")
             });
             h.push(format!(

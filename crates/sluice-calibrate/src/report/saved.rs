@@ -180,6 +180,11 @@ pub fn read(text: &str, origin: &str) -> Result<Saved, CalibrateError> {
             .into_iter()
             .map(|m| m.min(100) as u8)
             .collect(),
+        // Files written before the repeated sweeps: one pass.
+        repeat_sweeps: p
+            .get("repeat_sweeps")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
         size_bytes: target.size_bytes,
         warmup_ns: r.u64(p, "plan", "warmup_ns")?,
         window_ns,

@@ -186,12 +186,12 @@ fn fios_params(r: &LinearFit, w: &LinearFit) -> String {
 }
 
 fn print_checks(out: &mut dyn Write, cal: &Calibration) -> std::io::Result<()> {
-    let (checks, points) = (&cal.checks, &cal.points);
+    let (checks, fitted) = (&cal.checks, cal.fitted_points());
     writeln!(
         out,
         "\nValidation: simulator on the new profile vs. the device (error = sim / real − 1; \
          the device's rounds ran {})",
-        validate::describe_positions(&cal.validate_at, points.len())
+        validate::describe_positions(&cal.validate_at, cal.points.len())
     )?;
     let head = format!(
         "{:<22} {:>9} {:>9} {:>7} {:>9} {:>9} {:>7} {:>9} {:>9} {:>7}  {:<38} {}",
@@ -214,7 +214,7 @@ fn print_checks(out: &mut dyn Write, cal: &Calibration) -> std::io::Result<()> {
     for c in checks {
         let (ei, em, ep) = c.errors();
         let (si, sm, sp) = c.device_spread();
-        let drift = c.grid_drift(points);
+        let drift = c.grid_drift(&fitted);
         if drift.is_some_and(|d| d.abs() > GOAL_IOPS_MEAN) {
             moved += 1;
         }
