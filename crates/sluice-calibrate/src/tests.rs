@@ -249,7 +249,11 @@ fn repeated_sweep_points_are_fitted_as_both_passes_together() {
     assert_eq!((p.role, p.spec), (Role::QdSweep, first.spec));
     assert!((p.iops - 105e3).abs() < 1e-6, "{}", p.iops);
     let little = qd as f64 / 105e3 * 1e9;
-    assert!((p.lat_mean_ns - little).abs() < 1e-3, "{} against {little}", p.lat_mean_ns);
+    assert!(
+        (p.lat_mean_ns - little).abs() < 1e-3,
+        "{} against {little}",
+        p.lat_mean_ns
+    );
     let pooled = (first.lat_p99_pooled_ns + again.lat_p99_pooled_ns) / 2.0;
     assert!((p.lat_p99_pooled_ns - pooled).abs() < 1e-6);
     assert_eq!(p.window_iops.len(), 6);
@@ -269,5 +273,8 @@ fn repeated_sweep_points_are_fitted_as_both_passes_together() {
     let m = merge_repeats(&[shaky_first, shaky]);
     assert!(!m[0].steady && (m[0].iops - 105e3).abs() < 1e-6);
     // Without repeats the points are as measured.
-    assert_eq!(merge_repeats(&[first.clone(), size.clone()]), vec![first, size]);
+    assert_eq!(
+        merge_repeats(&[first.clone(), size.clone()]),
+        vec![first, size]
+    );
 }

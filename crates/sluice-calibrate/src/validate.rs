@@ -160,7 +160,7 @@ pub fn round_positions(total: usize, rounds: usize) -> Vec<usize> {
 }
 
 /// Where rounds at grid positions `at` ran, in words, for a grid of `total` points:
-/// e.g. `before grid point 1, before point 25 and after the last (of 48)`; empty `at`:
+/// e.g. `before point 1 of the grid's 48, before point 25 and after the last`; empty `at`:
 /// after the grid and the fits (the order before rounds were spread).
 pub fn describe_positions(at: &[usize], total: usize) -> String {
     if at.is_empty() {
