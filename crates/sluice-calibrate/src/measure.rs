@@ -263,18 +263,8 @@ pub fn measure(
             });
             Ok(())
         };
-    for read_pct in [100u8, 0] {
-        for &qd in &plan.qds {
-            run(
-                &mut points,
-                PointSpec {
-                    read_pct,
-                    bs: 4096,
-                    qd,
-                },
-                Role::QdSweep,
-            )?;
-        }
+    for spec in sweep_specs(plan) {
+        run(&mut points, spec, Role::QdSweep)?;
     }
     let knee_r = knee_of(&points, 100);
     let knee_w = knee_of(&points, 0);
@@ -345,22 +335,24 @@ pub fn measure(
         }
     }
     if plan.repeat_sweeps {
-        for read_pct in [100u8, 0] {
-            for &qd in &plan.qds {
-                run(
-                    &mut points,
-                    PointSpec {
-                        read_pct,
-                        bs: 4096,
-                        qd,
-                    },
-                    Role::QdRepeat,
-                )?;
-            }
+        for spec in sweep_specs(plan) {
+            run(&mut points, spec, Role::QdRepeat)?;
         }
     }
     between(points.len())?;
     Ok(points)
+}
+
+/// The 4 KiB queue-depth sweeps' points in the order measured: reads, then writes,
+/// each over `plan.qds`.
+fn sweep_specs(plan: &Plan) -> impl Iterator<Item = PointSpec> + '_ {
+    [100u8, 0].into_iter().flat_map(move |read_pct| {
+        plan.qds.iter().map(move |&qd| PointSpec {
+            read_pct,
+            bs: 4096,
+            qd,
+        })
+    })
 }
 
 /// The points the fits take: each queue-depth sweep point together with its repeat

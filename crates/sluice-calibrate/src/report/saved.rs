@@ -181,10 +181,12 @@ pub fn read(text: &str, origin: &str) -> Result<Saved, CalibrateError> {
             .map(|m| m.min(100) as u8)
             .collect(),
         // Files written before the repeated sweeps: one pass.
-        repeat_sweeps: p
-            .get("repeat_sweeps")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
+        repeat_sweeps: match p.get("repeat_sweeps") {
+            None => false,
+            Some(b) => b
+                .as_bool()
+                .ok_or_else(|| r.err("plan.repeat_sweeps", "not true or false"))?,
+        },
         size_bytes: target.size_bytes,
         warmup_ns: r.u64(p, "plan", "warmup_ns")?,
         window_ns,

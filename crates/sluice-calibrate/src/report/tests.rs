@@ -418,6 +418,12 @@ fn a_damaged_saved_calibration_is_refused_naming_the_value() {
     let mut job = v.clone();
     job["validation"][1]["job"] = "randread 4k qd2".into();
     assert!(err(&job).contains("validation[1].job"));
+    let mut at = v.clone();
+    at["validation_at"] = serde_json::json!([0, "middle"]);
+    assert!(err(&at).contains("validation_at: not an array of grid positions"));
+    let mut repeat = v.clone();
+    repeat["plan"]["repeat_sweeps"] = "yes".into();
+    assert!(err(&repeat).contains("plan.repeat_sweeps: not true or false"));
     let e = saved::read("{not json", "cal.json")
         .unwrap_err()
         .to_string();
