@@ -136,14 +136,21 @@ impl Calibration {
             ),
             format!("How:   {}", prov.command),
             format!(
-                "       io_uring engine, policy none, one worker; per point a {} ms warm-up, then {} ms windows until the last {} agree within {:.0} % (at most {} ms); {} points, {} not steady",
+                "       io_uring engine, policy none, one worker; per point a {} ms warm-up, then {} ms windows until the last {} agree within {:.0} % (at most {} ms); {} points, {} not steady{}",
                 plan.warmup_ns / 1_000_000,
                 plan.window_ns / 1_000_000,
                 plan.agree,
                 plan.tolerance * 100.0,
                 plan.cap_ns / 1_000_000,
                 self.points.len(),
-                s.unsteady
+                self.points.iter().filter(|p| !p.steady).count(),
+                match self.fitted_points().len() {
+                    n if n < self.points.len() => format!(
+                        " ({n} fitted, each sweep depth's two passes as one; {} of them not steady)",
+                        s.unsteady
+                    ),
+                    _ => String::new(),
+                }
             ),
         ];
         if let (Some(r), Some(w)) = (

@@ -462,3 +462,43 @@ fn the_device_s_drift_from_the_grid_is_shown() {
         "{h}"
     );
 }
+
+/// A second pass of the 4 KiB sweeps that measured what the first did changes nothing
+/// in the profile; the header counts both the measured and the fitted points and says
+/// how far the passes were apart.
+#[test]
+fn repeats_that_agree_with_the_first_pass_leave_the_profile_as_it_was() {
+    let c = calibration();
+    let mut points = c.points.clone();
+    let repeats: Vec<Point> = c
+        .points
+        .iter()
+        .filter(|p| p.role == Role::QdSweep)
+        .map(|p| Point {
+            role: Role::QdRepeat,
+            ..p.clone()
+        })
+        .collect();
+    let n = repeats.len();
+    points.extend(repeats);
+    let mut plan = c.plan.clone();
+    plan.repeat_sweeps = true;
+    let again = Calibration::derive(plan, points, c.probe.clone(), "dev", c.target.clone(), 1)
+        .expect("the grid derives a profile");
+    assert_eq!(again.profile, c.profile);
+    assert_eq!(again.fitted_points().len(), c.points.len());
+    let header = again.header(&provenance()).join("\n");
+    let total = c.points.len() + n;
+    assert!(
+        header.contains(&format!(
+            "{total} points, 1 not steady ({} fitted",
+            c.points.len()
+        )),
+        "{header}"
+    );
+    assert!(
+        header.contains("the 4 KiB sweeps measured twice")
+            && header.contains("apart by at most 0.0 %"),
+        "{header}"
+    );
+}
