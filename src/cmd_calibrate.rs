@@ -116,32 +116,21 @@ pub fn cmd_calibrate(args: CalibrateArgs) -> Result<(), CliError> {
     }
 
     // The grid, with the validation's device rounds spread over it (before the first
-    // point, in the middle, after the last: validate::round_positions), so that they
+    // point, in the middle, after the last: validate::SpreadRounds), so that they
     // see the device over the same minutes as the points the profile is fitted to.
     let total = plan.point_count(target.align());
-    let validate_at = validate::round_positions(total, plan.validate_rounds);
-    let mut by_job: Vec<Vec<calibrate::Window>> = vec![Vec::new(); validate::JOBS.len()];
+    let mut rounds = validate::SpreadRounds::new(total, plan.validate_rounds);
     let pbar = term.then(|| bar("calibrate", total as u64));
-    let mut between = |k: usize| -> Result<(), calibrate::CalibrateError> {
-        for r in (0..validate_at.len()).filter(|&r| validate_at[r] == k) {
-            let round = validate::device_round(&target, &plan, args.seed, r, &stop, &mut |job| {
-                let msg = format!(
-                    "validation round {} of {}: {}",
-                    r + 1,
-                    validate_at.len(),
-                    job.label()
-                );
-                match &pbar {
-                    Some(b) => b.set_message(msg),
-                    None if !quiet => eprintln!("sluice: {msg} (on the device)"),
-                    None => {}
-                }
-            })?;
-            for (i, w) in round.into_iter().enumerate() {
-                by_job[i].push(w);
+    let mut between = |k: usize| {
+        let n = rounds.at.len();
+        rounds.run_due(k, &target, &plan, args.seed, &stop, &mut |r, job| {
+            let msg = format!("validation round {} of {n}: {}", r + 1, job.label());
+            match &pbar {
+                Some(b) => b.set_message(msg),
+                None if !quiet => eprintln!("sluice: {msg} (on the device)"),
+                None => {}
             }
-        }
-        Ok(())
+        })
     };
     let points = calibrate::measure(
         &target,
@@ -203,14 +192,7 @@ pub fn cmd_calibrate(args: CalibrateArgs) -> Result<(), CliError> {
     if !quiet {
         eprintln!("sluice: simulating the validation jobs on the new profile");
     }
-    cal.checks = validate::checks(
-        by_job,
-        &cal.plan,
-        target.size_bytes(),
-        &cal.profile,
-        args.seed,
-    )?;
-    cal.validate_at = validate_at;
+    cal.set_validation(rounds.by_job, rounds.at, args.seed)?;
     let created = target.created();
     drop(target);
     if !quiet && created {

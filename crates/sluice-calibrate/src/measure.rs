@@ -368,16 +368,11 @@ fn sweep_specs(plan: &Plan) -> impl Iterator<Item = PointSpec> + '_ {
 /// `QD / IOPS` of the mean IOPS), the windows of both. When one did not settle, the
 /// other alone; when neither did, both together, unsteady.
 pub fn merge_repeats(points: &[Point]) -> Vec<Point> {
-    let again = |p: &Point| {
-        points
-            .iter()
-            .find(|r| r.role == Role::QdRepeat && r.spec == p.spec)
-    };
     points
         .iter()
         .filter(|p| p.role != Role::QdRepeat)
-        .map(|p| match (p.role, again(p)) {
-            (Role::QdSweep, Some(r)) => match (p.steady, r.steady) {
+        .map(|p| match repeat_of(points, p) {
+            Some(r) => match (p.steady, r.steady) {
                 (true, false) => p.clone(),
                 (false, true) => Point {
                     role: Role::QdSweep,
@@ -385,7 +380,7 @@ pub fn merge_repeats(points: &[Point]) -> Vec<Point> {
                 },
                 _ => two_passes(p, r),
             },
-            _ => p.clone(),
+            None => p.clone(),
         })
         .collect()
 }
@@ -395,14 +390,20 @@ pub fn merge_repeats(points: &[Point]) -> Vec<Point> {
 pub fn repeat_apart_pct(points: &[Point], read_pct: u8) -> Option<f64> {
     points
         .iter()
-        .filter(|r| r.role == Role::QdRepeat && r.spec.read_pct == read_pct)
-        .filter_map(|r| {
-            let p = points
-                .iter()
-                .find(|p| p.role == Role::QdSweep && p.spec == r.spec && p.iops > 0.0)?;
-            Some((r.iops / p.iops - 1.0).abs() * 100.0)
-        })
+        .filter(|p| p.spec.read_pct == read_pct && p.iops > 0.0)
+        .filter_map(|p| Some((repeat_of(points, p)?.iops / p.iops - 1.0).abs() * 100.0))
         .reduce(f64::max)
+}
+
+/// The repeat of queue-depth sweep point `p` from the grid's end, if measured.
+fn repeat_of<'a>(points: &'a [Point], p: &Point) -> Option<&'a Point> {
+    (p.role == Role::QdSweep)
+        .then(|| {
+            points
+                .iter()
+                .find(|r| r.role == Role::QdRepeat && r.spec == p.spec)
+        })
+        .flatten()
 }
 
 /// One point of two passes of it (see [`merge_repeats`]).

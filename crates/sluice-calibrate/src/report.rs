@@ -142,6 +142,26 @@ impl Calibration {
         Ok(text)
     }
 
+    /// The validation: the device's rounds `by_job` (by job of [`crate::validate::JOBS`],
+    /// run at grid positions `at`, empty when unknown) checked against the simulator on
+    /// [`Calibration::profile`] ([`crate::validate::checks`]).
+    pub fn set_validation(
+        &mut self,
+        by_job: Vec<Vec<Window>>,
+        at: Vec<usize>,
+        seed: u64,
+    ) -> Result<(), CalibrateError> {
+        self.checks = crate::validate::checks(
+            by_job,
+            &self.plan,
+            self.target.size_bytes,
+            &self.profile,
+            seed,
+        )?;
+        self.validate_at = at;
+        Ok(())
+    }
+
     /// The points the profile is fitted to: [`Calibration::points`] with each 4 KiB
     /// sweep point and its repeat together ([`crate::measure::merge_repeats`]).
     pub fn fitted_points(&self) -> Vec<Point> {

@@ -201,6 +201,48 @@ pub fn device_round(
     Ok(windows)
 }
 
+/// The validation's device rounds spread over a grid ([`round_positions`]): the grid
+/// calls [`SpreadRounds::run_due`] before each point and after the last
+/// ([`crate::measure`]'s `between`), and the rounds it collects, by job, go to
+/// [`checks`] once the profile is fitted ([`crate::Calibration::set_validation`]).
+#[derive(Debug)]
+pub struct SpreadRounds {
+    /// The grid positions, one per round.
+    pub at: Vec<usize>,
+    /// The rounds run so far, by job of [`JOBS`].
+    pub by_job: Vec<Vec<Window>>,
+}
+
+impl SpreadRounds {
+    /// `rounds` rounds over a grid of `total` points.
+    pub fn new(total: usize, rounds: usize) -> SpreadRounds {
+        SpreadRounds {
+            at: round_positions(total, rounds),
+            by_job: vec![Vec::new(); JOBS.len()],
+        }
+    }
+
+    /// Run on the device every round due at grid position `k` ([`device_round`]);
+    /// `progress` is told the round (0-based) and each job as it starts.
+    pub fn run_due(
+        &mut self,
+        k: usize,
+        target: &Target,
+        plan: &Plan,
+        seed: u64,
+        stop: &AtomicBool,
+        progress: &mut dyn FnMut(usize, &Job),
+    ) -> Result<(), CalibrateError> {
+        for r in (0..self.at.len()).filter(|&r| self.at[r] == k) {
+            let round = device_round(target, plan, seed, r, stop, &mut |job| progress(r, job))?;
+            for (i, w) in round.into_iter().enumerate() {
+                self.by_job[i].push(w);
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The checks of the device's rounds against the simulator on `profile`:
 /// `by_job[i]` holds the rounds of job `i` of [`JOBS`] (from [`device_round`], or a
 /// saved file's), of which the median is compared; each job is simulated once

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::{Calibration, Provenance, TargetFacts};
 use crate::buffer::{self, BufferProbe, Burst};
-use crate::validate::{self, JOBS};
+use crate::validate::JOBS;
 use crate::{CalibrateError, Plan, Point, PointSpec, Role, Window};
 
 /// What a saved calibration holds of the device.
@@ -312,14 +312,7 @@ impl Calibration {
             saved.target,
             seed,
         )?;
-        cal.validate_at = saved.validate_at;
-        cal.checks = validate::checks(
-            saved.rounds,
-            &cal.plan,
-            cal.target.size_bytes,
-            &cal.profile,
-            seed,
-        )?;
+        cal.set_validation(saved.rounds, saved.validate_at, seed)?;
         Ok(cal)
     }
 }
