@@ -54,7 +54,7 @@ mod error;
 mod files;
 mod ptime;
 mod ring;
-mod verify;
+use sluice_fio::verify;
 mod worker;
 
 use std::path::PathBuf;

@@ -3,21 +3,21 @@
 //! drives, which reads, writes back and flushes through the one block layer. Pages
 //! carry no data here (the simulator models time, not bytes).
 
-use sluice_block::Finished;
+use sluice_block::{Finished, NewRequest};
 use sluice_cache::front::{
     Front, FrontConfig, FrontDone, FrontFile, FrontIo, FrontOp, FrontStats, NoAlloc,
 };
-use sluice_core::{FlowId, Nanos, Op};
+use sluice_core::{FlowId, IoClass, Nanos, Op};
 use sluice_workload::{IoSpec, JobSpec};
 
-use super::Sim;
+use super::World;
 use crate::config::SimError;
 
 /// The page cache of a simulation's buffered jobs and their I/Os in flight.
 pub(super) struct Buffered {
     front: Front<(), NoAlloc>,
-    /// Job I/Os in the front, by id: (thread, submitted, op, bytes).
-    ios: Vec<Option<(u32, Nanos, Op, u32)>>,
+    /// Job I/Os in the front, by id: (thread, submitted, op, bytes, class).
+    ios: Vec<Option<(u32, Nanos, Op, u32, IoClass)>>,
     free: Vec<u32>,
     done: Vec<FrontDone>,
     /// Completed job I/Os in their copy, by id.
@@ -61,17 +61,16 @@ impl Buffered {
     }
 }
 
-impl Sim<'_> {
-    /// Thread `t` of a buffered job issues `io` (counted in the system already).
-    pub(super) fn submit_buffered(&mut self, t: u32, io: IoSpec) {
-        let th = &self.threads[t as usize];
-        let rt = &self.jobs[th.job as usize];
-        let (file, class, flow) = (th.file, rt.class, rt.flow);
+impl World<'_> {
+    /// Thread `t` of a buffered job issues `io` (`req`: its request, for the class and
+    /// the flow; counted in the system already).
+    pub(super) fn submit_buffered(&mut self, t: u32, req: NewRequest, io: IoSpec) {
+        let file = self.thread_file[t as usize];
         let b = self
             .buffered
             .as_mut()
             .expect("a buffered job has the cache");
-        let rec = Some((t, self.now, io.op, io.len));
+        let rec = Some((t, self.now, io.op, io.len, req.class));
         let id = match b.free.pop() {
             Some(i) => {
                 b.ios[i as usize] = rec;
@@ -94,8 +93,8 @@ impl Sim<'_> {
             op,
             offset: io.offset,
             len: io.len,
-            class,
-            flow,
+            class: req.class,
+            flow: req.flow,
             data: (),
         };
         b.front.submit(self.now, fio, &mut self.block, &mut b.done);
@@ -130,7 +129,7 @@ impl Sim<'_> {
     fn buffered_done(&mut self) {
         let b = self.buffered.as_mut().expect("the cache");
         for d in b.done.drain(..) {
-            let (_, _, op, len) = b.ios[d.id as usize].expect("a job I/O in flight");
+            let (_, _, op, len, _) = b.ios[d.id as usize].expect("a job I/O in flight");
             b.ready[d.id as usize] = Some(d);
             self.events.push(
                 self.now + copy_ns(op, len),
@@ -146,25 +145,26 @@ impl Sim<'_> {
         );
     }
 
-    /// Job I/O `id`'s copy ended: its thread has it (and may issue more).
-    pub(super) fn buffered_delivered(&mut self, id: u32) {
+    /// Job I/O `id`'s copy ended: its thread and its completion, for the runner.
+    pub(super) fn buffered_delivered(&mut self, id: u32) -> (u32, Finished) {
         let b = self.buffered.as_mut().expect("the cache");
         let d = b.ready[id as usize].take().expect("a completed job I/O");
-        let (t, submit_ns, op, len) = b.ios[d.id as usize].take().expect("a job I/O in flight");
+        let (t, submit_ns, op, len, class) =
+            b.ios[d.id as usize].take().expect("a job I/O in flight");
         b.free.push(d.id as u32);
         let f = Finished {
             id: sluice_core::ReqId(u64::MAX),
             token: t as u64,
             op,
             len,
-            class: self.jobs[self.threads[t as usize].job as usize].class,
+            class,
             submit_ns,
             admit_ns: d.admit_ns,
             dispatch_ns: d.dispatch_ns,
             device_done_ns: d.device_done_ns,
             ok: d.ok,
         };
-        self.io_done(t, &f);
+        (t, f)
     }
 }
 

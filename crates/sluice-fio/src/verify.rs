@@ -78,7 +78,7 @@ fn checksum(kind: VerifyKind, block: &[u8], out: &mut [u8; 16]) {
 
 /// What one job thread verifies, and what it found.
 #[derive(Debug)]
-pub(crate) struct Verifier {
+pub struct Verifier {
     spec: VerifySpec,
     /// The job writes: reads are verify reads only when queued here; otherwise every
     /// read is checked.
@@ -105,7 +105,7 @@ pub(crate) struct Verifier {
 
 impl Verifier {
     /// A verifier for a job with `spec` (`writes`: the job writes at all).
-    pub(crate) fn new(spec: &VerifySpec, writes: bool) -> Verifier {
+    pub fn new(spec: &VerifySpec, writes: bool) -> Verifier {
         Verifier {
             spec: spec.clone(),
             writes,
@@ -122,12 +122,12 @@ impl Verifier {
     }
 
     /// Whether the job ends at its first failure.
-    pub(crate) fn fatal(&self) -> bool {
+    pub fn fatal(&self) -> bool {
         self.spec.fatal
     }
 
     /// Fill the buffer of a write of `buf.len()` bytes at file offset `off`.
-    pub(crate) fn fill(&mut self, buf: &mut [u8], off: u64) {
+    pub fn fill(&mut self, buf: &mut [u8], off: u64) {
         self.seq += 1;
         let seq = self.seq;
         if self.spec.pattern.is_empty() {
@@ -167,7 +167,7 @@ impl Verifier {
 
     /// Check a block of `buf.len()` bytes read at file offset `off`; `Err` describes
     /// what is wrong.
-    pub(crate) fn check(&self, buf: &[u8], off: u64) -> Result<(), String> {
+    pub fn check(&self, buf: &[u8], off: u64) -> Result<(), String> {
         let kind = self.spec.kind;
         let len = buf.len();
         if kind == VerifyKind::Pattern {
@@ -222,7 +222,7 @@ impl Verifier {
 
     /// A write of `len` bytes at `off` completed: record its block, and start a
     /// backlog batch when one is due.
-    pub(crate) fn written(&mut self, off: u64, len: u32) {
+    pub fn written(&mut self, off: u64, len: u32) {
         let end = off + len as u64;
         // fio's overlap rule: a later write replaces the blocks it overlaps.
         let overlapping: Vec<u64> = self
@@ -252,12 +252,12 @@ impl Verifier {
 
     /// Whether reads of this job are checked: every read of a job that only reads;
     /// else the read-backs.
-    pub(crate) fn checks_every_read(&self) -> bool {
+    pub fn checks_every_read(&self) -> bool {
         !self.writes
     }
 
     /// The next block to read back, if any.
-    pub(crate) fn next_read(&mut self) -> Option<(u64, u32)> {
+    pub fn next_read(&mut self) -> Option<(u64, u32)> {
         let r = self.queue.pop_front();
         if r.is_some() {
             self.reading += 1;
@@ -266,23 +266,23 @@ impl Verifier {
     }
 
     /// A read-back completed.
-    pub(crate) fn read_back_done(&mut self) {
+    pub fn read_back_done(&mut self) {
         self.reading -= 1;
     }
 
     /// Whether a backlog batch is being read back (new writes wait for it).
-    pub(crate) fn busy(&self) -> bool {
+    pub fn busy(&self) -> bool {
         !self.queue.is_empty() || self.reading > 0
     }
 
     /// Whether a final read-back is still to come (it waits for in-flight writes).
-    pub(crate) fn final_pending(&self) -> bool {
+    pub fn final_pending(&self) -> bool {
         !self.final_started && self.spec.do_verify && self.writes
     }
 
     /// The thread's writes are done and none is in flight: queue the final read-back
     /// (once, with `do_verify`). Returns whether there is anything to read.
-    pub(crate) fn start_final(&mut self) -> bool {
+    pub fn start_final(&mut self) -> bool {
         if !self.final_started && self.spec.do_verify && self.writes {
             self.final_started = true;
             self.queue_all();
@@ -291,7 +291,7 @@ impl Verifier {
     }
 
     /// Count the result of one check.
-    pub(crate) fn record(&mut self, result: Result<(), String>, off: u64, len: u32) {
+    pub fn record(&mut self, result: Result<(), String>, off: u64, len: u32) {
         self.checked += 1;
         if let Err(why) = result {
             self.failed += 1;
