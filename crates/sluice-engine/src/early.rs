@@ -36,6 +36,11 @@ impl EarlyEnd {
         }
     }
 
+    /// The number of jobs.
+    pub(crate) fn len(&self) -> usize {
+        self.stop.len()
+    }
+
     /// Whether job `j` is to end now.
     #[inline]
     pub(crate) fn flagged(&self, j: usize) -> bool {

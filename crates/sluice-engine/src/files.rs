@@ -23,6 +23,7 @@ use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use sluice_fio::AddressPlan;
 use sluice_workload::{BlockSize, JobSpec};
 
 use crate::buf::AlignedBuf;
@@ -267,14 +268,12 @@ pub fn plan(
         }
     }
 
-    // Which file each thread uses; the users of each file.
-    let mut index: BTreeMap<PathBuf, usize> = BTreeMap::new();
-    let mut files: Vec<PlannedFile> = Vec::new();
-    let mut users: Vec<Vec<usize>> = Vec::new();
-    let mut thread_file = Vec::new();
-    for (j, job) in jobs.iter().enumerate() {
+    // Which file each thread uses, and the bytes each file must hold: the one plan
+    // of the address space every world uses (sluice-fio), keyed by the file's path.
+    let mut paths: Vec<PathBuf> = Vec::new();
+    for job in jobs {
         for t in 0..job.numjobs {
-            let path = match &job.filename {
+            paths.push(match &job.filename {
                 Some(f) if Path::new(f).is_absolute() => PathBuf::from(f),
                 Some(f) => dir.join(f),
                 None => {
@@ -285,31 +284,30 @@ pub fn plan(
                     }
                     dir.join(format!("{}.{t}.0", job.name))
                 }
-            };
-            let need = job.offset.saturating_add(job.size);
-            let i = *index.entry(path.clone()).or_insert_with(|| {
-                files.push(PlannedFile {
-                    path,
-                    size: 0,
-                    create: false,
-                    device: false,
-                    writes: false,
-                    align: FALLBACK_ALIGN,
-                    base: 0,
-                    first_job: job.name.clone(),
-                });
-                users.push(Vec::new());
-                files.len() - 1
             });
-            let f = &mut files[i];
-            f.size = f.size.max(need);
-            f.writes |= job.rw.writes();
-            if users[i].last() != Some(&j) {
-                users[i].push(j);
-            }
-            thread_file.push(i as u32);
         }
     }
+    let mut next = 0usize;
+    let addr = AddressPlan::new(jobs, |_, _| {
+        next += 1;
+        paths[next - 1].clone()
+    });
+    let thread_file: Vec<u32> = addr.threads.iter().map(|t| t.file).collect();
+    let mut files: Vec<PlannedFile> = addr
+        .files
+        .iter()
+        .map(|f| PlannedFile {
+            path: f.key.clone(),
+            size: f.size,
+            create: false,
+            device: false,
+            writes: f.writes,
+            align: FALLBACK_ALIGN,
+            base: 0,
+            first_job: jobs[f.users[0]].name.clone(),
+        })
+        .collect();
+    let users: Vec<Vec<usize>> = addr.files.iter().map(|f| f.users.clone()).collect();
 
     // Inspect existing files; find those to create.
     let mut create_dirs: BTreeMap<PathBuf, (u64, String)> = BTreeMap::new();
@@ -463,10 +461,15 @@ pub fn plan(
             ));
         }
     }
-    let mut next_base = 0u64;
-    for f in &mut files {
-        f.base = next_base;
-        next_base = (next_base + f.size).div_ceil(1 << 20) << 20;
+    // Bases from the sizes rounded to each file's alignment (the same bases as the
+    // plan's: files start on MiB boundaries).
+    let mut addr = addr;
+    for (a, f) in addr.files.iter_mut().zip(&files) {
+        a.size = f.size;
+    }
+    addr.lay_out();
+    for (f, a) in files.iter_mut().zip(&addr.files) {
+        f.base = a.base;
     }
     Ok(FilePlan {
         files,

@@ -54,7 +54,6 @@ mod error;
 mod files;
 mod ptime;
 mod ring;
-use sluice_fio::verify;
 mod worker;
 
 use std::path::PathBuf;
@@ -79,7 +78,7 @@ pub use device::{Doorbell, RingPort};
 use ptime::{PolicyTime, OUTLIER_NS, TICK_SOURCE};
 pub use ring::{new_ring, ring_entries};
 use sluice_block::{BlockLayer, PolicyCall};
-use worker::{Worker, WorkerCfg, WorkerPlan, WorkerResult};
+use worker::{PlannedThread, Worker, WorkerCfg, WorkerPlan, WorkerResult};
 
 /// Settings of a real run that are not part of the job file.
 #[derive(Clone, Debug)]
@@ -374,8 +373,13 @@ pub fn run_with(
                 p.fds.push(files.file(fi).as_raw_fd());
                 (p.fds.len() - 1) as u32
             });
-            p.threads
-                .push((global, j as u32, t, fixed, fplan.files[fi].base));
+            p.threads.push(PlannedThread {
+                global,
+                job: j as u32,
+                index: t,
+                file: fixed,
+                base: fplan.files[fi].base,
+            });
             global += 1;
         }
     }
@@ -387,7 +391,6 @@ pub fn run_with(
         seed: cfg.seed,
         submit_batch: cfg.submit_batch,
         job_flow: job_flow.clone(),
-        job_group: job_group.clone(),
     };
     let entries = ring::ring_entries(cap);
     // The device's one block layer and its port, shared by the workers.
@@ -400,11 +403,11 @@ pub fn run_with(
     // first worker that has it open.
     let mut front_files: Vec<sluice_cache::front::FrontFile> = Vec::new();
     for p in &plans {
-        for &(_, j, _, _, base) in &p.threads {
-            if jobs[j as usize].buffered && !front_files.iter().any(|f| f.base == base) {
+        for t in &p.threads {
+            if jobs[t.job as usize].buffered && !front_files.iter().any(|f| f.base == t.base) {
                 front_files.push(sluice_cache::front::FrontFile {
-                    base,
-                    flow: job_flow[j as usize],
+                    base: t.base,
+                    flow: job_flow[t.job as usize],
                     hwq: p.index as u16,
                 });
             }
@@ -592,9 +595,9 @@ pub fn run_with(
             stats.verify.push(VerifyFact {
                 job: s.name.clone(),
                 kind: v.kind.name().to_string(),
-                checked: ok.iter().map(|r| r.verify[j].0).sum(),
-                failed: ok.iter().map(|r| r.verify[j].1).sum(),
-                first: ok.iter().find_map(|r| r.verify[j].2.clone()),
+                checked: ok.iter().map(|r| r.verify[j].checked).sum(),
+                failed: ok.iter().map(|r| r.verify[j].failed).sum(),
+                first: ok.iter().find_map(|r| r.verify[j].first.clone()),
             });
         }
     }

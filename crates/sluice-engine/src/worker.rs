@@ -37,21 +37,20 @@ use std::time::Instant;
 use io_uring::{opcode, squeue, types, IoUring};
 use sluice_block::{Finished, NewRequest};
 use sluice_core::{FlowId, IoClass, Nanos, Op};
+use sluice_fio::{Port, Runner, Scope, Submit, ThreadSetup, VerifyDone};
 use sluice_metrics::Sample;
-use sluice_workload::{IoSource, IoSpec, JobSpec, NextIo};
+use sluice_workload::JobSpec;
 
 use crate::buf::{AlignedBuf, BUF_ALIGN};
 use crate::buffered::SlotData;
 use crate::device::{DevState, Doorbell, Outgoing};
 use crate::error::EngineError;
 use crate::ring::new_ring;
-use crate::verify::Verifier;
 use sluice_cache::front::{FrontDone, FrontIo, FRONT_TOKEN};
 
 mod buffered;
 mod kernel;
 mod setup;
-mod verify_hook;
 use crate::Shared;
 
 const NONE: Nanos = Nanos::MAX;
@@ -66,13 +65,26 @@ const SHORT_DEADLINE_NS: Nanos = 2_000_000;
 /// `user_data` of the doorbell read (piece tags are below it).
 const BELL: u64 = u64::MAX;
 
+/// One job thread a worker is given.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PlannedThread {
+    /// Its index over all threads.
+    pub global: u32,
+    /// Its job.
+    pub job: u32,
+    /// Its index within the job.
+    pub index: u32,
+    /// Its file's index into the worker's registered files.
+    pub file: u32,
+    /// Where its file starts in the policy's address space.
+    pub base: u64,
+}
+
 /// What a worker is given: its threads and the files they use.
 #[derive(Debug, Clone)]
 pub(crate) struct WorkerPlan {
     pub index: usize,
-    /// `(global thread index, job index, thread index within the job, file index into
-    /// `fds`, base of the file in the policy's address space)`.
-    pub threads: Vec<(u32, u32, u32, u32, u64)>,
+    pub threads: Vec<PlannedThread>,
     /// The files this worker registers, in fixed-file order.
     pub fds: Vec<RawFd>,
 }
@@ -83,7 +95,17 @@ pub(crate) struct WorkerCfg {
     pub seed: u64,
     pub submit_batch: u32,
     pub job_flow: Vec<FlowId>,
-    pub job_group: Vec<usize>,
+}
+
+/// A job's verify checks over its threads.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct VerifyCount {
+    /// Blocks checked.
+    pub checked: u64,
+    /// Blocks that failed their check.
+    pub failed: u64,
+    /// The first failure, described.
+    pub first: Option<String>,
 }
 
 /// What a worker reports at the end.
@@ -94,50 +116,24 @@ pub(crate) struct WorkerResult {
     pub last_job_end: Nanos,
     /// Per job: errors and the first error's description.
     pub errors: Vec<(u64, Option<String>)>,
-    /// Per job: blocks checked, failed, the first failure (jobs with `verify`).
-    pub verify: Vec<(u64, u64, Option<String>)>,
+    /// Per job: its verify checks (jobs with `verify`).
+    pub verify: Vec<VerifyCount>,
     pub fixed_buffers: bool,
     pub ring_entries: u32,
     pub interrupted: bool,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
-    Idle,
-    Waiting,
-    Running,
-    Stopping,
-    Done,
-}
-
+/// A job thread's side in the worker: its file and where the page cache has it.
+/// (Its state — pacing, depth, ends — is the runner's.)
 #[derive(Debug)]
 struct Thread {
     global: u32,
     job: u32,
+    /// Its file's index among the worker's registered files.
     file: u32,
     file_base: u64,
-    source: IoSource,
-    outstanding: u32,
-    iodepth: u32,
-    state: State,
-    wake_at: Nanos,
-    /// The job's data verification (`verify=`), if any.
-    verify: Option<Box<Verifier>>,
     /// Its file in the page cache, for a buffered job.
     front_file: Option<u32>,
-}
-
-#[derive(Debug, Clone)]
-struct JobRt {
-    here: bool,
-    flow: FlowId,
-    class: IoClass,
-    group: usize,
-    start_ns: Nanos,
-    end_ns: Nanos,
-    ended: bool,
-    thinktime_ns: Nanos,
-    pacer_base: Nanos,
 }
 
 pub(crate) struct Worker<'a> {
@@ -145,14 +141,15 @@ pub(crate) struct Worker<'a> {
     sh: &'a Shared<'a>,
     dev: &'a Mutex<DevState>,
     bells: &'a [Doorbell],
-    specs: &'a [JobSpec],
+    /// The job threads (the one fio runner); taken out while it drives the worker as
+    /// its port (see [`Worker::with_runner`]).
+    runner: Option<Runner<'a>>,
     ring: IoUring,
     _region: AlignedBuf,
     region_ptr: *mut u8,
     slot_len: usize,
     fixed_bufs: bool,
     threads: Vec<Thread>,
-    jobs: Vec<JobRt>,
     /// Request slot → the thread that owns it.
     slot_thread: Vec<u32>,
     /// Request slot → the request's offset (a piece's place in the slot's buffer is
@@ -167,8 +164,8 @@ pub(crate) struct Worker<'a> {
     new_front: Vec<FrontIo<SlotData>>,
     /// Buffered jobs' I/Os the page cache completed, to hand to their threads.
     front_done: Vec<FrontDone>,
-    /// Request slot → (op, bytes, submitted) of a buffered job's I/O.
-    slot_io: Vec<(Op, u32, Nanos)>,
+    /// Request slot → (op, bytes, submitted, class) of a buffered job's I/O.
+    slot_io: Vec<(Op, u32, Nanos, IoClass)>,
     /// CQEs of this turn: (user_data, result).
     cqes: Vec<(u64, i32)>,
     finished: Vec<Finished>,
@@ -185,7 +182,6 @@ pub(crate) struct Worker<'a> {
     next_wake: Nanos,
     next_job_end: Nanos,
     block_timer: Nanos,
-    active: u32,
     samples: Vec<Sample>,
     last_flush: Nanos,
     next_counter_ns: Nanos,
@@ -202,6 +198,78 @@ fn clock(origin: Instant) -> Nanos {
     origin.elapsed().as_nanos() as Nanos
 }
 
+/// The worker is the runner's port: requests go to the block layer (or the page
+/// cache) at the next [`Worker::sync`], wake-ups and ends to the loop's timers,
+/// samples to the collector in batches.
+impl Port for Worker<'_> {
+    fn submit(&mut self, s: Submit<'_>) {
+        let slot = self
+            .free_slots
+            .pop()
+            .expect("a slot per unit of iodepth: outstanding ≤ iodepth");
+        self.slot_thread[slot as usize] = s.thread;
+        self.slot_offset[slot as usize] = s.req.offset;
+        self.slot_check[slot as usize] = s.check;
+        if let (Op::Write, Some(v)) = (s.io.op, s.verify) {
+            // SAFETY: the slot is free (taken just now), its buffer is slot_len ≥ len
+            // bytes inside the region, and no other reference to it exists.
+            let buf = unsafe {
+                std::slice::from_raw_parts_mut(
+                    self.region_ptr.add(slot as usize * self.slot_len),
+                    s.io.len as usize,
+                )
+            };
+            v.fill(buf, s.io.offset);
+        }
+        self.outstanding += 1;
+        if let Some(file) = self.threads[s.thread as usize].front_file {
+            let now = self.now;
+            self.issue_buffered(slot, file, s.req, s.io.offset, now);
+        } else {
+            self.new_reqs.push((s.req, slot));
+        }
+    }
+
+    fn wake_at(&mut self, _thread: u32, at: Nanos) {
+        self.next_wake = self.next_wake.min(at);
+    }
+
+    fn end_at(&mut self, _job: u32, at: Nanos) {
+        self.next_job_end = self.next_job_end.min(at);
+    }
+
+    fn record(&mut self, s: &Sample) {
+        self.samples.push(*s);
+    }
+
+    fn record_error(&mut self, job: usize, op: Op) {
+        self.sh
+            .collector
+            .lock()
+            .expect("collector lock")
+            .record_error(job, op);
+    }
+
+    fn job_done(&mut self, job: usize, at: Nanos) {
+        self.res.last_job_end = self.res.last_job_end.max(at);
+        self.sh
+            .collector
+            .lock()
+            .expect("collector lock")
+            .job_done(job, at);
+    }
+
+    fn exit_all(&mut self, job: u32, _others: &[u32]) {
+        // Every part ends the group's jobs at its next loop turn.
+        self.sh.early.job_ended(job as usize);
+    }
+
+    fn thread_done(&mut self, job: u32) -> bool {
+        // The job's last thread, over all workers.
+        self.sh.job_live[job as usize].fetch_sub(1, Ordering::AcqRel) == 1
+    }
+}
+
 impl<'a> Worker<'a> {
     #[inline]
     fn clock(&mut self) -> Nanos {
@@ -209,28 +277,27 @@ impl<'a> Worker<'a> {
         self.now
     }
 
-    /// Run the jobs of stonewall group `g`, which started at `group_start`.
+    /// Let the runner drive the worker as its port.
+    fn with_runner<R>(&mut self, f: impl FnOnce(&mut Runner<'a>, &mut Self) -> R) -> R {
+        let mut r = self
+            .runner
+            .take()
+            .expect("the runner is home between calls");
+        let out = f(&mut r, self);
+        self.runner = Some(r);
+        out
+    }
+
+    fn runner(&self) -> &Runner<'a> {
+        self.runner
+            .as_ref()
+            .expect("the runner is home between calls")
+    }
+
+    /// Run this worker's jobs of stonewall group `g`, which started at `group_start`.
     pub(crate) fn run_group(&mut self, g: usize, group_start: Nanos) -> Result<(), EngineError> {
         self.cur_group = g;
-        for (j, rt) in self.jobs.iter_mut().enumerate() {
-            if rt.group != g || !rt.here {
-                continue;
-            }
-            let s = &self.specs[j];
-            rt.start_ns = group_start + s.startdelay_ns;
-            rt.pacer_base = rt.start_ns;
-            rt.end_ns = s.runtime_ns.map_or(NONE, |r| rt.start_ns + s.ramp_ns + r);
-            self.next_job_end = self.next_job_end.min(rt.end_ns);
-        }
-        for th in &mut self.threads {
-            let rt = &self.jobs[th.job as usize];
-            if rt.group == g {
-                th.state = State::Waiting;
-                th.wake_at = rt.start_ns;
-                self.next_wake = self.next_wake.min(th.wake_at);
-                self.active += 1;
-            }
-        }
+        self.with_runner(|r, w| r.start_group(g, group_start, w));
         self.clock();
         self.last_flush = self.now;
         self.interrupted = false;
@@ -243,7 +310,7 @@ impl<'a> Worker<'a> {
             self.sync(None)?;
             // The page cache's own I/O in this ring ends before the worker does (its
             // buffers stay the cache's until their completions are reaped).
-            if self.active == 0 && self.outstanding == 0 && self.in_ring == 0 {
+            if self.runner().active() == 0 && self.outstanding == 0 && self.in_ring == 0 {
                 break;
             }
             if self.new_front.is_empty() {
@@ -264,14 +331,16 @@ impl<'a> Worker<'a> {
 
     /// The run is over: this worker's facts.
     pub(crate) fn finish(mut self) -> WorkerResult {
-        for th in &self.threads {
-            if let Some(v) = &th.verify {
-                let r = &mut self.res.verify[th.job as usize];
-                r.0 += v.checked;
-                r.1 += v.failed;
-                if r.2.is_none() {
-                    r.2.clone_from(&v.first);
-                }
+        let runner = self
+            .runner
+            .take()
+            .expect("the runner is home between calls");
+        for (j, v) in runner.verifiers() {
+            let r = &mut self.res.verify[j];
+            r.checked += v.checked;
+            r.failed += v.failed;
+            if r.first.is_none() {
+                r.first.clone_from(&v.first);
             }
         }
         self.res
@@ -280,188 +349,53 @@ impl<'a> Worker<'a> {
     /// Stop every job at once (Ctrl-C or another worker's failure).
     fn interrupt(&mut self) {
         self.interrupted = true;
-        let now = self.now;
         self.res.interrupted = true;
-        for j in 0..self.jobs.len() {
-            let started = self
-                .threads
-                .iter()
-                .any(|t| t.job as usize == j && !matches!(t.state, State::Idle | State::Done));
-            if self.jobs[j].here && !self.jobs[j].ended && started {
-                self.end_job(j, now);
-            }
-        }
+        let now = self.now;
+        self.with_runner(|r, w| r.interrupt(now, w));
     }
 
     /// Job ends and thread wake-ups that are due.
     fn timers(&mut self) {
         let now = self.now;
+        let g = self.cur_group;
         if self.sh.early.any_flagged() {
             // exitall or steady state, decided elsewhere: end this worker's part.
-            for j in 0..self.jobs.len() {
-                let rt = &self.jobs[j];
-                if rt.here && !rt.ended && rt.group == self.cur_group && self.sh.early.flagged(j) {
-                    self.end_job(j, now);
+            let sh = self.sh;
+            self.with_runner(|r, w| {
+                for j in 0..sh.early.len() {
+                    if r.job_group(j) == g && !r.ended(j) && sh.early.flagged(j) {
+                        r.end_job(j as u32, now, w);
+                    }
                 }
-            }
+            });
         }
         if now >= self.next_job_end {
-            let mut next = NONE;
-            for j in 0..self.jobs.len() {
-                let rt = &self.jobs[j];
-                if !rt.here || rt.ended || rt.end_ns == NONE {
-                    continue;
+            self.next_job_end = NONE;
+            self.with_runner(|r, w| {
+                let mut next = NONE;
+                for j in 0..w.sh.early.len() {
+                    let Some(end) = r.end_time(j).filter(|_| !r.ended(j)) else {
+                        continue;
+                    };
+                    if end <= now {
+                        r.end_job(j as u32, end, w);
+                    } else {
+                        next = next.min(end);
+                    }
                 }
-                if rt.end_ns <= now {
-                    let end = rt.end_ns;
-                    self.end_job(j, end);
-                } else {
-                    next = next.min(rt.end_ns);
-                }
-            }
-            self.next_job_end = next;
+                w.next_job_end = w.next_job_end.min(next);
+            });
         }
         if now >= self.next_wake {
-            let mut next = NONE;
-            for t in 0..self.threads.len() {
-                let w = self.threads[t].wake_at;
-                if w == NONE {
-                    continue;
+            self.next_wake = NONE;
+            self.with_runner(|r, w| {
+                let mut next = NONE;
+                for t in 0..r.thread_count() as u32 {
+                    r.wake(t, now, w);
+                    next = next.min(r.wake_time(t).unwrap_or(NONE));
                 }
-                if w <= now {
-                    let th = &mut self.threads[t];
-                    th.wake_at = NONE;
-                    if th.state == State::Waiting {
-                        th.state = State::Running;
-                    }
-                    self.try_issue(t);
-                }
-                next = next.min(self.threads[t].wake_at);
-            }
-            self.next_wake = next;
-        }
-    }
-
-    /// Job `j` ends (runtime over, or interrupted) at `end`.
-    fn end_job(&mut self, j: usize, end: Nanos) {
-        self.jobs[j].ended = true;
-        self.sh.early.job_ended(j);
-        self.res.last_job_end = self.res.last_job_end.max(end);
-        self.sh
-            .collector
-            .lock()
-            .expect("collector lock")
-            .job_done(j, end);
-        for t in 0..self.threads.len() {
-            let th = &mut self.threads[t];
-            if th.job as usize == j && matches!(th.state, State::Running | State::Waiting) {
-                th.wake_at = NONE;
-                // Its end sync (end_fsync) goes once its I/O has drained (a verify job
-                // keeps its end as before: no final read-back after its runtime).
-                if th.verify.is_none() && th.source.end_now() {
-                    th.state = State::Running;
-                    self.try_issue(t);
-                    continue;
-                }
-                th.state = State::Stopping;
-                self.maybe_thread_done(t);
-            }
-        }
-    }
-
-    fn wake(&mut self, t: usize, at: Nanos) {
-        let th = &mut self.threads[t];
-        th.wake_at = th.wake_at.min(at);
-        self.next_wake = self.next_wake.min(at);
-    }
-
-    /// Issue from thread `t` as far as its depth, pacer and size allow; the requests
-    /// reach the block layer at the next [`Worker::sync`].
-    fn try_issue(&mut self, t: usize) {
-        loop {
-            let now = self.now;
-            let th = &mut self.threads[t];
-            if th.state != State::Running || th.outstanding >= th.iodepth {
-                return;
-            }
-            // A verify job reads back what it wrote before it issues more (see verify.rs).
-            let mut check = false;
-            let read_back = th.verify.as_mut().and_then(|v| v.next_read());
-            let io = if let Some((offset, len)) = read_back {
-                check = true;
-                IoSpec {
-                    op: Op::Read,
-                    offset,
-                    len,
-                }
-            } else if th.verify.as_ref().is_some_and(|v| v.busy()) {
-                return;
-            } else {
-                match th.source.next_with(
-                    now,
-                    self.jobs[th.job as usize].pacer_base,
-                    th.outstanding,
-                ) {
-                    NextIo::Issue(io) => io,
-                    NextIo::Drain => return,
-                    NextIo::At(at) => {
-                        self.wake(t, at);
-                        return;
-                    }
-                    NextIo::Exhausted => {
-                        if let Some(v) = th.verify.as_mut() {
-                            // The final read-back starts when no write is in flight.
-                            if v.final_pending() && th.outstanding > 0 {
-                                return;
-                            }
-                            if v.start_final() {
-                                continue;
-                            }
-                        }
-                        th.state = State::Stopping;
-                        self.maybe_thread_done(t);
-                        return;
-                    }
-                }
-            };
-            if let Some(v) = th.verify.as_mut() {
-                check |= io.op == Op::Read && v.checks_every_read();
-            }
-            th.outstanding += 1;
-            let rt = &self.jobs[th.job as usize];
-            let r = NewRequest {
-                flow: rt.flow,
-                op: io.op,
-                offset: th.file_base + io.offset,
-                len: io.len,
-                class: rt.class,
-                hwq: self.index as u16,
-                fua: false,
-            };
-            let slot = self
-                .free_slots
-                .pop()
-                .expect("a slot per unit of iodepth: outstanding ≤ iodepth");
-            self.slot_thread[slot as usize] = t as u32;
-            self.slot_offset[slot as usize] = r.offset;
-            self.slot_check[slot as usize] = check;
-            if let (Op::Write, Some(v)) = (io.op, th.verify.as_mut()) {
-                // SAFETY: the slot is free (taken just now), its buffer is slot_len ≥
-                // len bytes inside the region, and no other reference to it exists.
-                let buf = unsafe {
-                    std::slice::from_raw_parts_mut(
-                        self.region_ptr.add(slot as usize * self.slot_len),
-                        io.len as usize,
-                    )
-                };
-                v.fill(buf, io.offset);
-            }
-            self.outstanding += 1;
-            if let Some(file) = th.front_file {
-                self.issue_buffered(slot, file, r, io.offset, now);
-            } else {
-                self.new_reqs.push((r, slot));
-            }
+                w.next_wake = w.next_wake.min(next);
+            });
         }
     }
 
@@ -546,73 +480,29 @@ impl<'a> Worker<'a> {
         Ok(())
     }
 
+    /// A request finished: its slot goes back to the pool (after a verify read's
+    /// check), and the runner takes its sample and lets its thread go on.
     fn request_done(&mut self, f: Finished) {
         let t_reap = self.clock();
         let slot = f.token as u32;
-        let t = self.slot_thread[slot as usize] as usize;
-        if self.threads[t].verify.is_some() {
-            self.verify_done(t, slot, &f);
-        }
+        let t = self.slot_thread[slot as usize];
         self.free_slots.push(slot);
         self.outstanding -= 1;
         self.res.ios += 1;
-        let th = &mut self.threads[t];
-        th.outstanding -= 1;
-        let job = th.job as usize;
-        let rt = &self.jobs[job];
-        // Completions after a job's time-based end are not counted, as in fio — but its
-        // end sync is (fio issues it after its I/O loop and counts it).
-        if !rt.ended || f.op == Op::Flush {
-            self.samples.push(Sample {
-                job,
-                op: f.op,
-                class: rt.class,
-                bytes: f.len,
-                submit_ns: f.submit_ns,
-                admit_ns: f.admit_ns,
-                dispatch_ns: f.dispatch_ns,
-                device_done_ns: f.device_done_ns,
-                reaped_ns: t_reap,
-                ok: f.ok,
-            });
-        }
-        if self.threads[t].state == State::Running {
-            let think = rt.thinktime_ns;
-            if think > 0 {
-                self.wake(t, t_reap + think);
-            } else {
-                self.try_issue(t);
-            }
-        } else {
-            self.maybe_thread_done(t);
-        }
-    }
-
-    fn maybe_thread_done(&mut self, t: usize) {
-        let th = &mut self.threads[t];
-        if th.state != State::Stopping || th.outstanding > 0 {
-            return;
-        }
-        th.state = State::Done;
-        self.active -= 1;
-        let j = th.job as usize;
-        if self.sh.job_live[j].fetch_sub(1, Ordering::AcqRel) == 1 {
-            // The job's last thread, over all workers.
-            let rt = &mut self.jobs[j];
-            let end = if rt.ended && rt.end_ns != NONE && rt.end_ns <= self.now {
-                rt.end_ns
-            } else {
-                self.now
-            };
-            rt.ended = true;
-            self.sh.early.job_ended(j);
-            self.res.last_job_end = self.res.last_job_end.max(end);
-            self.sh
-                .collector
-                .lock()
-                .expect("collector lock")
-                .job_done(j, end);
-        }
+        let verify = self.runner().verifier(t).is_some().then(|| VerifyDone {
+            offset: self.slot_offset[slot as usize] - self.threads[t as usize].file_base,
+            check: self.slot_check[slot as usize],
+            // SAFETY: the slot's request completed; its buffer (len ≤ slot_len bytes)
+            // is not in the kernel's hands, and the runner checks it before its
+            // thread issues again (which could reuse the slot).
+            data: unsafe {
+                std::slice::from_raw_parts(
+                    self.region_ptr.add(slot as usize * self.slot_len),
+                    f.len as usize,
+                )
+            },
+        });
+        self.with_runner(|r, w| r.complete(t, &f, t_reap, verify, w));
     }
 
     /// Hand the samples to the collector (one lock), publish progress; worker 0 samples
@@ -640,8 +530,9 @@ impl<'a> Worker<'a> {
             }
             self.samples.clear();
         }
-        for th in &self.threads {
-            self.sh.issued[th.global as usize].store(th.source.issued_bytes(), Ordering::Relaxed);
+        let r = self.runner();
+        for (t, th) in self.threads.iter().enumerate() {
+            self.sh.issued[th.global as usize].store(r.issued_bytes(t as u32), Ordering::Relaxed);
         }
         if self.index == 0 && self.now >= self.next_counter_ns {
             let mut dev = self.dev.lock().expect("device lock");

@@ -537,10 +537,11 @@ impl<'a> Runner<'a> {
     /// Job `j` ends at `at` (its `runtime` ran out, it became steady, another job's
     /// `exitall`, an interrupt): its threads stop issuing — but a thread's end sync
     /// (`end_fsync`) still goes once its I/O drained (a verify thread ends at once: no
-    /// read-back after its runtime). Nothing happens if it ended already.
+    /// read-back after its runtime). Nothing happens if it ended already or has no
+    /// thread here.
     pub fn end_job(&mut self, j: u32, at: Nanos, port: &mut impl Port) {
         let rt = &mut self.jobs[j as usize];
-        if rt.done || rt.ended_ns.is_some() {
+        if !rt.here || rt.done || rt.ended_ns.is_some() {
             return;
         }
         rt.ended_ns = Some(at);

@@ -17,7 +17,7 @@ impl Worker<'_> {
         offset: u64,
         now: Nanos,
     ) {
-        self.slot_io[slot as usize] = (r.op, r.len, now);
+        self.slot_io[slot as usize] = (r.op, r.len, now, r.class);
         let op = match r.op {
             Op::Read => FrontOp::Read,
             Op::Write => FrontOp::Write,
@@ -44,9 +44,7 @@ impl Worker<'_> {
     pub(super) fn buffered_done(&mut self) {
         while let Some(d) = self.front_done.pop() {
             let slot = d.id as u32;
-            let (op, len, submit_ns) = self.slot_io[slot as usize];
-            let t = self.slot_thread[slot as usize] as usize;
-            let class = self.jobs[self.threads[t].job as usize].class;
+            let (op, len, submit_ns, class) = self.slot_io[slot as usize];
             self.request_done(sluice_block::Finished {
                 id: sluice_core::ReqId(u64::MAX),
                 token: slot as u64,

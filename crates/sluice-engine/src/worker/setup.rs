@@ -18,7 +18,7 @@ impl<'a> Worker<'a> {
         let total_depth: u32 = plan
             .threads
             .iter()
-            .map(|t| specs[t.1 as usize].iodepth.max(1))
+            .map(|t| specs[t.job as usize].iodepth.max(1))
             .sum::<u32>()
             .max(1);
         let ring = new_ring(entries)?;
@@ -36,7 +36,7 @@ impl<'a> Worker<'a> {
             .threads
             .iter()
             .map(|t| {
-                let s = &specs[t.1 as usize];
+                let s = &specs[t.job as usize];
                 s.bs.read.max_len().max(s.bs.write.max_len()) as usize
             })
             .max()
@@ -68,62 +68,44 @@ impl<'a> Worker<'a> {
             .map_or(Vec::new(), |f| {
                 f.front.files().iter().map(|f| f.base).collect()
             });
-        let mut jobs: Vec<JobRt> = specs
-            .iter()
-            .enumerate()
-            .map(|(j, s)| JobRt {
-                here: false,
-                flow: cfg.job_flow[j],
-                class: s.class,
-                group: cfg.job_group[j],
-                start_ns: 0,
-                end_ns: NONE,
-                ended: false,
-                thinktime_ns: s.thinktime_ns,
-                pacer_base: 0,
-            })
-            .collect();
         let threads: Vec<Thread> = plan
             .threads
             .iter()
-            .map(|&(global, job, t, file, base)| {
-                let spec = &specs[job as usize];
-                jobs[job as usize].here = true;
-                Thread {
-                    global,
-                    job,
-                    file,
-                    file_base: base,
-                    source: IoSource::new(spec, job as usize, t, cfg.seed),
-                    outstanding: 0,
-                    iodepth: spec.iodepth.max(1),
-                    state: State::Idle,
-                    wake_at: NONE,
-                    verify: spec
-                        .verify
-                        .as_ref()
-                        .map(|v| Box::new(Verifier::new(v, spec.rw.writes()))),
-                    front_file: spec
-                        .buffered
-                        .then(|| front_files.iter().position(|&b| b == base))
-                        .flatten()
-                        .map(|i| i as u32),
-                }
+            .map(|t| Thread {
+                global: t.global,
+                job: t.job,
+                file: t.file,
+                file_base: t.base,
+                front_file: specs[t.job as usize]
+                    .buffered
+                    .then(|| front_files.iter().position(|&b| b == t.base))
+                    .flatten()
+                    .map(|i| i as u32),
             })
             .collect();
+        let setups: Vec<ThreadSetup> = plan
+            .threads
+            .iter()
+            .map(|t| ThreadSetup {
+                job: t.job,
+                index: t.index,
+                base: t.base,
+                hwq: plan.index as u16,
+            })
+            .collect();
+        let runner = Runner::new(specs, &cfg.job_flow, &setups, cfg.seed, Scope::Part, true);
         Ok(Worker {
             index: plan.index,
             sh,
             dev,
             bells,
-            specs,
+            runner: Some(runner),
             ring,
             _region: region,
             region_ptr,
             slot_len,
             fixed_bufs,
             threads,
-            jobs,
             slot_thread: vec![0; slots],
             slot_offset: vec![0; slots],
             slot_check: vec![false; slots],
@@ -131,7 +113,7 @@ impl<'a> Worker<'a> {
             new_reqs: Vec::with_capacity(slots),
             new_front: Vec::new(),
             front_done: Vec::new(),
-            slot_io: vec![(Op::Read, 0, 0); slots],
+            slot_io: vec![(Op::Read, 0, 0, IoClass::Normal); slots],
             cqes: Vec::with_capacity(2 * entries as usize),
             finished: Vec::with_capacity(2 * entries as usize),
             outgoing: Vec::with_capacity(entries as usize),
@@ -145,7 +127,6 @@ impl<'a> Worker<'a> {
             next_wake: NONE,
             next_job_end: NONE,
             block_timer: NONE,
-            active: 0,
             samples: Vec::with_capacity(SAMPLE_BATCH),
             last_flush: 0,
             next_counter_ns: 0,
@@ -155,7 +136,7 @@ impl<'a> Worker<'a> {
             done_acc: vec![(0, 0); specs.len()],
             res: WorkerResult {
                 errors: vec![(0, None); specs.len()],
-                verify: vec![(0, 0, None); specs.len()],
+                verify: vec![VerifyCount::default(); specs.len()],
                 fixed_buffers: fixed_bufs,
                 ring_entries: entries,
                 ..WorkerResult::default()
