@@ -714,3 +714,6 @@ impl<'a> Runner<'a> {
             .filter_map(|t| t.verify.as_deref().map(|v| (t.job as usize, v)))
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -13,11 +13,21 @@ use sluice_workload::{IoSpec, JobSpec};
 use super::World;
 use crate::config::SimError;
 
+/// A buffered job's I/O in the page cache.
+#[derive(Clone, Copy, Debug)]
+struct JobIo {
+    thread: u32,
+    submit_ns: Nanos,
+    op: Op,
+    len: u32,
+    class: IoClass,
+}
+
 /// The page cache of a simulation's buffered jobs and their I/Os in flight.
 pub(super) struct Buffered {
     front: Front<(), NoAlloc>,
-    /// Job I/Os in the front, by id: (thread, submitted, op, bytes, class).
-    ios: Vec<Option<(u32, Nanos, Op, u32, IoClass)>>,
+    /// Job I/Os in the front, by id.
+    ios: Vec<Option<JobIo>>,
     free: Vec<u32>,
     done: Vec<FrontDone>,
     /// Completed job I/Os in their copy, by id.
@@ -70,7 +80,13 @@ impl World<'_> {
             .buffered
             .as_mut()
             .expect("a buffered job has the cache");
-        let rec = Some((t, self.now, io.op, io.len, req.class));
+        let rec = Some(JobIo {
+            thread: t,
+            submit_ns: self.now,
+            op: io.op,
+            len: io.len,
+            class: req.class,
+        });
         let id = match b.free.pop() {
             Some(i) => {
                 b.ios[i as usize] = rec;
@@ -129,10 +145,10 @@ impl World<'_> {
     fn buffered_done(&mut self) {
         let b = self.buffered.as_mut().expect("the cache");
         for d in b.done.drain(..) {
-            let (_, _, op, len, _) = b.ios[d.id as usize].expect("a job I/O in flight");
+            let io = b.ios[d.id as usize].expect("a job I/O in flight");
             b.ready[d.id as usize] = Some(d);
             self.events.push(
-                self.now + copy_ns(op, len),
+                self.now + copy_ns(io.op, io.len),
                 crate::events::Event::BufferedDone(d.id as u32),
             );
         }
@@ -149,22 +165,21 @@ impl World<'_> {
     pub(super) fn buffered_delivered(&mut self, id: u32) -> (u32, Finished) {
         let b = self.buffered.as_mut().expect("the cache");
         let d = b.ready[id as usize].take().expect("a completed job I/O");
-        let (t, submit_ns, op, len, class) =
-            b.ios[d.id as usize].take().expect("a job I/O in flight");
+        let io = b.ios[d.id as usize].take().expect("a job I/O in flight");
         b.free.push(d.id as u32);
         let f = Finished {
             id: sluice_core::ReqId(u64::MAX),
-            token: t as u64,
-            op,
-            len,
-            class,
-            submit_ns,
+            token: io.thread as u64,
+            op: io.op,
+            len: io.len,
+            class: io.class,
+            submit_ns: io.submit_ns,
             admit_ns: d.admit_ns,
             dispatch_ns: d.dispatch_ns,
             device_done_ns: d.device_done_ns,
             ok: d.ok,
         };
-        (t, f)
+        (io.thread, f)
     }
 }
 

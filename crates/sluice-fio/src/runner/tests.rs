@@ -1,0 +1,242 @@
+//! The runner against a scripted port: what it asks of the world, in order.
+
+use super::*;
+use sluice_core::ReqId;
+use sluice_workload::{parse_str, ParseOptions};
+
+fn jobs(text: &str) -> Vec<JobSpec> {
+    parse_str(text, "test", &ParseOptions::default())
+        .expect("a valid job file")
+        .jobs
+}
+
+/// A port that keeps what the runner asked for.
+#[derive(Default)]
+struct Script {
+    submits: Vec<(u32, NewRequest)>,
+    wakes: Vec<(u32, Nanos)>,
+    ends: Vec<(u32, Nanos)>,
+    samples: Vec<Sample>,
+    done: Vec<(usize, Nanos)>,
+    exits: Vec<(u32, Vec<u32>)>,
+    /// Part scope: threads of each job still live over "all parts".
+    live: Vec<u32>,
+}
+
+impl Port for Script {
+    fn submit(&mut self, s: Submit<'_>) {
+        self.submits.push((s.thread, s.req));
+    }
+    fn wake_at(&mut self, thread: u32, at: Nanos) {
+        self.wakes.push((thread, at));
+    }
+    fn end_at(&mut self, job: u32, at: Nanos) {
+        self.ends.push((job, at));
+    }
+    fn record(&mut self, s: &Sample) {
+        self.samples.push(*s);
+    }
+    fn record_error(&mut self, _job: usize, _op: Op) {}
+    fn job_done(&mut self, job: usize, at: Nanos) {
+        self.done.push((job, at));
+    }
+    fn exit_all(&mut self, job: u32, others: &[u32]) {
+        self.exits.push((job, others.to_vec()));
+    }
+    fn thread_done(&mut self, job: u32) -> bool {
+        self.live[job as usize] -= 1;
+        self.live[job as usize] == 0
+    }
+}
+
+fn setups(specs: &[JobSpec]) -> Vec<ThreadSetup> {
+    let mut v = Vec::new();
+    for (j, s) in specs.iter().enumerate() {
+        for t in 0..s.numjobs {
+            v.push(ThreadSetup {
+                job: j as u32,
+                index: t,
+                base: (v.len() as u64) << 20,
+                hwq: 0,
+            });
+        }
+    }
+    v
+}
+
+fn flows(specs: &[JobSpec]) -> Vec<FlowId> {
+    (0..specs.len() as u32).map(FlowId).collect()
+}
+
+/// The completion of `req`, submitted at `at`, done at `done`.
+fn finished(req: &NewRequest, at: Nanos, done: Nanos, class: IoClass) -> Finished {
+    Finished {
+        id: ReqId(0),
+        token: 0,
+        op: req.op,
+        len: req.len,
+        class,
+        submit_ns: at,
+        admit_ns: at,
+        dispatch_ns: at,
+        device_done_ns: done,
+        ok: true,
+    }
+}
+
+#[test]
+fn a_thread_issues_to_its_depth_in_its_file_and_stops_at_its_size() {
+    let specs = jobs("[a]\nrw=read\nbs=4k\nsize=16k\niodepth=2\n");
+    let mut r = Runner::new(
+        &specs,
+        &flows(&specs),
+        &setups(&specs),
+        1,
+        Scope::Whole,
+        false,
+    );
+    let mut p = Script::default();
+    r.start_group(0, 0, &mut p);
+    assert_eq!(p.wakes, vec![(0, 0)]);
+    assert!(r.wake(0, 0, &mut p));
+    assert_eq!(p.submits.len(), 2, "iodepth=2");
+    let mut t = 0;
+    while let Some((th, req)) = (!p.submits.is_empty()).then(|| p.submits.remove(0)) {
+        assert!(req.offset < 16 << 10, "inside its file at base 0");
+        t += 10;
+        r.complete(th, &finished(&req, 0, t, IoClass::Normal), t, None, &mut p);
+    }
+    assert_eq!(p.samples.len(), 4, "16 KiB in 4 KiB reads");
+    assert_eq!(
+        p.done,
+        vec![(0, 40)],
+        "the job ends with its last completion"
+    );
+    assert_eq!(r.group(), 1, "every group ran");
+}
+
+#[test]
+fn a_stonewall_group_starts_when_the_group_before_it_is_done() {
+    let specs = jobs(
+        "[a]\nrw=read\nbs=4k\nsize=4k\n[b]\nstonewall\nrw=read\nbs=4k\nsize=4k\nstartdelay=5us\n",
+    );
+    let mut r = Runner::new(
+        &specs,
+        &flows(&specs),
+        &setups(&specs),
+        1,
+        Scope::Whole,
+        false,
+    );
+    let mut p = Script::default();
+    r.start_group(0, 0, &mut p);
+    assert_eq!(p.wakes, vec![(0, 0)], "only the first group's thread");
+    r.wake(0, 0, &mut p);
+    let (_, req) = p.submits.remove(0);
+    r.complete(
+        0,
+        &finished(&req, 0, 100, IoClass::Normal),
+        100,
+        None,
+        &mut p,
+    );
+    // b starts at a's end plus its startdelay.
+    assert_eq!(p.wakes.last(), Some(&(1, 5_100)));
+    assert_eq!(r.start_ns(1), 5_100);
+    assert!(p.submits.is_empty(), "b waits for its startdelay");
+    r.wake(1, 5_100, &mut p);
+    assert_eq!(
+        p.submits[0].1.offset,
+        1 << 20,
+        "b's file starts at its base"
+    );
+}
+
+#[test]
+fn exitall_ends_the_other_jobs_of_the_group_and_runtime_ends_are_asked_for() {
+    let specs = jobs(
+        "[a]\nrw=read\nbs=4k\nsize=1m\nruntime=1ms\ntime_based\nexitall\n[b]\nrw=read\nbs=4k\nsize=1m\n",
+    );
+    let mut r = Runner::new(
+        &specs,
+        &flows(&specs),
+        &setups(&specs),
+        1,
+        Scope::Whole,
+        false,
+    );
+    let mut p = Script::default();
+    r.start_group(0, 0, &mut p);
+    assert_eq!(p.ends, vec![(0, 1_000_000)]);
+    r.wake(0, 0, &mut p);
+    r.wake(1, 0, &mut p);
+    r.end_job(0, 1_000_000, &mut p);
+    assert_eq!(p.exits, vec![(0, vec![1])]);
+    assert_eq!(p.done, vec![(0, 1_000_000)]);
+    // A completion after the end is not sampled.
+    let (th, req) = p.submits.remove(0);
+    assert_eq!(th, 0);
+    r.complete(
+        0,
+        &finished(&req, 0, 1_000_100, IoClass::Normal),
+        1_000_100,
+        None,
+        &mut p,
+    );
+    assert!(p.samples.is_empty(), "no sample after a time-based end");
+}
+
+#[test]
+fn thinktime_runs_from_the_reap_and_the_sample_takes_the_block_layers_class() {
+    let specs = jobs("[a]\nrw=read\nbs=4k\nsize=8k\nthinktime=7\n");
+    let mut r = Runner::new(
+        &specs,
+        &flows(&specs),
+        &setups(&specs),
+        1,
+        Scope::Whole,
+        false,
+    );
+    let mut p = Script::default();
+    r.start_group(0, 0, &mut p);
+    r.wake(0, 0, &mut p);
+    let (_, req) = p.submits.remove(0);
+    assert_eq!(req.class, IoClass::Normal);
+    // Promoted on its way (RCP): the sample says critical.
+    r.complete(
+        0,
+        &finished(&req, 0, 90, IoClass::Critical),
+        100,
+        None,
+        &mut p,
+    );
+    assert_eq!(p.samples[0].class, IoClass::Critical);
+    assert_eq!(
+        (p.samples[0].device_done_ns, p.samples[0].reaped_ns),
+        (90, 100)
+    );
+    assert_eq!(p.wakes.last(), Some(&(0, 7_100)), "7 µs after the reap");
+    assert!(p.submits.is_empty(), "nothing before the think time ends");
+    assert!(!r.wake(0, 7_099, &mut p), "not due yet");
+    assert!(r.wake(0, 7_100, &mut p));
+    assert_eq!(p.submits.len(), 1);
+}
+
+#[test]
+fn a_part_ends_a_job_only_when_the_world_says_its_last_thread_is_done() {
+    // Two threads; this part has thread 0 only, another part has thread 1.
+    let specs = jobs("[a]\nrw=read\nbs=4k\nsize=4k\nnumjobs=2\n");
+    let mine = &setups(&specs)[..1];
+    let mut r = Runner::new(&specs, &flows(&specs), mine, 1, Scope::Part, false);
+    let mut p = Script {
+        live: vec![2],
+        ..Script::default()
+    };
+    r.start_group(0, 0, &mut p);
+    r.wake(0, 0, &mut p);
+    let (_, req) = p.submits.remove(0);
+    r.complete(0, &finished(&req, 0, 10, IoClass::Normal), 10, None, &mut p);
+    assert!(p.done.is_empty(), "the other part's thread still runs");
+    assert_eq!(r.active(), 0, "this part is done");
+    assert_eq!(r.group(), 0, "a part does not chain groups");
+}
