@@ -143,7 +143,7 @@ pub(crate) struct Worker<'a> {
     bells: &'a [Doorbell],
     /// The job threads (the one fio runner); taken out while it drives the worker as
     /// its port (see [`Worker::with_runner`]).
-    runner: Option<Runner<'a>>,
+    runner: Option<Runner>,
     ring: IoUring,
     _region: AlignedBuf,
     region_ptr: *mut u8,
@@ -278,7 +278,7 @@ impl<'a> Worker<'a> {
     }
 
     /// Let the runner drive the worker as its port.
-    fn with_runner<R>(&mut self, f: impl FnOnce(&mut Runner<'a>, &mut Self) -> R) -> R {
+    fn with_runner<R>(&mut self, f: impl FnOnce(&mut Runner, &mut Self) -> R) -> R {
         let mut r = self
             .runner
             .take()
@@ -288,7 +288,7 @@ impl<'a> Worker<'a> {
         out
     }
 
-    fn runner(&self) -> &Runner<'a> {
+    fn runner(&self) -> &Runner {
         self.runner
             .as_ref()
             .expect("the runner is home between calls")

@@ -127,8 +127,23 @@ struct Thread {
     verify: Option<Box<Verifier>>,
 }
 
+/// What the runner keeps of a job's options.
+#[derive(Debug)]
+struct JobOpts {
+    startdelay_ns: Nanos,
+    ramp_ns: Nanos,
+    runtime_ns: Option<Nanos>,
+    thinktime_ns: Nanos,
+    exitall: bool,
+    time_based: bool,
+    /// Bytes per thread, and threads (for the progress).
+    size: u64,
+    numjobs: u32,
+}
+
 #[derive(Debug)]
 struct JobRt {
+    opts: JobOpts,
     flow: FlowId,
     class: IoClass,
     group: usize,
@@ -165,8 +180,7 @@ pub struct ThreadSetup {
 
 /// The job threads of a run (or of a part of it). See the module documentation.
 #[derive(Debug)]
-pub struct Runner<'a> {
-    specs: &'a [JobSpec],
+pub struct Runner {
     scope: Scope,
     threads: Vec<Thread>,
     jobs: Vec<JobRt>,
@@ -177,18 +191,18 @@ pub struct Runner<'a> {
     last_job_end: Nanos,
 }
 
-impl<'a> Runner<'a> {
+impl Runner {
     /// A runner for `threads` of `specs` (`job_flow`: each job's flow). `data`: the
     /// world carries data, so verify jobs read back and check (else they run without
     /// their verify reads). Nothing starts before [`Runner::start_group`].
     pub fn new(
-        specs: &'a [JobSpec],
+        specs: &[JobSpec],
         job_flow: &[FlowId],
         threads: &[ThreadSetup],
         seed: u64,
         scope: Scope,
         data: bool,
-    ) -> Runner<'a> {
+    ) -> Runner {
         let group_of = stonewall_groups(specs);
         let mut groups: Vec<Vec<u32>> = vec![Vec::new(); group_of.last().map_or(0, |g| g + 1)];
         for (j, &g) in group_of.iter().enumerate() {
@@ -198,6 +212,16 @@ impl<'a> Runner<'a> {
             .iter()
             .enumerate()
             .map(|(j, s)| JobRt {
+                opts: JobOpts {
+                    startdelay_ns: s.startdelay_ns,
+                    ramp_ns: s.ramp_ns,
+                    runtime_ns: s.runtime_ns,
+                    thinktime_ns: s.thinktime_ns,
+                    exitall: s.exitall,
+                    time_based: s.time_based,
+                    size: s.size,
+                    numjobs: s.numjobs,
+                },
                 flow: job_flow[j],
                 class: s.class,
                 group: group_of[j],
@@ -241,7 +265,6 @@ impl<'a> Runner<'a> {
             })
             .collect();
         Runner {
-            specs,
             scope,
             threads,
             jobs,
@@ -326,9 +349,9 @@ impl<'a> Runner<'a> {
             if !self.jobs[j as usize].here {
                 continue;
             }
-            let spec = &self.specs[j as usize];
-            let start = now + spec.startdelay_ns;
             let rt = &mut self.jobs[j as usize];
+            let spec = &rt.opts;
+            let start = now + spec.startdelay_ns;
             rt.start_ns = start;
             port.job_start(j, start);
             if let Some(r) = spec.runtime_ns {
@@ -483,7 +506,7 @@ impl<'a> Runner<'a> {
             });
         }
         if self.threads[t as usize].state == State::Running {
-            let think = self.specs[job].thinktime_ns;
+            let think = self.jobs[job].opts.thinktime_ns;
             if think > 0 {
                 self.wake_after(t, reaped_ns + think, port);
             } else {
@@ -570,7 +593,7 @@ impl<'a> Runner<'a> {
 
     /// fio's `exitall`: when job `j` ends, so does every other job of its group.
     fn exit_all(&mut self, j: u32, port: &mut impl Port) {
-        if !self.specs[j as usize].exitall {
+        if !self.jobs[j as usize].opts.exitall {
             return;
         }
         let g = self.jobs[j as usize].group;
@@ -679,8 +702,8 @@ impl<'a> Runner<'a> {
     /// and its bytes done, averaged over the jobs.
     pub fn progress(&self, now: Nanos) -> f64 {
         let mut sum = 0.0;
-        for (j, spec) in self.specs.iter().enumerate() {
-            let rt = &self.jobs[j];
+        for rt in &self.jobs {
+            let spec = &rt.opts;
             let f = if rt.done {
                 1.0
             } else if rt.group > self.group {
@@ -704,7 +727,7 @@ impl<'a> Runner<'a> {
             };
             sum += f;
         }
-        sum / self.specs.len() as f64
+        sum / self.jobs.len().max(1) as f64
     }
 
     /// The verify results per thread: (job, verifier).

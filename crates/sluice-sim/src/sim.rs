@@ -95,7 +95,7 @@ struct Sim<'a> {
     specs: &'a [JobSpec],
     cfg: &'a SimConfig,
     /// The job threads (the one fio runner).
-    runner: Runner<'a>,
+    runner: Runner,
     w: World<'a>,
     completions: Vec<DeviceCompletion>,
     timer_armed: Option<Nanos>,
