@@ -66,7 +66,7 @@ use std::sync::Arc;
 
 use sluice_core::Nanos;
 use sluice_metrics::{Collector, RunReport, RunSetup};
-use sluice_runtime::{now, spawn, Stack};
+use sluice_runtime::{now, Stack};
 use sluice_workload::{flows_of, stonewall_groups, JobSpec};
 
 use crate::layout::{self, Geometry};
@@ -313,8 +313,6 @@ pub(crate) struct Shared {
     pub(crate) collector: RefCell<Collector>,
     /// Per job: failures and the first message.
     pub(crate) errors: RefCell<Vec<(u64, Option<String>)>>,
-    /// Per job: threads not ended yet (the last one to end ends the job).
-    pub(crate) live: RefCell<Vec<u32>>,
     pub(crate) stop: Option<Arc<AtomicBool>>,
 }
 
@@ -354,7 +352,6 @@ pub async fn run_jobs(
         seed,
         collector: RefCell::new(collector),
         errors: RefCell::new(vec![(0, None); jobs.len()]),
-        live: RefCell::new(jobs.iter().map(|j| j.numjobs).collect()),
         stop: plan.stop.clone(),
     });
     // Lay out the files that are not created on open (before the measurement).
@@ -378,38 +375,22 @@ pub async fn run_jobs(
             .await
             .map_err(|e| FioError::Run(format!("syncing the laid-out files: {e}")))?;
     }
-    let groups = stonewall_groups(&jobs);
-    let ngroups = groups.iter().max().map_or(0, |g| g + 1);
-    for g in 0..ngroups {
-        if sh.stopped() {
-            break;
-        }
-        let start = now();
-        if g == 0 {
-            // Bandwidth bins and flow rates count from the end of the first ramp.
-            let first = (0..jobs.len())
-                .filter(|&j| groups[j] == 0)
-                .map(|j| jobs[j].startdelay_ns + jobs[j].ramp_ns)
-                .min()
-                .unwrap_or(0);
-            sh.collector.borrow_mut().set_window(start + first);
-        }
-        let mut handles = Vec::new();
-        for (j, job) in jobs.iter().enumerate().filter(|(j, _)| groups[*j] == g) {
-            let begin = start + job.startdelay_ns;
-            sh.collector
-                .borrow_mut()
-                .set_job_window(j, begin + job.ramp_ns);
-            for t in 0..job.numjobs {
-                let ctx = thread::task_ctx(job, t);
-                handles.push(spawn(ctx, thread::run_thread(sh.clone(), j, t, begin)));
-            }
-        }
-        for h in handles {
-            h.await;
-        }
-    }
-    let end_ns = now();
+    // The runner's stonewall groups, one task per request (thread::Driver).
+    let end_ns = if sh.stopped() {
+        now()
+    } else {
+        // Bandwidth bins and flow rates count from the end of the first ramp.
+        let groups = stonewall_groups(&jobs);
+        let first = (0..jobs.len())
+            .filter(|&j| groups[j] == 0)
+            .map(|j| jobs[j].startdelay_ns + jobs[j].ramp_ns)
+            .min()
+            .unwrap_or(0);
+        sh.collector.borrow_mut().set_window(now() + first);
+        let driver = thread::Driver::new(sh.clone());
+        driver.run().await;
+        driver.last_job_end().max(1)
+    };
     let interrupted = sh.stopped();
     if interrupted {
         // What ran is made durable and the journal left clean, as an unmount would.
@@ -425,9 +406,15 @@ pub async fn run_jobs(
         .filter(|(_, e)| e.0 > 0)
         .map(|(j, e)| (jobs[j].name.clone(), e.0, e.1.clone().unwrap_or_default()))
         .collect();
-    let sh = Rc::try_unwrap(sh).expect("every thread task has ended");
+    // Tasks still asleep (a runtime end after a job ended by size) hold the shared
+    // state until the stack drops them: take the collector out.
+    let empty = Collector::new(RunSetup {
+        jobs: Vec::new(),
+        flows: Vec::new(),
+        interval_ns: 1,
+    });
     Ok(FioRun {
-        collector: sh.collector.into_inner(),
+        collector: sh.collector.replace(empty),
         end_ns,
         errors,
         interrupted,

@@ -35,8 +35,14 @@ pub struct IoSource {
     sync_every: u32,
     writes_since_sync: u32,
     sync_due: bool,
-    /// `end_fsync` / `fsync_on_close`: a sync when the thread has issued all it should.
-    end_sync: bool,
+    /// The offset of the last write issued (the periodic sync's file).
+    last_write: u64,
+    /// `end_fsync` / `fsync_on_close`: syncs still owed when the thread has issued all
+    /// it should, one per file (fio syncs each of its files).
+    end_syncs: u32,
+    /// The thread's files in its address space: the first's start and each one's size
+    /// (`nrfiles` files of `size / nrfiles` bytes side by side from `offset`).
+    files: (u64, u64, u32),
     /// The job ended by its runtime (or was stopped): the stream issues nothing more.
     ended: bool,
 }
@@ -54,7 +60,13 @@ impl IoSource {
             sync_every: job.fsync_every,
             writes_since_sync: 0,
             sync_due: false,
-            end_sync: job.end_fsync,
+            last_write: job.offset,
+            end_syncs: if job.end_fsync { job.nrfiles.max(1) } else { 0 },
+            files: (
+                job.offset,
+                (job.size.max(1) / job.nrfiles.max(1) as u64).max(1),
+                job.nrfiles.max(1),
+            ),
             ended: false,
         }
     }
@@ -69,7 +81,7 @@ impl IoSource {
         self.ended = true;
         self.pending = None;
         self.sync_due = false;
-        self.end_sync
+        self.end_syncs > 0
     }
 
     /// Whether the stream has nothing more to issue (its size is done, or it ended).
@@ -85,20 +97,26 @@ impl IoSource {
 
     /// What to do at `now_ns`, for a thread with `in_flight` I/Os outstanding: a sync
     /// (an [`IoSpec`] with [`sluice_core::Op::Flush`], not paced) comes after every
-    /// `fsync_every` writes and at the end with `end_fsync`, once nothing is in flight
-    /// ([`NextIo::Drain`] until then).
+    /// `fsync_every` writes — of the file of the last write: its offset is that write's
+    /// — and at the end with `end_fsync`, one per file (its offset the file's first
+    /// byte), each once nothing is in flight ([`NextIo::Drain`] until then).
     pub fn next_with(&mut self, now_ns: Nanos, pace_base_ns: Nanos, in_flight: u32) -> NextIo {
-        if self.sync_due || (self.end_sync && self.pending.is_none() && self.exhausted()) {
+        if self.sync_due || (self.end_syncs > 0 && self.pending.is_none() && self.exhausted()) {
             if in_flight > 0 {
                 return NextIo::Drain;
             }
-            if !self.sync_due {
-                self.end_sync = false;
-            }
+            let offset = if self.sync_due {
+                self.last_write
+            } else {
+                let (start, size, n) = self.files;
+                let f = n - self.end_syncs;
+                self.end_syncs -= 1;
+                start.saturating_add(f as u64 * size)
+            };
             self.sync_due = false;
             return NextIo::Issue(IoSpec {
                 op: sluice_core::Op::Flush,
-                offset: 0,
+                offset,
                 len: 0,
             });
         }
@@ -141,6 +159,9 @@ impl IoSource {
             return NextIo::At(at);
         }
         self.pending = None;
+        if io.op == sluice_core::Op::Write {
+            self.last_write = io.offset;
+        }
         if io.op == sluice_core::Op::Write && self.sync_every > 0 {
             self.writes_since_sync += 1;
             if self.writes_since_sync == self.sync_every {

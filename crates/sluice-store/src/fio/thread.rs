@@ -1,18 +1,24 @@
-//! One fio thread on the store: `iodepth` slot tasks over one [`IoSource`], its files,
-//! its syncs and its end.
+//! The store's side of the one fio runner ([`sluice_fio::Runner`]): the runner's
+//! threads, depth, pacing, ends and samples drive store calls, each a runtime task
+//! with its thread's context (flow, weight, class).
 //!
-//! Invariants (checked where they are kept): a sync is issued only with nothing of the
-//! thread in flight (the source says [`NextIo::Drain`] until then) and nothing is
-//! issued while it runs (`syncing`); `in_flight` counts the thread's store calls under
-//! way, syncs included; a file is created once (under the files' lock).
+//! The port: a request becomes a task that does the store call (opening or creating
+//! the file first if needed) and hands the completion back; a wake-up, a `runtime`
+//! end or an `exitall` becomes a task that sleeps until its instant and calls the
+//! runner. The runner is borrowed only inside [`Driver::with`], never across an
+//! `.await`, and no port method calls back into it (they spawn), so it is never
+//! borrowed twice. A file is opened or created once (under its thread's lock).
 
+use std::cell::{Cell, RefCell};
 use std::io;
 use std::rc::Rc;
 
-use sluice_core::{Nanos, Op};
+use sluice_block::{Finished, NewRequest};
+use sluice_core::{Nanos, Op, ReqId};
+use sluice_fio::{Port, Runner, Scope, Submit, ThreadSetup};
 use sluice_metrics::Sample;
 use sluice_runtime::{now, sleep, spawn, Condvar, DmaBuffer, Mutex, TaskCtx};
-use sluice_workload::{IoSource, IoSpec, JobSpec, NextIo};
+use sluice_workload::{flows_of, IoSpec, JobSpec};
 
 use super::{file_name, file_size, Shared};
 use crate::FsFile;
@@ -72,297 +78,281 @@ pub(super) async fn lay_out(sh: &Shared, j: usize, t: u32, f: u32) -> io::Result
     file.fsync().await
 }
 
-/// What the slots of one thread share, under the runtime's lock.
-#[derive(Debug)]
-struct State {
-    src: IoSource,
-    in_flight: u32,
-    /// A sync is under way: nothing new goes out.
-    syncing: bool,
-    /// The thread ends: its runtime passed, or an I/O failed.
-    stop: bool,
-    failed: bool,
-    /// The file the last write went to (the periodic sync's file).
-    last_write: u32,
-}
-
-struct Thread {
-    sh: Rc<Shared>,
+/// One runner thread's files.
+struct ThreadFiles {
     job: usize,
     thread: u32,
-    /// Pacer slots count from here (the job's start).
-    base_ns: Nanos,
-    /// `runtime`'s end, if any.
-    end_ns: Option<Nanos>,
-    state: Mutex<State>,
-    changed: Condvar,
+    /// Its files, opened (or created) at first use.
     files: Mutex<Vec<Option<FsFile>>>,
 }
 
-enum Action {
-    Done,
-    Sleep(Nanos),
-    Io(IoSpec, u32),
+/// The runner and the store's side of it, shared by the tasks of a run.
+pub(super) struct Driver {
+    sh: Rc<Shared>,
+    runner: RefCell<Runner>,
+    threads: Vec<ThreadFiles>,
+    /// The stop flag was seen and the runner interrupted.
+    interrupted: Cell<bool>,
+    /// Every stonewall group has ended.
+    finished: Condvar,
+    finished_lock: Mutex<()>,
 }
 
-/// Run thread `t` of job `j`, which starts at `begin_ns`: its slots, then its end
-/// syncs. The job ends when its last thread does (a runtime end was recorded at its
-/// instant already: the first record wins).
-pub(super) async fn run_thread(sh: Rc<Shared>, j: usize, t: u32, begin_ns: Nanos) {
-    thread_body(&sh, j, t, begin_ns).await;
-    let mut live = sh.live.borrow_mut();
-    live[j] -= 1;
-    if live[j] == 0 {
-        sh.collector.borrow_mut().job_done(j, now());
-    }
-}
+/// The runner's port: a handle on the driver.
+struct Handle(Rc<Driver>);
 
-async fn thread_body(sh: &Rc<Shared>, j: usize, t: u32, begin_ns: Nanos) {
-    let job = &sh.jobs[j];
-    if begin_ns > now() {
-        sleep(begin_ns - now()).await;
+impl Port for Handle {
+    fn submit(&mut self, s: Submit<'_>) {
+        let d = self.0.clone();
+        let ctx = d.ctx(s.thread);
+        let (t, req, io) = (s.thread, s.req, s.io);
+        drop(spawn(ctx, async move { d.io_task(t, req, io).await }));
     }
-    // The source's own end sync is one flush; the store syncs every file instead.
-    let mut spec = job.clone();
-    spec.end_fsync = false;
-    let nfiles = job.nrfiles.max(1) as usize;
-    let th = Rc::new(Thread {
-        sh: sh.clone(),
-        job: j,
-        thread: t,
-        base_ns: begin_ns,
-        end_ns: job
-            .runtime_ns
-            .map(|r| begin_ns.saturating_add(job.ramp_ns).saturating_add(r)),
-        state: Mutex::new(State {
-            src: IoSource::new(&spec, j, t, sh.seed),
-            in_flight: 0,
-            syncing: false,
-            stop: false,
-            failed: false,
-            last_write: 0,
-        }),
-        changed: Condvar::new(),
-        files: Mutex::new(vec![None; nfiles]),
-    });
-    if !job.create_on_open {
-        let mut files = th.files.lock().await;
-        for (f, slot) in files.iter_mut().enumerate() {
-            match sh.fs.open(&file_name(job, t, f as u32)).await {
-                Ok(file) => *slot = Some(file),
-                Err(e) => {
-                    th.fail(Op::Write, &e);
-                    return;
+
+    fn wake_at(&mut self, thread: u32, at: Nanos) {
+        let d = self.0.clone();
+        let ctx = d.ctx(thread);
+        drop(spawn(ctx, async move {
+            sleep_until(at).await;
+            d.with(|r, p| {
+                r.wake(thread, now(), p);
+            });
+        }));
+    }
+
+    fn job_start(&mut self, job: u32, start_ns: Nanos) {
+        let ramp = self.0.sh.jobs[job as usize].ramp_ns;
+        self.0
+            .sh
+            .collector
+            .borrow_mut()
+            .set_job_window(job as usize, start_ns + ramp);
+    }
+
+    fn end_at(&mut self, job: u32, at: Nanos) {
+        let d = self.0.clone();
+        drop(spawn(TaskCtx::new("fio-end"), async move {
+            sleep_until(at).await;
+            d.with(|r, p| r.end_job(job, at, p));
+        }));
+    }
+
+    fn record(&mut self, s: &Sample) {
+        self.0.sh.collector.borrow_mut().record(s);
+    }
+
+    fn record_error(&mut self, job: usize, op: Op) {
+        self.0.sh.collector.borrow_mut().record_error(job, op);
+    }
+
+    fn job_done(&mut self, job: usize, at: Nanos) {
+        self.0.sh.collector.borrow_mut().job_done(job, at);
+    }
+
+    fn exit_all(&mut self, _job: u32, others: &[u32]) {
+        let d = self.0.clone();
+        let others = others.to_vec();
+        drop(spawn(TaskCtx::new("fio-exitall"), async move {
+            d.with(|r, p| {
+                for &k in &others {
+                    r.end_job(k, now(), p);
                 }
+            });
+        }));
+    }
+}
+
+async fn sleep_until(at: Nanos) {
+    let n = now();
+    if at > n {
+        sleep(at - n).await;
+    }
+}
+
+impl Driver {
+    /// The driver of `sh`'s jobs, nothing started.
+    pub(super) fn new(sh: Rc<Shared>) -> Rc<Driver> {
+        let jobs = &sh.jobs;
+        let (_, job_flow) = flows_of(jobs).expect("flows checked by run_jobs");
+        let mut setups = Vec::new();
+        let mut threads = Vec::new();
+        for (j, job) in jobs.iter().enumerate() {
+            for t in 0..job.numjobs {
+                // The generator's offsets are the thread's own (its files cut them).
+                setups.push(ThreadSetup {
+                    job: j as u32,
+                    index: t,
+                    base: 0,
+                    hwq: 0,
+                });
+                let nfiles = job.nrfiles.max(1) as usize;
+                threads.push(ThreadFiles {
+                    job: j,
+                    thread: t,
+                    files: Mutex::new(vec![None; nfiles]),
+                });
             }
         }
-    }
-    let ctx = task_ctx(job, t);
-    let others: Vec<_> = (1..job.iodepth.max(1))
-        .map(|_| spawn(ctx.clone(), slot(th.clone())))
-        .collect();
-    slot(th.clone()).await;
-    for h in others {
-        h.await;
-    }
-    // end_fsync and fsync_on_close: every file of the thread, however it ended (by
-    // size or by its runtime, as fio syncs when its I/O loop ends), unless an I/O
-    // failed or the run was interrupted.
-    let failed = th.state.lock().await.failed;
-    if failed || sh.stopped() || !(job.fsync_on_close || job.end_fsync) {
-        return;
-    }
-    let files: Vec<FsFile> = th.files.lock().await.iter().flatten().cloned().collect();
-    for file in files {
-        let submit = now();
-        let r = file.fsync().await.map(|_| 0);
-        th.record(Op::Flush, submit, &r);
-        if r.is_err() {
-            return;
-        }
-    }
-}
-
-impl Thread {
-    fn job(&self) -> &JobSpec {
-        &self.sh.jobs[self.job]
+        let runner = Runner::new(jobs, &job_flow, &setups, sh.seed, Scope::Whole, false);
+        Rc::new(Driver {
+            sh,
+            runner: RefCell::new(runner),
+            threads,
+            interrupted: Cell::new(false),
+            finished: Condvar::new(),
+            finished_lock: Mutex::new(()),
+        })
     }
 
-    /// Count a failure of the job (the first message kept).
-    fn fail(&self, op: Op, e: &io::Error) {
-        self.sh.collector.borrow_mut().record_error(self.job, op);
-        let mut errs = self.sh.errors.borrow_mut();
-        let slot = &mut errs[self.job];
-        slot.0 += 1;
-        if slot.1.is_none() {
-            slot.1 = Some(format!("thread {}: {e}", self.thread));
+    /// Run the stonewall groups from now until the last one ends.
+    pub(super) async fn run(self: &Rc<Driver>) {
+        let start = now();
+        self.with(|r, p| r.start_group(0, start, p));
+        let mut g = self.finished_lock.lock().await;
+        while !self.over() {
+            g = self.finished.wait(g).await;
         }
     }
 
-    /// Record a finished store call of `op` (the bytes it moved, or its failure).
-    fn record(&self, op: Op, submit_ns: Nanos, r: &io::Result<usize>) {
+    fn over(&self) -> bool {
+        let r = self.runner.borrow();
+        r.group() >= r.groups()
+    }
+
+    /// When the last job ended.
+    pub(super) fn last_job_end(&self) -> Nanos {
+        self.runner.borrow().last_job_end()
+    }
+
+    /// Call the runner with the driver as its port; a stop seen first interrupts the
+    /// run (every job ends as its runtime would; I/Os in flight complete and count).
+    fn with(self: &Rc<Driver>, f: impl FnOnce(&mut Runner, &mut Handle)) {
+        let mut port = Handle(self.clone());
+        let mut r = self.runner.borrow_mut();
+        if self.sh.stopped() && !self.interrupted.get() {
+            self.interrupted.set(true);
+            r.interrupt(now(), &mut port);
+        }
+        f(&mut r, &mut port);
+        if r.group() >= r.groups() {
+            self.finished.notify_all();
+        }
+    }
+
+    /// The context of runner thread `t`'s tasks.
+    fn ctx(&self, t: u32) -> TaskCtx {
+        let th = &self.threads[t as usize];
+        task_ctx(&self.sh.jobs[th.job], th.thread)
+    }
+
+    /// One request of thread `t` as a store call; its completion goes to the runner.
+    /// A failed call ends its job (as fio without `continue_on_error`), its error kept.
+    async fn io_task(self: Rc<Driver>, t: u32, req: NewRequest, io: IoSpec) {
+        let submit_ns = now();
+        let r = self.io(t, io).await;
         let reaped_ns = now();
-        match r {
-            Ok(n) => self.sh.collector.borrow_mut().record(&Sample {
-                job: self.job,
-                op,
-                class: self.job().class,
-                bytes: *n as u32,
-                submit_ns,
-                admit_ns: submit_ns,
-                // One store call may be several device I/Os: no single dispatch, so
-                // the whole call counts as time on the device (module docs).
-                dispatch_ns: submit_ns,
-                device_done_ns: reaped_ns,
-                reaped_ns,
-                ok: true,
-            }),
-            Err(e) => self.fail(op, e),
+        let th = &self.threads[t as usize];
+        if let Err(e) = &r {
+            let mut errs = self.sh.errors.borrow_mut();
+            let slot = &mut errs[th.job];
+            slot.0 += 1;
+            if slot.1.is_none() {
+                slot.1 = Some(format!("thread {}: {e}", th.thread));
+            }
         }
+        let f = Finished {
+            id: ReqId(u64::MAX),
+            token: t as u64,
+            op: io.op,
+            len: r.as_ref().map_or(io.len, |n| *n as u32),
+            class: req.class,
+            // One store call may be several device I/Os (data, journal, FLUSH): no
+            // single dispatch, so the whole call counts as time on the device.
+            submit_ns,
+            admit_ns: submit_ns,
+            dispatch_ns: submit_ns,
+            device_done_ns: reaped_ns,
+            ok: r.is_ok(),
+        };
+        let job = th.job as u32;
+        self.with(|run, p| {
+            run.complete(t, &f, reaped_ns, None, p);
+            if !f.ok {
+                run.end_job(job, reaped_ns, p);
+            }
+        });
     }
 
-    /// The file `f`, created now if the job creates its files on open.
-    async fn file(&self, f: u32) -> io::Result<FsFile> {
-        let mut files = self.files.lock().await;
+    /// The file `f` of thread `t`, opened — or created, if its job creates its files
+    /// on open — at its first use.
+    async fn file(&self, t: u32, f: u32) -> io::Result<FsFile> {
+        let th = &self.threads[t as usize];
+        let mut files = th.files.lock().await;
         if let Some(file) = &files[f as usize] {
             return Ok(file.clone());
         }
-        let file = self
-            .sh
-            .fs
-            .create(&file_name(self.job(), self.thread, f))
-            .await?;
+        let job = &self.sh.jobs[th.job];
+        let name = file_name(job, th.thread, f);
+        let file = if job.create_on_open {
+            self.sh.fs.create(&name).await?
+        } else {
+            self.sh.fs.open(&name).await?
+        };
         files[f as usize] = Some(file.clone());
         Ok(file)
     }
 
     /// Which file an offset of the generator's address space falls in, and where.
-    fn locate(&self, offset: u64) -> (u32, u64) {
-        let job = self.job();
+    fn locate(job: &JobSpec, offset: u64) -> (u32, u64) {
         let fsz = file_size(job);
         let rel = offset.saturating_sub(job.offset);
         let f = (rel / fsz).min(job.nrfiles.max(1) as u64 - 1);
         (f as u32, job.offset + rel - f * fsz)
     }
 
-    /// What the slot does next (under the lock, waiting while a sync is due or under
-    /// way).
-    async fn next(&self) -> Action {
-        let mut st = self.state.lock().await;
-        loop {
-            if st.stop {
-                return Action::Done;
-            }
-            if self.sh.stopped() {
-                // Stopped (Ctrl-C): the job ends here, as at its runtime's end.
-                st.stop = true;
-                self.sh.collector.borrow_mut().job_done(self.job, now());
-                self.changed.notify_all();
-                return Action::Done;
-            }
-            if let Some(end) = self.end_ns {
-                if now() >= end {
-                    st.stop = true;
-                    self.sh.collector.borrow_mut().job_done(self.job, end);
-                    self.changed.notify_all();
-                    return Action::Done;
-                }
-            }
-            if st.syncing {
-                st = self.changed.wait(st).await;
-                continue;
-            }
-            let in_flight = st.in_flight;
-            match st.src.next_with(now(), self.base_ns, in_flight) {
-                NextIo::Issue(io) => {
-                    let f = match io.op {
-                        Op::Flush => {
-                            debug_assert_eq!(in_flight, 0, "a sync goes out quiesced");
-                            st.syncing = true;
-                            st.last_write
-                        }
-                        op => {
-                            let (f, _) = self.locate(io.offset);
-                            if op == Op::Write {
-                                st.last_write = f;
-                            }
-                            f
-                        }
-                    };
-                    st.in_flight += 1;
-                    return Action::Io(io, f);
-                }
-                NextIo::At(t) => return Action::Sleep(t),
-                NextIo::Drain => st = self.changed.wait(st).await,
-                NextIo::Exhausted => return Action::Done,
-            }
-        }
-    }
-
-    /// Do one I/O (or sync) of file `f` through the store; returns the bytes moved.
-    async fn io(&self, io: IoSpec, f: u32, buf: &mut Vec<u8>) -> io::Result<usize> {
-        let job = self.job();
-        let file = self.file(f).await?;
-        let (_, off) = self.locate(io.offset);
+    /// Do one I/O of thread `t` through the store; returns the bytes moved (a sync's
+    /// offset names its file, as the runner's source gives it).
+    async fn io(&self, t: u32, io: IoSpec) -> io::Result<usize> {
+        let th = &self.threads[t as usize];
+        let job = &self.sh.jobs[th.job];
+        let (f, off) = Self::locate(job, io.offset);
         let len = io.len as usize;
+        let name = file_name(job, th.thread, f);
         match (io.op, job.buffered) {
-            (Op::Flush, _) if job.sync_data_only => file.fdatasync().await.map(|_| 0),
-            (Op::Flush, _) => file.fsync().await.map(|_| 0),
-            (Op::Read, false) => file.read_at(DmaBuffer::new(len), off).await.0,
+            (Op::Flush, _) => self.sync(t, f).await.map(|_| 0),
+            (Op::Read, false) => {
+                let file = self.file(t, f).await?;
+                file.read_at(DmaBuffer::new(len), off).await.0
+            }
             (Op::Read, true) => {
-                buf.resize(len, 0);
-                file.read_buffered(off, buf).await
+                let file = self.file(t, f).await?;
+                let mut buf = vec![0; len];
+                file.read_buffered(off, &mut buf).await
             }
-            (Op::Write, false) => {
-                let mut b = DmaBuffer::new(len);
-                let name = file_name(job, self.thread, f);
-                fill_pattern(self.sh.seed, &name, off, &mut b);
-                file.write_at(b, off).await.0
-            }
-            (Op::Write, true) => {
-                buf.resize(len, 0);
-                let name = file_name(job, self.thread, f);
-                fill_pattern(self.sh.seed, &name, off, buf);
-                file.write_buffered(off, buf).await
+            (Op::Write, buffered) => {
+                let file = self.file(t, f).await?;
+                if buffered {
+                    let mut buf = vec![0; len];
+                    fill_pattern(self.sh.seed, &name, off, &mut buf);
+                    file.write_buffered(off, &buf).await
+                } else {
+                    let mut b = DmaBuffer::new(len);
+                    fill_pattern(self.sh.seed, &name, off, &mut b);
+                    file.write_at(b, off).await.0
+                }
             }
         }
     }
-}
 
-/// One of a thread's `iodepth` slots: take the next I/O, do it, record it, repeat.
-async fn slot(th: Rc<Thread>) {
-    let mut buf = Vec::new();
-    loop {
-        match th.next().await {
-            Action::Done => return,
-            Action::Sleep(t) => {
-                let until = th.end_ns.map_or(t, |e| t.min(e));
-                let n = now();
-                if until > n {
-                    sleep(until - n).await;
-                }
-            }
-            Action::Io(io, f) => {
-                let submit = now();
-                let r = th.io(io, f, &mut buf).await;
-                th.record(io.op, submit, &r);
-                {
-                    let mut st = th.state.lock().await;
-                    st.in_flight -= 1;
-                    if io.op == Op::Flush {
-                        st.syncing = false;
-                    }
-                    if r.is_err() {
-                        st.stop = true;
-                        st.failed = true;
-                    }
-                }
-                th.changed.notify_all();
-                let think = th.job().thinktime_ns;
-                if think > 0 && r.is_ok() {
-                    sleep(think).await;
-                }
-            }
+    /// Thread `t`'s sync of its file `f` (`fsync=N`: the file of its last write;
+    /// the end sync: each of its files in turn).
+    async fn sync(&self, t: u32, f: u32) -> io::Result<()> {
+        let job = &self.sh.jobs[self.threads[t as usize].job];
+        let file = self.file(t, f).await?;
+        if job.sync_data_only {
+            file.fdatasync().await
+        } else {
+            file.fsync().await
         }
     }
 }
