@@ -189,6 +189,8 @@ pub struct Runner {
     /// Threads started and not done.
     active: u32,
     last_job_end: Nanos,
+    /// Interrupted: no group starts any more.
+    stopped: bool,
 }
 
 impl Runner {
@@ -272,6 +274,7 @@ impl Runner {
             group: 0,
             active: 0,
             last_job_end: 0,
+            stopped: false,
         }
     }
 
@@ -340,6 +343,11 @@ impl Runner {
     /// `runtime` ends and steady-state checks are asked of the port), their threads
     /// run from then.
     pub fn start_group(&mut self, g: usize, now: Nanos, port: &mut impl Port) {
+        if self.stopped {
+            // Interrupted: the run is over once the groups started have drained.
+            self.group = self.groups.len();
+            return;
+        }
         self.group = g;
         if g >= self.groups.len() {
             return;
@@ -671,8 +679,10 @@ impl Runner {
     }
 
     /// Stop every job that has started, at `now`: its threads issue nothing more and
-    /// drain (Ctrl-C, another part's failure).
+    /// drain (Ctrl-C, another part's failure; their end syncs still go, as fio's); no
+    /// later stonewall group starts.
     pub fn interrupt(&mut self, now: Nanos, port: &mut impl Port) {
+        self.stopped = true;
         for j in 0..self.jobs.len() {
             let started = self.jobs[j]
                 .threads

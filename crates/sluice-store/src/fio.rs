@@ -2,13 +2,14 @@
 //! the same code drives the simulated stack and real files (`sluice sim --fs …`,
 //! `sluice run --fs …`).
 //!
-//! * **Threads.** Each of a job's `numjobs` threads is a task with the job's flow,
-//!   weight and class (`sluice_flow`/`sluice_weight`/`sluice_critical`,
-//!   `prio`/`prioclass` as the fio path maps them); `iodepth` I/Os are outstanding at
-//!   once — the thread runs `iodepth` slot tasks of the same context over one
-//!   [`IoSource`] (the fio path's generator and pacer: offsets, sizes, `nrfiles`,
-//!   `file_service_type`, `rate`, `ramp_time`, the `fsync=N` count), so offsets and
-//!   sizes are those of `sluice sim` on raw files for the same seed.
+//! * **Threads.** The one fio runner ([`sluice_fio::Runner`]) runs the jobs, as it
+//!   does in `sluice sim` and `sluice run`: its threads, `iodepth`, the generator and
+//!   pacer (offsets, sizes, `nrfiles`, `file_service_type`, `rate`, `ramp_time`, the
+//!   `fsync=N` count), `thinktime`, `runtime`, `stonewall`, samples. Each request
+//!   is a runtime task with its thread's flow, weight and class
+//!   (`sluice_flow`/`sluice_weight`/`sluice_critical`, `prio`/`prioclass` as the fio
+//!   path maps them) doing one store call, so offsets and sizes are those of
+//!   `sluice sim` on raw files for the same seed.
 //! * **Files.** A thread's `nrfiles` files are store files named as fio names them,
 //!   `jobname.thread.file`, each `offset + filesize` bytes long (the generator's one
 //!   address space per thread is cut into them: file `i` holds bytes
@@ -23,24 +24,24 @@
 //!   commits and fsyncs. Data is position-determined ([`fill_pattern`]), so a file can
 //!   be checked after a run.
 //! * **Syncs.** `fsync=N`/`fdatasync=N`: after every N writes the thread quiesces (no
-//!   new I/O until those in flight complete, as fio does), then fsyncs (or fdatasyncs:
-//!   the store skips the commit when only the change counter moved) the file of the
-//!   last write, and issues nothing while the sync runs. `end_fsync` and
-//!   `fsync_on_close`: every file of the thread is fsynced at the thread's end,
-//!   however it ended (by size or by its runtime, as fio syncs when its I/O loop
-//!   ends). Each sync is a
+//!   new I/O until those in flight complete, as fio does), then fsyncs (or
+//!   fdatasyncs: the store skips the commit when only the change counter moved) the
+//!   file of the last write. `end_fsync` and `fsync_on_close`: each file of the
+//!   thread is synced at the thread's end, one after the other, however it ended (by
+//!   size or by its runtime, as fio syncs when its I/O loop ends). Each sync is a
 //!   sample of the job's `sync` section.
 //! * **Ends.** By size (the generator is exhausted), by `runtime` (nothing new is
-//!   issued after it; I/Os in flight complete and are counted, as in the simulator),
-//!   or at an I/O error (the thread stops, as fio without `continue_on_error`; the job's
-//!   `error` counts it). `stonewall` groups run one after the other; `startdelay`,
-//!   `ramp_time` and `thinktime` as in `sluice sim`.
+//!   issued after it; I/Os in flight complete, and are not counted, as in fio and the
+//!   other worlds — the end syncs are), or at an I/O error (the job ends, as fio
+//!   without `continue_on_error`; the job's `error` counts it). `stonewall` groups
+//!   run one after the other; `startdelay`, `ramp_time` and `thinktime` as in
+//!   `sluice sim`.
 //! * **Stop.** A stop flag ([`FioPlan::stop_on`], set by Ctrl-C) ends every job as its
-//!   `runtime` would, at the next I/O each thread would issue (I/Os in flight complete
-//!   and count; a thread asleep — `startdelay`, `thinktime`, a `rate` — sees it when it
-//!   wakes): later stonewall groups and files not laid out yet are skipped, the end
-//!   syncs too, and the store gets a normal commit of everything (`sync`), so it is
-//!   left as a clean unmount would leave it. The report covers what ran and says it was
+//!   `runtime` would, at the next completion or wake-up the runner sees (I/Os in flight
+//!   complete; a thread asleep — `startdelay`, `thinktime`, a `rate` — sees it when it
+//!   wakes): later stonewall groups and files not laid out yet are skipped (the end
+//!   syncs still go, as in the other worlds), and the store gets a normal commit of
+//!   everything (`sync`), so it is left as a clean unmount would leave it. The report covers what ran and says it was
 //!   interrupted ([`FioOutput::interrupted`], `extra.runtime.interrupted`).
 //! * **Report.** One sample per fio I/O, timed around the store call (the runtime's
 //!   clock): the same [`RunReport`] as `sluice sim` (per-job latency with fio's

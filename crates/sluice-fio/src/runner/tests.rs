@@ -240,3 +240,26 @@ fn a_part_ends_a_job_only_when_the_world_says_its_last_thread_is_done() {
     assert_eq!(r.active(), 0, "this part is done");
     assert_eq!(r.group(), 0, "a part does not chain groups");
 }
+
+#[test]
+fn an_interrupt_drains_the_group_and_starts_no_later_one() {
+    let specs = jobs("[a]\nrw=read\nbs=4k\nsize=1m\n[b]\nstonewall\nrw=read\nbs=4k\nsize=4k\n");
+    let mut r = Runner::new(
+        &specs,
+        &flows(&specs),
+        &setups(&specs),
+        1,
+        Scope::Whole,
+        false,
+    );
+    let mut p = Script::default();
+    r.start_group(0, 0, &mut p);
+    r.wake(0, 0, &mut p);
+    let (_, req) = p.submits.remove(0);
+    r.interrupt(50, &mut p);
+    assert_eq!(p.done, vec![(0, 50)], "the job ends at the interrupt");
+    r.complete(0, &finished(&req, 0, 60, IoClass::Normal), 60, None, &mut p);
+    assert!(p.submits.is_empty(), "nothing after the interrupt");
+    assert_eq!(r.group(), r.groups(), "the run is over: b never starts");
+    assert!(!p.wakes.iter().any(|&(t, _)| t == 1));
+}
