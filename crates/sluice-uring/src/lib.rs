@@ -13,7 +13,7 @@
 //! * [`RingPort`]: the block layer's port onto the rings — a device-wide cap, the NVMe
 //!   arbiter in front of the rings (the simulated device's own [`sluice_device::Arbiter`]:
 //!   urgent first, weighted round robin with its burst), an outbox per ring owner;
-//! * [`sqe`]: the one mapping from a block-layer piece to an SQE — FLUSH is
+//! * [`sqe()`]: the one mapping from a block-layer piece to an SQE — FLUSH is
 //!   `fdatasync`, FUA is `RWF_DSYNC` (module [`sqe`](mod@sqe) says why) — and
 //!   [`inspect`] to read a built SQE back.
 //!

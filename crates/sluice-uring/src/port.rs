@@ -4,7 +4,7 @@
 //!
 //! A dispatched piece belongs to the owner whose thread issued its request (its
 //! buffer is that owner's, registered with that ring): its tag goes to that owner's
-//! outbox, and the owner writes the SQE ([`crate::sqe`]) when it next takes its turn.
+//! outbox, and the owner writes the SQE ([`crate::sqe()`]) when it next takes its turn.
 //! The thread that dispatched it — any owner, since the block layer is device-wide —
 //! wakes the owner through its [`Doorbell`](crate::Doorbell) when its outbox turned
 //! non-empty.
