@@ -8,6 +8,8 @@
 //! * [`new_ring`] / [`ring_entries`]: ring set-up with the flags a single submitter
 //!   wants (`SINGLE_ISSUER`, `COOP_TASKRUN`, `DEFER_TASKRUN`; plain on older kernels)
 //!   and a size that never overflows;
+//! * [`AlignedBuf`]: page-aligned memory that never moves, cut into the slots a ring
+//!   registers as its fixed buffers ([`AlignedBuf::iovecs`]);
 //! * [`Doorbell`] and [`doorbell_read`]: an owner's eventfd, whose read stays pending in
 //!   its ring, so that work handed over by another thread wakes a waiting enter;
 //! * [`RingPort`]: the block layer's port onto the rings — a device-wide cap, the NVMe
@@ -26,11 +28,13 @@
 //! ```
 #![warn(missing_docs, missing_debug_implementations)]
 
+mod buf;
 mod doorbell;
 mod port;
 mod ring;
 pub mod sqe;
 
+pub use buf::{AlignedBuf, BUF_ALIGN};
 pub use doorbell::{doorbell_read, Doorbell, BELL};
 pub use port::{RingPort, BURST, D2FQ_WEIGHTS};
 pub use ring::{new_ring, ring_entries, ring_hint};
