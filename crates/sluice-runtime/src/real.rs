@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use io_uring::{types, IoUring};
+use io_uring::IoUring;
 use sluice_block::{BlockLayer, DevicePort, Finished};
 use sluice_core::policy::Dispatch;
 use sluice_core::{Nanos, Op};
@@ -301,35 +301,15 @@ impl CoreRing {
     /// Submit what was written; wait for a completion, the doorbell or `wait_ns` when
     /// `block` (and nothing is left to handle); collect the CQEs.
     pub(crate) fn enter(&mut self, block: bool, wait_ns: Nanos) -> std::io::Result<()> {
-        let r = if !block || !self.cqes.is_empty() {
+        if !block || !self.cqes.is_empty() {
             // Nothing to submit and no wait: no system call (a ring that defers its
             // completions' work to a waiting enter would reap nothing by it either;
             // one that does not has them in its queue already). After every round of
             // tasks the core comes here; the I/O that round issued is submitted in the
             // next turn's enter.
-            let empty = self.ring.submission().is_empty();
-            match empty {
-                true => Ok(()),
-                false => self.ring.submit().map(|_| ()),
-            }
+            sluice_uring::submit(&mut self.ring)?;
         } else {
-            let wait = wait_ns.max(1_000);
-            let ts = types::Timespec::new()
-                .sec(wait / 1_000_000_000)
-                .nsec((wait % 1_000_000_000) as u32);
-            let args = types::SubmitArgs::new().timespec(&ts);
-            self.ring.submitter().submit_with_args(1, &args).map(|_| ())
-        };
-        match r {
-            Err(e)
-                if !matches!(
-                    e.raw_os_error(),
-                    Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY) | Some(libc::EAGAIN)
-                ) =>
-            {
-                return Err(e)
-            }
-            _ => {}
+            sluice_uring::submit_and_wait(&self.ring, Some(wait_ns))?;
         }
         for c in self.ring.completion() {
             if c.user_data() == BELL {
@@ -378,7 +358,7 @@ impl Outgoing {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use io_uring::opcode;
+    use io_uring::{opcode, types};
     use sluice_uring::{inspect, meaning, sqe};
 
     /// The runtime's path from an outgoing piece to its SQE means what the io_uring

@@ -2,7 +2,7 @@
 
 use std::io;
 
-use io_uring::IoUring;
+use io_uring::{types, IoUring};
 
 use crate::UringError;
 
@@ -33,6 +33,52 @@ pub fn new_ring(entries: u32) -> Result<IoUring, UringError> {
 /// doorbell that is always pending: a power of two of at least eight.
 pub fn ring_entries(cap: u32) -> u32 {
     (cap + 1).max(8).next_power_of_two()
+}
+
+/// Submit what the ring holds and wait for one completion — at most `wait_ns` when
+/// given (at least 1 µs), else as long as it takes. A wait that ends without a
+/// completion (`ETIME`), a signal (`EINTR`) and a full completion queue or a kernel
+/// short of memory for the moment (`EBUSY`, `EAGAIN`: the caller reaps and comes
+/// back) are no errors: the owner's loop looks at its completions, doorbell and
+/// deadlines after every enter anyway. Any other error is the ring's failure.
+pub fn submit_and_wait(ring: &IoUring, wait_ns: Option<u64>) -> io::Result<()> {
+    let r = match wait_ns {
+        None => ring.submit_and_wait(1),
+        Some(ns) => {
+            let ns = ns.max(1_000);
+            let ts = types::Timespec::new()
+                .sec(ns / 1_000_000_000)
+                .nsec((ns % 1_000_000_000) as u32);
+            let args = types::SubmitArgs::new().timespec(&ts);
+            ring.submitter().submit_with_args(1, &args)
+        }
+    };
+    benign(r)
+}
+
+/// Submit what the ring holds without waiting (no system call when it holds nothing);
+/// `EBUSY`, `EAGAIN` and `EINTR` are no errors (the SQEs stay and go with the next
+/// enter).
+pub fn submit(ring: &mut IoUring) -> io::Result<()> {
+    if ring.submission().is_empty() {
+        return Ok(());
+    }
+    benign(ring.submit())
+}
+
+fn benign(r: io::Result<usize>) -> io::Result<()> {
+    match r {
+        Ok(_) => Ok(()),
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EAGAIN) | Some(libc::EBUSY)
+            ) =>
+        {
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Why the kernel refused to create a ring, and how to fix it.
@@ -83,6 +129,20 @@ mod tests {
         assert_eq!(ring_entries(31), 32);
         assert_eq!(ring_entries(32), 64);
         assert_eq!(ring_entries(255), 256);
+    }
+
+    #[test]
+    fn waits_end_with_a_completion_or_quietly_at_their_bound() {
+        let mut ring = new_ring(8).unwrap();
+        submit(&mut ring).unwrap(); // nothing to submit
+        let nop = io_uring::opcode::Nop::new().build().user_data(7);
+        // SAFETY: a NOP touches no memory.
+        unsafe { ring.submission().push(&nop) }.unwrap();
+        submit_and_wait(&ring, None).unwrap();
+        assert_eq!(ring.completion().next().map(|c| c.user_data()), Some(7));
+        // Nothing in flight: the shortest bound (1 µs) ends in ETIME, which is no error.
+        submit_and_wait(&ring, Some(0)).unwrap();
+        assert!(ring.completion().next().is_none());
     }
 
     #[test]

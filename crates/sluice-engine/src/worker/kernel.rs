@@ -61,31 +61,15 @@ impl Worker<'_> {
     pub(super) fn enter(&mut self) -> Result<(), EngineError> {
         let deadline = self.next_wake.min(self.next_job_end).min(self.block_timer);
         self.res.enters += 1;
-        let r = if self.in_ring > 0 && deadline.saturating_sub(self.now) > SHORT_DEADLINE_NS {
-            self.ring.submit_and_wait(1)
+        let wait = if self.in_ring > 0 && deadline.saturating_sub(self.now) > SHORT_DEADLINE_NS {
+            None
         } else {
-            let wait = deadline.saturating_sub(self.now).clamp(1_000, IDLE_POLL_NS);
-            let ts = types::Timespec::new()
-                .sec(wait / 1_000_000_000)
-                .nsec((wait % 1_000_000_000) as u32);
-            let args = types::SubmitArgs::new().timespec(&ts);
-            self.ring.submitter().submit_with_args(1, &args)
+            Some(deadline.saturating_sub(self.now).clamp(1_000, IDLE_POLL_NS))
         };
-        match r {
-            Ok(_) => Ok(()),
-            Err(e)
-                if matches!(
-                    e.raw_os_error(),
-                    Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EAGAIN) | Some(libc::EBUSY)
-                ) =>
-            {
-                Ok(())
-            }
-            Err(source) => Err(EngineError::RingFailed {
-                worker: self.index,
-                source,
-            }),
-        }
+        sluice_uring::submit_and_wait(&self.ring, wait).map_err(|source| EngineError::RingFailed {
+            worker: self.index,
+            source,
+        })
     }
 
     /// Handle every completion the ring holds, `submit_batch` at a time: each batch goes
@@ -168,7 +152,7 @@ fn piece(o: &Outgoing, file: u32, buf: *mut u8, file_off: u64, fixed: bool) -> s
 #[cfg(test)]
 mod tests {
     use super::*;
-    use io_uring::opcode;
+    use io_uring::{opcode, types};
     use sluice_uring::{inspect, meaning, sqe};
 
     /// The engine's path from an outgoing piece to its SQE means what the io_uring
