@@ -1,9 +1,34 @@
-//! Submission-queue arbitration: which non-empty SQ the controller fetches from next.
+//! Submission-queue arbitration: which non-empty SQ the controller fetches from next
+//! (NVMe base specification, "Arbitration Mechanisms": round robin, and weighted round
+//! robin with urgent priority class, each with its arbitration burst).
+//!
+//! One implementation for both worlds: the simulated controller ([`crate::NvmeSsd`])
+//! picks its next fetch with it, and the io_uring layer's software arbiter
+//! (`sluice_uring::RingPort`, in front of rings that have no NVMe arbitration of their
+//! own) picks the next staged command with it — so a policy's queue classes mean the
+//! same on a simulated device and on a file.
+//!
+//! * **Queues** are numbered `qid = core·4 + queue class` ([`sq_id`]): one submission
+//!   queue per (host core, class), as a driver that gives each core a queue per class.
+//! * **Round robin** (`rr`): one turn over every non-empty queue, classes ignored.
+//! * **Weighted round robin** (`wrr`): the urgent class first, strictly; then the
+//!   high, medium and low classes in turn, each taking up to its weight (HPW, MPW,
+//!   LPW: commands per round) while it has commands; after the low class the credits
+//!   are refilled and a new round starts at high.
+//! * **Burst**: within a class (or over all queues, `rr`) the queues take turns, and
+//!   the queue holding the turn gives up to `burst` commands before it passes.
 //!
 //! Non-empty queues are kept in bitmasks, so a pick costs O(queues / 64) word scans in
 //! the worst case and O(1) while a queue keeps its turn.
 
 use crate::profile::{Arbitration, ArbitrationKind};
+use sluice_core::QueueClass;
+
+/// The submission queue of (`core`, `class`): `core·4 + class`.
+#[inline]
+pub fn sq_id(core: u16, class: QueueClass) -> u16 {
+    core * 4 + class.index() as u16
+}
 
 /// Round robin with burst over a set of members (each member is one SQ).
 #[derive(Clone, Debug)]
@@ -91,9 +116,11 @@ impl RrGroup {
     }
 }
 
-/// The controller's arbiter over all submission queues.
+/// The arbiter over all submission queues of `cores` host cores (four classes each):
+/// mark a queue non-empty when a command lands in an empty one, [`pick`](Self::pick)
+/// the queue to take one command from, mark it empty when it ran dry.
 #[derive(Clone, Debug)]
-pub(crate) struct Arbiter {
+pub struct Arbiter {
     kind: ArbitrationKind,
     burst: u32,
     weights: [u32; 4],
@@ -105,7 +132,8 @@ pub(crate) struct Arbiter {
 }
 
 impl Arbiter {
-    pub(crate) fn new(arb: &Arbitration, cores: u16) -> Arbiter {
+    /// An arbiter with settings `arb` over the queues of `cores` cores, all empty.
+    pub fn new(arb: &Arbitration, cores: u16) -> Arbiter {
         let cores = cores as u32;
         let groups = match arb.kind {
             ArbitrationKind::Rr => vec![RrGroup::new(cores * 4)],
@@ -126,7 +154,7 @@ impl Arbiter {
     /// kind the round in progress goes on: weights and burst change, and a class's
     /// remaining credits are capped by its new weight. A change of kind starts afresh
     /// (the caller re-marks the non-empty SQs).
-    pub(crate) fn reconfigure(&mut self, arb: &Arbitration, cores: u16) {
+    pub fn reconfigure(&mut self, arb: &Arbitration, cores: u16) {
         if arb.kind != self.kind {
             *self = Arbiter::new(arb, cores);
             return;
@@ -148,26 +176,26 @@ impl Arbiter {
 
     /// The SQ `qid` became non-empty.
     #[inline]
-    pub(crate) fn mark_nonempty(&mut self, qid: u16) {
+    pub fn mark_nonempty(&mut self, qid: u16) {
         let (g, m) = self.locate(qid);
         self.groups[g].set(m);
     }
 
     /// The SQ `qid` became empty.
     #[inline]
-    pub(crate) fn mark_empty(&mut self, qid: u16) {
+    pub fn mark_empty(&mut self, qid: u16) {
         let (g, m) = self.locate(qid);
         self.groups[g].clear(m);
     }
 
     /// Whether any SQ is non-empty.
     #[inline]
-    pub(crate) fn any(&self) -> bool {
+    pub fn any(&self) -> bool {
         self.groups.iter().any(|g| g.nonempty > 0)
     }
 
     /// The next SQ to fetch one command from, or `None` when all are empty.
-    pub(crate) fn pick(&mut self) -> Option<u16> {
+    pub fn pick(&mut self) -> Option<u16> {
         match self.kind {
             ArbitrationKind::Rr => {
                 let g = &mut self.groups[0];

@@ -115,17 +115,20 @@
 //! what it models and derives its parameters from its anchor figures.
 #![warn(missing_docs, missing_debug_implementations)]
 
-mod arbiter;
+pub mod arbiter;
 pub mod durability;
 pub mod faults;
 pub mod ftl;
+mod port;
 mod profile;
 pub mod service;
 mod ssd;
 
+pub use arbiter::{sq_id, Arbiter};
 pub use durability::{Contents, ContentsStats, CrashReport, CrashSpec, FlushTicket};
 pub use faults::{FaultConfig, FaultSpecError};
 pub use ftl::{FlashConfig, FlashStats};
+pub use port::SimPort;
 pub use profile::{
     Arbitration, ArbitrationKind, Burst, Controller, DeviceProfile, FrontEnd, Geometry, Media,
     Nominal, ProfileError, Transfer, WriteBuffer, WritePlacement,

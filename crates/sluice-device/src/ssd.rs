@@ -220,7 +220,7 @@ impl NvmeSsd {
     #[inline]
     pub fn queue_id(&self, core: u16, class: QueueClass) -> u16 {
         debug_assert!(core < self.cores);
-        core * 4 + class.index() as u16
+        crate::arbiter::sq_id(core, class)
     }
 
     /// Number of cores (queue-pair groups) the device was built with.

@@ -13,135 +13,22 @@
 //! completions it reaped, once for the requests its job threads issued), never per
 //! I/O, and never around a system call.
 //!
-//! # The port: rings behind a device-wide WRR arbiter
-//! A dispatched piece belongs to the worker whose job thread issued its request (its
-//! buffer is registered with that worker's ring): [`RingPort`] puts its tag in that
-//! worker's outbox, and the worker writes the SQE when it next takes the lock. The
-//! worker that dispatched it — any worker, since the policy is device-wide — wakes
-//! the owner through its eventfd when its outbox was empty.
-//!
-//! At most `cap` commands are in the rings at once (device-wide: the stand-in for the
-//! controller's command slots); beyond it, pieces wait in the software WRR arbiter
-//! ([`Arbiter`]: urgent first, then high/medium/low by weight) and go out as
-//! completions free room. The arbiter's weights are the `--wrr` ones until the policy
-//! asks for its own (`Policy::wrr_weights`: D2FQ's dynamic H/L ratio), which the port
-//! applies from then on.
+//! # The port: rings behind a device-wide arbiter
+//! The port is the one io_uring layer's [`RingPort`] (`sluice-uring`): a dispatched
+//! piece goes to the outbox of the worker whose job thread issued its request (its
+//! buffer is registered with that worker's ring), at most `cap` commands are in the
+//! rings at once, and beyond it the pieces wait in per-(worker, class) queues that the
+//! simulated device's own NVMe arbiter serves (urgent first, then weighted round robin
+//! with its burst). The worker writes the SQEs when it next takes the lock; the worker
+//! that dispatched a piece rings the owner's [`Doorbell`] when its outbox was empty.
+//! The arbiter's weights are the `--wrr` ones until the policy asks for its own
+//! (`Policy::wrr_weights`: D2FQ's dynamic H/L ratio).
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use sluice_block::BlockLayer;
+use sluice_core::Nanos;
+pub(crate) use sluice_uring::{Doorbell, RingPort};
 
-use sluice_block::{BlockLayer, DevicePort};
-use sluice_core::policy::Dispatch;
-use sluice_core::{Nanos, QueueClass};
-
-use crate::arbiter::Arbiter;
-use crate::error::EngineError;
 use crate::ptime::PolicyTime;
-
-/// The port between the block layer and the workers' rings (shared with the
-/// application runtime's thread-per-core backend, whose cores are its workers).
-#[derive(Debug)]
-pub struct RingPort {
-    arb: Arbiter,
-    /// Most commands in all rings together.
-    cap: u32,
-    /// Commands in the rings now (handed to an outbox and not yet completed).
-    in_rings: u32,
-    max_inflight: u32,
-    /// Per worker: piece tags to write as SQEs.
-    outbox: Vec<Vec<u32>>,
-    /// Per worker: its eventfd was written since it last drained its outbox.
-    notified: Vec<bool>,
-    /// Commands sent to the rings per queue class (urgent, high, medium, low).
-    pub fetched: [u64; 4],
-    /// Commands that went straight to an outbox (nothing staged, room under the cap).
-    pub fast_path: u64,
-    /// The weights the arbiter uses now.
-    pub weights: [u32; 3],
-}
-
-impl RingPort {
-    /// A port for `workers` rings holding at most `cap` commands together; the block
-    /// layer may have `max_inflight` pieces dispatched; `weights` are the arbiter's
-    /// high/medium/low weights until the policy sets its own.
-    pub fn new(workers: usize, cap: u32, max_inflight: u32, weights: [u32; 3]) -> Self {
-        RingPort {
-            arb: Arbiter::new(max_inflight as usize, weights),
-            cap,
-            in_rings: 0,
-            max_inflight,
-            outbox: (0..workers)
-                .map(|_| Vec::with_capacity(max_inflight as usize))
-                .collect(),
-            notified: vec![false; workers],
-            fetched: [0; 4],
-            fast_path: 0,
-            weights,
-        }
-    }
-
-    /// Most commands in all rings together.
-    pub fn cap(&self) -> u32 {
-        self.cap
-    }
-
-    /// A command left a ring (its CQE was reaped): feed the rings from the arbiter.
-    pub fn command_done<M: sluice_block::Meter>(&mut self, block: &BlockLayer<M>) {
-        self.in_rings -= 1;
-        while self.in_rings < self.cap {
-            let Some((tag, class)) = self.arb.pop() else {
-                break;
-            };
-            let owner = block.piece(tag).req.hwq as usize;
-            self.send(owner, tag, class);
-        }
-    }
-
-    /// Hand worker `me`'s outbox to `f` (piece tags, in dispatch order) and empty it;
-    /// push to `wake` the other workers whose outbox turned non-empty since they last
-    /// looked (their doorbells are to be rung, outside the lock).
-    pub fn take_outbox(&mut self, me: usize, mut f: impl FnMut(u32), wake: &mut Vec<usize>) {
-        for &tag in &self.outbox[me] {
-            f(tag);
-        }
-        self.outbox[me].clear();
-        self.notified[me] = false;
-        for w in 0..self.outbox.len() {
-            if w != me && !self.outbox[w].is_empty() && !self.notified[w] {
-                self.notified[w] = true;
-                wake.push(w);
-            }
-        }
-    }
-
-    #[inline]
-    fn send(&mut self, owner: usize, tag: u32, class: QueueClass) {
-        self.in_rings += 1;
-        self.fetched[class.index()] += 1;
-        self.outbox[owner].push(tag);
-    }
-}
-
-impl DevicePort for RingPort {
-    fn max_inflight(&self) -> u32 {
-        self.max_inflight
-    }
-
-    /// Never refuses: the arbiter stages whatever the rings cannot take yet.
-    fn try_submit(&mut self, _now_ns: Nanos, tag: u32, d: &Dispatch) -> bool {
-        if self.arb.staged() == 0 && self.in_rings < self.cap {
-            self.fast_path += 1;
-            self.send(d.req.hwq as usize, tag, d.queue);
-        } else {
-            self.arb.push(tag, d.queue);
-        }
-        true
-    }
-
-    fn set_wrr_weights(&mut self, weights: [u32; 3]) {
-        self.weights = weights;
-        self.arb.set_weights(weights);
-    }
-}
 
 /// The device state the workers share under one lock.
 #[derive(Debug)]
@@ -159,6 +46,8 @@ pub(crate) struct Outgoing {
     /// The worker's request slot (its buffer).
     pub slot: u32,
     pub op: sluice_core::Op,
+    /// A write with force unit access (durable when it completes).
+    pub fua: bool,
     /// Device address space offset of the piece.
     pub offset: u64,
     pub len: u32,
@@ -177,7 +66,7 @@ impl DevState {
         ok: bool,
     ) -> Option<sluice_block::Finished> {
         let f = self.block.piece_done(now_ns, tag, ok);
-        self.port.command_done(&self.block);
+        self.port.command_done();
         f
     }
 
@@ -216,6 +105,7 @@ impl DevState {
                     tag,
                     slot: token as u32,
                     op: p.req.op,
+                    fua: p.req.fua,
                     offset: p.req.offset,
                     len: p.req.len,
                     front,
@@ -226,37 +116,51 @@ impl DevState {
     }
 }
 
-/// A worker's wake-up line: an eventfd that other workers write to when they put
-/// pieces in its outbox; the worker keeps a read of it pending in its ring.
-#[derive(Debug)]
-pub struct Doorbell {
-    fd: OwnedFd,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_block::NewRequest;
+    use sluice_core::policy::{self, PolicySpec};
+    use sluice_core::{Flow, FlowId, IoClass, Op};
 
-impl Doorbell {
-    /// A new eventfd.
-    pub fn new() -> Result<Doorbell, EngineError> {
-        // SAFETY: plain system call; the result is checked.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if fd < 0 {
-            return Err(EngineError::Doorbell(std::io::Error::last_os_error()));
+    /// A job's write with FUA keeps it on the way to its worker's SQE (the engine once
+    /// dropped it), as a flush and a plain write keep theirs.
+    #[test]
+    fn fua_reaches_the_outgoing_piece() {
+        let flows = [Flow {
+            id: FlowId(0),
+            name: "f".into(),
+            weight: 1,
+        }];
+        let policy = policy::build(&"none".parse::<PolicySpec>().unwrap()).unwrap();
+        let mut dev = DevState {
+            block: BlockLayer::with_meter(policy, &flows, PolicyTime::new(), 8),
+            port: RingPort::new(1, 8, 32, sluice_uring::D2FQ_WEIGHTS),
+            front: None,
+        };
+        let reqs = [(Op::Write, true), (Op::Write, false), (Op::Flush, false)];
+        for (i, &(op, fua)) in reqs.iter().enumerate() {
+            let r = NewRequest {
+                flow: FlowId(0),
+                op,
+                offset: if op == Op::Flush { 0 } else { 4096 * i as u64 },
+                len: if op == Op::Flush { 0 } else { 4096 },
+                class: IoClass::Normal,
+                hwq: 0,
+                fua,
+            };
+            dev.block.submit(0, r, i as u64);
         }
-        // SAFETY: a fresh descriptor we own.
-        Ok(Doorbell {
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
-        })
-    }
-
-    /// Its descriptor (for the pending read in the owner's ring).
-    pub fn raw(&self) -> i32 {
-        self.fd.as_raw_fd()
-    }
-
-    /// Wake the worker that owns this doorbell.
-    pub fn ring(&self) {
-        let one: u64 = 1;
-        // SAFETY: 8 bytes from a valid u64. An eventfd write fails only on counter
-        // overflow (EAGAIN), which still leaves the reader woken.
-        unsafe { libc::write(self.raw(), &one as *const u64 as *const libc::c_void, 8) };
+        let (mut out, mut wake) = (Vec::new(), Vec::new());
+        dev.pump_and_take(0, 0, &mut out, &mut wake);
+        let got: Vec<(Op, bool, u32)> = out.iter().map(|o| (o.op, o.fua, o.slot)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (Op::Write, true, 0),
+                (Op::Write, false, 1),
+                (Op::Flush, false, 2)
+            ]
+        );
     }
 }

@@ -247,24 +247,21 @@ impl EngineError {
     }
 }
 
-/// Why the kernel refused to create a ring, and how to fix it.
-pub(crate) fn ring_hint(e: &io::Error) -> &'static str {
-    match e.raw_os_error() {
-        Some(libc::EPERM) | Some(libc::EACCES) => {
-            "io_uring is disabled for this process: check /proc/sys/kernel/io_uring_disabled \
-             (0 allows it) and the container's seccomp profile"
+impl From<sluice_uring::UringError> for EngineError {
+    /// The io_uring layer's set-up faults, as the engine reports them.
+    fn from(e: sluice_uring::UringError) -> Self {
+        match e {
+            sluice_uring::UringError::Ring {
+                entries,
+                source,
+                hint,
+            } => EngineError::Ring {
+                entries,
+                source,
+                hint,
+            },
+            sluice_uring::UringError::Doorbell(source) => EngineError::Doorbell(source),
         }
-        Some(libc::ENOSYS) => "the kernel has no io_uring (Linux 5.6 or later is needed)",
-        Some(libc::ENOMEM) => {
-            "not enough lockable memory: raise the memlock limit (ulimit -l) or use fewer \
-             workers or a smaller iodepth"
-        }
-        Some(libc::EINVAL) => {
-            "the kernel refused the ring's size or flags: use a smaller total iodepth per \
-             worker (at most 32768 entries) or more --workers"
-        }
-        Some(libc::EMFILE) | Some(libc::ENFILE) => "too many open files: raise ulimit -n",
-        _ => "check that io_uring is available (Linux 5.11 or later) and allowed",
     }
 }
 
@@ -273,17 +270,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ring_hints_name_the_cause() {
-        let h = ring_hint(&io::Error::from_raw_os_error(libc::EPERM));
-        assert!(h.contains("io_uring_disabled"));
-        let h = ring_hint(&io::Error::from_raw_os_error(libc::ENOSYS));
-        assert!(h.contains("5.6"));
+    fn a_ring_the_kernel_refuses_is_a_set_up_error_with_its_hint() {
+        // More entries than io_uring allows (32768): the kernel says EINVAL.
+        let e = EngineError::from(sluice_uring::new_ring(1 << 20).err().expect("refused"));
+        assert_eq!(e.exit_code(), 2);
+        let msg = e.to_string();
+        assert!(
+            msg.contains("cannot create an io_uring with 1048576 entries"),
+            "{msg}"
+        );
+        assert!(msg.contains("smaller total iodepth"), "{msg}");
         let e = EngineError::Ring {
             entries: 8,
             source: io::Error::from_raw_os_error(libc::EPERM),
-            hint: ring_hint(&io::Error::from_raw_os_error(libc::EPERM)),
+            hint: sluice_uring::ring_hint(&io::Error::from_raw_os_error(libc::EPERM)),
         };
         assert_eq!(e.exit_code(), 2);
-        assert!(e.to_string().contains("cannot create an io_uring"));
+        assert!(e.to_string().contains("io_uring_disabled"));
     }
 }

@@ -45,7 +45,6 @@
 //! [`EngineStats::errors`], never dropped.
 #![warn(missing_docs, missing_debug_implementations)]
 
-mod arbiter;
 mod buf;
 mod buffered;
 mod device;
@@ -69,15 +68,14 @@ use sluice_metrics::{
 };
 use sluice_workload::{flows_of, stonewall_groups, JobSpec};
 
-pub use arbiter::D2FQ_WEIGHTS;
 pub use error::EngineError;
 pub use files::{plan, FilePlan, FileSet, PlannedFile};
 
-use device::DevState;
-pub use device::{Doorbell, RingPort};
+use device::{DevState, Doorbell, RingPort};
 use ptime::{PolicyTime, OUTLIER_NS, TICK_SOURCE};
-pub use ring::{new_ring, ring_entries};
 use sluice_block::{BlockLayer, PolicyCall};
+/// The arbiter's default weights (sluice-uring's, D2FQ's base 6).
+pub use sluice_uring::D2FQ_WEIGHTS;
 use worker::{PlannedThread, Worker, WorkerCfg, WorkerPlan, WorkerResult};
 
 /// Settings of a real run that are not part of the job file.

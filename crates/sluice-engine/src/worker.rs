@@ -34,7 +34,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use io_uring::{opcode, squeue, types, IoUring};
+use io_uring::IoUring;
 use sluice_block::{Finished, NewRequest};
 use sluice_core::{FlowId, IoClass, Nanos, Op};
 use sluice_fio::{Port, Runner, Scope, Submit, ThreadSetup, VerifyDone};

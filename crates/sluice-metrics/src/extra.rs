@@ -223,6 +223,27 @@ pub struct DeviceFlash {
     pub buffer_reads: u64,
 }
 
+impl DeviceFlash {
+    /// The flash-management figures of `device` over its run so far (a profile with
+    /// `[flash]`; `None` otherwise), for a report's `extra.device_flash` — one reading
+    /// for every client of the simulated device (the simulator, the runtime).
+    pub fn of(device: &sluice_device::NvmeSsd) -> Option<DeviceFlash> {
+        let f = device.flash_stats()?;
+        let map_bytes = device
+            .profile()
+            .flash
+            .as_ref()
+            .map_or(0, |c| c.map_bytes as u64);
+        Some(DeviceFlash {
+            write_amplification: (f.write_amplification() * 1e6).round() / 1e6,
+            gc_ns: f.gc_busy_ns,
+            gc_erases: f.gc_erases,
+            gc_copied_bytes: f.gc_copied_units * map_bytes,
+            buffer_reads: f.buffer_reads,
+        })
+    }
+}
+
 /// Seeded command faults the simulated device injected.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct DeviceFaults {

@@ -17,9 +17,8 @@ use std::collections::BTreeMap;
 use sluice_block::{BlockLayer, DevicePort, Finished, NewRequest};
 use sluice_core::policy::Dispatch;
 use sluice_core::{Flow, FlowId, IoClass, Nanos, Op, ReqId};
-use sluice_device::{Contents, FlushTicket};
+use sluice_device::{Contents, FlushTicket, SimPort};
 use sluice_metrics::{Collector, FlowInfo, JobInfo};
-use sluice_sim::SimPort;
 
 use crate::buffer::DmaBuffer;
 use crate::ctx::{Activity, TaskCtx};

@@ -80,9 +80,8 @@ use std::sync::Arc;
 
 use sluice_block::BlockLayer;
 use sluice_core::policy::{self, PolicySpec};
-use sluice_device::NvmeSsd;
+use sluice_device::{NvmeSsd, SimPort};
 use sluice_metrics::{Collector, Extra, PerClass, RunReport, RunSetup, RuntimeFacts, SimFacts};
-use sluice_sim::SimPort;
 
 pub use buffer::DmaBuffer;
 use builder::DeviceChoice;
@@ -223,7 +222,7 @@ impl Stack {
         let bells = match &self.device {
             DeviceChoice::Simulated(_) => Vec::new(),
             DeviceChoice::Directory(_) => (0..b.cores)
-                .map(|_| sluice_engine::Doorbell::new())
+                .map(|_| sluice_uring::Doorbell::new())
                 .collect::<Result<_, _>>()
                 .map_err(|e| RuntimeError::Config(e.to_string()))?,
         };
@@ -313,7 +312,7 @@ impl Shared {
                 device_fetched_per_class: PerClass(dev.stats().fetched_per_class),
                 device_wrr_weights: block.wrr_applied(),
                 device_faults: None,
-                device_flash: sluice_sim::flash_facts(dev),
+                device_flash: sluice_metrics::DeviceFlash::of(dev),
                 littles_law_l: 0.0,
                 littles_law_lambda_w: 0.0,
             }),

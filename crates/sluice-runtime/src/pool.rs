@@ -10,11 +10,12 @@
 //! giving back a slot takes the pool's free-list lock: once per buffer, not per I/O (a
 //! buffer is reused for many I/Os, as the examples do).
 
-use std::alloc::{self, Layout};
 use std::sync::Mutex;
 
+use sluice_uring::AlignedBuf;
+
 /// Alignment of the region and of every slot.
-pub const POOL_ALIGN: usize = 4096;
+pub const POOL_ALIGN: usize = sluice_uring::BUF_ALIGN;
 /// Most slots (the kernel's limit on registered buffers is 16 384).
 pub const MAX_SLOTS: u32 = 16_384;
 /// Most bytes in the pool.
@@ -22,17 +23,16 @@ pub const MAX_POOL_BYTES: usize = 1 << 30;
 
 /// The pool: `count` slots of `slot_len` bytes.
 pub(crate) struct BufferPool {
-    ptr: *mut u8,
-    len: usize,
+    /// The region (the io_uring layer's page-aligned memory, which never moves).
+    region: AlignedBuf,
     pub slot_len: usize,
     count: u32,
     free: Mutex<Vec<u32>>,
 }
 
-// SAFETY: the region is plain memory owned by the pool; a slot is used by one
-// `DmaBuffer` at a time (the free list hands it out once until it is given back).
-unsafe impl Send for BufferPool {}
-// SAFETY: as above; the free list is behind a mutex.
+// SAFETY: the region is plain memory owned by the pool and only reached through the
+// slots' addresses; a slot is used by one `DmaBuffer` at a time (the free list hands
+// it out once until it is given back), and the free list is behind a mutex.
 unsafe impl Sync for BufferPool {}
 
 impl std::fmt::Debug for BufferPool {
@@ -70,16 +70,8 @@ pub(crate) fn check(count: u32, slot_len: usize) -> Result<(), String> {
 impl BufferPool {
     /// A pool of `count` slots of `slot_len` bytes (checked by [`check`]).
     pub(crate) fn new(count: u32, slot_len: usize) -> BufferPool {
-        let len = count as usize * slot_len;
-        let layout = Layout::from_size_align(len, POOL_ALIGN).expect("checked size");
-        // SAFETY: the layout has a non-zero size (count, slot_len > 0).
-        let ptr = unsafe { alloc::alloc_zeroed(layout) };
-        if ptr.is_null() {
-            alloc::handle_alloc_error(layout);
-        }
         BufferPool {
-            ptr,
-            len,
+            region: AlignedBuf::new(count as usize * slot_len),
             slot_len,
             count,
             // Handed out from the end: slot 0 first.
@@ -89,33 +81,20 @@ impl BufferPool {
 
     /// The slots as the ring registers them.
     pub(crate) fn iovecs(&self) -> Vec<libc::iovec> {
-        (0..self.count as usize)
-            .map(|i| libc::iovec {
-                // SAFETY: inside the region.
-                iov_base: unsafe { self.ptr.add(i * self.slot_len) } as *mut libc::c_void,
-                iov_len: self.slot_len,
-            })
-            .collect()
+        self.region.iovecs(self.slot_len)
     }
 
     /// A free slot (its index and address), if any.
     pub(crate) fn take(&self) -> Option<(u32, *mut u8)> {
         let i = self.free.lock().unwrap_or_else(|e| e.into_inner()).pop()?;
         // SAFETY: inside the region.
-        Some((i, unsafe { self.ptr.add(i as usize * self.slot_len) }))
+        Some((i, unsafe {
+            self.region.as_mut_ptr().add(i as usize * self.slot_len)
+        }))
     }
 
     /// Slot `i` is free again.
     pub(crate) fn give(&self, i: u32) {
         self.free.lock().unwrap_or_else(|e| e.into_inner()).push(i);
-    }
-}
-
-impl Drop for BufferPool {
-    fn drop(&mut self) {
-        let layout = Layout::from_size_align(self.len, POOL_ALIGN).expect("as allocated");
-        // SAFETY: allocated in `new` with this layout; no buffer outlives the pool (each
-        // holds an `Arc` of it).
-        unsafe { alloc::dealloc(self.ptr, layout) };
     }
 }

@@ -1,5 +1,5 @@
 //! The real backend's device side, thread per core: the part the cores share (the
-//! engine's [`RingPort`] between the one block layer and the cores' rings, the files,
+//! io_uring layer's [`RingPort`] between the one block layer and the cores' rings, the files,
 //! each request's buffer) and the part each core's thread owns ([`CoreRing`]: its
 //! io_uring, its doorbell read, its copy of the file table).
 //!
@@ -7,7 +7,7 @@
 //!  core 0 thread                core 1 thread             (one per core)
 //!    tasks ─ submit ─┐            tasks ─ submit ─┐
 //!                    ▼                            ▼
-//!  ┌─ one BlockLayer + RingPort (engine's), under the runtime's one lock ─────────┐
+//!  ┌─ one BlockLayer + RingPort (sluice-uring), under the runtime's one lock ─────┐
 //!  │ policy dispatch → outbox of the core the request came from (its hwq)         │
 //!  └──────────┬───────────────────────────────────────────┬───────────────────────┘
 //!   SQEs (registered file, user_data = piece tag)  doorbell (eventfd) if another
@@ -22,11 +22,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use io_uring::{opcode, squeue, types, IoUring};
+use io_uring::IoUring;
 use sluice_block::{BlockLayer, DevicePort, Finished};
 use sluice_core::policy::Dispatch;
 use sluice_core::{Nanos, Op};
-use sluice_engine::{Doorbell, RingPort, D2FQ_WEIGHTS};
+use sluice_uring::{doorbell_read, Doorbell, RingPort, BELL, D2FQ_WEIGHTS};
 
 use crate::io::FILE_SPAN;
 use crate::pool::BufferPool;
@@ -39,7 +39,7 @@ pub(crate) use files::{FileTable, SlotUpdate};
 pub const MAX_FILES: u32 = 1024;
 
 /// Most commands in all the cores' rings together (the stand-in for the controller's
-/// command slots, as the engine's `--iodepth` cap).
+/// command slots, as the engine's `--ring-cap`).
 pub const RING_CAP: u32 = 255;
 
 /// Completions handled between two submissions (as the engine's `--submit-batch`: holding
@@ -48,9 +48,6 @@ pub const RING_CAP: u32 = 255;
 pub const HANDLE_BATCH: usize = 4;
 
 const NOT_FIXED: u32 = u32::MAX;
-
-/// `user_data` of the doorbell read (piece tags are below it).
-const BELL: u64 = u64::MAX;
 
 /// What the cores share: the port, the files, the buffers of the requests in flight.
 pub(crate) struct RealPort {
@@ -203,7 +200,7 @@ impl RealPort {
             self.bytes[req.id.0 as usize] += res as i64;
         }
         let f = block.piece_done(now, tag, ok);
-        self.rings.command_done(block);
+        self.rings.command_done();
         if let Some(f) = f {
             out.push(f);
         }
@@ -242,8 +239,8 @@ impl CoreRing {
     /// A ring with the doorbell `bell`, a sparse file table, and `pool`'s slots
     /// registered as its fixed buffers.
     pub(crate) fn new(bell: &Doorbell, pool: Option<&BufferPool>) -> Result<CoreRing, String> {
-        let entries = sluice_engine::ring_entries(RING_CAP);
-        let ring = sluice_engine::new_ring(entries).map_err(|e| e.to_string())?;
+        let entries = sluice_uring::ring_entries(RING_CAP);
+        let ring = sluice_uring::new_ring(entries).map_err(|e| e.to_string())?;
         ring.submitter()
             .register_files_sparse(MAX_FILES)
             .map_err(|e| format!("cannot register a file table with the ring: {e}"))?;
@@ -286,20 +283,14 @@ impl CoreRing {
     pub(crate) fn push(&mut self, out: &[Outgoing]) {
         let mut sq = self.ring.submission();
         if !self.bell_armed {
-            let e = opcode::Read::new(
-                types::Fd(self.bell_fd),
-                &mut *self.bell_buf as *mut u64 as *mut u8,
-                8,
-            )
-            .build()
-            .user_data(BELL);
+            let e = doorbell_read(self.bell_fd, &mut self.bell_buf);
             // SAFETY: the buffer is boxed and lives as long as the ring; one entry is
             // always left for it (commands in all rings ≤ RING_CAP < entries).
             unsafe { sq.push(&e) }.expect("an entry is reserved for the doorbell");
             self.bell_armed = true;
         }
         for o in out {
-            let e = sqe(o);
+            let e = sluice_uring::sqe(&o.piece());
             // SAFETY: the buffer is owned by the I/O slot until its completion is
             // handled; the file is registered; commands in all rings ≤ RING_CAP < entries.
             unsafe { sq.push(&e) }.expect("ring has room: in_ring ≤ cap < entries");
@@ -310,35 +301,15 @@ impl CoreRing {
     /// Submit what was written; wait for a completion, the doorbell or `wait_ns` when
     /// `block` (and nothing is left to handle); collect the CQEs.
     pub(crate) fn enter(&mut self, block: bool, wait_ns: Nanos) -> std::io::Result<()> {
-        let r = if !block || !self.cqes.is_empty() {
+        if !block || !self.cqes.is_empty() {
             // Nothing to submit and no wait: no system call (a ring that defers its
             // completions' work to a waiting enter would reap nothing by it either;
             // one that does not has them in its queue already). After every round of
             // tasks the core comes here; the I/O that round issued is submitted in the
             // next turn's enter.
-            let empty = self.ring.submission().is_empty();
-            match empty {
-                true => Ok(()),
-                false => self.ring.submit().map(|_| ()),
-            }
+            sluice_uring::submit(&mut self.ring)?;
         } else {
-            let wait = wait_ns.max(1_000);
-            let ts = types::Timespec::new()
-                .sec(wait / 1_000_000_000)
-                .nsec((wait % 1_000_000_000) as u32);
-            let args = types::SubmitArgs::new().timespec(&ts);
-            self.ring.submitter().submit_with_args(1, &args).map(|_| ())
-        };
-        match r {
-            Err(e)
-                if !matches!(
-                    e.raw_os_error(),
-                    Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY) | Some(libc::EAGAIN)
-                ) =>
-            {
-                return Err(e)
-            }
-            _ => {}
+            sluice_uring::submit_and_wait(&self.ring, Some(wait_ns))?;
         }
         for c in self.ring.completion() {
             if c.user_data() == BELL {
@@ -363,33 +334,69 @@ impl CoreRing {
     }
 }
 
-fn sqe(o: &Outgoing) -> squeue::Entry {
-    let fd = types::Fixed(o.file);
-    let buf = o.buf as *mut u8;
-    let dsync = if o.fua { libc::RWF_DSYNC } else { 0 };
-    match o.op {
-        Op::Read if o.fixed != NOT_FIXED => opcode::ReadFixed::new(fd, buf, o.len, o.fixed as u16)
-            .offset(o.file_off)
-            .build(),
-        Op::Write if o.fixed != NOT_FIXED => {
-            opcode::WriteFixed::new(fd, buf, o.len, o.fixed as u16)
-                .offset(o.file_off)
-                .rw_flags(dsync)
-                .build()
+impl Outgoing {
+    /// The piece its SQE carries; the SQE is the io_uring layer's one mapping
+    /// ([`sluice_uring::sqe`]: FUA = `RWF_DSYNC`, FLUSH = `fdatasync` — the same as the
+    /// engine's). A flush covers the writes completed before it was submitted (the
+    /// runtime submits it after the task's writes completed): the ring does not order
+    /// an fsync after writes still in flight, and this ring is not polled (IOPOLL
+    /// rings refuse fsync).
+    fn piece(&self) -> sluice_uring::Piece {
+        sluice_uring::Piece {
+            op: self.op,
+            fua: self.fua,
+            file: self.file,
+            offset: self.file_off,
+            buf: self.buf as *mut u8,
+            len: self.len,
+            buf_index: (self.fixed != NOT_FIXED).then_some(self.fixed as u16),
+            tag: self.tag,
         }
-        Op::Read => opcode::Read::new(fd, buf, o.len).offset(o.file_off).build(),
-        // FUA: RWF_DSYNC makes this one write durable when it completes.
-        Op::Write => opcode::Write::new(fd, buf, o.len)
-            .offset(o.file_off)
-            .rw_flags(dsync)
-            .build(),
-        // A flush covers the writes completed before it was submitted (the runtime
-        // submits it after the task's writes completed). The ring does not order an
-        // fsync after writes still in flight, and this ring is not polled (IOPOLL rings
-        // refuse fsync).
-        Op::Flush => opcode::Fsync::new(fd)
-            .flags(types::FsyncFlags::DATASYNC)
-            .build(),
     }
-    .user_data(o.tag as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use io_uring::{opcode, types};
+    use sluice_uring::{inspect, meaning, sqe};
+
+    /// The runtime's path from an outgoing piece to its SQE means what the io_uring
+    /// layer decides for READ, WRITE, WRITE+FUA and FLUSH (the engine's path is checked
+    /// against the same decision in `sluice-engine`'s `worker/kernel.rs`).
+    #[test]
+    fn the_runtimes_sqes_mean_what_the_io_uring_layer_decides() {
+        let dsync = libc::RWF_DSYNC as u32;
+        let datasync = types::FsyncFlags::DATASYNC.bits();
+        for (op, fua, code, flags) in [
+            (Op::Read, false, opcode::Read::CODE, 0),
+            (Op::Write, false, opcode::Write::CODE, 0),
+            (Op::Write, true, opcode::Write::CODE, dsync),
+            (Op::Flush, false, opcode::Fsync::CODE, datasync),
+        ] {
+            for fixed in [NOT_FIXED, 3] {
+                let o = Outgoing {
+                    tag: 5,
+                    op,
+                    file: 2,
+                    file_off: 8192,
+                    buf: 0x2000,
+                    len: 4096,
+                    fua,
+                    fixed,
+                };
+                let v = inspect(&sqe(&o.piece()));
+                let is_fixed = fixed != NOT_FIXED;
+                assert_eq!(v.meaning(), meaning(op, fua, is_fixed), "{op:?} fua {fua}");
+                assert_eq!(v.op_flags, flags, "{op:?} fua {fua}");
+                if !is_fixed {
+                    assert_eq!(v.opcode, code, "{op:?} fua {fua}");
+                }
+                assert_eq!((v.user_data, v.fd), (5, 2));
+                if op != Op::Flush {
+                    assert_eq!((v.offset, v.addr, v.len), (8192, 0x2000, 4096));
+                }
+            }
+        }
+    }
 }

@@ -9,20 +9,14 @@ impl Worker<'_> {
     pub(super) fn push_sqes(&mut self) {
         let mut sq = self.ring.submission();
         if !self.bell_armed {
-            let e = opcode::Read::new(
-                types::Fd(self.bells[self.index].raw()),
-                &mut *self.bell_buf as *mut u64 as *mut u8,
-                8,
-            )
-            .build()
-            .user_data(BELL);
+            let e = sluice_uring::doorbell_read(self.bells[self.index].raw(), &mut self.bell_buf);
             // SAFETY: the buffer is the worker's, boxed, and outlives the ring's use of it
             // (the ring is dropped with the worker); one entry is reserved for it.
             unsafe { sq.push(&e) }.expect("an entry is reserved for the doorbell");
             self.bell_armed = true;
         }
         for o in &self.outgoing {
-            let (e, fd, buf, file_off, fixed);
+            let (fd, buf, file_off, fixed);
             if let Some((ptr, base)) = o.front {
                 // The page cache's own I/O: its file is open in this worker (the
                 // file's queue), its buffer is the cache's (not registered).
@@ -38,10 +32,10 @@ impl Worker<'_> {
                 } else {
                     o.offset - base
                 };
-                (fd, file_off, buf, fixed) = (types::Fixed(th.file), off, ptr as *mut u8, false);
+                (fd, file_off, buf, fixed) = (th.file, off, ptr as *mut u8, false);
             } else {
                 let th = &self.threads[self.slot_thread[o.slot as usize] as usize];
-                fd = types::Fixed(th.file);
+                fd = th.file;
                 file_off = o.offset - th.file_base;
                 // SAFETY: a piece lies inside its request, whose buffer is slot_len ≥ len.
                 buf = unsafe {
@@ -52,7 +46,7 @@ impl Worker<'_> {
                 };
                 fixed = self.fixed_bufs;
             }
-            e = sqe(o, fd, buf, file_off, fixed);
+            let e = sluice_uring::sqe(&piece(o, fd, buf, file_off, fixed));
             // SAFETY: the buffer and the registered file stay valid until the CQE is
             // reaped; the ring has room: commands in all rings ≤ cap < entries.
             unsafe { sq.push(&e) }.expect("ring has room: in_ring ≤ cap < entries");
@@ -67,31 +61,15 @@ impl Worker<'_> {
     pub(super) fn enter(&mut self) -> Result<(), EngineError> {
         let deadline = self.next_wake.min(self.next_job_end).min(self.block_timer);
         self.res.enters += 1;
-        let r = if self.in_ring > 0 && deadline.saturating_sub(self.now) > SHORT_DEADLINE_NS {
-            self.ring.submit_and_wait(1)
+        let wait = if self.in_ring > 0 && deadline.saturating_sub(self.now) > SHORT_DEADLINE_NS {
+            None
         } else {
-            let wait = deadline.saturating_sub(self.now).clamp(1_000, IDLE_POLL_NS);
-            let ts = types::Timespec::new()
-                .sec(wait / 1_000_000_000)
-                .nsec((wait % 1_000_000_000) as u32);
-            let args = types::SubmitArgs::new().timespec(&ts);
-            self.ring.submitter().submit_with_args(1, &args)
+            Some(deadline.saturating_sub(self.now).clamp(1_000, IDLE_POLL_NS))
         };
-        match r {
-            Ok(_) => Ok(()),
-            Err(e)
-                if matches!(
-                    e.raw_os_error(),
-                    Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EAGAIN) | Some(libc::EBUSY)
-                ) =>
-            {
-                Ok(())
-            }
-            Err(source) => Err(EngineError::RingFailed {
-                worker: self.index,
-                source,
-            }),
-        }
+        sluice_uring::submit_and_wait(&self.ring, wait).map_err(|source| EngineError::RingFailed {
+            worker: self.index,
+            source,
+        })
     }
 
     /// Handle every completion the ring holds, `submit_batch` at a time: each batch goes
@@ -150,20 +128,66 @@ impl Worker<'_> {
     }
 }
 
-/// The SQE of one piece: its file (fixed index), offset in the file, the part of its
-/// request's buffer it covers; `user_data` is the piece tag.
+// The doorbell's read carries the io_uring layer's `user_data`.
+const _: () = assert!(BELL == sluice_uring::BELL);
+
+/// The piece an SQE carries: its file (fixed index), offset in the file, the part of its
+/// request's buffer it covers (the slot's registered buffer when `fixed`), FUA; the
+/// SQE itself is the io_uring layer's one mapping ([`sluice_uring::sqe`]: FLUSH =
+/// `fdatasync`, FUA = `RWF_DSYNC`), as in the runtime.
 #[inline]
-fn sqe(o: &Outgoing, fd: types::Fixed, buf: *mut u8, file_off: u64, fixed: bool) -> squeue::Entry {
-    let e = match (o.op, fixed) {
-        (Op::Read, true) => opcode::ReadFixed::new(fd, buf, o.len, o.slot as u16)
-            .offset(file_off)
-            .build(),
-        (Op::Read, false) => opcode::Read::new(fd, buf, o.len).offset(file_off).build(),
-        (Op::Write, true) => opcode::WriteFixed::new(fd, buf, o.len, o.slot as u16)
-            .offset(file_off)
-            .build(),
-        (Op::Write, false) => opcode::Write::new(fd, buf, o.len).offset(file_off).build(),
-        (Op::Flush, _) => opcode::Fsync::new(fd).build(),
-    };
-    e.user_data(o.tag as u64)
+fn piece(o: &Outgoing, file: u32, buf: *mut u8, file_off: u64, fixed: bool) -> sluice_uring::Piece {
+    sluice_uring::Piece {
+        op: o.op,
+        fua: o.fua,
+        file,
+        offset: file_off,
+        buf,
+        len: o.len,
+        buf_index: fixed.then_some(o.slot as u16),
+        tag: o.tag,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use io_uring::{opcode, types};
+    use sluice_uring::{inspect, meaning, sqe};
+
+    /// The engine's path from an outgoing piece to its SQE means what the io_uring
+    /// layer decides for READ, WRITE, WRITE+FUA and FLUSH (the runtime's path is
+    /// checked against the same decision in `sluice-runtime`'s `real.rs`).
+    #[test]
+    fn the_engines_sqes_mean_what_the_io_uring_layer_decides() {
+        let dsync = libc::RWF_DSYNC as u32;
+        let datasync = types::FsyncFlags::DATASYNC.bits();
+        for (op, fua, code, flags) in [
+            (Op::Read, false, opcode::ReadFixed::CODE, 0),
+            (Op::Write, false, opcode::WriteFixed::CODE, 0),
+            (Op::Write, true, opcode::WriteFixed::CODE, dsync),
+            (Op::Flush, false, opcode::Fsync::CODE, datasync),
+        ] {
+            let o = Outgoing {
+                tag: 9,
+                slot: 2,
+                op,
+                fua,
+                offset: 4096,
+                len: 512,
+                front: None,
+            };
+            let v = inspect(&sqe(&piece(&o, 1, std::ptr::null_mut(), 4096, true)));
+            assert_eq!(v.meaning(), meaning(op, fua, true), "{op:?} fua {fua}");
+            assert_eq!((v.opcode, v.op_flags), (code, flags), "{op:?} fua {fua}");
+            assert_eq!(v.user_data, 9);
+            if op != Op::Flush {
+                assert_eq!((v.buf_index, v.len, v.offset), (2, 512, 4096));
+            }
+            // The page cache's own I/O (not a registered buffer): the same flags.
+            let v = inspect(&sqe(&piece(&o, 1, std::ptr::null_mut(), 4096, false)));
+            assert_eq!(v.meaning(), meaning(op, fua, false), "{op:?} fua {fua}");
+            assert_eq!(v.op_flags, flags, "{op:?} fua {fua}");
+        }
+    }
 }

@@ -63,7 +63,7 @@ impl Shared {
     /// `pool`: the registered buffers (real world).
     pub(crate) fn new(
         inner: Inner,
-        bells: Vec<sluice_engine::Doorbell>,
+        bells: Vec<sluice_uring::Doorbell>,
         pool: Option<Arc<crate::pool::BufferPool>>,
     ) -> Arc<Shared> {
         let has_cache = inner.io.cache.is_some();

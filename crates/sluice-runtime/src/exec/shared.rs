@@ -8,7 +8,7 @@ use std::cell::{Cell, RefCell};
 use std::sync::{Arc, Mutex as StdMutex, MutexGuard};
 use std::task::Wake;
 
-use sluice_engine::Doorbell;
+use sluice_uring::Doorbell;
 
 use super::{Inner, TaskFuture};
 

@@ -1,0 +1,157 @@
+//! Ring set-up: the flags a single submitter wants, and the size that never overflows.
+
+use std::io;
+
+use io_uring::{types, IoUring};
+
+use crate::UringError;
+
+/// Create a ring with `entries` SQEs (and twice as many CQEs). Tries the flags that
+/// make a single-threaded submitter cheaper first — `SINGLE_ISSUER` (only this thread
+/// submits), `COOP_TASKRUN` (no interrupt to run completion work), `DEFER_TASKRUN`
+/// (that work runs when the owner enters the ring), Linux 6.1+ — then plain set-up for
+/// older kernels.
+pub fn new_ring(entries: u32) -> Result<IoUring, UringError> {
+    let lean = IoUring::builder()
+        .setup_single_issuer()
+        .setup_coop_taskrun()
+        .setup_defer_taskrun()
+        .build(entries);
+    let refused = |source: io::Error| UringError::Ring {
+        entries,
+        hint: ring_hint(&source),
+        source,
+    };
+    match lean {
+        Ok(r) => Ok(r),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => IoUring::new(entries).map_err(refused),
+        Err(source) => Err(refused(source)),
+    }
+}
+
+/// Ring entries for a ring that holds at most `cap` commands, plus the read of its
+/// doorbell that is always pending: a power of two of at least eight.
+pub fn ring_entries(cap: u32) -> u32 {
+    (cap + 1).max(8).next_power_of_two()
+}
+
+/// Submit what the ring holds and wait for one completion — at most `wait_ns` when
+/// given (at least 1 µs), else as long as it takes. A wait that ends without a
+/// completion (`ETIME`), a signal (`EINTR`) and a full completion queue or a kernel
+/// short of memory for the moment (`EBUSY`, `EAGAIN`: the caller reaps and comes
+/// back) are no errors: the owner's loop looks at its completions, doorbell and
+/// deadlines after every enter anyway. Any other error is the ring's failure.
+pub fn submit_and_wait(ring: &IoUring, wait_ns: Option<u64>) -> io::Result<()> {
+    let r = match wait_ns {
+        None => ring.submit_and_wait(1),
+        Some(ns) => {
+            let ns = ns.max(1_000);
+            let ts = types::Timespec::new()
+                .sec(ns / 1_000_000_000)
+                .nsec((ns % 1_000_000_000) as u32);
+            let args = types::SubmitArgs::new().timespec(&ts);
+            ring.submitter().submit_with_args(1, &args)
+        }
+    };
+    benign(r)
+}
+
+/// Submit what the ring holds without waiting (no system call when it holds nothing);
+/// `EBUSY`, `EAGAIN` and `EINTR` are no errors (the SQEs stay and go with the next
+/// enter).
+pub fn submit(ring: &mut IoUring) -> io::Result<()> {
+    if ring.submission().is_empty() {
+        return Ok(());
+    }
+    benign(ring.submit())
+}
+
+fn benign(r: io::Result<usize>) -> io::Result<()> {
+    match r {
+        Ok(_) => Ok(()),
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EAGAIN) | Some(libc::EBUSY)
+            ) =>
+        {
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Why the kernel refused to create a ring, and how to fix it.
+pub fn ring_hint(e: &io::Error) -> &'static str {
+    match e.raw_os_error() {
+        Some(libc::EPERM) | Some(libc::EACCES) => {
+            "io_uring is disabled for this process: check /proc/sys/kernel/io_uring_disabled \
+             (0 allows it) and the container's seccomp profile"
+        }
+        Some(libc::ENOSYS) => "the kernel has no io_uring (Linux 5.6 or later is needed)",
+        Some(libc::ENOMEM) => {
+            "not enough lockable memory: raise the memlock limit (ulimit -l) or use fewer \
+             workers or a smaller iodepth"
+        }
+        Some(libc::EINVAL) => {
+            "the kernel refused the ring's size or flags: use a smaller total iodepth per \
+             worker (at most 32768 entries) or more --workers"
+        }
+        Some(libc::EMFILE) | Some(libc::ENFILE) => "too many open files: raise ulimit -n",
+        _ => "check that io_uring is available (Linux 5.11 or later) and allowed",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ring_the_kernel_refuses_is_a_clear_set_up_error() {
+        // More entries than io_uring allows (32768): the kernel says EINVAL.
+        match new_ring(1 << 20) {
+            Err(e @ UringError::Ring { .. }) => {
+                let msg = e.to_string();
+                assert!(
+                    msg.contains("cannot create an io_uring with 1048576 entries"),
+                    "{msg}"
+                );
+                assert!(msg.contains("smaller total iodepth"), "{msg}");
+            }
+            Err(e) => panic!("unexpected error {e}"),
+            Ok(_) => panic!("the kernel accepted a ring of 2^20 entries"),
+        }
+    }
+
+    #[test]
+    fn ring_entries_are_a_power_of_two_of_at_least_eight() {
+        assert_eq!(ring_entries(1), 8);
+        assert_eq!(ring_entries(31), 32);
+        assert_eq!(ring_entries(32), 64);
+        assert_eq!(ring_entries(255), 256);
+    }
+
+    #[test]
+    fn waits_end_with_a_completion_or_quietly_at_their_bound() {
+        let mut ring = new_ring(8).unwrap();
+        submit(&mut ring).unwrap(); // nothing to submit
+        let nop = io_uring::opcode::Nop::new().build().user_data(7);
+        // SAFETY: a NOP touches no memory.
+        unsafe { ring.submission().push(&nop) }.unwrap();
+        submit_and_wait(&ring, None).unwrap();
+        assert_eq!(ring.completion().next().map(|c| c.user_data()), Some(7));
+        // Nothing in flight: the shortest bound (1 µs) ends in ETIME, which is no error.
+        submit_and_wait(&ring, Some(0)).unwrap();
+        assert!(ring.completion().next().is_none());
+    }
+
+    #[test]
+    fn ring_hints_name_the_cause() {
+        let h = ring_hint(&io::Error::from_raw_os_error(libc::EPERM));
+        assert!(h.contains("io_uring_disabled"));
+        let h = ring_hint(&io::Error::from_raw_os_error(libc::ENOSYS));
+        assert!(h.contains("5.6"));
+        let h = ring_hint(&io::Error::from_raw_os_error(libc::EMFILE));
+        assert!(h.contains("ulimit -n"));
+    }
+}
