@@ -328,30 +328,10 @@ fn check_buffered(
     Ok(())
 }
 
-/// [`run`] with a policy object instead of a specification: for embedders and tests
-/// with policies of their own. The one policy object serves every worker (see
-/// [`EngineConfig::workers`]).
-pub fn run_with(
-    jobs: &[JobSpec],
-    files: &FileSet,
-    policy: Box<dyn Policy>,
-    cfg: &EngineConfig,
-    stop: &AtomicBool,
-    progress: &mut dyn FnMut(f64),
-) -> Result<EngineOutput, EngineError> {
-    if jobs.is_empty() {
-        return Err(EngineError::NoJobs);
-    }
-    let n_threads = total_threads(jobs)? as usize;
-    let n_workers = worker_count(jobs, cfg)?;
-    check_size(jobs, n_workers)?;
-    let (flows, job_flow) = flows_of(jobs)?;
-    let job_group = stonewall_groups(jobs);
-    let n_groups = job_group.last().map_or(0, |g| g + 1);
+/// Deal the threads to `n_workers` workers, round robin; each worker registers the
+/// files its threads use (fixed-file indices in its order of first use).
+fn deal(jobs: &[JobSpec], files: &FileSet, n_workers: usize) -> Vec<WorkerPlan> {
     let fplan = files.plan();
-    let policy_name = policy.name();
-
-    // Deal the threads to the workers; each registers the files its threads use.
     let mut plans: Vec<WorkerPlan> = (0..n_workers)
         .map(|index| WorkerPlan {
             index,
@@ -381,6 +361,98 @@ pub fn run_with(
             global += 1;
         }
     }
+    plans
+}
+
+/// The page cache of the buffered jobs, if any: each file's cache I/O goes out on the
+/// first worker that has it open.
+fn front_of(
+    jobs: &[JobSpec],
+    job_flow: &[sluice_core::FlowId],
+    plans: &[WorkerPlan],
+    cfg: &EngineConfig,
+    n_workers: usize,
+) -> Result<Option<buffered::EngineFront>, EngineError> {
+    let mut front_files: Vec<sluice_cache::front::FrontFile> = Vec::new();
+    for p in plans {
+        for t in &p.threads {
+            if jobs[t.job as usize].buffered && !front_files.iter().any(|f| f.base == t.base) {
+                front_files.push(sluice_cache::front::FrontFile {
+                    base: t.base,
+                    flow: job_flow[t.job as usize],
+                    hwq: p.index as u16,
+                });
+            }
+        }
+    }
+    if front_files.is_empty() {
+        return Ok(None);
+    }
+    check_buffered(jobs, &cfg.page_cache)?;
+    Ok(Some(buffered::EngineFront::new(
+        cfg.page_cache,
+        front_files,
+        n_workers,
+    )))
+}
+
+/// Per job with failed I/O over all workers: its name, the count, the first error.
+fn job_errors(jobs: &[JobSpec], ok: &[WorkerResult]) -> Vec<(String, u64, String)> {
+    let mut out = Vec::new();
+    for (j, s) in jobs.iter().enumerate() {
+        let n: u64 = ok.iter().map(|r| r.errors[j].count).sum();
+        if n > 0 {
+            let first = ok
+                .iter()
+                .find_map(|r| r.errors[j].first.clone())
+                .unwrap_or_default();
+            out.push((s.name.clone(), n, first));
+        }
+    }
+    out
+}
+
+/// Per job with `verify`, its checks over all workers.
+fn job_verify(jobs: &[JobSpec], ok: &[WorkerResult]) -> Vec<VerifyFact> {
+    jobs.iter()
+        .enumerate()
+        .filter_map(|(j, s)| {
+            let v = s.verify.as_ref()?;
+            Some(VerifyFact {
+                job: s.name.clone(),
+                kind: v.kind.name().to_string(),
+                checked: ok.iter().map(|r| r.verify[j].checked).sum(),
+                failed: ok.iter().map(|r| r.verify[j].failed).sum(),
+                first: ok.iter().find_map(|r| r.verify[j].first.clone()),
+            })
+        })
+        .collect()
+}
+
+/// [`run`] with a policy object instead of a specification: for embedders and tests
+/// with policies of their own. The one policy object serves every worker (see
+/// [`EngineConfig::workers`]).
+pub fn run_with(
+    jobs: &[JobSpec],
+    files: &FileSet,
+    policy: Box<dyn Policy>,
+    cfg: &EngineConfig,
+    stop: &AtomicBool,
+    progress: &mut dyn FnMut(f64),
+) -> Result<EngineOutput, EngineError> {
+    if jobs.is_empty() {
+        return Err(EngineError::NoJobs);
+    }
+    let n_threads = total_threads(jobs)? as usize;
+    let n_workers = worker_count(jobs, cfg)?;
+    check_size(jobs, n_workers)?;
+    let (flows, job_flow) = flows_of(jobs)?;
+    let job_group = stonewall_groups(jobs);
+    let n_groups = job_group.last().map_or(0, |g| g + 1);
+    let fplan = files.plan();
+    let policy_name = policy.name();
+
+    let plans = deal(jobs, files, n_workers);
 
     let setup = RunSetup::for_jobs(jobs, &flows, &job_flow, cfg.interval_ns);
     let interval_ns = setup.interval_ns;
@@ -397,30 +469,7 @@ pub fn run_with(
         .map(|s| s.numjobs as u64 * s.iodepth.max(1) as u64)
         .sum();
     let max_inflight = (4 * total_depth.max(cap as u64)).min(u32::MAX as u64 / 2) as u32;
-    // Buffered jobs' files in the page cache: each file's cache I/O goes out on the
-    // first worker that has it open.
-    let mut front_files: Vec<sluice_cache::front::FrontFile> = Vec::new();
-    for p in &plans {
-        for t in &p.threads {
-            if jobs[t.job as usize].buffered && !front_files.iter().any(|f| f.base == t.base) {
-                front_files.push(sluice_cache::front::FrontFile {
-                    base: t.base,
-                    flow: job_flow[t.job as usize],
-                    hwq: p.index as u16,
-                });
-            }
-        }
-    }
-    let front = if front_files.is_empty() {
-        None
-    } else {
-        check_buffered(jobs, &cfg.page_cache)?;
-        Some(buffered::EngineFront::new(
-            cfg.page_cache,
-            front_files,
-            n_workers,
-        ))
-    };
+    let front = front_of(jobs, &job_flow, &plans, cfg, n_workers)?;
     let dev = Mutex::new(DevState {
         block: BlockLayer::with_meter(policy, &flows, PolicyTime::new(), total_depth as usize),
         port: RingPort::new(n_workers, cap, max_inflight, cfg.wrr_weights),
@@ -568,37 +617,16 @@ pub fn run_with(
         policy_name,
     );
 
-    let mut stats = EngineStats {
+    let stats = EngineStats {
         ios: ok.iter().map(|r| r.ios).sum(),
         wall_ns,
         enters: ok.iter().map(|r| r.enters).sum(),
         cpu_user_ns: cpu1.0.saturating_sub(cpu0.0),
         cpu_sys_ns: cpu1.1.saturating_sub(cpu0.1),
         interrupted: stop.load(Ordering::Relaxed) || ok.iter().any(|r| r.interrupted),
-        errors: Vec::new(),
-        verify: Vec::new(),
+        errors: job_errors(jobs, &ok),
+        verify: job_verify(jobs, &ok),
     };
-    for (j, s) in jobs.iter().enumerate() {
-        let n: u64 = ok.iter().map(|r| r.errors[j].0).sum();
-        if n > 0 {
-            let first = ok
-                .iter()
-                .find_map(|r| r.errors[j].1.clone())
-                .unwrap_or_default();
-            stats.errors.push((s.name.clone(), n, first));
-        }
-    }
-    for (j, s) in jobs.iter().enumerate() {
-        if let Some(v) = &s.verify {
-            stats.verify.push(VerifyFact {
-                job: s.name.clone(),
-                kind: v.kind.name().to_string(),
-                checked: ok.iter().map(|r| r.verify[j].checked).sum(),
-                failed: ok.iter().map(|r| r.verify[j].failed).sum(),
-                first: ok.iter().find_map(|r| r.verify[j].first.clone()),
-            });
-        }
-    }
     let dev = dev.into_inner().expect("device lock");
     fill_extra(&mut report, &ok, &dev, &stats, cfg, n_workers, fplan);
     Ok(EngineOutput { report, stats })

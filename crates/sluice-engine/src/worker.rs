@@ -97,6 +97,15 @@ pub(crate) struct WorkerCfg {
     pub job_flow: Vec<FlowId>,
 }
 
+/// A job's I/O errors in a worker.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct JobErrors {
+    /// How many requests failed.
+    pub count: u64,
+    /// The first failure, described.
+    pub first: Option<String>,
+}
+
 /// A job's verify checks over its threads.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct VerifyCount {
@@ -114,8 +123,8 @@ pub(crate) struct WorkerResult {
     pub ios: u64,
     pub enters: u64,
     pub last_job_end: Nanos,
-    /// Per job: errors and the first error's description.
-    pub errors: Vec<(u64, Option<String>)>,
+    /// Per job: its I/O errors.
+    pub errors: Vec<JobErrors>,
     /// Per job: its verify checks (jobs with `verify`).
     pub verify: Vec<VerifyCount>,
     pub fixed_buffers: bool,

@@ -21,16 +21,8 @@ impl Calibration {
     }
 }
 
-/// A latency: `1.25ms`, `12.3µs` or `850ns`.
-pub fn fmt_ns(ns: f64) -> String {
-    if ns >= 1e6 {
-        format!("{:.2}ms", ns / 1e6)
-    } else if ns >= 1e3 {
-        format!("{:.1}µs", ns / 1e3)
-    } else {
-        format!("{ns:.0}ns")
-    }
-}
+/// A latency, as every table of sluice writes it (`850ns`, `12.3µs`, `1.25ms`).
+pub use sluice_metrics::fmt_ns;
 
 /// A size: `16 KiB`, `512 B`, `-` for none.
 pub(crate) fn fmt_size(b: Option<u32>) -> String {

@@ -113,14 +113,14 @@ impl Worker<'_> {
     pub(super) fn note_error(&mut self, slot: u32, op: Op, len: u32, offset: u64, res: i32) {
         let th = &self.threads[self.slot_thread[slot as usize] as usize];
         let e = &mut self.res.errors[th.job as usize];
-        e.0 += 1;
-        if e.1.is_none() {
+        e.count += 1;
+        if e.first.is_none() {
             let what = if res < 0 {
                 io::Error::from_raw_os_error(-res).to_string()
             } else {
                 format!("short transfer, {res} of {len} bytes")
             };
-            e.1 = Some(format!(
+            e.first = Some(format!(
                 "{what} on {op} of {len} bytes at file offset {}",
                 offset - th.file_base
             ));

@@ -135,7 +135,7 @@ impl<'a> Worker<'a> {
             cur_group: 0,
             done_acc: vec![(0, 0); specs.len()],
             res: WorkerResult {
-                errors: vec![(0, None); specs.len()],
+                errors: vec![JobErrors::default(); specs.len()],
                 verify: vec![VerifyCount::default(); specs.len()],
                 fixed_buffers: fixed_bufs,
                 ring_entries: entries,
