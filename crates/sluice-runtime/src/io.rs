@@ -24,6 +24,7 @@ use sluice_sim::SimPort;
 use crate::buffer::DmaBuffer;
 use crate::ctx::{Activity, TaskCtx};
 
+mod adopt;
 pub(crate) mod batch;
 mod file;
 mod handle;
