@@ -429,12 +429,15 @@ async fn write(df: &DataFile, off: u64, data: &[u8], sync: bool) -> Result<usize
     if r.is_err() {
         errno_by_retry(df, true, &mut buf, a0)?;
     }
-    if end > size {
-        df.set_size(end);
-        if a1 > end {
-            // SAFETY: a plain system call on our descriptor.
-            sys::check(unsafe { libc::ftruncate(df.fd.as_raw_fd(), end as i64) })?;
-        }
+    // The write's last block past the end made the backing file longer than the data:
+    // cut it back to the new end (under the lock to the end of the address space).
+    let new = size.max(end);
+    if new > size {
+        df.set_size(new);
+    }
+    if a1 > new {
+        // SAFETY: a plain system call on our descriptor.
+        sys::check(unsafe { libc::ftruncate(df.fd.as_raw_fd(), new as i64) })?;
     }
     if sync {
         fsync(df, true).await?;
@@ -539,3 +542,7 @@ pub fn attr_after(
         Err(e) => reply.error(e),
     })
 }
+
+#[cfg(test)]
+#[path = "data_tests.rs"]
+mod tests;

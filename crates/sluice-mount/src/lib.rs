@@ -138,6 +138,13 @@ pub fn preflight(o: &MountOptions) -> Result<(), MountError> {
         std::fs::canonicalize(&o.backing).map_err(|e| usage(e.to_string()))?,
         std::fs::canonicalize(&o.mountpoint).map_err(|e| usage(e.to_string()))?,
     );
+    if b.starts_with(&m) {
+        return Err(usage(format!(
+            "BACKING {} is inside MOUNTPOINT {}: the mount would hide it; put it elsewhere",
+            o.backing.display(),
+            o.mountpoint.display()
+        )));
+    }
     if m.starts_with(&b) {
         return Err(usage(format!(
             "MOUNTPOINT {} is inside BACKING {}: the mount would show itself; put it elsewhere",
