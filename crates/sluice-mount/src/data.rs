@@ -170,15 +170,17 @@ impl Hub {
     pub fn submit(&self, who: &Arc<Who>, job: Job) {
         let q = {
             let mut st = self.state();
-            st.queues
-                .entry((**who).clone())
-                .or_insert_with(|| {
-                    Arc::new(Queue {
+            match st.queues.get(&**who) {
+                Some(q) => q.clone(),
+                None => {
+                    let q = Arc::new(Queue {
                         who: who.clone(),
                         st: Mutex::new(QState::default()),
-                    })
-                })
-                .clone()
+                    });
+                    st.queues.insert((**who).clone(), q.clone());
+                    q
+                }
+            }
         };
         let (wake, spawn) = {
             let mut s = q.st.lock().unwrap_or_else(|e| e.into_inner());
@@ -363,18 +365,24 @@ async fn read_blocks(
     Ok((buf, n))
 }
 
-async fn read(df: &DataFile, off: u64, size: u32) -> Result<Vec<u8>, Errno> {
+/// The bytes of `[off, off + size)` up to the end of the file: the blocks read and the
+/// part of them to reply (no copy).
+async fn read(
+    df: &DataFile,
+    off: u64,
+    size: u32,
+) -> Result<(DmaBuffer, std::ops::Range<usize>), Errno> {
     let end = (off + size as u64).min(df.size());
     if size == 0 || off >= end {
-        return Ok(Vec::new());
+        return Ok((DmaBuffer::new(0), 0..0));
     }
     let (a0, a1) = (floor(off), ceil(end));
     let (buf, n) = read_blocks(df, a0, a1 - a0, READ).await?;
     let got = (a0 + n as u64).min(end);
     if got <= off {
-        return Ok(Vec::new());
+        return Ok((buf, 0..0));
     }
-    Ok(buf[(off - a0) as usize..(got - a0) as usize].to_vec())
+    Ok((buf, (off - a0) as usize..(got - a0) as usize))
 }
 
 async fn write(df: &DataFile, off: u64, data: &[u8], sync: bool) -> Result<usize, Errno> {
@@ -494,7 +502,7 @@ async fn run(job: Job) {
             size,
             reply,
         } => match read(&df, off, size).await {
-            Ok(d) => reply.data(&d),
+            Ok((buf, range)) => reply.data(&buf[range]),
             Err(e) => reply.error(e),
         },
         Job::Write {

@@ -35,6 +35,8 @@ const TTL: Duration = Duration::from_secs(1);
 
 struct Handle {
     df: Arc<DataFile>,
+    /// Its key in `SluiceFs::files`.
+    key: (u64, u64),
     sync: bool,
 }
 
@@ -234,12 +236,12 @@ impl SluiceFs {
         node: &Node,
         write: bool,
         made: Option<OwnedFd>,
-    ) -> Result<Arc<DataFile>, Errno> {
+    ) -> Result<(Arc<DataFile>, (u64, u64)), Errno> {
         let mut files = lock(&self.files);
         if let Some((df, n)) = files.get_mut(&node.key) {
             if df.writable || !write {
                 *n += 1;
-                return Ok(df.clone());
+                return Ok((df.clone(), node.key));
             }
         }
         // First open (or the first for writing: a writable descriptor replaces a
@@ -275,24 +277,26 @@ impl SluiceFs {
         });
         let old = files.insert(node.key, (df.clone(), 1));
         if let Some((old, n)) = old {
-            // Its opens keep their handles; it closes with the last of them.
-            files.insert((u64::MAX, Arc::as_ptr(&old) as u64), (old, n));
+            // Its opens keep their handles (moved to their own key); it closes with
+            // the last of them.
+            let moved = (u64::MAX, Arc::as_ptr(&old) as u64);
+            files.insert(moved, (old.clone(), n));
+            for h in lock(&self.handles).values_mut() {
+                if Arc::ptr_eq(&h.df, &old) {
+                    h.key = moved;
+                }
+            }
         }
-        Ok(df)
+        Ok((df, node.key))
     }
 
-    /// One open of `df` ended.
-    fn release_data(&self, df: &Arc<DataFile>) {
+    /// One open of the data file at `key` ended.
+    fn release_data(&self, key: (u64, u64)) {
         let mut files = lock(&self.files);
-        let key = files
-            .iter()
-            .find(|(_, (d, _))| Arc::ptr_eq(d, df))
-            .map(|(k, _)| *k);
-        if let Some(k) = key {
-            let e = files.get_mut(&k).expect("found");
+        if let Some(e) = files.get_mut(&key) {
             e.1 -= 1;
             if e.1 == 0 {
-                files.remove(&k);
+                let (df, _) = files.remove(&key).expect("present");
                 self.hub.close(df.file);
             }
         }
@@ -305,10 +309,10 @@ impl SluiceFs {
             .ok_or(Errno::EBADF)
     }
 
-    fn new_handle(&self, df: Arc<DataFile>, flags: i32) -> u64 {
+    fn new_handle(&self, (df, key): (Arc<DataFile>, (u64, u64)), flags: i32) -> u64 {
         let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
         let sync = flags & (libc::O_SYNC | libc::O_DSYNC) != 0;
-        lock(&self.handles).insert(fh, Handle { df, sync });
+        lock(&self.handles).insert(fh, Handle { df, key, sync });
         fh
     }
 
@@ -668,10 +672,10 @@ impl Filesystem for SluiceFs {
             let st = sys::stat_fd(pfd.as_raw_fd())?;
             let ino = self.nodes.remember(pfd, &st);
             let node = self.nodes.get(INodeNo(ino))?;
-            let df = self.open_data(&node, true, Some(fd))?;
+            let opened = self.open_data(&node, true, Some(fd))?;
             let mut a = attr(&st, ino);
-            a.size = *lock(&df.size);
-            Ok((a, self.new_handle(df, flags)))
+            a.size = *lock(&opened.0.size);
+            Ok((a, self.new_handle(opened, flags)))
         })();
         match r {
             Ok((a, fh)) => {
@@ -762,8 +766,9 @@ impl Filesystem for SluiceFs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        if let Some(h) = lock(&self.handles).remove(&fh.0) {
-            self.release_data(&h.df);
+        let h = lock(&self.handles).remove(&fh.0);
+        if let Some(h) = h {
+            self.release_data(h.key);
         }
         reply.ok();
     }
