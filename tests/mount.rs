@@ -150,6 +150,15 @@ fn open_flags_and_unaligned_io_match_the_backing_file() {
     unsafe { std::alloc::dealloc(buf.as_mut_ptr(), layout) };
     drop(d);
     assert_eq!(fs::read(m.b("d")).unwrap(), want);
+    // A file first opened read-only, then for writing: the reader sees the growth.
+    fs::write(m.m("ro"), b"abc").unwrap();
+    let ro = File::open(m.m("ro")).unwrap();
+    let w = OpenOptions::new().write(true).open(m.m("ro")).unwrap();
+    w.write_all_at(b"defgh", 3).unwrap();
+    let mut got = String::new();
+    (&ro).read_to_string(&mut got).unwrap();
+    assert_eq!(got, "abcdefgh");
+    drop((ro, w));
     // O_SYNC and O_DSYNC writes
     for flag in [libc::O_SYNC, libc::O_DSYNC] {
         let mut s = OpenOptions::new()

@@ -372,6 +372,11 @@ async fn read(
     off: u64,
     size: u32,
 ) -> Result<(DmaBuffer, std::ops::Range<usize>), Errno> {
+    // A read-only descriptor's length may lag a writable one of the same inode
+    // (opened later, for writing): read it from the backing file.
+    if !df.writable {
+        df.set_size(sys::stat_fd(df.fd.as_raw_fd())?.st_size as u64);
+    }
     let end = (off + size as u64).min(df.size());
     if size == 0 || off >= end {
         return Ok((DmaBuffer::new(0), 0..0));

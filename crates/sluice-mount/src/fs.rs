@@ -454,6 +454,9 @@ impl Filesystem for SluiceFs {
                     // SAFETY: a plain system call on our descriptor.
                     check(unsafe { libc::ftruncate(fd.as_raw_fd(), size as i64) }).map(drop)
                 });
+                if let (Ok(()), Some(df)) = (&r, &df) {
+                    *lock(&df.size) = size;
+                }
                 match r.and_then(|()| self.stat_node(&node, ino.0)) {
                     Ok(a) => reply.attr(&TTL, &a),
                     Err(e) => reply.error(e),
