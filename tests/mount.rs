@@ -656,6 +656,32 @@ fn bad_input_gets_a_clear_error() {
         &[b.as_os_str(), mp, "--classes".as_ref(), bad.as_os_str()],
         "rule 1 matches everything",
     );
+    // Not root and no fusermount3 (as nobody, with an empty PATH; only root can
+    // switch users).
+    // SAFETY: a plain system call.
+    if unsafe { libc::geteuid() } == 0 {
+        use std::os::unix::process::CommandExt;
+        let out = sluice()
+            .arg("mount")
+            .arg(&b)
+            .arg(&mnt)
+            .env("PATH", "/nonexistent")
+            .uid(65534)
+            .gid(65534)
+            .output();
+        match out {
+            // Nobody may not reach the binary (a checkout under /root): nothing to check.
+            Err(e) => eprintln!("SKIPPED: the not-root check: nobody cannot run sluice: {e}"),
+            Ok(out) => {
+                let err = String::from_utf8_lossy(&out.stderr);
+                assert!(!out.status.success());
+                assert!(
+                    err.contains("not root and no fusermount3") || err.contains("ermission denied"),
+                    "{err}"
+                );
+            }
+        }
+    }
     // A mount point in use.
     let Some(m) = Mounted::new(&[]) else { return };
     fail(&[b.as_os_str(), m.mnt.as_os_str()], "busy");
