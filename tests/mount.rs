@@ -772,3 +772,33 @@ fn enospc_from_the_backing_fs_reaches_the_caller() {
     let end = m.unmount();
     assert!(end.ok, "{}", end.stderr);
 }
+
+#[test]
+fn sigterm_unmounts_and_prints_the_tables() {
+    let Some(m) = Mounted::new(&["--policy", "ld"]) else {
+        return;
+    };
+    fs::write(m.m("f"), pattern(3, 100_000)).unwrap();
+    assert_eq!(fs::read(m.m("f")).unwrap(), pattern(3, 100_000));
+    let mnt = m.mnt.clone();
+    let end = m.terminate();
+    assert!(end.ok, "{}", end.stderr);
+    assert!(!support::is_mounted(&mnt), "SIGTERM unmounted");
+    assert!(
+        end.stdout.contains("policy ld") && end.stdout.contains("Flows"),
+        "{}",
+        end.stdout
+    );
+    let json = end.json.expect("--json written");
+    assert_eq!(json["policy"], "ld");
+    let bytes: u64 = json["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["write"]["io_bytes"].as_u64().unwrap_or(0))
+        .sum();
+    assert!(
+        bytes >= 100_000,
+        "the writes are in the report ({bytes} bytes)"
+    );
+}

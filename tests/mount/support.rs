@@ -178,6 +178,23 @@ impl Mounted {
         }
     }
 
+    /// Stop the daemon with SIGTERM (it unmounts and prints its tables).
+    pub fn terminate(mut self) -> Ended {
+        let c = self.child.take().expect("running");
+        // SAFETY: a plain system call on our child's pid.
+        unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+        let out = c.wait_with_output().unwrap();
+        Ended {
+            _dir: self.dir.take(),
+            ok: out.status.success(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            json: std::fs::read(&self.json)
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok()),
+        }
+    }
+
     /// Kill the daemon with SIGKILL (the mount stays, dead) and reap it.
     pub fn kill9(&mut self) {
         let mut c = self.child.take().expect("running");

@@ -300,6 +300,12 @@ pub fn serve(
             Ok(r) => break r,
             Err(mpsc::RecvTimeoutError::Disconnected) => break Ok(()),
             Err(mpsc::RecvTimeoutError::Timeout) => {
+                // The stack ended on its own (a failed core, a ring error): nothing
+                // would serve the data path any more — unmount, and report why below.
+                if stack_thread.is_finished() && is_mounted(&o.mountpoint) {
+                    eprintln!("sluice mount: the stack stopped; unmounting");
+                    let _ = unmounter.unmount();
+                }
                 if stop.load(Ordering::Relaxed) {
                     if let Err(e) = unmounter.unmount() {
                         eprintln!(
