@@ -397,9 +397,18 @@ fn locks_permissions_and_ownership() {
     let md = fs::metadata(m.b("locked")).unwrap();
     assert_eq!((md.uid(), md.gid()), (1234, 5678));
     std::os::unix::fs::chown(&p, Some(0), Some(0)).unwrap();
+    // A world-readable file beside it, so the refusal below is the file's mode, not
+    // the way to it.
+    let public = m.m("public");
+    fs::write(&public, b"p").unwrap();
+    fs::set_permissions(&public, fs::Permissions::from_mode(0o644)).unwrap();
+    let public = cstr(&public);
     let code = in_child(|| unsafe {
         if libc::setresgid(65534, 65534, 65534) != 0 || libc::setresuid(65534, 65534, 65534) != 0 {
             return 2;
+        }
+        if libc::open(public.as_ptr(), libc::O_RDONLY) < 0 {
+            return 3;
         }
         let fd = libc::open(path.as_ptr(), libc::O_RDONLY);
         if fd < 0 && *libc::__errno_location() == libc::EACCES {
