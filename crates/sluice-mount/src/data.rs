@@ -158,6 +158,9 @@ impl Hub {
     fn control(&self, c: Control) {
         let w = {
             let mut st = self.state();
+            if st.stopped {
+                return;
+            }
             st.control.push_back(c);
             st.dispatcher.take()
         };
@@ -270,7 +273,14 @@ pub async fn dispatcher(hub: Arc<Hub>) {
                 let _ = f.close().await;
             }
             Control::Stop => {
-                hub.state().stopped = true;
+                // What is still queued is dropped: an adoption's waiter gets an error
+                // (its sender is dropped), later ones are refused at once.
+                let rest = {
+                    let mut st = hub.state();
+                    st.stopped = true;
+                    std::mem::take(&mut st.control)
+                };
+                drop(rest);
                 return;
             }
         }
