@@ -12,11 +12,10 @@ use std::collections::HashMap;
 use std::ffi::{CString, OsStr, OsString};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirEntryExt, FileTypeExt};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
@@ -25,10 +24,15 @@ use fuser::{
     ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 
+mod names;
+mod open;
+mod xattr;
+
+use crate::attr::attr;
 use crate::class::Classifier;
 use crate::data::{attr_after, DataFile, Hub, Job};
 use crate::node::{Node, Nodes};
-use crate::sys::{self, check, component, proc_path};
+use crate::sys::{self, check, component};
 
 /// How long the kernel keeps names and attributes (every change goes through us).
 const TTL: Duration = Duration::from_secs(1);
@@ -61,79 +65,6 @@ pub struct SluiceFs {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn kind(fmt: u32) -> FileType {
-    match fmt {
-        libc::S_IFDIR => FileType::Directory,
-        libc::S_IFLNK => FileType::Symlink,
-        libc::S_IFCHR => FileType::CharDevice,
-        libc::S_IFBLK => FileType::BlockDevice,
-        libc::S_IFIFO => FileType::NamedPipe,
-        libc::S_IFSOCK => FileType::Socket,
-        _ => FileType::RegularFile,
-    }
-}
-
-fn time(s: i64, ns: i64) -> SystemTime {
-    if s >= 0 {
-        UNIX_EPOCH + Duration::new(s as u64, ns as u32)
-    } else {
-        UNIX_EPOCH - Duration::from_secs((-s) as u64) + Duration::from_nanos(ns as u64)
-    }
-}
-
-/// The attributes of `st` as inode `ino`.
-pub fn attr(st: &libc::stat, ino: u64) -> FileAttr {
-    FileAttr {
-        ino: INodeNo(ino),
-        size: st.st_size as u64,
-        blocks: st.st_blocks as u64,
-        atime: time(st.st_atime, st.st_atime_nsec),
-        mtime: time(st.st_mtime, st.st_mtime_nsec),
-        ctime: time(st.st_ctime, st.st_ctime_nsec),
-        crtime: UNIX_EPOCH,
-        kind: kind(st.st_mode & libc::S_IFMT),
-        perm: (st.st_mode & 0o7777) as u16,
-        nlink: st.st_nlink as u32,
-        uid: st.st_uid,
-        gid: st.st_gid,
-        rdev: st.st_rdev as u32,
-        blksize: st.st_blksize as u32,
-        flags: 0,
-    }
-}
-
-fn timespec(t: Option<TimeOrNow>) -> libc::timespec {
-    match t {
-        None => libc::timespec {
-            tv_sec: 0,
-            tv_nsec: libc::UTIME_OMIT,
-        },
-        Some(TimeOrNow::Now) => libc::timespec {
-            tv_sec: 0,
-            tv_nsec: libc::UTIME_NOW,
-        },
-        Some(TimeOrNow::SpecificTime(t)) => {
-            let (s, ns) = match t.duration_since(UNIX_EPOCH) {
-                Ok(d) => (d.as_secs() as i64, d.subsec_nanos() as i64),
-                Err(e) => {
-                    let d = e.duration();
-                    let mut s = -(d.as_secs() as i64);
-                    let mut ns = -(d.subsec_nanos() as i64);
-                    if ns < 0 {
-                        s -= 1;
-                        ns += 1_000_000_000;
-                    }
-                    (s, ns)
-                }
-            };
-            libc::timespec {
-                tv_sec: s,
-                tv_nsec: ns,
-            }
-        }
-    }
 }
 
 impl SluiceFs {
@@ -221,104 +152,6 @@ impl SluiceFs {
             Err(e) => reply.error(e),
         }
     }
-
-    fn data_flags(&self) -> i32 {
-        if self.direct {
-            libc::O_DIRECT
-        } else {
-            0
-        }
-    }
-
-    /// The data file of `node` (opened in the stack at its first open), counted.
-    fn open_data(
-        &self,
-        node: &Node,
-        write: bool,
-        made: Option<OwnedFd>,
-    ) -> Result<(Arc<DataFile>, (u64, u64)), Errno> {
-        let mut files = lock(&self.files);
-        if let Some((df, n)) = files.get_mut(&node.key) {
-            if df.writable || !write {
-                *n += 1;
-                return Ok((df.clone(), node.key));
-            }
-        }
-        // First open (or the first for writing: a writable descriptor replaces a
-        // read-only one for later opens; the earlier opens keep theirs).
-        let (fd, writable) = match made {
-            Some(fd) => (fd, true),
-            None => match sys::reopen(node.raw(), libc::O_RDWR | self.data_flags()) {
-                Ok(fd) => (fd, true),
-                Err(e) if write => return Err(e),
-                Err(_) => (
-                    sys::reopen(node.raw(), libc::O_RDONLY | self.data_flags())?,
-                    false,
-                ),
-            },
-        };
-        let dup = fd.try_clone().map_err(|e| sys::errno_of(&e))?;
-        let size = sys::stat_fd(fd.as_raw_fd())?.st_size as u64;
-        let name = format!(
-            "ino{}.{}",
-            node.key.1,
-            self.next_fh.fetch_add(1, Ordering::Relaxed)
-        );
-        let file = self.hub.adopt(name, std::fs::File::from(fd)).map_err(|e| {
-            eprintln!("sluice mount: the stack refused a file: {e}");
-            sys::errno_of(&e)
-        })?;
-        let df = Arc::new(DataFile {
-            file,
-            fd: dup,
-            size: Mutex::new(size),
-            locks: Arc::default(),
-            writable,
-        });
-        let old = files.insert(node.key, (df.clone(), 1));
-        if let Some((old, n)) = old {
-            // Its opens keep their handles (moved to their own key); it closes with
-            // the last of them.
-            let moved = (u64::MAX, Arc::as_ptr(&old) as u64);
-            files.insert(moved, (old.clone(), n));
-            for h in lock(&self.handles).values_mut() {
-                if Arc::ptr_eq(&h.df, &old) {
-                    h.key = moved;
-                }
-            }
-        }
-        Ok((df, node.key))
-    }
-
-    /// One open of the data file at `key` ended.
-    fn release_data(&self, key: (u64, u64)) {
-        let mut files = lock(&self.files);
-        if let Some(e) = files.get_mut(&key) {
-            e.1 -= 1;
-            if e.1 == 0 {
-                let (df, _) = files.remove(&key).expect("present");
-                self.hub.close(df.file);
-            }
-        }
-    }
-
-    fn handle(&self, fh: FileHandle) -> Result<(Arc<DataFile>, bool), Errno> {
-        lock(&self.handles)
-            .get(&fh.0)
-            .map(|h| (h.df.clone(), h.sync))
-            .ok_or(Errno::EBADF)
-    }
-
-    fn new_handle(&self, (df, key): (Arc<DataFile>, (u64, u64)), flags: i32) -> u64 {
-        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
-        let sync = flags & (libc::O_SYNC | libc::O_DSYNC) != 0;
-        lock(&self.handles).insert(fh, Handle { df, key, sync });
-        fh
-    }
-
-    fn open_flags() -> FopenFlags {
-        FopenFlags::FOPEN_DIRECT_IO | FopenFlags::FOPEN_PARALLEL_DIRECT_WRITES
-    }
 }
 
 impl Filesystem for SluiceFs {
@@ -390,38 +223,7 @@ impl Filesystem for SluiceFs {
             Ok(n) => n,
             Err(e) => return reply.error(e),
         };
-        let r = (|| {
-            let is_link = node.fmt == libc::S_IFLNK;
-            let p = proc_path(node.raw());
-            if let Some(m) = mode {
-                if is_link {
-                    return Err(Errno::EOPNOTSUPP);
-                }
-                // SAFETY: a valid C string.
-                check(unsafe { libc::fchmodat(libc::AT_FDCWD, p.as_ptr(), m & 0o7777, 0) })?;
-            }
-            if uid.is_some() || gid.is_some() {
-                // SAFETY: a valid descriptor and an empty C string.
-                check(unsafe {
-                    libc::fchownat(
-                        node.raw(),
-                        c"".as_ptr(),
-                        uid.unwrap_or(u32::MAX),
-                        gid.unwrap_or(u32::MAX),
-                        libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW,
-                    )
-                })?;
-            }
-            if atime.is_some() || mtime.is_some() {
-                if is_link {
-                    return Err(Errno::EOPNOTSUPP);
-                }
-                let ts = [timespec(atime), timespec(mtime)];
-                // SAFETY: a valid C string and two timespecs.
-                check(unsafe { libc::utimensat(libc::AT_FDCWD, p.as_ptr(), ts.as_ptr(), 0) })?;
-            }
-            Ok(())
-        })();
+        let r = names::set_attrs(&node, mode, uid, gid, atime, mtime);
         if let Err(e) = r {
             return reply.error(e);
         }
@@ -803,32 +605,7 @@ impl Filesystem for SluiceFs {
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         let r = (|| {
             let n = self.nodes.get(ino)?;
-            let dir = sys::reopen(n.raw(), libc::O_RDONLY | libc::O_DIRECTORY)?;
-            let path = format!("/proc/self/fd/{}", dir.as_raw_fd());
-            let mut list = vec![
-                (ino.0, FileType::Directory, OsString::from(".")),
-                (1, FileType::Directory, OsString::from("..")),
-            ];
-            for e in std::fs::read_dir(&path).map_err(|e| sys::errno_of(&e))? {
-                let e = e.map_err(|e| sys::errno_of(&e))?;
-                let t = e.file_type().map_err(|e| sys::errno_of(&e))?;
-                let k = if t.is_dir() {
-                    FileType::Directory
-                } else if t.is_symlink() {
-                    FileType::Symlink
-                } else if t.is_fifo() {
-                    FileType::NamedPipe
-                } else if t.is_socket() {
-                    FileType::Socket
-                } else if t.is_char_device() {
-                    FileType::CharDevice
-                } else if t.is_block_device() {
-                    FileType::BlockDevice
-                } else {
-                    FileType::RegularFile
-                };
-                list.push((e.ino(), k, e.file_name()));
-            }
+            let list = names::list(&n, ino.0)?;
             let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
             lock(&self.dirs).insert(fh, list);
             Ok(fh)
@@ -932,49 +709,18 @@ impl Filesystem for SluiceFs {
         _position: u32,
         reply: ReplyEmpty,
     ) {
-        let r = (|| {
-            let n = self.nodes.get(ino)?;
-            let p = proc_path(n.raw());
-            let k = CString::new(name.as_bytes()).map_err(|_| Errno::EINVAL)?;
-            // SAFETY: valid C strings and a buffer with its length.
-            check(unsafe {
-                libc::setxattr(
-                    p.as_ptr(),
-                    k.as_ptr(),
-                    value.as_ptr() as *const libc::c_void,
-                    value.len(),
-                    flags,
-                )
-            })
-        })();
-        match r {
-            Ok(_) => reply.ok(),
+        match self
+            .nodes
+            .get(ino)
+            .and_then(|n| xattr::set(&n, name, value, flags))
+        {
+            Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
         }
     }
 
     fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
-        let r = (|| {
-            let n = self.nodes.get(ino)?;
-            let p = proc_path(n.raw());
-            let k = CString::new(name.as_bytes()).map_err(|_| Errno::EINVAL)?;
-            let mut buf = vec![0u8; size as usize];
-            // SAFETY: valid C strings and a buffer with its length.
-            let len = unsafe {
-                libc::getxattr(
-                    p.as_ptr(),
-                    k.as_ptr(),
-                    buf.as_mut_ptr() as *mut libc::c_void,
-                    buf.len(),
-                )
-            };
-            if len < 0 {
-                return Err(sys::last());
-            }
-            buf.truncate(len as usize);
-            Ok((len as u32, buf))
-        })();
-        match r {
+        match self.nodes.get(ino).and_then(|n| xattr::get(&n, name, size)) {
             Ok((len, _)) if size == 0 => reply.size(len),
             Ok((_, b)) => reply.data(&b),
             Err(e) => reply.error(e),
@@ -982,21 +728,7 @@ impl Filesystem for SluiceFs {
     }
 
     fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
-        let r = (|| {
-            let n = self.nodes.get(ino)?;
-            let p = proc_path(n.raw());
-            let mut buf = vec![0u8; size as usize];
-            // SAFETY: a valid C string and a buffer with its length.
-            let len = unsafe {
-                libc::listxattr(p.as_ptr(), buf.as_mut_ptr() as *mut libc::c_char, buf.len())
-            };
-            if len < 0 {
-                return Err(sys::last());
-            }
-            buf.truncate(len as usize);
-            Ok((len as u32, buf))
-        })();
-        match r {
+        match self.nodes.get(ino).and_then(|n| xattr::list(&n, size)) {
             Ok((len, _)) if size == 0 => reply.size(len),
             Ok((_, b)) => reply.data(&b),
             Err(e) => reply.error(e),
@@ -1004,15 +736,8 @@ impl Filesystem for SluiceFs {
     }
 
     fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let r = (|| {
-            let n = self.nodes.get(ino)?;
-            let p = proc_path(n.raw());
-            let k = CString::new(name.as_bytes()).map_err(|_| Errno::EINVAL)?;
-            // SAFETY: valid C strings.
-            check(unsafe { libc::removexattr(p.as_ptr(), k.as_ptr()) })
-        })();
-        match r {
-            Ok(_) => reply.ok(),
+        match self.nodes.get(ino).and_then(|n| xattr::remove(&n, name)) {
+            Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
         }
     }

@@ -11,6 +11,7 @@
 //! (FUSE `direct_io`). When the file system is unmounted the stack's report (per
 //! flow and class: IOPS, bandwidth, latency percentiles and breakdown) is returned.
 
+mod attr;
 mod class;
 mod data;
 mod fs;
