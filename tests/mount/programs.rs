@@ -36,6 +36,8 @@ fn fio_verifies_its_data_through_the_mount() {
                     .arg(format!("--directory={}", m.mnt.display()))
                     .args(["--size=8m", "--bs=4k", "--rw=randwrite", "--verify=crc32c"])
                     .args(["--do_verify=1", "--verify_fatal=1", "--output-format=terse"])
+                    // No verify-state file left in the working directory.
+                    .arg("--verify_state_save=0")
                     .arg(format!("--ioengine={engine}"))
                     .arg(format!("--iodepth={depth}"))
                     .arg(format!("--direct={direct}")),
