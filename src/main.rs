@@ -19,6 +19,7 @@ mod cmd_calibrate;
 mod cmd_crashtest;
 mod cmd_fs;
 mod cmd_fsck;
+mod cmd_mount;
 mod cmd_repro;
 mod cmd_run;
 mod cmd_sweep;
@@ -54,6 +55,9 @@ enum Cmd {
     /// Run a job file over the cross product of devices, job options, policies and seeds
     /// (cells side by side on all cores), one table, CSV and JSON row per cell.
     Sweep(cmd_sweep::SweepArgs),
+    /// Mount a directory through sluice (FUSE): unmodified programs' file I/O scheduled
+    /// by the policy, classed by ionice, cgroup or a rules file; tables at unmount.
+    Mount(cmd_mount::MountArgs),
     /// List the built-in device profiles, the policies and the repro suites.
     List,
 }
@@ -131,6 +135,7 @@ fn main() -> ExitCode {
         Cmd::Crashtest(args) => cmd_crashtest::cmd_crashtest(args),
         Cmd::Fsck(args) => cmd_fsck::cmd_fsck(args),
         Cmd::Sweep(args) => cmd_sweep::cmd_sweep(args),
+        Cmd::Mount(args) => cmd_mount::cmd_mount(args),
         Cmd::List => cmd_list(),
     };
     match result {

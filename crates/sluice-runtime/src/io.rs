@@ -23,6 +23,7 @@ use sluice_metrics::{Collector, FlowInfo, JobInfo};
 use crate::buffer::DmaBuffer;
 use crate::ctx::{Activity, TaskCtx};
 
+mod adopt;
 pub(crate) mod batch;
 mod file;
 mod handle;

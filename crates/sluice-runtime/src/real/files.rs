@@ -241,3 +241,20 @@ impl RealPort {
 fn with_path(e: std::io::Error, path: &std::path::Path) -> std::io::Error {
     std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
 }
+
+impl RealPort {
+    /// Install `file`, opened by the application, as file number `id` (`File::adopt`):
+    /// the cores' rings register it at their next turn.
+    pub(crate) fn adopt(
+        &mut self,
+        id: u32,
+        name: &str,
+        file: std::fs::File,
+    ) -> std::io::Result<()> {
+        if !self.files.has_room() {
+            return Err(table_full(name, &self.dir));
+        }
+        self.files.install(id, file);
+        Ok(())
+    }
+}

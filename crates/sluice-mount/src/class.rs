@@ -1,0 +1,371 @@
+//! Who is calling: the class, weight and flow of a FUSE request, from the calling
+//! thread (FUSE gives its thread id).
+//!
+//! In order, later steps overriding earlier ones:
+//! 1. the thread's I/O priority, `ioprio_get(IOPRIO_WHO_PROCESS, tid)` (what `ionice`
+//!    sets): realtime → critical; idle → idle; best-effort level n → normal with weight
+//!    8 − n; none → best-effort at the level of its nice value, (nice + 20) / 5 (Linux's
+//!    `task_nice_ioprio`), so a plain process is normal with weight 4;
+//! 2. its cgroup v2 (`/proc/TID/cgroup`'s `0::` line): `io.prio.class` (`promote-to-rt`
+//!    → critical, `restrict-to-be` → a critical caller becomes normal, `idle` → idle)
+//!    and `io.weight` (`default N`: weight N / 25, so the default 100 is 4);
+//! 3. the first rule of `--classes FILE` that matches (process name, a part of the
+//!    command line, uid, cgroup prefix): its class, weight and flow.
+//!
+//! The flow (the tenant that `d2fq`, `bfq`, `fios` share the device among by weight) is
+//! the cgroup when the caller is in one below the root, else the process
+//! (`comm.tgid`). An answer is kept per thread for [`TTL`], so a thread's requests cost
+//! one hash look-up, and an `ionice` of a running thread is seen within that time.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use sluice_core::IoClass;
+
+/// How long a thread's answer is kept.
+pub const TTL: Duration = Duration::from_secs(1);
+
+/// A caller's class, weight and flow.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Who {
+    pub class: IoClass,
+    pub weight: u32,
+    pub flow: String,
+}
+
+impl Who {
+    /// Requests the kernel sends on no thread's behalf (pid 0).
+    pub fn kernel() -> Who {
+        Who {
+            class: IoClass::Normal,
+            weight: 4,
+            flow: "kernel".into(),
+        }
+    }
+}
+
+/// One rule of the classes file.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    /// The process name (`/proc/PID/comm`), exactly.
+    pub comm: Option<String>,
+    /// A part of the command line (arguments joined by spaces).
+    pub cmdline: Option<String>,
+    /// The real user id.
+    pub uid: Option<u32>,
+    /// A prefix of the cgroup v2 path (`/system.slice/postgresql.service`).
+    pub cgroup: Option<String>,
+    /// `critical`, `normal` or `idle`.
+    pub class: Option<String>,
+    /// The weight, 1 to 1000.
+    pub weight: Option<u32>,
+    /// The flow (tenant) name.
+    pub flow: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RulesFile {
+    #[serde(default)]
+    rule: Vec<Rule>,
+}
+
+fn parse_class(s: &str) -> Option<IoClass> {
+    match s {
+        "critical" | "rt" | "realtime" => Some(IoClass::Critical),
+        "normal" | "be" | "best-effort" => Some(IoClass::Normal),
+        "idle" => Some(IoClass::Idle),
+        _ => None,
+    }
+}
+
+/// Read and check a classes file: what is wrong, where, and how to fix it.
+pub fn load_rules(path: &Path) -> Result<Vec<Rule>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("classes file {}: {e}", path.display()))?;
+    parse_rules(&text).map_err(|e| format!("classes file {}: {e}", path.display()))
+}
+
+/// Parse the text of a classes file (`[[rule]]` tables).
+pub fn parse_rules(text: &str) -> Result<Vec<Rule>, String> {
+    let f: RulesFile = toml::from_str(text).map_err(|e| e.to_string())?;
+    for (i, r) in f.rule.iter().enumerate() {
+        let n = i + 1;
+        if r.comm.is_none() && r.cmdline.is_none() && r.uid.is_none() && r.cgroup.is_none() {
+            return Err(format!(
+                "rule {n} matches everything: give at least one of comm, cmdline, uid, cgroup"
+            ));
+        }
+        if r.class.is_none() && r.weight.is_none() && r.flow.is_none() {
+            return Err(format!(
+                "rule {n} changes nothing: give at least one of class, weight, flow"
+            ));
+        }
+        if let Some(c) = &r.class {
+            if parse_class(c).is_none() {
+                return Err(format!(
+                    "rule {n}: class '{c}' is not one of critical, normal, idle"
+                ));
+            }
+        }
+        if let Some(w) = r.weight {
+            if !(1..=1000).contains(&w) {
+                return Err(format!("rule {n}: weight {w} is not in 1..=1000"));
+            }
+        }
+    }
+    Ok(f.rule)
+}
+
+/// What is known of a process, read from `/proc`.
+#[derive(Debug, Default, Clone)]
+pub struct Proc {
+    pub tgid: u32,
+    pub comm: String,
+    pub cmdline: String,
+    pub uid: u32,
+    /// The cgroup v2 path (`/` for the root).
+    pub cgroup: String,
+    pub nice: i32,
+}
+
+/// Read thread `tid`'s process facts (`None`: it is gone).
+pub fn read_proc(tid: u32) -> Option<Proc> {
+    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    let mut p = Proc::default();
+    for line in status.lines() {
+        if let Some(v) = line.strip_prefix("Tgid:") {
+            p.tgid = v.trim().parse().ok()?;
+        } else if let Some(v) = line.strip_prefix("Uid:") {
+            p.uid = v.split_whitespace().next()?.parse().ok()?;
+        }
+    }
+    let pid = p.tgid;
+    p.comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .unwrap_or_default()
+        .trim_end()
+        .to_string();
+    p.cmdline = std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| {
+            b.split(|&c| c == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default();
+    p.cgroup = std::fs::read_to_string(format!("/proc/{tid}/cgroup"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("0::").map(str::to_string))
+        })
+        .unwrap_or_else(|| "/".into());
+    // Field 19 of /proc/TID/stat is the nice value (after the command in parentheses).
+    p.nice = std::fs::read_to_string(format!("/proc/{tid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let rest = &s[s.rfind(')')? + 2..];
+            rest.split_whitespace().nth(16)?.parse().ok()
+        })
+        .unwrap_or(0);
+    Some(p)
+}
+
+/// `ioprio_get(IOPRIO_WHO_PROCESS, tid)`: (class, level), `None` on failure.
+pub fn ioprio(tid: u32) -> Option<(u32, u32)> {
+    // SAFETY: a plain system call with integer arguments.
+    let v = unsafe { libc::syscall(libc::SYS_ioprio_get, 1 as libc::c_int, tid as libc::c_int) };
+    (v >= 0).then_some(((v as u32) >> 13, (v as u32) & 0x7))
+}
+
+/// The class and weight of an I/O priority (class, level) and nice value.
+pub fn from_ioprio(prio: Option<(u32, u32)>, nice: i32) -> (IoClass, u32) {
+    match prio {
+        Some((1, _)) => (IoClass::Critical, 8),
+        Some((3, _)) => (IoClass::Idle, 1),
+        Some((2, level)) => (IoClass::Normal, 8 - level.min(7)),
+        // IOPRIO_CLASS_NONE: best effort at the level of the nice value.
+        _ => (IoClass::Normal, 8 - ((nice + 20) / 5).clamp(0, 7) as u32),
+    }
+}
+
+fn cgroup_file(cg: &str, name: &str) -> Option<String> {
+    let p = format!("/sys/fs/cgroup{}/{name}", cg.trim_end_matches('/'));
+    std::fs::read_to_string(p).ok()
+}
+
+/// The answer for a process (`prio`: the thread's I/O priority).
+pub fn classify(p: &Proc, prio: Option<(u32, u32)>, rules: &[Rule]) -> Who {
+    let (mut class, mut weight) = from_ioprio(prio, p.nice);
+    let in_cgroup = p.cgroup != "/" && !p.cgroup.is_empty();
+    if in_cgroup {
+        match cgroup_file(&p.cgroup, "io.prio.class")
+            .as_deref()
+            .map(str::trim)
+        {
+            Some("promote-to-rt") | Some("rt") => class = IoClass::Critical,
+            Some("restrict-to-be") | Some("be") if class == IoClass::Critical => {
+                class = IoClass::Normal
+            }
+            Some("idle") => class = IoClass::Idle,
+            _ => {}
+        }
+        if let Some(w) = cgroup_file(&p.cgroup, "io.weight").and_then(|s| {
+            s.lines().find_map(|l| {
+                l.strip_prefix("default ")
+                    .and_then(|v| v.trim().parse::<u32>().ok())
+            })
+        }) {
+            if w != 100 {
+                weight = (w / 25).max(1);
+            }
+        }
+    }
+    let mut flow = if in_cgroup {
+        p.cgroup.clone()
+    } else {
+        format!("{}.{}", p.comm, p.tgid)
+    };
+    if let Some(r) = rules.iter().find(|r| matches(r, p)) {
+        if let Some(c) = r.class.as_deref().and_then(parse_class) {
+            class = c;
+        }
+        if let Some(w) = r.weight {
+            weight = w;
+        }
+        if let Some(f) = &r.flow {
+            flow = f.clone();
+        }
+    }
+    Who {
+        class,
+        weight,
+        flow,
+    }
+}
+
+fn matches(r: &Rule, p: &Proc) -> bool {
+    r.comm.as_ref().is_none_or(|c| *c == p.comm)
+        && r.cmdline
+            .as_ref()
+            .is_none_or(|c| p.cmdline.contains(c.as_str()))
+        && r.uid.is_none_or(|u| u == p.uid)
+        && r.cgroup
+            .as_ref()
+            .is_none_or(|c| p.cgroup.starts_with(c.as_str()))
+}
+
+/// The per-thread cache of answers.
+#[derive(Debug)]
+pub struct Classifier {
+    rules: Vec<Rule>,
+    cache: Mutex<HashMap<u32, (Instant, Arc<Who>)>>,
+}
+
+impl Classifier {
+    pub fn new(rules: Vec<Rule>) -> Classifier {
+        Classifier {
+            rules,
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The answer for thread `tid` (0: the kernel itself).
+    pub fn who(&self, tid: u32) -> Arc<Who> {
+        if tid == 0 {
+            return Arc::new(Who::kernel());
+        }
+        let now = Instant::now();
+        {
+            let c = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((at, w)) = c.get(&tid) {
+                if now.duration_since(*at) < TTL {
+                    return w.clone();
+                }
+            }
+        }
+        let who = Arc::new(match read_proc(tid) {
+            Some(p) => classify(&p, ioprio(tid), &self.rules),
+            None => Who::kernel(),
+        });
+        let mut c = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        if c.len() > 4096 {
+            c.retain(|_, (at, _)| now.duration_since(*at) < TTL);
+        }
+        c.insert(tid, (now, who.clone()));
+        who
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ioprio_maps_to_classes_and_weights() {
+        assert_eq!(from_ioprio(Some((1, 0)), 0).0, IoClass::Critical);
+        assert_eq!(from_ioprio(Some((3, 0)), 0).0, IoClass::Idle);
+        assert_eq!(from_ioprio(Some((2, 0)), 0), (IoClass::Normal, 8));
+        assert_eq!(from_ioprio(Some((2, 7)), 0), (IoClass::Normal, 1));
+        assert_eq!(from_ioprio(Some((0, 0)), 0), (IoClass::Normal, 4));
+        assert_eq!(from_ioprio(None, 19), (IoClass::Normal, 1));
+    }
+
+    #[test]
+    fn rules_match_in_order_and_bad_rules_are_refused() {
+        let rules = parse_rules(
+            r#"
+            [[rule]]
+            comm = "postgres"
+            cmdline = "checkpointer"
+            class = "idle"
+            flow = "pg-bg"
+            [[rule]]
+            comm = "postgres"
+            class = "critical"
+            weight = 8
+            "#,
+        )
+        .unwrap();
+        let mut p = Proc {
+            tgid: 7,
+            comm: "postgres".into(),
+            cmdline: "postgres: checkpointer".into(),
+            cgroup: "/".into(),
+            ..Proc::default()
+        };
+        let w = classify(&p, Some((2, 4)), &rules);
+        assert_eq!((w.class, w.flow.as_str()), (IoClass::Idle, "pg-bg"));
+        p.cmdline = "postgres: app db [local] SELECT".into();
+        let w = classify(&p, Some((2, 4)), &rules);
+        assert_eq!(
+            (w.class, w.weight, w.flow.as_str()),
+            (IoClass::Critical, 8, "postgres.7")
+        );
+        assert!(parse_rules("[[rule]]\nclass = \"idle\"\n")
+            .unwrap_err()
+            .contains("matches everything"));
+        assert!(parse_rules("[[rule]]\ncomm = \"x\"\n")
+            .unwrap_err()
+            .contains("changes nothing"));
+        assert!(parse_rules("[[rule]]\ncomm = \"x\"\nclass = \"urgent\"\n")
+            .unwrap_err()
+            .contains("not one of"));
+        assert!(parse_rules("[[rule]]\ncomm = \"x\"\nprio = 1\n").is_err());
+    }
+
+    #[test]
+    fn this_thread_is_classified_from_proc() {
+        let tid = unsafe { libc::gettid() } as u32;
+        let p = read_proc(tid).expect("our own /proc entry");
+        assert_eq!(p.tgid, std::process::id());
+        let c = Classifier::new(Vec::new());
+        let a = c.who(tid);
+        assert!(Arc::ptr_eq(&a, &c.who(tid)), "cached per thread");
+    }
+}

@@ -1,0 +1,117 @@
+//! The data path on a real stack, without FUSE: unaligned writes from many tasks on
+//! several cores into the same blocks, and writes past the end.
+
+use std::os::unix::fs::OpenOptionsExt;
+use std::sync::{Arc, Mutex};
+
+use sluice_runtime::{spawn_on, File, Stack, TaskCtx};
+
+use super::{read, write, DataFile};
+
+fn with_file<F, Fut>(body: F) -> Vec<u8>
+where
+    F: FnOnce(Arc<DataFile>) -> Fut + 'static,
+    Fut: std::future::Future<Output = ()> + 'static,
+{
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t");
+    let open = || {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(&path)
+            .unwrap()
+    };
+    let (fd, dup) = (open(), open());
+    Stack::builder()
+        .directory(dir.path())
+        .cores(2)
+        .build()
+        .unwrap()
+        .run(move || async move {
+            let file = File::adopt("t", fd).unwrap();
+            let df = Arc::new(DataFile {
+                file,
+                fd: dup.into(),
+                size: Mutex::new(0),
+                locks: Arc::default(),
+                writable: true,
+            });
+            body(df).await;
+        })
+        .unwrap();
+    std::fs::read(&path).unwrap()
+}
+
+#[test]
+fn overlapping_read_modify_writes_lose_no_bytes() {
+    const THREADS: u64 = 8;
+    const BLOCKS: u64 = 2;
+    const ROUNDS: u64 = 100;
+    let data = with_file(|df| async move {
+        // The end beyond the blocks written, so every write is a plain read-modify-
+        // write (not one that moves the end, which holds the whole tail).
+        write(&df, BLOCKS * 4096, b"end", false).await.unwrap();
+        let hs: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let df = df.clone();
+                spawn_on(
+                    TaskCtx::new(format!("w{t}")).core((t % 2) as u16),
+                    move || async move {
+                        for round in 0..ROUNDS {
+                            for b in 0..BLOCKS {
+                                let at = b * 4096 + t * 500 + 7;
+                                if round > 0 {
+                                    // Nobody else writes these bytes: they must still be
+                                    // what this task wrote last.
+                                    let (buf, r) = read(&df, at, 100).await.unwrap();
+                                    let got = &buf[r];
+                                    let last = (t * 31 + round - 1 + b) as u8;
+                                    assert!(
+                                        got.len() == 100 && got.iter().all(|&x| x == last),
+                                        "task {t}, block {b}, round {round}: bytes lost to \
+                                     another task's read-modify-write"
+                                    );
+                                }
+                                let d = vec![(t * 31 + round + b) as u8; 100];
+                                write(&df, at, &d, false).await.unwrap();
+                            }
+                        }
+                    },
+                )
+            })
+            .collect();
+        for h in hs {
+            h.await;
+        }
+    });
+    assert_eq!(data.len() as u64, BLOCKS * 4096 + 3);
+    for t in 0..THREADS {
+        for b in 0..BLOCKS {
+            let at = (b * 4096 + t * 500 + 7) as usize;
+            let want = (t * 31 + ROUNDS - 1 + b) as u8;
+            assert!(
+                data[at..at + 100].iter().all(|&x| x == want),
+                "task {t}, block {b}: bytes lost to another task's read-modify-write"
+            );
+        }
+    }
+}
+
+#[test]
+fn writes_past_the_end_leave_the_exact_length_and_reads_stop_there() {
+    let data = with_file(|df| async move {
+        write(&df, 10, b"hello", false).await.unwrap();
+        write(&df, 5000, b"x", false).await.unwrap();
+        let bytes = |(b, r): (sluice_runtime::DmaBuffer, std::ops::Range<usize>)| b[r].to_vec();
+        assert_eq!(bytes(read(&df, 0, 100_000).await.unwrap()).len(), 5001);
+        assert_eq!(bytes(read(&df, 4999, 10).await.unwrap()), b"\0x");
+        assert!(bytes(read(&df, 5001, 10).await.unwrap()).is_empty());
+        write(&df, 0, &[7u8; 4096], false).await.unwrap();
+    });
+    assert_eq!(data.len(), 5001);
+    assert_eq!(&data[..4096], &[7u8; 4096][..]);
+    assert_eq!(data[5000], b'x');
+}

@@ -1,0 +1,801 @@
+//! The FUSE file system: name operations passed through to the backing directory
+//! relative to the inodes' descriptors (`crate::node`), data operations handed to the
+//! stack (`crate::data`).
+//!
+//! Permissions are the kernel's (`default_permissions`: it checks the mode bits and
+//! owners the backing inodes have, as `getattr` reports them); what a caller creates is
+//! given its uid and gid (the gid of a set-group-id directory stays). Locks (`fcntl`,
+//! `flock`) are the kernel's own on the mount: the daemon does not ask for them, so
+//! the FUSE module keeps them among the mount's users.
+
+use std::collections::HashMap;
+use std::ffi::{CString, OsStr, OsString};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use fuser::{
+    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
+    KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
+    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen, ReplyStatfs, ReplyWrite,
+    ReplyXattr, Request, TimeOrNow, WriteFlags,
+};
+
+mod names;
+mod open;
+mod xattr;
+
+use crate::attr::attr;
+use crate::class::Classifier;
+use crate::data::{attr_after, DataFile, Hub, Job};
+use crate::node::{Node, Nodes};
+use crate::sys::{self, check, component};
+
+/// How long the kernel keeps names and attributes (every change goes through us).
+const TTL: Duration = Duration::from_secs(1);
+
+struct Handle {
+    df: Arc<DataFile>,
+    /// Its key in `SluiceFs::files`.
+    key: (u64, u64),
+    sync: bool,
+}
+
+/// An open data file and its opens.
+type OpenData = (Arc<DataFile>, u32);
+/// A directory entry read at `opendir`: inode, type, name.
+type DirEntry = (u64, FileType, OsString);
+
+/// The file system.
+pub struct SluiceFs {
+    nodes: Nodes,
+    hub: Arc<Hub>,
+    classes: Classifier,
+    /// Open data files by backing (device, inode), with their opens.
+    files: Mutex<HashMap<(u64, u64), OpenData>>,
+    handles: Mutex<HashMap<u64, Handle>>,
+    dirs: Mutex<HashMap<u64, Vec<DirEntry>>>,
+    next_fh: AtomicU64,
+    /// The backing file system takes `O_DIRECT`.
+    direct: bool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl SluiceFs {
+    pub fn new(
+        root: OwnedFd,
+        hub: Arc<Hub>,
+        classes: Classifier,
+        direct: bool,
+    ) -> Result<SluiceFs, Errno> {
+        Ok(SluiceFs {
+            nodes: Nodes::new(root)?,
+            hub,
+            classes,
+            files: Mutex::new(HashMap::new()),
+            handles: Mutex::new(HashMap::new()),
+            dirs: Mutex::new(HashMap::new()),
+            next_fh: AtomicU64::new(1),
+            direct,
+        })
+    }
+
+    /// `getattr` of a node: the backing inode's, with the length the data path knows
+    /// for an open file.
+    fn stat_node(&self, node: &Node, ino: u64) -> Result<FileAttr, Errno> {
+        let st = sys::stat_fd(node.raw())?;
+        let mut a = attr(&st, ino);
+        if let Some((df, _)) = lock(&self.files).get(&node.key) {
+            a.size = *lock(&df.size);
+        }
+        Ok(a)
+    }
+
+    /// Look `name` up in directory `parent` (one component, no-follow) and count it.
+    fn entry_of(&self, parent: &Node, name: &CString) -> Result<FileAttr, Errno> {
+        let fd = sys::openat(parent.raw(), name, libc::O_PATH, 0)?;
+        let st = sys::stat_fd(fd.as_raw_fd())?;
+        let ino = self.nodes.remember(fd, &st);
+        Ok(attr(&st, ino))
+    }
+
+    /// Give what `req`'s caller made at `parent`/`name` its uid and gid (the
+    /// directory's gid when it is set-group-id).
+    fn own(&self, req: &Request, parent: &Node, name: &CString) -> Result<(), Errno> {
+        let pst = sys::stat_fd(parent.raw())?;
+        let gid = if pst.st_mode & libc::S_ISGID != 0 {
+            u32::MAX
+        } else {
+            req.gid()
+        };
+        // SAFETY: valid C string and descriptor.
+        check(unsafe {
+            libc::fchownat(
+                parent.raw(),
+                name.as_ptr(),
+                req.uid(),
+                gid,
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        })
+        .map(drop)
+    }
+
+    fn make(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        reply: ReplyEntry,
+        f: impl FnOnce(&Node, &CString) -> libc::c_int,
+    ) {
+        let r = (|| {
+            let p = self.nodes.get(parent)?;
+            let c = component(name)?;
+            check(f(&p, &c))?;
+            if let Err(e) = self.own(req, &p, &c) {
+                // SAFETY: valid C string and descriptor: undo what we made.
+                unsafe { libc::unlinkat(p.raw(), c.as_ptr(), 0) };
+                unsafe { libc::unlinkat(p.raw(), c.as_ptr(), libc::AT_REMOVEDIR) };
+                return Err(e);
+            }
+            self.entry_of(&p, &c)
+        })();
+        match r {
+            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
+            Err(e) => reply.error(e),
+        }
+    }
+}
+
+impl Filesystem for SluiceFs {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        for f in [
+            InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP,
+            InitFlags::FUSE_PARALLEL_DIROPS,
+            InitFlags::FUSE_ASYNC_DIO,
+        ] {
+            let _ = config.add_capabilities(f);
+        }
+        let _ = config.set_max_write(1 << 20);
+        Ok(())
+    }
+
+    fn destroy(&mut self) {
+        self.hub.stop();
+    }
+
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        let r = (|| {
+            let p = self.nodes.get(parent)?;
+            let c = component(name)?;
+            let mut a = self.entry_of(&p, &c)?;
+            if let Ok(n) = self.nodes.get(a.ino) {
+                if let Some((df, _)) = lock(&self.files).get(&n.key) {
+                    a.size = *lock(&df.size);
+                }
+            }
+            Ok(a)
+        })();
+        match r {
+            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        self.nodes.forget(ino.0, nlookup);
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        match self.nodes.get(ino).and_then(|n| self.stat_node(&n, ino.0)) {
+            Ok(a) => reply.attr(&TTL, &a),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn setattr(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        let _ = req;
+        let node = match self.nodes.get(ino) {
+            Ok(n) => n,
+            Err(e) => return reply.error(e),
+        };
+        let r = names::set_attrs(&node, mode, uid, gid, atime, mtime);
+        if let Err(e) = r {
+            return reply.error(e);
+        }
+        let Some(size) = size else {
+            return match self.stat_node(&node, ino.0) {
+                Ok(a) => reply.attr(&TTL, &a),
+                Err(e) => reply.error(e),
+            };
+        };
+        // A truncation: through the data path when the file is open there (it waits
+        // for the writes at the end), else on the backing file at once.
+        let df = fh
+            .and_then(|fh| self.handle(fh).ok().map(|h| h.0))
+            .or_else(|| lock(&self.files).get(&node.key).map(|e| e.0.clone()));
+        match df {
+            Some(df) if df.writable => {
+                let who = self.classes.who(req.pid());
+                let n2 = node.clone();
+                let df2 = df.clone();
+                let done = attr_after(reply, move || {
+                    let st = sys::stat_fd(n2.raw())?;
+                    let mut a = attr(&st, ino.0);
+                    a.size = *lock(&df2.size);
+                    Ok((a, TTL))
+                });
+                self.hub.submit(&who, Job::Truncate { df, size, done });
+            }
+            _ => {
+                let r = sys::reopen(node.raw(), libc::O_WRONLY).and_then(|fd| {
+                    // SAFETY: a plain system call on our descriptor.
+                    check(unsafe { libc::ftruncate(fd.as_raw_fd(), size as i64) }).map(drop)
+                });
+                if let (Ok(()), Some(df)) = (&r, &df) {
+                    *lock(&df.size) = size;
+                }
+                match r.and_then(|()| self.stat_node(&node, ino.0)) {
+                    Ok(a) => reply.attr(&TTL, &a),
+                    Err(e) => reply.error(e),
+                }
+            }
+        }
+    }
+
+    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        let r = (|| {
+            let n = self.nodes.get(ino)?;
+            let mut buf = vec![0u8; libc::PATH_MAX as usize];
+            // SAFETY: the buffer is ours and its length given.
+            let len = unsafe {
+                libc::readlinkat(
+                    n.raw(),
+                    c"".as_ptr(),
+                    buf.as_mut_ptr() as *mut libc::c_char,
+                    buf.len(),
+                )
+            };
+            if len < 0 {
+                return Err(sys::last());
+            }
+            buf.truncate(len as usize);
+            Ok(buf)
+        })();
+        match r {
+            Ok(b) => reply.data(&b),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn mknod(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        self.make(req, parent, name, reply, |p, c| {
+            // SAFETY: valid descriptor and C string.
+            unsafe { libc::mknodat(p.raw(), c.as_ptr(), mode & !umask, rdev as libc::dev_t) }
+        });
+    }
+
+    fn mkdir(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        reply: ReplyEntry,
+    ) {
+        self.make(req, parent, name, reply, |p, c| {
+            // SAFETY: valid descriptor and C string.
+            unsafe { libc::mkdirat(p.raw(), c.as_ptr(), mode & !umask) }
+        });
+    }
+
+    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let r = (|| {
+            let p = self.nodes.get(parent)?;
+            let c = component(name)?;
+            // SAFETY: valid descriptor and C string.
+            check(unsafe { libc::unlinkat(p.raw(), c.as_ptr(), 0) })
+        })();
+        match r {
+            Ok(_) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let r = (|| {
+            let p = self.nodes.get(parent)?;
+            let c = component(name)?;
+            // SAFETY: valid descriptor and C string.
+            check(unsafe { libc::unlinkat(p.raw(), c.as_ptr(), libc::AT_REMOVEDIR) })
+        })();
+        match r {
+            Ok(_) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn symlink(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        link_name: &OsStr,
+        target: &Path,
+        reply: ReplyEntry,
+    ) {
+        let Ok(t) = CString::new(target.as_os_str().as_bytes()) else {
+            return reply.error(Errno::EINVAL);
+        };
+        self.make(req, parent, link_name, reply, |p, c| {
+            // SAFETY: valid descriptor and C strings. The target is stored, never
+            // followed by the daemon.
+            unsafe { libc::symlinkat(t.as_ptr(), p.raw(), c.as_ptr()) }
+        });
+    }
+
+    fn rename(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        let r = (|| {
+            let p = self.nodes.get(parent)?;
+            let q = self.nodes.get(newparent)?;
+            let (a, b) = (component(name)?, component(newname)?);
+            // SAFETY: valid descriptors and C strings.
+            check(unsafe {
+                libc::renameat2(p.raw(), a.as_ptr(), q.raw(), b.as_ptr(), flags.bits())
+            })
+        })();
+        match r {
+            Ok(_) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn link(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        newparent: INodeNo,
+        newname: &OsStr,
+        reply: ReplyEntry,
+    ) {
+        let r = (|| {
+            let n = self.nodes.get(ino)?;
+            let q = self.nodes.get(newparent)?;
+            let c = component(newname)?;
+            // SAFETY: valid descriptors and C strings (the inode itself, by its
+            // descriptor: no name is resolved).
+            check(unsafe {
+                libc::linkat(
+                    n.raw(),
+                    c"".as_ptr(),
+                    q.raw(),
+                    c.as_ptr(),
+                    libc::AT_EMPTY_PATH,
+                )
+            })?;
+            self.entry_of(&q, &c)
+        })();
+        match r {
+            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        let r = (|| {
+            let n = self.nodes.get(ino)?;
+            if n.fmt != libc::S_IFREG {
+                // Devices, pipes, sockets: the kernel does not route their I/O here.
+                return Err(Errno::ENXIO);
+            }
+            let write = flags.0 & libc::O_ACCMODE != libc::O_RDONLY;
+            let df = self.open_data(&n, write, None)?;
+            Ok(self.new_handle(df, flags.0))
+        })();
+        match r {
+            Ok(fh) => reply.opened(FileHandle(fh), Self::open_flags()),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn create(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        flags: i32,
+        reply: ReplyCreate,
+    ) {
+        let r = (|| {
+            let p = self.nodes.get(parent)?;
+            let c = component(name)?;
+            let base = libc::O_RDWR | self.data_flags();
+            let (fd, made) = match sys::openat(
+                p.raw(),
+                &c,
+                base | libc::O_CREAT | libc::O_EXCL,
+                mode & !umask,
+            ) {
+                Ok(fd) => (fd, true),
+                Err(e) if e == Errno::EEXIST && flags & libc::O_EXCL == 0 => {
+                    (sys::openat(p.raw(), &c, base, 0)?, false)
+                }
+                Err(e) => return Err(e),
+            };
+            if made {
+                if let Err(e) = self.own(req, &p, &c) {
+                    // SAFETY: valid descriptor and C string: undo what we made.
+                    unsafe { libc::unlinkat(p.raw(), c.as_ptr(), 0) };
+                    return Err(e);
+                }
+            }
+            let pfd = sys::reopen(fd.as_raw_fd(), libc::O_PATH)?;
+            let st = sys::stat_fd(pfd.as_raw_fd())?;
+            let ino = self.nodes.remember(pfd, &st);
+            let node = self.nodes.get(INodeNo(ino))?;
+            let opened = self.open_data(&node, true, Some(fd))?;
+            let mut a = attr(&st, ino);
+            a.size = *lock(&opened.0.size);
+            Ok((a, self.new_handle(opened, flags)))
+        })();
+        match r {
+            Ok((a, fh)) => {
+                reply.created(&TTL, &a, Generation(0), FileHandle(fh), Self::open_flags())
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn read(
+        &self,
+        req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        match self.handle(fh) {
+            Ok((df, _)) => {
+                let who = self.classes.who(req.pid());
+                self.hub.submit(
+                    &who,
+                    Job::Read {
+                        df,
+                        off: offset,
+                        size,
+                        reply,
+                    },
+                );
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn write(
+        &self,
+        req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        match self.handle(fh) {
+            Ok((df, sync)) => {
+                let who = self.classes.who(req.pid());
+                let sync = sync || flags.0 & (libc::O_SYNC | libc::O_DSYNC) != 0;
+                self.hub.submit(
+                    &who,
+                    Job::Write {
+                        df,
+                        off: offset,
+                        data: data.to_vec(),
+                        sync,
+                        reply,
+                    },
+                );
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn flush(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _lock_owner: LockOwner,
+        reply: ReplyEmpty,
+    ) {
+        // Nothing is buffered in the daemon: every write has reached the backing file.
+        reply.ok();
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        let h = lock(&self.handles).remove(&fh.0);
+        if let Some(h) = h {
+            self.release_data(h.key);
+        }
+        reply.ok();
+    }
+
+    fn fsync(
+        &self,
+        req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        match self.handle(fh) {
+            Ok((df, _)) => {
+                let who = self.classes.who(req.pid());
+                self.hub.submit(
+                    &who,
+                    Job::Fsync {
+                        df,
+                        datasync,
+                        reply,
+                    },
+                );
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        let r = (|| {
+            let n = self.nodes.get(ino)?;
+            let list = names::list(&n, ino.0)?;
+            let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+            lock(&self.dirs).insert(fh, list);
+            Ok(fh)
+        })();
+        match r {
+            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn readdir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
+        let dirs = lock(&self.dirs);
+        let Some(list) = dirs.get(&fh.0) else {
+            return reply.error(Errno::EBADF);
+        };
+        for (i, (ino, k, name)) in list.iter().enumerate().skip(offset as usize) {
+            if reply.add(INodeNo(*ino), i as u64 + 1, *k, name) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+
+    fn releasedir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        reply: ReplyEmpty,
+    ) {
+        lock(&self.dirs).remove(&fh.0);
+        reply.ok();
+    }
+
+    fn fsyncdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        let r = (|| {
+            let n = self.nodes.get(ino)?;
+            let d = sys::reopen(n.raw(), libc::O_RDONLY | libc::O_DIRECTORY)?;
+            // SAFETY: a plain system call on our descriptor.
+            check(unsafe {
+                if datasync {
+                    libc::fdatasync(d.as_raw_fd())
+                } else {
+                    libc::fsync(d.as_raw_fd())
+                }
+            })
+        })();
+        match r {
+            Ok(_) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn statfs(&self, _req: &Request, ino: INodeNo, reply: ReplyStatfs) {
+        let r = (|| {
+            let n = self.nodes.get(ino)?;
+            // SAFETY: `s` is written by the call.
+            unsafe {
+                let mut s: libc::statvfs = std::mem::zeroed();
+                check(libc::fstatvfs(n.raw(), &mut s))?;
+                Ok(s)
+            }
+        })();
+        match r {
+            Ok(s) => reply.statfs(
+                s.f_blocks,
+                s.f_bfree,
+                s.f_bavail,
+                s.f_files,
+                s.f_ffree,
+                s.f_bsize as u32,
+                s.f_namemax as u32,
+                s.f_frsize as u32,
+            ),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn setxattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        name: &OsStr,
+        value: &[u8],
+        flags: i32,
+        _position: u32,
+        reply: ReplyEmpty,
+    ) {
+        match self
+            .nodes
+            .get(ino)
+            .and_then(|n| xattr::set(&n, name, value, flags))
+        {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        match self.nodes.get(ino).and_then(|n| xattr::get(&n, name, size)) {
+            Ok((len, _)) if size == 0 => reply.size(len),
+            Ok((_, b)) => reply.data(&b),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        match self.nodes.get(ino).and_then(|n| xattr::list(&n, size)) {
+            Ok((len, _)) if size == 0 => reply.size(len),
+            Ok((_, b)) => reply.data(&b),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        match self.nodes.get(ino).and_then(|n| xattr::remove(&n, name)) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn access(&self, _req: &Request, _ino: INodeNo, _mask: fuser::AccessFlags, reply: ReplyEmpty) {
+        // The kernel checks permissions itself (default_permissions).
+        reply.ok();
+    }
+
+    fn fallocate(
+        &self,
+        req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        length: u64,
+        mode: i32,
+        reply: ReplyEmpty,
+    ) {
+        match self.handle(fh) {
+            Ok((df, _)) => {
+                let who = self.classes.who(req.pid());
+                self.hub.submit(
+                    &who,
+                    Job::Fallocate {
+                        df,
+                        off: offset,
+                        len: length,
+                        mode,
+                        reply,
+                    },
+                );
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn lseek(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: i64,
+        whence: i32,
+        reply: ReplyLseek,
+    ) {
+        match self.handle(fh) {
+            Ok((df, _)) => {
+                // SAFETY: a plain system call on our descriptor (SEEK_DATA / SEEK_HOLE
+                // of the backing file; its own position is not used by the data path).
+                let r = unsafe { libc::lseek(df.fd.as_raw_fd(), offset, whence) };
+                if r < 0 {
+                    reply.error(sys::last())
+                } else {
+                    reply.offset(r)
+                }
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! A directory's entries (read at `opendir`) and `setattr`'s changes of mode, owner
+//! and times, each on the inode's own descriptor.
+
+use std::ffi::OsString;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{DirEntryExt, FileTypeExt};
+
+use fuser::{Errno, FileType, TimeOrNow};
+
+use super::DirEntry;
+use crate::attr::timespec;
+use crate::node::Node;
+use crate::sys::{self, check, proc_path};
+
+/// The entries of directory `n` (inode number `ino`), `.` and `..` first.
+pub fn list(n: &Node, ino: u64) -> Result<Vec<DirEntry>, Errno> {
+    let dir = sys::reopen(n.raw(), libc::O_RDONLY | libc::O_DIRECTORY)?;
+    let path = format!("/proc/self/fd/{}", dir.as_raw_fd());
+    let mut list = vec![
+        (ino, FileType::Directory, OsString::from(".")),
+        (1, FileType::Directory, OsString::from("..")),
+    ];
+    for e in std::fs::read_dir(&path).map_err(|e| sys::errno_of(&e))? {
+        let e = e.map_err(|e| sys::errno_of(&e))?;
+        let t = e.file_type().map_err(|e| sys::errno_of(&e))?;
+        let k = if t.is_dir() {
+            FileType::Directory
+        } else if t.is_symlink() {
+            FileType::Symlink
+        } else if t.is_fifo() {
+            FileType::NamedPipe
+        } else if t.is_socket() {
+            FileType::Socket
+        } else if t.is_char_device() {
+            FileType::CharDevice
+        } else if t.is_block_device() {
+            FileType::BlockDevice
+        } else {
+            FileType::RegularFile
+        };
+        list.push((e.ino(), k, e.file_name()));
+    }
+    Ok(list)
+}
+
+/// Change `node`'s mode, owner and times as asked (`None`: unchanged).
+pub fn set_attrs(
+    node: &Node,
+    mode: Option<u32>,
+    uid: Option<u32>,
+    gid: Option<u32>,
+    atime: Option<TimeOrNow>,
+    mtime: Option<TimeOrNow>,
+) -> Result<(), Errno> {
+    let is_link = node.fmt == libc::S_IFLNK;
+    let p = proc_path(node.raw());
+    if let Some(m) = mode {
+        if is_link {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        // SAFETY: a valid C string.
+        check(unsafe { libc::fchmodat(libc::AT_FDCWD, p.as_ptr(), m & 0o7777, 0) })?;
+    }
+    if uid.is_some() || gid.is_some() {
+        // SAFETY: a valid descriptor and an empty C string.
+        check(unsafe {
+            libc::fchownat(
+                node.raw(),
+                c"".as_ptr(),
+                uid.unwrap_or(u32::MAX),
+                gid.unwrap_or(u32::MAX),
+                libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW,
+            )
+        })?;
+    }
+    if atime.is_some() || mtime.is_some() {
+        if is_link {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let ts = [timespec(atime), timespec(mtime)];
+        // SAFETY: a valid C string and two timespecs.
+        check(unsafe { libc::utimensat(libc::AT_FDCWD, p.as_ptr(), ts.as_ptr(), 0) })?;
+    }
+    Ok(())
+}

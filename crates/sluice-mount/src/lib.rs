@@ -1,0 +1,333 @@
+//! # sluice-mount — unmodified programs' file I/O scheduled by sluice
+//!
+//! `sluice mount BACKING MOUNTPOINT`: a FUSE file system over the directory BACKING.
+//! Every name operation is passed through to BACKING relative to the inodes'
+//! descriptors (`openat` of one component, no-follow: nothing outside BACKING is ever
+//! reached, `node`, `fs`); every data read, write, fsync, truncation and fallocate of
+//! an open file goes through a running sluice stack — the runtime's real backend on
+//! io_uring on every core, `O_DIRECT` backing files, the one block layer, the chosen
+//! policy (`data`) — as a task of the calling thread's class, weight and flow
+//! (`class`: ionice, cgroup v2, a rules file). The kernel does not cache the data
+//! (FUSE `direct_io`). When the file system is unmounted the stack's report (per
+//! flow and class: IOPS, bandwidth, latency percentiles and breakdown) is returned.
+
+mod attr;
+mod class;
+mod data;
+mod fs;
+mod lock;
+mod node;
+mod sys;
+
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+pub use class::{load_rules, parse_rules, Rule, Who};
+use sluice_metrics::RunReport;
+
+/// What to mount, and how.
+#[derive(Clone, Debug)]
+pub struct MountOptions {
+    pub backing: PathBuf,
+    pub mountpoint: PathBuf,
+    /// The policy, `NAME[:key=value,...]`.
+    pub policy: String,
+    /// The rules file (`--classes`).
+    pub classes: Option<PathBuf>,
+    /// The stack's cores (threads, each with its own io_uring).
+    pub cores: u16,
+}
+
+/// Why the mount could not be made or served: what, where, how to fix it.
+#[derive(Debug, thiserror::Error)]
+pub enum MountError {
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
+    Failed(String),
+}
+
+fn usage(s: impl Into<String>) -> MountError {
+    MountError::Usage(s.into())
+}
+
+/// Whether `fusermount3` is on the PATH.
+pub fn has_fusermount() -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("fusermount3").is_file()))
+}
+
+/// Whether `path` is a mount point now (in `/proc/self/mountinfo`).
+pub fn is_mounted(path: &Path) -> bool {
+    let Ok(canon) = std::fs::canonicalize(path) else {
+        return false;
+    };
+    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return false;
+    };
+    let want = canon.to_string_lossy().replace(' ', "\\040");
+    info.lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .any(|m| m == want)
+}
+
+/// The checks before mounting, each error saying how to fix it.
+pub fn preflight(o: &MountOptions) -> Result<(), MountError> {
+    if !Path::new("/dev/fuse").exists() {
+        return Err(usage(
+            "/dev/fuse is absent: load the FUSE module (`modprobe fuse`) or, in a container, \
+             pass the device in (`--device /dev/fuse`)",
+        ));
+    }
+    // SAFETY: a plain system call.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root && !has_fusermount() {
+        return Err(usage(
+            "not root and no fusermount3 on the PATH: install the fuse3 package \
+             (`apt-get install fuse3`) or run sluice mount as root",
+        ));
+    }
+    match std::fs::metadata(&o.backing) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(usage(format!(
+                "BACKING {} is not a directory: give the directory whose files the mount shows",
+                o.backing.display()
+            )))
+        }
+        Err(e) => {
+            return Err(usage(format!(
+                "BACKING {}: {e} (give an existing directory)",
+                o.backing.display()
+            )))
+        }
+    }
+    match std::fs::metadata(&o.mountpoint) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(usage(format!(
+                "MOUNTPOINT {} is not a directory: mount on an empty directory",
+                o.mountpoint.display()
+            )))
+        }
+        Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => {
+            return Err(usage(format!(
+                "MOUNTPOINT {} is a dead FUSE mount (its daemon was killed; the transport \
+                 endpoint is not connected): clean it up with `fusermount3 -u {0}` (or \
+                 `umount -l {0}`), then mount again",
+                o.mountpoint.display()
+            )))
+        }
+        Err(e) => {
+            return Err(usage(format!(
+                "MOUNTPOINT {}: {e} (create the directory first: mkdir -p {0})",
+                o.mountpoint.display()
+            )))
+        }
+    }
+    if is_mounted(&o.mountpoint) {
+        return Err(usage(format!(
+            "MOUNTPOINT {} is busy: something is mounted there; unmount it first \
+             (`fusermount3 -u {0}` or `umount {0}`)",
+            o.mountpoint.display()
+        )));
+    }
+    let (b, m) = (
+        std::fs::canonicalize(&o.backing).map_err(|e| usage(e.to_string()))?,
+        std::fs::canonicalize(&o.mountpoint).map_err(|e| usage(e.to_string()))?,
+    );
+    if b.starts_with(&m) {
+        return Err(usage(format!(
+            "BACKING {} is inside MOUNTPOINT {}: the mount would hide it; put it elsewhere",
+            o.backing.display(),
+            o.mountpoint.display()
+        )));
+    }
+    if m.starts_with(&b) {
+        return Err(usage(format!(
+            "MOUNTPOINT {} is inside BACKING {}: the mount would show itself; put it elsewhere",
+            o.mountpoint.display(),
+            o.backing.display()
+        )));
+    }
+    if o.cores == 0 {
+        return Err(usage("--cores 0: give at least 1"));
+    }
+    Ok(())
+}
+
+fn errno_text(e: fuser::Errno) -> String {
+    std::io::Error::from_raw_os_error(i32::from(e)).to_string()
+}
+
+/// Whether the file system of directory `root` takes `O_DIRECT` (an unnamed
+/// `O_TMPFILE` is made and dropped: nothing is left behind).
+fn takes_direct(root: &std::os::fd::OwnedFd) -> bool {
+    let fd = sys::openat(
+        root.as_raw_fd(),
+        &std::ffi::CString::new(".").expect("no NUL"),
+        libc::O_TMPFILE | libc::O_RDWR | libc::O_DIRECT,
+        0o600,
+    );
+    fd.is_ok()
+}
+
+/// What a finished mount returns.
+#[derive(Debug)]
+pub struct Served {
+    /// The stack's report: one flow per caller flow, jobs per (flow, read/write/sync).
+    pub report: RunReport,
+    /// Whether the backing files were `O_DIRECT`.
+    pub direct: bool,
+}
+
+/// Mount, serve until unmounted (`fusermount3 -u`, or `stop` set — Ctrl-C, SIGTERM),
+/// and return the stack's report. `ready` is called once the mount answers.
+pub fn serve(
+    o: &MountOptions,
+    stop: Arc<AtomicBool>,
+    ready: impl FnOnce(bool),
+) -> Result<Served, MountError> {
+    preflight(o)?;
+    let rules = match &o.classes {
+        Some(p) => class::load_rules(p).map_err(usage)?,
+        None => Vec::new(),
+    };
+    let root = sys::openat(
+        libc::AT_FDCWD,
+        &std::ffi::CString::new(o.backing.as_os_str().as_encoded_bytes())
+            .map_err(|_| usage("BACKING has a NUL byte"))?,
+        libc::O_PATH | libc::O_DIRECTORY,
+        0,
+    )
+    .map_err(|e| {
+        usage(format!(
+            "BACKING {}: {}",
+            o.backing.display(),
+            errno_text(e)
+        ))
+    })?;
+    let direct = takes_direct(&root);
+
+    // The stack, on its own thread (its cores are threads of their own).
+    let hub = Arc::new(data::Hub::default());
+    let (built_tx, built_rx) = mpsc::channel::<Result<(), String>>();
+    let stack_thread = {
+        let hub = hub.clone();
+        let (backing, policy, cores) = (o.backing.clone(), o.policy.clone(), o.cores);
+        std::thread::Builder::new()
+            .name("sluice-stack".into())
+            .spawn(move || -> Result<RunReport, String> {
+                let stack = sluice_runtime::Stack::builder()
+                    .directory(&backing)
+                    .policy(&policy)
+                    .cores(cores)
+                    .build()
+                    .map_err(|e| e.to_string());
+                let stack = match stack {
+                    Ok(s) => {
+                        let _ = built_tx.send(Ok(()));
+                        s
+                    }
+                    Err(e) => {
+                        let _ = built_tx.send(Err(e.clone()));
+                        return Err(e);
+                    }
+                };
+                let out = stack
+                    .run(move || data::dispatcher(hub))
+                    .map_err(|e| e.to_string())?;
+                Ok(out.report)
+            })
+            .map_err(|e| MountError::Failed(format!("cannot start the stack's thread: {e}")))?
+    };
+    if !matches!(built_rx.recv(), Ok(Ok(()))) {
+        let why = stack_thread
+            .join()
+            .ok()
+            .and_then(|r| r.err())
+            .unwrap_or_else(|| "the stack could not start".into());
+        return Err(usage(format!("--policy {}: {why}", o.policy)));
+    }
+
+    let fs = fs::SluiceFs::new(root, hub.clone(), class::Classifier::new(rules), direct).map_err(
+        |e| {
+            MountError::Failed(format!(
+                "BACKING {}: {}",
+                o.backing.display(),
+                errno_text(e)
+            ))
+        },
+    )?;
+    let mut cfg = fuser::Config::default();
+    cfg.mount_options = vec![
+        fuser::MountOption::FSName(format!("sluice:{}", o.backing.display())),
+        fuser::MountOption::Subtype("sluice".into()),
+        fuser::MountOption::DefaultPermissions,
+    ];
+    // SAFETY: a plain system call.
+    if unsafe { libc::geteuid() } == 0 {
+        cfg.acl = fuser::SessionACL::All;
+    }
+    cfg.n_threads = Some(2);
+    cfg.clone_fd = true;
+    let session = fuser::Session::new(fs, &o.mountpoint, &cfg);
+    let mut session = match session {
+        Ok(s) => s,
+        Err(e) => {
+            hub.stop();
+            let _ = stack_thread.join();
+            return Err(MountError::Failed(format!(
+                "mounting {} failed: {e} (is MOUNTPOINT free, /dev/fuse usable, fusermount3 \
+                 installed?)",
+                o.mountpoint.display()
+            )));
+        }
+    };
+    let mut unmounter = session.unmount_callable();
+    let (done_tx, done_rx) = mpsc::channel::<std::io::Result<()>>();
+    let fuse_thread = std::thread::Builder::new()
+        .name("sluice-fuse".into())
+        .spawn(move || {
+            let _ = done_tx.send(session.run());
+        })
+        .map_err(|e| MountError::Failed(format!("cannot start the FUSE thread: {e}")))?;
+    ready(direct);
+    let ended = loop {
+        match done_rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(r) => break r,
+            Err(mpsc::RecvTimeoutError::Disconnected) => break Ok(()),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                // The stack ended on its own (a failed core, a ring error): nothing
+                // would serve the data path any more — unmount, and report why below.
+                if stack_thread.is_finished() && is_mounted(&o.mountpoint) {
+                    eprintln!("sluice mount: the stack stopped; unmounting");
+                    let _ = unmounter.unmount();
+                }
+                if stop.load(Ordering::Relaxed) {
+                    if let Err(e) = unmounter.unmount() {
+                        eprintln!(
+                            "sluice mount: unmounting {}: {e} (busy? it ends when the last \
+                             user leaves; or `fusermount3 -uz {0}`)",
+                            o.mountpoint.display()
+                        );
+                        stop.store(false, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+    };
+    let _ = fuse_thread.join();
+    hub.stop();
+    let report = stack_thread
+        .join()
+        .map_err(|_| MountError::Failed("the stack's thread panicked".into()))?
+        .map_err(|e| MountError::Failed(format!("the stack: {e}")))?;
+    if let Err(e) = ended {
+        eprintln!("sluice mount: the FUSE session ended with: {e}");
+    }
+    Ok(Served { report, direct })
+}

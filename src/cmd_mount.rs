@@ -1,0 +1,89 @@
+//! `sluice mount BACKING MOUNTPOINT`: unmodified programs' file I/O through sluice
+//! (`crates/sluice-mount`, `docs/mount.md`).
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use sluice::cli::{CliError, OutputArgs, OutputFormat};
+
+#[derive(clap::Args, Debug)]
+pub struct MountArgs {
+    /// The directory whose files the mount shows (every name operation is passed
+    /// through to it; nothing outside it is reachable).
+    backing: PathBuf,
+    /// Where to mount (an existing, empty directory).
+    mountpoint: PathBuf,
+    /// Scheduling policy `NAME[:key=value,...]` of the mount's block layer.
+    #[arg(long, short = 'p', default_value = "none")]
+    policy: String,
+    /// Rules file (TOML, `[[rule]]` tables) matching process name, command line, uid or
+    /// cgroup to a class, weight and flow; see docs/mount.md.
+    #[arg(long, value_name = "FILE")]
+    classes: Option<PathBuf>,
+    /// The stack's cores (threads, each with its own io_uring); default: the machine's.
+    #[arg(long)]
+    cores: Option<u16>,
+    /// Stay in the foreground (the only mode so far: the command serves until the mount
+    /// is unmounted — `fusermount3 -u MOUNTPOINT`, Ctrl-C or SIGTERM — then prints the
+    /// tables).
+    #[arg(long, short = 'f')]
+    foreground: bool,
+    /// Write the report as fio-style JSON here at unmount.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// stdout at unmount: `normal` (the tables), `json` or `json+`.
+    #[arg(long, value_enum, default_value = "normal")]
+    output_format: OutputFormat,
+    /// No messages on stderr but errors.
+    #[arg(long, short = 'q')]
+    quiet: bool,
+}
+
+pub fn cmd_mount(args: MountArgs) -> Result<(), CliError> {
+    let out = OutputArgs {
+        json: args.json.clone(),
+        output_format: args.output_format,
+        plot: None,
+        ignore_unknown: false,
+        quiet: args.quiet,
+    };
+    out.check()?;
+    let cores = args.cores.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(2, |n| n.get().min(64) as u16)
+    });
+    let opts = sluice_mount::MountOptions {
+        backing: args.backing.clone(),
+        mountpoint: args.mountpoint.clone(),
+        policy: args.policy.clone(),
+        classes: args.classes.clone(),
+        cores,
+    };
+    let _ = args.foreground;
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())
+            .map_err(|e| CliError::Usage(format!("cannot catch signal {sig}: {e}")))?;
+    }
+    let quiet = args.quiet;
+    let served = sluice_mount::serve(&opts, stop, |direct| {
+        if !quiet {
+            eprintln!(
+                "sluice: {} mounted on {} (policy {}, {} cores{}); unmount with `fusermount3 -u {}` or Ctrl-C",
+                args.backing.display(),
+                args.mountpoint.display(),
+                args.policy,
+                cores,
+                if direct {
+                    ""
+                } else {
+                    ", BACKING's file system refuses O_DIRECT: backing files buffered"
+                },
+                args.mountpoint.display()
+            );
+        }
+    })
+    .map_err(|e| CliError::Usage(e.to_string()))?;
+    let mut reports = vec![served.report];
+    out.emit(&mut reports, &mut std::io::stdout().lock())
+}

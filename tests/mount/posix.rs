@@ -1,0 +1,442 @@
+//! POSIX behaviours on the mount: open flags, unaligned I/O, sparse files, names,
+//! links, locks, permissions, concurrent partial writes.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+
+use crate::support::Mounted;
+use crate::{cstr, in_child, pattern};
+
+#[test]
+fn open_flags_and_unaligned_io_match_the_backing_file() {
+    let Some(m) = Mounted::new(&["--policy", "none"]) else {
+        return;
+    };
+    // O_EXCL
+    let p = m.m("f");
+    File::create(&p).unwrap();
+    let e = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&p)
+        .unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::EEXIST));
+    // Short and unaligned writes and reads, compared with a model.
+    let mut model = Vec::new();
+    let f = OpenOptions::new().read(true).write(true).open(&p).unwrap();
+    for (i, (off, len)) in [
+        (0u64, 1usize),
+        (4095, 2),
+        (10_000, 5000),
+        (3, 8190),
+        (70_000, 1),
+        (65_536, 4096),
+        (12, 100_000),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let d = pattern(i as u64, len);
+        f.write_all_at(&d, off).unwrap();
+        let end = off as usize + len;
+        if model.len() < end {
+            model.resize(end, 0);
+        }
+        model[off as usize..end].copy_from_slice(&d);
+        assert_eq!(
+            f.metadata().unwrap().len(),
+            model.len() as u64,
+            "size after write {i}"
+        );
+    }
+    for (off, len) in [
+        (0u64, 7usize),
+        (4093, 10),
+        (9_999, 70_000),
+        (112_000, 50),
+        (0, 200_000),
+    ] {
+        let mut buf = vec![0u8; len];
+        let n = f.read_at(&mut buf, off).unwrap();
+        let want = &model[(off as usize).min(model.len())..(off as usize + len).min(model.len())];
+        assert_eq!(&buf[..n], want, "read of {len} at {off}");
+    }
+    drop(f);
+    assert_eq!(
+        fs::read(m.b("f")).unwrap(),
+        model,
+        "the backing file holds the same bytes"
+    );
+    // O_TRUNC
+    fs::write(&p, b"short").unwrap();
+    assert_eq!(fs::read(m.b("f")).unwrap(), b"short");
+    // O_APPEND, from two handles
+    let mut a = OpenOptions::new().append(true).open(&p).unwrap();
+    let mut b = OpenOptions::new().append(true).open(&p).unwrap();
+    a.write_all(b"-a").unwrap();
+    b.write_all(b"-b").unwrap();
+    a.write_all(b"-c").unwrap();
+    assert_eq!(fs::read(&p).unwrap(), b"short-a-b-c");
+    drop((a, b));
+    // O_DIRECT by the program: aligned I/O through the block layer
+    let mut d = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(m.m("d"))
+        .unwrap_or_else(|_| {
+            File::create(m.m("d")).unwrap();
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .custom_flags(libc::O_DIRECT)
+                .open(m.m("d"))
+                .unwrap()
+        });
+    let layout = std::alloc::Layout::from_size_align(8192, 4096).unwrap();
+    // SAFETY: a fresh aligned allocation of 8192 bytes, freed below.
+    let buf = unsafe { std::slice::from_raw_parts_mut(std::alloc::alloc_zeroed(layout), 8192) };
+    buf.copy_from_slice(&pattern(9, 8192));
+    d.write_all(buf).unwrap();
+    d.seek(SeekFrom::Start(0)).unwrap();
+    let want = buf.to_vec();
+    buf.fill(0);
+    d.read_exact(buf).unwrap();
+    assert_eq!(&buf[..], &want[..]);
+    // SAFETY: allocated above with this layout.
+    unsafe { std::alloc::dealloc(buf.as_mut_ptr(), layout) };
+    drop(d);
+    assert_eq!(fs::read(m.b("d")).unwrap(), want);
+    // A file first opened read-only, then for writing: the reader sees the growth.
+    fs::write(m.m("ro"), b"abc").unwrap();
+    let ro = File::open(m.m("ro")).unwrap();
+    let w = OpenOptions::new().write(true).open(m.m("ro")).unwrap();
+    w.write_all_at(b"defgh", 3).unwrap();
+    let mut got = String::new();
+    (&ro).read_to_string(&mut got).unwrap();
+    assert_eq!(got, "abcdefgh");
+    drop((ro, w));
+    // O_SYNC and O_DSYNC writes
+    for flag in [libc::O_SYNC, libc::O_DSYNC] {
+        let mut s = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .custom_flags(flag)
+            .open(m.m("s"))
+            .unwrap();
+        s.write_all(b"durable").unwrap();
+        assert_eq!(fs::read(m.b("s")).unwrap(), b"durable");
+    }
+    let end = m.unmount();
+    assert!(end.ok, "{}", end.stderr);
+}
+
+#[test]
+fn sparse_files_truncate_and_fallocate() {
+    let Some(m) = Mounted::new(&["--policy", "none"]) else {
+        return;
+    };
+    let p = m.m("sparse");
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&p)
+        .unwrap();
+    f.write_all_at(b"end", 10 << 20).unwrap();
+    assert_eq!(f.metadata().unwrap().len(), (10 << 20) + 3);
+    let mut buf = vec![1u8; 8192];
+    f.read_exact_at(&mut buf, 5 << 20).unwrap();
+    assert!(buf.iter().all(|&b| b == 0), "a hole reads as zeros");
+    assert!(
+        fs::metadata(m.b("sparse")).unwrap().blocks() < 1024,
+        "the hole is not allocated"
+    );
+    // SEEK_DATA finds the data after the hole.
+    // SAFETY: a plain system call.
+    let at = unsafe { libc::lseek(f.as_raw_fd(), 0, libc::SEEK_DATA) };
+    assert!(at >= (8 << 20), "SEEK_DATA skipped the hole (got {at})");
+    // Truncate down, up.
+    f.set_len(100).unwrap();
+    assert_eq!(fs::metadata(m.b("sparse")).unwrap().len(), 100);
+    f.write_all_at(&pattern(1, 100), 0).unwrap();
+    f.set_len(5000).unwrap();
+    let mut all = Vec::new();
+    File::open(&p).unwrap().read_to_end(&mut all).unwrap();
+    assert_eq!(all.len(), 5000);
+    assert_eq!(&all[..100], &pattern(1, 100)[..]);
+    assert!(
+        all[100..].iter().all(|&b| b == 0),
+        "truncate up reads zeros"
+    );
+    // Truncate down inside a block, then grow by writing: the cut bytes stay zero.
+    f.set_len(50).unwrap();
+    f.write_all_at(b"x", 200).unwrap();
+    let mut all = Vec::new();
+    File::open(&p).unwrap().read_to_end(&mut all).unwrap();
+    assert_eq!(all.len(), 201);
+    assert!(all[50..200].iter().all(|&b| b == 0));
+    // fallocate extends the file (and KEEP_SIZE does not).
+    // SAFETY: plain system calls.
+    assert_eq!(unsafe { libc::fallocate(f.as_raw_fd(), 0, 0, 1 << 20) }, 0);
+    assert_eq!(f.metadata().unwrap().len(), 1 << 20);
+    assert_eq!(
+        unsafe { libc::fallocate(f.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, 0, 4 << 20) },
+        0
+    );
+    assert_eq!(f.metadata().unwrap().len(), 1 << 20);
+    assert_eq!(fs::metadata(m.b("sparse")).unwrap().len(), 1 << 20);
+    drop(f);
+    let end = m.unmount();
+    assert!(end.ok, "{}", end.stderr);
+}
+
+#[test]
+fn names_links_renames_and_directories() {
+    let Some(m) = Mounted::new(&["--policy", "none"]) else {
+        return;
+    };
+    fs::create_dir(m.m("d")).unwrap();
+    fs::write(m.m("d/a"), b"A").unwrap();
+    // Hard link
+    fs::hard_link(m.m("d/a"), m.m("hl")).unwrap();
+    assert_eq!(fs::metadata(m.m("hl")).unwrap().nlink(), 2);
+    assert_eq!(
+        fs::metadata(m.b("d/a")).unwrap().ino(),
+        fs::metadata(m.b("hl")).unwrap().ino()
+    );
+    // Symlink: stored as given, read back, followed by the kernel for the caller.
+    std::os::unix::fs::symlink("d/a", m.m("sl")).unwrap();
+    assert_eq!(fs::read_link(m.m("sl")).unwrap(), Path::new("d/a"));
+    assert_eq!(fs::read(m.m("sl")).unwrap(), b"A");
+    assert!(fs::symlink_metadata(m.b("sl"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    // Rename over an open file: the open handle keeps the old data.
+    fs::write(m.m("old"), b"old data").unwrap();
+    fs::write(m.m("new"), b"new").unwrap();
+    let held = File::open(m.m("old")).unwrap();
+    fs::rename(m.m("new"), m.m("old")).unwrap();
+    let mut s = String::new();
+    (&held).read_to_string(&mut s).unwrap();
+    assert_eq!(s, "old data");
+    assert_eq!(fs::read(m.m("old")).unwrap(), b"new");
+    // Unlink while open: still readable and writable through the handle.
+    let mut u = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(m.m("u"))
+        .unwrap();
+    u.write_all(b"still here").unwrap();
+    fs::remove_file(m.m("u")).unwrap();
+    assert!(!m.b("u").exists());
+    let mut s = String::new();
+    u.seek(SeekFrom::Start(0)).unwrap();
+    u.read_to_string(&mut s).unwrap();
+    assert_eq!(s, "still here");
+    drop(u);
+    drop(held);
+    // Many directory entries.
+    fs::create_dir(m.m("many")).unwrap();
+    for i in 0..1500 {
+        File::create(m.m(&format!("many/file-{i:05}"))).unwrap();
+    }
+    let mut names: Vec<_> = fs::read_dir(m.m("many"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 1500);
+    assert_eq!(names[1499], "file-01499");
+    // rmdir of a non-empty directory fails as on the backing fs; of an empty one works.
+    assert_eq!(
+        fs::remove_dir(m.m("d")).unwrap_err().raw_os_error(),
+        Some(libc::ENOTEMPTY)
+    );
+    fs::remove_file(m.m("d/a")).unwrap();
+    fs::remove_dir(m.m("d")).unwrap();
+    assert!(!m.b("d").exists());
+    // xattrs
+    let p = cstr(&m.m("hl"));
+    let k = c"user.sluice";
+    // SAFETY: valid C strings and buffers.
+    unsafe {
+        assert_eq!(
+            libc::setxattr(p.as_ptr(), k.as_ptr(), b"v1".as_ptr() as *const _, 2, 0),
+            0
+        );
+        let mut buf = [0u8; 16];
+        let n = libc::getxattr(
+            cstr(&m.b("hl")).as_ptr(),
+            k.as_ptr(),
+            buf.as_mut_ptr() as *mut _,
+            16,
+        );
+        assert_eq!(
+            &buf[..n as usize],
+            b"v1",
+            "the xattr is on the backing file"
+        );
+        let n = libc::listxattr(p.as_ptr(), buf.as_mut_ptr() as *mut _, 16);
+        assert!(buf[..n as usize].starts_with(b"user.sluice"));
+        assert_eq!(libc::removexattr(p.as_ptr(), k.as_ptr()), 0);
+        assert!(libc::getxattr(p.as_ptr(), k.as_ptr(), buf.as_mut_ptr() as *mut _, 16) < 0);
+    }
+    // statfs is the backing file system's.
+    // SAFETY: `a`, `b` written by the calls.
+    unsafe {
+        let (mut a, mut b): (libc::statvfs, libc::statvfs) =
+            (std::mem::zeroed(), std::mem::zeroed());
+        assert_eq!(libc::statvfs(cstr(&m.mnt).as_ptr(), &mut a), 0);
+        assert_eq!(libc::statvfs(cstr(&m.backing).as_ptr(), &mut b), 0);
+        assert_eq!((a.f_blocks, a.f_bsize), (b.f_blocks, b.f_bsize));
+    }
+    let end = m.unmount();
+    assert!(end.ok, "{}", end.stderr);
+}
+
+#[test]
+fn locks_permissions_and_ownership() {
+    let Some(m) = Mounted::new(&["--policy", "none"]) else {
+        return;
+    };
+    let p = m.m("locked");
+    fs::write(&p, b"x").unwrap();
+    let f = OpenOptions::new().read(true).write(true).open(&p).unwrap();
+    let path = cstr(&p);
+    // fcntl: a write lock held here is refused to another process.
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = libc::F_WRLCK as i16;
+    fl.l_whence = libc::SEEK_SET as i16;
+    // SAFETY: a valid descriptor and flock struct.
+    assert_eq!(unsafe { libc::fcntl(f.as_raw_fd(), libc::F_SETLK, &fl) }, 0);
+    let code = in_child(|| unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_RDWR);
+        let mut fl: libc::flock = std::mem::zeroed();
+        fl.l_type = libc::F_WRLCK as i16;
+        fl.l_whence = libc::SEEK_SET as i16;
+        let r = libc::fcntl(fd, libc::F_SETLK, &fl);
+        if r < 0
+            && (*libc::__errno_location() == libc::EAGAIN
+                || *libc::__errno_location() == libc::EACCES)
+        {
+            0
+        } else {
+            1
+        }
+    });
+    assert_eq!(code, 0, "the other process got the fcntl lock");
+    // flock likewise.
+    // SAFETY: a valid descriptor.
+    assert_eq!(
+        unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) },
+        0
+    );
+    let code = in_child(|| unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_RDONLY);
+        let r = libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB);
+        if r < 0 && *libc::__errno_location() == libc::EWOULDBLOCK {
+            0
+        } else {
+            1
+        }
+    });
+    assert_eq!(code, 0, "the other process got the flock");
+    drop(f);
+    // chmod and chown reach the backing file; the kernel checks the modes.
+    fs::set_permissions(&p, fs::Permissions::from_mode(0o600)).unwrap();
+    assert_eq!(fs::metadata(m.b("locked")).unwrap().mode() & 0o777, 0o600);
+    std::os::unix::fs::chown(&p, Some(1234), Some(5678)).unwrap();
+    let md = fs::metadata(m.b("locked")).unwrap();
+    assert_eq!((md.uid(), md.gid()), (1234, 5678));
+    std::os::unix::fs::chown(&p, Some(0), Some(0)).unwrap();
+    // A world-readable file beside it, so the refusal below is the file's mode, not
+    // the way to it.
+    let public = m.m("public");
+    fs::write(&public, b"p").unwrap();
+    fs::set_permissions(&public, fs::Permissions::from_mode(0o644)).unwrap();
+    let public = cstr(&public);
+    let code = in_child(|| unsafe {
+        if libc::setresgid(65534, 65534, 65534) != 0 || libc::setresuid(65534, 65534, 65534) != 0 {
+            return 2;
+        }
+        if libc::open(public.as_ptr(), libc::O_RDONLY) < 0 {
+            return 3;
+        }
+        let fd = libc::open(path.as_ptr(), libc::O_RDONLY);
+        if fd < 0 && *libc::__errno_location() == libc::EACCES {
+            0
+        } else {
+            1
+        }
+    });
+    assert_eq!(code, 0, "another user read a 0600 file of root");
+    // What another user creates is theirs.
+    fs::set_permissions(&m.mnt, fs::Permissions::from_mode(0o777)).unwrap();
+    let made = cstr(&m.m("theirs"));
+    let code = in_child(|| unsafe {
+        if libc::setresgid(65534, 65534, 65534) != 0 || libc::setresuid(65534, 65534, 65534) != 0 {
+            return 2;
+        }
+        let fd = libc::open(made.as_ptr(), libc::O_CREAT | libc::O_WRONLY, 0o644);
+        if fd < 0 {
+            1
+        } else {
+            0
+        }
+    });
+    assert_eq!(code, 0);
+    let md = fs::metadata(m.b("theirs")).unwrap();
+    assert_eq!((md.uid(), md.gid()), (65534, 65534));
+    let end = m.unmount();
+    assert!(end.ok, "{}", end.stderr);
+}
+
+#[test]
+fn concurrent_unaligned_writes_to_shared_blocks_lose_nothing() {
+    let Some(m) = Mounted::new(&["--policy", "none"]) else {
+        return;
+    };
+    // Eight threads write disjoint 100-byte slices of the same blocks, again and
+    // again, each write unaligned (a read-modify-write of the block on O_DIRECT
+    // backing files): without the range locks, one thread's RMW puts back another's
+    // old bytes.
+    let p = m.m("shared");
+    File::create(&p).unwrap();
+    let blocks = 16u64;
+    std::thread::scope(|s| {
+        for t in 0..8u64 {
+            let p = &p;
+            s.spawn(move || {
+                let f = OpenOptions::new().write(true).open(p).unwrap();
+                for round in 0..20u64 {
+                    for b in 0..blocks {
+                        let d = vec![(t * 31 + round + b) as u8; 100];
+                        f.write_all_at(&d, b * 4096 + t * 500 + 7).unwrap();
+                    }
+                }
+            });
+        }
+    });
+    let data = fs::read(m.b("shared")).unwrap();
+    for t in 0..8u64 {
+        for b in 0..blocks {
+            let at = (b * 4096 + t * 500 + 7) as usize;
+            let want = (t * 31 + 19 + b) as u8;
+            assert!(
+                data[at..at + 100].iter().all(|&x| x == want),
+                "thread {t} block {b}: lost bytes"
+            );
+        }
+    }
+    assert_eq!(data.len() as u64, 15 * 4096 + 7 * 500 + 7 + 100);
+    let end = m.unmount();
+    assert!(end.ok, "{}", end.stderr);
+}

@@ -1,0 +1,342 @@
+//! Real programs (fio with verify, sqlite3), classes and tables, errors and faults.
+
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::Path;
+use std::process::Command;
+
+use crate::pattern;
+use crate::support::{self, need, sluice, Mounted};
+
+fn run_ok(cmd: &mut Command) -> String {
+    let out = cmd.output().expect("run the program");
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn fio_verifies_its_data_through_the_mount() {
+    if !support::fuse_ready() || !need("fio") {
+        return;
+    }
+    let Some(m) = Mounted::new(&["--policy", "rcp"]) else {
+        return;
+    };
+    for (engine, depth) in [("psync", 1), ("io_uring", 16)] {
+        for direct in [0, 1] {
+            let name = format!("v-{engine}-{direct}");
+            let out = run_ok(
+                Command::new("fio")
+                    .arg(format!("--name={name}"))
+                    .arg(format!("--directory={}", m.mnt.display()))
+                    .args(["--size=8m", "--bs=4k", "--rw=randwrite", "--verify=crc32c"])
+                    .args(["--do_verify=1", "--verify_fatal=1", "--output-format=terse"])
+                    // No verify-state file left in the working directory.
+                    .arg("--verify_state_save=0")
+                    .arg(format!("--ioengine={engine}"))
+                    .arg(format!("--iodepth={depth}"))
+                    .arg(format!("--direct={direct}")),
+            );
+            // terse: field 5 is the error code.
+            let err = out.split(';').nth(4).unwrap_or("?");
+            assert_eq!(err, "0", "fio {name}: {out}");
+            assert_eq!(
+                fs::metadata(m.b(&format!("{name}.0.0"))).unwrap().len(),
+                8 << 20
+            );
+        }
+    }
+    let end = m.unmount();
+    assert!(end.ok, "{}", end.stderr);
+}
+
+#[test]
+fn sqlite_keeps_an_intact_database_on_the_mount() {
+    if !support::fuse_ready() || !need("sqlite3") {
+        return;
+    }
+    let Some(m) = Mounted::new(&["--policy", "none"]) else {
+        return;
+    };
+    let db = m.m("app.db");
+    let sql = "PRAGMA journal_mode=DELETE;
+        CREATE TABLE t(id INTEGER PRIMARY KEY, k TEXT, v BLOB);
+        CREATE INDEX tk ON t(k);
+        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < 20000)
+          INSERT INTO t(k, v) SELECT hex(randomblob(8)), randomblob(300) FROM n;
+        DELETE FROM t WHERE id % 3 = 0;
+        UPDATE t SET v = randomblob(500) WHERE id % 5 = 0;
+        VACUUM;
+        PRAGMA integrity_check;
+        SELECT count(*) FROM t;";
+    let out = run_ok(Command::new("sqlite3").arg(&db).arg(sql));
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines.contains(&"ok"), "integrity_check: {out}");
+    assert_eq!(lines.last(), Some(&"13334"), "{out}");
+    let backing_db = m.b("app.db");
+    let end = m.unmount();
+    assert!(end.ok, "{}", end.stderr);
+    // The backing file is the same intact database.
+    let out = run_ok(
+        Command::new("sqlite3")
+            .arg(&backing_db)
+            .arg("PRAGMA integrity_check;"),
+    );
+    assert_eq!(out.trim(), "ok");
+}
+
+#[test]
+fn callers_classes_and_rules_reach_the_tables() {
+    if !support::fuse_ready() || !support::on_path("ionice") {
+        eprintln!("SKIPPED: ionice or FUSE missing");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("classes.toml");
+    fs::write(
+        &rules,
+        "[[rule]]\ncomm = \"dd\"\ncmdline = \"of=/dev/null\"\nflow = \"never\"\nclass = \"idle\"\n\
+         [[rule]]\ncomm = \"cat\"\nflow = \"readers\"\nweight = 7\n",
+    )
+    .unwrap();
+    let Some(m) = Mounted::new(&["--policy", "d2fq", "--classes", rules.to_str().unwrap()]) else {
+        return;
+    };
+    let dd = |class: &str, name: &str| {
+        run_ok(
+            Command::new("ionice")
+                .args([
+                    "-c",
+                    class,
+                    "dd",
+                    "if=/dev/zero",
+                    "bs=4k",
+                    "count=16",
+                    "status=none",
+                ])
+                .arg(format!("of={}", m.m(name).display())),
+        )
+    };
+    dd("1", "crit");
+    dd("3", "idle");
+    dd("2", "be");
+    run_ok(Command::new("cat").arg(m.m("crit")));
+    let end = m.unmount();
+    assert!(end.ok, "{}", end.stderr);
+    assert!(
+        end.stdout.contains("Classes"),
+        "the tables at unmount: {}",
+        end.stdout
+    );
+    let json = end.json.expect("--json written at unmount");
+    let jobs = json["jobs"].as_array().unwrap();
+    let class_of = |flow_prefix: &str, class: &str| {
+        jobs.iter()
+            .any(|j| j["flow"].as_str().unwrap().starts_with(flow_prefix) && j["class"] == class)
+    };
+    assert!(
+        class_of("dd.", "critical"),
+        "ionice -c1 → critical: {jobs:?}"
+    );
+    assert!(class_of("dd.", "idle"), "ionice -c3 → idle");
+    assert!(class_of("dd.", "normal"), "ionice -c2 → normal");
+    assert!(class_of("readers", "normal"), "the rule's flow for cat");
+    assert!(
+        !class_of("never", "idle"),
+        "a rule that does not match changes nothing"
+    );
+    let flows = json["flows"].as_array().unwrap();
+    let readers = flows
+        .iter()
+        .find(|f| f["name"] == "readers" || f["flow"] == "readers");
+    assert!(readers.is_some(), "flow 'readers' in {flows:?}");
+}
+
+#[test]
+fn bad_input_gets_a_clear_error() {
+    if !support::fuse_ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("file");
+    fs::write(&file, b"").unwrap();
+    let mnt = dir.path().join("mnt");
+    fs::create_dir(&mnt).unwrap();
+    let fail = |args: &[&std::ffi::OsStr], want: &str| {
+        let out = sluice().arg("mount").args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(err.contains(want), "{args:?}: wanted '{want}' in: {err}");
+    };
+    let (d, f, mp) = (dir.path().as_os_str(), file.as_os_str(), mnt.as_os_str());
+    let missing = dir.path().join("nope");
+    fail(&[f, mp], "is not a directory");
+    fail(&[missing.as_os_str(), mp], "give an existing directory");
+    fail(&[d, missing.as_os_str()], "mkdir -p");
+    fail(&[mp, d], "inside MOUNTPOINT");
+    let inner = dir.path().join("mnt/inner");
+    fs::create_dir(&inner).unwrap();
+    fail(&[d, inner.as_os_str()], "inside BACKING");
+    let b = dir.path().join("b");
+    fs::create_dir(&b).unwrap();
+    fail(
+        &[b.as_os_str(), mp, "--policy".as_ref(), "nosuch".as_ref()],
+        "--policy",
+    );
+    let bad = dir.path().join("bad.toml");
+    fs::write(&bad, "[[rule]]\nclass = \"idle\"\n").unwrap();
+    fail(
+        &[b.as_os_str(), mp, "--classes".as_ref(), bad.as_os_str()],
+        "rule 1 matches everything",
+    );
+    // Not root and no fusermount3 (as nobody, with an empty PATH; only root can
+    // switch users).
+    // SAFETY: a plain system call.
+    if unsafe { libc::geteuid() } == 0 {
+        use std::os::unix::process::CommandExt;
+        let out = sluice()
+            .arg("mount")
+            .arg(&b)
+            .arg(&mnt)
+            .env("PATH", "/nonexistent")
+            .uid(65534)
+            .gid(65534)
+            .output();
+        match out {
+            // Nobody may not reach the binary (a checkout under /root): nothing to check.
+            Err(e) => eprintln!("SKIPPED: the not-root check: nobody cannot run sluice: {e}"),
+            Ok(out) => {
+                let err = String::from_utf8_lossy(&out.stderr);
+                assert!(!out.status.success());
+                assert!(
+                    err.contains("not root and no fusermount3") || err.contains("ermission denied"),
+                    "{err}"
+                );
+            }
+        }
+    }
+    // A mount point in use.
+    let Some(m) = Mounted::new(&[]) else { return };
+    fail(&[b.as_os_str(), m.mnt.as_os_str()], "busy");
+    let end = m.unmount();
+    assert!(end.ok);
+}
+
+#[test]
+fn kill_9_after_fsync_loses_nothing_and_the_dead_mount_says_how_to_clean_up() {
+    let Some(mut m) = Mounted::new(&["--policy", "none"]) else {
+        return;
+    };
+    let data = pattern(42, (3 << 20) + 123);
+    {
+        let mut f = File::create(m.m("durable")).unwrap();
+        f.write_all(&data).unwrap();
+        f.sync_all().unwrap();
+    }
+    m.kill9();
+    assert_eq!(
+        fs::read(m.b("durable")).unwrap(),
+        data,
+        "the fsynced data is on BACKING"
+    );
+    let e = fs::metadata(&m.mnt).unwrap_err();
+    assert_eq!(
+        e.raw_os_error(),
+        Some(libc::ENOTCONN),
+        "the dead mount answers ENOTCONN"
+    );
+    let out = sluice()
+        .arg("mount")
+        .arg(&m.backing)
+        .arg(&m.mnt)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("fusermount3 -u"),
+        "says how to clean up: {err}"
+    );
+    // Drop unmounts the dead mount.
+}
+
+#[test]
+fn enospc_from_the_backing_fs_reaches_the_caller() {
+    // SAFETY: a plain system call.
+    if unsafe { libc::geteuid() } != 0 || !support::fuse_ready() {
+        eprintln!("SKIPPED: needs root to mount a small tmpfs as BACKING");
+        return;
+    }
+    let Some(m) = Mounted::new(&[]) else { return };
+    // Remount: stop this one, put a 1 MiB tmpfs under a fresh BACKING.
+    let end = m.unmount();
+    assert!(end.ok);
+    let dir = tempfile::tempdir().unwrap();
+    let small = dir.path().join("small");
+    fs::create_dir(&small).unwrap();
+    let st = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+        .arg(&small)
+        .status()
+        .unwrap();
+    assert!(st.success(), "mount tmpfs");
+    struct Umount<'a>(&'a Path);
+    impl Drop for Umount<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg("-l").arg(self.0).status();
+        }
+    }
+    let _u = Umount(&small);
+    let mnt = dir.path().join("mnt");
+    fs::create_dir(&mnt).unwrap();
+    let m = Mounted::on(small.clone(), mnt, &[]);
+    let mut f = File::create(m.m("big")).unwrap();
+    let chunk = vec![7u8; 256 << 10];
+    let mut err = None;
+    for _ in 0..16 {
+        if let Err(e) = f.write_all(&chunk) {
+            err = Some(e);
+            break;
+        }
+    }
+    let e = err.expect("a 4 MiB file does not fit a 1 MiB tmpfs");
+    assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
+    drop(f);
+    let end = m.unmount();
+    assert!(end.ok, "{}", end.stderr);
+}
+
+#[test]
+fn sigterm_unmounts_and_prints_the_tables() {
+    let Some(m) = Mounted::new(&["--policy", "ld"]) else {
+        return;
+    };
+    fs::write(m.m("f"), pattern(3, 100_000)).unwrap();
+    assert_eq!(fs::read(m.m("f")).unwrap(), pattern(3, 100_000));
+    let mnt = m.mnt.clone();
+    let end = m.terminate();
+    assert!(end.ok, "{}", end.stderr);
+    assert!(!support::is_mounted(&mnt), "SIGTERM unmounted");
+    assert!(
+        end.stdout.contains("policy ld") && end.stdout.contains("Flows"),
+        "{}",
+        end.stdout
+    );
+    let json = end.json.expect("--json written");
+    assert_eq!(json["policy"], "ld");
+    let bytes: u64 = json["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["write"]["io_bytes"].as_u64().unwrap_or(0))
+        .sum();
+    assert!(
+        bytes >= 100_000,
+        "the writes are in the report ({bytes} bytes)"
+    );
+}
