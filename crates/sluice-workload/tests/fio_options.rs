@@ -602,6 +602,19 @@ fn verify_logs_and_steadystate_options() {
         (VerifyKind::Pattern, vec![0xde, 0xad, b'x'])
     );
     assert!(one("[w]\nverify=0\n").verify.is_none());
+    // verify=pattern without a pattern: fio has nothing to compare with (it aborts on
+    // its own assertion); refused at the verify line rather than failing every block.
+    option_error(
+        "[w]\nrw=randwrite\nbs=4k\nverify=pattern\n",
+        4,
+        "verify",
+        &["verify=pattern but no verify_pattern", "verify_pattern=0x"],
+    );
+    // Given in [global], the pattern reaches the job.
+    let v = one("[global]\nverify_pattern=0x5a\n[w]\nrw=write\nverify=pattern\n")
+        .verify
+        .unwrap();
+    assert_eq!((v.kind, v.pattern), (VerifyKind::Pattern, vec![0x5a]));
     option_error(
         "[w]\nverify=sha256\n",
         2,
