@@ -89,8 +89,9 @@ struct SimArgs {
     /// Seed of the simulation's random streams.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Simulated host cores (each gets its own device queue pairs).
-    #[arg(long, default_value_t = 8)]
+    /// Simulated host cores (each gets its own device queue pairs), 1 to 16383
+    /// (four queue pairs a core, and queue ids are 16-bit).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=16383), default_value_t = 8)]
     cores: u16,
     /// Width of a bandwidth-over-time bin, in milliseconds, 1 to 3600000 (default: about
     /// 1/200 of the run).

@@ -665,4 +665,12 @@ fn verify_logs_and_steadystate_options() {
         &["at least 2"],
     );
     option_error("[r]\nss=lat:1ms\n", 2, "ss", &["latency criteria"]);
+    // A window of 2^32 - 1 one-second intervals once allocated 34 GB up front.
+    option_error(
+        "[r]\nss_dur=4294967295\n",
+        2,
+        "steadystate_duration",
+        &["4294967295 check intervals", "the limit is 1048576"],
+    );
+    assert!(one("[r]\nss_dur=1048576\n").steadystate.is_some());
 }

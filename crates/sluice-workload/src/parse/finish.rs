@@ -337,6 +337,20 @@ impl Parser<'_> {
             interval_ns,
         };
         let need = if slope { 2 } else { 1 };
+        if spec.intervals() as u64 > crate::MAX_STEADY_INTERVALS {
+            return Err(self.option_err_at(
+                &dur_at,
+                "steadystate_duration",
+                format!(
+                    "ss_dur gives {} check intervals of {} ms in job '{name}'; the limit is {} \
+                     (the window keeps a rate per interval): make ss_dur shorter or \
+                     steadystate_check_interval longer",
+                    spec.intervals(),
+                    interval_ns / 1_000_000,
+                    crate::MAX_STEADY_INTERVALS
+                ),
+            ));
+        }
         if spec.intervals() < need {
             let _ = line;
             return Err(self.option_err_at(
