@@ -90,7 +90,7 @@ fn parse_wrr(s: &str) -> Result<[u32; 3], CliError> {
 }
 
 pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
-    args.out.check()?;
+    args.out.check_inputs(&[&args.job])?;
     let (jobs, warnings) = load_jobs(Some(&args.job), args.out.ignore_unknown)?;
     for w in &warnings {
         eprintln!("sluice: warning: {w}");
@@ -155,6 +155,7 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
     let mut reports: Vec<RunReport> = Vec::with_capacity(specs.len());
     let mut interrupted = false;
     let mut verify_failed = 0u64;
+    let mut io_errors = 0u64;
     for spec in &specs {
         if stop.load(Ordering::Relaxed) {
             interrupted = true;
@@ -196,6 +197,7 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
         }
         for (job, n, first) in &st.errors {
             eprintln!("sluice: job '{job}': {n} I/O error(s); first: {first}");
+            io_errors += n;
         }
         for v in &st.verify {
             eprintln!(
@@ -234,11 +236,21 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
 
     let mut stdout = std::io::stdout().lock();
     args.out.emit(&mut reports, &mut stdout)?;
+    outcome(interrupted, verify_failed, io_errors)
+}
+
+/// The exit of a run that reported: interrupted (130), blocks that failed their verify
+/// check, or I/O errors (1, as fio exits non-zero when a job had errors — a run that
+/// hit ENOSPC 633 times did not measure what was asked), else success.
+fn outcome(interrupted: bool, verify_failed: u64, io_errors: u64) -> Result<(), CliError> {
     if interrupted {
         return Err(CliError::Interrupted);
     }
     if verify_failed > 0 {
         return Err(CliError::VerifyFailed(verify_failed));
+    }
+    if io_errors > 0 {
+        return Err(CliError::IoErrors(io_errors));
     }
     Ok(())
 }
@@ -289,6 +301,16 @@ fn run_on_store(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn io_errors_fail_the_run() {
+        assert!(outcome(false, 0, 0).is_ok());
+        let e = outcome(false, 0, 633).unwrap_err();
+        assert_eq!(e.exit_code(), 1);
+        assert!(e.to_string().contains("633 I/O error(s)"), "{e}");
+        assert_eq!(outcome(false, 2, 633).unwrap_err().exit_code(), 1);
+        assert_eq!(outcome(true, 0, 633).unwrap_err().exit_code(), 130);
+    }
 
     #[test]
     fn wrr_weights_parse() {

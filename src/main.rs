@@ -162,7 +162,9 @@ fn cmd_list() -> Result<(), CliError> {
 }
 
 fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
-    args.out.check()?;
+    let mut inputs: Vec<&std::path::Path> = args.job.iter().map(|p| p.as_path()).collect();
+    inputs.push(std::path::Path::new(&args.device));
+    args.out.check_inputs(&inputs)?;
     let sets = args
         .set
         .iter()
