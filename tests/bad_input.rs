@@ -343,3 +343,73 @@ fn a_report_never_overwrites_an_input_nor_a_previous_report_with_less() {
         .collect();
     assert!(left.is_empty(), "temporary files left: {left:?}");
 }
+
+/// An example program beside the `sluice` binary: `cargo test` builds them; a test run
+/// alone (`--test bad_input`) builds it with the test profile (its libraries are built).
+fn example(name: &str) -> std::path::PathBuf {
+    let p = std::path::Path::new(env!("CARGO_BIN_EXE_sluice"))
+        .parent()
+        .unwrap()
+        .join("examples")
+        .join(name);
+    if !p.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let profile = if cfg!(debug_assertions) {
+            "test"
+        } else {
+            "release"
+        };
+        let o = Command::new(cargo)
+            .args(["build", "--profile", profile, "--example", name])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    assert!(p.exists(), "{} not built", p.display());
+    p
+}
+
+#[test]
+fn examples_clean_up_on_sigterm_and_create_no_directory_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    // A missing --real directory is an error, not a new tree.
+    let missing = dir.path().join("no").join("such");
+    let o = Command::new(example("write_fsync"))
+        .args(["--real", missing.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no such directory"), "{}", stderr(&o));
+    assert!(
+        !dir.path().join("no").exists(),
+        "created {}",
+        missing.display()
+    );
+    // SIGTERM mid-run: the run's directory (hundreds of MB) is removed.
+    let child = Command::new(example("store_fsync"))
+        .args(["--real", dir.path().to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    let entries = || std::fs::read_dir(dir.path()).unwrap().count();
+    while entries() == 0 {
+        assert!(t0.elapsed() < Duration::from_secs(120), "no run directory");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(143), "{}", stderr(&o));
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
