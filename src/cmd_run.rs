@@ -27,8 +27,9 @@ pub struct RunArgs {
     directory: PathBuf,
     /// Worker threads, each with its own io_uring (default: min(cores, job threads)).
     /// Whatever their number, the device has one block layer and one policy instance.
-    #[arg(long, short = 'w')]
-    workers: Option<usize>,
+    /// 1 to the jobs' threads (Σ numjobs): a worker runs whole threads.
+    #[arg(long, short = 'w', value_parser = clap::value_parser!(u64).range(1..=65535))]
+    workers: Option<u64>,
     /// Allow block devices as job files (writes destroy their data).
     #[arg(long)]
     allow_device: bool,
@@ -48,7 +49,8 @@ pub struct RunArgs {
     /// Most commands in all workers' rings together (default: the jobs' total iodepth);
     /// below the offered depth, the software WRR arbiter decides which queue class goes
     /// next.
-    #[arg(long)]
+    /// 1 to 32767 (io_uring's 32768 entries, one kept for the doorbell).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=32767))]
     ring_cap: Option<u32>,
     /// While a batch of completions is handled, submit new I/Os as soon as this many
     /// are ready (1: each at once, as fio does; large: one submission per batch), 1 to 4096.
@@ -75,7 +77,7 @@ pub struct RunArgs {
 fn parse_wrr(s: &str) -> Result<[u32; 3], CliError> {
     let bad = || {
         CliError::Usage(format!(
-            "--wrr '{s}': give three positive weights high,medium,low, e.g. {},{},{}",
+            "--wrr '{s}': give three weights high,medium,low, each 1..=256, e.g. {},{},{}",
             D2FQ_WEIGHTS[0], D2FQ_WEIGHTS[1], D2FQ_WEIGHTS[2]
         ))
     };
@@ -83,8 +85,10 @@ fn parse_wrr(s: &str) -> Result<[u32; 3], CliError> {
         .split(',')
         .map(|p| p.trim().parse::<u32>().map_err(|_| bad()))
         .collect::<Result<_, _>>()?;
+    // 1..=256, as `--arbitration wrr:H,M,L` and NVMe's weight fields (a register
+    // value plus one).
     match v[..] {
-        [h, m, l] if h > 0 && m > 0 && l > 0 => Ok([h, m, l]),
+        [h, m, l] if [h, m, l].iter().all(|w| (1..=256).contains(w)) => Ok([h, m, l]),
         _ => Err(bad()),
     }
 }
@@ -106,9 +110,16 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
     for w in sluice::cli::raw_file_warnings(&jobs) {
         eprintln!("sluice: warning: {w}");
     }
+    let threads: u64 = jobs.iter().map(|j| j.numjobs as u64).sum();
+    if let Some(w) = args.workers.filter(|&w| w > threads) {
+        return Err(CliError::Usage(format!(
+            "--workers {w}: the jobs have {threads} thread(s) (Σ numjobs) and a worker runs \
+             whole threads; give 1..={threads}"
+        )));
+    }
     let cfg = EngineConfig {
         directory: args.directory.clone(),
-        workers: args.workers,
+        workers: args.workers.map(|w| w as usize),
         allow_device: args.allow_device,
         allow_write_existing: args.allow_write_existing,
         keep_files: args.keep_files,
@@ -318,6 +329,8 @@ mod tests {
         assert_eq!(parse_wrr(" 6, 3 ,1").unwrap(), [6, 3, 1]);
         assert!(parse_wrr("1,2").is_err());
         assert!(parse_wrr("0,1,1").is_err());
+        assert!(parse_wrr("257,1,1").is_err());
+        assert_eq!(parse_wrr("256,1,1").unwrap(), [256, 1, 1]);
         assert!(parse_wrr("a,b,c").is_err());
     }
 }

@@ -413,3 +413,50 @@ fn examples_clean_up_on_sigterm_and_create_no_directory_tree() {
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+#[test]
+fn out_of_range_options_are_refused_with_the_range_not_clamped() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(
+        dir.path(),
+        "j.fio",
+        "[a]\nrw=randread\nsize=1m\n[b]\nrw=randread\nsize=1m\n",
+    );
+    let d = dir.path().to_str().unwrap();
+    // --ring-cap 0 became 1 and 100000 became 32767; --workers 65536 became 2.
+    for cap in ["0", "100000"] {
+        refused(
+            &sluice(&["run", &job, "-D", d, "--ring-cap", cap]),
+            &["--ring-cap", "1..=32767"],
+        );
+    }
+    refused(
+        &sluice(&["run", &job, "-D", d, "--workers", "3"]),
+        &["--workers 3", "2 thread(s)", "1..=2"],
+    );
+    refused(
+        &sluice(&["run", &job, "-D", d, "--workers", "65536"]),
+        &["--workers", "65535"],
+    );
+    // --wrr took weights --arbitration wrr: refuses.
+    refused(
+        &sluice(&["run", &job, "-D", d, "--wrr", "257,1,1"]),
+        &["--wrr", "1..=256"],
+    );
+    assert!(!dir.path().join("a.0.0").exists(), "a file was laid out");
+    // crashtest -j 200000 started 200000 threads.
+    refused(&sluice(&["crashtest", "-j", "200000"]), &["-j", "1..=4096"]);
+    // repro --only with a typo ran nothing and passed.
+    refused(
+        &sluice(&["repro", "--only", "no-such-experiment"]),
+        &["--only", "no experiment", "repro --list"],
+    );
+    // fsck of a directory or a device said "no such file".
+    refused(&sluice(&["fsck", d]), &["is a directory"]);
+    refused(&sluice(&["fsck", "/dev/null"]), &["not a regular file"]);
+    // An unknown policy parameter's error lists the valid ones.
+    refused(
+        &sluice(&["sim", &job, "-p", "d2fq:foo=1", "-q"]),
+        &["'foo'", "it takes", "tau_l"],
+    );
+}
