@@ -14,6 +14,8 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+#[path = "common/scratch.rs"]
+mod scratch;
 
 use sluice::apps::oltp::{OltpConfig, StackSetup};
 
@@ -70,20 +72,20 @@ fn main() -> ExitCode {
         "I/O promoted"
     );
     for (k, s) in setups.iter().enumerate() {
-        let dir = real
-            .as_ref()
-            .map(|d| d.join(format!("oltp-{}-{k}", std::process::id())));
-        if let Some(d) = &dir {
-            if let Err(e) = std::fs::create_dir_all(d) {
-                eprintln!("oltp: {}: {e}", d.display());
+        let dir = match real
+            .as_deref()
+            .map(|d| scratch::RunDir::new(d, &format!("oltp-{}-{k}", std::process::id())))
+        {
+            Some(Err(e)) => {
+                eprintln!("oltp: {e}");
                 return ExitCode::from(2);
             }
-        }
-        let r = s.run(&cfg, &device, dir.as_deref());
-        // The run's files are the stack's own: removed once it is measured.
-        if let Some(d) = &dir {
-            let _ = std::fs::remove_dir_all(d);
-        }
+            d => d.map(Result::unwrap),
+        };
+        let r = s.run(&cfg, &device, dir.as_ref().map(|d| d.path()));
+        // The run's files are the stack's own: removed once it is measured (or on
+        // Ctrl-C / SIGTERM).
+        drop(dir);
         match r {
             Ok(r) => println!(
                 "{:<18} {:>9.0} {:>10.2} {:>10.2} {:>10.2} {:>11} {:>12.2} {:>7} {:>12}",

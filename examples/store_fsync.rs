@@ -36,6 +36,9 @@
 
 use std::cell::Cell;
 use std::process::ExitCode;
+#[path = "common/scratch.rs"]
+mod scratch;
+
 use std::rc::Rc;
 
 use sluice::runtime::{now, spawn, CacheConfig, IoClass, Stack, StackBuilder, TaskCtx};
@@ -387,8 +390,13 @@ fn main() -> ExitCode {
             return Ok(());
         };
         let sub = format!("{d}/sluice-store-fsync-{pid}-kernel");
-        let r = std::fs::create_dir(&sub).and_then(|()| kernel_fillsync(&sub, shape));
-        let _ = std::fs::remove_dir_all(&sub);
+        let dir = scratch::RunDir::new(
+            std::path::Path::new(d),
+            &format!("sluice-store-fsync-{pid}-kernel"),
+        );
+        let r = dir
+            .map_err(std::io::Error::other)
+            .and_then(|_dir| kernel_fillsync(&sub, shape));
         match r {
             Ok((v, rate)) => {
                 let (mean, p99) = summary("kernel", v, (bulk > 0).then_some(rate));
@@ -409,19 +417,21 @@ fn main() -> ExitCode {
     for (k, fs) in fss.into_iter().enumerate() {
         let name = fs.to_string();
         // Each run in a directory of its own (real files: a subdirectory of DIR).
-        let sub = real
-            .as_deref()
-            .map(|d| format!("{d}/sluice-store-fsync-{pid}-{k}"));
-        if let Some(d) = &sub {
-            if let Err(e) = std::fs::create_dir(d) {
-                eprintln!("store_fsync: {d}: {e}");
+        let dir = match real.as_deref().map(|d| {
+            scratch::RunDir::new(
+                std::path::Path::new(d),
+                &format!("sluice-store-fsync-{pid}-{k}"),
+            )
+        }) {
+            Some(Err(e)) => {
+                eprintln!("store_fsync: {e}");
                 return ExitCode::FAILURE;
             }
-        }
+            d => d.map(Result::unwrap),
+        };
+        let sub = dir.as_ref().map(|d| d.path().display().to_string());
         let r = run(sub.as_deref(), &device, &policy, fs, shape, class_limits);
-        if let Some(d) = &sub {
-            let _ = std::fs::remove_dir_all(d);
-        }
+        drop(dir);
         match r {
             Ok((v, rate, parts)) => {
                 let (mean, p99) = summary(&name, v, (bulk > 0).then_some(rate));

@@ -16,6 +16,8 @@
 //! run: AIOS's scheme is its asynchronous fsync path (`+async`) with its read path.
 
 use std::process::ExitCode;
+#[path = "common/scratch.rs"]
+mod scratch;
 
 use sluice::apps::varmail::{run, VarmailConfig};
 use sluice::runtime::ReadPath;
@@ -79,25 +81,20 @@ fn main() -> ExitCode {
     for (k, fs) in fss.iter().enumerate() {
         for &t in &cfg.threads {
             // Real files: each run in a new subdirectory of DIR, removed afterwards.
-            let sub = real
-                .as_ref()
-                .map(|d| format!("{d}/sluice-varmail-{}-{k}-{t}", std::process::id()));
-            if let Some(d) = &sub {
-                if let Err(e) = std::fs::create_dir(d) {
-                    eprintln!("varmail: {d}: {e}");
+            let sub = match real.as_ref().map(|d| {
+                scratch::RunDir::new(
+                    std::path::Path::new(d),
+                    &format!("sluice-varmail-{}-{k}-{t}", std::process::id()),
+                )
+            }) {
+                Some(Err(e)) => {
+                    eprintln!("varmail: {e}");
                     return ExitCode::FAILURE;
                 }
-            }
-            let r = run(
-                &cfg,
-                t,
-                fs,
-                read_path,
-                sub.as_deref().map(std::path::Path::new),
-            );
-            if let Some(d) = &sub {
-                let _ = std::fs::remove_dir_all(d);
-            }
+                d => d.map(Result::unwrap),
+            };
+            let r = run(&cfg, t, fs, read_path, sub.as_ref().map(|d| d.path()));
+            drop(sub);
             match r {
                 Ok(r) => println!(
                     "  {:<15} {t:>3} threads {:>10.0} ops/s   loop {:>8.1} µs",

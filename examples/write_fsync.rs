@@ -14,6 +14,8 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+#[path = "common/scratch.rs"]
+mod scratch;
 
 use sluice::apps::writefsync::{run, WriteFsyncConfig};
 use sluice::store::FsyncPath;
@@ -79,19 +81,20 @@ fn main() -> ExitCode {
     for &t in &cfg.threads {
         let mut row = Vec::new();
         for path in [FsyncPath::Sync, FsyncPath::Async] {
-            let dir = real
-                .as_ref()
-                .map(|d| d.join(format!("write-fsync-{}-{t}-{path:?}", std::process::id())));
-            if let Some(d) = &dir {
-                if let Err(e) = std::fs::create_dir_all(d) {
-                    eprintln!("write_fsync: {}: {e}", d.display());
+            let dir = match real.as_deref().map(|d| {
+                scratch::RunDir::new(
+                    d,
+                    &format!("write-fsync-{}-{t}-{path:?}", std::process::id()),
+                )
+            }) {
+                Some(Err(e)) => {
+                    eprintln!("write_fsync: {e}");
                     return ExitCode::from(2);
                 }
-            }
-            let r = run(&cfg, t, path, dir.as_deref());
-            if let Some(d) = &dir {
-                let _ = std::fs::remove_dir_all(d);
-            }
+                d => d.map(Result::unwrap),
+            };
+            let r = run(&cfg, t, path, dir.as_ref().map(|d| d.path()));
+            drop(dir);
             match r {
                 Ok(r) => row.push(r),
                 Err(e) => {

@@ -58,6 +58,12 @@ pub enum CliError {
     /// `sluice run`: blocks failed their `verify` check (described above the table).
     #[error("{0} block(s) failed verification; the first failure of each job is described above")]
     VerifyFailed(u64),
+    /// `sluice run`: I/Os failed (each job's count and first error printed above).
+    #[error(
+        "{0} I/O error(s); each job's count and first error are printed above (fio, too, \
+         exits non-zero when a job had errors)"
+    )]
+    IoErrors(u64),
     /// `sluice crashtest`: seeds failed (each printed with its replay command).
     #[error("{0} crash seed(s) failed; each is printed above with the command that replays it")]
     CrashtestFailed(usize),
@@ -105,7 +111,7 @@ impl CliError {
             CliError::Engine(e) => e.exit_code(),
             CliError::Calibrate(e) => e.exit_code(),
             CliError::Usage(_) => 2,
-            CliError::VerifyFailed(_) | CliError::CrashtestFailed(_) => 1,
+            CliError::VerifyFailed(_) | CliError::CrashtestFailed(_) | CliError::IoErrors(_) => 1,
             CliError::Cell { source, .. } => source.exit_code(),
             CliError::Store(e) if e.is_input() => 2,
             CliError::Store(_) => 1,
@@ -260,7 +266,24 @@ impl OutputArgs {
     /// Check, before a run starts, that every output path can be written (a bad path is
     /// a usage error found at once, not after the whole run).
     pub fn check(&self) -> Result<(), CliError> {
+        self.check_inputs(&[])
+    }
+
+    /// [`OutputArgs::check`], and that no output is one of the run's `inputs` (its job
+    /// file, a profile file): `sluice sim a.fio --json a.fio` would write its report
+    /// over the job file.
+    pub fn check_inputs(&self, inputs: &[&std::path::Path]) -> Result<(), CliError> {
         if let Some(p) = &self.json {
+            for i in inputs {
+                if same_file(p, i) {
+                    return Err(CliError::Usage(format!(
+                        "--json {}: is the run's input {}; the report would overwrite it: \
+                         give another path",
+                        p.display(),
+                        i.display()
+                    )));
+                }
+            }
             check_writable_file(p, "--json")?;
         }
         if let Some(d) = &self.plot {
@@ -374,6 +397,16 @@ impl OutputArgs {
             }
         }
         Ok(())
+    }
+}
+
+/// Whether `a` and `b` name the same existing file (the same device and inode: a
+/// path spelled another way, or a link, is the same file).
+pub fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
     }
 }
 

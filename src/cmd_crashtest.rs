@@ -27,8 +27,9 @@ pub struct CrashtestArgs {
     fsync: Option<String>,
     /// Threads running seeds side by side (default: the machine's cores). A seed's run
     /// is the same whatever their number.
-    #[arg(long, short = 'j')]
-    jobs: Option<usize>,
+    /// 1 to 4096.
+    #[arg(long, short = 'j', value_parser = clap::value_parser!(u64).range(1..=4096))]
+    jobs: Option<u64>,
     /// Stop at the first failure.
     #[arg(long)]
     fail_fast: bool,
@@ -51,10 +52,10 @@ pub fn cmd_crashtest(args: CrashtestArgs) -> Result<(), CliError> {
         .filter(|c| args.mode.as_deref().is_none_or(|m| m == c.mode_name()))
         .filter(|c| args.fsync.as_deref().is_none_or(|f| f == c.fsync_name()))
         .collect();
-    let jobs = args
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .max(1);
+    let jobs = args.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        |j| j as usize,
+    );
     let total = args.seeds * configs.len() as u64;
     eprintln!(
         "crashtest: seeds {}..{} on {} ({total} crashes, {jobs} threads)",

@@ -114,6 +114,7 @@ pub fn sim(
     interval_ns: Option<u64>,
     out: &OutputArgs,
 ) -> Result<(), CliError> {
+    plan.check_simulated()?;
     let stop = stop_flag()?;
     let plan = &plan.clone().stop_on(stop.clone());
     let mut reports: Vec<RunReport> = Vec::with_capacity(specs.len());

@@ -19,8 +19,22 @@ pub struct FsckArgs {
 pub fn cmd_fsck(args: FsckArgs) -> Result<(), CliError> {
     let path = &args.image;
     let usage = |what: &str| CliError::Usage(format!("{}: {what}", path.display()));
-    if !path.is_file() {
-        return Err(usage("no such file; give the store's image (a file)"));
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(usage("no such file; give the store's image (a file)"))
+        }
+        Err(e) => return Err(usage(&format!("cannot read it: {e}"))),
+        Ok(m) if m.is_dir() => {
+            return Err(usage(
+                "is a directory; give the store's image (the file, e.g. DIR/sluice-fio-store.img)",
+            ))
+        }
+        Ok(m) if !m.is_file() => {
+            return Err(usage(
+                "is not a regular file (a device or a special file); give the store's image file",
+            ))
+        }
+        Ok(_) => {}
     }
     let name = path
         .file_name()

@@ -59,6 +59,17 @@ pub(crate) fn cmd_repro(args: ReproArgs) -> Result<(), CliError> {
         sluice::cli::check_writable_dir(d, "--plot")?;
     }
     let picked = runner::pick(&suites, args.only.as_deref());
+    if picked.is_empty() {
+        let ids: Vec<&str> = suites
+            .iter()
+            .flat_map(|s| s.experiments.iter().map(|e| e.id))
+            .collect();
+        return Err(CliError::Usage(format!(
+            "--only '{}': no experiment's id contains it; the ids are {} (sluice repro --list)",
+            args.only.as_deref().unwrap_or(""),
+            ids.join(", ")
+        )));
+    }
     let opts = RunOptions {
         seed: args.seed,
         plot_dir: args.plot.clone(),

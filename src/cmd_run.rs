@@ -27,8 +27,9 @@ pub struct RunArgs {
     directory: PathBuf,
     /// Worker threads, each with its own io_uring (default: min(cores, job threads)).
     /// Whatever their number, the device has one block layer and one policy instance.
-    #[arg(long, short = 'w')]
-    workers: Option<usize>,
+    /// 1 to the jobs' threads (Σ numjobs): a worker runs whole threads.
+    #[arg(long, short = 'w', value_parser = clap::value_parser!(u64).range(1..=65535))]
+    workers: Option<u64>,
     /// Allow block devices as job files (writes destroy their data).
     #[arg(long)]
     allow_device: bool,
@@ -48,7 +49,8 @@ pub struct RunArgs {
     /// Most commands in all workers' rings together (default: the jobs' total iodepth);
     /// below the offered depth, the software WRR arbiter decides which queue class goes
     /// next.
-    #[arg(long)]
+    /// 1 to 32767 (io_uring's 32768 entries, one kept for the doorbell).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=32767))]
     ring_cap: Option<u32>,
     /// While a batch of completions is handled, submit new I/Os as soon as this many
     /// are ready (1: each at once, as fio does; large: one submission per batch), 1 to 4096.
@@ -75,7 +77,7 @@ pub struct RunArgs {
 fn parse_wrr(s: &str) -> Result<[u32; 3], CliError> {
     let bad = || {
         CliError::Usage(format!(
-            "--wrr '{s}': give three positive weights high,medium,low, e.g. {},{},{}",
+            "--wrr '{s}': give three weights high,medium,low, each 1..=256, e.g. {},{},{}",
             D2FQ_WEIGHTS[0], D2FQ_WEIGHTS[1], D2FQ_WEIGHTS[2]
         ))
     };
@@ -83,14 +85,16 @@ fn parse_wrr(s: &str) -> Result<[u32; 3], CliError> {
         .split(',')
         .map(|p| p.trim().parse::<u32>().map_err(|_| bad()))
         .collect::<Result<_, _>>()?;
+    // 1..=256, as `--arbitration wrr:H,M,L` and NVMe's weight fields (a register
+    // value plus one).
     match v[..] {
-        [h, m, l] if h > 0 && m > 0 && l > 0 => Ok([h, m, l]),
+        [h, m, l] if [h, m, l].iter().all(|w| (1..=256).contains(w)) => Ok([h, m, l]),
         _ => Err(bad()),
     }
 }
 
 pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
-    args.out.check()?;
+    args.out.check_inputs(&[&args.job])?;
     let (jobs, warnings) = load_jobs(Some(&args.job), args.out.ignore_unknown)?;
     for w in &warnings {
         eprintln!("sluice: warning: {w}");
@@ -106,9 +110,16 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
     for w in sluice::cli::raw_file_warnings(&jobs) {
         eprintln!("sluice: warning: {w}");
     }
+    let threads: u64 = jobs.iter().map(|j| j.numjobs as u64).sum();
+    if let Some(w) = args.workers.filter(|&w| w > threads) {
+        return Err(CliError::Usage(format!(
+            "--workers {w}: the jobs have {threads} thread(s) (Σ numjobs) and a worker runs \
+             whole threads; give 1..={threads}"
+        )));
+    }
     let cfg = EngineConfig {
         directory: args.directory.clone(),
-        workers: args.workers,
+        workers: args.workers.map(|w| w as usize),
         allow_device: args.allow_device,
         allow_write_existing: args.allow_write_existing,
         keep_files: args.keep_files,
@@ -155,6 +166,7 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
     let mut reports: Vec<RunReport> = Vec::with_capacity(specs.len());
     let mut interrupted = false;
     let mut verify_failed = 0u64;
+    let mut io_errors = 0u64;
     for spec in &specs {
         if stop.load(Ordering::Relaxed) {
             interrupted = true;
@@ -196,6 +208,7 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
         }
         for (job, n, first) in &st.errors {
             eprintln!("sluice: job '{job}': {n} I/O error(s); first: {first}");
+            io_errors += n;
         }
         for v in &st.verify {
             eprintln!(
@@ -234,11 +247,21 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
 
     let mut stdout = std::io::stdout().lock();
     args.out.emit(&mut reports, &mut stdout)?;
+    outcome(interrupted, verify_failed, io_errors)
+}
+
+/// The exit of a run that reported: interrupted (130), blocks that failed their verify
+/// check, or I/O errors (1, as fio exits non-zero when a job had errors — a run that
+/// hit ENOSPC 633 times did not measure what was asked), else success.
+fn outcome(interrupted: bool, verify_failed: u64, io_errors: u64) -> Result<(), CliError> {
     if interrupted {
         return Err(CliError::Interrupted);
     }
     if verify_failed > 0 {
         return Err(CliError::VerifyFailed(verify_failed));
+    }
+    if io_errors > 0 {
+        return Err(CliError::IoErrors(io_errors));
     }
     Ok(())
 }
@@ -291,11 +314,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn io_errors_fail_the_run() {
+        assert!(outcome(false, 0, 0).is_ok());
+        let e = outcome(false, 0, 633).unwrap_err();
+        assert_eq!(e.exit_code(), 1);
+        assert!(e.to_string().contains("633 I/O error(s)"), "{e}");
+        assert_eq!(outcome(false, 2, 633).unwrap_err().exit_code(), 1);
+        assert_eq!(outcome(true, 0, 633).unwrap_err().exit_code(), 130);
+    }
+
+    #[test]
     fn wrr_weights_parse() {
         assert_eq!(parse_wrr("252,126,42").unwrap(), [252, 126, 42]);
         assert_eq!(parse_wrr(" 6, 3 ,1").unwrap(), [6, 3, 1]);
         assert!(parse_wrr("1,2").is_err());
         assert!(parse_wrr("0,1,1").is_err());
+        assert!(parse_wrr("257,1,1").is_err());
+        assert_eq!(parse_wrr("256,1,1").unwrap(), [256, 1, 1]);
         assert!(parse_wrr("a,b,c").is_err());
     }
 }

@@ -56,8 +56,8 @@ pub(crate) struct SweepArgs {
     /// `\,` for a comma inside one value (`bs=4k\,64k,8k` is two values).
     #[arg(long, value_name = "[JOB.]KEY=V1,V2,...")]
     set: Vec<String>,
-    /// Simulated host cores of every cell.
-    #[arg(long, default_value_t = DEFAULT_CORES)]
+    /// Simulated host cores of every cell, 1 to 16383.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=16383), default_value_t = DEFAULT_CORES)]
     cores: u16,
     /// Treat unknown job-file options as warnings instead of errors.
     #[arg(long)]

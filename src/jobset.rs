@@ -251,7 +251,7 @@ pub fn load_jobs_with_sets(
     let opts = ParseOptions { ignore_unknown };
     match path {
         Some(p) => {
-            let text = std::fs::read_to_string(p).map_err(|source| WorkloadError::Io {
+            let text = sluice_workload::read_text(p).map_err(|source| WorkloadError::Io {
                 path: p.to_path_buf(),
                 source,
             })?;

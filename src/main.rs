@@ -93,8 +93,9 @@ struct SimArgs {
     /// Seed of the simulation's random streams.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Simulated host cores (each gets its own device queue pairs).
-    #[arg(long, default_value_t = 8)]
+    /// Simulated host cores (each gets its own device queue pairs), 1 to 16383
+    /// (four queue pairs a core, and queue ids are 16-bit).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=16383), default_value_t = 8)]
     cores: u16,
     /// Width of a bandwidth-over-time bin, in milliseconds, 1 to 3600000 (default: about
     /// 1/200 of the run).
@@ -166,7 +167,9 @@ fn cmd_list() -> Result<(), CliError> {
 }
 
 fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
-    args.out.check()?;
+    let mut inputs: Vec<&std::path::Path> = args.job.iter().map(|p| p.as_path()).collect();
+    inputs.push(std::path::Path::new(&args.device));
+    args.out.check_inputs(&inputs)?;
     let sets = args
         .set
         .iter()

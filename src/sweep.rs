@@ -123,7 +123,7 @@ impl Sweep {
     pub fn new(input: &SweepInput) -> Result<Sweep, CliError> {
         let (text, origin) = match &input.job {
             Some(p) => (
-                std::fs::read_to_string(p).map_err(|source| WorkloadError::Io {
+                sluice_workload::read_text(p).map_err(|source| WorkloadError::Io {
                     path: p.clone(),
                     source,
                 })?,

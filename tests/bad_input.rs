@@ -237,3 +237,226 @@ fn zero_intervals_and_batches_are_refused_not_raised() {
         &["--submit-batch", "0"],
     );
 }
+
+#[test]
+fn verify_pattern_without_a_pattern_is_refused_not_a_false_corruption_report() {
+    // Every block used to "fail" (read 0xb7, expected 0x00) and the run exited 1.
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(
+        dir.path(),
+        "v.fio",
+        "[w]\nrw=randwrite\nbs=4k\nsize=1m\niodepth=4\nverify=pattern\n",
+    );
+    let d = dir.path().to_str().unwrap();
+    refused(
+        &sluice(&["run", &job, "-D", d, "-q"]),
+        &["v.fio:6", "verify_pattern"],
+    );
+    assert!(!dir.path().join("w.0.0").exists(), "a file was laid out");
+}
+
+#[test]
+fn panics_and_huge_allocations_are_refused_up_front() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(dir.path(), "j.fio", "[w]\nrw=randread\nsize=1m\n");
+    // 16384 cores once panicked in the device (16-bit queue ids).
+    for cmd in ["sim", "sweep"] {
+        refused(
+            &sluice(&[cmd, &job, "--cores", "16384", "-q"]),
+            &["16384", "1..=16383"],
+        );
+    }
+    // ss_dur=2^32-1 allocated 34 GB; `run` then left its laid-out file.
+    let ss = write(
+        dir.path(),
+        "ss.fio",
+        "[w]\nrw=randread\nsize=1m\nss_dur=4294967295\n",
+    );
+    refused(&sluice(&["sim", &ss, "-q"]), &["ss.fio:4", "1048576"]);
+    let d = dir.path().to_str().unwrap();
+    refused(&sluice(&["run", &ss, "-D", d, "-q"]), &["1048576"]);
+    assert!(!dir.path().join("w.0.0").exists(), "a file was laid out");
+    // An include of an endless file grew until the OOM killer came.
+    let z = write(
+        dir.path(),
+        "z.fio",
+        "include /dev/zero\n[w]\nrw=read\nsize=1m\n",
+    );
+    let t0 = std::time::Instant::now();
+    refused(&sluice(&["sim", &z, "-q"]), &["/dev/zero", "16 MiB"]);
+    assert!(t0.elapsed() < Duration::from_secs(30));
+    let zero = dir.path().join("zero.toml");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    refused(
+        &sluice(&["sim", &job, "--device", zero.to_str().unwrap(), "-q"]),
+        &["zero.toml", "1 MiB"],
+    );
+    // sim --fs keeps the image's data in memory: bounded before the run.
+    let big = write(
+        dir.path(),
+        "big.fio",
+        "[w]\nrw=randwrite\nsize=6g\nnrfiles=4\n",
+    );
+    refused(
+        &sluice(&["sim", &big, "--fs", "compound", "-q"]),
+        &["8192 MiB", "at most 4096 MiB"],
+    );
+}
+
+#[test]
+fn a_report_never_overwrites_an_input_nor_a_previous_report_with_less() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(dir.path(), "a.fio", "[w]\nrw=randread\nsize=1m\n");
+    let before = std::fs::read(&job).unwrap();
+    refused(
+        &sluice(&["sim", &job, "--json", &job, "-q"]),
+        &["--json", "overwrite"],
+    );
+    let d = dir.path().to_str().unwrap();
+    refused(
+        &sluice(&["run", &job, "-D", d, "--json", &job, "-q"]),
+        &["--json", "overwrite"],
+    );
+    assert_eq!(std::fs::read(&job).unwrap(), before, "the job file changed");
+    // A file system that takes no more (a file-size limit of 1 KiB stands in for a full
+    // one: writes past it fail with EFBIG): the previous report is left whole.
+    let json = dir.path().join("out.json");
+    std::fs::write(&json, b"{\"previous\": true}\n").unwrap();
+    let cmd = format!(
+        "ulimit -f 1; trap '' XFSZ; exec '{}' sim '{job}' -q --json '{}'",
+        env!("CARGO_BIN_EXE_sluice"),
+        json.display()
+    );
+    let o = Command::new("bash").args(["-c", &cmd]).output().unwrap();
+    assert!(!o.status.success(), "the report could not be written");
+    assert_eq!(
+        std::fs::read_to_string(&json).unwrap(),
+        "{\"previous\": true}\n",
+        "{}",
+        stderr(&o)
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+}
+
+/// An example program beside the `sluice` binary: `cargo test` builds them; a test run
+/// alone (`--test bad_input`) builds it with the test profile (its libraries are built).
+fn example(name: &str) -> std::path::PathBuf {
+    let p = std::path::Path::new(env!("CARGO_BIN_EXE_sluice"))
+        .parent()
+        .unwrap()
+        .join("examples")
+        .join(name);
+    if !p.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let profile = if cfg!(debug_assertions) {
+            "test"
+        } else {
+            "release"
+        };
+        let o = Command::new(cargo)
+            .args(["build", "--profile", profile, "--example", name])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    assert!(p.exists(), "{} not built", p.display());
+    p
+}
+
+#[test]
+fn examples_clean_up_on_sigterm_and_create_no_directory_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    // A missing --real directory is an error, not a new tree.
+    let missing = dir.path().join("no").join("such");
+    let o = Command::new(example("write_fsync"))
+        .args(["--real", missing.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no such directory"), "{}", stderr(&o));
+    assert!(
+        !dir.path().join("no").exists(),
+        "created {}",
+        missing.display()
+    );
+    // SIGTERM mid-run: the run's directory (hundreds of MB) is removed.
+    let child = Command::new(example("store_fsync"))
+        .args(["--real", dir.path().to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    let entries = || std::fs::read_dir(dir.path()).unwrap().count();
+    while entries() == 0 {
+        assert!(t0.elapsed() < Duration::from_secs(120), "no run directory");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(143), "{}", stderr(&o));
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+#[test]
+fn out_of_range_options_are_refused_with_the_range_not_clamped() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(
+        dir.path(),
+        "j.fio",
+        "[a]\nrw=randread\nsize=1m\n[b]\nrw=randread\nsize=1m\n",
+    );
+    let d = dir.path().to_str().unwrap();
+    // --ring-cap 0 became 1 and 100000 became 32767; --workers 65536 became 2.
+    for cap in ["0", "100000"] {
+        refused(
+            &sluice(&["run", &job, "-D", d, "--ring-cap", cap]),
+            &["--ring-cap", "1..=32767"],
+        );
+    }
+    refused(
+        &sluice(&["run", &job, "-D", d, "--workers", "3"]),
+        &["--workers 3", "2 thread(s)", "1..=2"],
+    );
+    refused(
+        &sluice(&["run", &job, "-D", d, "--workers", "65536"]),
+        &["--workers", "65535"],
+    );
+    // --wrr took weights --arbitration wrr: refuses.
+    refused(
+        &sluice(&["run", &job, "-D", d, "--wrr", "257,1,1"]),
+        &["--wrr", "1..=256"],
+    );
+    assert!(!dir.path().join("a.0.0").exists(), "a file was laid out");
+    // crashtest -j 200000 started 200000 threads.
+    refused(&sluice(&["crashtest", "-j", "200000"]), &["-j", "1..=4096"]);
+    // repro --only with a typo ran nothing and passed.
+    refused(
+        &sluice(&["repro", "--only", "no-such-experiment"]),
+        &["--only", "no experiment", "repro --list"],
+    );
+    // fsck of a directory or a device said "no such file".
+    refused(&sluice(&["fsck", d]), &["is a directory"]);
+    refused(&sluice(&["fsck", "/dev/null"]), &["not a regular file"]);
+    // An unknown policy parameter's error lists the valid ones.
+    refused(
+        &sluice(&["sim", &job, "-p", "d2fq:foo=1", "-q"]),
+        &["'foo'", "it takes", "tau_l"],
+    );
+}

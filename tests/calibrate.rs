@@ -311,6 +311,12 @@ fn bad_input_exits_2_and_touches_nothing() {
     let o = sluice(&["calibrate", missing.to_str().unwrap(), "--quick"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(!stderr(&o).contains("panicked"));
+    // A missing path in an existing directory: refused, not created and measured.
+    let missing = dir.path().join("typo");
+    let o = sluice(&["calibrate", missing.to_str().unwrap(), "--quick"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("does not exist"), "{}", stderr(&o));
+    assert!(!missing.exists(), "calibrate created {}", missing.display());
     // An existing file is not written without --allow-write-existing.
     let f = dir.path().join("data.bin");
     let content: Vec<u8> = (0..(32u32 << 20)).map(|i| (i % 251) as u8).collect();

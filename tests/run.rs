@@ -210,7 +210,9 @@ fn an_io_error_is_counted_and_reported_per_job() {
     if no_io_uring(&o) {
         return;
     }
-    assert!(o.status.success(), "{}", stderr(&o));
+    // The run reports, then exits 1 (as fio exits non-zero when a job had errors).
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("I/O error(s)"), "{}", stderr(&o));
     assert!(stderr(&o).contains("job 'r'"), "{}", stderr(&o));
     assert!(stderr(&o).contains("short transfer"), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();

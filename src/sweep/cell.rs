@@ -64,7 +64,9 @@ impl Sweep {
     /// the store path, which refuses what it cannot do.
     pub(crate) fn store_plan(&self, jobs: &[JobSpec], fs: usize) -> Result<FioPlan, CliError> {
         let store = self.stores[fs].as_ref().expect("a store");
-        fio::check(jobs, store).map_err(|e| CliError::Usage(format!("--fs {}: {e}", self.fs[fs])))
+        fio::check(jobs, store)
+            .and_then(|p| p.check_simulated().map(|()| p))
+            .map_err(|e| CliError::Usage(format!("--fs {}: {e}", self.fs[fs])))
     }
 
     /// Run cell `c` (its jobs `jobs`): the simulator on raw files, or the fio runner on

@@ -88,8 +88,15 @@ impl Target {
                 (parent_of(path), abs_str(path)?, size)
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                // A new file: the engine creates it in its (existing) directory.
-                (parent_of(path), abs_str(path)?, size_bytes)
+                // A missing path is refused, not created: measured as a new file, a
+                // mistyped directory would have sluice measure whatever disk holds its
+                // parent (docs/calibrate.md: missing directories are refused).
+                return Err(CalibrateError::BadInput(format!(
+                    "{} does not exist; give an existing directory (sluice creates its own \
+                     file there and removes it), a file (with --allow-write-existing) or a \
+                     block device (with --allow-device); sluice does not create directories",
+                    path.display()
+                )));
             }
             Err(e) => {
                 return Err(CalibrateError::BadInput(format!(

@@ -171,6 +171,14 @@ fn parameter_errors_are_clear() {
         let err = policy::build(&spec).err().expect("must fail").to_string();
         assert!(err.contains(want), "{spec}: {err}");
     }
+    // An unknown key's error lists the ones the policy takes.
+    let spec: PolicySpec = "d2fq:foo=1".parse().unwrap();
+    let err = policy::build(&spec).err().expect("must fail").to_string();
+    assert!(err.contains("'foo'") && err.contains("it takes"), "{err}");
+    assert!(err.contains("tau_l") && err.contains("mode"), "{err}");
+    let spec: PolicySpec = "none:foo=1".parse().unwrap();
+    let err = policy::build(&spec).err().expect("must fail").to_string();
+    assert!(err.contains("no parameters"), "{err}");
     let mut p = Params::parse("thresholds=code,mode=static").unwrap();
     let c = D2fqConfig::from_params(&mut p).unwrap();
     assert_eq!(c.thresholds, D2fqThresholds::Code);

@@ -86,17 +86,25 @@ fn yes() -> bool {
 /// 4 KiB units).
 const MAX_LOGICAL_BYTES: u64 = 64 << 30;
 
+/// The most the FTL's tables may take, bytes (512 MiB): the forward and reverse maps
+/// (4 B per logical and per physical unit), the buffered counts (1 B per logical unit)
+/// and per erase block its valid count and free-stack entry (8 B). The shipped `nand`
+/// takes ≈ 19 MiB.
+pub const MAX_TABLE_BYTES: u64 = 512 << 20;
+
 impl FlashConfig {
     /// Check the ranges and what `[flash]` needs from the rest of the profile.
     pub(crate) fn validate(
         &self,
         origin: &str,
-        units: u32,
+        media: &crate::profile::Media,
         has_buffer: bool,
-        has_erase: bool,
-        round_robin: bool,
-        has_geometry: bool,
     ) -> Result<(), ProfileError> {
+        let units = media.units;
+        let has_erase = media.erase_ns.is_some();
+        let round_robin = media.write_placement == crate::profile::WritePlacement::RoundRobin;
+        let has_geometry = media.geometry.is_some();
+        let stripe_bytes = media.stripe_bytes;
         let bad = |field: &str, problem: String| ProfileError::Invalid {
             origin: origin.to_string(),
             field: field.to_string(),
@@ -167,6 +175,25 @@ impl FlashConfig {
             ));
         }
         let g = Geometry::of(self, units);
+        let blocks = g.blocks_per_die as u64 * units as u64;
+        let ppns = blocks * self.block_units as u64;
+        let table = 4 * g.lpns + 4 * ppns + g.lpns + 8 * blocks;
+        if table > MAX_TABLE_BYTES || ppns >= NONE as u64 {
+            return Err(bad(
+                "flash.map_bytes",
+                format!(
+                    "{} with logical_bytes = {}, over_provisioning = {} and block_units = {} \
+                     gives {} MiB of mapping tables ({ppns} physical units); the limit is \
+                     {} MiB: raise map_bytes or block_units, or lower logical_bytes",
+                    self.map_bytes,
+                    self.logical_bytes,
+                    self.over_provisioning,
+                    self.block_units,
+                    table >> 20,
+                    MAX_TABLE_BYTES >> 20
+                ),
+            ));
+        }
         let spare = g.blocks_per_die as u64 * units as u64 * self.block_units as u64 - g.lpns;
         let need = (self.gc_free_blocks as u64 + 2) * units as u64 * self.block_units as u64;
         if spare < need {
@@ -177,6 +204,29 @@ impl FlashConfig {
                     self.over_provisioning
                 ),
             ));
+        }
+        if self.precondition {
+            // The fill places `media.stripe_bytes` of consecutive units per die in turn
+            // (as LBA striping): with stripes large against the logical space, the
+            // first dies get more than their share, and each die needs its own spare.
+            let per = (stripe_bytes / self.map_bytes).max(1) as u64;
+            let stripes = g.lpns.div_ceil(per);
+            let busiest = (stripes.div_ceil(units as u64) * per).min(g.lpns);
+            let room = g.blocks_per_die as u64 * self.block_units as u64;
+            let need = (self.gc_free_blocks as u64 + 2) * self.block_units as u64;
+            if busiest + need > room {
+                return Err(bad(
+                    "media.stripe_bytes",
+                    format!(
+                        "is {stripe_bytes}: a preconditioned fill of {} bytes in stripes of \
+                         that size over {units} units puts {busiest} mapping units on the \
+                         first die, which holds {room} and needs {need} of them spare for \
+                         garbage collection; lower stripe_bytes (a page, e.g. 8192), raise \
+                         logical_bytes or over_provisioning, or set precondition = false",
+                        self.logical_bytes
+                    ),
+                ));
+            }
         }
         Ok(())
     }
@@ -569,10 +619,10 @@ mod tests {
     #[test]
     fn too_little_spare_is_refused() {
         let c = cfg(4096, 512, 0.01, true);
-        let e = c
-            .validate("x", 4, true, true, true, false)
-            .unwrap_err()
-            .to_string();
+        let mut m = crate::DeviceProfile::builtin("nand").unwrap().media;
+        m.units = 4;
+        m.geometry = None;
+        let e = c.validate("x", &m, true).unwrap_err().to_string();
         assert!(e.contains("over_provisioning"), "{e}");
     }
 }

@@ -131,7 +131,7 @@ pub use ftl::{FlashConfig, FlashStats};
 pub use port::SimPort;
 pub use profile::{
     Arbitration, ArbitrationKind, Burst, Controller, DeviceProfile, FrontEnd, Geometry, Media,
-    Nominal, ProfileError, Transfer, WriteBuffer, WritePlacement,
+    Nominal, ProfileError, Transfer, WriteBuffer, WritePlacement, MAX_PROFILE_BYTES,
 };
 pub use service::{OpVariation, ServiceVariation};
 pub use ssd::{Command, DeviceCompletion, DeviceStats, NvmeSsd, SubmitError};

@@ -546,7 +546,7 @@ impl DeviceProfile {
 
     /// Read, parse and validate a profile file.
     pub fn load(path: &Path) -> Result<DeviceProfile, ProfileError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Io {
+        let text = read_profile_text(path).map_err(|source| ProfileError::Io {
             path: path.to_path_buf(),
             source,
         })?;
@@ -590,6 +590,37 @@ fn line_col(text: &str, pos: usize) -> (usize, usize) {
             .map_or(0, |p| p + 1)
         + 1;
     (line, col)
+}
+
+/// The largest profile file sluice reads: 1 MiB (a profile is a few kilobytes of TOML;
+/// this bounds what a wrong path — a device, a disk image — costs before it is refused).
+pub const MAX_PROFILE_BYTES: u64 = 1 << 20;
+
+/// Read a profile file, at most [`MAX_PROFILE_BYTES`]: a larger or endless one is an
+/// error saying so.
+fn read_profile_text(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    let mut bytes = Vec::new();
+    (&mut f)
+        .take(MAX_PROFILE_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_PROFILE_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "is larger than {} MiB, the most sluice reads of a device profile: give the \
+                 profile (TOML text)",
+                MAX_PROFILE_BYTES >> 20
+            ),
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "is not UTF-8 text; give the profile (TOML)",
+        )
+    })
 }
 
 #[cfg(test)]

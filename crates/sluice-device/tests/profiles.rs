@@ -247,3 +247,47 @@ fn service_and_flash_sections_are_checked() {
     assert_eq!(field, "flash.over_provisioning", "{msg}");
     assert!(msg.contains("gc_free_blocks"), "{msg}");
 }
+
+#[test]
+fn flash_that_would_panic_or_take_gigabytes_is_refused() {
+    let nand = include_str!("../profiles/nand.toml");
+    // 256 MiB stripes: the preconditioned fill put 256 MiB on dies of 160 MiB, and the
+    // first host write panicked ("a die ran out of free blocks").
+    let big = nand.replace("stripe_bytes = 8192", "stripe_bytes = 268435456");
+    let (field, msg) = invalid_field(&big);
+    assert_eq!(field, "media.stripe_bytes", "{msg}");
+    assert!(
+        msg.contains("first die") && msg.contains("lower stripe_bytes"),
+        "{msg}"
+    );
+    // The same stripes without the fill are fine: writes go to the dies in turn.
+    let p = DeviceProfile::from_toml_str(
+        &big.replace("precondition = true", "precondition = false"),
+        "ok.toml",
+    )
+    .unwrap();
+    sluice_device::NvmeSsd::new(&p, 1);
+    // 512-byte units over 64 GiB with one unit per block: 3.1 GB of tables.
+    let huge = nand
+        .replace("map_bytes = 4096", "map_bytes = 512")
+        .replace("logical_bytes = 8589934592", "logical_bytes = 68719476736")
+        .replace("over_provisioning = 0.25", "over_provisioning = 1.0")
+        .replace("block_units = 512", "block_units = 1");
+    let (field, msg) = invalid_field(&huge);
+    assert_eq!(field, "flash.map_bytes", "{msg}");
+    assert!(msg.contains("the limit is 512 MiB"), "{msg}");
+}
+
+#[test]
+fn an_erase_time_out_of_range_is_refused_not_wrapped() {
+    let nand = include_str!("../profiles/nand.toml");
+    for (v, needle) in [
+        ("18446744073709551615", "at most 10000000000"),
+        ("0", "is 0"),
+    ] {
+        let text = nand.replace("erase_ns = 3800000", &format!("erase_ns = {v}"));
+        let (field, msg) = invalid_field(&text);
+        assert_eq!(field, "media.erase_ns", "{msg}");
+        assert!(msg.contains(needle), "{msg}");
+    }
+}

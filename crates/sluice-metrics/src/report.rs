@@ -343,8 +343,22 @@ pub fn write_json(runs: &[RunReport], path: &Path) -> Result<(), MetricsError> {
         path: path.to_path_buf(),
         source,
     };
-    let mut f = std::fs::File::create(path).map_err(write_err)?;
-    f.write_all(&json).map_err(write_err)?;
-    f.write_all(b"\n").map_err(write_err)?;
+    // A temporary file beside it, renamed over it once whole: a full file system (or a
+    // crash) leaves the previous report as it was, never an empty or cut one.
+    let name = path
+        .file_name()
+        .map_or_else(|| "report".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let written = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(&json)?;
+        f.write_all(b"\n")?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(write_err(e));
+    }
     Ok(())
 }

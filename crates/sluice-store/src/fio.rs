@@ -127,7 +127,36 @@ pub struct FioPlan {
     stop: Option<Arc<AtomicBool>>,
 }
 
+/// The largest store image a simulated run takes, bytes (4 GiB): the simulated device
+/// keeps every block written in memory (`sluice_device::Contents`), so the image's data
+/// costs its own size in RAM.
+pub const MAX_SIM_IMAGE_BYTES: u64 = 4 << 30;
+
 impl FioPlan {
+    /// Bytes of the store image the plan sized for its files.
+    pub fn image_bytes(&self) -> u64 {
+        match &self.fs {
+            FsConfig::Store { blocks, .. } => blocks * layout::BLOCK as u64,
+            _ => 0,
+        }
+    }
+
+    /// For a simulated run: refuse an image over [`MAX_SIM_IMAGE_BYTES`] up front (its
+    /// data would be held in memory), saying what to lower.
+    pub fn check_simulated(&self) -> Result<(), FioError> {
+        let bytes = self.image_bytes();
+        if bytes > MAX_SIM_IMAGE_BYTES {
+            return Err(FioError::Jobs(format!(
+                "the jobs' files need a store image of {} MiB; a simulated store keeps its \
+                 data in memory and holds at most {} MiB: lower size (or numjobs, nrfiles), \
+                 or run it on a real file system with sluice run --fs",
+                bytes >> 20,
+                MAX_SIM_IMAGE_BYTES >> 20
+            )));
+        }
+        Ok(())
+    }
+
     /// End the run early once `flag` is set (by a signal handler: Ctrl-C), as the
     /// jobs' `runtime` would end them; the report covers what ran (module docs). The
     /// flag changes nothing while it is not set.

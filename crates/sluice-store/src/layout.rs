@@ -114,6 +114,10 @@ pub const FEATURE_SINGLE_FLUSH: u64 = 4;
 pub const KNOWN_FEATURES: u64 =
     FEATURE_DOUBLE_INDIRECT | FEATURE_METADATA_CSUM | FEATURE_SINGLE_FLUSH;
 
+/// The largest journal area (normal or f-area), blocks: 1 GiB. Recovery reads each
+/// area whole into memory (ext4's journal is at most 1 GiB by default too).
+pub const MAX_JOURNAL_BLOCKS: u64 = 1 << 18;
+
 /// The geometry, as the superblock records it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Geometry {
@@ -200,10 +204,20 @@ impl Geometry {
         )
     }
 
-    /// Check the geometry is usable.
+    /// Check the geometry is usable. Every field is bounded before any area's start is
+    /// summed (a superblock's fields are read from an image, and may be anything its
+    /// checksum covers).
     pub fn validate(&self) -> Result<(), String> {
         if self.journal < 8 || self.fjournal < 4 || self.inodes == 0 {
             return Err("journal ≥ 8 blocks, f-journal ≥ 4 blocks, inodes ≥ 1".into());
+        }
+        for (what, n) in [("journal", self.journal), ("f-journal", self.fjournal)] {
+            if n > MAX_JOURNAL_BLOCKS {
+                return Err(format!(
+                    "a {what} of {n} blocks: recovery reads each journal area whole, so \
+                     one holds at most {MAX_JOURNAL_BLOCKS} blocks (1 GiB)"
+                ));
+            }
         }
         if self.blocks > u32::MAX as u64 {
             return Err(format!(

@@ -31,6 +31,11 @@ use crate::journal::{self, Claims, FHeader, Tag};
 use crate::layout::{Geometry, BLOCK};
 use crate::store::{runs, Dev, StoreError};
 
+/// Transaction ids and f-area sequence numbers stay below this (2^62): they grow by
+/// one per commit from 1, and recovery adds to the largest it finds; a superblock or
+/// record naming one at or above it is damage.
+const MAX_ID: u64 = 1 << 62;
+
 /// What the journals hold.
 #[derive(Debug, Default)]
 pub(crate) struct Found {
@@ -100,6 +105,42 @@ impl Area<'_> {
             block,
             self.start + block
         ))
+    }
+
+    /// A record's tags send blocks home into the store's own areas only: a logged block
+    /// into the inode table, the directory, the bitmap or the data area (map blocks,
+    /// data logged inline), a data tag into the data area — never onto the superblock
+    /// or a journal, nor past the end. A record whose checksums hold and whose tags do
+    /// not was not written by a store (e2fsck's "the journal is checked before it is
+    /// replayed"): damage, and nothing is replayed.
+    fn check_homes(
+        &self,
+        g: &Geometry,
+        at: u64,
+        txn: &str,
+        logged: &[Tag],
+        data: &[Tag],
+    ) -> Result<(), StoreError> {
+        let (meta, end) = (g.itable_start(), g.blocks);
+        if let Some((h, _)) = logged.iter().find(|(h, _)| !(meta..end).contains(h)) {
+            return Err(self.corrupt(
+                at,
+                format!(
+                    "{txn} logs a copy of block {h}, outside the metadata and data areas \
+                     ({meta}..{end}): replayed, it would be written there"
+                ),
+            ));
+        }
+        let start = g.data_start();
+        if let Some((h, _)) = data.iter().find(|(h, _)| !(start..end).contains(h)) {
+            return Err(self.corrupt(
+                at,
+                format!(
+                    "{txn} has a data tag for block {h}, outside the data area ({start}..{end})"
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// The logged blocks after a descriptor or header at `at` with `tags`, each checked
@@ -189,6 +230,12 @@ pub(crate) async fn scan(dev: &Dev, g: &Geometry) -> Result<Found, StoreError> {
     let claims = claims_of(g, &j, &fa);
     let first = journal::decode_super(false, j.block(0))
         .ok_or_else(|| j.corrupt(0, "the journal superblock fails its crc32c".into()))?;
+    if !(1..MAX_ID).contains(&first) {
+        return Err(j.corrupt(
+            0,
+            format!("the journal superblock's first transaction id {first} is out of range (1..{MAX_ID})"),
+        ));
+    }
     found.max_id = first - 1;
     let mut p = 1;
     'txn: loop {
@@ -215,6 +262,7 @@ pub(crate) async fn scan(dev: &Dev, g: &Geometry) -> Result<Found, StoreError> {
             let b = j.block(q);
             match journal::decode_descriptor(b) {
                 Some(d) if d.id == id => {
+                    j.check_homes(g, q, &txn, &d.logged, &d.data)?;
                     let n = d.logged.len() as u64;
                     if q + 1 + n >= j.len() {
                         found.discarded += end(q, "a descriptor overruns the journal")?;
@@ -280,6 +328,12 @@ pub(crate) async fn scan(dev: &Dev, g: &Geometry) -> Result<Found, StoreError> {
     }
     let (mut seq, tail) = journal::decode_fsuper(fa.block(0))
         .ok_or_else(|| fa.corrupt(0, "the f-journal superblock fails its crc32c".into()))?;
+    if !(1..MAX_ID).contains(&seq) {
+        return Err(fa.corrupt(
+            0,
+            format!("the f-journal superblock's first sequence number {seq} is out of range (1..{MAX_ID})"),
+        ));
+    }
     // A circular log from its tail: an f-transaction that did not fit before the
     // area's end went to block 1 (the writer never overwrites a record a normal commit
     // has not covered), so where the next header is missing, block 1 may hold it.
@@ -314,6 +368,25 @@ pub(crate) async fn scan(dev: &Dev, g: &Geometry) -> Result<Found, StoreError> {
                 break;
             }
         };
+        fa.check_homes(g, p, &txn, &h.tags, &h.data)?;
+        if h.id >= MAX_ID {
+            return Err(fa.corrupt(
+                p,
+                format!(
+                    "{txn} belongs to transaction {}, out of range (below {MAX_ID})",
+                    h.id
+                ),
+            ));
+        }
+        if let Some((ino, _)) = h.entries.iter().find(|(i, _)| !(1..=g.inodes).contains(i)) {
+            return Err(fa.corrupt(
+                p,
+                format!(
+                    "{txn} logs inode {ino}, outside the store's inodes 1..={}",
+                    g.inodes
+                ),
+            ));
+        }
         let hb = fa.block(p);
         let n = h.tags.len() as u64;
         if p + n + 1 >= fa.len() {

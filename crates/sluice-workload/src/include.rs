@@ -84,7 +84,7 @@ pub(crate) fn expand_includes(
                 path.display()
             )));
         }
-        let text = std::fs::read_to_string(&path).map_err(|e| {
+        let text = crate::read_text(&path).map_err(|e| {
             err(format!(
                 "cannot read the included file {}: {e}; include names a file relative to the including file",
                 path.display()

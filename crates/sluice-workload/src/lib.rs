@@ -160,7 +160,10 @@ pub use job::{
     weight_from_prio, BlockSize, BlockSizes, BsEntry, Distribution, FileService, JobSpec, LogSpec,
     RateProcess, RwMode, Zone,
 };
-pub use limits::{check_limits, LimitError, MAX_INFLIGHT, MAX_THREADS};
+pub use limits::{
+    check_limits, read_text, LimitError, MAX_INFLIGHT, MAX_JOB_FILE_BYTES, MAX_STEADY_INTERVALS,
+    MAX_THREADS,
+};
 pub use options::{
     engine_class, option_table, options_markdown, EngineClass, OptionInfo, Support, LOCAL_ENGINES,
 };

@@ -12,6 +12,50 @@ pub const MAX_THREADS: u64 = 65_535;
 /// about 256 MiB; the real engine adds a buffer of the job's largest block per unit.
 pub const MAX_INFLIGHT: u64 = 1 << 20;
 
+/// Most check intervals in a steady-state window (`ss_dur / ss_interval`): a job's
+/// window keeps one rate per interval (8 bytes), grown as the intervals pass, so a
+/// window holds at most 8 MiB per thread (fio's `ss_dur` is in seconds: at the default
+/// 1 s interval, the limit is 12 days).
+pub const MAX_STEADY_INTERVALS: u64 = 1 << 20;
+
+/// The largest job file (and included file) sluice reads: 16 MiB. A job file is text
+/// of a few kilobytes; this bounds what a wrong path (`include /dev/zero`, a disk
+/// image) costs before it is refused.
+pub const MAX_JOB_FILE_BYTES: u64 = 16 << 20;
+
+/// Read the text file `path`, at most [`MAX_JOB_FILE_BYTES`]: a larger one (or an
+/// endless one, a device) is an error saying so, read no further than the limit.
+pub fn read_text(path: &std::path::Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    if f.metadata()?.is_dir() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "is a directory; give a job file",
+        ));
+    }
+    let mut bytes = Vec::new();
+    (&mut f)
+        .take(MAX_JOB_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_JOB_FILE_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "is larger than {} MiB, the most sluice reads of a job file: give the job \
+                 file (text), not a device or a data file",
+                MAX_JOB_FILE_BYTES >> 20
+            ),
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "is not UTF-8 text; give the job file",
+        )
+    })
+}
+
 /// A run too large to start.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum LimitError {

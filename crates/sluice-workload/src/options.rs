@@ -165,7 +165,7 @@ static TABLE: &[OptionInfo] = &[
     o("steadystate_duration", &["ss_dur"], Yes, "ss_dur=60s", "the window of rates steady state is judged on (turns it on; default criterion iops_slope:0.01%)"),
     o("steadystate_ramp_time", &["ss_ramp"], Yes, "ss_ramp=10s", "no rates are recorded before this (plus one interval)"),
     o("steadystate_check_interval", &["ss_interval"], Yes, "ss_interval=500ms", "how often the rate is taken (default 1s)"),
-    o("verify", &[], Yes, "verify=crc32c", "crc32c, md5 or pattern: `sluice run` writes each block with a header and checksum and reads it back to check it (a read-only job checks what it reads); the simulator carries no data, runs the job without its verify reads and says so"),
+    o("verify", &[], Yes, "verify=crc32c", "crc32c, md5 or pattern (pattern needs `verify_pattern`, else the job is refused): `sluice run` writes each block with a header and checksum and reads it back to check it (a read-only job checks what it reads); the simulator carries no data, runs the job without its verify reads and says so"),
     o("do_verify", &[], Yes, "do_verify=0", "read back and check every written block when the write phase ends (default 1)"),
     o("verify_backlog", &[], Yes, "verify_backlog=1024", "check the written blocks after every N writes, before writing more"),
     o("verify_pattern", &[], Yes, "verify_pattern=0xdeadbeef", "the data of written blocks (hex bytes, a quoted string, bytes 0..=255); alone it means verify=pattern, as in fio"),

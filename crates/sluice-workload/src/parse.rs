@@ -52,7 +52,7 @@ pub struct Parsed {
 /// `include` directives are read relative to it, and `${VAR}` from the process
 /// environment.
 pub fn parse_file(path: &Path, opts: &ParseOptions) -> Result<Parsed, WorkloadError> {
-    let text = std::fs::read_to_string(path).map_err(|source| WorkloadError::Io {
+    let text = crate::read_text(path).map_err(|source| WorkloadError::Io {
         path: path.to_path_buf(),
         source,
     })?;

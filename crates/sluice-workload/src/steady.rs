@@ -134,7 +134,9 @@ impl SteadyState {
     pub fn new(spec: &SteadySpec) -> SteadyState {
         SteadyState {
             spec: spec.clone(),
-            window: VecDeque::with_capacity(spec.intervals()),
+            // Grown as intervals pass (a long window need not be paid for up front;
+            // parsing bounds it by `MAX_STEADY_INTERVALS`).
+            window: VecDeque::with_capacity(spec.intervals().min(1024)),
             prev: None,
             recording: spec.ramp_ns == 0,
         }

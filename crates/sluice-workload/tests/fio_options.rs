@@ -602,6 +602,19 @@ fn verify_logs_and_steadystate_options() {
         (VerifyKind::Pattern, vec![0xde, 0xad, b'x'])
     );
     assert!(one("[w]\nverify=0\n").verify.is_none());
+    // verify=pattern without a pattern: fio has nothing to compare with (it aborts on
+    // its own assertion); refused at the verify line rather than failing every block.
+    option_error(
+        "[w]\nrw=randwrite\nbs=4k\nverify=pattern\n",
+        4,
+        "verify",
+        &["verify=pattern but no verify_pattern", "verify_pattern=0x"],
+    );
+    // Given in [global], the pattern reaches the job.
+    let v = one("[global]\nverify_pattern=0x5a\n[w]\nrw=write\nverify=pattern\n")
+        .verify
+        .unwrap();
+    assert_eq!((v.kind, v.pattern), (VerifyKind::Pattern, vec![0x5a]));
     option_error(
         "[w]\nverify=sha256\n",
         2,
@@ -652,4 +665,12 @@ fn verify_logs_and_steadystate_options() {
         &["at least 2"],
     );
     option_error("[r]\nss=lat:1ms\n", 2, "ss", &["latency criteria"]);
+    // A window of 2^32 - 1 one-second intervals once allocated 34 GB up front.
+    option_error(
+        "[r]\nss_dur=4294967295\n",
+        2,
+        "steadystate_duration",
+        &["4294967295 check intervals", "the limit is 1048576"],
+    );
+    assert!(one("[r]\nss_dur=1048576\n").steadystate.is_some());
 }

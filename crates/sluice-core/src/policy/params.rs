@@ -47,6 +47,8 @@ pub enum ParamError {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Params {
     map: BTreeMap<String, String>,
+    /// The keys the policy asked for (its valid ones), for the error naming a typo.
+    asked: Vec<String>,
 }
 
 impl Params {
@@ -65,7 +67,10 @@ impl Params {
                 return Err(ParamError::Duplicate(k.to_string()));
             }
         }
-        Ok(Params { map })
+        Ok(Params {
+            map,
+            asked: Vec::new(),
+        })
     }
 
     /// Whether no parameters are left.
@@ -80,6 +85,9 @@ impl Params {
         default: T,
         expected: &'static str,
     ) -> Result<T, ParamError> {
+        if !self.asked.iter().any(|k| k == key) {
+            self.asked.push(key.to_string());
+        }
         match self.map.remove(key) {
             None => Ok(default),
             Some(v) => v.parse().map_err(|_| ParamError::BadValue {
@@ -115,7 +123,12 @@ impl Params {
             return Ok(());
         }
         let keys: Vec<String> = self.map.keys().map(|k| format!("'{k}'")).collect();
-        Err(ParamError::Unknown(keys.join(", ")))
+        let valid = if self.asked.is_empty() {
+            "it takes no parameters".to_string()
+        } else {
+            format!("it takes {}", self.asked.join(", "))
+        };
+        Err(ParamError::Unknown(format!("{}; {valid}", keys.join(", "))))
     }
 }
 

@@ -126,6 +126,9 @@ impl DeviceProfile {
             m.write_ns,
             "nanoseconds of unit time per write",
         )?;
+        if let Some(e) = m.erase_ns {
+            positive("media.erase_ns", e, "nanoseconds to erase a flash block")?;
+        }
         positive(
             "media.unit_bandwidth_bytes",
             m.unit_bandwidth_bytes,
@@ -368,14 +371,7 @@ impl DeviceProfile {
             v.validate(o)?;
         }
         if let Some(f) = &self.flash {
-            f.validate(
-                o,
-                m.units,
-                self.write_buffer.is_some(),
-                m.erase_ns.is_some(),
-                m.write_placement == WritePlacement::RoundRobin,
-                m.geometry.is_some(),
-            )?;
+            f.validate(o, m, self.write_buffer.is_some())?;
         }
         Ok(())
     }

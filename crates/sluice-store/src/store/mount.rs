@@ -10,7 +10,7 @@ use super::{CommitMode, Dev, State, Store, StoreError, StoreStats, Txn, COMMIT_I
 use crate::journal;
 use crate::layout::{
     decode_dirent, dirent_intact, inode_intact, le32, Geometry, Inode, BLOCK, INODE_SIZE,
-    PER_INDIRECT,
+    MAX_FILE_BLOCKS, PER_INDIRECT,
 };
 use crate::recover;
 
@@ -130,6 +130,20 @@ impl Store {
     /// blocks the mount then writes home.
     pub(super) async fn load(dev: &Dev) -> Result<Loaded, StoreError> {
         let g = Geometry::decode(&dev.read(0).await?).map_err(StoreError::Corrupt)?;
+        // The image holds every block its superblock counts (mkfs gives the file its
+        // length), before anything is read or sized by that count: past the end of a
+        // cut image a mount would read zeros — inodes unused, every file an orphan.
+        let want = g.blocks * BLOCK as u64;
+        let len = dev.file.len();
+        if len < want {
+            return Err(StoreError::Corrupt(format!(
+                "the image is {len} bytes, but its superblock counts {} blocks of 4 KiB \
+                 ({want} bytes): it was cut short (truncated, or copied in part), and a \
+                 mount would read zeros past its end and free the files whose inodes lie \
+                 there; restore the whole image",
+                g.blocks
+            )));
+        }
         let found = recover::scan(dev, &g).await?;
         let mut stats = StoreStats {
             redone: found.redone,
@@ -173,6 +187,14 @@ impl Store {
         for ino in 1..=g.inodes {
             let (b, off) = g.inode_pos(ino);
             inodes.push(Inode::decode(&meta[&b][off..off + INODE_SIZE]));
+        }
+        // What the structure must hold before a mount may trust it (checked whole,
+        // then refused with every finding: below).
+        let mut problems = Vec::new();
+        for (k, i) in inodes.iter().enumerate() {
+            if i.used {
+                inode_bounds(k as u32 + 1, i, &mut problems);
+            }
         }
         // The map blocks of the used inodes: the indirect and double-indirect blocks,
         // then the indirect blocks the double-indirect ones name.
@@ -258,21 +280,40 @@ impl Store {
         };
         st.seals.jsb_first = first;
         st.seals.durable(st.claims_now());
-        // Names; inodes without one are orphans (their creation never committed).
-        let mut named = vec![false; g.inodes as usize];
+        // Names; inodes without one are orphans (their creation never committed). A
+        // name and its inode change in one transaction, so no crash leaves a name on an
+        // unused inode, a second name for an inode or a name twice: those are damage.
+        let mut named: Vec<Option<u32>> = vec![None; g.inodes as usize];
         for slot in 0..g.inodes {
             let (b, off) = g.dirent_pos(slot);
-            if let Some((ino, name)) = decode_dirent(&st.meta[&b][off..]) {
-                if ino >= 1 && ino <= g.inodes && inodes[ino as usize - 1].used {
-                    named[ino as usize - 1] = true;
-                    st.names.insert(name, (ino, slot));
-                } else {
-                    st.set_dirent(slot, 0, "");
-                }
+            let Some((ino, name)) = decode_dirent(&st.meta[&b][off..]) else {
+                continue;
+            };
+            let entry = format!("directory entry {slot} ('{name}')");
+            if ino > g.inodes {
+                problems.push(format!(
+                    "{entry} names inode {ino}, past the store's {} inodes",
+                    g.inodes
+                ));
+            } else if !inodes[ino as usize - 1].used {
+                problems.push(format!("{entry} names unused inode {ino}"));
+            } else if name.is_empty() || name.contains(['/', '\0']) {
+                problems.push(format!("{entry} has a name no file can have"));
+            } else if let Some((_, other)) = st.names.get(&name) {
+                problems.push(format!(
+                    "{entry}: the name is in directory entry {other} too"
+                ));
+            } else if let Some(other) = named[ino as usize - 1] {
+                problems.push(format!(
+                    "{entry} names inode {ino}, which directory entry {other} names too"
+                ));
+            } else {
+                named[ino as usize - 1] = Some(slot);
+                st.names.insert(name, (ino, slot));
             }
         }
         for ino in 1..=g.inodes {
-            if inodes[ino as usize - 1].used && !named[ino as usize - 1] {
+            if inodes[ino as usize - 1].used && named[ino as usize - 1].is_none() {
                 st.set_inode(ino, &Inode::default());
                 st.inode_used[ino as usize - 1] = false;
                 stats.orphans += 1;
@@ -302,6 +343,10 @@ impl Store {
             }
         }
         st.stats = stats;
+        // Every used inode's blocks in the data area and owned once (the bitmap was
+        // rebuilt from them above, so its check holds).
+        problems.extend(st.problems());
+        refuse_damage(problems)?;
         // Metadata blocks go home as the state holds them (checked, inodes applied);
         // data blocks logged inline are not in it: their logged contents go.
         let home = home
@@ -317,6 +362,39 @@ impl Store {
 pub(super) struct Loaded {
     pub(super) st: State,
     pub(super) home: Vec<(u64, Option<Vec<u8>>)>,
+}
+
+/// The size of a used inode `ino`, which every walk of its map is bounded by: at most
+/// the largest file. (Its pointers, the indirect blocks' entries included, are checked
+/// with the ownership: `State::problems`.)
+fn inode_bounds(ino: u32, i: &Inode, problems: &mut Vec<String>) {
+    let max = MAX_FILE_BLOCKS * BLOCK as u64;
+    if i.size > max {
+        problems.push(format!(
+            "inode {ino}: size {} bytes, over the largest file ({max} bytes)",
+            i.size
+        ));
+    }
+}
+
+/// Refuse a store whose structure `problems` found damaged, naming the first few: a
+/// crash cannot cause any of them (the journal keeps every metadata block until it is
+/// home), so the image was damaged or edited, and a mount would lose or overwrite
+/// data.
+fn refuse_damage(problems: Vec<String>) -> Result<(), StoreError> {
+    const SHOWN: usize = 8;
+    if problems.is_empty() {
+        return Ok(());
+    }
+    let more = match problems.len().saturating_sub(SHOWN) {
+        0 => String::new(),
+        n => format!("; and {n} more"),
+    };
+    Err(StoreError::Corrupt(format!(
+        "the store's structure is damaged, so it was not mounted: {}{more}; restore the \
+         image from a copy",
+        problems[..problems.len().min(SHOWN)].join("; ")
+    )))
 }
 
 /// With metadata checksums: every inode and directory entry, as recovery left them, is

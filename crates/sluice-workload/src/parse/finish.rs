@@ -161,7 +161,7 @@ impl Parser<'_> {
             None => [100, 100],
         };
         let filename = self.resolve_file(&name, &d)?;
-        let verify = self.verify_of(&name, line, &d);
+        let verify = self.verify_of(&name, line, &d)?;
         let steadystate = self.steady_of(&name, line, &d)?;
         let logs = crate::job::LogSpec {
             bw: d.log_bw.clone().map(|p| p.unwrap_or_else(|| name.clone())),
@@ -261,9 +261,29 @@ impl Parser<'_> {
 
     /// The job's verification: `verify=` if given, else `pattern` when
     /// `verify_pattern` is given (as fio); the other verify options alone say they have
-    /// no effect.
-    pub(super) fn verify_of(&mut self, name: &str, line: usize, d: &Draft) -> Option<VerifySpec> {
+    /// no effect. `verify=pattern` without `verify_pattern` is refused: fio has no
+    /// pattern to compare with then (fio 3.33 writes random data and then aborts on its
+    /// own assertion `pattern_size != 0` when it reads it back), and comparing with an
+    /// empty or made-up pattern would report every block as corrupt.
+    pub(super) fn verify_of(
+        &mut self,
+        name: &str,
+        line: usize,
+        d: &Draft,
+    ) -> Result<Option<VerifySpec>, WorkloadError> {
         let kind = match &d.verify {
+            Some((Some(VerifyKind::Pattern), at)) if d.verify_pattern.is_none() => {
+                return Err(WorkloadError::Option {
+                    origin: at.origin.to_string(),
+                    line: at.line,
+                    option: "verify".into(),
+                    message: format!(
+                        "job '{name}' has verify=pattern but no verify_pattern, so there is no \
+                         pattern to write or to check; add verify_pattern= (e.g. \
+                         verify_pattern=0xdeadbeef) or use verify=crc32c"
+                    ),
+                });
+            }
             Some((k, _)) => *k,
             None => d.verify_pattern.as_ref().map(|_| VerifyKind::Pattern),
         };
@@ -275,15 +295,15 @@ impl Parser<'_> {
                     self.origin
                 ));
             }
-            return None;
+            return Ok(None);
         };
-        Some(VerifySpec {
+        Ok(Some(VerifySpec {
             kind,
             pattern: d.verify_pattern.clone().unwrap_or_default(),
             do_verify: d.do_verify.unwrap_or(true),
             backlog: d.verify_backlog,
             fatal: d.verify_fatal,
-        })
+        }))
     }
 
     /// The job's steady-state detection: on with `ss_dur` (fio's default criterion
@@ -317,6 +337,20 @@ impl Parser<'_> {
             interval_ns,
         };
         let need = if slope { 2 } else { 1 };
+        if spec.intervals() as u64 > crate::MAX_STEADY_INTERVALS {
+            return Err(self.option_err_at(
+                &dur_at,
+                "steadystate_duration",
+                format!(
+                    "ss_dur gives {} check intervals of {} ms in job '{name}'; the limit is {} \
+                     (the window keeps a rate per interval): make ss_dur shorter or \
+                     steadystate_check_interval longer",
+                    spec.intervals(),
+                    interval_ns / 1_000_000,
+                    crate::MAX_STEADY_INTERVALS
+                ),
+            ));
+        }
         if spec.intervals() < need {
             let _ = line;
             return Err(self.option_err_at(
