@@ -504,6 +504,73 @@ pub fn progress_bar(prefix: impl Into<String>, len: u64) -> indicatif::ProgressB
     b
 }
 
+/// Ctrl-C (or SIGTERM) once sets the flag: the run stops and reports what it measured;
+/// twice exits at once with status 130.
+pub fn stop_flag() -> std::io::Result<std::sync::Arc<std::sync::atomic::AtomicBool>> {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone())?;
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
+    Ok(stop)
+}
+
+/// One policy's run in a series ([`each_policy`]): its report, and whether the stop
+/// flag ended it early.
+#[derive(Debug)]
+pub struct PolicyRun {
+    /// The report (its `policy` is set to the policy's text by [`each_policy`]).
+    pub report: sluice_metrics::RunReport,
+    /// The run was interrupted (the series ends after it).
+    pub interrupted: bool,
+}
+
+/// Run each policy of `specs` in turn, as `sim`, `run` and their `--fs` forms do:
+/// `run(spec, progress)` runs one (calling `progress` with the fraction done), a
+/// progress bar `{verb} {policy}` shows up on stderr once a run has taken more than a
+/// second (with `show`: a terminal, not `--quiet`), and the series ends at an
+/// interrupted run or when `stop` is set before a run starts. Returns the reports and
+/// whether the series was interrupted.
+pub fn each_policy(
+    specs: &[PolicySpec],
+    verb: &str,
+    show: bool,
+    stop: &std::sync::atomic::AtomicBool,
+    mut run: impl FnMut(&PolicySpec, &mut dyn FnMut(f64)) -> Result<PolicyRun, CliError>,
+) -> Result<(Vec<sluice_metrics::RunReport>, bool), CliError> {
+    let mut reports = Vec::with_capacity(specs.len());
+    for spec in specs {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok((reports, true));
+        }
+        let started = std::time::Instant::now();
+        let mut bar: Option<indicatif::ProgressBar> = None;
+        let mut on_progress = |f: f64| {
+            if !show {
+                return;
+            }
+            if bar.is_none() && started.elapsed() > std::time::Duration::from_secs(1) {
+                bar = Some(progress_bar(format!("{verb} {}", spec.text), 1000));
+            }
+            if let Some(b) = &bar {
+                b.set_position((f * 1000.0) as u64);
+            }
+        };
+        let r = run(spec, &mut on_progress);
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        let mut r = r?;
+        r.report.policy = spec.text.clone();
+        reports.push(r.report);
+        if r.interrupted {
+            eprintln!("sluice: interrupted; the results so far follow");
+            return Ok((reports, true));
+        }
+    }
+    Ok((reports, false))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,11 +6,9 @@
 //! files; twice exits at once.
 
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::Instant;
 
-use sluice::cli::{CliError, OutputArgs};
+use sluice::cli::{each_policy, CliError, OutputArgs, PolicyRun};
 use sluice::core::policy::PolicySpec;
 use sluice::device::DeviceProfile;
 use sluice::metrics::RunReport;
@@ -45,25 +43,6 @@ pub fn plan(jobs: &[JobSpec], fs: &FsConfig) -> Result<FioPlan, CliError> {
         eprintln!("sluice: warning: {w}");
     }
     Ok(plan)
-}
-
-/// Ctrl-C (or SIGTERM) once: the flag the runs stop on; twice: exit now (130), as the
-/// raw paths do.
-fn stop_flag() -> Result<Arc<AtomicBool>, CliError> {
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&stop))?;
-        signal_hook::flag::register(sig, Arc::clone(&stop))?;
-    }
-    Ok(stop)
-}
-
-/// After a run: an interrupted one ends the series and says so (the results follow).
-fn stopped(out: &FioOutput) -> bool {
-    if out.interrupted {
-        eprintln!("sluice: interrupted; the results so far follow");
-    }
-    out.interrupted
 }
 
 /// The reports, then the exit status an interruption gives.
@@ -115,11 +94,9 @@ pub fn sim(
     out: &OutputArgs,
 ) -> Result<(), CliError> {
     plan.check_simulated()?;
-    let stop = stop_flag()?;
+    let stop = sluice::cli::stop_flag()?;
     let plan = &plan.clone().stop_on(stop.clone());
-    let mut reports: Vec<RunReport> = Vec::with_capacity(specs.len());
-    let mut interrupted = false;
-    for spec in specs {
+    let (mut reports, interrupted) = each_policy(specs, "sim", false, &stop, |spec, _| {
         let started = Instant::now();
         let stack = Stack::builder()
             .device_profile(profile.clone())
@@ -136,14 +113,11 @@ pub fn sim(
             started.elapsed().as_secs_f64(),
             out.quiet,
         );
-        interrupted = stopped(&o);
-        let mut report = o.report;
-        report.policy = spec.text.clone();
-        reports.push(report);
-        if interrupted {
-            break;
-        }
-    }
+        Ok(PolicyRun {
+            interrupted: o.interrupted,
+            report: o.report,
+        })
+    })?;
     finish(out, &mut reports, interrupted)
 }
 
@@ -164,11 +138,9 @@ pub fn run(
         "--keep-files with several policies",
         "each policy's run makes its own store in the same file; keep one policy's",
     )?;
-    let stop = stop_flag()?;
+    let stop = sluice::cli::stop_flag()?;
     let plan = &plan.clone().stop_on(stop.clone());
-    let mut reports: Vec<RunReport> = Vec::with_capacity(specs.len());
-    let mut interrupted = false;
-    for spec in specs {
+    let (mut reports, interrupted) = each_policy(specs, "run", false, &stop, |spec, _| {
         if image.exists() {
             return Err(CliError::Usage(format!(
                 "{}: exists; sluice never writes a file it did not create — remove it or give \
@@ -204,13 +176,10 @@ pub fn run(
                 eprintln!("sluice: removed the store {} it created", image.display());
             }
         }
-        interrupted = stopped(&o);
-        let mut report = o.report;
-        report.policy = spec.text.clone();
-        reports.push(report);
-        if interrupted {
-            break;
-        }
-    }
+        Ok(PolicyRun {
+            interrupted: o.interrupted,
+            report: o.report,
+        })
+    })?;
     finish(out, &mut reports, interrupted)
 }

@@ -2,8 +2,6 @@
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
@@ -11,7 +9,6 @@ use indicatif::ProgressBar;
 use sluice::cli::{load_jobs, parse_policy_list, progress_bar, CliError, OutputArgs};
 use sluice::core::policy::{self, PolicySpec};
 use sluice::engine::{self, EngineConfig, D2FQ_WEIGHTS};
-use sluice::metrics::RunReport;
 
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
@@ -132,11 +129,7 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
     };
 
     // Ctrl-C (or SIGTERM) once: stop and report what was measured; twice: exit now.
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&stop))?;
-        signal_hook::flag::register(sig, Arc::clone(&stop))?;
-    }
+    let stop = sluice::cli::stop_flag()?;
 
     let show_progress = !args.out.quiet && std::io::stderr().is_terminal();
     let started = Instant::now();
@@ -163,75 +156,51 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
         eprintln!("sluice: warning: {w}");
     }
 
-    let mut reports: Vec<RunReport> = Vec::with_capacity(specs.len());
-    let mut interrupted = false;
     let mut verify_failed = 0u64;
     let mut io_errors = 0u64;
-    for spec in &specs {
-        if stop.load(Ordering::Relaxed) {
-            interrupted = true;
-            break;
-        }
-        let started = Instant::now();
-        let mut pbar: Option<ProgressBar> = None;
-        let mut on_progress = |f: f64| {
-            if !show_progress {
-                return;
+    let (mut reports, interrupted) =
+        sluice::cli::each_policy(&specs, "run", show_progress, &stop, |spec, progress| {
+            let out = engine::run(&jobs, &files, spec, &cfg, &stop, progress)?;
+            let st = &out.stats;
+            if !args.out.quiet {
+                let secs = st.wall_ns as f64 / 1e9;
+                let cpu = (st.cpu_user_ns + st.cpu_sys_ns) as f64;
+                eprintln!(
+                    "sluice: {}: {} I/Os in {:.2} s wall ({:.0} I/O/s), CPU {:.0} ns/I/O \
+                     (user {:.2} s, sys {:.2} s), {:.2} io_uring_enter/I/O",
+                    spec.text,
+                    st.ios,
+                    secs,
+                    st.ios as f64 / secs.max(1e-9),
+                    cpu / st.ios.max(1) as f64,
+                    st.cpu_user_ns as f64 / 1e9,
+                    st.cpu_sys_ns as f64 / 1e9,
+                    st.enters as f64 / st.ios.max(1) as f64,
+                );
             }
-            if pbar.is_none() && started.elapsed() > Duration::from_secs(1) {
-                pbar = Some(progress_bar(format!("run {}", spec.text), 1000));
+            for (job, n, first) in &st.errors {
+                eprintln!("sluice: job '{job}': {n} I/O error(s); first: {first}");
+                io_errors += n;
             }
-            if let Some(b) = &pbar {
-                b.set_position((f * 1000.0) as u64);
+            for v in &st.verify {
+                eprintln!(
+                    "sluice: job '{}': verify={}: {} block(s) checked, {} failed{}",
+                    v.job,
+                    v.kind,
+                    v.checked,
+                    v.failed,
+                    v.first
+                        .as_ref()
+                        .map(|f| format!("; first: {f}"))
+                        .unwrap_or_default()
+                );
+                verify_failed += v.failed;
             }
-        };
-        let out = engine::run(&jobs, &files, spec, &cfg, &stop, &mut on_progress)?;
-        if let Some(b) = pbar {
-            b.finish_and_clear();
-        }
-        let st = &out.stats;
-        if !args.out.quiet {
-            let secs = st.wall_ns as f64 / 1e9;
-            let cpu = (st.cpu_user_ns + st.cpu_sys_ns) as f64;
-            eprintln!(
-                "sluice: {}: {} I/Os in {:.2} s wall ({:.0} I/O/s), CPU {:.0} ns/I/O \
-                 (user {:.2} s, sys {:.2} s), {:.2} io_uring_enter/I/O",
-                spec.text,
-                st.ios,
-                secs,
-                st.ios as f64 / secs.max(1e-9),
-                cpu / st.ios.max(1) as f64,
-                st.cpu_user_ns as f64 / 1e9,
-                st.cpu_sys_ns as f64 / 1e9,
-                st.enters as f64 / st.ios.max(1) as f64,
-            );
-        }
-        for (job, n, first) in &st.errors {
-            eprintln!("sluice: job '{job}': {n} I/O error(s); first: {first}");
-            io_errors += n;
-        }
-        for v in &st.verify {
-            eprintln!(
-                "sluice: job '{}': verify={}: {} block(s) checked, {} failed{}",
-                v.job,
-                v.kind,
-                v.checked,
-                v.failed,
-                v.first
-                    .as_ref()
-                    .map(|f| format!("; first: {f}"))
-                    .unwrap_or_default()
-            );
-            verify_failed += v.failed;
-        }
-        interrupted |= st.interrupted;
-        let mut report = out.report;
-        report.policy = spec.text.clone();
-        reports.push(report);
-        if interrupted {
-            break;
-        }
-    }
+            Ok(sluice::cli::PolicyRun {
+                interrupted: out.stats.interrupted,
+                report: out.report,
+            })
+        })?;
     let created = files.created().len();
     drop(files);
     if !args.out.quiet && created > 0 {

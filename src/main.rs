@@ -3,16 +3,15 @@
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use clap::{Parser, Subcommand};
-use indicatif::ProgressBar;
 
-use sluice::cli::{parse_policy_list, progress_bar, CliError, OutputArgs, OutputFormat};
+use sluice::cli::{parse_policy_list, CliError, OutputArgs, OutputFormat};
 use sluice::core::policy::{self, PolicySpec, POLICY_NAMES};
 use sluice::device::DeviceProfile;
 use sluice::jobset::{load_jobs_with_sets, JobSet};
-use sluice::metrics::{self, RunReport};
+use sluice::metrics;
 use sluice::sim::SimConfig;
 
 mod cmd_calibrate;
@@ -214,11 +213,7 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
         policy::build(spec)?;
     }
     // Ctrl-C (or SIGTERM) once: stop and report what was simulated; twice: exit now.
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone())?;
-        signal_hook::flag::register(sig, stop.clone())?;
-    }
+    let stop = sluice::cli::stop_flag()?;
     let cfg = SimConfig {
         seed: args.seed,
         cores: args.cores,
@@ -234,28 +229,13 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
         ..SimConfig::default()
     };
     let show_progress = !args.out.quiet && std::io::stderr().is_terminal();
-    let mut reports: Vec<RunReport> = Vec::with_capacity(specs.len());
-    for spec in &specs {
-        let started = Instant::now();
-        let mut bar: Option<ProgressBar> = None;
-        let mut on_progress = |f: f64| {
-            if !show_progress {
-                return;
-            }
-            if bar.is_none() && started.elapsed() > Duration::from_secs(1) {
-                bar = Some(progress_bar(format!("sim {}", spec.text), 1000));
-            }
-            if let Some(b) = &bar {
-                b.set_position((f * 1000.0) as u64);
-            }
-        };
-        let out = sluice::cli::simulate(&jobs, &profile, spec, &cfg, &mut on_progress)?;
-        if let Some(b) = bar {
-            b.finish_and_clear();
-        }
-        let wall = started.elapsed().as_secs_f64();
-        if !args.out.quiet {
-            eprintln!(
+    let (mut reports, _) =
+        sluice::cli::each_policy(&specs, "sim", show_progress, &stop, |spec, progress| {
+            let started = Instant::now();
+            let out = sluice::cli::simulate(&jobs, &profile, spec, &cfg, progress)?;
+            let wall = started.elapsed().as_secs_f64();
+            if !args.out.quiet {
+                eprintln!(
                 "sluice: {}: {} simulated I/Os, {:.3} s simulated, {:.2} s wall ({:.2} M I/O/s)",
                 spec.text,
                 out.stats.ios,
@@ -263,14 +243,12 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
                 wall,
                 out.stats.ios as f64 / wall.max(1e-9) / 1e6
             );
-        }
-        let interrupted = out.stats.interrupted;
-        reports.push(out.report);
-        if interrupted {
-            eprintln!("sluice: interrupted; the results so far follow");
-            break;
-        }
-    }
+            }
+            Ok(sluice::cli::PolicyRun {
+                interrupted: out.stats.interrupted,
+                report: out.report,
+            })
+        })?;
     let interrupted = stop.load(std::sync::atomic::Ordering::Relaxed);
     if args.alone && !interrupted {
         let alone = sluice::repro::fios::alone_runs(&jobs, &profile, &cfg)?;
