@@ -1,6 +1,8 @@
 //! The table of every fio option sluice knows: what it does in sluice, or why it has
-//! no effect, or why it is refused. The parser consults it for every option it does
-//! not act on itself, and `docs/workloads.md`'s option list is generated from it
+//! no effect, or why it is refused. The options sluice acts on are rows of
+//! `parse/rows.rs`, each with the setter that reads its value into the section's
+//! draft; the others are rows here. The parser applies every option through its row,
+//! and `docs/workloads.md`'s option list is generated from the table
 //! ([`options_markdown`]; a test keeps the two equal).
 
 /// How sluice treats an option.
@@ -36,7 +38,7 @@ impl Support {
 }
 
 /// One option of the table.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub struct OptionInfo {
     /// fio's name.
     pub name: &'static str,
@@ -51,7 +53,27 @@ pub struct OptionInfo {
     pub example: &'static str,
     /// What it means in sluice, or why it has no effect or is refused (one sentence).
     pub note: &'static str,
+    /// For an option sluice acts on: how its value is read and where it lands in the
+    /// section's draft (`None` for the rest, and for the `include` directive).
+    pub(crate) set: Option<Setter>,
 }
+
+impl PartialEq for OptionInfo {
+    /// Rows are equal when they say the same; the setter is not compared (a function's
+    /// address is not a meaning).
+    fn eq(&self, o: &Self) -> bool {
+        (
+            self.name,
+            self.aliases,
+            self.support,
+            self.quiet,
+            self.example,
+            self.note,
+        ) == (o.name, o.aliases, o.support, o.quiet, o.example, o.note)
+    }
+}
+
+impl Eq for OptionInfo {}
 
 impl OptionInfo {
     /// Whether `key` is this option's name or one of its aliases.
@@ -67,6 +89,9 @@ impl OptionInfo {
     }
 }
 
+use std::sync::OnceLock;
+
+use crate::parse::{Setter, ACTED};
 use Support::{NoEffect, NotYet, Refused, Yes};
 
 const fn o(
@@ -83,6 +108,7 @@ const fn o(
         quiet: &[],
         example,
         note,
+        set: None,
     }
 }
 
@@ -101,6 +127,7 @@ const fn q(
         quiet,
         example,
         note,
+        set: None,
     }
 }
 
@@ -114,70 +141,9 @@ const ENGINE_OPT: &str =
 const DATA: &str = "the contents of write buffers; the simulator carries no data and `sluice run` writes pseudo-random data";
 const SYNC: &str = "not acted on yet (sluice's page cache does fsync, fdatasync, end_fsync and fsync_on_close); the job runs without it";
 
-static TABLE: &[OptionInfo] = &[
-    // ------------------------------------------------------------- acted on
-    o("name", &[], Yes, "name=reader", "job name (overrides the section name)"),
-    o("description", &[], Yes, "description=some text", "free text, recorded"),
-    o("rw", &["readwrite"], Yes, "rw=randread", "read, write, randread, randwrite, rw/readwrite, randrw (trim and `:N` modifiers refused)"),
-    o("rwmixread", &[], Yes, "rwmixread=70", "percent of reads in mixed modes"),
-    o("rwmixwrite", &[], Yes, "rwmixwrite=30", "percent of writes in mixed modes"),
-    o("bs", &["blocksize"], Yes, "bs=4k", "block size, or `read,write`"),
-    o("bssplit", &[], Yes, "bssplit=4k/50:64k/50", "block-size table, optionally `reads,writes`"),
-    o("bsrange", &["blocksize_range"], Yes, "bsrange=4k-64k", "sizes drawn from MIN-MAX in multiples of MIN, with fio's probabilities, optionally `reads,writes`"),
-    o("size", &[], Yes, "size=1g", "bytes of the region each thread works on (split over `nrfiles`), and the default `io_size`"),
-    o("filesize", &[], Yes, "filesize=64m", "size of each of the thread's files (one size; ranges refused); `size` then only sets the default `io_size`"),
-    o("nrfiles", &["nr_files"], Yes, "nrfiles=4", "files per thread, laid side by side in the thread's address space; I/Os never cross a file's end"),
-    o("file_service_type", &[], Yes, "file_service_type=roundrobin", "roundrobin[:N] (default), sequential or random: which file the next I/O goes to"),
-    o("io_size", &["io_limit"], Yes, "io_size=10g", "bytes to transfer per thread and loop (default `size`); more than `size` wraps around"),
-    o("loops", &[], Yes, "loops=3", "repeat the job's I/O this many times (each loop starts sequential positions afresh)"),
-    o("number_ios", &[], Yes, "number_ios=100000", "stop a thread after this many I/Os (also when the size is not yet done)"),
-    o("offset", &[], Yes, "offset=1g", "start of the region"),
-    o("iodepth", &[], Yes, "iodepth=32", "I/Os in flight per thread"),
-    o("numjobs", &[], Yes, "numjobs=4", "threads of the job (one flow)"),
-    o("runtime", &["timeout"], Yes, "runtime=30s", "time limit"),
-    o("time_based", &[], Yes, "time_based", "run for `runtime` (required), wrapping around"),
-    o("ramp_time", &[], Yes, "ramp_time=5s", "warm-up excluded from results; rate pacing starts afresh when it ends, as in fio"),
-    o("startdelay", &[], Yes, "startdelay=1s", "delay before the job starts"),
-    o("thinktime", &[], Yes, "thinktime=100us", "pause after each completion"),
-    o("rate", &[], Yes, "rate=4m", "bytes/s cap, total or `read,write`"),
-    o("rate_iops", &[], Yes, "rate_iops=1000", "I/Os per second cap, total or `read,write`"),
-    o("rate_process", &[], Yes, "rate_process=poisson", "linear (default) or poisson: exponential gaps with the rate's mean, seeded like the job's stream"),
-    o("randseed", &[], Yes, "randseed=42", "mixed into each thread's random stream"),
-    o("random_distribution", &[], Yes, "random_distribution=zipf:1.2", "random (uniform), zipf:θ[:c], pareto:h[:c], normal:σ%[:c] (gauss), zoned:A/S%:…, zoned_abs:A/SIZE:… — as fio computes them"),
-    o("percentage_random", &[], Yes, "percentage_random=80", "percent of a random job's I/Os that are random, the rest continue sequentially; `read,write`"),
-    o("prio", &[], Yes, "prio=4", "I/O priority level → weight 8 − prio"),
-    o("prioclass", &[], Yes, "prioclass=2", "1 real time (critical), 2 best effort, 3 idle"),
-    o("stonewall", &["wait_for_previous"], Yes, "stonewall", "wait for all earlier jobs to finish first"),
-    o("exitall", &[], Yes, "exitall", "when this job ends, every job of its stonewall group ends (both worlds)"),
-    o("direct", &[], Yes, "direct=0", "direct=1 (sluice's default) goes around the cache; direct=0 reads and writes through sluice's page cache (class-aware dirty limits, lazy indexing, writeback) in both worlds, sized by --page-cache"),
-    o("buffered", &[], Yes, "buffered=1", "the opposite of direct: buffered=1 goes through sluice's page cache"),
-    o("fsync", &[], Yes, "fsync=32", "a sync after every N writes, once the thread's I/Os in flight have completed: writeback of the file's dirty pages (buffered jobs) then a device flush; reported in the sync section"),
-    o("fdatasync", &[], Yes, "fdatasync=32", "as fsync (a raw file has no metadata to leave out; the journaled store, `--fs`, does fdatasync); with both, the more frequent applies"),
-    o("end_fsync", &[], Yes, "end_fsync=1", "a sync when the thread has issued all its I/O or its runtime ended, as fio: once its I/O in flight has completed"),
-    o("fsync_on_close", &[], Yes, "fsync_on_close=1", "as end_fsync: sluice closes a job's files at its end (on the journaled store, `--fs`, each file is fsynced at the thread's end however it ended)"),
-    o("create_on_open", &[], Yes, "create_on_open=1", "on the journaled store (`--fs`): each file is created when the thread first does I/O to it instead of before the run; raw files are laid out before the run (a warning says so)"),
-    o("write_bw_log", &[], Yes, "write_bw_log=bw", "fio's bandwidth log `PREFIX_bw.N.log` (KiB/s; the job name when bare), in both worlds (the simulator's from virtual time)"),
-    o("write_lat_log", &[], Yes, "write_lat_log=lat", "fio's latency logs `PREFIX_clat.N.log`, `_slat`, `_lat` (ns: reaped − dispatch, dispatch − submit, reaped − submit)"),
-    o("write_iops_log", &[], Yes, "write_iops_log=iops", "fio's IOPS log `PREFIX_iops.N.log`"),
-    o("log_avg_msec", &[], Yes, "log_avg_msec=1000", "average the log entries over windows of this many ms (default 0: an entry per I/O)"),
-    o("per_job_logs", &[], Yes, "per_job_logs=0", "0: one log file per prefix and type for all jobs (`PREFIX_bw.log`); default 1: one per job, numbered as fio numbers threads (the threads of one job share its file)"),
-    o("steadystate", &["ss"], Yes, "steadystate=iops_slope:0.1%", "fio's steady-state early end of the job (iops, iops_slope, bw, bw_slope with an absolute or % limit), judged on the job's threads together, in both worlds; needs ss_dur"),
-    o("steadystate_duration", &["ss_dur"], Yes, "ss_dur=60s", "the window of rates steady state is judged on (turns it on; default criterion iops_slope:0.01%)"),
-    o("steadystate_ramp_time", &["ss_ramp"], Yes, "ss_ramp=10s", "no rates are recorded before this (plus one interval)"),
-    o("steadystate_check_interval", &["ss_interval"], Yes, "ss_interval=500ms", "how often the rate is taken (default 1s)"),
-    o("verify", &[], Yes, "verify=crc32c", "crc32c, md5 or pattern (pattern needs `verify_pattern`, else the job is refused): `sluice run` writes each block with a header and checksum and reads it back to check it (a read-only job checks what it reads); the simulator carries no data, runs the job without its verify reads and says so"),
-    o("do_verify", &[], Yes, "do_verify=0", "read back and check every written block when the write phase ends (default 1)"),
-    o("verify_backlog", &[], Yes, "verify_backlog=1024", "check the written blocks after every N writes, before writing more"),
-    o("verify_pattern", &[], Yes, "verify_pattern=0xdeadbeef", "the data of written blocks (hex bytes, a quoted string, bytes 0..=255); alone it means verify=pattern, as in fio"),
-    o("verify_fatal", &[], Yes, "verify_fatal=1", "end the job at the first block that fails its check"),
-    o("filename", &[], Yes, "filename=data", "jobs with the same file share its address range (one file; `a:b` lists refused)"),
-    o("filename_format", &[], Yes, "filename_format=$jobname.$jobnum.$filenum", "names generated files; without `$jobnum` a job's threads share their files"),
-    o("directory", &[], Yes, "directory=/mnt/a:/mnt/b", "`:`-separated list; a relative `filename` is taken in the first directory, as in fio"),
-    o("ioengine", &[], Yes, "ioengine=io_uring", "local engines (sync, psync, libaio, io_uring, posixaio, pvsync, pvsync2, mmap, null, …) are accepted with a no-effect warning; network, passthrough, zoned and non-I/O engines are refused"),
-    o("include", &[], Yes, "include common.fio", "directive: the file's options, relative to the including file; nested up to 16 deep, cycles refused"),
-    o("sluice_critical", &[], Yes, "sluice_critical=1", "latency-critical requests"),
-    o("sluice_weight", &[], Yes, "sluice_weight=8", "flow weight"),
-    o("sluice_flow", &[], Yes, "sluice_flow=tenant-a", "flow name shared by jobs"),
+/// The options sluice does not act on; those it acts on, each with its setter, are
+/// [`crate::parse::ACTED`].
+static OTHERS: &[OptionInfo] = &[
     // ------------------------------------------------------------- no effect
     o("thread", &[], NoEffect, "thread", "fio's threads-or-processes choice; sluice's jobs are its own threads"),
     o("threads", &[], NoEffect, "threads=1", "not an option of fio itself (fio's examples use it for `thread`); taken as `thread`"),
@@ -313,14 +279,16 @@ static TABLE: &[OptionInfo] = &[
     o("random_sequence_stride", &[], Refused, "random_sequence_stride=1", "random_distribution=sequence is not supported"),
 ];
 
-/// Every option sluice knows, in the documentation's order.
+/// Every option sluice knows, in the documentation's order: those it acts on, then the
+/// others.
 pub fn option_table() -> &'static [OptionInfo] {
-    TABLE
+    static TABLE: OnceLock<Vec<OptionInfo>> = OnceLock::new();
+    TABLE.get_or_init(|| ACTED.iter().chain(OTHERS).copied().collect())
 }
 
 /// The table entry of `key` (by name or alias).
 pub fn lookup(key: &str) -> Option<&'static OptionInfo> {
-    TABLE.iter().find(|o| o.is(key))
+    option_table().iter().find(|o| o.is(key))
 }
 
 /// How sluice treats an `ioengine`.
@@ -391,7 +359,7 @@ pub fn options_markdown() -> String {
             NotYet | Refused => "why",
         });
         s.push_str(" |\n|---|---|---|\n");
-        for e in TABLE.iter().filter(|e| e.support == group) {
+        for e in option_table().iter().filter(|e| e.support == group) {
             let mut names = format!("`{}`", e.name);
             for a in e.aliases {
                 names.push_str(&format!(", `{a}`"));
@@ -431,7 +399,7 @@ mod tests {
 
     #[test]
     fn names_are_unique() {
-        let mut all: Vec<&str> = TABLE
+        let mut all: Vec<&str> = option_table()
             .iter()
             .flat_map(|o| std::iter::once(o.name).chain(o.aliases.iter().copied()))
             .collect();
@@ -439,6 +407,19 @@ mod tests {
         all.sort_unstable();
         all.dedup();
         assert_eq!(all.len(), n, "an option name appears twice in the table");
+    }
+
+    #[test]
+    fn rows_acted_on_have_setters() {
+        for o in option_table() {
+            let acted = o.support == Yes && o.name != "include";
+            assert_eq!(
+                o.set.is_some(),
+                acted,
+                "option '{}': a setter exactly when sluice acts on it",
+                o.name
+            );
+        }
     }
 
     #[test]

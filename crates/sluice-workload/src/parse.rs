@@ -9,9 +9,9 @@ use sluice_core::IoClass;
 use crate::error::WorkloadError;
 use crate::include::{expand_includes, expand_value, SrcLine};
 use crate::job::{
-    weight_from_prio, BlockSize, BsEntry, Distribution, FileService, JobSpec, RateProcess, RwMode,
+    weight_from_prio, BlockSize, BsEntry, Distribution, JobSpec, RateProcess, RwMode,
 };
-use crate::options::{engine_class, lookup, option_table, EngineClass, Support};
+use crate::options::{engine_class, lookup, option_table, EngineClass, OptionInfo, Support};
 use crate::steady::{parse_steadystate, SteadyMetric, SteadySpec};
 use crate::units::{
     parse_bool, parse_percent_ppm, parse_positive_size, parse_size, parse_time, parse_uint,
@@ -23,8 +23,10 @@ use crate::verify::{parse_pattern, parse_verify_kind, VerifyKind, VerifySpec};
 mod draft;
 mod fields;
 mod finish;
+mod rows;
 
 use fields::*;
+pub(crate) use rows::ACTED;
 
 /// How strictly to parse.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -163,17 +165,20 @@ fn check_flows(origin: &str, jobs: &[JobSpec]) -> Result<(), WorkloadError> {
 
 /// Where an option was set: file (origin) and line.
 #[derive(Clone, Debug)]
-struct Loc {
+pub(crate) struct Loc {
     origin: Rc<str>,
     line: usize,
 }
 
-/// Options collected for a section before defaults and checks are applied.
+/// A section's options as collected, before the checks that join them. A simple
+/// option's row ([`rows::ACTED`]) writes its [`JobSpec`] field straight into `job`
+/// (which starts from [`JobSpec::default`]); the options below, whose meaning depends
+/// on others, keep their value (and where it was set) for `finish`.
 #[derive(Clone, Debug, Default)]
-struct Draft {
+pub(crate) struct Draft {
+    /// The job as the simple options leave it (`finish` fills in the rest).
+    job: JobSpec,
     name: Option<String>,
-    rw: Option<RwMode>,
-    rwmixread: Option<u8>,
     /// `[read, write]`: size and where it was set.
     bs: [Option<(u32, Loc)>; 2],
     /// `[read, write]`: a table from `bssplit` or `bsrange`, the option and where.
@@ -181,30 +186,10 @@ struct Draft {
     size: Option<(u64, Loc)>,
     filesize: Option<(u64, Loc)>,
     nrfiles: Option<(u32, Loc)>,
-    file_service: Option<FileService>,
     io_size: Option<(u64, Loc)>,
-    loops: Option<u32>,
-    number_ios: Option<u64>,
     offset: Option<(u64, Loc)>,
-    iodepth: Option<u32>,
-    numjobs: Option<u32>,
-    runtime_ns: Option<u64>,
-    time_based: bool,
-    ramp_ns: u64,
-    startdelay_ns: u64,
-    thinktime_ns: u64,
-    rate_bytes: [Option<u64>; 2],
-    rate_bytes_total: bool,
-    rate_iops: [Option<u64>; 2],
-    rate_iops_total: bool,
-    rate_process: Option<RateProcess>,
-    randseed: Option<u64>,
     distribution: Option<([Distribution; 2], Loc)>,
     percentage_random: Option<([u8; 2], Loc)>,
-    prio: Option<u8>,
-    prioclass: Option<u8>,
-    stonewall: bool,
-    exitall: bool,
     /// `verify=` (its kind, `None` for `verify=0`) and where.
     verify: Option<(Option<VerifyKind>, Loc)>,
     verify_pattern: Option<Vec<u8>>,
@@ -216,8 +201,6 @@ struct Draft {
     log_bw: Option<Option<String>>,
     log_lat: Option<Option<String>>,
     log_iops: Option<Option<String>>,
-    log_avg_msec: u64,
-    per_job_logs: Option<bool>,
     /// `steadystate`: (metric, slope, limit, percent) and where.
     ss: Option<((SteadyMetric, bool, f64, bool), Loc)>,
     ss_dur: Option<(u64, Loc)>,
@@ -226,18 +209,25 @@ struct Draft {
     filename: Option<(String, Loc)>,
     filename_format: Option<(String, Loc)>,
     directory: Option<(Vec<String>, Loc)>,
-    passthrough: Vec<(String, String)>,
-    /// `direct=0` / `buffered=1` (the last one given wins, as in fio).
-    buffered: bool,
     fsync: u32,
     fdatasync: u32,
-    end_fsync: bool,
-    fsync_on_close: bool,
-    create_on_open: bool,
     critical: bool,
     weight: Option<u32>,
     flow: Option<String>,
 }
+
+/// One option as written, handed to its row's setter.
+pub(crate) struct Arg<'a> {
+    /// The name as written (the option's name or an alias).
+    key: &'a str,
+    /// The value (`None` for a bare flag).
+    value: Option<&'a str>,
+    /// Where it was set.
+    at: &'a Loc,
+}
+
+/// How an option's value is read and where it lands: a row's setter.
+pub(crate) type Setter = fn(&mut Draft, &Arg<'_>) -> Result<(), String>;
 
 enum Section {
     None,
@@ -289,7 +279,7 @@ pub(crate) fn strip_comment(raw: &str) -> &str {
     s
 }
 
-/// What the table says to do with an option `Draft::apply` does not act on itself.
+/// What the table says to do with an option no row's setter acts on.
 enum TableAction {
     /// Record it, and warn once with this text.
     Warn(String),

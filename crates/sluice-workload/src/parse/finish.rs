@@ -3,7 +3,24 @@
 
 use super::*;
 
+/// A job's files: how many, how large, and what the message of a too-small size names.
+struct Files {
+    nrfiles: u32,
+    /// Bytes of each file.
+    file_size: u64,
+    /// How messages name the file size (`size=1m on line 3`, …).
+    size_where: String,
+    /// Where the size was set (the section header for the default).
+    size_at: Loc,
+    /// Bytes of the thread's region: `nrfiles` × `file_size`.
+    region: u64,
+    /// `io_size`, or `size` when `filesize` gave the files' size (as fio).
+    io_size: Option<u64>,
+}
+
 impl Parser<'_> {
+    /// The job of a finished section: its draft's simple options as they are, the
+    /// options that depend on others joined and checked.
     pub(super) fn finish_job(
         &mut self,
         section: String,
@@ -11,11 +28,76 @@ impl Parser<'_> {
         d: Draft,
     ) -> Result<JobSpec, WorkloadError> {
         let name = d.name.clone().unwrap_or(section);
-        let defaults = JobSpec::default();
-        let rw = d.rw.unwrap_or(defaults.rw);
         let header = self.loc(line);
+        let rw = d.job.rw;
+        let files = self.files_of(&name, &d, &header)?;
+        let bs = self.block_sizes(&name, &d, rw, &files)?;
+        let offset = d.offset.as_ref().map_or(0, |o| o.0);
+        if offset.checked_add(files.region).is_none() {
+            let at = d.offset.as_ref().map_or(&header, |o| &o.1);
+            return Err(self.option_err_at(
+                at,
+                "offset",
+                format!("offset + size overflows 64 bits in job '{name}'; use a smaller offset"),
+            ));
+        }
+        let distribution = self.distribution_of(&name, &d, rw, &files)?;
+        let percentage_random = self.percentage_random_of(&name, &d, rw);
+        let filename = self.resolve_file(&name, &d)?;
+        let verify = self.verify_of(&name, line, &d)?;
+        let steadystate = self.steady_of(&name, line, &d)?;
+        let class = self.class_of(&name, line, &d);
+        if d.job.time_based && d.job.runtime_ns.is_none() {
+            // fio itself needs a runtime for a time-based job to end.
+            return Err(WorkloadError::Option {
+                origin: self.origin.to_string(),
+                line,
+                option: "time_based".into(),
+                message: format!(
+                    "job '{name}' is time_based but has no runtime, so it would never end; \
+                     add runtime= (e.g. runtime=10s) or remove time_based"
+                ),
+            });
+        }
+        let log = |p: &Option<Option<String>>| p.clone().map(|p| p.unwrap_or_else(|| name.clone()));
+        let (log_bw, log_lat, log_iops) = (log(&d.log_bw), log(&d.log_lat), log(&d.log_iops));
+        let mut job = d.job;
+        job.logs.bw = log_bw;
+        job.logs.lat = log_lat;
+        job.logs.iops = log_iops;
+        job.flow = d.flow.unwrap_or_else(|| name.clone());
+        job.weight = d
+            .weight
+            .unwrap_or_else(|| weight_from_prio(job.prio, job.prioclass));
+        job.name = name;
+        job.line = line;
+        job.class = class;
+        job.bs = bs;
+        job.size = files.region;
+        job.nrfiles = files.nrfiles;
+        job.io_size = files.io_size;
+        job.distribution = distribution;
+        job.percentage_random = percentage_random;
+        job.verify = verify;
+        job.steadystate = steadystate;
+        job.directory = d.directory.map(|x| x.0).unwrap_or_default();
+        job.offset = offset;
+        job.filename = filename;
+        // fio syncs after every `fsync` writes and every `fdatasync` writes; a raw
+        // file has no metadata, so the two are one sync here: the more frequent.
+        job.fsync_every = match (d.fsync, d.fdatasync) {
+            (0, n) | (n, 0) => n,
+            (a, b) => a.min(b),
+        };
+        // fio checks fsync first: with equal counts the sync is an fsync.
+        job.sync_data_only = d.fdatasync > 0 && (d.fsync == 0 || d.fdatasync < d.fsync);
+        Ok(job)
+    }
 
-        // Files: nrfiles × filesize, side by side; size then defaults io_size.
+    /// Files: `nrfiles` × `filesize`, side by side; `size` then defaults `io_size`.
+    /// Without `filesize`, `size` is split over the files.
+    fn files_of(&self, name: &str, d: &Draft, header: &Loc) -> Result<Files, WorkloadError> {
+        let default_size = JobSpec::default().size;
         let nrfiles = d.nrfiles.as_ref().map_or(1, |n| n.0);
         let (file_size, size_where, size_at) = match (&d.filesize, &d.size) {
             (Some((f, at)), _) => (
@@ -50,15 +132,15 @@ impl Parser<'_> {
                 (per, w, at.clone())
             }
             (None, None) => {
-                let per = defaults.size / nrfiles as u64;
+                let per = default_size / nrfiles as u64;
                 let w = if nrfiles > 1 {
                     format!(
                         "the file size {} (the default size {} over nrfiles={nrfiles})",
                         show_size(per),
-                        show_size(defaults.size)
+                        show_size(default_size)
                     )
                 } else {
-                    format!("the default size {}", show_size(defaults.size))
+                    format!("the default size {}", show_size(default_size))
                 };
                 (per, w, header.clone())
             }
@@ -76,7 +158,25 @@ impl Parser<'_> {
             (None, Some(_), Some((s, _))) => Some(*s),
             _ => None,
         };
-        let offset = d.offset.as_ref().map_or(0, |o| o.0);
+        Ok(Files {
+            nrfiles,
+            file_size,
+            size_where,
+            size_at,
+            region,
+            io_size,
+        })
+    }
+
+    /// Block sizes per direction: a `bssplit`/`bsrange` table over `bs`, 4 KiB by
+    /// default; a direction the job uses must fit its largest size in a file.
+    fn block_sizes(
+        &self,
+        name: &str,
+        d: &Draft,
+        rw: RwMode,
+        f: &Files,
+    ) -> Result<crate::job::BlockSizes, WorkloadError> {
         let mut sizes = [BlockSize::Fixed(4096), BlockSize::Fixed(4096)];
         for (dir, slot) in sizes.iter_mut().enumerate() {
             let used = if dir == 0 { rw.reads() } else { rw.writes() };
@@ -86,8 +186,9 @@ impl Parser<'_> {
                 (None, None) => (BlockSize::Fixed(4096), "size", None),
             };
             let max = table.max_len() as u64;
-            if used && max > file_size {
+            if used && max > f.file_size {
                 let dir_name = if dir == 0 { "reads" } else { "writes" };
+                let size_where = &f.size_where;
                 return Err(match set_at {
                     Some(at) => self.option_err_at(
                         at,
@@ -99,7 +200,7 @@ impl Parser<'_> {
                         ),
                     ),
                     None => self.option_err_at(
-                        &size_at,
+                        &f.size_at,
                         if d.filesize.is_some() { "filesize" } else { "size" },
                         format!(
                             "{size_where} in job '{name}' is smaller than the default block size 4KiB; \
@@ -110,153 +211,81 @@ impl Parser<'_> {
             }
             *slot = table;
         }
-        let [read_bs, write_bs] = sizes;
-        if offset.checked_add(region).is_none() {
-            let at = d.offset.as_ref().map_or(&header, |o| &o.1);
-            return Err(self.option_err_at(
-                at,
-                "offset",
-                format!("offset + size overflows 64 bits in job '{name}'; use a smaller offset"),
+        let [read, write] = sizes;
+        Ok(crate::job::BlockSizes { read, write })
+    }
+
+    /// `random_distribution`: `zoned_abs` zones must fit in a file (fio stops on
+    /// "sizes exceed file size"); a non-uniform one on a sequential job says it has no
+    /// effect.
+    fn distribution_of(
+        &mut self,
+        name: &str,
+        d: &Draft,
+        rw: RwMode,
+        f: &Files,
+    ) -> Result<[Distribution; 2], WorkloadError> {
+        let Some((dist, at)) = d.distribution.clone() else {
+            return Ok([Distribution::Uniform, Distribution::Uniform]);
+        };
+        for dd in &dist {
+            if let Distribution::ZonedAbs(z) = dd {
+                let total: u64 = z.iter().map(|z| z.size).fold(0, u64::saturating_add);
+                if total > f.file_size {
+                    return Err(self.option_err_at(
+                        &at,
+                        "random_distribution",
+                        format!(
+                            "the zones add up to {}, more than {} in job '{name}'; \
+                             make the zones smaller or the file larger",
+                            show_size(total),
+                            f.size_where
+                        ),
+                    ));
+                }
+            }
+        }
+        if !rw.is_random() && dist.iter().any(|x| *x != Distribution::Uniform) {
+            self.warnings.push(format!(
+                "{}:{}: option 'random_distribution': no effect on the sequential rw={} of job '{name}'",
+                at.origin, at.line, rw.name()
             ));
         }
-        // zoned_abs zones must fit in a file (fio stops on "sizes exceed file size").
-        let distribution = match d.distribution.clone() {
-            Some((dist, at)) => {
-                for dd in &dist {
-                    if let Distribution::ZonedAbs(z) = dd {
-                        let total: u64 = z.iter().map(|z| z.size).fold(0, u64::saturating_add);
-                        if total > file_size {
-                            return Err(self.option_err_at(
-                                &at,
-                                "random_distribution",
-                                format!(
-                                    "the zones add up to {}, more than {size_where} in job '{name}'; \
-                                     make the zones smaller or the file larger",
-                                    show_size(total)
-                                ),
-                            ));
-                        }
-                    }
-                }
-                if !rw.is_random() && dist.iter().any(|x| *x != Distribution::Uniform) {
-                    self.warnings.push(format!(
-                        "{}:{}: option 'random_distribution': no effect on the sequential rw={} of job '{name}'",
-                        at.origin, at.line, rw.name()
-                    ));
-                }
-                dist
-            }
-            None => [Distribution::Uniform, Distribution::Uniform],
+        Ok(dist)
+    }
+
+    /// `percentage_random` (100 by default); other than 100 on a sequential job it
+    /// says it has no effect.
+    fn percentage_random_of(&mut self, name: &str, d: &Draft, rw: RwMode) -> [u8; 2] {
+        let Some((p, at)) = d.percentage_random.clone() else {
+            return [100, 100];
         };
-        let percentage_random = match d.percentage_random.clone() {
-            Some((p, at)) => {
-                if !rw.is_random() && p != [100, 100] {
-                    self.warnings.push(format!(
-                        "{}:{}: option 'percentage_random': no effect on the sequential rw={} of job '{name}' (as in fio)",
-                        at.origin, at.line, rw.name()
-                    ));
-                }
-                p
-            }
-            None => [100, 100],
-        };
-        let filename = self.resolve_file(&name, &d)?;
-        let verify = self.verify_of(&name, line, &d)?;
-        let steadystate = self.steady_of(&name, line, &d)?;
-        let logs = crate::job::LogSpec {
-            bw: d.log_bw.clone().map(|p| p.unwrap_or_else(|| name.clone())),
-            lat: d.log_lat.clone().map(|p| p.unwrap_or_else(|| name.clone())),
-            iops: d
-                .log_iops
-                .clone()
-                .map(|p| p.unwrap_or_else(|| name.clone())),
-            avg_msec: d.log_avg_msec,
-            per_job: d.per_job_logs.unwrap_or(true),
-        };
-        let class = if d.critical || d.prioclass == Some(1) {
-            if d.critical && d.prioclass == Some(3) {
+        if !rw.is_random() && p != [100, 100] {
+            self.warnings.push(format!(
+                "{}:{}: option 'percentage_random': no effect on the sequential rw={} of job '{name}' (as in fio)",
+                at.origin, at.line, rw.name()
+            ));
+        }
+        p
+    }
+
+    /// The job's class: critical for `sluice_critical=1` or `prioclass=1` (critical
+    /// wins over `prioclass=3`, with a warning), idle for `prioclass=3`.
+    fn class_of(&mut self, name: &str, line: usize, d: &Draft) -> IoClass {
+        let prioclass = d.job.prioclass;
+        if d.critical || prioclass == Some(1) {
+            if d.critical && prioclass == Some(3) {
                 self.warnings.push(format!(
                     "{}:{line}: job '{name}' sets both sluice_critical=1 and prioclass=3 (idle); it is treated as critical",
                     self.origin
                 ));
             }
             IoClass::Critical
-        } else if d.prioclass == Some(3) {
+        } else if prioclass == Some(3) {
             IoClass::Idle
         } else {
             IoClass::Normal
-        };
-        if d.time_based && d.runtime_ns.is_none() {
-            // fio itself needs a runtime for a time-based job to end.
-            return Err(WorkloadError::Option {
-                origin: self.origin.to_string(),
-                line,
-                option: "time_based".into(),
-                message: format!(
-                    "job '{name}' is time_based but has no runtime, so it would never end; \
-                     add runtime= (e.g. runtime=10s) or remove time_based"
-                ),
-            });
         }
-        Ok(JobSpec {
-            flow: d.flow.unwrap_or_else(|| name.clone()),
-            weight: d
-                .weight
-                .unwrap_or_else(|| weight_from_prio(d.prio, d.prioclass)),
-            name,
-            line,
-            class,
-            rw,
-            rwmixread: d.rwmixread.unwrap_or(defaults.rwmixread),
-            bs: crate::job::BlockSizes {
-                read: read_bs,
-                write: write_bs,
-            },
-            size: region,
-            nrfiles,
-            file_service: d.file_service.unwrap_or(defaults.file_service),
-            io_size,
-            loops: d.loops.unwrap_or(1),
-            number_ios: d.number_ios,
-            distribution,
-            percentage_random,
-            rate_process: d.rate_process.unwrap_or(RateProcess::Linear),
-            exitall: d.exitall,
-            verify,
-            logs,
-            steadystate,
-            directory: d.directory.map(|x| x.0).unwrap_or_default(),
-            offset,
-            iodepth: d.iodepth.unwrap_or(1),
-            numjobs: d.numjobs.unwrap_or(1),
-            runtime_ns: d.runtime_ns,
-            time_based: d.time_based,
-            ramp_ns: d.ramp_ns,
-            startdelay_ns: d.startdelay_ns,
-            thinktime_ns: d.thinktime_ns,
-            rate_bytes: d.rate_bytes,
-            rate_bytes_total: d.rate_bytes_total,
-            rate_iops: d.rate_iops,
-            rate_iops_total: d.rate_iops_total,
-            randseed: d.randseed,
-            prio: d.prio,
-            prioclass: d.prioclass,
-            stonewall: d.stonewall,
-            filename,
-            buffered: d.buffered,
-            // fio syncs after every `fsync` writes and every `fdatasync` writes; a raw
-            // file has no metadata, so the two are one sync here: the more frequent.
-            fsync_every: match (d.fsync, d.fdatasync) {
-                (0, n) | (n, 0) => n,
-                (a, b) => a.min(b),
-            },
-            end_fsync: d.end_fsync,
-            // fio checks fsync first: with equal counts the sync is an fsync.
-            sync_data_only: d.fdatasync > 0 && (d.fsync == 0 || d.fdatasync < d.fsync),
-            fsync_on_close: d.fsync_on_close,
-            create_on_open: d.create_on_open,
-            passthrough: d.passthrough,
-        })
     }
 
     /// The job's verification: `verify=` if given, else `pattern` when

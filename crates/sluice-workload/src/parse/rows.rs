@@ -1,0 +1,243 @@
+//! The options sluice acts on, one row each: name, aliases, example, what it does (the
+//! documentation) and how its value is read and where it lands (the setter).
+//!
+//! A simple option's setter writes the [`JobSpec`] field itself (`d.job`); only options
+//! whose meaning depends on others (`bs`/`bssplit`/`bsrange`, `size`/`filesize`/
+//! `nrfiles`, `fsync`/`fdatasync`, verify, steady state, files, class and weight) land
+//! in a draft slot that `finish` combines. Adding a simple option is one row here plus
+//! its `JobSpec` field.
+
+#[allow(unused_imports)]
+use super::*;
+
+/// A row of an option sluice acts on (`support` [`Support::Yes`]).
+const fn y(
+    name: &'static str,
+    aliases: &'static [&'static str],
+    example: &'static str,
+    note: &'static str,
+    set: Setter,
+) -> OptionInfo {
+    OptionInfo {
+        name,
+        aliases,
+        support: Support::Yes,
+        quiet: &[],
+        example,
+        note,
+        set: Some(set),
+    }
+}
+
+/// A row sluice acts on elsewhere (a directive read before options are applied).
+const fn directive(name: &'static str, example: &'static str, note: &'static str) -> OptionInfo {
+    OptionInfo {
+        name,
+        aliases: &[],
+        support: Support::Yes,
+        quiet: &[],
+        example,
+        note,
+        set: None,
+    }
+}
+
+/// `size`, `offset`, `io_size`: bytes, with a percentage refused (`what`: how the
+/// message names the percentage).
+fn no_percent(a: &Arg, what: &str, ex: &str) -> Result<(), String> {
+    let v = a.need()?;
+    if v.trim().ends_with('%') {
+        return Err(format!(
+            "'{v}': {what} is not supported; give bytes, e.g. {ex}"
+        ));
+    }
+    Ok(())
+}
+
+/// `write_bw_log`, `write_lat_log`, `write_iops_log`: a prefix, `None` when bare.
+fn log_prefix(a: &Arg) -> Option<String> {
+    match a.value.map(str::trim) {
+        None | Some("") => None,
+        Some(v) => Some(v.to_string()),
+    }
+}
+
+/// `rate`, `rate_iops`: `[read, write]` caps (0: none) and whether one value was given.
+fn rates(
+    a: &Arg,
+    parse: fn(&str) -> Result<u64, String>,
+) -> Result<([Option<u64>; 2], bool), String> {
+    let (parts, single) = a.dirs()?;
+    let mut out = [None; 2];
+    for (dir, part) in parts.iter().enumerate() {
+        if let Some(p) = part {
+            let n = parse(p)?;
+            out[dir] = (n > 0).then_some(n);
+        }
+    }
+    Ok((out, single))
+}
+
+/// `bssplit`, `bsrange`: a block-size table per direction.
+fn bs_table(
+    d: &mut Draft,
+    a: &Arg,
+    name: &'static str,
+    parse: fn(&str) -> Result<Vec<BsEntry>, String>,
+) -> Result<(), String> {
+    let (parts, _) = a.dirs()?;
+    for (dir, part) in parts.iter().enumerate() {
+        if let Some(p) = part {
+            d.bssplit[dir] = Some((parse(p)?, name, a.at.clone()));
+        }
+    }
+    Ok(())
+}
+
+pub(crate) static ACTED: &[OptionInfo] = &[
+    y("name", &[], "name=reader", "job name (overrides the section name)", |d, a| { d.name = Some(a.need()?.to_string()); Ok(()) }),
+    y("description", &[], "description=some text", "free text, recorded", |d, a| { d.record(a.key, Some(a.need()?)); Ok(()) }),
+    y("rw", &["readwrite"], "rw=randread", "read, write, randread, randwrite, rw/readwrite, randrw (trim and `:N` modifiers refused)", |d, a| { d.job.rw = parse_rw(a.need()?)?; Ok(()) }),
+    y("rwmixread", &[], "rwmixread=70", "percent of reads in mixed modes", |d, a| { d.job.rwmixread = a.uint("70", 0, 100)?; Ok(()) }),
+    y("rwmixwrite", &[], "rwmixwrite=30", "percent of writes in mixed modes", |d, a| { d.job.rwmixread = 100 - a.uint::<u8>("30", 0, 100)?; Ok(()) }),
+    y("bs", &["blocksize"], "bs=4k", "block size, or `read,write`", |d, a| {
+        let (parts, _) = a.dirs()?;
+        for (dir, part) in parts.iter().enumerate() {
+            if let Some(p) = part {
+                d.bs[dir] = Some((parse_bs(p)?, a.at.clone()));
+                // A later bs overrides an inherited bssplit/bsrange for that direction.
+                d.bssplit[dir] = None;
+            }
+        }
+        Ok(())
+    }),
+    y("bssplit", &[], "bssplit=4k/50:64k/50", "block-size table, optionally `reads,writes`", |d, a| bs_table(d, a, "bssplit", parse_bssplit)),
+    y("bsrange", &["blocksize_range"], "bsrange=4k-64k", "sizes drawn from MIN-MAX in multiples of MIN, with fio's probabilities, optionally `reads,writes`", |d, a| bs_table(d, a, "bsrange", parse_bsrange)),
+    y("size", &[], "size=1g", "bytes of the region each thread works on (split over `nrfiles`), and the default `io_size`", |d, a| {
+        no_percent(a, "a size in percent of the device", "size=1g")?;
+        d.size = Some((parse_positive_size(a.need()?)?, a.at.clone()));
+        Ok(())
+    }),
+    y("filesize", &[], "filesize=64m", "size of each of the thread's files (one size; ranges refused); `size` then only sets the default `io_size`", |d, a| {
+        let v = a.need()?;
+        if v.contains('-') || v.contains(':') {
+            return Err(format!("'{v}': a range of file sizes is not supported; give one size, e.g. filesize=64m"));
+        }
+        d.filesize = Some((parse_positive_size(v)?, a.at.clone()));
+        Ok(())
+    }),
+    y("nrfiles", &["nr_files"], "nrfiles=4", "files per thread, laid side by side in the thread's address space; I/Os never cross a file's end", |d, a| { d.nrfiles = Some((a.uint("4", 1, 1 << 20)?, a.at.clone())); Ok(()) }),
+    y("file_service_type", &[], "file_service_type=roundrobin", "roundrobin[:N] (default), sequential or random: which file the next I/O goes to", |d, a| { d.job.file_service = parse_file_service(a.need()?)?; Ok(()) }),
+    y("io_size", &["io_limit"], "io_size=10g", "bytes to transfer per thread and loop (default `size`); more than `size` wraps around", |d, a| {
+        no_percent(a, "io_size in percent", "io_size=10g")?;
+        d.io_size = Some((parse_positive_size(a.need()?)?, a.at.clone()));
+        Ok(())
+    }),
+    y("loops", &[], "loops=3", "repeat the job's I/O this many times (each loop starts sequential positions afresh)", |d, a| { d.job.loops = a.uint("3", 1, u32::MAX as u64)?; Ok(()) }),
+    y("number_ios", &[], "number_ios=100000", "stop a thread after this many I/Os (also when the size is not yet done)", |d, a| { d.job.number_ios = a.some_uint("100000")?; Ok(()) }),
+    y("offset", &[], "offset=1g", "start of the region", |d, a| {
+        no_percent(a, "an offset in percent of the device", "offset=1g")?;
+        d.offset = Some((parse_size(a.need()?)?, a.at.clone()));
+        Ok(())
+    }),
+    y("iodepth", &[], "iodepth=32", "I/Os in flight per thread", |d, a| { d.job.iodepth = a.uint("32", 1, 65535)?; Ok(()) }),
+    y("numjobs", &[], "numjobs=4", "threads of the job (one flow)", |d, a| { d.job.numjobs = a.uint("4", 1, 65535)?; Ok(()) }),
+    y("runtime", &["timeout"], "runtime=30s", "time limit", |d, a| { d.job.runtime_ns = Some(a.time(TimeUnit::Seconds)?).filter(|&t| t > 0); Ok(()) }),
+    y("time_based", &[], "time_based", "run for `runtime` (required), wrapping around", |d, a| { d.job.time_based = a.flag()?; Ok(()) }),
+    y("ramp_time", &[], "ramp_time=5s", "warm-up excluded from results; rate pacing starts afresh when it ends, as in fio", |d, a| { d.job.ramp_ns = a.time(TimeUnit::Seconds)?; Ok(()) }),
+    y("startdelay", &[], "startdelay=1s", "delay before the job starts", |d, a| { d.job.startdelay_ns = a.time(TimeUnit::Seconds)?; Ok(()) }),
+    y("thinktime", &[], "thinktime=100us", "pause after each completion", |d, a| { d.job.thinktime_ns = a.time(TimeUnit::Micros)?; Ok(()) }),
+    y("rate", &[], "rate=4m", "bytes/s cap, total or `read,write`", |d, a| { (d.job.rate_bytes, d.job.rate_bytes_total) = rates(a, parse_size)?; Ok(()) }),
+    y("rate_iops", &[], "rate_iops=1000", "I/Os per second cap, total or `read,write`", |d, a| { (d.job.rate_iops, d.job.rate_iops_total) = rates(a, |p| parse_uint(p, "1000"))?; Ok(()) }),
+    y("rate_process", &[], "rate_process=poisson", "linear (default) or poisson: exponential gaps with the rate's mean, seeded like the job's stream", |d, a| {
+        d.job.rate_process = match a.need()?.trim().to_ascii_lowercase().as_str() {
+            "linear" => RateProcess::Linear,
+            "poisson" => RateProcess::Poisson,
+            v => return Err(format!("cannot read '{v}' as a rate process; use linear or poisson")),
+        };
+        Ok(())
+    }),
+    y("randseed", &[], "randseed=42", "mixed into each thread's random stream", |d, a| { d.job.randseed = Some(parse_uint(a.need()?, "42")?); Ok(()) }),
+    y("random_distribution", &[], "random_distribution=zipf:1.2", "random (uniform), zipf:θ[:c], pareto:h[:c], normal:σ%[:c] (gauss), zoned:A/S%:…, zoned_abs:A/SIZE:… — as fio computes them", |d, a| { d.distribution = Some((parse_distribution(a.need()?)?, a.at.clone())); Ok(()) }),
+    y("percentage_random", &[], "percentage_random=80", "percent of a random job's I/Os that are random, the rest continue sequentially; `read,write`", |d, a| {
+        let (parts, _) = a.dirs()?;
+        let mut p = d.percentage_random.as_ref().map_or([100, 100], |x| x.0);
+        for (dir, part) in parts.iter().enumerate() {
+            if let Some(v) = part {
+                p[dir] = small_uint(v, "80", 0, 100)?;
+            }
+        }
+        d.percentage_random = Some((p, a.at.clone()));
+        Ok(())
+    }),
+    y("prio", &[], "prio=4", "I/O priority level → weight 8 − prio", |d, a| { d.job.prio = Some(a.uint("4", 0, 7)?); Ok(()) }),
+    y("prioclass", &[], "prioclass=2", "1 real time (critical), 2 best effort, 3 idle", |d, a| { d.job.prioclass = Some(a.uint("2", 0, 3)?); Ok(()) }),
+    y("stonewall", &["wait_for_previous"], "stonewall", "wait for all earlier jobs to finish first", |d, a| { d.job.stonewall = a.flag()?; Ok(()) }),
+    y("exitall", &[], "exitall", "when this job ends, every job of its stonewall group ends (both worlds)", |d, a| { d.job.exitall = a.flag()?; Ok(()) }),
+    y("direct", &[], "direct=0", "direct=1 (sluice's default) goes around the cache; direct=0 reads and writes through sluice's page cache (class-aware dirty limits, lazy indexing, writeback) in both worlds, sized by --page-cache", |d, a| { d.job.buffered = !a.flag()?; Ok(()) }),
+    y("buffered", &[], "buffered=1", "the opposite of direct: buffered=1 goes through sluice's page cache", |d, a| { d.job.buffered = a.flag()?; Ok(()) }),
+    y("fsync", &[], "fsync=32", "a sync after every N writes, once the thread's I/Os in flight have completed: writeback of the file's dirty pages (buffered jobs) then a device flush; reported in the sync section", |d, a| { d.fsync = a.uint("32", 0, u32::MAX as u64)?; Ok(()) }),
+    y("fdatasync", &[], "fdatasync=32", "as fsync (a raw file has no metadata to leave out; the journaled store, `--fs`, does fdatasync); with both, the more frequent applies", |d, a| { d.fdatasync = a.uint("32", 0, u32::MAX as u64)?; Ok(()) }),
+    y("end_fsync", &[], "end_fsync=1", "a sync when the thread has issued all its I/O or its runtime ended, as fio: once its I/O in flight has completed", |d, a| { d.job.end_fsync |= a.flag()?; Ok(()) }),
+    y("fsync_on_close", &[], "fsync_on_close=1", "as end_fsync: sluice closes a job's files at its end (on the journaled store, `--fs`, each file is fsynced at the thread's end however it ended)", |d, a| {
+        d.job.fsync_on_close = a.flag()?;
+        d.job.end_fsync |= d.job.fsync_on_close;
+        Ok(())
+    }),
+    y("create_on_open", &[], "create_on_open=1", "on the journaled store (`--fs`): each file is created when the thread first does I/O to it instead of before the run; raw files are laid out before the run (a warning says so)", |d, a| { d.job.create_on_open = a.flag()?; Ok(()) }),
+    y("write_bw_log", &[], "write_bw_log=bw", "fio's bandwidth log `PREFIX_bw.N.log` (KiB/s; the job name when bare), in both worlds (the simulator's from virtual time)", |d, a| { d.log_bw = Some(log_prefix(a)); Ok(()) }),
+    y("write_lat_log", &[], "write_lat_log=lat", "fio's latency logs `PREFIX_clat.N.log`, `_slat`, `_lat` (ns: reaped − dispatch, dispatch − submit, reaped − submit)", |d, a| { d.log_lat = Some(log_prefix(a)); Ok(()) }),
+    y("write_iops_log", &[], "write_iops_log=iops", "fio's IOPS log `PREFIX_iops.N.log`", |d, a| { d.log_iops = Some(log_prefix(a)); Ok(()) }),
+    y("log_avg_msec", &[], "log_avg_msec=1000", "average the log entries over windows of this many ms (default 0: an entry per I/O)", |d, a| { d.job.logs.avg_msec = parse_uint(a.need()?, "1000")?; Ok(()) }),
+    y("per_job_logs", &[], "per_job_logs=0", "0: one log file per prefix and type for all jobs (`PREFIX_bw.log`); default 1: one per job, numbered as fio numbers threads (the threads of one job share its file)", |d, a| { d.job.logs.per_job = a.flag()?; Ok(()) }),
+    y("steadystate", &["ss"], "steadystate=iops_slope:0.1%", "fio's steady-state early end of the job (iops, iops_slope, bw, bw_slope with an absolute or % limit), judged on the job's threads together, in both worlds; needs ss_dur", |d, a| { d.ss = Some((parse_steadystate(a.need()?)?, a.at.clone())); Ok(()) }),
+    y("steadystate_duration", &["ss_dur"], "ss_dur=60s", "the window of rates steady state is judged on (turns it on; default criterion iops_slope:0.01%)", |d, a| { d.ss_dur = Some((a.time(TimeUnit::Seconds)?, a.at.clone())); Ok(()) }),
+    y("steadystate_ramp_time", &["ss_ramp"], "ss_ramp=10s", "no rates are recorded before this (plus one interval)", |d, a| { d.ss_ramp = a.time(TimeUnit::Seconds)?; Ok(()) }),
+    y("steadystate_check_interval", &["ss_interval"], "ss_interval=500ms", "how often the rate is taken (default 1s)", |d, a| {
+        let t = a.time(TimeUnit::Seconds)?;
+        if t < 1_000_000 {
+            return Err(format!("'{}' is shorter than 1 ms; give e.g. 1s or 500ms", a.need()?));
+        }
+        d.ss_interval = Some((t, a.at.clone()));
+        Ok(())
+    }),
+    y("verify", &[], "verify=crc32c", "crc32c, md5 or pattern (pattern needs `verify_pattern`, else the job is refused): `sluice run` writes each block with a header and checksum and reads it back to check it (a read-only job checks what it reads); the simulator carries no data, runs the job without its verify reads and says so", |d, a| { d.verify = Some((parse_verify_kind(a.need()?)?, a.at.clone())); Ok(()) }),
+    y("do_verify", &[], "do_verify=0", "read back and check every written block when the write phase ends (default 1)", |d, a| { d.do_verify = Some(a.flag()?); Ok(()) }),
+    y("verify_backlog", &[], "verify_backlog=1024", "check the written blocks after every N writes, before writing more", |d, a| { d.verify_backlog = a.some_uint("1024")?; Ok(()) }),
+    y("verify_pattern", &[], "verify_pattern=0xdeadbeef", "the data of written blocks (hex bytes, a quoted string, bytes 0..=255); alone it means verify=pattern, as in fio", |d, a| { d.verify_pattern = Some(parse_pattern(a.need()?)?); Ok(()) }),
+    y("verify_fatal", &[], "verify_fatal=1", "end the job at the first block that fails its check", |d, a| { d.verify_fatal = a.flag()?; Ok(()) }),
+    y("filename", &[], "filename=data", "jobs with the same file share its address range (one file; `a:b` lists refused)", |d, a| {
+        let v = a.need()?;
+        let files = split_paths(v);
+        match files.len() {
+            0 => return Err(format!("needs a value, e.g. {}", example(a.key))),
+            1 => d.filename = Some((files[0].clone(), a.at.clone())),
+            n => return Err(format!(
+                "'{v}' names {n} files; sluice takes one file per job (write '\\:' for a colon in a name). \
+                 Give each file its own job with filename=, or use nrfiles for several files per thread"
+            )),
+        }
+        Ok(())
+    }),
+    y("filename_format", &[], "filename_format=$jobname.$jobnum.$filenum", "names generated files; without `$jobnum` a job's threads share their files", |d, a| { d.filename_format = Some((a.need()?.to_string(), a.at.clone())); Ok(()) }),
+    y("directory", &[], "directory=/mnt/a:/mnt/b", "`:`-separated list; a relative `filename` is taken in the first directory, as in fio", |d, a| {
+        let dirs = split_paths(a.need()?);
+        if dirs.is_empty() {
+            return Err(format!("needs a value, e.g. {}", example(a.key)));
+        }
+        d.directory = Some((dirs, a.at.clone()));
+        Ok(())
+    }),
+    y("ioengine", &[], "ioengine=io_uring", "local engines (sync, psync, libaio, io_uring, posixaio, pvsync, pvsync2, mmap, null, …) are accepted with a no-effect warning; network, passthrough, zoned and non-I/O engines are refused", |d, a| { d.record(a.key, Some(a.need()?)); Ok(()) }),
+    directive("include", "include common.fio", "directive: the file's options, relative to the including file; nested up to 16 deep, cycles refused"),
+    y("sluice_critical", &[], "sluice_critical=1", "latency-critical requests", |d, a| {
+        d.critical = match a.value.map(str::trim) {
+            Some("1") | None => true,
+            Some("0") => false,
+            Some(v) => return Err(format!("cannot read '{v}'; write sluice_critical=1 (critical) or sluice_critical=0")),
+        };
+        Ok(())
+    }),
+    y("sluice_weight", &[], "sluice_weight=8", "flow weight", |d, a| { d.weight = Some(a.uint("8", 1, u32::MAX as u64)?); Ok(()) }),
+    y("sluice_flow", &[], "sluice_flow=tenant-a", "flow name shared by jobs", |d, a| { d.flow = Some(a.need()?.to_string()); Ok(()) }),
+];
