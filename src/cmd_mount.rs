@@ -24,6 +24,15 @@ pub struct MountArgs {
     /// The stack's cores (threads, each with its own io_uring); default: the machine's.
     #[arg(long)]
     cores: Option<u16>,
+    /// CPU priority (nice, -20..=19) of the daemon's threads — the FUSE threads every
+    /// request crosses and the stack's cores. Default -10: on a busy machine a request
+    /// otherwise waits for those threads to get a CPU behind ordinary processes, which
+    /// the kernel's own I/O path never does (docs/mount.md, "Where the time went").
+    /// Needs root (or CAP_SYS_NICE) below 0; without it the mount says so and runs at
+    /// the inherited priority.
+    #[arg(long, default_value_t = -10, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(i32).range(-20..=19))]
+    nice: i32,
     /// Stay in the foreground (the only mode so far: the command serves until the mount
     /// is unmounted — `fusermount3 -u MOUNTPOINT`, Ctrl-C or SIGTERM — then prints the
     /// tables).
@@ -58,6 +67,7 @@ pub fn cmd_mount(args: MountArgs) -> Result<(), CliError> {
         policy: args.policy.clone(),
         classes: args.classes.clone(),
         cores,
+        nice: Some(args.nice),
     };
     let _ = args.foreground;
     let stop = Arc::new(AtomicBool::new(false));
