@@ -32,6 +32,11 @@ pub struct MountArgs {
     #[arg(long, default_value_t = 0, allow_negative_numbers = true,
           value_parser = clap::value_parser!(i32).range(-20..=19))]
     nice: i32,
+    /// Every SECS seconds (0.1 to 3600), print to stderr one line per class that did
+    /// I/O: IOPS, MiB/s, p50 and p99 of the time in the daemon (a live view, as iotop);
+    /// the last, partial interval at unmount.
+    #[arg(long, value_name = "SECS")]
+    stats: Option<f64>,
     /// Stay in the foreground (the only mode so far: the command serves until the mount
     /// is unmounted — `fusermount3 -u MOUNTPOINT`, Ctrl-C or SIGTERM — then prints the
     /// tables).
@@ -60,6 +65,15 @@ pub fn cmd_mount(args: MountArgs) -> Result<(), CliError> {
     let cores = args.cores.unwrap_or_else(|| {
         std::thread::available_parallelism().map_or(2, |n| n.get().min(64) as u16)
     });
+    let stats = match args.stats {
+        None => None,
+        Some(s) if (0.1..=3600.0).contains(&s) => Some(std::time::Duration::from_secs_f64(s)),
+        Some(s) => {
+            return Err(CliError::Usage(format!(
+                "--stats {s}: give the interval in seconds, from 0.1 to 3600"
+            )))
+        }
+    };
     let opts = sluice_mount::MountOptions {
         backing: args.backing.clone(),
         mountpoint: args.mountpoint.clone(),
@@ -67,6 +81,7 @@ pub fn cmd_mount(args: MountArgs) -> Result<(), CliError> {
         classes: args.classes.clone(),
         cores,
         nice: (args.nice != 0).then_some(args.nice),
+        stats,
     };
     let _ = args.foreground;
     let stop = Arc::new(AtomicBool::new(false));

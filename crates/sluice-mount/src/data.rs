@@ -33,6 +33,7 @@ use sluice_runtime::{spawn_on, Activity, DmaBuffer, File, IoOptions, Op, TaskCtx
 
 use crate::class::Who;
 use crate::lock::RangeLocks;
+use crate::stats::Stats;
 use crate::sys;
 use crate::trace::Trace;
 use sluice_core::IoClass;
@@ -150,6 +151,7 @@ pub type Stamps = [Option<Instant>; 5];
 pub struct Hub {
     st: Mutex<HubState>,
     pub trace: Trace,
+    pub stats: Stats,
 }
 
 impl std::fmt::Debug for Hub {
@@ -159,12 +161,19 @@ impl std::fmt::Debug for Hub {
 }
 
 impl Hub {
-    /// A hub whose requests are traced when `SLUICE_MOUNT_TRACE=1`.
-    pub fn from_env() -> Hub {
+    /// A hub whose requests are traced when `SLUICE_MOUNT_TRACE=1`, counted for the
+    /// live view every `stats` when given.
+    pub fn new(stats: Option<std::time::Duration>) -> Hub {
         Hub {
             trace: Trace::from_env(),
+            stats: Stats::every(stats),
             ..Hub::default()
         }
+    }
+
+    /// Now, when the trace or the live view needs it.
+    fn now(&self) -> Option<Instant> {
+        (self.trace.on() || self.stats.on()).then(Instant::now)
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, HubState> {
@@ -193,7 +202,7 @@ impl Hub {
 
     /// Queue `job` for `who`'s workers; its FUSE handler started at `t0` (traced).
     pub fn submit_at(&self, who: &Arc<Who>, job: Job, t0: Option<Instant>) {
-        let stamps = [t0, self.trace.now(), None, None, None];
+        let stamps = [t0, self.now(), None, None, None];
         let q = {
             let mut st = self.state();
             match st.queues.get(&**who) {
@@ -352,10 +361,18 @@ impl Future for NextJob<'_> {
 async fn worker(hub: Arc<Hub>, q: Arc<Queue>) {
     loop {
         let (mut ts, job) = NextJob(&q).await;
+        let bytes = match &job {
+            Job::Read { size, .. } => *size as u64,
+            Job::Write { data, .. } => data.len() as u64,
+            _ => 0,
+        };
         ts[2] = hub.trace.now();
         run(job, &hub.trace, &mut ts).await;
-        ts[4] = hub.trace.now();
+        ts[4] = hub.now();
         hub.trace.record(q.who.class, &ts);
+        if let (Some(a), Some(b)) = (ts[1], ts[4]) {
+            hub.stats.record(q.who.class, bytes, b.duration_since(a));
+        }
     }
 }
 

@@ -17,6 +17,7 @@ mod data;
 mod fs;
 mod lock;
 mod node;
+mod stats;
 mod sys;
 mod trace;
 
@@ -43,6 +44,8 @@ pub struct MountOptions {
     /// The nice value of the daemon's threads (set before they start: each inherits
     /// it), or `None` to keep the caller's.
     pub nice: Option<i32>,
+    /// The live view's interval (`--stats`): per class, IOPS, MiB/s, p50/p99 to stderr.
+    pub stats: Option<Duration>,
 }
 
 /// Why the mount could not be made or served: what, where, how to fix it.
@@ -235,7 +238,7 @@ pub fn serve(
         set_nice(n);
     }
     // The stack, on its own thread (its cores are threads of their own).
-    let hub = Arc::new(data::Hub::from_env());
+    let hub = Arc::new(data::Hub::new(o.stats));
     let (built_tx, built_rx) = mpsc::channel::<Result<(), String>>();
     let stack_thread = {
         let hub = hub.clone();
@@ -323,6 +326,9 @@ pub fn serve(
             Ok(r) => break r,
             Err(mpsc::RecvTimeoutError::Disconnected) => break Ok(()),
             Err(mpsc::RecvTimeoutError::Timeout) => {
+                for l in hub.stats.lines(false) {
+                    eprintln!("{l}");
+                }
                 // The stack ended on its own (a failed core, a ring error): nothing
                 // would serve the data path any more — unmount, and report why below.
                 if stack_thread.is_finished() && is_mounted(&o.mountpoint) {
@@ -343,6 +349,9 @@ pub fn serve(
         }
     };
     let _ = fuse_thread.join();
+    for l in hub.stats.lines(true) {
+        eprintln!("{l}");
+    }
     hub.stop();
     let report = stack_thread
         .join()

@@ -33,6 +33,9 @@ impl Trace {
             samples: Mutex::default(),
         }
     }
+    pub fn on(&self) -> bool {
+        self.on
+    }
     pub fn now(&self) -> Option<Instant> {
         self.on.then(Instant::now)
     }
