@@ -340,3 +340,57 @@ fn sigterm_unmounts_and_prints_the_tables() {
         "the writes are in the report ({bytes} bytes)"
     );
 }
+
+/// `--stats`: after I/O of a plain (best-effort) and an idle (`ionice -c3`) caller, the
+/// live view's lines name both classes with a non-zero rate (the last, partial interval
+/// is printed at unmount, so the test needs no wait).
+#[test]
+fn stats_show_each_class_that_did_io() {
+    if !support::fuse_ready() {
+        eprintln!("SKIPPED: FUSE missing");
+        return;
+    }
+    let Some(m) = Mounted::new(&["--stats", "0.1"]) else {
+        return;
+    };
+    let data = pattern(7, 1 << 20);
+    fs::write(m.m("f"), &data).unwrap();
+    assert_eq!(fs::read(m.m("f")).unwrap(), data);
+    if support::on_path("ionice") {
+        let st = Command::new("ionice")
+            .args(["-c", "3", "cat"])
+            .arg(m.m("f"))
+            .stdout(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    let end = m.unmount();
+    assert!(end.ok, "{}", end.stderr);
+    let rate = |class: &str| -> f64 {
+        end.stderr
+            .lines()
+            .filter(|l| l.starts_with("sluice stats:") && l.contains(&format!(" {class} ")))
+            .filter_map(|l| l.split_whitespace().nth(3)?.parse::<f64>().ok())
+            .fold(0.0, f64::max)
+    };
+    assert!(rate("normal") > 0.0, "no normal line: {}", end.stderr);
+    if support::on_path("ionice") {
+        assert!(rate("idle") > 0.0, "no idle line: {}", end.stderr);
+    }
+    assert!(!end.stderr.contains("critical"), "{}", end.stderr);
+}
+
+#[test]
+fn a_bad_stats_interval_is_refused() {
+    let out = sluice()
+        .args(["mount", "/nonexistent-b", "/nonexistent-m", "--stats", "0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--stats 0") && err.contains("0.1 to 3600"),
+        "{err}"
+    );
+}

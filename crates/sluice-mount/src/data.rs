@@ -26,13 +26,17 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::pin::Pin;
 use std::sync::{mpsc, Arc, Mutex};
 use std::task::{Context, Poll, Waker};
+use std::time::Instant;
 
 use fuser::{Errno, ReplyAttr, ReplyData, ReplyEmpty, ReplyWrite};
 use sluice_runtime::{spawn_on, Activity, DmaBuffer, File, IoOptions, Op, TaskCtx, FILE_SPAN};
 
 use crate::class::Who;
 use crate::lock::RangeLocks;
+use crate::stats::Stats;
 use crate::sys;
+use crate::trace::Trace;
+use sluice_core::IoClass;
 
 /// The block the backing files' I/O is aligned to (a page: every `O_DIRECT` file
 /// system takes it).
@@ -119,7 +123,7 @@ enum Control {
 
 #[derive(Default)]
 struct QState {
-    jobs: VecDeque<Job>,
+    jobs: VecDeque<(Stamps, Job)>,
     idle: Vec<Waker>,
     workers: usize,
 }
@@ -138,10 +142,16 @@ struct HubState {
     stopped: bool,
 }
 
+/// A request's instants for [`Trace`]: handler start, queued, taken by a worker, I/O
+/// done, replied.
+pub type Stamps = [Option<Instant>; 5];
+
 /// Between the FUSE threads and the stack.
 #[derive(Default)]
 pub struct Hub {
     st: Mutex<HubState>,
+    pub trace: Trace,
+    pub stats: Stats,
 }
 
 impl std::fmt::Debug for Hub {
@@ -151,6 +161,21 @@ impl std::fmt::Debug for Hub {
 }
 
 impl Hub {
+    /// A hub whose requests are traced when `SLUICE_MOUNT_TRACE=1`, counted for the
+    /// live view every `stats` when given.
+    pub fn new(stats: Option<std::time::Duration>) -> Hub {
+        Hub {
+            trace: Trace::from_env(),
+            stats: Stats::every(stats),
+            ..Hub::default()
+        }
+    }
+
+    /// Now, when the trace or the live view needs it.
+    fn now(&self) -> Option<Instant> {
+        (self.trace.on() || self.stats.on()).then(Instant::now)
+    }
+
     fn state(&self) -> std::sync::MutexGuard<'_, HubState> {
         self.st.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -171,6 +196,13 @@ impl Hub {
 
     /// Queue `job` for `who`'s workers.
     pub fn submit(&self, who: &Arc<Who>, job: Job) {
+        let t = self.trace.now();
+        self.submit_at(who, job, t);
+    }
+
+    /// Queue `job` for `who`'s workers; its FUSE handler started at `t0` (traced).
+    pub fn submit_at(&self, who: &Arc<Who>, job: Job, t0: Option<Instant>) {
+        let stamps = [t0, self.now(), None, None, None];
         let q = {
             let mut st = self.state();
             match st.queues.get(&**who) {
@@ -187,7 +219,7 @@ impl Hub {
         };
         let (wake, spawn) = {
             let mut s = q.st.lock().unwrap_or_else(|e| e.into_inner());
-            s.jobs.push_back(job);
+            s.jobs.push_back((stamps, job));
             match s.idle.pop() {
                 Some(w) => (Some(w), false),
                 None if s.workers < WORKERS => {
@@ -251,8 +283,28 @@ impl Future for NextControl<'_> {
     }
 }
 
-/// The stack's main task: spawns workers, adopts and closes files, until stopped.
-pub async fn dispatcher(hub: Arc<Hub>) {
+/// The core a new worker of class `class` runs on, with `cores` cores: with two or
+/// more, the critical callers' workers have core 0 to themselves (with the dispatcher,
+/// which does little) and every other worker is dealt round robin over cores 1..N
+/// (`*next` counts them). A critical read then never waits for its core behind a round
+/// of bulk writers' tasks (their 128 KiB copies, their completions and dispatches), nor
+/// for that core's thread to get a CPU while it works for them.
+fn worker_core(class: IoClass, cores: u16, next: &mut u16) -> u16 {
+    if cores < 2 {
+        return 0;
+    }
+    if class == IoClass::Critical {
+        return 0;
+    }
+    let c = 1 + *next % (cores - 1);
+    *next = next.wrapping_add(1);
+    c
+}
+
+/// The stack's main task (on core 0): spawns workers, adopts and closes files, until
+/// stopped. `cores`: the stack's cores.
+pub async fn dispatcher(hub: Arc<Hub>, cores: u16) {
+    let mut next = 0u16;
     loop {
         let c = NextControl {
             hub: &hub,
@@ -263,8 +315,10 @@ pub async fn dispatcher(hub: Arc<Hub>) {
             Control::Spawn(q) => {
                 let ctx = TaskCtx::new(q.who.flow.clone())
                     .class(q.who.class)
-                    .weight(q.who.weight);
-                drop(spawn_on(ctx, move || worker(q)));
+                    .weight(q.who.weight)
+                    .core(worker_core(q.who.class, cores, &mut next));
+                let hub = hub.clone();
+                drop(spawn_on(ctx, move || worker(hub, q)));
             }
             Control::Adopt { name, file, back } => {
                 let _ = back.send(File::adopt(&name, file));
@@ -291,8 +345,8 @@ pub async fn dispatcher(hub: Arc<Hub>) {
 struct NextJob<'a>(&'a Queue);
 
 impl Future for NextJob<'_> {
-    type Output = Job;
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Job> {
+    type Output = (Stamps, Job);
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<(Stamps, Job)> {
         let mut s = self.0.st.lock().unwrap_or_else(|e| e.into_inner());
         match s.jobs.pop_front() {
             Some(j) => Poll::Ready(j),
@@ -304,10 +358,21 @@ impl Future for NextJob<'_> {
     }
 }
 
-async fn worker(q: Arc<Queue>) {
+async fn worker(hub: Arc<Hub>, q: Arc<Queue>) {
     loop {
-        let job = NextJob(&q).await;
-        run(job).await;
+        let (mut ts, job) = NextJob(&q).await;
+        let bytes = match &job {
+            Job::Read { size, .. } => *size as u64,
+            Job::Write { data, .. } => data.len() as u64,
+            _ => 0,
+        };
+        ts[2] = hub.trace.now();
+        run(job, &hub.trace, &mut ts).await;
+        ts[4] = hub.now();
+        hub.trace.record(q.who.class, &ts);
+        if let (Some(a), Some(b)) = (ts[1], ts[4]) {
+            hub.stats.record(q.who.class, bytes, b.duration_since(a));
+        }
     }
 }
 
@@ -509,27 +574,36 @@ async fn fallocate(df: &DataFile, off: u64, len: u64, mode: i32) -> Result<(), E
     Ok(())
 }
 
-async fn run(job: Job) {
+/// Do `job` and reply; `ts[3]` is set when its I/O is done (before the reply).
+async fn run(job: Job, trace: &Trace, ts: &mut Stamps) {
     match job {
         Job::Read {
             df,
             off,
             size,
             reply,
-        } => match read(&df, off, size).await {
-            Ok((buf, range)) => reply.data(&buf[range]),
-            Err(e) => reply.error(e),
-        },
+        } => {
+            let r = read(&df, off, size).await;
+            ts[3] = trace.now();
+            match r {
+                Ok((buf, range)) => reply.data(&buf[range]),
+                Err(e) => reply.error(e),
+            }
+        }
         Job::Write {
             df,
             off,
             data,
             sync,
             reply,
-        } => match write(&df, off, &data, sync).await {
-            Ok(n) => reply.written(n as u32),
-            Err(e) => reply.error(e),
-        },
+        } => {
+            let r = write(&df, off, &data, sync).await;
+            ts[3] = trace.now();
+            match r {
+                Ok(n) => reply.written(n as u32),
+                Err(e) => reply.error(e),
+            }
+        }
         Job::Fsync {
             df,
             datasync,

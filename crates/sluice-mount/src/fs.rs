@@ -501,10 +501,11 @@ impl Filesystem for SluiceFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
+        let t0 = self.hub.trace.now();
         match self.handle(fh) {
             Ok((df, _)) => {
                 let who = self.classes.who(req.pid());
-                self.hub.submit(
+                self.hub.submit_at(
                     &who,
                     Job::Read {
                         df,
@@ -512,6 +513,7 @@ impl Filesystem for SluiceFs {
                         size,
                         reply,
                     },
+                    t0,
                 );
             }
             Err(e) => reply.error(e),

@@ -17,7 +17,9 @@ mod data;
 mod fs;
 mod lock;
 mod node;
+mod stats;
 mod sys;
+mod trace;
 
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -39,6 +41,11 @@ pub struct MountOptions {
     pub classes: Option<PathBuf>,
     /// The stack's cores (threads, each with its own io_uring).
     pub cores: u16,
+    /// The nice value of the daemon's threads (set before they start: each inherits
+    /// it), or `None` to keep the caller's.
+    pub nice: Option<i32>,
+    /// The live view's interval (`--stats`): per class, IOPS, MiB/s, p50/p99 to stderr.
+    pub stats: Option<Duration>,
 }
 
 /// Why the mount could not be made or served: what, where, how to fix it.
@@ -175,6 +182,21 @@ fn takes_direct(root: &std::os::fd::OwnedFd) -> bool {
     fd.is_ok()
 }
 
+/// Set this thread's nice value to `n`; the threads it starts afterwards (the stack's
+/// cores, the FUSE threads) inherit it. Linux's nice is per thread. Refused (not root,
+/// no CAP_SYS_NICE): said on stderr, and the mount runs at the inherited priority.
+fn set_nice(n: i32) {
+    // SAFETY: plain system calls on the calling thread (`who` 0 is the caller, and for
+    // PRIO_PROCESS on Linux that is this thread).
+    let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, n) };
+    if r != 0 {
+        eprintln!(
+            "sluice mount: cannot set nice {n} ({}); the daemon's threads keep their              priority (run as root, or give --nice 0)",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
 /// What a finished mount returns.
 #[derive(Debug)]
 pub struct Served {
@@ -212,8 +234,11 @@ pub fn serve(
     })?;
     let direct = takes_direct(&root);
 
+    if let Some(n) = o.nice {
+        set_nice(n);
+    }
     // The stack, on its own thread (its cores are threads of their own).
-    let hub = Arc::new(data::Hub::default());
+    let hub = Arc::new(data::Hub::new(o.stats));
     let (built_tx, built_rx) = mpsc::channel::<Result<(), String>>();
     let stack_thread = {
         let hub = hub.clone();
@@ -238,7 +263,7 @@ pub fn serve(
                     }
                 };
                 let out = stack
-                    .run(move || data::dispatcher(hub))
+                    .run(move || data::dispatcher(hub, cores))
                     .map_err(|e| e.to_string())?;
                 Ok(out.report)
             })
@@ -301,6 +326,9 @@ pub fn serve(
             Ok(r) => break r,
             Err(mpsc::RecvTimeoutError::Disconnected) => break Ok(()),
             Err(mpsc::RecvTimeoutError::Timeout) => {
+                for l in hub.stats.lines(false) {
+                    eprintln!("{l}");
+                }
                 // The stack ended on its own (a failed core, a ring error): nothing
                 // would serve the data path any more — unmount, and report why below.
                 if stack_thread.is_finished() && is_mounted(&o.mountpoint) {
@@ -321,11 +349,15 @@ pub fn serve(
         }
     };
     let _ = fuse_thread.join();
+    for l in hub.stats.lines(true) {
+        eprintln!("{l}");
+    }
     hub.stop();
     let report = stack_thread
         .join()
         .map_err(|_| MountError::Failed("the stack's thread panicked".into()))?
         .map_err(|e| MountError::Failed(format!("the stack: {e}")))?;
+    hub.trace.print();
     if let Err(e) = ended {
         eprintln!("sluice mount: the FUSE session ended with: {e}");
     }
