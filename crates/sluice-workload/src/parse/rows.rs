@@ -178,7 +178,7 @@ pub(crate) static ACTED: &[OptionInfo] = &[
     y("buffered", &[], "buffered=1", "the opposite of direct: buffered=1 goes through sluice's page cache", |d, a| { d.job.buffered = a.flag()?; Ok(()) }),
     y("fsync", &[], "fsync=32", "a sync after every N writes, once the thread's I/Os in flight have completed: writeback of the file's dirty pages (buffered jobs) then a device flush; reported in the sync section", |d, a| { d.fsync = a.uint("32", 0, u32::MAX as u64)?; Ok(()) }),
     y("fdatasync", &[], "fdatasync=32", "as fsync (a raw file has no metadata to leave out; the journaled store, `--fs`, does fdatasync); with both, the more frequent applies", |d, a| { d.fdatasync = a.uint("32", 0, u32::MAX as u64)?; Ok(()) }),
-    y("end_fsync", &[], "end_fsync=1", "a sync when the thread has issued all its I/O or its runtime ended, as fio: once its I/O in flight has completed", |d, a| { d.job.end_fsync |= a.flag()?; Ok(()) }),
+    y("end_fsync", &[], "end_fsync=1", "a sync of each of the thread's files (`nrfiles`) when it has issued all its I/O or its runtime ended, as fio: each once its I/O in flight has completed", |d, a| { d.job.end_fsync |= a.flag()?; Ok(()) }),
     y("fsync_on_close", &[], "fsync_on_close=1", "as end_fsync: sluice closes a job's files at its end (on the journaled store, `--fs`, each file is fsynced at the thread's end however it ended)", |d, a| {
         d.job.fsync_on_close = a.flag()?;
         d.job.end_fsync |= d.job.fsync_on_close;
