@@ -18,12 +18,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use fuser::{
-    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
+    Errno, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
     KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
     ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen, ReplyStatfs, ReplyWrite,
     ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 
+mod entry;
 mod names;
 mod open;
 mod xattr;
@@ -31,7 +32,7 @@ mod xattr;
 use crate::attr::attr;
 use crate::class::Classifier;
 use crate::data::{attr_after, DataFile, Hub, Job};
-use crate::node::{Node, Nodes};
+use crate::node::Nodes;
 use crate::sys::{self, check, component};
 
 /// How long the kernel keeps names and attributes (every change goes through us).
@@ -84,73 +85,6 @@ impl SluiceFs {
             next_fh: AtomicU64::new(1),
             direct,
         })
-    }
-
-    /// `getattr` of a node: the backing inode's, with the length the data path knows
-    /// for an open file.
-    fn stat_node(&self, node: &Node, ino: u64) -> Result<FileAttr, Errno> {
-        let st = sys::stat_fd(node.raw())?;
-        let mut a = attr(&st, ino);
-        if let Some((df, _)) = lock(&self.files).get(&node.key) {
-            a.size = *lock(&df.size);
-        }
-        Ok(a)
-    }
-
-    /// Look `name` up in directory `parent` (one component, no-follow) and count it.
-    fn entry_of(&self, parent: &Node, name: &CString) -> Result<FileAttr, Errno> {
-        let fd = sys::openat(parent.raw(), name, libc::O_PATH, 0)?;
-        let st = sys::stat_fd(fd.as_raw_fd())?;
-        let ino = self.nodes.remember(fd, &st);
-        Ok(attr(&st, ino))
-    }
-
-    /// Give what `req`'s caller made at `parent`/`name` its uid and gid (the
-    /// directory's gid when it is set-group-id).
-    fn own(&self, req: &Request, parent: &Node, name: &CString) -> Result<(), Errno> {
-        let pst = sys::stat_fd(parent.raw())?;
-        let gid = if pst.st_mode & libc::S_ISGID != 0 {
-            u32::MAX
-        } else {
-            req.gid()
-        };
-        // SAFETY: valid C string and descriptor.
-        check(unsafe {
-            libc::fchownat(
-                parent.raw(),
-                name.as_ptr(),
-                req.uid(),
-                gid,
-                libc::AT_SYMLINK_NOFOLLOW,
-            )
-        })
-        .map(drop)
-    }
-
-    fn make(
-        &self,
-        req: &Request,
-        parent: INodeNo,
-        name: &OsStr,
-        reply: ReplyEntry,
-        f: impl FnOnce(&Node, &CString) -> libc::c_int,
-    ) {
-        let r = (|| {
-            let p = self.nodes.get(parent)?;
-            let c = component(name)?;
-            check(f(&p, &c))?;
-            if let Err(e) = self.own(req, &p, &c) {
-                // SAFETY: valid C string and descriptor: undo what we made.
-                unsafe { libc::unlinkat(p.raw(), c.as_ptr(), 0) };
-                unsafe { libc::unlinkat(p.raw(), c.as_ptr(), libc::AT_REMOVEDIR) };
-                return Err(e);
-            }
-            self.entry_of(&p, &c)
-        })();
-        match r {
-            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
-            Err(e) => reply.error(e),
-        }
     }
 }
 
