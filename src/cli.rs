@@ -515,6 +515,26 @@ pub fn stop_flag() -> std::io::Result<std::sync::Arc<std::sync::atomic::AtomicBo
     Ok(stop)
 }
 
+/// The environment variable naming a file `sluice` creates once a run is under way
+/// (`sim`, `run` and their `--fs` forms): a script or a test that stops the run with
+/// Ctrl-C waits for the file instead of guessing a time.
+pub const READY_FILE_VAR: &str = "SLUICE_READY_FILE";
+
+/// Create the readiness file ([`READY_FILE_VAR`]) if one is asked for (once).
+pub fn signal_ready() {
+    static DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if let Some(path) = std::env::var_os(READY_FILE_VAR) {
+        if !DONE.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            if let Err(e) = std::fs::File::create(&path) {
+                eprintln!(
+                    "sluice: {READY_FILE_VAR}={}: cannot create it: {e}",
+                    std::path::Path::new(&path).display()
+                );
+            }
+        }
+    }
+}
+
 /// One policy's run in a series ([`each_policy`]): its report, and whether the stop
 /// flag ended it early.
 #[derive(Debug)]
@@ -528,7 +548,8 @@ pub struct PolicyRun {
 /// Run each policy of `specs` in turn, as `sim`, `run` and their `--fs` forms do:
 /// `run(spec, progress)` runs one (calling `progress` with the fraction done), a
 /// progress bar `{verb} {policy}` shows up on stderr once a run has taken more than a
-/// second (with `show`: a terminal, not `--quiet`), and the series ends at an
+/// second (with `show`: a terminal, not `--quiet`), the readiness file is created at
+/// the first progress past 0 ([`signal_ready`]), and the series ends at an
 /// interrupted run or when `stop` is set before a run starts. Returns the reports and
 /// whether the series was interrupted.
 pub fn each_policy(
@@ -546,6 +567,9 @@ pub fn each_policy(
         let started = std::time::Instant::now();
         let mut bar: Option<indicatif::ProgressBar> = None;
         let mut on_progress = |f: f64| {
+            if f > 0.0 {
+                signal_ready();
+            }
             if !show {
                 return;
             }

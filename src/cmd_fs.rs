@@ -95,7 +95,10 @@ pub fn sim(
 ) -> Result<(), CliError> {
     plan.check_simulated()?;
     let stop = sluice::cli::stop_flag()?;
-    let plan = &plan.clone().stop_on(stop.clone());
+    let plan = &plan
+        .clone()
+        .stop_on(stop.clone())
+        .on_ready(sluice::cli::signal_ready);
     let (mut reports, interrupted) = each_policy(specs, "sim", false, &stop, |spec, _| {
         let started = Instant::now();
         let stack = Stack::builder()
@@ -139,7 +142,10 @@ pub fn run(
         "each policy's run makes its own store in the same file; keep one policy's",
     )?;
     let stop = sluice::cli::stop_flag()?;
-    let plan = &plan.clone().stop_on(stop.clone());
+    let plan = &plan
+        .clone()
+        .stop_on(stop.clone())
+        .on_ready(sluice::cli::signal_ready);
     let (mut reports, interrupted) = each_policy(specs, "run", false, &stop, |spec, _| {
         if image.exists() {
             return Err(CliError::Usage(format!(

@@ -89,19 +89,7 @@ fn ctrl_c_during_a_simulation_prints_what_was_measured() {
         "long.fio",
         "[w]\nrw=randread\nsize=1m\ntime_based\nruntime=100000s\n",
     );
-    let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["sim", &job, "-q"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1000));
-    let killed = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let o = child.wait_with_output().unwrap();
+    let o = common::interrupt_when_ready(&["sim", &job, "-q"]);
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     assert!(stderr(&o).contains("interrupted"), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);

@@ -3,8 +3,6 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use common::{refused, sluice, stderr, write};
 
@@ -239,23 +237,6 @@ fn fsck_checks_a_kept_store_without_changing_it() {
     );
 }
 
-/// Start `sluice ARGS`, send SIGINT after `after`, and wait for it.
-fn interrupt(args: &[&str], after: Duration) -> std::process::Output {
-    let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(after);
-    let killed = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    child.wait_with_output().unwrap()
-}
-
 /// A job that would run for days: only Ctrl-C ends it.
 const LONG: &str = "[w]\nrw=randwrite\nbs=4k\nsize=1m\nfsync=8\nsluice_critical=1\n\
                     time_based\nruntime=100000s\n";
@@ -264,18 +245,15 @@ const LONG: &str = "[w]\nrw=randwrite\nbs=4k\nsize=1m\nfsync=8\nsluice_critical=
 fn ctrl_c_during_a_simulation_on_the_store_prints_what_was_measured() {
     let dir = tempfile::tempdir().unwrap();
     let job = write(dir.path(), "long.fio", LONG);
-    let o = interrupt(
-        &[
-            "sim",
-            &job,
-            "-q",
-            "--fs",
-            "fjournal",
-            "--output-format",
-            "json",
-        ],
-        Duration::from_millis(1500),
-    );
+    let o = common::interrupt_when_ready(&[
+        "sim",
+        &job,
+        "-q",
+        "--fs",
+        "fjournal",
+        "--output-format",
+        "json",
+    ]);
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     let e = stderr(&o);
     assert!(e.contains("interrupted") && !e.contains("panicked"), "{e}");
@@ -305,10 +283,7 @@ fn ctrl_c_during_a_real_run_on_the_store_reports_and_removes_the_store() {
     let dir = tempfile::tempdir().unwrap();
     let job = write(dir.path(), "long.fio", LONG);
     let d = dir.path().to_str().unwrap();
-    let o = interrupt(
-        &["run", &job, "-q", "--fs", "fjournal", "-D", d],
-        Duration::from_millis(1500),
-    );
+    let o = common::interrupt_when_ready(&["run", &job, "-q", "--fs", "fjournal", "-D", d]);
     let e = stderr(&o);
     if o.status.code() != Some(130) && (e.contains("io_uring") || e.contains("O_DIRECT")) {
         eprintln!("skipped: {e}");

@@ -153,19 +153,7 @@ fn ctrl_c_stops_cleanly_with_the_results_so_far() {
         "j.fio",
         "[r]\nrw=randread\nsize=4m\ntime_based\nruntime=60s\n",
     );
-    let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["run", &job, "-q", "-D", dir.path().to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    let killed = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let o = child.wait_with_output().unwrap();
+    let o = common::interrupt_when_ready(&["run", &job, "-q", "-D", dir.path().to_str().unwrap()]);
     if no_io_uring(&o) {
         return;
     }

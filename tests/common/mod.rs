@@ -34,3 +34,34 @@ pub fn refused(o: &Output, needles: &[&str]) {
         assert!(e.contains(n), "stderr lacks {n:?}: {e}");
     }
 }
+
+/// Start `sluice ARGS` with a readiness file (`SLUICE_READY_FILE`), wait until sluice
+/// creates it (the run is under way), send SIGINT and wait for the exit. The wait is
+/// for the file, bounded only generously (a run that never gets under way fails).
+pub fn interrupt_when_ready(args: &[&str]) -> Output {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let ready = dir.path().join("ready");
+    let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(args)
+        .env("SLUICE_READY_FILE", &ready)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while !ready.exists() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(600),
+            "the run never got under way"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    child.wait_with_output().unwrap()
+}

@@ -125,6 +125,8 @@ pub struct FioPlan {
     jobs: Rc<[JobSpec]>,
     /// Set (by Ctrl-C) to end the run early, with a report of what ran.
     stop: Option<Arc<AtomicBool>>,
+    /// Called once when the run is under way ([`FioPlan::on_ready`]).
+    ready: Option<fn()>,
 }
 
 /// The largest store image a simulated run takes, bytes (4 GiB): the simulated device
@@ -162,6 +164,14 @@ impl FioPlan {
     /// flag changes nothing while it is not set.
     pub fn stop_on(mut self, flag: Arc<AtomicBool>) -> FioPlan {
         self.stop = Some(flag);
+        self
+    }
+
+    /// Call `f` once the run is under way: when its first sync has completed, or its
+    /// first I/O when no job syncs — so a script that stops the run (Ctrl-C) can wait
+    /// for it instead of guessing a time.
+    pub fn on_ready(mut self, f: fn()) -> FioPlan {
+        self.ready = Some(f);
         self
     }
 }
@@ -285,6 +295,7 @@ pub fn check(jobs: &[JobSpec], fs: &FsConfig) -> Result<FioPlan, FioError> {
         warnings,
         jobs: jobs.to_vec().into(),
         stop: None,
+        ready: None,
     })
 }
 
@@ -344,6 +355,8 @@ pub(crate) struct Shared {
     /// Per job: failures and the first message.
     pub(crate) errors: RefCell<Vec<(u64, Option<String>)>>,
     pub(crate) stop: Option<Arc<AtomicBool>>,
+    /// Called once the run is under way ([`FioPlan::on_ready`]), taken when called.
+    pub(crate) ready: std::cell::Cell<Option<fn()>>,
 }
 
 impl Shared {
@@ -383,6 +396,7 @@ pub async fn run_jobs(
         collector: RefCell::new(collector),
         errors: RefCell::new(vec![(0, None); jobs.len()]),
         stop: plan.stop.clone(),
+        ready: std::cell::Cell::new(plan.ready),
     });
     // Lay out the files that are not created on open (before the measurement).
     for (j, job) in jobs.iter().enumerate() {

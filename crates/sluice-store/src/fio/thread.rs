@@ -93,6 +93,8 @@ pub(super) struct Driver {
     threads: Vec<ThreadFiles>,
     /// The stop flag was seen and the runner interrupted.
     interrupted: Cell<bool>,
+    /// Some job syncs (`fsync=N`, `end_fsync`): the run is under way at its first sync.
+    syncs: bool,
     /// Every stonewall group has ended.
     finished: Condvar,
     finished_lock: Mutex<()>,
@@ -138,7 +140,13 @@ impl Port for Handle {
     }
 
     fn record(&mut self, s: &Sample) {
-        self.0.sh.collector.borrow_mut().record(s);
+        let sh = &self.0.sh;
+        sh.collector.borrow_mut().record(s);
+        if s.op == Op::Flush || !self.0.syncs {
+            if let Some(ready) = sh.ready.take() {
+                ready();
+            }
+        }
     }
 
     fn record_error(&mut self, job: usize, op: Op) {
@@ -194,11 +202,13 @@ impl Driver {
             }
         }
         let runner = Runner::new(jobs, &job_flow, &setups, sh.seed, Scope::Whole, false);
+        let syncs = jobs.iter().any(|j| j.fsync_every > 0 || j.end_fsync);
         Rc::new(Driver {
             sh,
             runner: RefCell::new(runner),
             threads,
             interrupted: Cell::new(false),
+            syncs,
             finished: Condvar::new(),
             finished_lock: Mutex::new(()),
         })
