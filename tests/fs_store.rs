@@ -3,7 +3,6 @@
 
 mod common;
 
-
 use common::{refused, sluice, stderr, write};
 
 const JOB: &str = "[w]\nrw=randwrite\nbs=4k\nsize=256k\nfsync=4\nnrfiles=2\nend_fsync=1\n";
