@@ -667,7 +667,7 @@ impl CacheArgs {
     }
 
     /// The buffered front's settings.
-    pub fn front_config(&self) -> Result<sluice_cache::front::FrontConfig, CliError> {
+    pub fn front_config(&self) -> Result<sluice_fio::front::FrontConfig, CliError> {
         let bytes = sluice_workload::units::parse_size(&self.page_cache)
             .map_err(|e| CliError::Usage(format!("--page-cache {}: {e}", self.page_cache)))?;
         let pct = |s: &str| -> Result<f64, CliError> {
@@ -685,7 +685,7 @@ impl CacheArgs {
                 self.dirty_ratio
             ))
         })?;
-        let mut cfg = sluice_cache::front::FrontConfig::default();
+        let mut cfg = sluice_fio::front::FrontConfig::default();
         cfg.cache.pages = (bytes / sluice_cache::PAGE) as usize;
         cfg.cache.dirty_ratio_normal = pct(n)?;
         cfg.cache.dirty_ratio_critical = pct(c)?;

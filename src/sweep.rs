@@ -25,9 +25,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use sluice_cache::front::FrontConfig;
 use sluice_core::policy::PolicySpec;
 use sluice_device::DeviceProfile;
+use sluice_fio::front::FrontConfig;
 use sluice_workload::{JobSpec, ParseOptions, WorkloadError};
 
 use crate::cli::{CacheArgs, CliError, DEFAULT_JOB, DEFAULT_JOB_NAME};

@@ -707,7 +707,8 @@ impl<B: PageData> PageCache<B> {
     }
 }
 
-pub mod front;
+mod front_stats;
+pub use front_stats::FrontStats;
 pub mod throttle;
 
 #[cfg(test)]

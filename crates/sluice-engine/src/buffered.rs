@@ -1,5 +1,5 @@
 //! Buffered jobs (`direct=0`) on the real engine: their I/Os go to the page cache's
-//! buffered front ([`sluice_cache::front`]) — the same state machine the simulator
+//! buffered front ([`sluice_fio::front`]) — the same state machine the simulator
 //! drives — which lives beside the block layer in the device state, under the same
 //! lock. Its page and device-I/O buffers are page-aligned (the files are open with
 //! `O_DIRECT`); a job I/O's data is its request slot's buffer, copied into or out of
@@ -8,7 +8,7 @@
 //! with the kernel's DMA). A job I/O's id is `worker << 32 | slot`; a completion for
 //! another worker goes to its box and rings its doorbell.
 
-use sluice_cache::front::{Alloc, Front, FrontConfig, FrontDone, FrontFile, IoBuf};
+use sluice_fio::front::{Alloc, Front, FrontConfig, FrontDone, FrontFile, IoBuf};
 
 use crate::buf::AlignedBuf;
 

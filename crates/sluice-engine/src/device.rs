@@ -26,6 +26,7 @@
 
 use sluice_block::BlockLayer;
 use sluice_core::Nanos;
+use sluice_fio::Owner;
 pub(crate) use sluice_uring::{Doorbell, RingPort};
 
 use crate::ptime::PolicyTime;
@@ -43,17 +44,24 @@ pub(crate) struct DevState {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Outgoing {
     pub tag: u32,
-    /// The worker's request slot (its buffer).
-    pub slot: u32,
+    /// Whose buffer the piece moves.
+    pub buf: OutBuf,
     pub op: sluice_core::Op,
     /// A write with force unit access (durable when it completes).
     pub fua: bool,
     /// Device address space offset of the piece.
     pub offset: u64,
     pub len: u32,
-    /// A piece of the page cache's own I/O: its buffer's address (0 for a flush) and
-    /// its file's base; `None` for a job's request (its slot's buffer).
-    pub front: Option<(usize, u64)>,
+}
+
+/// The buffer of an outgoing piece, by the owner of its request ([`Owner`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OutBuf {
+    /// A job's request: the worker's request slot (its registered buffer).
+    Slot(u32),
+    /// The buffered front's own I/O: its buffer's address (0 for a flush) and its
+    /// file's base in the address space.
+    Front { addr: usize, base: u64 },
 }
 
 impl DevState {
@@ -87,28 +95,27 @@ impl DevState {
             |tag| {
                 let p = block.piece(tag);
                 let token = block.request(p.req.id).token;
-                let front = (token & sluice_cache::front::FRONT_TOKEN != 0).then(|| {
-                    let f = &mut front
-                        .as_mut()
-                        .expect("front requests come from the cache")
-                        .front;
-                    let base = f
-                        .device_file(token)
-                        .expect("a front request in flight")
-                        .base;
-                    let buf = f
-                        .device_buf(token, p.req.offset)
-                        .map_or(0, |b| b.as_mut_ptr() as usize);
-                    (buf, base)
-                });
+                let buf = match Owner::of(token) {
+                    Owner::Job(slot) => OutBuf::Slot(slot),
+                    Owner::Front(seq) => {
+                        let f = &mut front
+                            .as_mut()
+                            .expect("front requests come from the cache")
+                            .front;
+                        let base = f.device_file(seq).expect("a front request in flight").base;
+                        let addr = f
+                            .device_buf(seq, p.req.offset)
+                            .map_or(0, |b| b.as_mut_ptr() as usize);
+                        OutBuf::Front { addr, base }
+                    }
+                };
                 out.push(Outgoing {
                     tag,
-                    slot: token as u32,
+                    buf,
                     op: p.req.op,
                     fua: p.req.fua,
                     offset: p.req.offset,
                     len: p.req.len,
-                    front,
                 });
             },
             wake,
@@ -153,13 +160,13 @@ mod tests {
         }
         let (mut out, mut wake) = (Vec::new(), Vec::new());
         dev.pump_and_take(0, 0, &mut out, &mut wake);
-        let got: Vec<(Op, bool, u32)> = out.iter().map(|o| (o.op, o.fua, o.slot)).collect();
+        let got: Vec<(Op, bool, OutBuf)> = out.iter().map(|o| (o.op, o.fua, o.buf)).collect();
         assert_eq!(
             got,
             vec![
-                (Op::Write, true, 0),
-                (Op::Write, false, 1),
-                (Op::Flush, false, 2)
+                (Op::Write, true, OutBuf::Slot(0)),
+                (Op::Write, false, OutBuf::Slot(1)),
+                (Op::Flush, false, OutBuf::Slot(2))
             ]
         );
     }

@@ -106,7 +106,7 @@ pub struct EngineConfig {
     /// at once, as fio does. Default 4.
     pub submit_batch: u32,
     /// The page cache of buffered jobs (`direct=0`; used only when a job is).
-    pub page_cache: sluice_cache::front::FrontConfig,
+    pub page_cache: sluice_fio::front::FrontConfig,
 }
 
 impl Default for EngineConfig {
@@ -122,7 +122,7 @@ impl Default for EngineConfig {
             ring_cap: None,
             wrr_weights: D2FQ_WEIGHTS,
             submit_batch: 4,
-            page_cache: sluice_cache::front::FrontConfig::default(),
+            page_cache: sluice_fio::front::FrontConfig::default(),
         }
     }
 }
@@ -309,7 +309,7 @@ pub fn run(
 /// Whether the buffered jobs can run through the page cache as configured.
 fn check_buffered(
     jobs: &[JobSpec],
-    cfg: &sluice_cache::front::FrontConfig,
+    cfg: &sluice_fio::front::FrontConfig,
 ) -> Result<(), EngineError> {
     cfg.cache
         .validate()
@@ -322,7 +322,7 @@ fn check_buffered(
             )));
         }
         let max_io = s.bs.read.max_len().max(s.bs.write.max_len());
-        sluice_cache::front::check_job(cfg, &s.name, max_io, s.offset + s.size)
+        sluice_fio::front::check_job(cfg, &s.name, max_io, s.offset + s.size)
             .map_err(EngineError::Buffered)?;
     }
     Ok(())
@@ -373,11 +373,11 @@ fn front_of(
     cfg: &EngineConfig,
     n_workers: usize,
 ) -> Result<Option<buffered::EngineFront>, EngineError> {
-    let mut front_files: Vec<sluice_cache::front::FrontFile> = Vec::new();
+    let mut front_files: Vec<sluice_fio::front::FrontFile> = Vec::new();
     for p in plans {
         for t in &p.threads {
             if jobs[t.job as usize].buffered && !front_files.iter().any(|f| f.base == t.base) {
-                front_files.push(sluice_cache::front::FrontFile {
+                front_files.push(sluice_fio::front::FrontFile {
                     base: t.base,
                     flow: job_flow[t.job as usize],
                     hwq: p.index as u16,

@@ -43,10 +43,11 @@ use sluice_workload::JobSpec;
 
 use crate::buf::{AlignedBuf, BUF_ALIGN};
 use crate::buffered::SlotData;
-use crate::device::{DevState, Doorbell, Outgoing};
+use crate::device::{DevState, Doorbell, OutBuf, Outgoing};
 use crate::error::EngineError;
 use crate::ring::new_ring;
-use sluice_cache::front::{FrontDone, FrontIo, FRONT_TOKEN};
+use sluice_fio::front::{FrontDone, FrontIo};
+use sluice_fio::Owner;
 
 mod buffered;
 mod kernel;
@@ -424,12 +425,12 @@ impl<'a> Worker<'a> {
                 let p = dev.block.piece(tag).req;
                 let ok = res >= 0 && (p.op == Op::Flush || res as u32 == p.len);
                 let token = dev.block.request(p.id).token;
-                if !ok && token & FRONT_TOKEN == 0 {
-                    self.note_error(token as u32, p.op, p.len, p.offset, res);
+                if let (false, Owner::Job(slot)) = (ok, Owner::of(token)) {
+                    self.note_error(slot, p.op, p.len, p.offset, res);
                 }
                 self.in_ring -= 1;
                 if let Some(f) = dev.complete(t_dev, tag, ok) {
-                    if f.token & FRONT_TOKEN != 0 {
+                    if let Owner::Front(_) = Owner::of(f.token) {
                         let ef = dev
                             .front
                             .as_mut()
@@ -442,7 +443,7 @@ impl<'a> Worker<'a> {
             }
         }
         for (r, slot) in self.new_reqs.drain(..) {
-            dev.block.submit(now, r, slot as u64);
+            dev.block.submit(now, r, Owner::Job(slot).token());
         }
         if let Some(ef) = dev.front.as_mut() {
             for io in self.new_front.drain(..) {

@@ -11,17 +11,24 @@
 //!   pacer and the size allow ([`sluice_workload::IoSource`]), `thinktime`, the
 //!   `runtime` end, `exitall`, stonewall groups, steady state (`ss_dur`), the verify
 //!   hooks ([`verify`]) and one sample per completed I/O, its class taken from the
-//!   block layer's completion.
+//!   block layer's completion;
+//! * [`front`]: the buffered front — fio's buffered jobs (`direct=0`) through the page
+//!   cache, between the job threads and the block layer;
+//! * [`Owner`]: who a block-layer request belongs to (a job or the front), the one
+//!   encoding of the block layer's token the worlds route completions by.
 //!
 //! Like the block layer it is clock-free: the world gives it the time and a [`Port`]
 //! (submit a request, wake a thread at an instant, end a job at an instant, take a
 //! sample) and hands it the completions. It never reads a clock, sleeps or spawns.
 #![warn(missing_docs, missing_debug_implementations)]
 
+pub mod front;
+mod owner;
 pub mod plan;
 mod runner;
 pub mod verify;
 
+pub use owner::Owner;
 pub use plan::{AddressPlan, PlannedThread};
 pub use runner::{Port, Runner, Scope, Submit, ThreadSetup, VerifyDone};
 pub use verify::Verifier;

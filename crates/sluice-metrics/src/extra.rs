@@ -51,7 +51,7 @@ pub struct Extra {
     pub fios: Option<FiosFigures>,
     /// The page cache of buffered fio jobs (`direct=0`), when a job was buffered.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub page_cache: Option<sluice_cache::front::FrontStats>,
+    pub page_cache: Option<sluice_cache::FrontStats>,
 }
 
 impl Extra {

@@ -26,7 +26,7 @@ pub struct SimConfig {
     pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     /// The page cache of buffered jobs (`direct=0`): its size, dirty limits and
     /// writeback (used only when a job is buffered).
-    pub page_cache: sluice_cache::front::FrontConfig,
+    pub page_cache: sluice_fio::front::FrontConfig,
 }
 
 impl Default for SimConfig {
@@ -38,7 +38,7 @@ impl Default for SimConfig {
             max_sim_ns: 24 * 3600 * 1_000_000_000,
             faults: FaultConfig::none(),
             stop: None,
-            page_cache: sluice_cache::front::FrontConfig::default(),
+            page_cache: sluice_fio::front::FrontConfig::default(),
         }
     }
 }

@@ -4,7 +4,7 @@ use sluice_block::{BlockLayer, Finished};
 use sluice_core::policy::Policy;
 use sluice_core::{FlowId, Nanos, Op};
 use sluice_device::{DeviceCompletion, DeviceProfile, NvmeSsd};
-use sluice_fio::{AddressPlan, Port, Runner, Scope, Submit, ThreadSetup};
+use sluice_fio::{AddressPlan, Owner, Port, Runner, Scope, Submit, ThreadSetup};
 use sluice_metrics::{
     Collector, DeviceFaults, Extra, PerClass, RunSetup, Sample, SimFacts, SteadyReport,
 };
@@ -52,7 +52,8 @@ impl Port for World<'_> {
             self.submit_buffered(s.thread, s.req, s.io);
             return;
         }
-        self.block.submit(self.now, s.req, s.thread as u64);
+        self.block
+            .submit(self.now, s.req, Owner::Job(s.thread).token());
     }
 
     fn wake_at(&mut self, thread: u32, at: Nanos) {
@@ -348,10 +349,9 @@ impl<'a> Sim<'a> {
         self.w.port.device.advance(now, &mut done);
         for c in done.drain(..) {
             if let Some(f) = self.w.block.piece_done(now, c.tag, c.ok) {
-                if sluice_cache::front::FRONT_TOKEN & f.token != 0 {
-                    self.w.front_finished(f);
-                } else {
-                    self.io_done(f.token as u32, &f);
+                match Owner::of(f.token) {
+                    Owner::Front(_) => self.w.front_finished(f),
+                    Owner::Job(t) => self.io_done(t, &f),
                 }
             }
         }

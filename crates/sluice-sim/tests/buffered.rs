@@ -1,9 +1,9 @@
 //! Buffered fio jobs (`direct=0`) through the page cache in the simulator: RCP's
 //! class-aware dirty limits, fsync, determinism and clear errors.
 
-use sluice_cache::front::FrontConfig;
 use sluice_core::policy::{self, PolicySpec};
 use sluice_device::DeviceProfile;
+use sluice_fio::front::FrontConfig;
 use sluice_sim::{run, SimConfig, SimError, SimOutput};
 use sluice_workload::{parse_str, ParseOptions};
 

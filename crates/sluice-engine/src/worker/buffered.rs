@@ -4,7 +4,7 @@
 
 #[allow(unused_imports)]
 use super::*;
-use sluice_cache::front::FrontOp;
+use sluice_fio::front::FrontOp;
 
 impl Worker<'_> {
     /// Thread I/O `r` (in slot `slot`, at byte `offset` of cache file `file`) of a

@@ -17,34 +17,38 @@ impl Worker<'_> {
         }
         for o in &self.outgoing {
             let (fd, buf, file_off, fixed);
-            if let Some((ptr, base)) = o.front {
-                // The page cache's own I/O: its file is open in this worker (the
-                // file's queue), its buffer is the cache's (not registered).
-                let th = self
-                    .threads
-                    .iter()
-                    .find(|t| t.file_base == base)
-                    .expect("a cache file's I/O goes to a worker that has it open");
-                // A FLUSH (the cache's fsync of the file) has no offset: it reaches
-                // here at offset 0, below any file but the first's base.
-                let off = if o.op == Op::Flush {
-                    0
-                } else {
-                    o.offset - base
-                };
-                (fd, file_off, buf, fixed) = (th.file, off, ptr as *mut u8, false);
-            } else {
-                let th = &self.threads[self.slot_thread[o.slot as usize] as usize];
-                fd = th.file;
-                file_off = o.offset - th.file_base;
-                // SAFETY: a piece lies inside its request, whose buffer is slot_len ≥ len.
-                buf = unsafe {
-                    self.region_ptr.add(
-                        o.slot as usize * self.slot_len
-                            + (o.offset - self.slot_offset[o.slot as usize]) as usize,
-                    )
-                };
-                fixed = self.fixed_bufs;
+            match o.buf {
+                OutBuf::Front { addr, base } => {
+                    // The page cache's own I/O: its file is open in this worker (the
+                    // file's queue), its buffer is the cache's (not registered).
+                    let th = self
+                        .threads
+                        .iter()
+                        .find(|t| t.file_base == base)
+                        .expect("a cache file's I/O goes to a worker that has it open");
+                    // A FLUSH (the cache's fsync of the file) has no offset: it reaches
+                    // here at offset 0, below any file but the first's base.
+                    let off = if o.op == Op::Flush {
+                        0
+                    } else {
+                        o.offset - base
+                    };
+                    (fd, file_off, buf, fixed) = (th.file, off, addr as *mut u8, None);
+                }
+                OutBuf::Slot(slot) => {
+                    let th = &self.threads[self.slot_thread[slot as usize] as usize];
+                    fd = th.file;
+                    file_off = o.offset - th.file_base;
+                    // SAFETY: a piece lies inside its request, whose buffer is
+                    // slot_len ≥ len.
+                    buf = unsafe {
+                        self.region_ptr.add(
+                            slot as usize * self.slot_len
+                                + (o.offset - self.slot_offset[slot as usize]) as usize,
+                        )
+                    };
+                    fixed = self.fixed_bufs.then_some(slot as u16);
+                }
             }
             let e = sluice_uring::sqe(&piece(o, fd, buf, file_off, fixed));
             // SAFETY: the buffer and the registered file stay valid until the CQE is
@@ -136,7 +140,14 @@ const _: () = assert!(BELL == sluice_uring::BELL);
 /// SQE itself is the io_uring layer's one mapping ([`sluice_uring::sqe`]: FLUSH =
 /// `fdatasync`, FUA = `RWF_DSYNC`), as in the runtime.
 #[inline]
-fn piece(o: &Outgoing, file: u32, buf: *mut u8, file_off: u64, fixed: bool) -> sluice_uring::Piece {
+/// The io_uring layer's piece for `o`: `fixed` is the registered buffer's index, if any.
+fn piece(
+    o: &Outgoing,
+    file: u32,
+    buf: *mut u8,
+    file_off: u64,
+    fixed: Option<u16>,
+) -> sluice_uring::Piece {
     sluice_uring::Piece {
         op: o.op,
         fua: o.fua,
@@ -144,7 +155,7 @@ fn piece(o: &Outgoing, file: u32, buf: *mut u8, file_off: u64, fixed: bool) -> s
         offset: file_off,
         buf,
         len: o.len,
-        buf_index: fixed.then_some(o.slot as u16),
+        buf_index: fixed,
         tag: o.tag,
     }
 }
@@ -170,14 +181,13 @@ mod tests {
         ] {
             let o = Outgoing {
                 tag: 9,
-                slot: 2,
+                buf: OutBuf::Slot(2),
                 op,
                 fua,
                 offset: 4096,
                 len: 512,
-                front: None,
             };
-            let v = inspect(&sqe(&piece(&o, 1, std::ptr::null_mut(), 4096, true)));
+            let v = inspect(&sqe(&piece(&o, 1, std::ptr::null_mut(), 4096, Some(2))));
             assert_eq!(v.meaning(), meaning(op, fua, true), "{op:?} fua {fua}");
             assert_eq!((v.opcode, v.op_flags), (code, flags), "{op:?} fua {fua}");
             assert_eq!(v.user_data, 9);
@@ -185,7 +195,7 @@ mod tests {
                 assert_eq!((v.buf_index, v.len, v.offset), (2, 512, 4096));
             }
             // The page cache's own I/O (not a registered buffer): the same flags.
-            let v = inspect(&sqe(&piece(&o, 1, std::ptr::null_mut(), 4096, false)));
+            let v = inspect(&sqe(&piece(&o, 1, std::ptr::null_mut(), 4096, None)));
             assert_eq!(v.meaning(), meaning(op, fua, false), "{op:?} fua {fua}");
             assert_eq!(v.op_flags, flags, "{op:?} fua {fua}");
         }

@@ -1,13 +1,13 @@
 //! Buffered jobs (`direct=0`) in the simulator: their I/Os go to the page cache's
-//! buffered front ([`sluice_cache::front`]), the same state machine the real engine
+//! buffered front ([`sluice_fio::front`]), the same state machine the real engine
 //! drives, which reads, writes back and flushes through the one block layer. Pages
 //! carry no data here (the simulator models time, not bytes).
 
 use sluice_block::{Finished, NewRequest};
-use sluice_cache::front::{
+use sluice_core::{FlowId, IoClass, Nanos, Op};
+use sluice_fio::front::{
     Front, FrontConfig, FrontDone, FrontFile, FrontIo, FrontOp, FrontStats, NoAlloc,
 };
-use sluice_core::{FlowId, IoClass, Nanos, Op};
 use sluice_workload::{IoSpec, JobSpec};
 
 use super::World;
@@ -49,7 +49,7 @@ impl Buffered {
             .map_err(|e| SimError::PageCache(e.to_string()))?;
         for s in specs.iter().filter(|s| s.buffered) {
             let max_io = s.bs.read.max_len().max(s.bs.write.max_len());
-            sluice_cache::front::check_job(cfg, &s.name, max_io, s.offset + s.size)
+            sluice_fio::front::check_job(cfg, &s.name, max_io, s.offset + s.size)
                 .map_err(SimError::PageCache)?;
         }
         let files = files

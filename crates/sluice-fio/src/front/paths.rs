@@ -4,8 +4,9 @@
 use sluice_block::{Meter, NewRequest};
 use sluice_core::{FlowId, IoClass, Nanos, Op};
 
-use super::{page_part, Alloc, Blocked, Cx, Dev, Front, FrontOp, IoBuf, Kind, FRONT_TOKEN};
-use crate::{FrameId, PageData, PageKey, PageRange, ReadDone, WriteCheck, PAGE};
+use super::{page_part, Alloc, Blocked, Cx, Dev, Front, FrontOp, IoBuf, Kind};
+use crate::Owner;
+use sluice_cache::{FrameId, PageData, PageKey, PageRange, ReadDone, WriteCheck, PAGE};
 
 impl<D: IoBuf, A: Alloc> Front<D, A> {
     /// Copy the part of job I/O `i` that page `index` (in frame `f`) holds.
@@ -123,7 +124,7 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
     ) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
-        let id = cx.block.submit(cx.now, r, seq | FRONT_TOKEN);
+        let id = cx.block.submit(cx.now, r, Owner::Front(seq).token());
         self.devs.insert(
             seq,
             Dev {

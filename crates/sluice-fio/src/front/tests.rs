@@ -8,7 +8,7 @@ use sluice_core::policy::{build, Dispatch, PolicySpec};
 use sluice_core::{Flow, FlowId, IoClass, Nanos, Op};
 
 use super::*;
-use crate::CacheConfig;
+use sluice_cache::CacheConfig;
 
 #[derive(Default)]
 struct VecAlloc;
@@ -128,11 +128,13 @@ impl Rig {
         }
         let (tag, req) = self.port.inflight.remove(0);
         self.now += 1000;
-        let token = self.block.request(req.id).token;
+        let crate::Owner::Front(seq) = crate::Owner::of(self.block.request(req.id).token) else {
+            panic!("only the front submits here");
+        };
         if req.op != Op::Flush {
             let buf = self
                 .front
-                .device_buf(token, req.offset)
+                .device_buf(seq, req.offset)
                 .expect("a data buffer");
             for k in 0..req.len as u64 {
                 let at = req.offset + k;
@@ -147,7 +149,6 @@ impl Rig {
             .block
             .piece_done(self.now, tag, true)
             .expect("one piece");
-        assert!(Front::<Data, VecAlloc>::owns(f.token));
         self.front
             .finished(self.now, &f, &mut self.block, &mut self.done);
         self.block.pump(self.now, &mut self.port);
@@ -269,7 +270,7 @@ fn with_class_limits_a_critical_writer_is_not_throttled_by_background_dirt() {
     // It pauses (Linux's balance_dirty_pages: a jiffy at least) while the flusher
     // writes back; when the pause ends it goes on.
     let pause_end = r.front.next_timer_ns().expect("the writer pauses");
-    assert!(pause_end >= r.now + crate::throttle::JIFFY_NS);
+    assert!(pause_end >= r.now + sluice_cache::throttle::JIFFY_NS);
     r.port.max = 64;
     r.block.pump(r.now, &mut r.port);
     while r.complete_one().is_some() {}

@@ -25,7 +25,7 @@
 //!   cached is read first (read-modify-write); a writer about to dirty new pages while
 //!   dirty + writeback pages are at its class's limit (RCP's class-aware dirty limits,
 //!   [`CacheConfig::dirty_limit`]) *pauses* for Linux's `balance_dirty_pages` time and
-//!   tries again ([`crate::throttle`], as the runtime's page cache does): the caller
+//!   tries again ([`sluice_cache::throttle`], as the runtime's page cache does): the caller
 //!   fires the pauses' ends ([`Front::next_timer_ns`], [`Front::fire_timer`]).
 //! * **fsync** (fio's `fsync=`, `fdatasync=`, `end_fsync`, `fsync_on_close`): starts
 //!   writeback of every dirty page of the file under the caller's class and flow,
@@ -42,28 +42,28 @@
 //!
 //! ## The protocol
 //! The client [`submit`](Front::submit)s each I/O of a buffered job with an id of its
-//! own; the front submits device requests to the block layer with tokens that have
-//! [`FRONT_TOKEN`] set; the client routes every [`Finished`] whose token has it to
+//! own; the front submits device requests to the block layer with the token of
+//! [`Owner::Front`]; the client routes every [`Finished`] whose token is one to
 //! [`Front::finished`]. Both calls push the job I/Os that completed to `done`. Data is
-//! optional: the simulator's jobs carry none ([`crate::NoData`] pages, `()` buffers),
+//! optional: the simulator's jobs carry none ([`sluice_cache::NoData`] pages, `()` buffers),
 //! the engine's carry their slot buffers.
 
 use std::collections::{HashMap, VecDeque};
 
-use crate::throttle::WritebackRate;
+use sluice_cache::throttle::WritebackRate;
 
 use sluice_block::{BlockLayer, Finished, Meter};
+use sluice_cache::{CacheConfig, PageCache};
+use sluice_cache::{PageData, PageKey, PAGE};
 use sluice_core::{FlowId, IoClass, Nanos, ReqId};
 
-use crate::{CacheConfig, CacheStats, PageCache};
-use crate::{PageData, PageKey, PAGE};
+pub use sluice_cache::FrontStats;
+
+use crate::Owner;
 
 mod paths;
 #[cfg(test)]
 mod tests;
-
-/// Tokens of the front's own device requests have this bit set.
-pub const FRONT_TOKEN: u64 = 1 << 63;
 
 /// The front's settings.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -129,14 +129,14 @@ pub trait Alloc {
     fn alloc(&mut self, len: usize) -> Self::Buf;
 }
 
-/// No data: buffers are [`crate::NoData`].
+/// No data: buffers are [`sluice_cache::NoData`].
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoAlloc;
 
 impl Alloc for NoAlloc {
-    type Buf = crate::NoData;
-    fn alloc(&mut self, _len: usize) -> crate::NoData {
-        crate::NoData
+    type Buf = sluice_cache::NoData;
+    fn alloc(&mut self, _len: usize) -> sluice_cache::NoData {
+        sluice_cache::NoData
     }
 }
 
@@ -175,22 +175,6 @@ pub struct FrontDone {
     pub dispatch_ns: Nanos,
     /// See `admit_ns`.
     pub device_done_ns: Nanos,
-}
-
-/// The front's counters beside the cache's.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct FrontStats {
-    /// The page cache's counters.
-    #[serde(flatten)]
-    pub cache: CacheStats,
-    /// Device reads issued (runs of pages).
-    pub device_reads: u64,
-    /// Device writes issued (runs of pages written back).
-    pub device_writes: u64,
-    /// Flushes issued by fsyncs.
-    pub flushes: u64,
-    /// Writebacks promoted to critical because a critical task waited on them.
-    pub promotions: u64,
 }
 
 #[derive(Debug)]
@@ -293,11 +277,6 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
         }
     }
 
-    /// Whether a block-layer token is one of the front's.
-    pub fn owns(token: u64) -> bool {
-        token & FRONT_TOKEN != 0
-    }
-
     /// The counters.
     pub fn stats(&self) -> FrontStats {
         FrontStats {
@@ -316,19 +295,19 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
         self.pending.len() - self.free.len()
     }
 
-    /// The buffer of the front's device request `token` from its byte `dev_offset`
-    /// (in the block layer's address space: a piece's offset) on, for the engine's
-    /// SQE; `None` for a flush, or without data.
-    pub fn device_buf(&mut self, token: u64, dev_offset: u64) -> Option<&mut [u8]> {
-        let d = self.devs.get_mut(&(token & !FRONT_TOKEN))?;
+    /// The buffer of the front's device request `seq` ([`Owner::Front`]) from its
+    /// byte `dev_offset` (in the block layer's address space: a piece's offset) on,
+    /// for the engine's SQE; `None` for a flush, or without data.
+    pub fn device_buf(&mut self, seq: u64, dev_offset: u64) -> Option<&mut [u8]> {
+        let d = self.devs.get_mut(&seq)?;
         let start = self.files[d.file as usize].base + d.first * PAGE;
         let at = dev_offset.checked_sub(start)? as usize;
         d.buf.as_mut()?.bytes_mut()?.get_mut(at..)
     }
 
-    /// The file of the front's device request `token`.
-    pub fn device_file(&self, token: u64) -> Option<FrontFile> {
-        let d = self.devs.get(&(token & !FRONT_TOKEN))?;
+    /// The file of the front's device request `seq` ([`Owner::Front`]).
+    pub fn device_file(&self, seq: u64) -> Option<FrontFile> {
+        let d = self.devs.get(&seq)?;
         Some(self.files[d.file as usize])
     }
 
@@ -370,7 +349,10 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
         self.kick(&mut cx);
     }
 
-    /// One of the front's device requests finished (its token has [`FRONT_TOKEN`]).
+    /// One of the front's device requests finished (its token is an [`Owner::Front`]).
+    ///
+    /// # Panics
+    /// If `f` is not one of the front's requests in flight.
     pub fn finished<M: Meter>(
         &mut self,
         now: Nanos,
@@ -378,7 +360,9 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
         block: &mut BlockLayer<M>,
         done: &mut Vec<FrontDone>,
     ) {
-        let seq = f.token & !FRONT_TOKEN;
+        let Owner::Front(seq) = Owner::of(f.token) else {
+            panic!("a job's request handed to the buffered front");
+        };
         let d = self.devs.remove(&seq).expect("a front request in flight");
         let times = (f.admit_ns, f.dispatch_ns, f.device_done_ns);
         let mut cx = Cx { now, block, done };
