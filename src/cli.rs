@@ -207,23 +207,31 @@ pub fn print_fios(
         out,
         "\nFIOS figures (slowdown = mean latency together / alone under none)"
     )?;
-    writeln!(
-        out,
-        "{:<16} {:<20} {:>9} {:>12} {:>11}",
-        "policy", "task", "slowdown", "proportional", "efficiency"
-    )?;
+    let mut t = sluice_metrics::Table::new(
+        &[
+            ("policy", false),
+            ("task", false),
+            ("slowdown", true),
+            ("proportional", true),
+            ("efficiency", true),
+        ],
+        false,
+    );
     for r in runs {
         let Some(f) = &r.extra.fios else {
             continue;
         };
-        for t in &f.tasks {
-            writeln!(
-                out,
-                "{:<16} {:<20} {:>9.2} {:>12.0} {:>11.2}",
-                r.policy, t.name, t.slowdown, f.proportional, f.concurrent_efficiency
-            )?;
+        for task in &f.tasks {
+            t.row(vec![
+                r.policy.clone(),
+                task.name.clone(),
+                format!("{:.2}", task.slowdown),
+                format!("{:.0}", f.proportional),
+                format!("{:.2}", f.concurrent_efficiency),
+            ]);
         }
     }
+    t.write(out)?;
     Ok(())
 }
 

@@ -47,6 +47,7 @@ mod lat;
 mod plot;
 mod report;
 mod table;
+mod text_table;
 
 pub use collector::{
     Collector, FlowInfo, JobInfo, RunSetup, Sample, DEFAULT_INTERVAL_NS, MAX_BINS,
@@ -64,6 +65,7 @@ pub use report::{
     FlowSeries, JobReport, LatReport, Percentiles, RunReport, SteadyReport, FIO_PERCENTILES,
 };
 pub use table::{fmt_count, fmt_mib, fmt_ns, print_table};
+pub use text_table::Table;
 
 pub use sluice_core::{IoClass, Nanos, Op};
 

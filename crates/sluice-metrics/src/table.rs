@@ -1,77 +1,9 @@
-//! Aligned text tables for the terminal.
+//! The run report as text tables: jobs, classes, flows and fairness.
 
 use crate::report::{DirReport, LatReport, RunReport};
 use std::io::{self, Write};
 
-/// A table of text cells; `None` rows are rules between groups.
-struct Table {
-    /// Whether rules between row groups are drawn (only useful with several runs).
-    groups: bool,
-    header: Vec<&'static str>,
-    /// Whether each column is right-aligned (numbers) or left-aligned (names).
-    right: Vec<bool>,
-    rows: Vec<Option<Vec<String>>>,
-}
-
-impl Table {
-    fn new(cols: &[(&'static str, bool)], groups: bool) -> Table {
-        Table {
-            groups,
-            header: cols.iter().map(|c| c.0).collect(),
-            right: cols.iter().map(|c| c.1).collect(),
-            rows: Vec::new(),
-        }
-    }
-
-    fn row(&mut self, cells: Vec<String>) {
-        debug_assert_eq!(cells.len(), self.header.len());
-        self.rows.push(Some(cells));
-    }
-
-    fn rule(&mut self) {
-        if self.groups && matches!(self.rows.last(), Some(Some(_))) {
-            self.rows.push(None);
-        }
-    }
-
-    fn write(&self, out: &mut dyn Write) -> io::Result<()> {
-        let width = |s: &str| s.chars().count();
-        let mut w: Vec<usize> = self.header.iter().map(|h| width(h)).collect();
-        for r in self.rows.iter().flatten() {
-            for (i, c) in r.iter().enumerate() {
-                w[i] = w[i].max(width(c));
-            }
-        }
-        let line = |out: &mut dyn Write, cells: &mut dyn Iterator<Item = &str>| {
-            let mut s = String::new();
-            for (i, c) in cells.enumerate() {
-                if i > 0 {
-                    s.push_str("  ");
-                }
-                let pad = " ".repeat(w[i] - width(c));
-                if self.right[i] {
-                    s.push_str(&pad);
-                    s.push_str(c);
-                } else {
-                    s.push_str(c);
-                    s.push_str(&pad);
-                }
-            }
-            writeln!(out, "{}", s.trim_end())
-        };
-        line(out, &mut self.header.iter().copied())?;
-        let total: usize = w.iter().sum::<usize>() + 2 * (w.len().saturating_sub(1));
-        let rule = "-".repeat(total);
-        writeln!(out, "{rule}")?;
-        for r in &self.rows {
-            match r {
-                Some(cells) => line(out, &mut cells.iter().map(String::as_str))?,
-                None => writeln!(out, "{rule}")?,
-            }
-        }
-        Ok(())
-    }
-}
+use crate::Table;
 
 /// A latency in ns with a unit chosen for readability: `850ns`, `97.3µs`, `1.25ms`, `2.00s`.
 pub fn fmt_ns(ns: f64) -> String {

@@ -258,30 +258,26 @@ pub fn suite(name: &str) -> Result<Suite, ReproError> {
 
 /// Format goals as an aligned pass/fail table.
 pub fn format_table(goals: &[Goal]) -> String {
-    let w_exp = goals
-        .iter()
-        .map(|g| g.experiment.len())
-        .max()
-        .unwrap_or(0)
-        .max(10);
-    let w_goal = goals.iter().map(|g| g.goal.len()).max().unwrap_or(0).max(4);
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "{:<w_exp$}  {:<w_goal$}  {:<4}  measured",
-        "experiment", "goal", "pass"
+    let mut t = sluice_metrics::Table::new(
+        &[
+            ("experiment", false),
+            ("goal", false),
+            ("pass", false),
+            ("measured", false),
+        ],
+        false,
     );
-    let _ = writeln!(s, "{}", "-".repeat(w_exp + w_goal + 20));
     for g in goals {
-        let _ = writeln!(
-            s,
-            "{:<w_exp$}  {:<w_goal$}  {:<4}  {}",
-            g.experiment,
-            g.goal,
-            if g.pass { "PASS" } else { "FAIL" },
-            g.measured
-        );
+        t.row(vec![
+            g.experiment.clone(),
+            g.goal.clone(),
+            if g.pass { "PASS" } else { "FAIL" }.into(),
+            g.measured.clone(),
+        ]);
     }
+    let mut out = Vec::new();
+    t.write(&mut out).expect("writing to memory");
+    let mut s = String::from_utf8(out).expect("cells are text");
     let passed = goals.iter().filter(|g| g.pass).count();
     let _ = writeln!(s, "{} passed, {} failed", passed, goals.len() - passed);
     s

@@ -9,6 +9,7 @@ use crate::buffer::{BufferProbe, BURST_QD};
 use crate::model::Model;
 use crate::validate::{self, GOAL_IOPS_MEAN};
 use crate::{Point, Summary};
+use sluice_metrics::Table;
 
 impl Calibration {
     /// The points, the figures and model, the bursts and the validation, one table after
@@ -38,32 +39,42 @@ fn print_grid(out: &mut dyn Write, points: &[Point]) -> std::io::Result<()> {
         out,
         "Measured points (steady state: the last windows agree; policy none, one worker)"
     )?;
-    let head = format!(
-        "{:<10} {:<14} {:>5} {:>3} {:>8} {:>8} {:>9} {:>9} {:>9} {:>4} {:>7}",
-        "part", "mix", "bs", "qd", "IOPS", "MiB/s", "lat mean", "p50", "p99", "win", "spread"
+    let mut t = Table::new(
+        &[
+            ("part", false),
+            ("mix", false),
+            ("bs", true),
+            ("qd", true),
+            ("IOPS", true),
+            ("MiB/s", true),
+            ("lat mean", true),
+            ("p50", true),
+            ("p99", true),
+            ("win", true),
+            ("spread", true),
+            ("", false),
+        ],
+        false,
     );
-    writeln!(out, "{head}")?;
-    writeln!(out, "{}", "-".repeat(head.chars().count()))?;
     for p in points {
-        writeln!(
-            out,
-            "{:<10} {:<14} {:>5} {:>3} {:>8.0} {:>8.1} {:>9} {:>9} {:>9} {:>4} {:>6.1}%{}",
-            p.role.name(),
+        t.row(vec![
+            p.role.name().to_string(),
             p.spec.mix_name(),
             fmt_size(Some(p.spec.bs))
                 .replace(" KiB", "k")
                 .replace(" B", ""),
-            p.spec.qd,
-            p.iops,
-            p.bw_bytes / (1 << 20) as f64,
+            p.spec.qd.to_string(),
+            format!("{:.0}", p.iops),
+            format!("{:.1}", p.bw_bytes / (1 << 20) as f64),
             fmt_ns(p.lat_mean_ns),
             fmt_ns(p.lat_p50_ns),
             fmt_ns(p.lat_p99_ns),
-            p.window_iops.len(),
-            p.spread * 100.0,
-            if p.steady { "" } else { " unsteady" }
-        )?;
+            p.window_iops.len().to_string(),
+            format!("{:.1}%", p.spread * 100.0),
+            if p.steady { "" } else { "unsteady" }.to_string(),
+        ]);
     }
+    t.write(out)?;
     Ok(())
 }
 
@@ -72,21 +83,24 @@ fn print_bursts(out: &mut dyn Write, p: &BufferProbe) -> std::io::Result<()> {
         out,
         "\nWrite bursts (4 KiB random writes, QD{BURST_QD}, each after a pause)"
     )?;
-    writeln!(
-        out,
-        "{:>9} {:>9} {:>10} {:>10}",
-        "burst", "IOPS", "mean", "p99"
-    )?;
+    let mut t = Table::new(
+        &[
+            ("burst", true),
+            ("IOPS", true),
+            ("mean", true),
+            ("p99", true),
+        ],
+        false,
+    );
     for b in &p.bursts {
-        writeln!(
-            out,
-            "{:>5} MiB {:>9.0} {:>10} {:>10}",
-            b.bytes >> 20,
-            b.iops,
+        t.row(vec![
+            format!("{} MiB", b.bytes >> 20),
+            format!("{:.0}", b.iops),
             fmt_ns(b.lat_mean_ns),
-            fmt_ns(b.lat_p99_ns)
-        )?;
+            fmt_ns(b.lat_p99_ns),
+        ]);
     }
+    t.write(out)?;
     writeln!(out, "{}", p.verdict)
 }
 
@@ -185,23 +199,24 @@ fn print_checks(out: &mut dyn Write, cal: &Calibration) -> std::io::Result<()> {
          the device's rounds ran {})",
         validate::describe_positions(&cal.validate_at, cal.points.len())
     )?;
-    let head = format!(
-        "{:<22} {:>9} {:>9} {:>7} {:>9} {:>9} {:>7} {:>9} {:>9} {:>7}  {:<38} {}",
-        "job",
-        "real IOPS",
-        "sim IOPS",
-        "err",
-        "real lat",
-        "sim lat",
-        "err",
-        "real p99",
-        "sim p99",
-        "err",
-        "device's rounds apart (IOPS/mean/p99)",
-        "grid → validation (IOPS)"
+    let mut t = Table::new(
+        &[
+            ("job", false),
+            ("real IOPS", true),
+            ("sim IOPS", true),
+            ("err", true),
+            ("real lat", true),
+            ("sim lat", true),
+            ("err", true),
+            ("real p99", true),
+            ("sim p99", true),
+            ("err", true),
+            ("device's rounds apart (IOPS/mean/p99)", false),
+            ("grid → validation (IOPS)", false),
+        ],
+        false,
     );
-    writeln!(out, "{head}")?;
-    writeln!(out, "{}", "-".repeat(head.chars().count()))?;
+    let pct = |e: f64| format!("{e:+.1}%");
     let mut moved = 0;
     for c in checks {
         let (ei, em, ep) = c.errors();
@@ -210,23 +225,22 @@ fn print_checks(out: &mut dyn Write, cal: &Calibration) -> std::io::Result<()> {
         if drift.is_some_and(|d| d.abs() > GOAL_IOPS_MEAN) {
             moved += 1;
         }
-        writeln!(
-            out,
-            "{:<22} {:>9.0} {:>9.0} {:>+6.1}% {:>9} {:>9} {:>+6.1}% {:>9} {:>9} {:>+6.1}%  {:<38} {}",
+        t.row(vec![
             c.job.label(),
-            c.real.iops,
-            c.sim.iops,
-            ei,
+            format!("{:.0}", c.real.iops),
+            format!("{:.0}", c.sim.iops),
+            pct(ei),
             fmt_ns(c.real.lat_mean_ns),
             fmt_ns(c.sim.lat_mean_ns),
-            em,
+            pct(em),
             fmt_ns(c.real.lat_p99_ns),
             fmt_ns(c.sim.lat_p99_ns),
-            ep,
+            pct(ep),
             format!("{si:.0}/{sm:.0}/{sp:.0}%"),
-            drift.map_or("-".into(), |d| format!("{d:+.1}%"))
-        )?;
+            drift.map_or("-".into(), pct),
+        ]);
     }
+    t.write(out)?;
     writeln!(
         out,
         "(the device's rounds apart: (max − min) / median of its rounds of the job; an \
