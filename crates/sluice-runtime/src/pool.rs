@@ -26,7 +26,7 @@ pub(crate) struct BufferPool {
     /// The region (the io_uring layer's page-aligned memory, which never moves).
     region: AlignedBuf,
     pub slot_len: usize,
-    count: u32,
+    pub(crate) count: u32,
     free: Mutex<Vec<u32>>,
 }
 
@@ -79,9 +79,13 @@ impl BufferPool {
         }
     }
 
-    /// The slots as the ring registers them.
-    pub(crate) fn iovecs(&self) -> Vec<libc::iovec> {
-        self.region.iovecs(self.slot_len)
+    /// Register the slots as `ring`'s fixed buffers (slot `i` is buffer index `i`).
+    ///
+    /// # Safety
+    /// The pool must outlive the ring's use of the registration.
+    pub(crate) unsafe fn register(&self, ring: &io_uring::IoUring) -> std::io::Result<usize> {
+        // SAFETY: the caller keeps the pool, and so its region, alive that long.
+        unsafe { sluice_uring::register_slots(ring, &self.region, self.slot_len) }
     }
 
     /// A free slot (its index and address), if any.

@@ -245,16 +245,14 @@ impl CoreRing {
             .register_files_sparse(MAX_FILES)
             .map_err(|e| format!("cannot register a file table with the ring: {e}"))?;
         if let Some(pool) = pool {
-            let iov = pool.iovecs();
             // SAFETY: the pool's region outlives the ring (the stack holds the pool until
             // every core's thread, and its ring, ended).
-            unsafe { ring.submitter().register_buffers(&iov) }.map_err(|e| {
+            unsafe { pool.register(&ring) }.map_err(|e| {
                 format!(
                     "cannot register the buffer pool ({} × {} bytes) with the ring: {e} \
                      (raise the locked-memory limit, `ulimit -l`, give a smaller \
                      StackBuilder::buffer_pool, or buffer_pool(0, 0) for none)",
-                    iov.len(),
-                    pool.slot_len
+                    pool.count, pool.slot_len
                 )
             })?;
         }

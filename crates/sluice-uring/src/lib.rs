@@ -38,7 +38,7 @@ pub mod sqe;
 pub use buf::{AlignedBuf, BUF_ALIGN};
 pub use doorbell::{doorbell_read, Doorbell, BELL};
 pub use port::{RingPort, BURST, D2FQ_WEIGHTS};
-pub use ring::{new_ring, ring_entries, ring_hint, submit, submit_and_wait};
+pub use ring::{new_ring, register_slots, ring_entries, ring_hint, submit, submit_and_wait};
 pub use sqe::{inspect, meaning, sqe, Meaning, Piece, SqeView};
 
 /// A ring or a doorbell could not be set up.

@@ -4,7 +4,7 @@ use std::io;
 
 use io_uring::{types, IoUring};
 
-use crate::UringError;
+use crate::{AlignedBuf, UringError};
 
 /// Create a ring with `entries` SQEs (and twice as many CQEs). Tries the flags that
 /// make a single-threaded submitter cheaper first — `SINGLE_ISSUER` (only this thread
@@ -27,6 +27,28 @@ pub fn new_ring(entries: u32) -> Result<IoUring, UringError> {
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => IoUring::new(entries).map_err(refused),
         Err(source) => Err(refused(source)),
     }
+}
+
+/// Register `region` cut into `slot_len`-byte slots as `ring`'s fixed buffers (slot
+/// `i` is buffer index `i`, as [`AlignedBuf::iovecs`] cuts it); the number of slots.
+/// More slots than a buffer index (`u16`) can name is refused with `EINVAL`; the
+/// kernel refuses more than the locked-memory limit (`ulimit -l`) allows.
+///
+/// # Safety
+/// `region` must outlive every use of the registration: keep it until the ring is
+/// dropped (or its buffers unregistered).
+pub unsafe fn register_slots(
+    ring: &IoUring,
+    region: &AlignedBuf,
+    slot_len: usize,
+) -> io::Result<usize> {
+    let iov = region.iovecs(slot_len);
+    if iov.len() > u16::MAX as usize + 1 {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    // SAFETY: the caller keeps the region alive as long as the registration.
+    unsafe { ring.submitter().register_buffers(&iov) }?;
+    Ok(iov.len())
 }
 
 /// Ring entries for a ring that holds at most `cap` commands, plus the read of its

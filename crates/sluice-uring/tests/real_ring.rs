@@ -6,7 +6,7 @@
 use std::os::fd::AsRawFd;
 
 use sluice_core::Op;
-use sluice_uring::{new_ring, sqe, Piece};
+use sluice_uring::{new_ring, register_slots, sqe, AlignedBuf, Piece};
 
 #[test]
 fn fua_writes_and_a_flush_complete_on_a_real_file() {
@@ -24,13 +24,19 @@ fn fua_writes_and_a_flush_complete_on_a_real_file() {
     ring.submitter()
         .register_files(&[file.as_raw_fd()])
         .unwrap();
-    let mut fixed = vec![0xA5u8; 4096];
-    let iov = [libc::iovec {
-        iov_base: fixed.as_mut_ptr() as *mut libc::c_void,
-        iov_len: fixed.len(),
-    }];
-    // SAFETY: `fixed` outlives the ring's use of it (every I/O is waited for below).
-    let registered = unsafe { ring.submitter().register_buffers(&iov) }.is_ok();
+    // Two registered slots of one page; the first is written from.
+    let mut region = AlignedBuf::new(2 * 4096);
+    region.as_mut_slice().fill(0xA5);
+    // SAFETY: `region` outlives the ring's use of it (every I/O is waited for below,
+    // and the ring is dropped first).
+    let registered = match unsafe { register_slots(&ring, &region, 4096) } {
+        Ok(n) => {
+            assert_eq!(n, 2);
+            true
+        }
+        Err(_) => false, // a locked-memory limit too low: the plain path below
+    };
+    let fixed = region.as_mut_ptr();
     let mut plain = vec![0x5Au8; 4096];
     let mut back = vec![0u8; 8192];
     let piece = |op, fua, offset, buf: *mut u8, len, buf_index, tag| Piece {
@@ -45,15 +51,7 @@ fn fua_writes_and_a_flush_complete_on_a_real_file() {
     };
     let steps = [
         // A FUA write from the registered buffer (plain when it could not be).
-        piece(
-            Op::Write,
-            true,
-            0,
-            fixed.as_mut_ptr(),
-            4096,
-            registered.then_some(0),
-            1,
-        ),
+        piece(Op::Write, true, 0, fixed, 4096, registered.then_some(0), 1),
         // A FUA write from a plain buffer.
         piece(Op::Write, true, 4096, plain.as_mut_ptr(), 4096, None, 2),
         // A write, then the FLUSH that covers it (submitted after it completed).
@@ -83,5 +81,5 @@ fn fua_writes_and_a_flush_complete_on_a_real_file() {
     let on_disk = std::fs::read(&path).unwrap();
     assert!(on_disk[16384..20480].iter().all(|&b| b == 0x5A));
     drop(ring);
-    drop(fixed);
+    drop(region);
 }

@@ -47,17 +47,9 @@ impl<'a> Worker<'a> {
         let mut region = AlignedBuf::new(slots * slot_len);
         region.fill_random(0xB0FF_0000 ^ plan.index as u64);
         let region_ptr = region.as_mut_ptr();
-        let iovecs: Vec<libc::iovec> = (0..slots)
-            .map(|i| libc::iovec {
-                // SAFETY: within the region.
-                iov_base: unsafe { region_ptr.add(i * slot_len) } as *mut libc::c_void,
-                iov_len: slot_len,
-            })
-            .collect();
         // SAFETY: the buffers live in `region`, which the worker owns and drops after
         // the ring (field order), so they outlive every registered use.
-        let fixed_bufs = slots <= u16::MAX as usize
-            && unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
+        let fixed_bufs = unsafe { sluice_uring::register_slots(&ring, &region, slot_len) }.is_ok();
 
         // The page cache's files (their bases), in its order.
         let front_files: Vec<u64> = dev
