@@ -12,30 +12,22 @@ pub(super) fn invalid(origin: &str, field: &str, problem: String) -> ProfileErro
 }
 
 impl DeviceProfile {
-    /// Check every value's range. Errors name the field and say how to fix it.
+    /// Check every value's range. Errors name the field and say how to fix it; the
+    /// checks run in this order and the first that fails is the error.
     pub fn validate(&self) -> Result<(), ProfileError> {
         let o = self.name.as_str();
-        // Every number must be positive and below a bound that keeps the model's sums
-        // far from wrapping (a service time of 2^64 − 1 ns once "overflowed" into a
-        // device faster than `ull`).
-        let positive = |field: &str, v: u64, what: &str| -> Result<(), ProfileError> {
-            let (max, unit) = max_of(field);
-            if v == 0 {
-                Err(invalid(
-                    o,
-                    field,
-                    format!("is 0; it must be positive ({what})"),
-                ))
-            } else if v > max {
-                Err(invalid(
-                    o,
-                    field,
-                    format!("is {v}; it must be at most {max} {unit} ({what})"),
-                ))
-            } else {
-                Ok(())
-            }
-        };
+        self.check_nominal(o)?;
+        self.arbitration.validate(o)?;
+        self.check_controller(o)?;
+        self.check_media(o)?;
+        self.check_front_end(o)?;
+        self.check_parallel(o)?;
+        self.check_parts(o)?;
+        Ok(())
+    }
+
+    /// The profile's name, the controller's times and the nominal figures.
+    fn check_nominal(&self, o: &str) -> Result<(), ProfileError> {
         let c = &self.controller;
         for (field, v) in [
             ("controller.fetch_ns", c.fetch_ns),
@@ -59,21 +51,32 @@ impl DeviceProfile {
             ));
         }
         let n = &self.nominal;
-        positive("nominal.read_lat_qd1_ns", n.read_lat_qd1_ns, "nanoseconds")?;
-        positive("nominal.read_iops", n.read_iops, "I/Os per second")?;
         positive(
+            o,
+            "nominal.read_lat_qd1_ns",
+            n.read_lat_qd1_ns,
+            "nanoseconds",
+        )?;
+        positive(o, "nominal.read_iops", n.read_iops, "I/Os per second")?;
+        positive(
+            o,
             "nominal.write_lat_qd1_ns",
             n.write_lat_qd1_ns,
             "nanoseconds",
         )?;
-        positive("nominal.write_iops", n.write_iops, "I/Os per second")?;
-        positive("nominal.knee_qd", n.knee_qd as u64, "a queue depth")?;
+        positive(o, "nominal.write_iops", n.write_iops, "I/Os per second")?;
+        positive(o, "nominal.knee_qd", n.knee_qd as u64, "a queue depth")?;
         if let Some(b) = n.bandwidth_bytes {
-            positive("nominal.bandwidth_bytes", b, "bytes per second")?;
+            positive(o, "nominal.bandwidth_bytes", b, "bytes per second")?;
         }
-        self.arbitration.validate(o)?;
+        Ok(())
+    }
+
+    /// The controller's queues.
+    fn check_controller(&self, o: &str) -> Result<(), ProfileError> {
         let c = &self.controller;
         positive(
+            o,
             "controller.max_outstanding",
             c.max_outstanding as u64,
             "commands the controller holds, e.g. 128",
@@ -98,8 +101,14 @@ impl DeviceProfile {
                 ),
             ));
         }
+        Ok(())
+    }
+
+    /// The media's units, stripe and times.
+    fn check_media(&self, o: &str) -> Result<(), ProfileError> {
         let m = &self.media;
         positive(
+            o,
             "media.units",
             m.units as u64,
             "the number of parallel units, e.g. channels × dies",
@@ -112,29 +121,34 @@ impl DeviceProfile {
             ));
         }
         positive(
+            o,
             "media.stripe_bytes",
             m.stripe_bytes as u64,
             "bytes, e.g. 4096",
         )?;
         positive(
+            o,
             "media.read_ns",
             m.read_ns,
             "nanoseconds of unit time per read",
         )?;
         positive(
+            o,
             "media.write_ns",
             m.write_ns,
             "nanoseconds of unit time per write",
         )?;
         if let Some(e) = m.erase_ns {
-            positive("media.erase_ns", e, "nanoseconds to erase a flash block")?;
+            positive(o, "media.erase_ns", e, "nanoseconds to erase a flash block")?;
         }
         positive(
+            o,
             "media.unit_bandwidth_bytes",
             m.unit_bandwidth_bytes,
             "bytes per second",
         )?;
         positive(
+            o,
             "media.bus_bandwidth_bytes",
             m.bus_bandwidth_bytes,
             "bytes per second",
@@ -161,12 +175,19 @@ impl DeviceProfile {
         ] {
             if let Some(v) = v {
                 positive(
+                    o,
                     field,
                     v,
                     "bytes per second (omit it to use the read figure)",
                 )?;
             }
         }
+        Ok(())
+    }
+
+    /// The front end's form, batches and links.
+    fn check_front_end(&self, o: &str) -> Result<(), ProfileError> {
+        let m = &self.media;
         if let Some(b) = self.controller.batch_ns {
             if b == 0 || b > 1_000_000_000 {
                 return Err(invalid(
@@ -210,6 +231,7 @@ impl DeviceProfile {
                     ))
                 }
                 Some(v) => positive(
+                    o,
                     field,
                     v,
                     "bytes per second (the front end's transfer that overlaps no command processing)",
@@ -224,6 +246,12 @@ impl DeviceProfile {
                 "is missing; controller.front_end = \"additive_capped\" occupies the front end max(cmd_ns + len / media.link_bandwidth_bytes, len / media.bus_bandwidth_bytes), so give the link's rate in bytes per second (above media.bus_bandwidth_bytes for the ceiling to matter)".to_string(),
             ));
         }
+        Ok(())
+    }
+
+    /// Parallel units, read-after-write blocking, load exponents and the pool.
+    fn check_parallel(&self, o: &str) -> Result<(), ProfileError> {
+        let m = &self.media;
         if let Some(w) = m.write_parallel_units {
             if w == 0 || w > m.units || !w.is_multiple_of(m.write_units) {
                 return Err(invalid(
@@ -321,19 +349,28 @@ impl DeviceProfile {
                 ),
             ));
         }
+        Ok(())
+    }
+
+    /// The geometry, the write buffer, the service times and the flash model.
+    fn check_parts(&self, o: &str) -> Result<(), ProfileError> {
+        let m = &self.media;
         if let Some(g) = &m.geometry {
-            positive("media.geometry.channels", g.channels as u64, "a count")?;
+            positive(o, "media.geometry.channels", g.channels as u64, "a count")?;
             positive(
+                o,
                 "media.geometry.chips_per_channel",
                 g.chips_per_channel as u64,
                 "a count",
             )?;
             positive(
+                o,
                 "media.geometry.dies_per_chip",
                 g.dies_per_chip as u64,
                 "a count",
             )?;
             positive(
+                o,
                 "media.geometry.planes_per_die",
                 g.planes_per_die as u64,
                 "a count",
@@ -352,16 +389,19 @@ impl DeviceProfile {
         }
         if let Some(w) = &self.write_buffer {
             positive(
+                o,
                 "write_buffer.capacity_bytes",
                 w.capacity_bytes,
                 "bytes, e.g. 33554432",
             )?;
             positive(
+                o,
                 "write_buffer.ack_ns",
                 w.ack_ns,
                 "nanoseconds to buffer and acknowledge a write",
             )?;
             positive(
+                o,
                 "write_buffer.program_bytes",
                 w.program_bytes as u64,
                 "bytes written by one program, e.g. page × planes",
@@ -373,6 +413,28 @@ impl DeviceProfile {
         if let Some(f) = &self.flash {
             f.validate(o, m, self.write_buffer.is_some())?;
         }
+        Ok(())
+    }
+}
+
+/// Every number must be positive and below a bound that keeps the model's sums far
+/// from wrapping (a service time of 2^64 − 1 ns once "overflowed" into a device
+/// faster than `ull`).
+fn positive(o: &str, field: &str, v: u64, what: &str) -> Result<(), ProfileError> {
+    let (max, unit) = max_of(field);
+    if v == 0 {
+        Err(invalid(
+            o,
+            field,
+            format!("is 0; it must be positive ({what})"),
+        ))
+    } else if v > max {
+        Err(invalid(
+            o,
+            field,
+            format!("is {v}; it must be at most {max} {unit} ({what})"),
+        ))
+    } else {
         Ok(())
     }
 }
