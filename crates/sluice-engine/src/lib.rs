@@ -50,7 +50,9 @@ mod buffered;
 mod device;
 mod early;
 mod error;
+mod extra;
 mod files;
+mod groups;
 mod ptime;
 mod ring;
 mod worker;
@@ -58,22 +60,20 @@ mod worker;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Barrier, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use sluice_core::policy::{self, Policy, PolicySpec};
 use sluice_core::Nanos;
-use sluice_metrics::{
-    Collector, Extra, FileFact, IoErrorFact, PerClass, PolicyTiming, RealFacts, RunReport,
-    RunSetup, VerifyFact,
-};
+use sluice_metrics::{Collector, RunReport, RunSetup, VerifyFact};
 use sluice_workload::{flows_of, stonewall_groups, JobSpec};
 
 pub use error::EngineError;
 pub use files::{plan, FilePlan, FileSet, PlannedFile};
 
 use device::{DevState, Doorbell, RingPort};
-use ptime::{PolicyTime, OUTLIER_NS, TICK_SOURCE};
-use sluice_block::{BlockLayer, PolicyCall};
+use groups::{coordinate, worker_thread, GroupSync};
+use ptime::PolicyTime;
+use sluice_block::BlockLayer;
 /// The arbiter's default weights (sluice-uring's, D2FQ's base 6).
 pub use sluice_uring::D2FQ_WEIGHTS;
 use worker::{PlannedThread, Worker, WorkerCfg, WorkerPlan, WorkerResult};
@@ -491,102 +491,38 @@ pub fn run_with(
         early: early::EarlyEnd::new(jobs, &job_group),
     };
     let mut steady = early::SteadyChecks::new(jobs);
-    let barrier = Barrier::new(n_workers + 1);
-    let group_start = AtomicU64::new(0);
-    let done_in_group = AtomicUsize::new(0);
+    let sync = GroupSync {
+        barrier: Barrier::new(n_workers + 1),
+        start: AtomicU64::new(0),
+        done: AtomicUsize::new(0),
+        groups: n_groups,
+        workers: n_workers,
+    };
     let clock = || shared.origin.elapsed().as_nanos() as Nanos;
 
     let results: Vec<Result<WorkerResult, EngineError>> = std::thread::scope(|s| {
         let handles: Vec<_> = plans
             .iter()
             .map(|plan| {
-                let (shared, barrier, group_start, done_in_group, wcfg, dev, bells) = (
-                    &shared,
-                    &barrier,
-                    &group_start,
-                    &done_in_group,
-                    &wcfg,
-                    &dev,
-                    &bells[..],
-                );
-                let plan_index = plan.index;
+                let (shared, sync, wcfg, dev, bells) = (&shared, &sync, &wcfg, &dev, &bells[..]);
                 std::thread::Builder::new()
                     .name(format!("sluice-w{}", plan.index))
                     .spawn_scoped(s, move || {
                         let built = Worker::new(plan, jobs, wcfg, entries, shared, dev, bells);
-                        let mut worker = match built {
-                            Ok(w) => Some(w),
-                            Err(e) => {
-                                shared.abort.store(true, Ordering::Relaxed);
-                                for _ in 0..n_groups {
-                                    barrier.wait();
-                                    done_in_group.fetch_add(1, Ordering::AcqRel);
-                                    barrier.wait();
-                                }
-                                return Err(e);
-                            }
-                        };
-                        let mut err = None;
-                        for g in 0..n_groups {
-                            barrier.wait();
-                            if let (Some(w), None) = (worker.as_mut(), &err) {
-                                let start = group_start.load(Ordering::Acquire);
-                                // A panic here must still reach the barriers below, or
-                                // the other threads wait for this one for ever: it is
-                                // this worker's error, and the others stop.
-                                let ran =
-                                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                                        w.run_group(g, start)
-                                    }));
-                                let r = ran.unwrap_or_else(|p| {
-                                    Err(EngineError::WorkerPanic(plan_index, panic_text(&*p)))
-                                });
-                                if let Err(e) = r {
-                                    shared.abort.store(true, Ordering::Relaxed);
-                                    err = Some(e);
-                                }
-                            }
-                            done_in_group.fetch_add(1, Ordering::AcqRel);
-                            barrier.wait();
-                        }
-                        match err {
-                            Some(e) => Err(e),
-                            None => Ok(worker.take().expect("built").finish()),
-                        }
+                        worker_thread(built, plan.index, shared, sync)
                     })
                     .expect("spawn a worker thread")
             })
             .collect();
-
-        for g in 0..n_groups {
-            let start = clock();
-            {
-                let mut c = shared.collector.lock().expect("collector lock");
-                let members: Vec<usize> = (0..jobs.len()).filter(|&j| job_group[j] == g).collect();
-                if g == 0 {
-                    let first = members
-                        .iter()
-                        .map(|&j| jobs[j].startdelay_ns + jobs[j].ramp_ns)
-                        .min()
-                        .unwrap_or(0);
-                    c.set_window(start + first);
-                }
-                for &j in &members {
-                    c.set_job_window(j, start + jobs[j].startdelay_ns + jobs[j].ramp_ns);
-                }
-            }
-            group_start.store(start, Ordering::Release);
-            done_in_group.store(0, Ordering::Release);
-            barrier.wait();
-            while done_in_group.load(Ordering::Acquire) < n_workers {
-                let job_start = |j: usize| start + jobs[j].startdelay_ns;
-                steady.poll(clock(), g, &job_start, &shared.early);
-                progress(progress_of(jobs, &job_group, g, start, clock(), &shared));
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            barrier.wait();
-        }
-        progress(1.0);
+        coordinate(
+            jobs,
+            &job_group,
+            &sync,
+            &shared,
+            &mut steady,
+            &clock,
+            progress,
+        );
         handles
             .into_iter()
             .enumerate()
@@ -628,130 +564,8 @@ pub fn run_with(
         verify: job_verify(jobs, &ok),
     };
     let dev = dev.into_inner().expect("device lock");
-    fill_extra(&mut report, &ok, &dev, &stats, cfg, n_workers, fplan);
+    extra::fill_extra(&mut report, &ok, &dev, &stats, cfg, n_workers, fplan);
     Ok(EngineOutput { report, stats })
-}
-
-fn progress_of(
-    jobs: &[JobSpec],
-    job_group: &[usize],
-    g: usize,
-    group_start: Nanos,
-    now: Nanos,
-    sh: &Shared<'_>,
-) -> f64 {
-    let mut sum = 0.0;
-    let mut first_thread = 0usize;
-    for (j, s) in jobs.iter().enumerate() {
-        let threads = first_thread..first_thread + s.numjobs as usize;
-        first_thread = threads.end;
-        let f = if job_group[j] < g {
-            1.0
-        } else if job_group[j] > g {
-            0.0
-        } else {
-            let start = group_start + s.startdelay_ns;
-            let by_time = s.runtime_ns.map_or(0.0, |r| {
-                (now.saturating_sub(start) as f64 / (s.ramp_ns + r) as f64).min(1.0)
-            });
-            let by_size = if s.time_based {
-                0.0
-            } else {
-                let issued: u64 = threads.map(|t| sh.issued[t].load(Ordering::Relaxed)).sum();
-                issued as f64 / (s.size as f64 * s.numjobs as f64)
-            };
-            by_time.max(by_size).min(1.0)
-        };
-        sum += f;
-    }
-    sum / jobs.len().max(1) as f64
-}
-
-fn round6(x: f64) -> f64 {
-    (x * 1e6).round() / 1e6
-}
-
-fn fill_extra(
-    report: &mut RunReport,
-    res: &[WorkerResult],
-    dev: &DevState,
-    stats: &EngineStats,
-    cfg: &EngineConfig,
-    workers: usize,
-    plan: &FilePlan,
-) {
-    let block = &dev.block;
-    report.extra = Extra {
-        real: Some(RealFacts {
-            workers,
-            ring_entries: res.iter().map(|r| r.ring_entries).max().unwrap_or(0),
-            ring_cap: dev.port.cap(),
-            fixed_buffers: res.iter().all(|r| r.fixed_buffers),
-            directory: cfg.directory.display().to_string(),
-            files: plan
-                .files
-                .iter()
-                .map(|f| FileFact {
-                    path: f.path.display().to_string(),
-                    size: f.size,
-                    created: f.create,
-                    device: f.device,
-                    align: f.align as u64,
-                })
-                .collect(),
-            wall_ns: stats.wall_ns,
-            ios: stats.ios,
-            io_uring_enters: stats.enters,
-            cpu_user_ns: stats.cpu_user_ns,
-            cpu_sys_ns: stats.cpu_sys_ns,
-            cpu_ns_per_io: (stats.ios > 0)
-                .then(|| round6((stats.cpu_user_ns + stats.cpu_sys_ns) as f64 / stats.ios as f64)),
-            interrupted: stats.interrupted,
-            timing: policy_timing(&block.meter().report(), stats.ios),
-            arbiter_fetched_per_class: PerClass(dev.port.fetched),
-            arbiter_fast_path: dev.port.fast_path,
-            arbiter_wrr_weights: dev.port.weights,
-            io_errors: stats
-                .errors
-                .iter()
-                .map(|(j, n, first)| IoErrorFact {
-                    job: j.clone(),
-                    count: *n,
-                    first: first.clone(),
-                })
-                .collect(),
-            verify: stats.verify.clone(),
-        }),
-        page_cache: dev.front.as_ref().map(|f| f.front.stats()),
-        ..Extra::from_block("io_uring", cfg.seed, block)
-    };
-}
-
-/// The time spent inside policy calls (see [`ptime`]): ns per I/O (the brackets' own
-/// cost subtracted, and raw), per call kind, calls per I/O, the bracket's cost per call
-/// and per I/O, and the calls left out as preemptions.
-fn policy_timing(t: &ptime::PolicyTimeReport, ios: u64) -> PolicyTiming {
-    let total_calls: u64 = t.calls.iter().sum();
-    let per_io = |x: f64| (ios > 0).then(|| round6(x / ios as f64));
-    PolicyTiming {
-        policy_timing_clock: TICK_SOURCE.into(),
-        policy_timing_overhead_ns: round6(t.overhead_ns),
-        policy_timing_outliers: t.outliers,
-        policy_timing_outlier_ns: OUTLIER_NS,
-        policy_calls: total_calls,
-        policy_ns_per_io: per_io(t.ns.iter().sum()),
-        policy_ns_per_io_raw: per_io(t.raw_ns.iter().sum()),
-        policy_calls_per_io: per_io(total_calls as f64),
-        policy_timing_cost_ns_per_io: per_io(total_calls as f64 * t.overhead_ns),
-        policy_ns_per_io_by_call: if ios > 0 {
-            PolicyCall::ALL
-                .iter()
-                .map(|k| (k.name().to_string(), round6(t.ns[k.index()] / ios as f64)))
-                .collect()
-        } else {
-            Default::default()
-        },
-    }
 }
 
 /// A panic's message (a `String` or a `&str` payload), or an empty string.
