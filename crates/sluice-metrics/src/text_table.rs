@@ -51,7 +51,8 @@ impl Table {
         }
     }
 
-    /// Write the header, a rule and the rows; trailing spaces are trimmed.
+    /// Write the header, a rule and the rows; trailing spaces are trimmed. The rule
+    /// ends where the header does (a left-aligned last column may run past it).
     pub fn write(&self, out: &mut dyn Write) -> io::Result<()> {
         let width = |s: &str| s.chars().count();
         let mut w: Vec<usize> = self.header.iter().map(|h| width(h)).collect();
@@ -78,7 +79,16 @@ impl Table {
             writeln!(out, "{}", s.trim_end())
         };
         line(out, &mut self.header.iter().copied())?;
-        let total: usize = w.iter().sum::<usize>() + 2 * (w.len().saturating_sub(1));
+        // The rule spans the columns up to the last header: a long free-text last
+        // column (a goal's measured detail) does not stretch it across the screen.
+        let last = w.len().saturating_sub(1);
+        let total: usize = w[..last].iter().sum::<usize>()
+            + 2 * last
+            + if self.right.get(last) == Some(&true) {
+                w[last]
+            } else {
+                self.header.get(last).map_or(0, |h| width(h))
+            };
         let rule = "-".repeat(total);
         writeln!(out, "{rule}")?;
         for r in &self.rows {
