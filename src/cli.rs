@@ -496,6 +496,49 @@ pub fn check_log_prefixes(jobs: &[JobSpec]) -> Result<(), CliError> {
     Ok(())
 }
 
+/// Wall time beyond which a simulation is refused without `--allow-long`.
+pub const LONG_RUN_SECS: f64 = 3600.0;
+
+/// Refuse a simulation that would take more than [`LONG_RUN_SECS`] of wall time
+/// (`runs` runs of `jobs`, see [`sluice_sim::estimate`]) unless `allow_long`; say the
+/// estimate of one that takes more than a minute (unless `quiet`).
+pub fn check_work(
+    jobs: &[JobSpec],
+    profile: &sluice_device::DeviceProfile,
+    runs: usize,
+    cap_ns: u64,
+    allow_long: bool,
+    quiet: bool,
+) -> Result<(), CliError> {
+    let w = sluice_sim::estimate::estimate(jobs, profile, cap_ns);
+    let (ios, secs) = (w.ios * runs as f64, w.wall_secs() * runs as f64);
+    let human = if secs >= 3600.0 {
+        format!("{:.1} hours", secs / 3600.0)
+    } else {
+        format!("{:.0} minutes", (secs / 60.0).ceil())
+    };
+    let why = if w.capped {
+        " (a job with neither a size bound nor `runtime=` runs until the one-day \
+         simulated-time cap)"
+    } else {
+        ""
+    };
+    if secs > LONG_RUN_SECS && !allow_long {
+        return Err(CliError::Usage(format!(
+            "this simulation would do up to {ios:.3e} I/Os{why}, about {human} of wall time \
+             at {:.0} M simulated I/Os a second over {runs} run(s); bound it with `runtime=`, \
+             a smaller `size=`/`loops=`/`number_ios=`, or pass --allow-long to run it anyway",
+            sluice_sim::estimate::SIM_IOS_PER_SEC / 1e6
+        )));
+    }
+    if secs > 60.0 && !quiet {
+        eprintln!(
+            "sluice: this simulation may do up to {ios:.3e} I/Os, about {human} of wall time{why}"
+        );
+    }
+    Ok(())
+}
+
 /// A progress bar on stderr for the long-running subcommands: `{prefix} [bar] N%
 /// elapsed/eta`. Callers show it only on a terminal and only once a run has taken more
 /// than a second.

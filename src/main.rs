@@ -83,6 +83,12 @@ struct SimArgs {
     /// efficiency (FIOS Eq. 2).
     #[arg(long)]
     alone: bool,
+    /// Run even when the simulation would take more than an hour of wall time. Before a
+    /// run, sluice bounds its simulated I/Os from the jobs' sizes, loops, runtimes and
+    /// rate caps and the device's nominal IOPS, and refuses what would take longer at
+    /// about a million I/Os a second (docs/limits.md).
+    #[arg(long)]
+    allow_long: bool,
     /// Scheduling policy `NAME[:key=value,...]`; repeat the flag or give a comma list
     /// (`none,d2fq:mode=static`) to run the same job under each, side by side.
     /// Default: `none` for a job file; for the embedded default job, `none,ld,rcp` —
@@ -228,6 +234,14 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
         page_cache: args.cache.front_config()?,
         ..SimConfig::default()
     };
+    sluice::cli::check_work(
+        &jobs,
+        &profile,
+        specs.len() * if args.alone { 2 } else { 1 },
+        cfg.max_sim_ns,
+        args.allow_long,
+        args.out.quiet,
+    )?;
     let show_progress = !args.out.quiet && std::io::stderr().is_terminal();
     let (mut reports, _) =
         sluice::cli::each_policy(&specs, "sim", show_progress, &stop, |spec, progress| {

@@ -448,3 +448,24 @@ fn out_of_range_options_are_refused_with_the_range_not_clamped() {
         &["'foo'", "it takes", "tau_l"],
     );
 }
+
+/// Issue 42, item 9: a job that would simulate for hours is refused before it starts,
+/// with the estimate and how to bound it; `--allow-long` is the way past (checked here
+/// only in that it is accepted: the run itself would take hours).
+#[test]
+fn a_simulation_of_hours_is_refused_with_its_estimate() {
+    let dir = tempfile::tempdir().unwrap();
+    let endless = write(
+        dir.path(),
+        "loops.fio",
+        "[r]\nrw=randread\nbs=4k\nsize=1m\nloops=4294967295\n",
+    );
+    refused(
+        &sluice(&["sim", &endless, "-q"]),
+        &["hours of wall time", "one-day", "runtime=", "--allow-long"],
+    );
+    // The same job bounded by its runtime runs (and says nothing of an estimate).
+    let out = sluice(&["sim", &endless, "-q", "--set", "runtime=10ms"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("wall time"), "{}", stderr(&out));
+}

@@ -26,6 +26,7 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 mod config;
+pub mod estimate;
 pub mod events;
 mod port;
 mod sim;
