@@ -31,7 +31,8 @@ mod xattr;
 
 use crate::attr::attr;
 use crate::class::Classifier;
-use crate::data::{attr_after, DataFile, Hub, Job};
+use crate::data::{attr_after, DataFile};
+use crate::hub::{Hub, Job};
 use crate::node::Nodes;
 use crate::sys::{self, check, component};
 
@@ -62,6 +63,8 @@ pub struct SluiceFs {
     next_fh: AtomicU64,
     /// The backing file system takes `O_DIRECT`.
     direct: bool,
+    /// The stack has a page cache (`--cache`).
+    cache: bool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -74,6 +77,7 @@ impl SluiceFs {
         hub: Arc<Hub>,
         classes: Classifier,
         direct: bool,
+        cache: bool,
     ) -> Result<SluiceFs, Errno> {
         Ok(SluiceFs {
             nodes: Nodes::new(root)?,
@@ -84,6 +88,7 @@ impl SluiceFs {
             dirs: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
             direct,
+            cache,
         })
     }
 }
@@ -431,7 +436,7 @@ impl Filesystem for SluiceFs {
         fh: FileHandle,
         offset: u64,
         size: u32,
-        _flags: OpenFlags,
+        flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
@@ -439,12 +444,14 @@ impl Filesystem for SluiceFs {
         match self.handle(fh) {
             Ok((df, _)) => {
                 let who = self.classes.who(req.pid());
+                let cached = self.cached(&df, flags.0);
                 self.hub.submit_at(
                     &who,
                     Job::Read {
                         df,
                         off: offset,
                         size,
+                        cached,
                         reply,
                     },
                     t0,
@@ -470,6 +477,7 @@ impl Filesystem for SluiceFs {
             Ok((df, sync)) => {
                 let who = self.classes.who(req.pid());
                 let sync = sync || flags.0 & (libc::O_SYNC | libc::O_DSYNC) != 0;
+                let cached = self.cached(&df, flags.0);
                 self.hub.submit(
                     &who,
                     Job::Write {
@@ -477,6 +485,7 @@ impl Filesystem for SluiceFs {
                         off: offset,
                         data: data.to_vec(),
                         sync,
+                        cached,
                         reply,
                     },
                 );
@@ -493,7 +502,8 @@ impl Filesystem for SluiceFs {
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        // Nothing is buffered in the daemon: every write has reached the backing file.
+        // As Linux's close(2) on a local file system: dirty pages of the page cache
+        // stay for the flusher (the last close of the file writes them back).
         reply.ok();
     }
 

@@ -12,9 +12,11 @@
 //! flow and class: IOPS, bandwidth, latency percentiles and breakdown) is returned.
 
 mod attr;
+mod cached;
 mod class;
 mod data;
 mod fs;
+mod hub;
 mod lock;
 mod node;
 mod stats;
@@ -46,7 +48,14 @@ pub struct MountOptions {
     pub nice: Option<i32>,
     /// The live view's interval (`--stats`): per class, IOPS, MiB/s, p50/p99 to stderr.
     pub stats: Option<Duration>,
+    /// The page cache's size in bytes (`--cache`; 0: none, every data I/O direct).
+    pub cache: u64,
 }
+
+/// `--cache`'s default: 256 MiB of 4 KiB pages.
+pub const DEFAULT_CACHE: u64 = 256 << 20;
+/// The smallest page cache (16 pages, the runtime's minimum).
+pub const MIN_CACHE: u64 = 64 << 10;
 
 /// Why the mount could not be made or served: what, where, how to fix it.
 #[derive(Debug, thiserror::Error)]
@@ -163,6 +172,12 @@ pub fn preflight(o: &MountOptions) -> Result<(), MountError> {
     if o.cores == 0 {
         return Err(usage("--cores 0: give at least 1"));
     }
+    if o.cache != 0 && o.cache < MIN_CACHE {
+        return Err(usage(format!(
+            "--cache {}: give 0 (no page cache: all data I/O direct) or at least 64k",
+            o.cache
+        )));
+    }
     Ok(())
 }
 
@@ -238,20 +253,28 @@ pub fn serve(
         set_nice(n);
     }
     // The stack, on its own thread (its cores are threads of their own).
-    let hub = Arc::new(data::Hub::new(o.stats));
+    let hub = Arc::new(hub::Hub::new(o.stats));
     let (built_tx, built_rx) = mpsc::channel::<Result<(), String>>();
     let stack_thread = {
         let hub = hub.clone();
         let (backing, policy, cores) = (o.backing.clone(), o.policy.clone(), o.cores);
+        let pages = (o.cache / sluice_runtime::IO_ALIGN as u64) as usize;
         std::thread::Builder::new()
             .name("sluice-stack".into())
             .spawn(move || -> Result<RunReport, String> {
-                let stack = sluice_runtime::Stack::builder()
+                let mut b = sluice_runtime::Stack::builder()
                     .directory(&backing)
                     .policy(&policy)
-                    .cores(cores)
-                    .build()
-                    .map_err(|e| e.to_string());
+                    .cores(cores);
+                if pages > 0 {
+                    // RCP's class-aware dirty limits (1 % of the pages for non-critical
+                    // writers, 20 % for critical ones), the flusher as non-critical.
+                    b = b.cache(sluice_runtime::CacheConfig {
+                        pages,
+                        ..Default::default()
+                    });
+                }
+                let stack = b.build().map_err(|e| e.to_string());
                 let stack = match stack {
                     Ok(s) => {
                         let _ = built_tx.send(Ok(()));
@@ -263,7 +286,7 @@ pub fn serve(
                     }
                 };
                 let out = stack
-                    .run(move || data::dispatcher(hub, cores))
+                    .run(move || hub::dispatcher(hub, cores))
                     .map_err(|e| e.to_string())?;
                 Ok(out.report)
             })
@@ -278,15 +301,21 @@ pub fn serve(
         return Err(usage(format!("--policy {}: {why}", o.policy)));
     }
 
-    let fs = fs::SluiceFs::new(root, hub.clone(), class::Classifier::new(rules), direct).map_err(
-        |e| {
-            MountError::Failed(format!(
-                "BACKING {}: {}",
-                o.backing.display(),
-                errno_text(e)
-            ))
-        },
-    )?;
+    let cache = o.cache > 0;
+    let fs = fs::SluiceFs::new(
+        root,
+        hub.clone(),
+        class::Classifier::new(rules),
+        direct,
+        cache,
+    )
+    .map_err(|e| {
+        MountError::Failed(format!(
+            "BACKING {}: {}",
+            o.backing.display(),
+            errno_text(e)
+        ))
+    })?;
     let mut cfg = fuser::Config::default();
     cfg.mount_options = vec![
         fuser::MountOption::FSName(format!("sluice:{}", o.backing.display())),

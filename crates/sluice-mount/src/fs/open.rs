@@ -65,7 +65,9 @@ impl SluiceFs {
             size: Mutex::new(size),
             locks: Arc::default(),
             writable,
+            cache: self.cache,
         });
+        self.hub.register(&df);
         let old = files.insert(node.key, (df.clone(), 1));
         if let Some((old, n)) = old {
             // Its opens keep their handles (moved to their own key); it closes with
@@ -88,7 +90,7 @@ impl SluiceFs {
             e.1 -= 1;
             if e.1 == 0 {
                 let (df, _) = files.remove(&key).expect("present");
-                self.hub.close(df.file);
+                self.hub.close(df);
             }
         }
     }
@@ -98,6 +100,15 @@ impl SluiceFs {
             .get(&fh.0)
             .map(|h| (h.df.clone(), h.sync))
             .ok_or(Errno::EBADF)
+    }
+
+    /// Whether a read or write with the open's `flags` (as the kernel sends them with
+    /// each request: an `fcntl(F_SETFL, O_DIRECT)` counts) goes through the page cache:
+    /// the mount has one, the caller did not ask for `O_DIRECT`, and the file is open
+    /// for writing in the stack (a read-only descriptor, kept only when the backing
+    /// file refuses writing, reads directly).
+    pub(super) fn cached(&self, df: &DataFile, flags: i32) -> bool {
+        df.cache && df.writable && flags & libc::O_DIRECT == 0
     }
 
     pub(super) fn new_handle(&self, (df, key): (Arc<DataFile>, (u64, u64)), flags: i32) -> u64 {
