@@ -178,3 +178,7 @@ pub async fn close(df: Arc<DataFile>) {
     }
     let _ = df.file.close().await;
 }
+
+#[cfg(test)]
+#[path = "cached_tests.rs"]
+mod tests;

@@ -127,7 +127,7 @@ async fn read_blocks(
 
 /// The bytes of `[off, off + size)` up to the end of the file: the blocks read and the
 /// part of them to reply (no copy).
-async fn read(
+pub(crate) async fn read(
     df: &DataFile,
     off: u64,
     size: u32,

@@ -154,3 +154,12 @@ fn critical_workers_get_their_own_core() {
     assert_eq!(dealt, [1, 2, 1, 2]);
     assert_eq!(worker_core(IoClass::Critical, 3, &mut next), 0);
 }
+
+/// The direct path's write (for the buffered path's tests of coherence).
+pub(crate) async fn direct_write(
+    df: &DataFile,
+    off: u64,
+    data: &[u8],
+) -> (Result<usize, fuser::Errno>, ()) {
+    (write(df, off, data, false).await, ())
+}

@@ -260,7 +260,13 @@ impl Stack {
             )
         };
         if let Some(c) = cache {
-            sh.spawn(cache::flusher_ctx(), Box::pin(cache::flusher(c)));
+            // A real stack's tasks spawned here have their futures on this thread, which
+            // runs core 0: the flusher is placed there (in simulation, dealt as before).
+            let ctx = match &self.device {
+                DeviceChoice::Simulated(_) => cache::flusher_ctx(),
+                DeviceChoice::Directory(_) => cache::flusher_ctx().core(0),
+            };
+            sh.spawn(ctx, Box::pin(cache::flusher(c)));
         }
         Ok((sh, main_id, slot))
     }
