@@ -53,6 +53,17 @@ fn fio_verifies_its_data_through_the_mount() {
     }
     let end = m.unmount();
     assert!(end.ok, "{}", end.stderr);
+    // The buffered jobs went through the page cache: fio's verify pass read its
+    // pages back from it, and the flusher or fio's close wrote them back.
+    let cache = &end.json.as_ref().expect("the JSON report")["extra"]["runtime"]["cache"];
+    assert!(
+        cache["hits"].as_u64().unwrap_or(0) > 0,
+        "cache hits: {cache}"
+    );
+    assert!(
+        cache["writebacks"].as_u64().unwrap_or(0) > 0,
+        "writebacks: {cache}"
+    );
 }
 
 #[test]
@@ -294,21 +305,29 @@ fn enospc_from_the_backing_fs_reaches_the_caller() {
     let _u = Umount(&small);
     let mnt = dir.path().join("mnt");
     fs::create_dir(&mnt).unwrap();
-    let m = Mounted::on(small.clone(), mnt, &[]);
-    let mut f = File::create(m.m("big")).unwrap();
-    let chunk = vec![7u8; 256 << 10];
-    let mut err = None;
-    for _ in 0..16 {
-        if let Err(e) = f.write_all(&chunk) {
-            err = Some(e);
-            break;
+    // Direct (no page cache): the write that does not fit fails. Through the page
+    // cache: the writes land in the cache, and the fsync that writes them back fails.
+    for cache in ["0", "16m"] {
+        let m = Mounted::on(small.clone(), mnt.clone(), &["--cache", cache]);
+        let mut f = File::create(m.m("big")).unwrap();
+        let chunk = vec![7u8; 256 << 10];
+        let mut err = None;
+        for _ in 0..16 {
+            if let Err(e) = f.write_all(&chunk) {
+                err = Some(e);
+                break;
+            }
         }
+        if cache != "0" && err.is_none() {
+            err = f.sync_all().err();
+        }
+        let e = err.expect("a 4 MiB file does not fit a 1 MiB tmpfs");
+        assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "--cache {cache}: {e}");
+        drop(f);
+        let end = m.unmount();
+        assert!(end.ok, "{}", end.stderr);
+        fs::remove_file(small.join("big")).unwrap();
     }
-    let e = err.expect("a 4 MiB file does not fit a 1 MiB tmpfs");
-    assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
-    drop(f);
-    let end = m.unmount();
-    assert!(end.ok, "{}", end.stderr);
 }
 
 #[test]

@@ -176,6 +176,8 @@ pub async fn close(df: Arc<DataFile>) {
             );
         }
     }
+    // Its pages are of no use to a later open (which gets a new file of the stack).
+    df.file.forget_cached(None);
     let _ = df.file.close().await;
 }
 
