@@ -12,7 +12,8 @@ use crate::{cstr, in_child, pattern};
 
 #[test]
 fn open_flags_and_unaligned_io_match_the_backing_file() {
-    let Some(m) = Mounted::new(&["--policy", "none"]) else {
+    // The direct path (no page cache): the backing file is checked while mounted.
+    let Some(m) = Mounted::new(&["--policy", "none", "--cache", "0"]) else {
         return;
     };
     // O_EXCL
@@ -136,7 +137,8 @@ fn open_flags_and_unaligned_io_match_the_backing_file() {
 
 #[test]
 fn sparse_files_truncate_and_fallocate() {
-    let Some(m) = Mounted::new(&["--policy", "none"]) else {
+    // The direct path (no page cache): the backing file is checked while mounted.
+    let Some(m) = Mounted::new(&["--policy", "none", "--cache", "0"]) else {
         return;
     };
     let p = m.m("sparse");
@@ -401,7 +403,8 @@ fn locks_permissions_and_ownership() {
 
 #[test]
 fn concurrent_unaligned_writes_to_shared_blocks_lose_nothing() {
-    let Some(m) = Mounted::new(&["--policy", "none"]) else {
+    // The direct path (no page cache): the backing file is checked while mounted.
+    let Some(m) = Mounted::new(&["--policy", "none", "--cache", "0"]) else {
         return;
     };
     // Eight threads write disjoint 100-byte slices of the same blocks, again and
@@ -536,8 +539,16 @@ fn buffered_io_goes_through_the_cache_coherent_with_direct_opens() {
     drop(f);
     let end = m.unmount();
     assert!(end.ok, "{}", end.stderr);
-    assert_eq!(fs::read(end_path(&end, "backing/mixed")).unwrap(), model);
-    assert_eq!(fs::read(end_path(&end, "backing/dirty")).unwrap(), dirty);
+    same(
+        &fs::read(end_path(&end, "backing/mixed")).unwrap(),
+        &model,
+        "mixed",
+    );
+    same(
+        &fs::read(end_path(&end, "backing/dirty")).unwrap(),
+        &dirty,
+        "dirty",
+    );
     assert!(
         cache_stat(&end, "hits") > 0,
         "reads were served by the cache"
@@ -546,6 +557,18 @@ fn buffered_io_goes_through_the_cache_coherent_with_direct_opens() {
         cache_stat(&end, "writebacks") > 0,
         "pages were written back"
     );
+}
+
+/// `got == want`, or where they part.
+fn same(got: &[u8], want: &[u8], what: &str) {
+    if got != want {
+        let at = got.iter().zip(want).position(|(a, b)| a != b);
+        panic!(
+            "{what} on BACKING: {} bytes, want {}; first difference at {at:?}",
+            got.len(),
+            want.len()
+        );
+    }
 }
 
 fn end_path(end: &crate::support::Ended, rel: &str) -> std::path::PathBuf {

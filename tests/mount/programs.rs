@@ -115,7 +115,16 @@ fn callers_classes_and_rules_reach_the_tables() {
          [[rule]]\ncomm = \"cat\"\nflow = \"readers\"\nweight = 7\n",
     )
     .unwrap();
-    let Some(m) = Mounted::new(&["--policy", "d2fq", "--classes", rules.to_str().unwrap()]) else {
+    // No page cache: the callers' own I/O reaches the device (with one, their writes
+    // reach it as the flusher's).
+    let Some(m) = Mounted::new(&[
+        "--policy",
+        "d2fq",
+        "--cache",
+        "0",
+        "--classes",
+        rules.to_str().unwrap(),
+    ]) else {
         return;
     };
     let dd = |class: &str, name: &str| {
@@ -286,7 +295,7 @@ fn enospc_from_the_backing_fs_reaches_the_caller() {
     let Some(m) = Mounted::new(&[]) else { return };
     // Remount: stop this one, put a 1 MiB tmpfs under a fresh BACKING.
     let end = m.unmount();
-    assert!(end.ok);
+    assert!(end.ok, "{}", end.stderr);
     let dir = tempfile::tempdir().unwrap();
     let small = dir.path().join("small");
     fs::create_dir(&small).unwrap();

@@ -85,6 +85,9 @@ pub async fn write(df: &DataFile, off: u64, data: &[u8], sync: bool) -> Result<u
     }
     {
         let _guard = lock_write(df, off, end).await;
+        if end > df.size() {
+            reserve(df, off, end)?;
+        }
         df.file
             .write_buffered(off, data)
             .await
@@ -102,6 +105,28 @@ pub async fn write(df: &DataFile, off: u64, data: &[u8], sync: bool) -> Result<u
         data::fsync(df, true).await?;
     }
     Ok(data.len())
+}
+
+/// Space for a write that extends the file, taken on the backing file system before
+/// the write enters the cache (`fallocate` with `KEEP_SIZE`): a full file system says
+/// `ENOSPC` to the `write(2)`, as ext4's delayed allocation does, not later to a
+/// writeback. A file system without `fallocate` reserves nothing.
+fn reserve(df: &DataFile, off: u64, end: u64) -> Result<(), Errno> {
+    let (a0, a1) = (floor(off), data::ceil(end));
+    // SAFETY: a plain system call on our descriptor.
+    let r = unsafe {
+        libc::fallocate(
+            df.fd.as_raw_fd(),
+            libc::FALLOC_FL_KEEP_SIZE,
+            a0 as i64,
+            (a1 - a0) as i64,
+        )
+    };
+    match sys::check(r) {
+        Ok(_) => Ok(()),
+        Err(e) if e == Errno::EOPNOTSUPP => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 /// `fsync`/`fdatasync` (see the module documentation).

@@ -2,23 +2,15 @@
 //! tasks on both cores sharing pages, coherence with the direct path, truncation of
 //! cached pages, fsync's length.
 
-use std::sync::Arc;
-
 use sluice_runtime::{spawn_on, TaskCtx};
 
 use super::{fsync, read, set_len, write};
 use crate::data::tests::with_file_cache;
 use crate::data::DataFile;
 
-fn direct_read(
-    df: &Arc<DataFile>,
-    off: u64,
-    size: u32,
-) -> impl std::future::Future<Output = Vec<u8>> + '_ {
-    async move {
-        let (b, r) = crate::data::read(df, off, size).await.unwrap();
-        b[r].to_vec()
-    }
+async fn direct_read(df: &DataFile, off: u64, size: u32) -> Vec<u8> {
+    let (b, r) = crate::data::read(df, off, size).await.unwrap();
+    b[r].to_vec()
 }
 
 #[test]

@@ -58,6 +58,8 @@ pub struct SluiceFs {
     classes: Classifier,
     /// Open data files by backing (device, inode), with their opens.
     files: Mutex<HashMap<(u64, u64), OpenData>>,
+    /// With a page cache: the files in `files` with no open, oldest first.
+    idle: Mutex<std::collections::VecDeque<(u64, u64)>>,
     handles: Mutex<HashMap<u64, Handle>>,
     dirs: Mutex<HashMap<u64, Vec<DirEntry>>>,
     next_fh: AtomicU64,
@@ -84,6 +86,7 @@ impl SluiceFs {
             hub,
             classes,
             files: Mutex::new(HashMap::new()),
+            idle: Mutex::new(std::collections::VecDeque::new()),
             handles: Mutex::new(HashMap::new()),
             dirs: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
@@ -266,8 +269,15 @@ impl Filesystem for SluiceFs {
         let r = (|| {
             let p = self.nodes.get(parent)?;
             let c = component(name)?;
+            let key = sys::stat_at(p.raw(), &c)
+                .ok()
+                .map(|st| (st.st_dev, st.st_ino));
             // SAFETY: valid descriptor and C string.
-            check(unsafe { libc::unlinkat(p.raw(), c.as_ptr(), 0) })
+            check(unsafe { libc::unlinkat(p.raw(), c.as_ptr(), 0) })?;
+            if let Some(k) = key {
+                self.gone(k);
+            }
+            Ok(())
         })();
         match r {
             Ok(_) => reply.ok(),
@@ -320,10 +330,18 @@ impl Filesystem for SluiceFs {
             let p = self.nodes.get(parent)?;
             let q = self.nodes.get(newparent)?;
             let (a, b) = (component(name)?, component(newname)?);
+            // The file a rename replaces loses a name (see `unlink`).
+            let over = sys::stat_at(q.raw(), &b)
+                .ok()
+                .map(|st| (st.st_dev, st.st_ino));
             // SAFETY: valid descriptors and C strings.
             check(unsafe {
                 libc::renameat2(p.raw(), a.as_ptr(), q.raw(), b.as_ptr(), flags.bits())
-            })
+            })?;
+            if let Some(k) = over {
+                self.gone(k);
+            }
+            Ok(())
         })();
         match r {
             Ok(_) => reply.ok(),

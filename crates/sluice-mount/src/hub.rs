@@ -10,7 +10,7 @@ use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex, Weak};
+use std::sync::{mpsc, Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
@@ -110,9 +110,10 @@ pub struct Hub {
     st: Mutex<HubState>,
     pub trace: Trace,
     pub stats: Stats,
-    /// The data files opened so far (their lengths are fixed on the backing files
-    /// before the stack stops, when it has a page cache).
-    files: Mutex<Vec<Weak<DataFile>>>,
+    /// The data files open in the stack (their lengths are fixed on the backing files
+    /// before the stack stops, when it has a page cache: the file system that kept
+    /// them is gone by then).
+    files: Mutex<Vec<Arc<DataFile>>>,
     /// Closes under way (their write-back running).
     closing: Arc<AtomicUsize>,
 }
@@ -211,12 +212,15 @@ impl Hub {
     /// Note a data file (see [`Hub::files`]).
     pub fn register(&self, df: &Arc<DataFile>) {
         let mut v = self.files.lock().unwrap_or_else(|e| e.into_inner());
-        v.retain(|w| w.strong_count() > 0);
-        v.push(Arc::downgrade(df));
+        v.push(df.clone());
     }
 
     /// The last open of `df` ended.
     pub fn close(&self, df: Arc<DataFile>) {
+        self.files
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|d| !Arc::ptr_eq(d, &df));
         self.control(Control::Close(df));
     }
 
@@ -293,10 +297,8 @@ async fn drain(hub: &Hub) {
     if let Err(e) = sluice_runtime::write_back_all().await {
         eprintln!("sluice mount: writing back the page cache at unmount: {e}");
     }
-    let open: Vec<Arc<DataFile>> = {
-        let v = hub.files.lock().unwrap_or_else(|e| e.into_inner());
-        v.iter().filter_map(Weak::upgrade).collect()
-    };
+    let open: Vec<Arc<DataFile>> =
+        std::mem::take(&mut *hub.files.lock().unwrap_or_else(|e| e.into_inner()));
     for df in open.iter().filter(|d| d.cache && d.writable) {
         if let Err(e) = crate::cached::fix_len(df).await {
             eprintln!(

@@ -314,54 +314,62 @@ impl File {
         // Admitted by the dirty limit (then written without a further wait, unless the
         // page changed state meanwhile).
         let mut admitted = false;
+        /// What the state machine said, done after letting go of it.
+        enum Step {
+            Wait(u64),
+            Read,
+            Admit,
+            Room,
+            Written { wake: bool },
+        }
         loop {
             // The check and the write it allows under one hold of the state machine:
             // on a real stack another core's task (the flusher) may start the page's
             // writeback between two holds.
-            let mut pc = cache.pc();
-            let check = pc.check_write(key, off, data.len());
-            match check {
-                WriteCheck::WaitWriteback(t) => {
-                    drop(pc);
-                    cache.wait_writeback(key, t).await
-                }
-                WriteCheck::NeedRead if key.index * PAGE < self.len() => {
-                    drop(pc);
+            let step = {
+                let mut pc = cache.pc();
+                let check = pc.check_write(key, off, data.len());
+                match check {
+                    WriteCheck::WaitWriteback(t) => Step::Wait(t),
                     // A partial write of a page not cached: read it in first.
-                    self.read_run(cache, key, 1, |_, _| {}).await?;
-                }
-                // Ready, or a partial page past the end of the file: a new zeroed page.
-                WriteCheck::Ready { .. } | WriteCheck::NeedRead => {
-                    let new_dirty = !matches!(check, WriteCheck::Ready { new_dirty: false });
-                    if new_dirty && !admitted {
-                        drop(pc);
-                        cache.admit_dirty().await;
-                        admitted = true;
-                        continue;
-                    }
-                    // Some(wake the flusher) when written; None: no room.
-                    let written = {
-                        let room = if pc.contains(key) {
+                    WriteCheck::NeedRead if key.index * PAGE < self.len() => Step::Read,
+                    // Ready, or a partial page past the end of the file: a new zeroed
+                    // page.
+                    WriteCheck::Ready { .. } | WriteCheck::NeedRead => {
+                        let new_dirty = !matches!(check, WriteCheck::Ready { new_dirty: false });
+                        if new_dirty && !admitted {
+                            Step::Admit
+                        } else if pc.contains(key) {
                             pc.write(key, off, data, None);
-                            true
+                            Step::Written {
+                                wake: pc.dirty_pages() > pc.config().background_pages(),
+                            }
                         } else if pc.reserve() {
                             pc.write(key, off, data, Some(DmaBuffer::unpooled(PAGE as usize)));
-                            true
-                        } else {
-                            false
-                        };
-                        room.then(|| pc.dirty_pages() > pc.config().background_pages())
-                    };
-                    drop(pc);
-                    match written {
-                        None => cache.wait_room().await,
-                        Some(wake) => {
-                            if wake {
-                                cache.work.notify_one();
+                            Step::Written {
+                                wake: pc.dirty_pages() > pc.config().background_pages(),
                             }
-                            return Ok(());
+                        } else {
+                            Step::Room
                         }
                     }
+                }
+            };
+            match step {
+                Step::Wait(t) => cache.wait_writeback(key, t).await,
+                Step::Read => {
+                    self.read_run(cache, key, 1, |_, _| {}).await?;
+                }
+                Step::Admit => {
+                    cache.admit_dirty().await;
+                    admitted = true;
+                }
+                Step::Room => cache.wait_room().await,
+                Step::Written { wake } => {
+                    if wake {
+                        cache.work.notify_one();
+                    }
+                    return Ok(());
                 }
             }
         }
