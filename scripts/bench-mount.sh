@@ -42,12 +42,11 @@ mount_it() { # POLICY [ARGS...]
 }
 unmount_it() { fusermount3 -u "$M"; wait "$pid" || true; pid=; }
 
-# The data file, laid out once on BACKING (1 GiB).
-[ -f "$B/data" ] || fio --name=lay --filename="$B/data" --size=1g --rw=write --bs=1m \
+# The data file, laid out once on BACKING (1 GiB), and the bulk writers' files.
+[[ " $PARTS " != *" direct "* && " $PARTS " != *" mixed "* ]] || [ -f "$B/data" ] || fio --name=lay --filename="$B/data" --size=1g --rw=write --bs=1m \
   --direct=1 --output=/dev/null
-# The bulk writers' files.
 for i in 1 2 3 4; do
-  [ -f "$B/bulk$i" ] || fio --name=lay --filename="$B/bulk$i" --size=256m --rw=write \
+  [[ " $PARTS " != *" mixed "* ]] || [ -f "$B/bulk$i" ] || fio --name=lay --filename="$B/bulk$i" --size=256m --rw=write \
     --bs=1m --direct=1 --output=/dev/null
 done
 
@@ -65,12 +64,15 @@ mixed() { # WHERE NAME
 }
 
 buffered() { # WHERE RW NAME [PRIOCLASS]
+  # invalidate=0: fio would drop the kernel's cached pages of the file first (the
+  # mount's cache ignores that), and the point is a warm cache on both sides.
   fio --name="$3" --filename="$1/bdata" --rw="$2" --bs=4k --direct=0 --ioengine=psync \
-    --time_based --runtime="$SECS" ${4:+--prioclass=$4} \
+    --invalidate=0 --time_based --runtime="$SECS" ${4:+--prioclass=$4} \
     --output-format=json --output="$OUT/$3.json"
 }
 warm() { # WHERE: read the file once (into the cache being measured)
-  fio --name=warm --filename="$1/bdata" --rw=read --bs=1m --direct=0 --output=/dev/null
+  fio --name=warm --filename="$1/bdata" --rw=read --bs=1m --direct=0 --invalidate=0 \
+    --output=/dev/null
 }
 
 if [[ " $PARTS " == *" direct "* ]]; then
