@@ -12,7 +12,8 @@
 #     on the mount through sluice's page cache (--cache 256m) against the kernel's own
 #     page cache on BACKING directly, ROUNDS alternating rounds (default 3), medians
 #     and the ratio mount/kernel; writes also as a critical writer (ionice -c1), whose
-#     dirty limit is RCP's 20 % instead of 1 %.
+#     dirty limit is RCP's 20 % instead of 1 %; and the same jobs on the mount with
+#     --cache 0 (each 4 KiB request direct to the backing file).
 # PARTS (default "direct mixed buffered") picks the parts to run.
 # Needs root (or fusermount3), fio, python3 and a built `target/release/sluice`.
 set -euo pipefail
@@ -96,6 +97,10 @@ if [[ " $PARTS " == *" buffered "* ]]; then
     buffered "$M" randwrite "buf-writec-mount-$r" 1
     unmount_it
     cp "$OUT/mount-rcp.json" "$OUT/buf-report-$r.json"
+    mount_it rcp --cache 0
+    buffered "$M" randread "buf-read-nocache-$r"
+    buffered "$M" randwrite "buf-write-nocache-$r"
+    unmount_it
     warm "$B"
     buffered "$B" randread "buf-read-kernel-$r"
     buffered "$B" randwrite "buf-write-kernel-$r"
@@ -115,8 +120,9 @@ if "buffered" in parts:
     print(f"{'run':<22}{'IOPS':>10}{'p50 us':>10}{'p99 us':>10}")
     med = {}
     for n, rw in [("buf-read-kernel", "read"), ("buf-read-mount", "read"),
+                  ("buf-read-nocache", "read"),
                   ("buf-write-kernel", "write"), ("buf-write-mount", "write"),
-                  ("buf-writec-mount", "write")]:
+                  ("buf-writec-mount", "write"), ("buf-write-nocache", "write")]:
         xs = [one(f"{n}-{r}", rw) for r in range(1, rounds + 1)]
         m = tuple(statistics.median(x[i] for x in xs) for i in range(3))
         med[n] = m
@@ -124,7 +130,9 @@ if "buffered" in parts:
               + " ".join(f"{x[0]:.0f}" for x in xs))
     print(f"ratio mount/kernel IOPS: reads {med['buf-read-mount'][0]/max(med['buf-read-kernel'][0],1):.2f}, "
           f"writes {med['buf-write-mount'][0]/max(med['buf-write-kernel'][0],1):.2f} "
-          f"(critical writer {med['buf-writec-mount'][0]/max(med['buf-write-kernel'][0],1):.2f})")
+          f"(critical writer {med['buf-writec-mount'][0]/max(med['buf-write-kernel'][0],1):.2f}); "
+          f"mount with/without its cache: reads {med['buf-read-mount'][0]/max(med['buf-read-nocache'][0],1):.2f}, "
+          f"writes {med['buf-write-mount'][0]/max(med['buf-write-nocache'][0],1):.2f}")
     for r in range(1, rounds + 1):
         c = json.load(open(os.path.join(out, f"buf-report-{r}.json")))["extra"]["runtime"]["cache"]
         print(f"round {r} cache: hits {c['hits']} misses {c['misses']} writebacks {c['writebacks']} "
