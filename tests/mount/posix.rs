@@ -537,6 +537,10 @@ fn buffered_io_goes_through_the_cache_coherent_with_direct_opens() {
     let dirty = pattern(9, 100_003);
     fs::write(m.m("dirty"), &dirty).unwrap();
     drop(f);
+    // 24 MiB through the 16 MiB cache (4096 pages): evictions, and never more pages.
+    let big = pattern(11, 24 << 20);
+    fs::write(m.m("big"), &big).unwrap();
+    assert!(fs::read(m.m("big")).unwrap() == big, "24 MiB read back");
     let end = m.unmount();
     assert!(end.ok, "{}", end.stderr);
     same(
@@ -556,6 +560,14 @@ fn buffered_io_goes_through_the_cache_coherent_with_direct_opens() {
     assert!(
         cache_stat(&end, "writebacks") > 0,
         "pages were written back"
+    );
+    assert!(
+        cache_stat(&end, "evictions") > 0,
+        "a 16 MiB cache evicts for 24 MiB"
+    );
+    assert!(
+        cache_stat(&end, "peak_pages") <= 4096,
+        "--cache 16m holds 4096 pages"
     );
 }
 

@@ -258,7 +258,8 @@ pub fn serve(
     let stack_thread = {
         let hub = hub.clone();
         let (backing, policy, cores) = (o.backing.clone(), o.policy.clone(), o.cores);
-        let pages = (o.cache / sluice_runtime::IO_ALIGN as u64) as usize;
+        // Pages of 4 KiB (the cache's page; `IO_ALIGN` is the 512-byte sector).
+        let pages = (o.cache / data::BLOCK) as usize;
         std::thread::Builder::new()
             .name("sluice-stack".into())
             .spawn(move || -> Result<RunReport, String> {
