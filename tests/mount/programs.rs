@@ -208,6 +208,14 @@ fn bad_input_gets_a_clear_error() {
         &[b.as_os_str(), mp, "--policy".as_ref(), "nosuch".as_ref()],
         "--policy",
     );
+    fail(
+        &[b.as_os_str(), mp, "--cache".as_ref(), "1k".as_ref()],
+        "at least 64k",
+    );
+    fail(
+        &[b.as_os_str(), mp, "--cache".as_ref(), "lots".as_ref()],
+        "--cache: cannot read 'lots' as a size",
+    );
     let bad = dir.path().join("bad.toml");
     fs::write(&bad, "[[rule]]\nclass = \"idle\"\n").unwrap();
     fail(
