@@ -8,8 +8,12 @@
 //! io_uring on every core, `O_DIRECT` backing files, the one block layer, the chosen
 //! policy (`data`) — as a task of the calling thread's class, weight and flow
 //! (`class`: ionice, cgroup v2, a rules file). The kernel does not cache the data
-//! (FUSE `direct_io`). When the file system is unmounted the stack's report (per
-//! flow and class: IOPS, bandwidth, latency percentiles and breakdown) is returned.
+//! (FUSE `direct_io`); with `--cache` the stack's own page cache serves the callers
+//! that open without `O_DIRECT` (`cached`: RCP's class-aware dirty limits, fsync
+//! promoting the file's writeback), shared by every core of the stack. The FUSE
+//! threads hand requests to worker tasks through `hub`. When the file system is
+//! unmounted the cache is written back and the stack's report (per flow and class:
+//! IOPS, bandwidth, latency percentiles and breakdown) is returned.
 
 mod attr;
 mod cached;
