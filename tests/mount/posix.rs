@@ -537,6 +537,24 @@ fn buffered_io_goes_through_the_cache_coherent_with_direct_opens() {
     let dirty = pattern(9, 100_003);
     fs::write(m.m("dirty"), &dirty).unwrap();
     drop(f);
+    // SEEK_DATA / SEEK_HOLE (cp's sparse copy) see data still dirty in the cache.
+    let sp = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .open(m.m("sparse"))
+        .unwrap();
+    sp.write_all_at(b"island", 1 << 20).unwrap();
+    // SAFETY: plain system calls on our descriptor.
+    let (data, hole) = unsafe {
+        (
+            libc::lseek(sp.as_raw_fd(), 0, libc::SEEK_DATA),
+            libc::lseek(sp.as_raw_fd(), 1 << 20, libc::SEEK_HOLE),
+        )
+    };
+    assert_eq!(data, 1 << 20, "SEEK_DATA finds the cached write");
+    assert_eq!(hole, (1 << 20) + 6, "SEEK_HOLE at the end of the file");
+    drop(sp);
     // 24 MiB through the 16 MiB cache (4096 pages): evictions, and never more pages.
     let big = pattern(11, 24 << 20);
     fs::write(m.m("big"), &big).unwrap();

@@ -141,6 +141,26 @@ pub async fn fsync(df: &DataFile, datasync: bool) -> Result<(), Errno> {
     data::fsync(df, datasync).await
 }
 
+/// `SEEK_DATA`/`SEEK_HOLE` (what `cp` uses to copy a sparse file): the backing file's
+/// extents answer, once the file's dirty pages are on it and it is cut to length — a
+/// page still dirty in the cache would otherwise read as a hole.
+pub async fn seek(df: &DataFile, offset: i64, whence: i32) -> Result<i64, Errno> {
+    if df.writable {
+        df.file
+            .write_back_cached(None)
+            .await
+            .map_err(|e| errno(df, &e))?;
+        fix_len(df).await?;
+    }
+    // SAFETY: a plain system call on our descriptor (its position is not used).
+    let r = unsafe { libc::lseek(df.fd.as_raw_fd(), offset, whence) };
+    if r < 0 {
+        Err(sys::last())
+    } else {
+        Ok(r)
+    }
+}
+
 /// Cut the backing file back to the file's length if a writeback of its last page
 /// made it longer. Holds the range from the end's block onward (no write moving the
 /// end runs meanwhile).

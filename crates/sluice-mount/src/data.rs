@@ -337,6 +337,15 @@ pub(crate) async fn run(job: Job, trace: &Trace, ts: &mut Stamps) {
             Err(e) => reply.error(e),
         },
         Job::Truncate { df, size, done } => done(truncate(&df, size).await),
+        Job::Lseek {
+            df,
+            offset,
+            whence,
+            reply,
+        } => match cached::seek(&df, offset, whence).await {
+            Ok(r) => reply.offset(r),
+            Err(e) => reply.error(e),
+        },
         Job::Fallocate {
             df,
             off,

@@ -741,7 +741,7 @@ impl Filesystem for SluiceFs {
 
     fn lseek(
         &self,
-        _req: &Request,
+        req: &Request,
         _ino: INodeNo,
         fh: FileHandle,
         offset: i64,
@@ -749,6 +749,18 @@ impl Filesystem for SluiceFs {
         reply: ReplyLseek,
     ) {
         match self.handle(fh) {
+            Ok((df, _)) if df.cache => {
+                let who = self.classes.who(req.pid());
+                self.hub.submit(
+                    &who,
+                    Job::Lseek {
+                        df,
+                        offset,
+                        whence,
+                        reply,
+                    },
+                );
+            }
             Ok((df, _)) => {
                 // SAFETY: a plain system call on our descriptor (SEEK_DATA / SEEK_HOLE
                 // of the backing file; its own position is not used by the data path).

@@ -14,7 +14,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
-use fuser::{ReplyData, ReplyEmpty, ReplyWrite};
+use fuser::{ReplyData, ReplyEmpty, ReplyLseek, ReplyWrite};
 use sluice_core::IoClass;
 use sluice_runtime::{spawn_on, File, TaskCtx};
 
@@ -57,6 +57,14 @@ pub enum Job {
         df: Arc<DataFile>,
         size: u64,
         done: AttrDone,
+    },
+    /// `SEEK_DATA`/`SEEK_HOLE` with a page cache: the file's dirty pages go to the
+    /// backing file first, whose extents answer.
+    Lseek {
+        df: Arc<DataFile>,
+        offset: i64,
+        whence: i32,
+        reply: ReplyLseek,
     },
     Fallocate {
         df: Arc<DataFile>,
