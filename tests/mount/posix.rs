@@ -541,7 +541,7 @@ fn buffered_io_goes_through_the_cache_coherent_with_direct_opens() {
     let sp = OpenOptions::new()
         .read(true)
         .write(true)
-        .create(true)
+        .create_new(true)
         .open(m.m("sparse"))
         .unwrap();
     sp.write_all_at(b"island", 1 << 20).unwrap();
