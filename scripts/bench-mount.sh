@@ -7,11 +7,20 @@
 #     kernel's IOPS at QD32, QD1 p50 within +30 us);
 #  2. a critical reader (ionice -c1, 4 KiB random reads, QD1) beside four bulk writers
 #     (ionice -c3, 128 KiB sequential writes, direct=1): the reader's p99 on the mount
-#     under none, rcp and ld, and on BACKING directly (the kernel's own scheduler).
+#     under none, rcp and ld, and on BACKING directly (the kernel's own scheduler);
+#  3. buffered 4 KiB random reads and writes (psync QD1, direct=0) of a 128 MiB file:
+#     on the mount through sluice's page cache (--cache 256m) against the kernel's own
+#     page cache on BACKING directly, ROUNDS alternating rounds (default 3), medians
+#     and the ratio mount/kernel; writes also as a critical writer (ionice -c1), whose
+#     dirty limit is RCP's 20 % instead of 1 %; and the same jobs on the mount with
+#     --cache 0 (each 4 KiB request direct to the backing file).
+# PARTS (default "direct mixed buffered") picks the parts to run.
 # Needs root (or fusermount3), fio, python3 and a built `target/release/sluice`.
 set -euo pipefail
 DIR=${1:?usage: scripts/bench-mount.sh DIR [SECONDS]}
 SECS=${2:-10}
+PARTS=${PARTS:-direct mixed buffered}
+ROUNDS=${ROUNDS:-3}
 cd "$(dirname "$0")/.."
 SLUICE=$PWD/target/release/sluice
 [ -x "$SLUICE" ] || { echo "build first: cargo build --release" >&2; exit 2; }
@@ -25,20 +34,20 @@ cleanup() {
 }
 trap cleanup EXIT
 
-mount_it() { # POLICY
-  "$SLUICE" mount "$B" "$M" --policy "$1" -q --json "$OUT/mount-$1.json" >/dev/null &
+mount_it() { # POLICY [ARGS...]
+  local p=$1; shift
+  "$SLUICE" mount "$B" "$M" --policy "$p" -q --json "$OUT/mount-$p.json" "$@" >/dev/null &
   pid=$!
   for _ in $(seq 200); do mountpoint -q "$M" && return 0; sleep 0.05; done
   echo "the mount did not appear" >&2; exit 1
 }
 unmount_it() { fusermount3 -u "$M"; wait "$pid" || true; pid=; }
 
-# The data file, laid out once on BACKING (1 GiB).
-[ -f "$B/data" ] || fio --name=lay --filename="$B/data" --size=1g --rw=write --bs=1m \
+# The data file, laid out once on BACKING (1 GiB), and the bulk writers' files.
+[[ " $PARTS " != *" direct "* && " $PARTS " != *" mixed "* ]] || [ -f "$B/data" ] || fio --name=lay --filename="$B/data" --size=1g --rw=write --bs=1m \
   --direct=1 --output=/dev/null
-# The bulk writers' files.
 for i in 1 2 3 4; do
-  [ -f "$B/bulk$i" ] || fio --name=lay --filename="$B/bulk$i" --size=256m --rw=write \
+  [[ " $PARTS " != *" mixed "* ]] || [ -f "$B/bulk$i" ] || fio --name=lay --filename="$B/bulk$i" --size=256m --rw=write \
     --bs=1m --direct=1 --output=/dev/null
 done
 
@@ -55,30 +64,96 @@ mixed() { # WHERE NAME
       --direct=1 --ioengine=psync --prioclass=3 --time_based --runtime=$SECS"; done)
 }
 
-mount_it none
-rr "$M" psync 1 mount-qd1; rr "$M" io_uring 32 mount-qd32
-unmount_it
-rr "$B" psync 1 kernel-qd1; rr "$B" io_uring 32 kernel-qd32
-for p in none rcp ld; do mount_it "$p"; mixed "$M" "mixed-$p"; unmount_it; done
-mixed "$B" mixed-kernel
+buffered() { # WHERE RW NAME [PRIOCLASS]
+  # invalidate=0: fio would drop the kernel's cached pages of the file first (the
+  # mount's cache ignores that), and the point is a warm cache on both sides.
+  fio --name="$3" --filename="$1/bdata" --rw="$2" --bs=4k --direct=0 --ioengine=psync \
+    --invalidate=0 --time_based --runtime="$SECS" ${4:+--prioclass=$4} \
+    --output-format=json --output="$OUT/$3.json"
+}
+warm() { # WHERE: read the file once (into the cache being measured)
+  fio --name=warm --filename="$1/bdata" --rw=read --bs=1m --direct=0 --invalidate=0 \
+    --output=/dev/null
+}
 
-python3 - "$OUT" <<'PY'
-import json, sys, os
-out = sys.argv[1]
+if [[ " $PARTS " == *" direct "* ]]; then
+  mount_it none
+  rr "$M" psync 1 mount-qd1; rr "$M" io_uring 32 mount-qd32
+  unmount_it
+  rr "$B" psync 1 kernel-qd1; rr "$B" io_uring 32 kernel-qd32
+fi
+if [[ " $PARTS " == *" mixed "* ]]; then
+  for p in none rcp ld; do mount_it "$p"; mixed "$M" "mixed-$p"; unmount_it; done
+  mixed "$B" mixed-kernel
+fi
+if [[ " $PARTS " == *" buffered "* ]]; then
+  [ -f "$B/bdata" ] || fio --name=lay --filename="$B/bdata" --size=128m --rw=write \
+    --bs=1m --direct=1 --output=/dev/null
+  for r in $(seq "$ROUNDS"); do
+    mount_it rcp --cache 256m
+    warm "$M"
+    buffered "$M" randread "buf-read-mount-$r"
+    buffered "$M" randwrite "buf-write-mount-$r"
+    buffered "$M" randwrite "buf-writec-mount-$r" 1
+    unmount_it
+    cp "$OUT/mount-rcp.json" "$OUT/buf-report-$r.json"
+    mount_it rcp --cache 0
+    buffered "$M" randread "buf-read-nocache-$r"
+    buffered "$M" randwrite "buf-write-nocache-$r"
+    unmount_it
+    warm "$B"
+    buffered "$B" randread "buf-read-kernel-$r"
+    buffered "$B" randwrite "buf-write-kernel-$r"
+    sync
+  done
+fi
+
+python3 - "$OUT" "$PARTS" "$ROUNDS" <<'PY'
+import json, sys, os, statistics
+out, parts, rounds = sys.argv[1], sys.argv[2].split(), int(sys.argv[3])
+if "buffered" in parts:
+    def one(name, rw):
+        d = json.load(open(os.path.join(out, name + ".json")))["jobs"][0][rw]
+        return d["iops"], d["clat_ns"]["percentile"].get("50.000000", 0) / 1000, \
+            d["clat_ns"]["percentile"].get("99.000000", 0) / 1000
+    print(f"buffered 4 KiB random I/O, psync QD1, {rounds} alternating rounds, medians")
+    print(f"{'run':<22}{'IOPS':>10}{'p50 us':>10}{'p99 us':>10}")
+    med = {}
+    for n, rw in [("buf-read-kernel", "read"), ("buf-read-mount", "read"),
+                  ("buf-read-nocache", "read"),
+                  ("buf-write-kernel", "write"), ("buf-write-mount", "write"),
+                  ("buf-writec-mount", "write"), ("buf-write-nocache", "write")]:
+        xs = [one(f"{n}-{r}", rw) for r in range(1, rounds + 1)]
+        m = tuple(statistics.median(x[i] for x in xs) for i in range(3))
+        med[n] = m
+        print(f"{n:<22}{m[0]:>10.0f}{m[1]:>10.1f}{m[2]:>10.1f}   rounds: "
+              + " ".join(f"{x[0]:.0f}" for x in xs))
+    print(f"ratio mount/kernel IOPS: reads {med['buf-read-mount'][0]/max(med['buf-read-kernel'][0],1):.2f}, "
+          f"writes {med['buf-write-mount'][0]/max(med['buf-write-kernel'][0],1):.2f} "
+          f"(critical writer {med['buf-writec-mount'][0]/max(med['buf-write-kernel'][0],1):.2f}); "
+          f"mount with/without its cache: reads {med['buf-read-mount'][0]/max(med['buf-read-nocache'][0],1):.2f}, "
+          f"writes {med['buf-write-mount'][0]/max(med['buf-write-nocache'][0],1):.2f}")
+    for r in range(1, rounds + 1):
+        c = json.load(open(os.path.join(out, f"buf-report-{r}.json")))["extra"]["runtime"]["cache"]
+        print(f"round {r} cache: hits {c['hits']} misses {c['misses']} writebacks {c['writebacks']} "
+              f"throttled {c['throttled']} peak dirty {c['peak_dirty']} pages")
 def job(name, j=0):
     d = json.load(open(os.path.join(out, name + ".json")))
     return d["jobs"][j]["read"]
 def pct(r, p):
     return r["clat_ns"]["percentile"].get(p, 0) / 1000
-print("4 KiB random reads, direct=1")
-print(f"{'run':<14}{'IOPS':>10}{'p50 us':>10}{'p99 us':>10}")
-for n in ["kernel-qd1", "mount-qd1", "kernel-qd32", "mount-qd32"]:
-    r = job(n)
-    print(f"{n:<14}{r['iops']:>10.0f}{pct(r,'50.000000'):>10.1f}{pct(r,'99.000000'):>10.1f}")
-k1, m1, k32, m32 = (job(n) for n in ["kernel-qd1", "mount-qd1", "kernel-qd32", "mount-qd32"])
-print(f"QD32 IOPS ratio mount/kernel: {m32['iops']/max(k32['iops'],1):.2f} (goal >= 0.5); "
-      f"QD1 p50 difference: {pct(m1,'50.000000')-pct(k1,'50.000000'):+.1f} us (goal <= +30)")
-print()
+if "direct" in parts:
+    print("4 KiB random reads, direct=1")
+    print(f"{'run':<14}{'IOPS':>10}{'p50 us':>10}{'p99 us':>10}")
+    for n in ["kernel-qd1", "mount-qd1", "kernel-qd32", "mount-qd32"]:
+        r = job(n)
+        print(f"{n:<14}{r['iops']:>10.0f}{pct(r,'50.000000'):>10.1f}{pct(r,'99.000000'):>10.1f}")
+    k1, m1, k32, m32 = (job(n) for n in ["kernel-qd1", "mount-qd1", "kernel-qd32", "mount-qd32"])
+    print(f"QD32 IOPS ratio mount/kernel: {m32['iops']/max(k32['iops'],1):.2f} (goal >= 0.5); "
+          f"QD1 p50 difference: {pct(m1,'50.000000')-pct(k1,'50.000000'):+.1f} us (goal <= +30)")
+    print()
+if "mixed" not in parts:
+    sys.exit(0)
 print("critical reader (ionice -c1) beside four bulk writers (ionice -c3)")
 print(f"{'run':<14}{'crit IOPS':>10}{'p50 us':>10}{'p99 us':>10}{'bulk MiB/s':>12}")
 for n in ["mixed-kernel", "mixed-none", "mixed-rcp", "mixed-ld"]:

@@ -37,6 +37,11 @@ pub struct MountArgs {
     /// the last, partial interval at unmount.
     #[arg(long, value_name = "SECS")]
     stats: Option<f64>,
+    /// The page cache (e.g. 256m, 1g) that serves callers who open without O_DIRECT
+    /// (RCP's class-aware dirty limits, a non-critical flusher, fsync promoting the
+    /// file's writeback); 0: none, every data I/O direct. At least 64k.
+    #[arg(long, value_name = "SIZE", default_value = "256m")]
+    cache: String,
     /// Stay in the foreground (the only mode so far: the command serves until the mount
     /// is unmounted — `fusermount3 -u MOUNTPOINT`, Ctrl-C or SIGTERM — then prints the
     /// tables).
@@ -74,6 +79,8 @@ pub fn cmd_mount(args: MountArgs) -> Result<(), CliError> {
             )))
         }
     };
+    let cache = sluice_workload::units::parse_size(&args.cache)
+        .map_err(|e| CliError::Usage(format!("--cache: {e}")))?;
     let opts = sluice_mount::MountOptions {
         backing: args.backing.clone(),
         mountpoint: args.mountpoint.clone(),
@@ -82,6 +89,7 @@ pub fn cmd_mount(args: MountArgs) -> Result<(), CliError> {
         cores,
         nice: (args.nice != 0).then_some(args.nice),
         stats,
+        cache,
     };
     let _ = args.foreground;
     let stop = Arc::new(AtomicBool::new(false));
@@ -93,11 +101,16 @@ pub fn cmd_mount(args: MountArgs) -> Result<(), CliError> {
     let served = sluice_mount::serve(&opts, stop, |direct| {
         if !quiet {
             eprintln!(
-                "sluice: {} mounted on {} (policy {}, {} cores{}); unmount with `fusermount3 -u {}` or Ctrl-C",
+                "sluice: {} mounted on {} (policy {}, {} cores, {}{}); unmount with `fusermount3 -u {}` or Ctrl-C",
                 args.backing.display(),
                 args.mountpoint.display(),
                 args.policy,
                 cores,
+                if cache == 0 {
+                    "no page cache".to_string()
+                } else {
+                    format!("page cache {} MiB", cache >> 20)
+                },
                 if direct {
                     ""
                 } else {

@@ -12,7 +12,8 @@ use crate::{cstr, in_child, pattern};
 
 #[test]
 fn open_flags_and_unaligned_io_match_the_backing_file() {
-    let Some(m) = Mounted::new(&["--policy", "none"]) else {
+    // The direct path (no page cache): the backing file is checked while mounted.
+    let Some(m) = Mounted::new(&["--policy", "none", "--cache", "0"]) else {
         return;
     };
     // O_EXCL
@@ -136,7 +137,8 @@ fn open_flags_and_unaligned_io_match_the_backing_file() {
 
 #[test]
 fn sparse_files_truncate_and_fallocate() {
-    let Some(m) = Mounted::new(&["--policy", "none"]) else {
+    // The direct path (no page cache): the backing file is checked while mounted.
+    let Some(m) = Mounted::new(&["--policy", "none", "--cache", "0"]) else {
         return;
     };
     let p = m.m("sparse");
@@ -401,7 +403,8 @@ fn locks_permissions_and_ownership() {
 
 #[test]
 fn concurrent_unaligned_writes_to_shared_blocks_lose_nothing() {
-    let Some(m) = Mounted::new(&["--policy", "none"]) else {
+    // The direct path (no page cache): the backing file is checked while mounted.
+    let Some(m) = Mounted::new(&["--policy", "none", "--cache", "0"]) else {
         return;
     };
     // Eight threads write disjoint 100-byte slices of the same blocks, again and
@@ -439,4 +442,193 @@ fn concurrent_unaligned_writes_to_shared_blocks_lose_nothing() {
     assert_eq!(data.len() as u64, 15 * 4096 + 7 * 500 + 7 + 100);
     let end = m.unmount();
     assert!(end.ok, "{}", end.stderr);
+}
+
+/// The page cache's counters in the report at unmount.
+fn cache_stat(end: &crate::support::Ended, key: &str) -> u64 {
+    let v = end.json.as_ref().expect("the JSON report");
+    v["extra"]["runtime"]["cache"][key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no cache.{key} in the report: {}", v["extra"]["runtime"]))
+}
+
+#[test]
+fn buffered_io_goes_through_the_cache_coherent_with_direct_opens() {
+    let Some(m) = Mounted::new(&["--policy", "rcp", "--cache", "16m"]) else {
+        return;
+    };
+    let p = m.m("mixed");
+    let mut model = Vec::new();
+    let put = |model: &mut Vec<u8>, off: usize, d: &[u8]| {
+        if model.len() < off + d.len() {
+            model.resize(off + d.len(), 0);
+        }
+        model[off..off + d.len()].copy_from_slice(d);
+    };
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&p)
+        .unwrap();
+    // Buffered writes, reads, overwrites and partial pages, against a model.
+    for (i, (off, len)) in [
+        (0usize, 10_000usize),
+        (5, 3),
+        (4090, 12),
+        (20_000, 1),
+        (8192, 4096),
+        (100, 30_000),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let d = pattern(i as u64 + 100, len);
+        f.write_all_at(&d, off as u64).unwrap();
+        put(&mut model, off, &d);
+        let mut back = vec![0u8; model.len() + 10];
+        let n = f.read_at(&mut back, 0).unwrap();
+        assert_eq!(&back[..n], &model[..], "buffered read after write {i}");
+        assert_eq!(fs::metadata(&p).unwrap().len(), model.len() as u64);
+    }
+    // An O_DIRECT opener reads what the buffered one wrote (its range written back
+    // first), and its writes are seen by the buffered opener (the clean pages dropped).
+    let d = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&p)
+        .unwrap();
+    let mut abuf = AlignedPage::new(8192);
+    let n = d.read_at(abuf.as_mut(), 4096).unwrap();
+    assert_eq!(
+        &abuf.as_mut()[..n],
+        &model[4096..4096 + n],
+        "direct read of buffered data"
+    );
+    let w = pattern(7, 8192);
+    abuf.as_mut().copy_from_slice(&w);
+    d.write_all_at(abuf.as_mut(), 8192).unwrap();
+    put(&mut model, 8192, &w);
+    let mut back = vec![0u8; 12_288];
+    f.read_exact_at(&mut back, 4096).unwrap();
+    assert_eq!(
+        back,
+        model[4096..16_384],
+        "buffered read after a direct write"
+    );
+    // Truncation with cached (and dirty) pages, then growth: zeros past the cut.
+    f.write_all_at(&[0xAB; 3000], 25_000).unwrap();
+    put(&mut model, 25_000, &[0xAB; 3000]);
+    f.set_len(6000).unwrap();
+    model.truncate(6000);
+    f.write_all_at(b"tail", 12_000).unwrap();
+    put(&mut model, 12_000, b"tail");
+    let mut back = vec![0u8; model.len()];
+    f.read_exact_at(&mut back, 0).unwrap();
+    assert_eq!(
+        back, model,
+        "after truncating cached pages and growing again"
+    );
+    drop(d);
+    // A second file left dirty in the cache at unmount, never fsynced nor closed by
+    // its last opener before the unmount began: written back before the daemon exits.
+    let dirty = pattern(9, 100_003);
+    fs::write(m.m("dirty"), &dirty).unwrap();
+    drop(f);
+    // SEEK_DATA / SEEK_HOLE (cp's sparse copy) see data still dirty in the cache.
+    let sp = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(m.m("sparse"))
+        .unwrap();
+    sp.write_all_at(b"island", 1 << 20).unwrap();
+    // SAFETY: plain system calls on our descriptor.
+    let (data, hole) = unsafe {
+        (
+            libc::lseek(sp.as_raw_fd(), 0, libc::SEEK_DATA),
+            libc::lseek(sp.as_raw_fd(), 1 << 20, libc::SEEK_HOLE),
+        )
+    };
+    assert_eq!(data, 1 << 20, "SEEK_DATA finds the cached write");
+    assert_eq!(hole, (1 << 20) + 6, "SEEK_HOLE at the end of the file");
+    drop(sp);
+    // 24 MiB through the 16 MiB cache (4096 pages): evictions, and never more pages.
+    let big = pattern(11, 24 << 20);
+    fs::write(m.m("big"), &big).unwrap();
+    assert!(fs::read(m.m("big")).unwrap() == big, "24 MiB read back");
+    let end = m.unmount();
+    assert!(end.ok, "{}", end.stderr);
+    same(
+        &fs::read(end_path(&end, "backing/mixed")).unwrap(),
+        &model,
+        "mixed",
+    );
+    same(
+        &fs::read(end_path(&end, "backing/dirty")).unwrap(),
+        &dirty,
+        "dirty",
+    );
+    assert!(
+        cache_stat(&end, "hits") > 0,
+        "reads were served by the cache"
+    );
+    assert!(
+        cache_stat(&end, "writebacks") > 0,
+        "pages were written back"
+    );
+    assert!(
+        cache_stat(&end, "evictions") > 0,
+        "a 16 MiB cache evicts for 24 MiB"
+    );
+    assert!(
+        cache_stat(&end, "peak_pages") <= 4096,
+        "--cache 16m holds 4096 pages"
+    );
+}
+
+/// `got == want`, or where they part.
+fn same(got: &[u8], want: &[u8], what: &str) {
+    if got != want {
+        let at = got.iter().zip(want).position(|(a, b)| a != b);
+        panic!(
+            "{what} on BACKING: {} bytes, want {}; first difference at {at:?}",
+            got.len(),
+            want.len()
+        );
+    }
+}
+
+fn end_path(end: &crate::support::Ended, rel: &str) -> std::path::PathBuf {
+    end._dir.as_ref().expect("kept").path().join(rel)
+}
+
+/// A page-aligned buffer for O_DIRECT.
+struct AlignedPage {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl AlignedPage {
+    fn new(len: usize) -> AlignedPage {
+        let layout = std::alloc::Layout::from_size_align(len, 4096).unwrap();
+        // SAFETY: a non-zero size.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        assert!(!ptr.is_null());
+        AlignedPage { ptr, len }
+    }
+    fn as_mut(&mut self) -> &mut [u8] {
+        // SAFETY: ours, `len` bytes.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl Drop for AlignedPage {
+    fn drop(&mut self) {
+        let layout = std::alloc::Layout::from_size_align(self.len, 4096).unwrap();
+        // SAFETY: allocated with this layout.
+        unsafe { std::alloc::dealloc(self.ptr, layout) };
+    }
 }

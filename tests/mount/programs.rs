@@ -53,6 +53,17 @@ fn fio_verifies_its_data_through_the_mount() {
     }
     let end = m.unmount();
     assert!(end.ok, "{}", end.stderr);
+    // The buffered jobs went through the page cache: fio's verify pass read its
+    // pages back from it, and the flusher or fio's close wrote them back.
+    let cache = &end.json.as_ref().expect("the JSON report")["extra"]["runtime"]["cache"];
+    assert!(
+        cache["hits"].as_u64().unwrap_or(0) > 0,
+        "cache hits: {cache}"
+    );
+    assert!(
+        cache["writebacks"].as_u64().unwrap_or(0) > 0,
+        "writebacks: {cache}"
+    );
 }
 
 #[test]
@@ -104,7 +115,16 @@ fn callers_classes_and_rules_reach_the_tables() {
          [[rule]]\ncomm = \"cat\"\nflow = \"readers\"\nweight = 7\n",
     )
     .unwrap();
-    let Some(m) = Mounted::new(&["--policy", "d2fq", "--classes", rules.to_str().unwrap()]) else {
+    // No page cache: the callers' own I/O reaches the device (with one, their writes
+    // reach it as the flusher's).
+    let Some(m) = Mounted::new(&[
+        "--policy",
+        "d2fq",
+        "--cache",
+        "0",
+        "--classes",
+        rules.to_str().unwrap(),
+    ]) else {
         return;
     };
     let dd = |class: &str, name: &str| {
@@ -187,6 +207,14 @@ fn bad_input_gets_a_clear_error() {
     fail(
         &[b.as_os_str(), mp, "--policy".as_ref(), "nosuch".as_ref()],
         "--policy",
+    );
+    fail(
+        &[b.as_os_str(), mp, "--cache".as_ref(), "1k".as_ref()],
+        "at least 64k",
+    );
+    fail(
+        &[b.as_os_str(), mp, "--cache".as_ref(), "lots".as_ref()],
+        "--cache: cannot read 'lots' as a size",
     );
     let bad = dir.path().join("bad.toml");
     fs::write(&bad, "[[rule]]\nclass = \"idle\"\n").unwrap();
@@ -275,7 +303,7 @@ fn enospc_from_the_backing_fs_reaches_the_caller() {
     let Some(m) = Mounted::new(&[]) else { return };
     // Remount: stop this one, put a 1 MiB tmpfs under a fresh BACKING.
     let end = m.unmount();
-    assert!(end.ok);
+    assert!(end.ok, "{}", end.stderr);
     let dir = tempfile::tempdir().unwrap();
     let small = dir.path().join("small");
     fs::create_dir(&small).unwrap();
@@ -294,21 +322,29 @@ fn enospc_from_the_backing_fs_reaches_the_caller() {
     let _u = Umount(&small);
     let mnt = dir.path().join("mnt");
     fs::create_dir(&mnt).unwrap();
-    let m = Mounted::on(small.clone(), mnt, &[]);
-    let mut f = File::create(m.m("big")).unwrap();
-    let chunk = vec![7u8; 256 << 10];
-    let mut err = None;
-    for _ in 0..16 {
-        if let Err(e) = f.write_all(&chunk) {
-            err = Some(e);
-            break;
+    // Direct (no page cache): the write that does not fit fails. Through the page
+    // cache: the writes land in the cache, and the fsync that writes them back fails.
+    for cache in ["0", "16m"] {
+        let m = Mounted::on(small.clone(), mnt.clone(), &["--cache", cache]);
+        let mut f = File::create(m.m("big")).unwrap();
+        let chunk = vec![7u8; 256 << 10];
+        let mut err = None;
+        for _ in 0..16 {
+            if let Err(e) = f.write_all(&chunk) {
+                err = Some(e);
+                break;
+            }
         }
+        if cache != "0" && err.is_none() {
+            err = f.sync_all().err();
+        }
+        let e = err.expect("a 4 MiB file does not fit a 1 MiB tmpfs");
+        assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "--cache {cache}: {e}");
+        drop(f);
+        let end = m.unmount();
+        assert!(end.ok, "{}", end.stderr);
+        fs::remove_file(small.join("big")).unwrap();
     }
-    let e = err.expect("a 4 MiB file does not fit a 1 MiB tmpfs");
-    assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
-    drop(f);
-    let end = m.unmount();
-    assert!(end.ok, "{}", end.stderr);
 }
 
 #[test]

@@ -600,6 +600,20 @@ impl<B: PageData> PageCache<B> {
         v
     }
 
+    /// Every writeback in flight, in page order: (page, token).
+    pub fn writebacks(&self) -> Vec<(PageKey, u64)> {
+        let mut v: Vec<(PageKey, u64)> = self
+            .index
+            .iter()
+            .filter_map(|(k, &f)| {
+                let fr = self.frame(f);
+                (fr.state == State::Writeback).then_some((*k, fr.token))
+            })
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
     /// Whether pages in `range` are dirty.
     pub fn dirty_in(&self, range: PageRange) -> bool {
         self.dirty.range(range.keys()).next().is_some()

@@ -6,9 +6,20 @@ use std::sync::{Arc, Mutex};
 
 use sluice_runtime::{spawn_on, File, Stack, TaskCtx};
 
-use super::{read, worker_core, write, DataFile};
+use super::{read, write, DataFile};
+use crate::hub::worker_core;
 
 fn with_file<F, Fut>(body: F) -> Vec<u8>
+where
+    F: FnOnce(Arc<DataFile>) -> Fut + 'static,
+    Fut: std::future::Future<Output = ()> + 'static,
+{
+    with_file_cache(0, body)
+}
+
+/// A real stack on two cores (with a page cache of `cache_pages` pages, none at 0) and
+/// a data file on it; returns the backing file's bytes after the run.
+pub(crate) fn with_file_cache<F, Fut>(cache_pages: usize, body: F) -> Vec<u8>
 where
     F: FnOnce(Arc<DataFile>) -> Fut + 'static,
     Fut: std::future::Future<Output = ()> + 'static,
@@ -25,10 +36,14 @@ where
             .unwrap()
     };
     let (fd, dup) = (open(), open());
-    Stack::builder()
-        .directory(dir.path())
-        .cores(2)
-        .build()
+    let mut b = Stack::builder().directory(dir.path()).cores(2);
+    if cache_pages > 0 {
+        b = b.cache(sluice_runtime::CacheConfig {
+            pages: cache_pages,
+            ..Default::default()
+        });
+    }
+    b.build()
         .unwrap()
         .run(move || async move {
             let file = File::adopt("t", fd).unwrap();
@@ -38,6 +53,7 @@ where
                 size: Mutex::new(0),
                 locks: Arc::default(),
                 writable: true,
+                cache: cache_pages > 0,
             });
             body(df).await;
         })
@@ -137,4 +153,13 @@ fn critical_workers_get_their_own_core() {
         .collect();
     assert_eq!(dealt, [1, 2, 1, 2]);
     assert_eq!(worker_core(IoClass::Critical, 3, &mut next), 0);
+}
+
+/// The direct path's write (for the buffered path's tests of coherence).
+pub(crate) async fn direct_write(
+    df: &DataFile,
+    off: u64,
+    data: &[u8],
+) -> (Result<usize, fuser::Errno>, ()) {
+    (write(df, off, data, false).await, ())
 }

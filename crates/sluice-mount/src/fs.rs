@@ -31,7 +31,8 @@ mod xattr;
 
 use crate::attr::attr;
 use crate::class::Classifier;
-use crate::data::{attr_after, DataFile, Hub, Job};
+use crate::data::{attr_after, DataFile};
+use crate::hub::{Hub, Job};
 use crate::node::Nodes;
 use crate::sys::{self, check, component};
 
@@ -57,11 +58,15 @@ pub struct SluiceFs {
     classes: Classifier,
     /// Open data files by backing (device, inode), with their opens.
     files: Mutex<HashMap<(u64, u64), OpenData>>,
+    /// With a page cache: the files in `files` with no open, oldest first.
+    idle: Mutex<std::collections::VecDeque<(u64, u64)>>,
     handles: Mutex<HashMap<u64, Handle>>,
     dirs: Mutex<HashMap<u64, Vec<DirEntry>>>,
     next_fh: AtomicU64,
     /// The backing file system takes `O_DIRECT`.
     direct: bool,
+    /// The stack has a page cache (`--cache`).
+    cache: bool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -74,16 +79,19 @@ impl SluiceFs {
         hub: Arc<Hub>,
         classes: Classifier,
         direct: bool,
+        cache: bool,
     ) -> Result<SluiceFs, Errno> {
         Ok(SluiceFs {
             nodes: Nodes::new(root)?,
             hub,
             classes,
             files: Mutex::new(HashMap::new()),
+            idle: Mutex::new(std::collections::VecDeque::new()),
             handles: Mutex::new(HashMap::new()),
             dirs: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
             direct,
+            cache,
         })
     }
 }
@@ -261,8 +269,15 @@ impl Filesystem for SluiceFs {
         let r = (|| {
             let p = self.nodes.get(parent)?;
             let c = component(name)?;
+            let key = sys::stat_at(p.raw(), &c)
+                .ok()
+                .map(|st| (st.st_dev, st.st_ino));
             // SAFETY: valid descriptor and C string.
-            check(unsafe { libc::unlinkat(p.raw(), c.as_ptr(), 0) })
+            check(unsafe { libc::unlinkat(p.raw(), c.as_ptr(), 0) })?;
+            if let Some(k) = key {
+                self.gone(k);
+            }
+            Ok(())
         })();
         match r {
             Ok(_) => reply.ok(),
@@ -315,10 +330,18 @@ impl Filesystem for SluiceFs {
             let p = self.nodes.get(parent)?;
             let q = self.nodes.get(newparent)?;
             let (a, b) = (component(name)?, component(newname)?);
+            // The file a rename replaces loses a name (see `unlink`).
+            let over = sys::stat_at(q.raw(), &b)
+                .ok()
+                .map(|st| (st.st_dev, st.st_ino));
             // SAFETY: valid descriptors and C strings.
             check(unsafe {
                 libc::renameat2(p.raw(), a.as_ptr(), q.raw(), b.as_ptr(), flags.bits())
-            })
+            })?;
+            if let Some(k) = over {
+                self.gone(k);
+            }
+            Ok(())
         })();
         match r {
             Ok(_) => reply.ok(),
@@ -431,7 +454,7 @@ impl Filesystem for SluiceFs {
         fh: FileHandle,
         offset: u64,
         size: u32,
-        _flags: OpenFlags,
+        flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
@@ -439,12 +462,14 @@ impl Filesystem for SluiceFs {
         match self.handle(fh) {
             Ok((df, _)) => {
                 let who = self.classes.who(req.pid());
+                let cached = self.cached(&df, flags.0);
                 self.hub.submit_at(
                     &who,
                     Job::Read {
                         df,
                         off: offset,
                         size,
+                        cached,
                         reply,
                     },
                     t0,
@@ -470,6 +495,7 @@ impl Filesystem for SluiceFs {
             Ok((df, sync)) => {
                 let who = self.classes.who(req.pid());
                 let sync = sync || flags.0 & (libc::O_SYNC | libc::O_DSYNC) != 0;
+                let cached = self.cached(&df, flags.0);
                 self.hub.submit(
                     &who,
                     Job::Write {
@@ -477,6 +503,7 @@ impl Filesystem for SluiceFs {
                         off: offset,
                         data: data.to_vec(),
                         sync,
+                        cached,
                         reply,
                     },
                 );
@@ -493,7 +520,8 @@ impl Filesystem for SluiceFs {
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        // Nothing is buffered in the daemon: every write has reached the backing file.
+        // As Linux's close(2) on a local file system: dirty pages of the page cache
+        // stay for the flusher (the last close of the file writes them back).
         reply.ok();
     }
 
@@ -713,7 +741,7 @@ impl Filesystem for SluiceFs {
 
     fn lseek(
         &self,
-        _req: &Request,
+        req: &Request,
         _ino: INodeNo,
         fh: FileHandle,
         offset: i64,
@@ -721,6 +749,18 @@ impl Filesystem for SluiceFs {
         reply: ReplyLseek,
     ) {
         match self.handle(fh) {
+            Ok((df, _)) if df.cache => {
+                let who = self.classes.who(req.pid());
+                self.hub.submit(
+                    &who,
+                    Job::Lseek {
+                        df,
+                        offset,
+                        whence,
+                        reply,
+                    },
+                );
+            }
             Ok((df, _)) => {
                 // SAFETY: a plain system call on our descriptor (SEEK_DATA / SEEK_HOLE
                 // of the backing file; its own position is not used by the data path).

@@ -8,13 +8,19 @@
 //! io_uring on every core, `O_DIRECT` backing files, the one block layer, the chosen
 //! policy (`data`) — as a task of the calling thread's class, weight and flow
 //! (`class`: ionice, cgroup v2, a rules file). The kernel does not cache the data
-//! (FUSE `direct_io`). When the file system is unmounted the stack's report (per
-//! flow and class: IOPS, bandwidth, latency percentiles and breakdown) is returned.
+//! (FUSE `direct_io`); with `--cache` the stack's own page cache serves the callers
+//! that open without `O_DIRECT` (`cached`: RCP's class-aware dirty limits, fsync
+//! promoting the file's writeback), shared by every core of the stack. The FUSE
+//! threads hand requests to worker tasks through `hub`. When the file system is
+//! unmounted the cache is written back and the stack's report (per flow and class:
+//! IOPS, bandwidth, latency percentiles and breakdown) is returned.
 
 mod attr;
+mod cached;
 mod class;
 mod data;
 mod fs;
+mod hub;
 mod lock;
 mod node;
 mod stats;
@@ -46,7 +52,14 @@ pub struct MountOptions {
     pub nice: Option<i32>,
     /// The live view's interval (`--stats`): per class, IOPS, MiB/s, p50/p99 to stderr.
     pub stats: Option<Duration>,
+    /// The page cache's size in bytes (`--cache`; 0: none, every data I/O direct).
+    pub cache: u64,
 }
+
+/// `--cache`'s default: 256 MiB of 4 KiB pages.
+pub const DEFAULT_CACHE: u64 = 256 << 20;
+/// The smallest page cache (16 pages, the runtime's minimum).
+pub const MIN_CACHE: u64 = 64 << 10;
 
 /// Why the mount could not be made or served: what, where, how to fix it.
 #[derive(Debug, thiserror::Error)]
@@ -163,6 +176,12 @@ pub fn preflight(o: &MountOptions) -> Result<(), MountError> {
     if o.cores == 0 {
         return Err(usage("--cores 0: give at least 1"));
     }
+    if o.cache != 0 && o.cache < MIN_CACHE {
+        return Err(usage(format!(
+            "--cache {}: give 0 (no page cache: all data I/O direct) or at least 64k",
+            o.cache
+        )));
+    }
     Ok(())
 }
 
@@ -238,20 +257,29 @@ pub fn serve(
         set_nice(n);
     }
     // The stack, on its own thread (its cores are threads of their own).
-    let hub = Arc::new(data::Hub::new(o.stats));
+    let hub = Arc::new(hub::Hub::new(o.stats));
     let (built_tx, built_rx) = mpsc::channel::<Result<(), String>>();
     let stack_thread = {
         let hub = hub.clone();
         let (backing, policy, cores) = (o.backing.clone(), o.policy.clone(), o.cores);
+        // Pages of 4 KiB (the cache's page; `IO_ALIGN` is the 512-byte sector).
+        let pages = (o.cache / data::BLOCK) as usize;
         std::thread::Builder::new()
             .name("sluice-stack".into())
             .spawn(move || -> Result<RunReport, String> {
-                let stack = sluice_runtime::Stack::builder()
+                let mut b = sluice_runtime::Stack::builder()
                     .directory(&backing)
                     .policy(&policy)
-                    .cores(cores)
-                    .build()
-                    .map_err(|e| e.to_string());
+                    .cores(cores);
+                if pages > 0 {
+                    // RCP's class-aware dirty limits (1 % of the pages for non-critical
+                    // writers, 20 % for critical ones), the flusher as non-critical.
+                    b = b.cache(sluice_runtime::CacheConfig {
+                        pages,
+                        ..Default::default()
+                    });
+                }
+                let stack = b.build().map_err(|e| e.to_string());
                 let stack = match stack {
                     Ok(s) => {
                         let _ = built_tx.send(Ok(()));
@@ -263,7 +291,7 @@ pub fn serve(
                     }
                 };
                 let out = stack
-                    .run(move || data::dispatcher(hub, cores))
+                    .run(move || hub::dispatcher(hub, cores))
                     .map_err(|e| e.to_string())?;
                 Ok(out.report)
             })
@@ -278,15 +306,21 @@ pub fn serve(
         return Err(usage(format!("--policy {}: {why}", o.policy)));
     }
 
-    let fs = fs::SluiceFs::new(root, hub.clone(), class::Classifier::new(rules), direct).map_err(
-        |e| {
-            MountError::Failed(format!(
-                "BACKING {}: {}",
-                o.backing.display(),
-                errno_text(e)
-            ))
-        },
-    )?;
+    let cache = o.cache > 0;
+    let fs = fs::SluiceFs::new(
+        root,
+        hub.clone(),
+        class::Classifier::new(rules),
+        direct,
+        cache,
+    )
+    .map_err(|e| {
+        MountError::Failed(format!(
+            "BACKING {}: {}",
+            o.backing.display(),
+            errno_text(e)
+        ))
+    })?;
     let mut cfg = fuser::Config::default();
     cfg.mount_options = vec![
         fuser::MountOption::FSName(format!("sluice:{}", o.backing.display())),

@@ -84,3 +84,18 @@ pub fn stat_fd(fd: RawFd) -> Result<libc::stat, Errno> {
         Ok(st)
     }
 }
+
+/// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)`: one component, not followed.
+pub fn stat_at(dir: RawFd, name: &std::ffi::CStr) -> Result<libc::stat, Errno> {
+    // SAFETY: `st` is written by the call; `name` is a C string.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        check(libc::fstatat(
+            dir,
+            name.as_ptr(),
+            &mut st,
+            libc::AT_SYMLINK_NOFOLLOW,
+        ))?;
+        Ok(st)
+    }
+}

@@ -270,15 +270,6 @@ impl StackBuilder {
             c.validate()
                 .map_err(|e| RuntimeError::Config(e.to_string()))?;
         }
-        if self.cache.is_some() && self.cores > 1 && matches!(device, DeviceChoice::Directory(_)) {
-            // The cache's state is single-threaded (Rc/RefCell); a real stack's cores
-            // are threads.
-            return Err(RuntimeError::Config(format!(
-                "cache(...) with cores = {}: on real files the page cache runs on one core \
-                 for now; give .cores(1) (simulated stacks take any number)",
-                self.cores
-            )));
-        }
         if let Some((n, len)) = self.buffer_pool {
             pool::check(n, len).map_err(RuntimeError::Config)?;
         }

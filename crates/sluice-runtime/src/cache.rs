@@ -20,10 +20,27 @@
 //! Both worlds run this code: in simulation on the simulated device, on real files
 //! through the real backend's ring (files opened `O_DIRECT`: the host's page cache is
 //! not involved).
+//!
+//! ## On several cores
+//! A real stack's cores are threads, and their tasks share the one cache: its state
+//! machine is behind a `std` mutex (held only for a step of the state machine — a
+//! lookup, a copy of a page, the start of a writeback's submission — never across an
+//! `await`), its counters are atomics, and its waits are the runtime's own `Mutex`,
+//! `Condvar` and I/O waiters, which work across cores (their state is the runtime's
+//! shared table). So the dirty limits are global, as RCP's are (one count of dirty and
+//! writeback pages against each class's ratio), and an fsync on core 0 promotes a
+//! writeback the flusher issued on core 1. Every check of a page's state and the change
+//! it allows are made under one hold of the mutex (a writer checks and writes a page in
+//! one step; a reader copies the frames a read indexed before letting go), since another
+//! core may evict or start writing back a page between two holds. One mutex rather than
+//! shards by file: the runtime already serializes its scheduling under one lock, a
+//! step here is a few hundred nanoseconds, and one state machine keeps the simulator —
+//! one thread, where the mutex is never contended — running exactly the code and order
+//! it ran before (its output stays byte-identical).
 
-use std::cell::{Cell, RefCell};
 use std::io;
-use std::rc::Rc;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::{Arc, Mutex as StdMutex, MutexGuard};
 
 use sluice_cache::throttle::WritebackRate;
 use sluice_cache::{CacheConfig, PageCache, PageKey, PageRange, WriteCheck, PAGE};
@@ -42,24 +59,24 @@ const FLUSH_DEPTH: usize = 16;
 
 /// The stack's page cache (one per stack, shared by its tasks).
 pub(crate) struct Cache {
-    pub pc: RefCell<PageCache<DmaBuffer>>,
+    pc: StdMutex<PageCache<DmaBuffer>>,
     lock: Mutex<()>,
     /// Signalled when writeback made room (dirty pages fell, frames became clean).
     room: Condvar,
     /// Wakes the flusher.
     work: Condvar,
     /// Tasks waiting in `room`.
-    waiting: Cell<u32>,
+    waiting: AtomicU32,
     /// Writers pausing at their dirty limit.
-    pausing: Cell<u32>,
+    pausing: AtomicU32,
     /// The device's writeback bandwidth (sets the pause).
-    rate: RefCell<WritebackRate>,
+    rate: StdMutex<WritebackRate>,
 }
 
 impl std::fmt::Debug for Cache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Cache")
-            .field("stats", &self.pc.borrow().stats())
+            .field("stats", &self.pc().stats())
             .finish()
     }
 }
@@ -74,7 +91,7 @@ fn wait_of(token: u64) -> IoWait {
     IoWait::from_parts((token >> 32) as u32, token as u32)
 }
 
-fn current() -> Rc<Cache> {
+fn current() -> Arc<Cache> {
     with(|inner, _| inner.io.cache.clone()).expect("checked by the caller")
 }
 
@@ -96,14 +113,33 @@ fn page_key(file: &File, offset: u64) -> (PageKey, usize) {
 impl Cache {
     pub(crate) fn new(cfg: CacheConfig) -> Cache {
         Cache {
-            pc: RefCell::new(PageCache::new(cfg)),
+            pc: StdMutex::new(PageCache::new(cfg)),
             lock: Mutex::new_stack_level(()),
             room: Condvar::new_stack_level(),
             work: Condvar::new_stack_level(),
-            waiting: Cell::new(0),
-            pausing: Cell::new(0),
-            rate: RefCell::new(WritebackRate::default()),
+            waiting: AtomicU32::new(0),
+            pausing: AtomicU32::new(0),
+            rate: StdMutex::new(WritebackRate::default()),
         }
+    }
+
+    /// The state machine, for one step (never held across an `await`).
+    pub(crate) fn pc(&self) -> MutexGuard<'_, PageCache<DmaBuffer>> {
+        self.pc.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The state machine if no other core is in it now (for the runtime's own lock
+    /// holder, which must not wait for a task that may wait for the runtime's lock).
+    pub(crate) fn try_pc(&self) -> Option<MutexGuard<'_, PageCache<DmaBuffer>>> {
+        match self.pc.try_lock() {
+            Ok(g) => Some(g),
+            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+
+    fn rate(&self) -> MutexGuard<'_, WritebackRate> {
+        self.rate.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Wait until the calling task may dirty one more page: while dirty + writeback
@@ -117,7 +153,7 @@ impl Cache {
         loop {
             let class = crate::current_class();
             let pause = {
-                let mut pc = self.pc.borrow_mut();
+                let mut pc = self.pc();
                 if pc.may_dirty(class) {
                     return;
                 }
@@ -126,30 +162,30 @@ impl Cache {
                     counted = true;
                 }
                 let dirty = pc.dirty_pages() + pc.writeback_pages();
-                self.rate.borrow().max_pause_ns(dirty)
+                self.rate().max_pause_ns(dirty)
             };
             // Only a pause under the non-critical limit can be resolved by inheritance
             // (a critical task's limit would not change: it sleeps its pause out).
-            let cfg = *self.pc.borrow().config();
+            let cfg = *self.pc().config();
             let resolvable = cfg.class_limits && class != IoClass::Critical;
-            self.pausing.set(self.pausing.get() + 1);
+            self.pausing.fetch_add(1, Relaxed);
             self.work.notify_one();
             if resolvable {
                 crate::task::throttle_pause(pause).await;
             } else {
                 crate::sleep(pause).await;
             }
-            self.pausing.set(self.pausing.get() - 1);
+            self.pausing.fetch_sub(1, Relaxed);
         }
     }
 
     /// Wait until writeback has made room (or changed something worth a new look).
     async fn wait_room(&self) {
         let g = self.lock.lock().await;
-        self.waiting.set(self.waiting.get() + 1);
+        self.waiting.fetch_add(1, Relaxed);
         self.work.notify_one();
         let g = self.room.wait(g).await;
-        self.waiting.set(self.waiting.get() - 1);
+        self.waiting.fetch_sub(1, Relaxed);
         drop(g);
     }
 
@@ -160,7 +196,7 @@ impl Cache {
         let w = wait_of(t);
         w.await;
         if let Some(ok) = w.outcome() {
-            self.pc.borrow_mut().end_writeback(key, t, ok);
+            self.pc().end_writeback(key, t, ok);
         }
     }
 
@@ -177,10 +213,10 @@ impl Cache {
     /// (both are at least a page), and a writer paused there would wait for ever (tried
     /// 2026-11-25: a test's run hit the day-long time cap).
     fn flusher_has_work(&self) -> bool {
-        let pc = self.pc.borrow();
+        let pc = self.pc();
         let dirty = pc.dirty_pages();
         dirty > pc.config().background_pages()
-            || (dirty > 0 && self.waiting.get() + self.pausing.get() > 0)
+            || (dirty > 0 && self.waiting.load(Relaxed) + self.pausing.load(Relaxed) > 0)
     }
 
     /// Write back up to `FLUSH_DEPTH` dirty pages (of `range` only, if given) with the
@@ -188,7 +224,7 @@ impl Cache {
     async fn write_back(&self, range: Option<PageRange>) -> io::Result<usize> {
         let mut flying: Vec<(PageKey, u64, IoHandle)> = Vec::with_capacity(FLUSH_DEPTH);
         while flying.len() < FLUSH_DEPTH {
-            let mut pc = self.pc.borrow_mut();
+            let mut pc = self.pc();
             let Some((key, f)) = pc.start_writeback(range) else {
                 break;
             };
@@ -211,9 +247,9 @@ impl Cache {
         let mut first_err = None;
         for (key, t, h) in flying {
             let (r, _) = h.await;
-            self.rate.borrow_mut().written(1, crate::now());
+            self.rate().written(1, crate::now());
             // A task that waited on it may have ended it already.
-            self.pc.borrow_mut().end_writeback(key, t, r.is_ok());
+            self.pc().end_writeback(key, t, r.is_ok());
             if let Err(e) = r {
                 first_err.get_or_insert(e);
             }
@@ -227,7 +263,7 @@ impl Cache {
 
 /// The flusher: a non-critical task that writes dirty pages back when they pass the
 /// background threshold or a writer waits for room.
-pub(crate) async fn flusher(cache: Rc<Cache>) {
+pub(crate) async fn flusher(cache: Arc<Cache>) {
     cache.room.register_helper();
     loop {
         {
@@ -278,45 +314,62 @@ impl File {
         // Admitted by the dirty limit (then written without a further wait, unless the
         // page changed state meanwhile).
         let mut admitted = false;
+        /// What the state machine said, done after letting go of it.
+        enum Step {
+            Wait(u64),
+            Read,
+            Admit,
+            Room,
+            Written { wake: bool },
+        }
         loop {
-            let check = cache.pc.borrow_mut().check_write(key, off, data.len());
-            match check {
-                WriteCheck::WaitWriteback(t) => cache.wait_writeback(key, t).await,
-                WriteCheck::NeedRead if key.index * PAGE < self.len() => {
+            // The check and the write it allows under one hold of the state machine:
+            // on a real stack another core's task (the flusher) may start the page's
+            // writeback between two holds.
+            let step = {
+                let mut pc = cache.pc();
+                let check = pc.check_write(key, off, data.len());
+                match check {
+                    WriteCheck::WaitWriteback(t) => Step::Wait(t),
                     // A partial write of a page not cached: read it in first.
-                    self.read_run(cache, key, 1).await?;
-                }
-                // Ready, or a partial page past the end of the file: a new zeroed page.
-                WriteCheck::Ready { .. } | WriteCheck::NeedRead => {
-                    let new_dirty = !matches!(check, WriteCheck::Ready { new_dirty: false });
-                    if new_dirty && !admitted {
-                        cache.admit_dirty().await;
-                        admitted = true;
-                        continue;
-                    }
-                    // Some(wake the flusher) when written; None: no room.
-                    let written = {
-                        let mut pc = cache.pc.borrow_mut();
-                        let room = if pc.contains(key) {
+                    WriteCheck::NeedRead if key.index * PAGE < self.len() => Step::Read,
+                    // Ready, or a partial page past the end of the file: a new zeroed
+                    // page.
+                    WriteCheck::Ready { .. } | WriteCheck::NeedRead => {
+                        let new_dirty = !matches!(check, WriteCheck::Ready { new_dirty: false });
+                        if new_dirty && !admitted {
+                            Step::Admit
+                        } else if pc.contains(key) {
                             pc.write(key, off, data, None);
-                            true
+                            Step::Written {
+                                wake: pc.dirty_pages() > pc.config().background_pages(),
+                            }
                         } else if pc.reserve() {
                             pc.write(key, off, data, Some(DmaBuffer::unpooled(PAGE as usize)));
-                            true
-                        } else {
-                            false
-                        };
-                        room.then(|| pc.dirty_pages() > pc.config().background_pages())
-                    };
-                    match written {
-                        None => cache.wait_room().await,
-                        Some(wake) => {
-                            if wake {
-                                cache.work.notify_one();
+                            Step::Written {
+                                wake: pc.dirty_pages() > pc.config().background_pages(),
                             }
-                            return Ok(());
+                        } else {
+                            Step::Room
                         }
                     }
+                }
+            };
+            match step {
+                Step::Wait(t) => cache.wait_writeback(key, t).await,
+                Step::Read => {
+                    self.read_run(cache, key, 1, |_, _| {}).await?;
+                }
+                Step::Admit => {
+                    cache.admit_dirty().await;
+                    admitted = true;
+                }
+                Step::Room => cache.wait_room().await,
+                Step::Written { wake } => {
+                    if wake {
+                        cache.work.notify_one();
+                    }
+                    return Ok(());
                 }
             }
         }
@@ -329,12 +382,12 @@ impl File {
     pub(crate) async fn sync_range(&self, range: PageRange) -> io::Result<()> {
         let cache = current();
         loop {
-            let dirty = cache.pc.borrow().dirty_in(range);
+            let dirty = cache.pc().dirty_in(range);
             if dirty {
                 cache.write_back(Some(range)).await?;
                 continue;
             }
-            let flying = cache.pc.borrow().writebacks_in(range);
+            let flying = cache.pc().writebacks_in(range);
             if flying.is_empty() {
                 return Ok(());
             }
@@ -364,8 +417,72 @@ impl File {
             return;
         }
         if let Some(c) = with(|inner, _| inner.io.cache.clone()) {
-            c.pc.borrow_mut()
+            c.pc()
                 .forget_clean(PageRange::bytes(self.id(), offset, len as u64));
         }
     }
+}
+
+impl File {
+    /// Write back the dirty pages of bytes `offset..offset + len` (`None`: the whole
+    /// file) with the calling task's class and wait for every writeback of those pages
+    /// in flight — a critical caller promotes them (RCP's inheritance through
+    /// outstanding I/O). No device FLUSH: [`File::fsync`] adds it. Nothing to do
+    /// without a page cache. For a layer above that keeps a file's metadata itself (its
+    /// length, say) and must order it after the data.
+    pub async fn write_back_cached(&self, range: Option<(u64, u64)>) -> io::Result<()> {
+        if !crate::exec::current_has_cache() {
+            return Ok(());
+        }
+        let r = match range {
+            None => PageRange::file(self.id()),
+            Some((_, 0)) => return Ok(()),
+            Some((o, l)) => PageRange::bytes(self.id(), o, l),
+        };
+        self.sync_range(r).await
+    }
+
+    /// Drop the clean cached pages of bytes `offset..offset + len` (`None`: the whole
+    /// file): the file's bytes changed under the cache (`fallocate` punching a hole,
+    /// say). Dirty pages and pages under writeback stay: write them back first
+    /// ([`File::write_back_cached`]).
+    pub fn forget_cached(&self, range: Option<(u64, u64)>) {
+        let r = match range {
+            None => PageRange::file(self.id()),
+            Some((_, 0)) => return,
+            Some((o, l)) => PageRange::bytes(self.id(), o, l),
+        };
+        if let Some(c) = with(|inner, _| inner.io.cache.clone()) {
+            c.pc().forget_clean(r);
+        }
+    }
+}
+
+/// Write back every dirty page of the stack's page cache (with the calling task's
+/// class) and wait until none is dirty or under writeback: what an unmount does before
+/// the stack stops. Returns the first writeback error (its page stays dirty).
+pub async fn write_back_all() -> io::Result<()> {
+    let Some(cache) = with(|inner, _| inner.io.cache.clone()) else {
+        return Ok(());
+    };
+    loop {
+        let dirty = cache.pc().dirty_pages() > 0;
+        if dirty {
+            cache.write_back(None).await?;
+            continue;
+        }
+        // Writebacks of other tasks (the flusher's) still in flight: wait for them.
+        let flying = cache.pc().writebacks();
+        if flying.is_empty() {
+            return Ok(());
+        }
+        for (key, t) in flying {
+            cache.wait_writeback(key, t).await;
+        }
+    }
+}
+
+/// The page cache's counters so far, if the stack has one (for a live view).
+pub fn cache_stats() -> Option<sluice_cache::CacheStats> {
+    with(|inner, _| inner.io.cache.clone()).map(|c| c.pc().stats())
 }

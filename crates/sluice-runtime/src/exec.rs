@@ -249,8 +249,8 @@ pub(crate) struct Inner {
 // SAFETY: `Inner` is shared by the real backend's core threads under a mutex. What it
 // holds is plain data, wakers (Send + Sync), `Send` closures in `inbox`, and the I/O
 // state, whose non-`Send` parts are the raw addresses of buffers in flight — owned by
-// their I/O slots, used only to build SQEs — and the page cache (`Rc`/`RefCell`), which
-// `StackBuilder::build` allows on a real stack only with one core (one thread). Task
+// their I/O slots, used only to build SQEs. (The page cache it points to is `Sync`: its
+// state machine is behind its own mutex, `cache.rs`.) Task
 // futures (which may be `!Send`) are not here: they live in their core thread's table
 // (`put_local`).
 unsafe impl Send for Inner {}

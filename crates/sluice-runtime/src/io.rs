@@ -139,7 +139,7 @@ pub(crate) struct IoState {
     /// The simulated device's contents (unused in the real world).
     pub contents: Contents,
     /// The page cache, if the stack has one.
-    pub cache: Option<std::rc::Rc<crate::cache::Cache>>,
+    pub cache: Option<std::sync::Arc<crate::cache::Cache>>,
     slots: Vec<IoSlot>,
     free: Vec<u32>,
     /// Files closed by every opener whose release waits (I/O in flight, dirty pages).

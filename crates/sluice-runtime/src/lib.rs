@@ -86,6 +86,7 @@ use sluice_metrics::{Collector, Extra, PerClass, RunReport, RunSetup, RuntimeFac
 pub use buffer::DmaBuffer;
 use builder::DeviceChoice;
 pub use builder::{StackBuilder, DEFAULT_BUFFER_POOL};
+pub use cache::{cache_stats, write_back_all};
 pub use config::{CostTable, Inherit, ReadPath, Wakeup};
 pub use crash::CrashOutput;
 pub use ctx::{Activity, IoClass, IoOptions, TaskCtx};
@@ -235,7 +236,7 @@ impl Stack {
         if let Some(image) = &b.image {
             io.install(image.clone());
         }
-        let cache = b.cache.map(|c| Rc::new(cache::Cache::new(c)));
+        let cache = b.cache.map(|c| std::sync::Arc::new(cache::Cache::new(c)));
         io.cache = cache.clone();
         let cfg = ExecConfig {
             cores: b.cores,
@@ -259,7 +260,13 @@ impl Stack {
             )
         };
         if let Some(c) = cache {
-            sh.spawn(cache::flusher_ctx(), Box::pin(cache::flusher(c)));
+            // A real stack's tasks spawned here have their futures on this thread, which
+            // runs core 0: the flusher is placed there (in simulation, dealt as before).
+            let ctx = match &self.device {
+                DeviceChoice::Simulated(_) => cache::flusher_ctx(),
+                DeviceChoice::Directory(_) => cache::flusher_ctx().core(0),
+            };
+            sh.spawn(ctx, Box::pin(cache::flusher(c)));
         }
         Ok((sh, main_id, slot))
     }
@@ -331,7 +338,7 @@ impl Shared {
                 boost_ends: inner.stats.boost_ends,
                 inherited_promotions: inner.stats.inherited_promotions,
                 core_busy_ns: inner.cores.iter().map(|c| c.busy_ns).collect(),
-                cache: inner.io.cache.as_ref().map(|c| c.pc.borrow().stats()),
+                cache: inner.io.cache.as_ref().map(|c| c.pc().stats()),
                 interrupted: false,
             }),
             ..Extra::from_block(if real { "io_uring" } else { "sim" }, stack.b.seed, block)

@@ -370,16 +370,81 @@ fn a_task_queued_on_an_idle_core_is_not_taken_for_a_deadlock() {
     }
 }
 
+/// One page cache shared by the tasks of two real cores: buffered writes of shared
+/// pages from both (each task its own bytes of each page), through a cache too small
+/// for them (the flusher and evictions at work, the dirty limits global), a critical
+/// fsync, then every byte read back through the cache and found on the file.
 #[test]
-fn a_page_cache_on_several_real_cores_is_refused_with_the_remedy() {
+fn one_page_cache_serves_the_tasks_of_several_real_cores() {
+    const TASKS: u64 = 6;
+    const PAGES: u64 = 48;
     let dir = tempfile::tempdir().unwrap();
-    let e = Stack::builder()
+    let s = Stack::builder()
         .directory(dir.path())
         .cores(2)
-        .cache(sluice_runtime::CacheConfig::default())
+        .policy("rcp")
+        .cache(sluice_runtime::CacheConfig {
+            pages: 32,
+            ..Default::default()
+        })
         .build()
-        .unwrap_err();
-    assert!(e.to_string().contains("give .cores(1)"), "{e}");
+        .unwrap();
+    let out = s.run(|| async {
+        let f = Arc::new(File::create("shared").await.unwrap());
+        let hs: Vec<_> = (0..TASKS)
+            .map(|t| {
+                let f = f.clone();
+                spawn_on(
+                    TaskCtx::new(format!("w{t}")).core((t % 2) as u16),
+                    move || async move {
+                        for p in 0..PAGES {
+                            let at = p * 4096 + t * 600 + 5;
+                            f.write_buffered(at, &[(t * 40 + p) as u8 | 1; 600])
+                                .await
+                                .unwrap();
+                        }
+                    },
+                )
+            })
+            .collect();
+        for h in hs {
+            h.await;
+        }
+        let crit = TaskCtx::new("fsync").class(IoClass::Critical).core(1);
+        let g = f.clone();
+        spawn_on(crit, move || async move { g.fsync().await.unwrap() }).await;
+        let mut back = vec![0u8; 600];
+        for t in 0..TASKS {
+            for p in 0..PAGES {
+                let n = f
+                    .read_buffered(p * 4096 + t * 600 + 5, &mut back)
+                    .await
+                    .unwrap();
+                assert_eq!(n, 600);
+                let want = (t * 40 + p) as u8 | 1;
+                assert!(back.iter().all(|&x| x == want), "task {t} page {p}");
+            }
+        }
+    });
+    let out = match out {
+        Ok(o) => o,
+        Err(e) if skip(&e) => return,
+        Err(e) => panic!("{e}"),
+    };
+    let c = out.report.extra.runtime.unwrap().cache.unwrap();
+    assert!(c.writebacks >= PAGES, "{c:?}");
+    assert!(c.evictions > 0, "a 32-page cache held 48 pages: {c:?}");
+    let data = std::fs::read(dir.path().join("shared")).unwrap();
+    for t in 0..TASKS {
+        for p in 0..PAGES {
+            let at = (p * 4096 + t * 600 + 5) as usize;
+            let want = (t * 40 + p) as u8 | 1;
+            assert!(
+                data[at..at + 600].iter().all(|&x| x == want),
+                "file: task {t} page {p}"
+            );
+        }
+    }
 }
 
 #[test]

@@ -12,6 +12,9 @@ use crate::data::DataFile;
 use crate::node::Node;
 use crate::sys;
 
+/// Most files kept open in the stack with no open of the caller's (their pages cached).
+pub(super) const MAX_IDLE: usize = 128;
+
 impl SluiceFs {
     pub(super) fn data_flags(&self) -> i32 {
         if self.direct {
@@ -65,9 +68,15 @@ impl SluiceFs {
             size: Mutex::new(size),
             locks: Arc::default(),
             writable,
+            cache: self.cache,
         });
+        self.hub.register(&df);
         let old = files.insert(node.key, (df.clone(), 1));
-        if let Some((old, n)) = old {
+        if let Some((old, 0)) = old {
+            // Idle (kept for its cached pages): written back and closed.
+            lock(&self.idle).retain(|k| *k != node.key);
+            self.hub.close(old);
+        } else if let Some((old, n)) = old {
             // Its opens keep their handles (moved to their own key); it closes with
             // the last of them.
             let moved = (u64::MAX, Arc::as_ptr(&old) as u64);
@@ -81,15 +90,50 @@ impl SluiceFs {
         Ok((df, node.key))
     }
 
-    /// One open of the data file at `key` ended.
+    /// One open of the data file at `key` ended. Without a page cache the last one
+    /// closes it in the stack. With one, the file stays open there, idle (up to
+    /// [`MAX_IDLE`] files, the oldest closed first): its pages stay in the cache and
+    /// are the file's contents until written back, so the next open of the inode must
+    /// find them — `cp` then `cat`, or fio closing after its write phase and opening
+    /// again to verify. A file whose last name is gone closes at once (its space goes
+    /// back to the backing file system).
     pub(super) fn release_data(&self, key: (u64, u64)) {
         let mut files = lock(&self.files);
-        if let Some(e) = files.get_mut(&key) {
-            e.1 -= 1;
-            if e.1 == 0 {
-                let (df, _) = files.remove(&key).expect("present");
-                self.hub.close(df.file);
+        let Some(e) = files.get_mut(&key) else {
+            return;
+        };
+        e.1 -= 1;
+        if e.1 > 0 {
+            return;
+        }
+        let unlinked = sys::stat_fd(e.0.fd.as_raw_fd()).map_or(true, |st| st.st_nlink == 0);
+        if !self.cache || unlinked || key.0 == u64::MAX {
+            let (df, _) = files.remove(&key).expect("present");
+            self.hub.close(df);
+            return;
+        }
+        let mut idle = lock(&self.idle);
+        idle.retain(|k| *k != key);
+        idle.push_back(key);
+        while idle.len() > MAX_IDLE {
+            let old = idle.pop_front().expect("non-empty");
+            if files.get(&old).is_some_and(|e| e.1 == 0) {
+                let (df, _) = files.remove(&old).expect("present");
+                self.hub.close(df);
             }
+        }
+    }
+
+    /// A name of the backing inode `key` was removed: if that was its last and the
+    /// file is only kept idle, close it (its space goes back).
+    pub(super) fn gone(&self, key: (u64, u64)) {
+        let mut files = lock(&self.files);
+        let Some(e) = files.get(&key) else { return };
+        let unlinked = sys::stat_fd(e.0.fd.as_raw_fd()).map_or(true, |st| st.st_nlink == 0);
+        if e.1 == 0 && unlinked {
+            let (df, _) = files.remove(&key).expect("present");
+            lock(&self.idle).retain(|k| *k != key);
+            self.hub.close(df);
         }
     }
 
@@ -98,6 +142,15 @@ impl SluiceFs {
             .get(&fh.0)
             .map(|h| (h.df.clone(), h.sync))
             .ok_or(Errno::EBADF)
+    }
+
+    /// Whether a read or write with the open's `flags` (as the kernel sends them with
+    /// each request: an `fcntl(F_SETFL, O_DIRECT)` counts) goes through the page cache:
+    /// the mount has one, the caller did not ask for `O_DIRECT`, and the file is open
+    /// for writing in the stack (a read-only descriptor, kept only when the backing
+    /// file refuses writing, reads directly).
+    pub(super) fn cached(&self, df: &DataFile, flags: i32) -> bool {
+        df.cache && df.writable && flags & libc::O_DIRECT == 0
     }
 
     pub(super) fn new_handle(&self, (df, key): (Arc<DataFile>, (u64, u64)), flags: i32) -> u64 {

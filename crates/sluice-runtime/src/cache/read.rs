@@ -22,7 +22,7 @@
 
 use std::io;
 
-use sluice_cache::{FrameId, PageKey, ReadDone, PAGE};
+use sluice_cache::{FrameId, PageCache, PageKey, ReadDone, PAGE};
 use sluice_core::Op;
 
 use super::{no_cache, page_key, Cache};
@@ -83,7 +83,7 @@ impl File {
         while done < n {
             let (key, off) = page_key(self, offset + done as u64);
             let hit = {
-                let mut pc = cache.pc.borrow_mut();
+                let mut pc = cache.pc();
                 let len = (PAGE as usize - off).min(n - done);
                 pc.lookup(key)
                     .map(|f| pc.read(f, off, &mut out[done..done + len]))
@@ -96,7 +96,7 @@ impl File {
             // A run of missing pages from `key`, up to the read's last page.
             let last = (offset + n as u64 - 1) / PAGE;
             let pages = {
-                let mut pc = cache.pc.borrow_mut();
+                let mut pc = cache.pc();
                 let mut k = 1;
                 while k < MAX_RUN && key.index + k <= last {
                     let next = PageKey {
@@ -111,34 +111,37 @@ impl File {
                 }
                 k
             };
-            let frames = self.read_run(&cache, key, pages).await?;
             // Copy what the read wants from the pages indexed (fewer than asked when a
-            // page went stale or room ran out: the walk looks the rest up again).
-            let pc = cache.pc.borrow();
-            for f in frames {
+            // page went stale or room ran out: the walk looks the rest up again), under
+            // the same hold of the state machine as their indexing (another core may
+            // evict them after).
+            self.read_run(&cache, key, pages, |pc, f| {
                 if done == n {
-                    break;
+                    return;
                 }
                 let off = ((offset + done as u64) % PAGE) as usize;
                 let len = (PAGE as usize - off).min(n - done);
                 pc.read(f, off, &mut out[done..done + len]);
                 done += len;
-            }
+            })
+            .await?;
         }
         Ok(n)
     }
 
     /// Read pages `first..first + pages` from the device in one request and index
-    /// them; returns the frames holding them, from `first` — fewer when room ran out
-    /// (at least the first, after waiting for writeback if needed), up to the first
-    /// page whose data went stale (a write changed it while the read was in flight).
-    /// A page indexed meanwhile by another read or a write is returned as indexed.
+    /// them; `each` is given the frames holding them, from `first`, while the state
+    /// machine is held — fewer when room ran out (at least the first, after waiting for
+    /// writeback if needed), up to the first page whose data went stale (a write
+    /// changed it while the read was in flight). A page indexed meanwhile by another
+    /// read or a write is given as indexed.
     pub(super) async fn read_run(
         &self,
         cache: &Cache,
         first: PageKey,
         pages: u64,
-    ) -> io::Result<Vec<FrameId>> {
+        mut each: impl FnMut(&PageCache<DmaBuffer>, FrameId),
+    ) -> io::Result<()> {
         // Room for each page; past the first, stop where there is none.
         let mut n = 0;
         while n < pages {
@@ -146,7 +149,7 @@ impl File {
                 file: first.file,
                 index: first.index + n,
             };
-            if cache.pc.borrow_mut().begin_read(key) {
+            if cache.pc().begin_read(key) {
                 n += 1;
             } else if n == 0 {
                 // Every page is dirty or under writeback: wait for the flusher.
@@ -162,7 +165,7 @@ impl File {
             file: first.file,
             index: first.index + i,
         });
-        let mut pc = cache.pc.borrow_mut();
+        let mut pc = cache.pc();
         if let Err(e) = r {
             keys.for_each(|k| pc.fail_read(k));
             return Err(e);
@@ -180,6 +183,9 @@ impl File {
                 ReadDone::Stale(_) => stale = true,
             }
         }
-        Ok(frames)
+        for f in frames {
+            each(&pc, f);
+        }
+        Ok(())
     }
 }

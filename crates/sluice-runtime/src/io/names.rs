@@ -119,10 +119,10 @@ impl IoState {
             return false;
         }
         if let Some(c) = &self.cache {
-            // Borrowed: a task is in the cache's code; try again later.
+            // Held: a task is in the cache's code; try again later.
             let range = sluice_cache::PageRange::file(id);
-            match c.pc.try_borrow() {
-                Ok(pc) if !pc.dirty_in(range) && pc.writebacks_in(range).is_empty() => {}
+            match c.try_pc() {
+                Some(pc) if !pc.dirty_in(range) && pc.writebacks_in(range).is_empty() => {}
                 _ => return false,
             }
         }
