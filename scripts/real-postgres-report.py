@@ -82,6 +82,7 @@ for m in modes:
     row["tput"] = med(r_tput)
     row["tput_all"] = r_tput
     row["p99_all"] = [p["p99"] for p in per]
+    row["svc99_all"] = [p["svc99"] for p in per]
     rows[m] = row
 
 print(f"pgbench TPC-B-like; medians over {rounds} rounds; latency runs at -R {rate}")
@@ -142,5 +143,12 @@ if "kernel" in rows and "rcp" in rows:
     k, c = rows["kernel"], rows["rcp"]
     g.append(("rcp p99 < kernel's p99 (direct)", c["p99"] < k["p99"],
               f"{c['p99']:.2f} vs {k['p99']:.2f} ms"))
+if "none" in rows and "rcp" in rows:
+    pairs = zip(rows["rcp"]["p99_all"], rows["none"]["p99_all"])
+    print("rcp p99 / none's p99, round by round: "
+          + " ".join(f"{c / n:.2f}" for c, n in pairs))
+    pairs = zip(rows["rcp"]["svc99_all"], rows["none"]["svc99_all"])
+    print("rcp service p99 / none's, round by round: "
+          + " ".join(f"{c / n:.2f}" for c, n in pairs))
 for name, ok, why in g:
     print(f"goal {'MET' if ok else 'NOT met'}: {name}: {why}")

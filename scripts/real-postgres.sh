@@ -15,12 +15,11 @@
 # Phase 1, throughput: pgbench unlimited rate, --tput-secs each.
 # Phase 2, latency: pgbench -R RATE (half of the slowest configuration's median
 #   throughput of phase 1, or --rate), --rate-secs each, per-transaction log (-l).
-# Reported per configuration (medians over rounds): tps, p50/p99/p99.9 latency from the
-# scheduled start (and
-# without pgbench's schedule lag), checkpoints completed ("checkpoint complete" in the
-# server log; pg_stat_bgwriter's timed+requested), WAL written and pg_wal's size; for
-# the mount, the classes' and flows' I/O (--json at unmount) and, with --trace (the
-# default), where the daemon's time went per class (SLUICE_MOUNT_TRACE=1).
+# Reported per configuration (medians over rounds): tps; p50/p99/p99.9 latency from the
+# scheduled start, and p99 without pgbench's schedule lag; checkpoints started and
+# completed (the server log) and pg_stat_bgwriter's timed + requested; WAL written and
+# pg_wal's size; for the mount, the flows' I/O per class (--json at unmount) and, unless
+# --no-trace, where the daemon's time went per class (SLUICE_MOUNT_TRACE=1).
 set -euo pipefail
 usage() {
     cat <<EOF
@@ -139,8 +138,8 @@ run() {
     asuser "$PGBIN/pg_ctl" -D "$pgdata" -o "-k $SOCK -p $PORT" -l "$OUT/$tag.pglog" -w -t 120 start >/dev/null
     psqlq "SELECT sum(pg_prewarm(c.oid)) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
            WHERE n.nspname = 'public' AND c.relkind IN ('r', 'i')" >/dev/null
-    psqlq "CHECKPOINT"
-    psqlq "SELECT pg_stat_reset_shared('bgwriter')"
+    psqlq "CHECKPOINT" >/dev/null
+    psqlq "SELECT pg_stat_reset_shared('bgwriter')" >/dev/null
     local lsn0 log0 opts=()
     lsn0=$(psqlq "SELECT pg_current_wal_lsn()")
     log0=$(wc -l <"$OUT/$tag.pglog")
