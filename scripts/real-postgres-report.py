@@ -130,6 +130,53 @@ for m in modes:
                 print(f"  {m}: {line.strip()}")
 print()
 
+
+def waits(tag):
+    """The backends' waits during the run's worst stall: the second in which most of
+    the slowest 1 % of transactions completed, and the 1.5 s before it."""
+    rows_ = []
+    for f in glob.glob(f"{out}/{tag}.txlog.*"):
+        for line in open(f):
+            c = line.split()
+            if len(c) >= 6 and c[2].isdigit():
+                rows_.append((int(c[4]) + int(c[5]) / 1e6, int(c[2])))
+    wf = f"{out}/{tag}.waits"
+    if not rows_ or not os.path.exists(wf):
+        return None
+    lat = sorted(r[1] for r in rows_)
+    p99 = lat[int(0.99 * (len(lat) - 1))]
+    per_sec = {}
+    for t, l in rows_:
+        if l >= p99:
+            per_sec[int(t)] = per_sec.get(int(t), 0) + 1
+    sec = max(per_sec, key=per_sec.get)
+    lo, hi = sec - 1.5, sec + 1
+    hist, allh = {}, {}
+    for line in open(wf):
+        c = line.split()
+        t = float(c[0])
+        k = f"{c[2]} {c[3]} {c[4]}"
+        allh[k] = allh.get(k, 0) + 1
+        if lo <= t < hi:
+            hist[k] = hist.get(k, 0) + 1
+    return per_sec[sec], hist, allh
+
+
+def top(h, n=5):
+    tot = sum(h.values()) or 1
+    return ", ".join(f"{k} {v / tot:.0%}" for k, v in sorted(h.items(), key=lambda x: -x[1])[:n])
+
+
+print("Where the backends waited (state, system call, kernel function; samples every 25 ms)")
+for m in modes:
+    for r in range(1, rounds + 1):
+        w = waits(f"rate-{m}-r{r}")
+        if w:
+            n, hist, allh = w
+            print(f"  {m} r{r}: worst stall ({n} of the slowest 1 % finished in one second): {top(hist)}")
+            print(f"  {m} r{r}: whole run: {top(allh)}")
+print()
+
 g = []
 if "none" in rows and "rcp" in rows:
     n, c = rows["none"], rows["rcp"]

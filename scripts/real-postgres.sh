@@ -19,13 +19,16 @@
 # scheduled start, and p99 without pgbench's schedule lag; checkpoints started and
 # completed (the server log) and pg_stat_bgwriter's timed + requested; WAL written and
 # pg_wal's size; for the mount, the flows' I/O per class (--json at unmount) and, unless
-# --no-trace, where the daemon's time went per class (SLUICE_MOUNT_TRACE=1).
+# --no-trace, where the daemon's time went per class (SLUICE_MOUNT_TRACE=1); unless
+# --no-waits, where the backends waited during each rate run's worst stall
+# (experiments/real/pg-waits.py samples their state, system call and kernel wait
+# function every 25 ms, RCP's LatencyTOP table in spirit).
 set -euo pipefail
 usage() {
     cat <<EOF
 usage: scripts/real-postgres.sh DIR [--rounds N] [--tput-secs S] [--rate-secs S]
        [--scale N] [--clients N] [--threads N] [--rate TPS] [--modes "kernel none rcp ld"]
-       [--max-wal SIZE] [--shared-buffers SIZE] [--port P] [--no-trace]
+       [--max-wal SIZE] [--shared-buffers SIZE] [--port P] [--no-trace] [--no-waits]
 defaults: --rounds 2 --tput-secs 15 --rate-secs 30 --scale 20 --clients 8 --threads 2
           --max-wal 64MB --shared-buffers 512MB --port 54329
 EOF
@@ -36,9 +39,9 @@ case $1 in -h | --help) usage ;; esac
 ARG_DIR=$1
 shift
 ROUNDS=2 TPUT_SECS=15 RATE_SECS=30 SCALE=20 CLIENTS=8 THREADS=2 RATE= MODES="kernel none rcp ld"
-MAX_WAL=64MB SHARED_BUFFERS=512MB PORT=54329 TRACE=1
+MAX_WAL=64MB SHARED_BUFFERS=512MB PORT=54329 TRACE=1 WAITS=1
 while [ $# -gt 0 ]; do
-    [ $# -ge 2 ] || [ "$1" = --no-trace ] || usage
+    [ $# -ge 2 ] || [ "$1" = --no-trace ] || [ "$1" = --no-waits ] || usage
     case $1 in
     --rounds) ROUNDS=$2 ;;
     --tput-secs) TPUT_SECS=$2 ;;
@@ -52,6 +55,7 @@ while [ $# -gt 0 ]; do
     --shared-buffers) SHARED_BUFFERS=$2 ;;
     --port) PORT=$2 ;;
     --no-trace) TRACE=0; shift; continue ;;
+    --no-waits) WAITS=0; shift; continue ;;
     *) echo "unknown option $1" >&2; usage ;;
     esac
     shift 2
@@ -140,17 +144,22 @@ run() {
            WHERE n.nspname = 'public' AND c.relkind IN ('r', 'i')" >/dev/null
     psqlq "CHECKPOINT" >/dev/null
     psqlq "SELECT pg_stat_reset_shared('bgwriter')" >/dev/null
-    local lsn0 log0 opts=()
+    local lsn0 log0 opts=() wpid=
     lsn0=$(psqlq "SELECT pg_current_wal_lsn()")
     log0=$(wc -l <"$OUT/$tag.pglog")
     if [ "$phase" = rate ]; then
         opts=(-T "$RATE_SECS" -R "$RATE" -l --log-prefix="$OUT/$tag.txlog")
+        if [ "$WAITS" = 1 ]; then
+            python3 "$REPO/experiments/real/pg-waits.py" "$OUT/$tag.waits" "$((RATE_SECS + 1))" &
+            wpid=$!
+        fi
     else
         opts=(-T "$TPUT_SECS")
     fi
     "$PGBIN/pgbench" -h "$SOCK" -p "$PORT" -U postgres -n -M prepared -c "$CLIENTS" -j "$THREADS" \
         "${opts[@]}" postgres >"$OUT/$tag.pgbench" 2>&1 ||
         { cat "$OUT/$tag.pgbench" >&2; die "pgbench failed ($tag)"; }
+    [ -z "$wpid" ] || wait "$wpid"
     {
         echo "wal_bytes $(psqlq "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '$lsn0')")"
         echo "stat $(psqlq "SELECT checkpoints_timed, checkpoints_req, buffers_checkpoint, buffers_clean, buffers_backend FROM pg_stat_bgwriter")"
