@@ -77,6 +77,8 @@ if ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then apt_need pg_ctl p
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 PGVER=$("$PGBIN/postgres" --version)
 id postgres >/dev/null 2>&1 || die "no postgres user (the postgresql package makes it)"
+runuser -u postgres -- test -x "$DIR" ||
+    die "the postgres user cannot reach $DIR: make its parent directories searchable (chmod o+x) or choose a DIR under /tmp"
 SOCK=$DIR/sock
 mkdir -p "$SOCK"
 chown postgres: "$SOCK" "$OUT"
