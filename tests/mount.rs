@@ -1,5 +1,6 @@
 //! `sluice mount` on a real FUSE mount: POSIX behaviours, data integrity under
-//! concurrent unaligned writes, real programs (fio with verify, sqlite3), classes,
+//! concurrent unaligned writes, real programs (fio with verify, sqlite3; PostgreSQL
+//! with pgbench in tests/mount/postgres.rs), classes,
 //! the tables at unmount, clear errors and the kill -9 fault. Each test mounts its own
 //! temporary BACKING and always unmounts (tests/mount/support.rs). They skip, saying
 //! why, only without /dev/fuse or fusermount3 — and fail then under CI=true.
@@ -9,6 +10,8 @@ mod support;
 
 #[path = "mount/posix.rs"]
 mod posix;
+#[path = "mount/postgres.rs"]
+mod postgres;
 #[path = "mount/programs.rs"]
 mod programs;
 
