@@ -50,6 +50,37 @@ pub struct DataFile {
     /// The stack has a page cache (`--cache`): callers without `O_DIRECT` go through
     /// it, and fsync, truncation, fallocate and the last close write it back first.
     pub cache: bool,
+    /// Set once its close in the stack finished (dirty pages written back, the backing
+    /// file cut to its length): a later open of the same inode waits for it.
+    pub closed: Arc<Closed>,
+}
+
+/// A one-way flag a thread can wait for: a data file's close in the stack finished.
+#[derive(Debug, Default)]
+pub struct Closed {
+    done: Mutex<bool>,
+    cv: std::sync::Condvar,
+}
+
+impl Closed {
+    /// The close finished.
+    pub fn set(&self) {
+        *self.done.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.cv.notify_all();
+    }
+
+    /// Whether it finished.
+    pub fn is_set(&self) -> bool {
+        *self.done.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Block until it finished.
+    pub fn wait(&self) {
+        let mut d = self.done.lock().unwrap_or_else(|e| e.into_inner());
+        while !*d {
+            d = self.cv.wait(d).unwrap_or_else(|e| e.into_inner());
+        }
+    }
 }
 
 impl DataFile {

@@ -54,6 +54,7 @@ where
                 locks: Arc::default(),
                 writable: true,
                 cache: cache_pages > 0,
+                closed: Arc::default(),
             });
             body(df).await;
         })

@@ -60,6 +60,8 @@ pub struct SluiceFs {
     files: Mutex<HashMap<(u64, u64), OpenData>>,
     /// With a page cache: the files in `files` with no open, oldest first.
     idle: Mutex<std::collections::VecDeque<(u64, u64)>>,
+    /// Closes in the stack under way, by backing inode (see `fs/open.rs`).
+    closing: Mutex<HashMap<(u64, u64), Arc<crate::data::Closed>>>,
     handles: Mutex<HashMap<u64, Handle>>,
     dirs: Mutex<HashMap<u64, Vec<DirEntry>>>,
     next_fh: AtomicU64,
@@ -87,6 +89,7 @@ impl SluiceFs {
             classes,
             files: Mutex::new(HashMap::new()),
             idle: Mutex::new(std::collections::VecDeque::new()),
+            closing: Mutex::new(HashMap::new()),
             handles: Mutex::new(HashMap::new()),
             dirs: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),

@@ -289,8 +289,10 @@ fn close_task(hub: &Hub, df: Arc<DataFile>) {
     let ctx = TaskCtx::new("writeback").activity(sluice_runtime::Activity::WRITEBACK);
     let n = hub.closing.clone();
     n.fetch_add(1, Ordering::SeqCst);
+    let done = df.closed.clone();
     drop(spawn_on(ctx, move || async move {
         crate::cached::close(df).await;
+        done.set();
         n.fetch_sub(1, Ordering::SeqCst);
     }));
 }

@@ -15,6 +15,10 @@ impl SluiceFs {
     /// `getattr` of a node: the backing inode's, with the length the data path knows
     /// for an open file.
     pub(super) fn stat_node(&self, node: &Node, ino: u64) -> Result<FileAttr, Errno> {
+        if !lock(&self.files).contains_key(&node.key) {
+            // Its length on BACKING is only right once a close under way finished.
+            self.wait_closed(node.key);
+        }
         let st = sys::stat_fd(node.raw())?;
         let mut a = attr(&st, ino);
         if let Some((df, _)) = lock(&self.files).get(&node.key) {

@@ -37,6 +37,11 @@ impl SluiceFs {
                 *n += 1;
                 return Ok((df.clone(), node.key));
             }
+        } else {
+            // A close of the inode's last file still writing back its dirty pages (an
+            // idle file pushed out, say): the backing file is not yet what the caller
+            // must see (PostgreSQL reopening an index initdb wrote read it as empty).
+            self.wait_closed(node.key);
         }
         // First open (or the first for writing: a writable descriptor replaces a
         // read-only one for later opens; the earlier opens keep theirs).
@@ -69,13 +74,14 @@ impl SluiceFs {
             locks: Arc::default(),
             writable,
             cache: self.cache,
+            closed: Arc::default(),
         });
         self.hub.register(&df);
         let old = files.insert(node.key, (df.clone(), 1));
         if let Some((old, 0)) = old {
             // Idle (kept for its cached pages): written back and closed.
             lock(&self.idle).retain(|k| *k != node.key);
-            self.hub.close(old);
+            self.close_data(node.key, old);
         } else if let Some((old, n)) = old {
             // Its opens keep their handles (moved to their own key); it closes with
             // the last of them.
@@ -109,7 +115,7 @@ impl SluiceFs {
         let unlinked = sys::stat_fd(e.0.fd.as_raw_fd()).map_or(true, |st| st.st_nlink == 0);
         if !self.cache || unlinked || key.0 == u64::MAX {
             let (df, _) = files.remove(&key).expect("present");
-            self.hub.close(df);
+            self.close_data(key, df);
             return;
         }
         let mut idle = lock(&self.idle);
@@ -119,7 +125,7 @@ impl SluiceFs {
             let old = idle.pop_front().expect("non-empty");
             if files.get(&old).is_some_and(|e| e.1 == 0) {
                 let (df, _) = files.remove(&old).expect("present");
-                self.hub.close(df);
+                self.close_data(old, df);
             }
         }
     }
@@ -133,7 +139,25 @@ impl SluiceFs {
         if e.1 == 0 && unlinked {
             let (df, _) = files.remove(&key).expect("present");
             lock(&self.idle).retain(|k| *k != key);
-            self.hub.close(df);
+            self.close_data(key, df);
+        }
+    }
+
+    /// Close `df`, the data file of `key`, in the stack; until that finished, a new
+    /// open or a look at the inode's length waits ([`Self::wait_closed`]).
+    fn close_data(&self, key: (u64, u64), df: Arc<DataFile>) {
+        let mut closing = lock(&self.closing);
+        closing.retain(|_, c| !c.is_set());
+        closing.insert(key, df.closed.clone());
+        drop(closing);
+        self.hub.close(df);
+    }
+
+    /// Wait for a close of `key`'s data file under way, if any.
+    pub(super) fn wait_closed(&self, key: (u64, u64)) {
+        let pending = lock(&self.closing).get(&key).cloned();
+        if let Some(c) = pending {
+            c.wait();
         }
     }
 
