@@ -346,6 +346,7 @@ pub async fn dispatcher(hub: Arc<Hub>, cores: u16) {
             Control::Close(df) if df.cache => close_task(&hub, df),
             Control::Close(df) => {
                 let _ = df.file.close().await;
+                df.closed.set();
             }
             Control::Stop => {
                 // What is still queued is dropped, but closes: an adoption's waiter

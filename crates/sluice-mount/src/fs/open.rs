@@ -31,17 +31,29 @@ impl SluiceFs {
         write: bool,
         made: Option<OwnedFd>,
     ) -> Result<(Arc<DataFile>, (u64, u64)), Errno> {
-        let mut files = lock(&self.files);
+        // A close of the inode's last data file may still be writing back its dirty
+        // pages (an idle file pushed out, say): the backing file is not yet what the
+        // caller must see (PostgreSQL reopening an index initdb wrote read it as
+        // empty). Wait for it without holding the table; no close of this inode can
+        // start while we hold it afterwards.
+        let mut files = loop {
+            let files = lock(&self.files);
+            if files.contains_key(&node.key) {
+                break files;
+            }
+            match self.pending_close(node.key) {
+                Some(c) => {
+                    drop(files);
+                    c.wait();
+                }
+                None => break files,
+            }
+        };
         if let Some((df, n)) = files.get_mut(&node.key) {
             if df.writable || !write {
                 *n += 1;
                 return Ok((df.clone(), node.key));
             }
-        } else {
-            // A close of the inode's last file still writing back its dirty pages (an
-            // idle file pushed out, say): the backing file is not yet what the caller
-            // must see (PostgreSQL reopening an index initdb wrote read it as empty).
-            self.wait_closed(node.key);
         }
         // First open (or the first for writing: a writable descriptor replaces a
         // read-only one for later opens; the earlier opens keep theirs).
@@ -153,10 +165,17 @@ impl SluiceFs {
         self.hub.close(df);
     }
 
+    /// A close of `key`'s data file under way, if any.
+    fn pending_close(&self, key: (u64, u64)) -> Option<Arc<crate::data::Closed>> {
+        lock(&self.closing)
+            .get(&key)
+            .filter(|c| !c.is_set())
+            .cloned()
+    }
+
     /// Wait for a close of `key`'s data file under way, if any.
     pub(super) fn wait_closed(&self, key: (u64, u64)) {
-        let pending = lock(&self.closing).get(&key).cloned();
-        if let Some(c) = pending {
+        if let Some(c) = self.pending_close(key) {
             c.wait();
         }
     }
