@@ -1,7 +1,7 @@
 //! Issue 17's findings, each as a test that failed before: an abort on huge sizes,
 //! unbounded report size, silent wrong results, hangs, late errors and accepted nonsense.
 
-mod common;
+use crate::common;
 
 use common::{refused, sluice, stderr, write};
 

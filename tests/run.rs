@@ -3,7 +3,7 @@
 //! provoke. Where io_uring cannot be set up at all, the real-I/O tests say why and
 //! return.
 
-mod common;
+use crate::common;
 
 use common::{sluice, stderr, write};
 

@@ -1,7 +1,7 @@
 //! Model properties: Little's law, determinism, the write buffer, read/write
 //! interference, queue limits, and the per-command cost.
 
-mod common;
+use crate::common;
 use common::*;
 use sluice_device::{Command, DeviceProfile, NvmeSsd, Op, QueueClass, SubmitError};
 

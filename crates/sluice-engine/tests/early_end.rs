@@ -2,7 +2,7 @@
 //! a job ends (also across workers), and `steadystate` ends a job once its rate is
 //! steady, well before its runtime.
 
-mod common;
+use crate::common;
 
 use common::{cfg_in, jobs, prepare};
 

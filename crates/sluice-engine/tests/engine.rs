@@ -1,7 +1,7 @@
 //! Real-I/O tests of the engine on temporary files (short: well under a second each).
 //! Where io_uring cannot be set up at all, each test says why and returns.
 
-mod common;
+use crate::common;
 
 use common::{cfg_in, jobs, prepare};
 

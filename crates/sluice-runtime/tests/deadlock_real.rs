@@ -3,7 +3,7 @@
 //! run alive. Each run is bounded by a watchdog, so a hang fails the test instead of
 //! hanging the suite.
 
-mod common;
+use crate::common;
 use common::skip;
 
 use std::rc::Rc;

@@ -3,7 +3,7 @@
 //! that do not hold back other tasks' completions. Where io_uring cannot be set up, each
 //! test says why and returns.
 
-mod common;
+use crate::common;
 use common::skip;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
