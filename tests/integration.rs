@@ -9,6 +9,7 @@ mod bad_input;
 mod calibrate;
 mod cli;
 mod default_tails;
+mod doc_commands;
 mod fio_examples;
 mod fs_store;
 mod fuzz;
