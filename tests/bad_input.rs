@@ -164,6 +164,8 @@ fn nonsense_is_refused_with_what_where_and_the_range() {
 /// Run `sluice ARGS` under a virtual-memory limit of `kib` KiB (`ulimit -v`); returns
 /// its output and the CPU time (user + system) it used, from `wait4` — unlike the wall
 /// time, the CPU time does not grow with the load of the machine.
+// The child is waited for with `wait4` (for its CPU time), not `Child::wait`.
+#[allow(clippy::zombie_processes)]
 fn sluice_limited(kib: u64, args: &[&str]) -> (Output, Duration) {
     let mut cmd = format!("ulimit -v {kib}; exec '{}'", env!("CARGO_BIN_EXE_sluice"));
     for a in args {
