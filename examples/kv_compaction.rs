@@ -1,8 +1,8 @@
 //! Embedding sluice: a toy key-value store's foreground reads beside a compaction task.
 //!
 //! Clients (critical tasks) look keys up: a little CPU, then a 4 KiB read of the key's
-//! block. A compaction task (idle class) reads and rewrites 256 KiB runs as fast as it
-//! can, burning CPU between them. The program runs the same code under a few stack
+//! block. Compaction (idle class; four tasks, as RocksDB's subcompactions) reads and
+//! rewrites 256 KiB runs as fast as it can, burning CPU between them. The program runs the same code under a few stack
 //! configurations and prints the clients' latency per configuration (p50 / p99, and
 //! the part after the device: waiting to run again), and the compaction's throughput —
 //! the report is `sluice sim`'s, one job per (task flow, activity).
@@ -45,6 +45,10 @@ impl Drop for RunDir {
 }
 const US: u64 = 1_000;
 const KEYS: u64 = 4096;
+/// The 256 KiB runs compaction reads and rewrites (the keys' 16 MiB).
+const SST_RUNS: u64 = KEYS / 64;
+/// Compaction tasks (subcompactions), each over its own share of the runs.
+const COMPACTIONS: u64 = 4;
 
 fn run(
     device: &str,
@@ -69,33 +73,43 @@ fn run(
         .run(|| async {
             let data = File::create("sst").await.unwrap();
             // Load the keys' blocks.
-            for i in 0..KEYS / 64 {
+            for i in 0..SST_RUNS {
                 data.write_at(DmaBuffer::new(256 << 10), i * (256 << 10))
                     .await
                     .0
                     .unwrap();
             }
             let stop = Rc::new(Cell::new(false));
-            let s = stop.clone();
-            let compaction = spawn(
-                TaskCtx::new("compaction")
-                    .class(IoClass::Idle)
-                    .activity(Activity::COMPACTION),
-                async move {
-                    let out = File::create("sst2").await.unwrap();
-                    let mut i = 0u64;
-                    while !s.get() {
-                        let (r, buf) = data
-                            .read_at(DmaBuffer::new(256 << 10), (i % 64) * (256 << 10))
-                            .await;
-                        r.unwrap();
-                        cpu(150 * US).await; // merge
-                        out.write_at(buf, (i % 64) * (256 << 10)).await.0.unwrap();
-                        i += 1;
-                    }
-                    i
-                },
-            );
+            // Compaction merges several runs at once (RocksDB's subcompactions): four
+            // tasks of one flow, each reading and rewriting its own quarter of the runs,
+            // so up to four 256 KiB requests of the idle class are out at a time — what a
+            // two-class scheduler (`rcp`: one non-critical request at the device) holds
+            // back and `none` does not.
+            let out = File::create("sst2").await.unwrap();
+            let mut compactions = Vec::new();
+            for k in 0..COMPACTIONS {
+                let s = stop.clone();
+                compactions.push(spawn(
+                    TaskCtx::new(format!("compaction{k}"))
+                        .flow("compaction")
+                        .class(IoClass::Idle)
+                        .activity(Activity::COMPACTION),
+                    async move {
+                        let mut i = 0u64;
+                        while !s.get() {
+                            let run = k * SST_RUNS / COMPACTIONS + i % (SST_RUNS / COMPACTIONS);
+                            let (r, buf) = data
+                                .read_at(DmaBuffer::new(256 << 10), run * (256 << 10))
+                                .await;
+                            r.unwrap();
+                            cpu(150 * US).await; // merge
+                            out.write_at(buf, run * (256 << 10)).await.0.unwrap();
+                            i += 1;
+                        }
+                        i
+                    },
+                ));
+            }
             let mut clients = Vec::new();
             for c in 0..4u64 {
                 clients.push(spawn(
@@ -124,7 +138,10 @@ fn run(
                 h.await;
             }
             stop.set(true);
-            let runs = compaction.await;
+            let mut runs = 0;
+            for h in compactions {
+                runs += h.await;
+            }
             (runs, now())
         })
         .map_err(|e| e.to_string())?;

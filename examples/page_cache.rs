@@ -7,7 +7,7 @@
 //! cargo run --release --example page_cache -- hits --real DIR      # cache hits vs pread
 //! ```
 //!
-//! * `effects` — (1) RCP's class-aware dirty limits: a background task streams buffered
+//! * `effects` — (1) RCP's class-aware dirty limits: four background tasks stream buffered
 //!   writes far past the cache while a critical task writes 8 KiB every 200 µs; the
 //!   critical task's total time in `write_buffered` with class limits on (1 % / 20 %)
 //!   and off (one 20 % ratio, Linux's). (2) Writeback promotion: a checkpoint task
@@ -50,22 +50,33 @@ fn dirty_limits(real: Option<&str>, class_limits: bool, run: usize) -> Result<u6
         class_limits,
         ..CacheConfig::default()
     };
-    let (bulk, log) = (name("bulk", run), name("log", run));
+    let log = name("log", run);
+    let bulks: Vec<String> = (0..BULK_WRITERS)
+        .map(|k| name(&format!("bulk{k}"), run))
+        .collect();
     let out = builder(real)
         .cache(cfg)
         .build()
         .map_err(|e| e.to_string())?
         .run(move || async move {
-            let bg = spawn(
-                TaskCtx::new("bulk").activity(Activity::COMPACTION),
-                async move {
-                    let f = File::create(&bulk).await.unwrap();
-                    let chunk = vec![7u8; 64 << 10];
-                    for i in 0..1024u64 {
-                        f.write_buffered(i * (64 << 10), &chunk).await.unwrap();
-                    }
-                },
-            );
+            // Several bulk writers (one flow): whenever one pauses at the dirty limit,
+            // another fills it again, so the limit is full most of the time — as under
+            // Linux's single `dirty_ratio` when a few background writers stream.
+            let mut bg = Vec::new();
+            for (k, bulk) in bulks.into_iter().enumerate() {
+                bg.push(spawn(
+                    TaskCtx::new(format!("bulk{k}"))
+                        .flow("bulk")
+                        .activity(Activity::COMPACTION),
+                    async move {
+                        let f = File::create(&bulk).await.unwrap();
+                        let chunk = vec![7u8; 64 << 10];
+                        for i in 0..1024u64 {
+                            f.write_buffered(i * (64 << 10), &chunk).await.unwrap();
+                        }
+                    },
+                ));
+            }
             let crit = spawn(TaskCtx::new("log").critical(), async move {
                 let f = File::create(&log).await.unwrap();
                 sleep(5 * MS).await;
@@ -79,12 +90,17 @@ fn dirty_limits(real: Option<&str>, class_limits: bool, run: usize) -> Result<u6
                 waited
             });
             let waited = crit.await;
-            bg.await;
+            for h in bg {
+                h.await;
+            }
             waited
         })
         .map_err(|e| e.to_string())?;
     Ok(out.value)
 }
+
+/// Bulk buffered writers beside the critical writer in [`dirty_limits`].
+const BULK_WRITERS: usize = 4;
 
 fn writeback_wait(real: Option<&str>, inherit: Inherit, run: usize) -> Result<u64, String> {
     let (bulk, table) = (name("wbulk", run), name("table", run));
@@ -164,7 +180,7 @@ fn measure_effects(real: Option<&str>) -> Result<(), String> {
     let on = dirty_limits(real, true, 0)?;
     let off = dirty_limits(real, false, 1)?;
     println!(
-        "  critical writer's total write time, 100 × 8 KiB beside a bulk writer: class limits on {:.3} ms, off {:.3} ms",
+        "  critical writer's total write time, 100 × 8 KiB beside 4 bulk writers: class limits on {:.3} ms, off {:.3} ms",
         on as f64 / 1e6,
         off as f64 / 1e6
     );

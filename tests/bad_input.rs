@@ -1,7 +1,7 @@
 //! Issue 17's findings, each as a test that failed before: an abort on huge sizes,
 //! unbounded report size, silent wrong results, hangs, late errors and accepted nonsense.
 
-mod common;
+use crate::common;
 
 use common::{refused, sluice, stderr, write};
 
@@ -161,16 +161,45 @@ fn nonsense_is_refused_with_what_where_and_the_range() {
     refused(&o, &["nosuchdir", "does not exist", "subdirectory"]);
 }
 
-/// Run `sluice ARGS` under a virtual-memory limit of `kib` KiB (`ulimit -v`).
-fn sluice_limited(kib: u64, args: &[&str]) -> Output {
+/// Run `sluice ARGS` under a virtual-memory limit of `kib` KiB (`ulimit -v`); returns
+/// its output and the CPU time (user + system) it used, from `wait4` — unlike the wall
+/// time, the CPU time does not grow with the load of the machine.
+// The child is waited for with `wait4` (for its CPU time), not `Child::wait`.
+#[allow(clippy::zombie_processes)]
+fn sluice_limited(kib: u64, args: &[&str]) -> (Output, Duration) {
     let mut cmd = format!("ulimit -v {kib}; exec '{}'", env!("CARGO_BIN_EXE_sluice"));
     for a in args {
         cmd.push_str(&format!(" '{a}'"));
     }
-    Command::new("sh")
+    let out = tempfile::tempfile().unwrap();
+    let err = tempfile::tempfile().unwrap();
+    let child = Command::new("sh")
         .args(["-c", &cmd])
-        .output()
-        .expect("sh runs")
+        .stdout(out.try_clone().unwrap())
+        .stderr(err.try_clone().unwrap())
+        .spawn()
+        .expect("sh runs");
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid; wait4 fills it and the status.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: `pid` is our child, not yet waited for (`child` is never waited on).
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+    assert_eq!(r, pid, "wait4: {}", std::io::Error::last_os_error());
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    let read = |mut f: std::fs::File| {
+        use std::io::{Read, Seek};
+        let mut v = Vec::new();
+        f.seek(std::io::SeekFrom::Start(0)).unwrap();
+        f.read_to_end(&mut v).unwrap();
+        v
+    };
+    let output = Output {
+        status: std::os::unix::process::ExitStatusExt::from_raw(status),
+        stdout: read(out),
+        stderr: read(err),
+    };
+    (output, tv(ru.ru_utime) + tv(ru.ru_stime))
 }
 
 #[test]
@@ -195,13 +224,11 @@ fn a_job_at_each_limit_runs_in_bounded_memory_and_time() {
         (&deep, "rcp"),
         (&deep, "ld"),
     ] {
-        let t0 = std::time::Instant::now();
-        let o = sluice_limited(1_500_000, &["sim", job, "-q", "--policy", policy]);
+        let (o, cpu) = sluice_limited(1_500_000, &["sim", job, "-q", "--policy", policy]);
         assert!(o.status.success(), "{job} {policy}: {}", stderr(&o));
         assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "{job} {policy}: {:?}",
-            t0.elapsed()
+            cpu < Duration::from_secs(60),
+            "{job} {policy}: {cpu:?} of CPU"
         );
     }
 }
@@ -270,9 +297,8 @@ fn panics_and_huge_allocations_are_refused_up_front() {
         "z.fio",
         "include /dev/zero\n[w]\nrw=read\nsize=1m\n",
     );
-    let t0 = std::time::Instant::now();
+    // (It ends: a read without end would never return. No time bound is needed.)
     refused(&sluice(&["sim", &z, "-q"]), &["/dev/zero", "16 MiB"]);
-    assert!(t0.elapsed() < Duration::from_secs(30));
     let zero = dir.path().join("zero.toml");
     std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
     refused(
@@ -384,7 +410,8 @@ fn examples_clean_up_on_sigterm_and_create_no_directory_tree() {
     let t0 = std::time::Instant::now();
     let entries = || std::fs::read_dir(dir.path()).unwrap().count();
     while entries() == 0 {
-        assert!(t0.elapsed() < Duration::from_secs(120), "no run directory");
+        // A bound that only catches a run that never starts, not a timing.
+        assert!(t0.elapsed() < Duration::from_secs(600), "no run directory");
         std::thread::sleep(Duration::from_millis(20));
     }
     let kill = Command::new("kill")

@@ -1,6 +1,6 @@
 //! End-to-end tests of the `sluice` command: output formats and bad input.
 
-mod common;
+use crate::common;
 
 use common::{sluice, stderr, write};
 

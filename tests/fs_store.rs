@@ -1,7 +1,7 @@
 //! `--fs` on `sluice sim` and `sluice run`: fio job files on the journaled store, end
 //! to end through the command, and stopped with Ctrl-C.
 
-mod common;
+use crate::common;
 
 use common::{refused, sluice, stderr, write};
 

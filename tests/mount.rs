@@ -6,7 +6,7 @@
 //! why, only without /dev/fuse or fusermount3 — and fail then under CI=true.
 
 #[path = "mount/support.rs"]
-mod support;
+pub(crate) mod support;
 
 #[path = "mount/posix.rs"]
 mod posix;

@@ -3,13 +3,12 @@
 //! provoke. Where io_uring cannot be set up at all, the real-I/O tests say why and
 //! return.
 
-mod common;
+use crate::common;
 
 use common::{sluice, stderr, write};
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::time::Duration;
 
 fn names(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
@@ -166,8 +165,10 @@ fn ctrl_c_stops_cleanly_with_the_results_so_far() {
 
 #[test]
 fn an_io_error_is_counted_and_reported_per_job() {
-    // A file sluice did not create is read while the test truncates it: the reads past
-    // the new end come back short and must be counted as errors, not dropped.
+    // A file sluice did not create is read while the test truncates it to half its
+    // size: the reads past the new end come back short and must be counted as errors,
+    // not dropped; the reads of the first half still succeed. The truncation comes once
+    // the run is under way (its readiness file), not after a guessed time.
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("victim");
     std::fs::write(&file, vec![7u8; 4 << 20]).unwrap();
@@ -180,19 +181,31 @@ fn an_io_error_is_counted_and_reported_per_job() {
         ),
     );
     let json = dir.path().join("out.json");
-    let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+    let ready = dir.path().join("ready");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(["run", &job, "-q", "-D", dir.path().to_str().unwrap()])
         .args(["--json", json.to_str().unwrap()])
+        .env("SLUICE_READY_FILE", &ready)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1000));
+    // The run lasts 3 s from its start, which comes before the readiness file: the
+    // truncation below falls inside it unless this thread stalls for seconds.
+    if !common::wait_for_file(&mut child, &ready) {
+        let o = child.wait_with_output().unwrap();
+        assert!(
+            no_io_uring(&o),
+            "the run ended without starting: {}",
+            stderr(&o)
+        );
+        return;
+    }
     std::fs::File::options()
         .write(true)
         .open(&file)
         .unwrap()
-        .set_len(0)
+        .set_len(2 << 20)
         .unwrap();
     let o = child.wait_with_output().unwrap();
     if no_io_uring(&o) {

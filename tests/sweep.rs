@@ -3,7 +3,7 @@
 //! sweep's table, CSV and JSON byte for byte; each row's command replays its cell;
 //! bad input is refused.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output};

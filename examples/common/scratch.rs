@@ -20,11 +20,17 @@ fn install() {
         };
         std::thread::spawn(move || {
             if let Some(sig) = signals.forever().next() {
-                let live = LIVE.lock().map(|l| l.clone()).unwrap_or_default();
-                for d in &live {
-                    let _ = std::fs::remove_dir_all(d);
+                // Held until the exit: the run, failing on its removed files, drops its
+                // `RunDir` (which takes this lock) and so cannot end the process first
+                // with its own exit status.
+                let live = LIVE.lock();
+                let n = live.as_ref().map_or(0, |l| l.len());
+                if let Ok(l) = &live {
+                    for d in l.iter() {
+                        let _ = std::fs::remove_dir_all(d);
+                    }
                 }
-                eprintln!("interrupted: removed {} run directory(ies)", live.len());
+                eprintln!("interrupted: removed {n} run directory(ies)");
                 std::process::exit(128 + sig);
             }
         });

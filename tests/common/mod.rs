@@ -40,23 +40,17 @@ pub fn refused(o: &Output, needles: &[&str]) {
 /// for the file, bounded only generously (a run that never gets under way fails).
 pub fn interrupt_when_ready(args: &[&str]) -> Output {
     use std::process::{Command, Stdio};
-    use std::time::{Duration, Instant};
     let dir = tempfile::tempdir().unwrap();
     let ready = dir.path().join("ready");
-    let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(args)
         .env("SLUICE_READY_FILE", &ready)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let t0 = Instant::now();
-    while !ready.exists() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(600),
-            "the run never got under way"
-        );
-        std::thread::sleep(Duration::from_millis(10));
+    if !wait_for_file(&mut child, &ready) {
+        return child.wait_with_output().unwrap(); // ended before it got under way
     }
     let killed = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
@@ -64,4 +58,26 @@ pub fn interrupt_when_ready(args: &[&str]) -> Output {
         .unwrap();
     assert!(killed.success());
     child.wait_with_output().unwrap()
+}
+
+/// Wait until `child` creates `path` (its readiness file): true once it exists, false
+/// if the child ended without it. The 600 s bound only catches a run that never gets
+/// under way; it is not a timing.
+pub fn wait_for_file(child: &mut std::process::Child, path: &Path) -> bool {
+    use std::time::{Duration, Instant};
+    let t0 = Instant::now();
+    loop {
+        if path.exists() {
+            return true;
+        }
+        if child.try_wait().unwrap().is_some() {
+            return path.exists();
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(600),
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }

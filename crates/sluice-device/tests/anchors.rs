@@ -1,7 +1,7 @@
 //! Each builtin profile reproduces its nominal figures under a closed-loop 4 KB random
 //! workload, and latency rises past the knee.
 
-mod common;
+use crate::common;
 use common::*;
 use sluice_device::{DeviceProfile, Op};
 

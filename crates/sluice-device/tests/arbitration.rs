@@ -1,6 +1,6 @@
 //! Controller fetch arbitration: WRR weights, urgent priority, round robin.
 
-mod common;
+use crate::common;
 use common::*;
 use sluice_device::{Arbitration, Burst, DeviceProfile, NvmeSsd, Op, QueueClass};
 

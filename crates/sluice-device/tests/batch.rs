@@ -4,7 +4,7 @@
 //! amortises the batch, and a larger request costs the same extra `1 / IOPS` at every
 //! depth. At QD1 a command is a batch of its own. Bad values are refused.
 
-mod common;
+use crate::common;
 use common::*;
 use sluice_device::{DeviceProfile, FrontEnd, Op, Transfer};
 

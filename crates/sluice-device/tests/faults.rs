@@ -2,7 +2,7 @@
 //! timeouts hang until the host's timeout, the draw follows the probabilities and the
 //! seed, and a device without faults is unchanged.
 
-mod common;
+use crate::common;
 
 use common::{closed_loop, spread};
 use sluice_device::{Command, DeviceProfile, FaultConfig, NvmeSsd, Op};

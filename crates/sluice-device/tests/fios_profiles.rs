@@ -9,7 +9,7 @@
 //!
 //! Each figure is checked within 20 %.
 
-mod common;
+use crate::common;
 use common::*;
 use sluice_device::{DeviceProfile, NvmeSsd, Op, QueueClass};
 

@@ -3,7 +3,7 @@
 //! garbage-collection steady state with write amplification above 1; reads of data
 //! still in the write buffer are served from DRAM.
 
-mod common;
+use crate::common;
 
 use common::Rng;
 use sluice_device::{Command, DeviceProfile, NvmeSsd, Op, QueueClass};

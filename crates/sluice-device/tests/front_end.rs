@@ -4,7 +4,7 @@
 //! takes the larger. A profile without the key is a `max` profile, written back without
 //! it; a bad value names the key and the accepted values.
 
-mod common;
+use crate::common;
 use common::*;
 use sluice_device::{DeviceProfile, FrontEnd, Op, Transfer};
 

@@ -4,7 +4,7 @@
 //! `1 / max(cmd + len / link, len / bus)`, QD1 latency the stages plus that; the link
 //! is required with this form and rejected with the others.
 
-mod common;
+use crate::common;
 use common::*;
 use sluice_device::{DeviceProfile, FrontEnd, Op, Transfer};
 

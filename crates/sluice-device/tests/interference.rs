@@ -2,7 +2,7 @@
 //! write ended, writes do not. Off (absent or 0) it is the model before it existed;
 //! on, pure reads and pure writes keep their figures and only a mix slows.
 
-mod common;
+use crate::common;
 use common::*;
 use sluice_device::{Command, DeviceProfile, NvmeSsd, Op, QueueClass};
 

@@ -4,7 +4,7 @@
 //! latency ≈ `front + media · n^β` and IOPS ≈ `n / latency` — growing as `n^(1−β)`
 //! instead of linearly. At QD1 nothing changes; invalid exponents are refused.
 
-mod common;
+use crate::common;
 use common::*;
 use sluice_device::{DeviceProfile, NvmeSsd, Op};
 

@@ -4,7 +4,7 @@
 //! queue's, nearly the same for every command. Refused where a piece has a unit of
 //! its own (flash dies, a write buffer's destage, groups of units).
 
-mod common;
+use crate::common;
 use common::*;
 use sluice_device::{DeviceProfile, NvmeSsd, Op};
 

@@ -5,7 +5,7 @@
 //! moves no more than its bandwidth, and a small transfer among large ones waits about
 //! `n` times its own transfer instead of the sum of theirs. `ull` ships with it.
 
-mod common;
+use crate::common;
 use common::*;
 use sluice_device::{
     Command, DeviceCompletion, DeviceProfile, FrontEnd, NvmeSsd, Op, QueueClass, Transfer,

@@ -4,7 +4,7 @@
 //! depth (`≈ stall_prob · QD`), and the p99 jumps once that share passes 1 % — what a
 //! per-operation tail of the same mean cannot do (docs/devices.md, "Stalls").
 
-mod common;
+use crate::common;
 use common::*;
 use sluice_device::{DeviceProfile, NvmeSsd, Op, OpVariation, ServiceVariation};
 

@@ -2,7 +2,7 @@
 //! parallelism (`media.write_*`) change writes only, and a profile without them serves
 //! writes with the read figures (the meaning before they existed).
 
-mod common;
+use crate::common;
 use common::*;
 use sluice_device::{DeviceProfile, Op};
 

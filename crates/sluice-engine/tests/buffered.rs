@@ -1,7 +1,7 @@
 //! Buffered jobs (`direct=0`) on real files: through sluice's page cache (the same
 //! state machine as the simulator's), on one and two workers.
 
-mod common;
+use crate::common;
 
 use common::{cfg_in, jobs, prepare};
 

@@ -4,7 +4,7 @@
 //! Real I/O on temporary files; where io_uring cannot be set up, a test says why and
 //! returns.
 
-mod common;
+use crate::common;
 
 use common::{cfg_in, jobs, prepare};
 

@@ -2,7 +2,7 @@
 //! (`extra.policy_ns_per_io`), on short real runs over temporary files.
 //! Where io_uring cannot be set up at all, each test says why and returns.
 
-mod common;
+use crate::common;
 
 use common::{cfg_in, jobs, prepare};
 

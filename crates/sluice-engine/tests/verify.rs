@@ -3,7 +3,7 @@
 //! between the write and the read-back is reported, and `verify_fatal` ends the job
 //! at it.
 
-mod common;
+use crate::common;
 
 use common::{cfg_in, jobs, prepare};
 

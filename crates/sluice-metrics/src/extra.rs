@@ -396,6 +396,12 @@ pub struct RuntimeFacts {
     pub boost_ends: u64,
     /// Requests promoted to critical by inheritance.
     pub inherited_promotions: u64,
+    /// Real cores: waits in the ring that lasted the whole idle timeout (10 ms) with no
+    /// I/O of the core in flight and nothing to run — a core that sat idle while work
+    /// may have waited in its batch (0 in a run whose tasks keep their core busy);
+    /// written only when not 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub idle_timeouts: u64,
     /// CPU busy time per simulated core, ns.
     pub core_busy_ns: Vec<Nanos>,
     /// The page cache's counters (a stack built with a cache).
@@ -405,4 +411,8 @@ pub struct RuntimeFacts {
     /// fio runner on the store); written only when set.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

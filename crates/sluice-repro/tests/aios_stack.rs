@@ -3,7 +3,7 @@
 //! to the simulated host): the one-thread cut reaches the goal of 20 % and the gain
 //! shrinks as threads grow (both asserted) — see docs/whole-stack.md.
 
-mod common;
+use crate::common;
 
 #[test]
 fn fig11_async_fsync_gains_most_with_one_thread() {

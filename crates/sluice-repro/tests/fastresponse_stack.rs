@@ -6,7 +6,7 @@
 //! are asserted: no journal task to wake, and fjournal's data part below half of
 //! BS-Opt's (the other files' data, T_D2, gone).
 
-mod common;
+use crate::common;
 
 #[test]
 fn fig13_bsj_opt_cuts_the_mean_by_half_and_the_p999_by_60_percent() {

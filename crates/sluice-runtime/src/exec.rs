@@ -202,6 +202,8 @@ pub(crate) struct RtStats {
     pub boosts: u64,
     pub boost_ends: u64,
     pub inherited_promotions: u64,
+    /// Real cores' idle waits that lasted the whole timeout with nothing in flight.
+    pub idle_timeouts: u64,
 }
 
 /// The settings the executor runs with.

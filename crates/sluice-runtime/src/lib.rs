@@ -337,6 +337,7 @@ impl Shared {
                 boosts: inner.stats.boosts,
                 boost_ends: inner.stats.boost_ends,
                 inherited_promotions: inner.stats.inherited_promotions,
+                idle_timeouts: inner.stats.idle_timeouts,
                 core_busy_ns: inner.cores.iter().map(|c| c.busy_ns).collect(),
                 cache: inner.io.cache.as_ref().map(|c| c.pc().stats()),
                 interrupted: false,

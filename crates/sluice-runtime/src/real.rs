@@ -297,8 +297,11 @@ impl CoreRing {
     }
 
     /// Submit what was written; wait for a completion, the doorbell or `wait_ns` when
-    /// `block` (and nothing is left to handle); collect the CQEs.
-    pub(crate) fn enter(&mut self, block: bool, wait_ns: Nanos) -> std::io::Result<()> {
+    /// `block` (and nothing is left to handle); collect the CQEs. Returns whether it
+    /// waited the whole `wait_ns` with no I/O in flight and nothing came (an idle
+    /// timeout).
+    pub(crate) fn enter(&mut self, block: bool, wait_ns: Nanos) -> std::io::Result<bool> {
+        let mut waited_idle = false;
         if !block || !self.cqes.is_empty() {
             // Nothing to submit and no wait: no system call (a ring that defers its
             // completions' work to a waiting enter would reap nothing by it either;
@@ -307,9 +310,11 @@ impl CoreRing {
             // next turn's enter.
             sluice_uring::submit(&mut self.ring)?;
         } else {
+            waited_idle = self.in_ring == 0;
             sluice_uring::submit_and_wait(&self.ring, Some(wait_ns))?;
         }
         for c in self.ring.completion() {
+            waited_idle = false;
             if c.user_data() == BELL {
                 self.bell_armed = false;
             } else {
@@ -317,7 +322,7 @@ impl CoreRing {
                 self.in_ring -= 1;
             }
         }
-        Ok(())
+        Ok(waited_idle)
     }
 
     /// At the end of a run: wait until the kernel is done with every buffer this ring

@@ -4,7 +4,7 @@
 //! closed handles refuse I/O, in both worlds. Where io_uring cannot be set up, each
 //! test says why and returns.
 
-mod common;
+use crate::common;
 use common::skip;
 
 use sluice_runtime::{

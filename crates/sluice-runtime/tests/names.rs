@@ -1,7 +1,7 @@
 //! File::remove, File::rename, File::set_len and StackBuilder::allow_write_existing, in
 //! simulation (with and without the page cache) and on real files.
 
-mod common;
+use crate::common;
 use common::skip;
 
 use sluice_runtime::{CacheConfig, CrashSpec, DmaBuffer, File, Stack};

@@ -1,7 +1,7 @@
 //! The runtime on real files (a temporary directory) through io_uring: the same program
 //! as in simulation. Where io_uring cannot be set up, each test says why and returns.
 
-mod common;
+use crate::common;
 use common::skip;
 
 use std::rc::Rc;

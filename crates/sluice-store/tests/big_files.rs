@@ -4,7 +4,7 @@
 //! blocks) recovered after a crash; a transaction that never outgrows the journal,
 //! and a truncation too big for any transaction refused with nothing changed.
 
-mod common;
+use crate::common;
 
 use common::{recover, IMG};
 use std::future::Future;

@@ -2,7 +2,7 @@
 //! at mount — the transactions are not replayed — while a crash's torn tail is not
 //! taken for damage.
 
-mod common;
+use crate::common;
 
 use sluice_runtime::{set_class, CrashSpec, DiskImage, DmaBuffer, File, IoClass, Stack};
 use sluice_store::journal::{self, FHeader};

@@ -3,7 +3,7 @@
 //! `Store::mount` both refuse each, for the same reason, without a panic, a hang or an
 //! allocation the image's size does not bound.
 
-mod common;
+use crate::common;
 
 use std::future::Future;
 

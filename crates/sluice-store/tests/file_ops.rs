@@ -1,6 +1,6 @@
 //! truncate and fdatasync: what they change, what they commit, and what a crash leaves.
 
-mod common;
+use crate::common;
 
 use common::{crash_after, recover, IMG};
 

@@ -10,7 +10,7 @@
 //! PROPTEST_CASES=5000 cargo test --release -p sluice-store --test fuzz_image
 //! ```
 
-mod common;
+use crate::common;
 
 use std::sync::OnceLock;
 

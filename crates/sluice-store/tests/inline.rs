@@ -3,7 +3,7 @@
 //! appended in small fsynced records keeps its blocks in place; a later write home of a
 //! logged block is tagged, so recovery does not write the stale logged copy over it.
 
-mod common;
+use crate::common;
 
 use std::rc::Rc;
 

@@ -2,7 +2,7 @@
 //! a mount would redo and find — the same files, the same structure check — and writes
 //! nothing, so a mount afterwards still has the same to redo.
 
-mod common;
+use crate::common;
 
 use common::{crash_after, on_image};
 use sluice_runtime::{set_class, IoClass};

@@ -116,8 +116,11 @@ fn child_workload() {
 /// Run the child until it has reported `kill_after` fsyncs (and a seeded moment
 /// more), kill it, and return the length each file's last fsync covered.
 fn run_and_kill(dir: &std::path::Path, mode: &str, seed: u64, kill_after: usize) -> Vec<u64> {
+    // The test's name in this binary: its module path without the crate's name.
+    let path = module_path!().split_once("::").map_or("", |(_, m)| m);
+    let name = format!("{path}::child_workload");
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["child_workload", "--exact", "--ignored", "--nocapture"])
+        .args([name.as_str(), "--exact", "--ignored", "--nocapture"])
         .args(["--test-threads", "1"])
         .env(CHILD_DIR, dir)
         .env(CHILD_MODE, mode)

@@ -1,6 +1,6 @@
 //! Making a store over a file that held one before.
 
-mod common;
+use crate::common;
 
 use common::crash_after;
 use sluice_runtime::File;

@@ -3,7 +3,7 @@
 //! a handle used after its close is refused — never taken for the file that reuses
 //! its inode.
 
-mod common;
+use crate::common;
 
 use std::rc::Rc;
 

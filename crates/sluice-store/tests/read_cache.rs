@@ -3,7 +3,7 @@
 //! home or of its mapping (direct write, truncation, unlink) never lets an old copy
 //! show, even with reads in flight across it.
 
-mod common;
+use crate::common;
 
 use std::cell::RefCell;
 use std::rc::Rc;

@@ -2,7 +2,7 @@
 //! (buffered blocks are copied, and split a run), through the runtime's read path, so
 //! AIOS's read path shortens them in simulation as it does the page cache's misses.
 
-mod common;
+use crate::common;
 
 use sluice_runtime::{now, spawn, File, ReadPath, Stack, TaskCtx};
 use sluice_store::{CommitMode, Geometry, Store};

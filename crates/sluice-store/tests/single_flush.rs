@@ -3,7 +3,7 @@
 //! record the crash cut, and a block such a record vouches for is sealed before it is
 //! written again.
 
-mod common;
+use crate::common;
 
 use std::rc::Rc;
 

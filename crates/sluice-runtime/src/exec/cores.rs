@@ -155,6 +155,8 @@ fn turns(sh: &Arc<Shared>, c: u16, main: u32, ring: &mut CoreRing) -> Result<(),
     let mut round = Vec::new();
     let mut sent = Vec::new();
     let mut outcomes = Vec::new();
+    // The last turn's wait in the ring was an idle timeout (counted under the lock).
+    let mut idle_timeout = false;
     loop {
         let wait_ns = {
             let mut g = sh.lock();
@@ -162,6 +164,7 @@ fn turns(sh: &Arc<Shared>, c: u16, main: u32, ring: &mut CoreRing) -> Result<(),
             if inner.stop {
                 return Ok(());
             }
+            inner.stats.idle_timeouts += std::mem::take(&mut idle_timeout) as u64;
             inner.idle[ci] = false;
             let Port::Real(p) = &inner.io.port else {
                 unreachable!("the threaded loop runs the real backend")
@@ -262,7 +265,8 @@ fn turns(sh: &Arc<Shared>, c: u16, main: u32, ring: &mut CoreRing) -> Result<(),
         // this core's batch, and reaches the block layer and the ring only in the next
         // turn's first step — waiting here would leave it there until another
         // completion or the idle timeout (a 10 ms stall of every lone synchronous I/O).
-        ring.enter(!ran, wait_ns).map_err(super::RunError::Ring)?;
+        let idle = ring.enter(!ran, wait_ns).map_err(super::RunError::Ring)?;
+        idle_timeout = idle && wait_ns == IDLE_WAIT_NS;
     }
 }
 

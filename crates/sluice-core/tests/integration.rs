@@ -1,0 +1,10 @@
+//! This crate's integration tests as one test binary (one link, not one per file):
+//! each `tests/NAME.rs` is the module `NAME` here, its tests named `NAME::test`.
+//! `autotests = false` in Cargo.toml, so a new file in tests/ runs only once it is
+//! listed below (the root package's `tests/layout.rs` checks that none is left out).
+
+mod crit_invariants;
+mod fios_policy;
+mod fq_bfq;
+mod fq_d2fq;
+mod fq_mqfq_sfqd;
