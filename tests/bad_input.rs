@@ -89,7 +89,8 @@ fn ctrl_c_during_a_simulation_prints_what_was_measured() {
         "long.fio",
         "[w]\nrw=randread\nsize=1m\ntime_based\nruntime=100000s\n",
     );
-    let o = common::interrupt_when_ready(&["sim", &job, "-q"]);
+    // A day-long job: past the hour a run may take without asking (--allow-long).
+    let o = common::interrupt_when_ready(&["sim", &job, "-q", "--allow-long"]);
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     assert!(stderr(&o).contains("interrupted"), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
