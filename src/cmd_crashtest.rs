@@ -42,11 +42,16 @@ pub fn cmd_crashtest(args: CrashtestArgs) -> Result<(), CliError> {
     if args.seeds == 0 {
         return Err(CliError::Usage("--seeds: give at least 1".into()));
     }
-    if args.start.checked_add(args.seeds).is_none() {
-        return Err(CliError::Usage(
-            "--start + --seeds passes the largest seed".into(),
-        ));
-    }
+    // The last seed, start + seeds − 1, must exist (u64::MAX is a seed like any other).
+    let Some(last) = args.start.checked_add(args.seeds - 1) else {
+        return Err(CliError::Usage(format!(
+            "--start {} with --seeds {} passes the largest seed ({}); give at most {} seeds from there",
+            args.start,
+            args.seeds,
+            u64::MAX,
+            u64::MAX - args.start + 1
+        )));
+    };
     let configs: Vec<Config> = Config::ALL
         .into_iter()
         .filter(|c| args.mode.as_deref().is_none_or(|m| m == c.mode_name()))
@@ -56,11 +61,10 @@ pub fn cmd_crashtest(args: CrashtestArgs) -> Result<(), CliError> {
         || std::thread::available_parallelism().map_or(1, |n| n.get()),
         |j| j as usize,
     );
-    let total = args.seeds * configs.len() as u64;
+    let total = args.seeds.saturating_mul(configs.len() as u64);
     eprintln!(
-        "crashtest: seeds {}..{} on {} ({total} crashes, {jobs} threads)",
+        "crashtest: seeds {}..={last} on {} ({total} crashes, {jobs} threads)",
         args.start,
-        args.start + args.seeds,
         configs
             .iter()
             .map(|c| c.to_string())
@@ -92,18 +96,19 @@ pub fn cmd_crashtest(args: CrashtestArgs) -> Result<(), CliError> {
                 continue;
             }
         };
-        let next = AtomicU64::new(args.start);
-        let end = args.start + args.seeds;
+        // Seeds are taken by their index from the start (no sum past the last seed).
+        let next = AtomicU64::new(0);
         std::thread::scope(|scope| {
             for _ in 0..jobs {
                 scope.spawn(|| loop {
                     if stop.load(Ordering::Relaxed) {
                         return;
                     }
-                    let seed = next.fetch_add(1, Ordering::Relaxed);
-                    if seed >= end {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= args.seeds {
                         return;
                     }
+                    let seed = args.start + i;
                     match harness.run(seed) {
                         Ok(out) => {
                             syncs.fetch_add(out.syncs, Ordering::Relaxed);
@@ -128,7 +133,7 @@ pub fn cmd_crashtest(args: CrashtestArgs) -> Result<(), CliError> {
                 });
             }
             // Without a terminal: a progress line every 30 s.
-            while !args.quiet && bar.is_none() && next.load(Ordering::Relaxed) < end {
+            while !args.quiet && bar.is_none() && next.load(Ordering::Relaxed) < args.seeds {
                 std::thread::sleep(Duration::from_millis(200));
                 if last_line.elapsed() >= Duration::from_secs(30) && !stop.load(Ordering::Relaxed) {
                     last_line = Instant::now();

@@ -497,3 +497,33 @@ fn a_simulation_of_hours_is_refused_with_its_estimate() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(!stderr(&out).contains("wall time"), "{}", stderr(&out));
 }
+
+/// Issue 42, item 10: the largest seed is a seed (`--start u64::MAX --seeds 1` was
+/// refused, off by one); one past it is refused with how many seeds fit.
+#[test]
+fn crashtest_runs_the_largest_seed_and_refuses_one_past_it() {
+    let max = u64::MAX.to_string();
+    let o = sluice(&[
+        "crashtest",
+        "--start",
+        &max,
+        "--seeds",
+        "1",
+        "--mode",
+        "compound",
+        "--fsync",
+        "sync",
+        "-j",
+        "1",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("1 recovered and checked") && out.contains("0 failed"),
+        "{out}"
+    );
+    refused(
+        &sluice(&["crashtest", "--start", &max, "--seeds", "2"]),
+        &["passes the largest seed", "give at most 1 seeds"],
+    );
+}

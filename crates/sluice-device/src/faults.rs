@@ -110,17 +110,19 @@ impl FaultConfig {
                 }
                 Ok(p)
             };
-            let positive = || -> Result<u64, FaultSpecError> {
+            // A whole number of `unit_ns` from 1 up to a day.
+            let positive = |unit_ns: u64| -> Result<u64, FaultSpecError> {
+                const DAY_NS: u64 = 86_400 * 1_000_000_000;
                 match v.parse::<u64>() {
-                    Ok(n) if (1..=86_400_000_000).contains(&n) => Ok(n),
+                    Ok(n) if n >= 1 && n <= DAY_NS / unit_ns => Ok(n * unit_ns),
                     _ => Err(bad("give a whole number from 1 up to a day")),
                 }
             };
             match k {
                 "media" => cfg.media_error = prob()?,
                 "timeout" => cfg.timeout = prob()?,
-                "timeout_ms" => cfg.timeout_ns = positive()? * 1_000_000,
-                "timeout_us" => cfg.timeout_ns = positive()? * 1_000,
+                "timeout_ms" => cfg.timeout_ns = positive(1_000_000)?,
+                "timeout_us" => cfg.timeout_ns = positive(1_000)?,
                 "seed" => cfg.seed = Some(v.parse().map_err(|_| bad("give a whole number ≥ 0"))?),
                 _ => return Err(FaultSpecError::Key(k.to_string())),
             }
@@ -214,6 +216,8 @@ mod tests {
             250_000
         );
         assert!(!FaultConfig::parse("").unwrap().is_active());
+        let day = FaultConfig::parse("timeout_ms=86400000").unwrap();
+        assert_eq!(day.timeout_ns, 86_400 * 1_000_000_000);
         for (bad, needle) in [
             ("media=0.1,,timeout=0", "entry ''"),
             ("media", "not key=value"),
@@ -223,6 +227,9 @@ mod tests {
             ("media=-0.1", "probability in [0, 1]"),
             ("timeout_ms=0", "from 1 up to a day"),
             ("timeout_ms=x", "from 1 up to a day"),
+            // A day and a millisecond (1000 days were accepted).
+            ("timeout_ms=86400001", "from 1 up to a day"),
+            ("timeout_us=86400000001", "from 1 up to a day"),
             ("media=0.7,timeout=0.5", "add up to at most 1"),
             ("seed=-1", "whole number"),
         ] {
