@@ -74,12 +74,23 @@ pub fn set_attrs(
         })?;
     }
     if atime.is_some() || mtime.is_some() {
-        if is_link {
-            return Err(Errno::EOPNOTSUPP);
-        }
         let ts = [timespec(atime), timespec(mtime)];
-        // SAFETY: a valid C string and two timespecs.
-        check(unsafe { libc::utimensat(libc::AT_FDCWD, p.as_ptr(), ts.as_ptr(), 0) })?;
+        if is_link {
+            // A symlink's own times (utimensat AT_SYMLINK_NOFOLLOW): on its O_PATH
+            // descriptor itself, never through the link.
+            // SAFETY: a valid descriptor, an empty C string and two timespecs.
+            check(unsafe {
+                libc::utimensat(
+                    node.raw(),
+                    c"".as_ptr(),
+                    ts.as_ptr(),
+                    libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW,
+                )
+            })?;
+        } else {
+            // SAFETY: a valid C string and two timespecs.
+            check(unsafe { libc::utimensat(libc::AT_FDCWD, p.as_ptr(), ts.as_ptr(), 0) })?;
+        }
     }
     Ok(())
 }
