@@ -434,9 +434,9 @@ fn a_bad_stats_interval_is_refused() {
 /// Cases the pjdfstest POSIX suite found (scripts/posix-suite.sh, docs/mount.md
 /// "POSIX conformance"): a caller's umask 0 keeps a create's mode whole (the daemon
 /// must not mask it again), a symlink's own times can be set (utimensat
-/// AT_SYMLINK_NOFOLLOW), and a truncation past what a file can hold is EFBIG, not EIO.
+/// AT_SYMLINK_NOFOLLOW), another user's write clears set-user-ID, and a truncation past what a file can hold is EFBIG, not EIO.
 #[test]
-fn posix_suite_umask_symlink_times_and_efbig() {
+fn posix_suite_umask_setid_symlink_times_and_efbig() {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let Some(m) = Mounted::new(&["--policy", "none"]) else {
         return;
@@ -496,6 +496,35 @@ fn posix_suite_umask_symlink_times_and_efbig() {
         1_970_000_000,
         "not followed"
     );
+
+    // A write by another user (no CAP_FSETID) clears set-user-ID.
+    let code = crate::in_child(|| {
+        // SAFETY: async-signal-safe calls on a valid C string and buffer.
+        unsafe {
+            if libc::setresgid(65534, 65534, 65534) != 0
+                || libc::setresuid(65534, 65534, 65534) != 0
+            {
+                return 1;
+            }
+            let fd = libc::open(f.as_ptr(), libc::O_WRONLY);
+            if fd < 0 || libc::write(fd, b"x".as_ptr().cast(), 1) != 1 || libc::close(fd) != 0 {
+                return 2;
+            }
+        }
+        0
+    });
+    assert_eq!(code, 0, "another user's write on the mount");
+    assert_eq!(
+        mode(&m.b("f")),
+        0o777,
+        "set-user-ID cleared by another user's write"
+    );
+    fs::OpenOptions::new()
+        .write(true)
+        .open(m.m("f"))
+        .unwrap()
+        .set_len(0)
+        .unwrap();
 
     // Open (so through the data path and its page cache) and by name.
     let open = fs::OpenOptions::new().write(true).open(m.m("f")).unwrap();

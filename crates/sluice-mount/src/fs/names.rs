@@ -94,3 +94,25 @@ pub fn set_attrs(
     }
     Ok(())
 }
+
+/// A write by a caller without CAP_FSETID (the kernel's `FUSE_WRITE_KILL_SUIDGID`)
+/// clears set-user-ID, and set-group-ID when group execute is set (as the kernel's
+/// `should_remove_suid` does on a local file system); the daemon's own write, as root,
+/// would keep them.
+pub fn kill_setid(node: &Node) -> Result<(), Errno> {
+    if node.fmt != libc::S_IFREG {
+        return Ok(());
+    }
+    let st = sys::stat_fd(node.raw())?;
+    let mut kill = st.st_mode & libc::S_ISUID;
+    if st.st_mode & (libc::S_ISGID | libc::S_IXGRP) == libc::S_ISGID | libc::S_IXGRP {
+        kill |= libc::S_ISGID;
+    }
+    if kill == 0 {
+        return Ok(());
+    }
+    let p = proc_path(node.raw());
+    // SAFETY: a valid C string (a regular file: nothing followed beyond it).
+    check(unsafe { libc::fchmodat(libc::AT_FDCWD, p.as_ptr(), st.st_mode & 0o7777 & !kill, 0) })
+        .map(drop)
+}
