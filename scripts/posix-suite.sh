@@ -59,8 +59,11 @@ run_suite() {
     awk -v root="$PJD/tests/" '
         /\(Wstat: .*Tests: [0-9]+ Failed: [0-9]+\)/ {
             f=$1; sub(root, "", f); n=$0; sub(/.*Failed: /, "", n); sub(/\).*/, "", n);
-            if (n > 0) printf "  %-28s %s failed\n", f, n; total+=n }
-        END { printf "  failed assertions: %d\n", total }' "$log"
+            w=$0; sub(/.*Wstat: /, "", w); sub(/ .*/, "", w);
+            if (n > 0) printf "  %-28s %s failed\n", f, n; total+=n
+            if (n == 0 && w != 0) { printf "  %-28s did not finish (wstat %s)\n", f, w; broken++ } }
+        END { printf "  failed assertions: %d\n", total
+              if (broken) printf "  test files that did not finish: %d\n", broken }' "$log"
     grep -E '^(Files=|Result:)' "$log" | sed 's/^/  /'
 }
 
@@ -76,6 +79,10 @@ if [ "${ONLY:-}" != backing ]; then
     mountpoint -q "$MNT" || die "the mount did not appear at $MNT"
     mkdir "$MNT/run"
     run_suite "sluice-mount${SLUICE_ARGS:+ $SLUICE_ARGS}" "$MNT/run"
+    if ! mountpoint -q "$MNT" || ! kill -0 "$PID" 2>/dev/null; then
+        echo "  the mount was gone at the end of the run; its log:" >&2
+        sed 's/^/    /' "$SCRATCH/mount.log" >&2
+    fi
 fi
 if [ "${ONLY:-}" != mount ]; then
     mkdir -p "$DIRECT"
