@@ -430,3 +430,118 @@ fn a_bad_stats_interval_is_refused() {
         "{err}"
     );
 }
+
+/// Cases the pjdfstest POSIX suite found (scripts/posix-suite.sh, docs/mount.md
+/// "POSIX conformance"): a caller's umask 0 keeps a create's mode whole (the daemon
+/// must not mask it again), a symlink's own times can be set (utimensat
+/// AT_SYMLINK_NOFOLLOW), another user's write clears set-user-ID, and a truncation past what a file can hold is EFBIG, not EIO.
+#[test]
+fn posix_suite_umask_setid_symlink_times_and_efbig() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let Some(m) = Mounted::new(&["--policy", "none"]) else {
+        return;
+    };
+    let (f, d) = (crate::cstr(&m.m("f")), crate::cstr(&m.m("d")));
+    // The umask is the caller's: in a child (it is process-wide), umask 0.
+    let code = crate::in_child(|| {
+        // SAFETY: async-signal-safe calls on valid C strings.
+        unsafe {
+            libc::umask(0);
+            let fd = libc::open(f.as_ptr(), libc::O_CREAT | libc::O_WRONLY, 0o4777);
+            if fd < 0 || libc::close(fd) != 0 {
+                return 1;
+            }
+            if libc::mkdir(d.as_ptr(), 0o777) != 0 {
+                return 2;
+            }
+        }
+        0
+    });
+    assert_eq!(code, 0, "create and mkdir with umask 0 on the mount");
+    let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode(&m.b("f")), 0o4777, "a create's mode with umask 0");
+    assert_eq!(mode(&m.b("d")), 0o777, "a mkdir's mode with umask 0");
+
+    std::os::unix::fs::symlink("f", m.m("l")).unwrap();
+    let l = crate::cstr(&m.m("l"));
+    let ts = [
+        libc::timespec {
+            tv_sec: 1_960_000_000,
+            tv_nsec: 0,
+        },
+        libc::timespec {
+            tv_sec: 1_970_000_000,
+            tv_nsec: 0,
+        },
+    ];
+    // SAFETY: a valid C string and two timespecs.
+    let r = unsafe {
+        libc::utimensat(
+            libc::AT_FDCWD,
+            l.as_ptr(),
+            ts.as_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    assert_eq!(
+        r,
+        0,
+        "utimensat AT_SYMLINK_NOFOLLOW: {}",
+        std::io::Error::last_os_error()
+    );
+    let lm = fs::symlink_metadata(m.b("l")).unwrap();
+    assert_eq!((lm.atime(), lm.mtime()), (1_960_000_000, 1_970_000_000));
+    assert_ne!(
+        fs::metadata(m.b("f")).unwrap().mtime(),
+        1_970_000_000,
+        "not followed"
+    );
+
+    // A write by another user (no CAP_FSETID) clears set-user-ID.
+    let code = crate::in_child(|| {
+        // SAFETY: async-signal-safe calls on a valid C string and buffer.
+        unsafe {
+            if libc::setresgid(65534, 65534, 65534) != 0
+                || libc::setresuid(65534, 65534, 65534) != 0
+            {
+                return 1;
+            }
+            let fd = libc::open(f.as_ptr(), libc::O_WRONLY);
+            if fd < 0 || libc::write(fd, b"x".as_ptr().cast(), 1) != 1 || libc::close(fd) != 0 {
+                return 2;
+            }
+        }
+        0
+    });
+    assert_eq!(code, 0, "another user's write on the mount");
+    assert_eq!(
+        mode(&m.b("f")),
+        0o777,
+        "set-user-ID cleared by another user's write"
+    );
+    fs::OpenOptions::new()
+        .write(true)
+        .open(m.m("f"))
+        .unwrap()
+        .set_len(0)
+        .unwrap();
+
+    // Open (so through the data path and its page cache) and by name.
+    let open = fs::OpenOptions::new().write(true).open(m.m("f")).unwrap();
+    let e = open.set_len(999_999_999_999_999).unwrap_err();
+    assert_eq!(
+        e.raw_os_error(),
+        Some(libc::EFBIG),
+        "ftruncate past the largest file"
+    );
+    drop(open);
+    // SAFETY: a valid C string.
+    let r = unsafe { libc::truncate(f.as_ptr(), 999_999_999_999_999) };
+    let e = std::io::Error::last_os_error().raw_os_error();
+    assert_eq!(
+        (r, e),
+        (-1, Some(libc::EFBIG)),
+        "truncate past the largest file"
+    );
+    assert_eq!(fs::metadata(m.m("f")).unwrap().len(), 0);
+}

@@ -279,6 +279,11 @@ pub(crate) async fn fsync(df: &DataFile, datasync: bool) -> Result<(), Errno> {
 }
 
 async fn truncate(df: &DataFile, size: u64) -> Result<(), Errno> {
+    // Past the stack's file span a file cannot grow (as a write there): EFBIG, the
+    // errno of a file system whose limit it passes (ext4 beyond 16 TiB).
+    if size > FILE_SPAN {
+        return Err(Errno::EFBIG);
+    }
     let old = df.size();
     let _g = df.locks.lock(floor(old.min(size)), u64::MAX).await;
     if df.cache {

@@ -485,15 +485,20 @@ impl Filesystem for SluiceFs {
     fn write(
         &self,
         req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         offset: u64,
         data: &[u8],
-        _write_flags: WriteFlags,
+        write_flags: WriteFlags,
         flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
+        if write_flags.contains(WriteFlags::FUSE_WRITE_KILL_SUIDGID) {
+            if let Err(e) = self.nodes.get(ino).and_then(|n| names::kill_setid(&n)) {
+                return reply.error(e);
+            }
+        }
         match self.handle(fh) {
             Ok((df, sync)) => {
                 let who = self.classes.who(req.pid());

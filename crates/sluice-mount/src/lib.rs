@@ -233,6 +233,11 @@ pub fn serve(
     ready: impl FnOnce(bool),
 ) -> Result<Served, MountError> {
     preflight(o)?;
+    // The kernel sends each create's mode with the caller's umask already applied (and
+    // the umask beside it); the daemon's own umask must not mask it again, or a file
+    // made 0777 by a caller with umask 0 comes out 0755 (pjdfstest chmod/12, open/02).
+    // SAFETY: umask only sets the process's mask; the process is this mount's daemon.
+    unsafe { libc::umask(0) };
     let rules = match &o.classes {
         Some(p) => class::load_rules(p).map_err(usage)?,
         None => Vec::new(),

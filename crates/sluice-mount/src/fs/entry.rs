@@ -44,6 +44,10 @@ impl SluiceFs {
         } else {
             req.gid()
         };
+        let st = sys::stat_at(parent.raw(), name)?;
+        if st.st_uid == req.uid() && (gid == u32::MAX || st.st_gid == gid) {
+            return Ok(());
+        }
         // SAFETY: valid C string and descriptor.
         check(unsafe {
             libc::fchownat(
@@ -53,8 +57,15 @@ impl SluiceFs {
                 gid,
                 libc::AT_SYMLINK_NOFOLLOW,
             )
-        })
-        .map(drop)
+        })?;
+        // A chown clears set-user-ID and set-group-ID (even the daemon's, as root):
+        // the caller made the file with them, so they are put back.
+        let kept = st.st_mode & (libc::S_ISUID | libc::S_ISGID);
+        if kept != 0 && st.st_mode & libc::S_IFMT != libc::S_IFLNK {
+            // SAFETY: valid C string and descriptor; not a symlink, so nothing followed.
+            check(unsafe { libc::fchmodat(parent.raw(), name.as_ptr(), st.st_mode & 0o7777, 0) })?;
+        }
+        Ok(())
     }
 
     pub(super) fn make(

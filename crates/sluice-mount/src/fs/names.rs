@@ -74,12 +74,45 @@ pub fn set_attrs(
         })?;
     }
     if atime.is_some() || mtime.is_some() {
-        if is_link {
-            return Err(Errno::EOPNOTSUPP);
-        }
         let ts = [timespec(atime), timespec(mtime)];
-        // SAFETY: a valid C string and two timespecs.
-        check(unsafe { libc::utimensat(libc::AT_FDCWD, p.as_ptr(), ts.as_ptr(), 0) })?;
+        if is_link {
+            // A symlink's own times (utimensat AT_SYMLINK_NOFOLLOW): on its O_PATH
+            // descriptor itself, never through the link.
+            // SAFETY: a valid descriptor, an empty C string and two timespecs.
+            check(unsafe {
+                libc::utimensat(
+                    node.raw(),
+                    c"".as_ptr(),
+                    ts.as_ptr(),
+                    libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW,
+                )
+            })?;
+        } else {
+            // SAFETY: a valid C string and two timespecs.
+            check(unsafe { libc::utimensat(libc::AT_FDCWD, p.as_ptr(), ts.as_ptr(), 0) })?;
+        }
     }
     Ok(())
+}
+
+/// A write by a caller without CAP_FSETID (the kernel's `FUSE_WRITE_KILL_SUIDGID`)
+/// clears set-user-ID, and set-group-ID when group execute is set (as the kernel's
+/// `should_remove_suid` does on a local file system); the daemon's own write, as root,
+/// would keep them.
+pub fn kill_setid(node: &Node) -> Result<(), Errno> {
+    if node.fmt != libc::S_IFREG {
+        return Ok(());
+    }
+    let st = sys::stat_fd(node.raw())?;
+    let mut kill = st.st_mode & libc::S_ISUID;
+    if st.st_mode & (libc::S_ISGID | libc::S_IXGRP) == libc::S_ISGID | libc::S_IXGRP {
+        kill |= libc::S_ISGID;
+    }
+    if kill == 0 {
+        return Ok(());
+    }
+    let p = proc_path(node.raw());
+    // SAFETY: a valid C string (a regular file: nothing followed beyond it).
+    check(unsafe { libc::fchmodat(libc::AT_FDCWD, p.as_ptr(), st.st_mode & 0o7777 & !kill, 0) })
+        .map(drop)
 }
