@@ -29,7 +29,6 @@ use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
 use fuser::Errno;
-use sluice_runtime::FILE_SPAN;
 
 use crate::data::{self, floor, lock_write, DataFile};
 use crate::sys;
@@ -72,17 +71,10 @@ pub async fn read(df: &DataFile, off: u64, size: u32) -> Result<Vec<u8>, Errno> 
 /// Write `data` at `off` into the cache (the writer waits at its class's dirty limit);
 /// `sync` (`O_SYNC`/`O_DSYNC`): its pages written back and flushed before the reply.
 pub async fn write(df: &DataFile, off: u64, data: &[u8], sync: bool) -> Result<usize, Errno> {
-    if !df.writable {
-        return Err(Errno::EBADF);
-    }
-    let len = data.len() as u64;
-    if len == 0 {
+    let Some(end) = crate::data::write_end(df, off, data.len())? else {
         return Ok(0);
-    }
-    let end = off + len;
-    if end > FILE_SPAN {
-        return Err(Errno::EFBIG);
-    }
+    };
+    let len = data.len() as u64;
     {
         let _guard = lock_write(df, off, end).await;
         if end > df.size() {

@@ -204,18 +204,26 @@ pub(crate) async fn lock_write(df: &DataFile, off: u64, end: u64) -> RangeGuard 
     }
 }
 
-async fn write(df: &DataFile, off: u64, data: &[u8], sync: bool) -> Result<usize, Errno> {
+/// The checks every write makes, direct or cached: a read-only descriptor is `EBADF`,
+/// past the stack's file span `EFBIG`; the write's end, or `None` for an empty write.
+pub(crate) fn write_end(df: &DataFile, off: u64, len: usize) -> Result<Option<u64>, Errno> {
     if !df.writable {
         return Err(Errno::EBADF);
     }
-    let len = data.len() as u64;
     if len == 0 {
-        return Ok(0);
+        return Ok(None);
     }
-    let end = off + len;
+    let end = off.checked_add(len as u64).ok_or(Errno::EFBIG)?;
     if end > FILE_SPAN {
         return Err(Errno::EFBIG);
     }
+    Ok(Some(end))
+}
+
+async fn write(df: &DataFile, off: u64, data: &[u8], sync: bool) -> Result<usize, Errno> {
+    let Some(end) = write_end(df, off, data.len())? else {
+        return Ok(0);
+    };
     let (a0, a1) = (floor(off), ceil(end));
     let _guard = lock_write(df, off, end).await;
     let size = df.size();
