@@ -7,8 +7,8 @@ use crate::common;
 
 use std::future::Future;
 
-use common::{crash_after, on_image};
-use sluice_runtime::{DiskImage, DmaBuffer, File};
+use common::{on_image, read_block as read, write_block as write};
+use sluice_runtime::{DiskImage, File};
 use sluice_store::journal::{self, Tag};
 use sluice_store::layout::{encode_dirent, Inode, DIRENT_SIZE, INODE_SIZE};
 use sluice_store::{CommitMode, Geometry, Store, StoreError};
@@ -18,30 +18,7 @@ const BLOCK: u64 = 4096;
 /// A store with three files (f0, f1, f2; f1 past its direct blocks), its journal
 /// holding the committed transactions the power cut left.
 fn image() -> DiskImage {
-    crash_after(
-        CommitMode::Compound,
-        Geometry::new(4096),
-        1,
-        |s| async move {
-            for i in 0..3u8 {
-                let h = s.create(&format!("f{i}")).unwrap();
-                let len = if i == 1 { 200_000 } else { 10_000 };
-                s.write(h, 0, &vec![i + 1; len]).await.unwrap();
-                s.sync().await.unwrap();
-            }
-        },
-    )
-}
-
-async fn read(f: &File, b: u64) -> Vec<u8> {
-    let (r, buf) = f.read_at(DmaBuffer::new(BLOCK as usize), b * BLOCK).await;
-    r.unwrap();
-    buf.to_vec()
-}
-
-async fn write(f: &File, b: u64, v: &[u8]) {
-    let (r, _) = f.write_at(DmaBuffer::from_slice(v), b * BLOCK).await;
-    r.unwrap();
+    common::three_files(1, 200_000, 10_000)
 }
 
 /// Inspect and mount `image` after `edit`: both must refuse it, naming every needle.

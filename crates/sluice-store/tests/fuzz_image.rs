@@ -14,9 +14,9 @@ use crate::common;
 
 use std::sync::OnceLock;
 
-use common::{crash_after, on_image};
+use common::{on_image, read_block as read, write_block as write};
 use proptest::prelude::*;
-use sluice_runtime::{DiskImage, DmaBuffer, File};
+use sluice_runtime::{DiskImage, File};
 use sluice_store::journal::{self, Tag};
 use sluice_store::layout::{decode_dirent, encode_dirent, DIRENT_SIZE, INODE_SIZE};
 use sluice_store::{CommitMode, Geometry, Store};
@@ -28,21 +28,7 @@ const BLOCK: u64 = 4096;
 fn base() -> DiskImage {
     static IMAGE: OnceLock<DiskImage> = OnceLock::new();
     IMAGE
-        .get_or_init(|| {
-            crash_after(
-                CommitMode::Compound,
-                Geometry::new(4096),
-                3,
-                |s| async move {
-                    for i in 0..3u8 {
-                        let h = s.create(&format!("f{i}")).unwrap();
-                        let len = if i == 1 { 300_000 } else { 9_000 };
-                        s.write(h, 0, &vec![i + 1; len]).await.unwrap();
-                        s.sync().await.unwrap();
-                    }
-                },
-            )
-        })
+        .get_or_init(|| common::three_files(3, 300_000, 9_000))
         .clone()
 }
 
@@ -145,17 +131,6 @@ fn mutation() -> impl Strategy<Value = Mutation> {
         (0..g.data_start(), 0usize..4096, 1u8..=255).prop_map(|(b, i, x)| Mutation::Flip(b, i, x)),
         (0..blocks + 8).prop_map(Mutation::Cut),
     ]
-}
-
-async fn read(f: &File, b: u64) -> Vec<u8> {
-    let (r, buf) = f.read_at(DmaBuffer::new(BLOCK as usize), b * BLOCK).await;
-    r.unwrap();
-    buf.to_vec()
-}
-
-async fn write(f: &File, b: u64, v: &[u8]) {
-    let (r, _) = f.write_at(DmaBuffer::from_slice(v), b * BLOCK).await;
-    r.unwrap();
 }
 
 fn put(b: &mut [u8], at: usize, w: usize, v: u64) {

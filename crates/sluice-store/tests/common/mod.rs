@@ -80,3 +80,40 @@ pub fn reads_of(report: &sluice_metrics::RunReport, flow: &str) -> u64 {
         .map(|j| j.read.total_ios)
         .sum()
 }
+
+/// A power cut (at `seed`) after three files were written and synced one by one —
+/// `f0` and `f2` of `small` bytes, `f1` of `big` (past its direct blocks) — each file's
+/// bytes its number + 1: a compound-mode image whose journal holds the committed
+/// transactions, for the damaged-image tests and the image fuzzer.
+pub fn three_files(seed: u64, big: usize, small: usize) -> sluice_runtime::DiskImage {
+    crash_after(
+        CommitMode::Compound,
+        Geometry::new(4096),
+        seed,
+        move |s| async move {
+            for i in 0..3u8 {
+                let h = s.create(&format!("f{i}")).unwrap();
+                let len = if i == 1 { big } else { small };
+                s.write(h, 0, &vec![i + 1; len]).await.unwrap();
+                s.sync().await.unwrap();
+            }
+        },
+    )
+}
+
+/// Block `b` (4 KiB) of `f`.
+pub async fn read_block(f: &sluice_runtime::File, b: u64) -> Vec<u8> {
+    let (r, buf) = f
+        .read_at(sluice_runtime::DmaBuffer::new(4096), b * 4096)
+        .await;
+    r.unwrap();
+    buf.to_vec()
+}
+
+/// Write `v` at block `b` (4 KiB) of `f`.
+pub async fn write_block(f: &sluice_runtime::File, b: u64, v: &[u8]) {
+    let (r, _) = f
+        .write_at(sluice_runtime::DmaBuffer::from_slice(v), b * 4096)
+        .await;
+    r.unwrap();
+}
