@@ -141,6 +141,22 @@ pub fn run(
         "--keep-files with several policies",
         "each policy's run makes its own store in the same file; keep one policy's",
     )?;
+    // The image grows to its full size as the run writes it: refuse up front what the
+    // file system cannot hold, rather than fail with ENOSPC midway.
+    let need = plan.image_bytes();
+    let avail = sluice::engine::free_bytes(dir).map_err(|e| {
+        CliError::Usage(format!("--directory {}: cannot read its free space: {e}", dir.display()))
+    })?;
+    if need > avail {
+        return Err(CliError::Usage(format!(
+            "--directory {}: the store's image takes {need} bytes ({:.2} GiB) but only {avail} \
+             bytes ({:.2} GiB) are free on its file system; free space, shrink the jobs' \
+             size=, or give another --directory",
+            dir.display(),
+            need as f64 / (1u64 << 30) as f64,
+            avail as f64 / (1u64 << 30) as f64,
+        )));
+    }
     let stop = sluice::cli::stop_flag()?;
     let plan = &plan
         .clone()

@@ -101,6 +101,7 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
     for spec in &specs {
         policy::build(spec)?;
     }
+    sluice::cli::check_log_names(&jobs, &specs)?;
     if let Some(fs) = crate::cmd_fs::store_of(args.fs.as_deref())? {
         return run_on_store(&args, &jobs, &fs, &specs);
     }
@@ -148,7 +149,19 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
         if let Some(b) = &lay_bar {
             b.set_position(done);
         }
-    })?;
+    });
+    let files = match files {
+        // Interrupted before anything ran: say so, and still give the report a
+        // script waits for (no runs), then exit 130 as an interrupted run does.
+        Err(e @ sluice::engine::EngineError::InterruptedPrefill) => {
+            if let Some(b) = lay_bar {
+                b.finish_and_clear();
+            }
+            args.out.emit(&mut [], &mut std::io::stdout().lock())?;
+            return Err(CliError::InterruptedBefore(e.to_string()));
+        }
+        other => other?,
+    };
     if let Some(b) = lay_bar {
         b.finish_and_clear();
     }

@@ -218,6 +218,7 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
     for spec in &specs {
         policy::build(spec)?;
     }
+    sluice::cli::check_log_names(&jobs, &specs)?;
     // Ctrl-C (or SIGTERM) once: stop and report what was simulated; twice: exit now.
     let stop = sluice::cli::stop_flag()?;
     let cfg = SimConfig {

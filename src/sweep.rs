@@ -248,30 +248,38 @@ impl Sweep {
 
     /// Cell `index` (`index < len()`).
     pub fn cell(&self, index: usize) -> Cell {
-        let mut rest = index;
-        let mut take = |k: usize| {
-            let v = rest % k;
-            rest /= k;
-            v
-        };
-        let seed = self.seeds[take(self.seeds.len())];
-        let policy = take(self.policies.len());
-        let mut values: Vec<usize> = self
-            .axes
-            .iter()
-            .rev()
-            .map(|a| take(a.values.len()))
-            .collect();
+        let axes = self.axes_info();
+        let c = rows::split_index(index, &axes.lens());
+        let n = self.axes.len();
+        let mut values: Vec<usize> = c[2..2 + n].to_vec();
         values.reverse();
-        let fs = take(self.fs.len());
-        let device = take(self.devices.len());
         Cell {
             index,
-            device,
-            fs,
+            device: c[n + 3],
+            fs: c[n + 2],
             values,
-            policy,
-            seed,
+            policy: c[1],
+            seed: self.seeds[c[0]],
+        }
+    }
+
+    /// The axes as the sweep's files record them.
+    fn axes_info(&self) -> rows::AxesInfo {
+        rows::AxesInfo {
+            devices: self.devices.clone(),
+            fs: self.fs.clone(),
+            sets: self
+                .axes
+                .iter()
+                .map(|a| {
+                    (
+                        a.target.clone(),
+                        a.values.iter().map(|v| v.value.clone()).collect(),
+                    )
+                })
+                .collect(),
+            policies: self.policies.iter().map(|p| p.text.clone()).collect(),
+            seeds: self.seeds.clone(),
         }
     }
 
@@ -435,6 +443,11 @@ impl Sweep {
         SweepInfo {
             command: self.command(),
             cells: self.len(),
+            job_crc32c: self
+                .job
+                .is_some()
+                .then(|| format!("{:08x}", crc32c::crc32c(self.text.as_bytes()))),
+            axes: Some(self.axes_info()),
         }
     }
 

@@ -447,3 +447,96 @@ fn fio_logs_on_real_files() {
         last = cols[0];
     }
 }
+
+/// Item 10 of the bad-input review: paths that cannot be used say why — a directory
+/// that refuses new files (/proc), a symbolic link to nothing where a job file goes,
+/// a log prefix whose file names are too long (before the run, not after it).
+#[test]
+fn unusable_paths_say_why_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(dir.path(), "a.fio", "[w]\nrw=randwrite\nbs=4k\nsize=1m\n");
+    let o = sluice(&["run", &job, "-D", "/proc"]);
+    assert_bad_input(&o, &["/proc", "refuses new files", "pseudo file system"]);
+    assert!(!stderr(&o).contains("subdirectory"), "{}", stderr(&o));
+
+    let d = dir.path().join("links");
+    std::fs::create_dir(&d).unwrap();
+    std::os::unix::fs::symlink("/nonexistent-sluice-target", d.join("w.0.0")).unwrap();
+    let o = sluice(&["run", &job, "-D", d.to_str().unwrap()]);
+    assert_bad_input(&o, &["w.0.0", "symbolic link to a missing file"]);
+    assert!(std::fs::symlink_metadata(d.join("w.0.0")).is_ok(), "the link stays");
+
+    let long = format!("{}/{}", dir.path().display(), "x".repeat(300));
+    let job = write(
+        dir.path(),
+        "b.fio",
+        &format!("[w]\nrw=randwrite\nbs=4k\nsize=1m\nwrite_bw_log={long}\n"),
+    );
+    let d = dir.path().to_str().unwrap();
+    for args in [vec!["sim", &job], vec!["run", &job, "-D", d]] {
+        let o = sluice(&args);
+        assert_bad_input(&o, &["write_bw_log", "limit of 255", "shorter prefix"]);
+        assert!(!stderr(&o).contains("I/Os in"), "refused before the run");
+    }
+}
+
+/// Ctrl-C while the files are laid out: exit 130 as any interrupted run, the files
+/// removed, and the JSON report written (with no runs). The signal goes once sluice
+/// says it is laying out; if the layout finished first, the run itself is interrupted
+/// (also 130), so the test holds either way.
+#[test]
+fn ctrl_c_during_layout_exits_130_with_a_report() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(
+        dir.path(),
+        "big.fio",
+        "[w]\nrw=randread\nbs=4k\nsize=1g\ntime_based\nruntime=60\n",
+    );
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let json = dir.path().join("out.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["run", &job, "-D", data.to_str().unwrap(), "--json"])
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    let mut line = String::new();
+    while err.read_line(&mut line).unwrap() > 0 {
+        seen.push_str(&line);
+        if line.contains("laying out") {
+            break;
+        }
+        line.clear();
+    }
+    if !seen.contains("laying out") {
+        let o = child.wait_with_output().unwrap();
+        if no_io_uring(&o) || seen.contains("cannot create an io_uring") {
+            return;
+        }
+        panic!("no layout line: {seen}");
+    }
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    seen.push_str(&rest);
+    assert_eq!(status.code(), Some(130), "{seen}");
+    assert!(!seen.contains("panicked"), "{seen}");
+    assert!(json.exists(), "the JSON report is written: {seen}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    if seen.contains("while laying out") {
+        assert!(seen.contains("interrupted before anything ran"), "{seen}");
+        assert!(seen.contains("nothing was measured"), "{seen}");
+        assert!(v.is_object(), "{v}");
+    }
+    assert!(names(&data).is_empty(), "files removed: {:?}", names(&data));
+}

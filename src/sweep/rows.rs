@@ -172,6 +172,77 @@ pub struct SweepInfo {
     pub command: String,
     /// How many cells the sweep has.
     pub cells: usize,
+    /// CRC-32C of the job file's text, hex: cells run after the file was edited are
+    /// from another sweep. Absent in files written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_crc32c: Option<String>,
+    /// The axes, to check that each cell is the point its index names. Absent in
+    /// files written before they were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub axes: Option<AxesInfo>,
+}
+
+/// A sweep's axes as its files record them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AxesInfo {
+    /// `--device` values.
+    pub devices: Vec<String>,
+    /// `--fs` values.
+    pub fs: Vec<String>,
+    /// Each `--set` axis: its target and its values.
+    pub sets: Vec<(String, Vec<String>)>,
+    /// `--policy` values.
+    pub policies: Vec<String>,
+    /// `--seed` values.
+    pub seeds: Vec<u64>,
+}
+
+/// Cell `index`'s coordinates over axes of lengths `lens` (the fastest-varying
+/// axis first): the one mixed-radix split of a cell's index (cross-product order).
+pub fn split_index(index: usize, lens: &[usize]) -> Vec<usize> {
+    let mut rest = index;
+    lens.iter()
+        .map(|&k| {
+            let v = rest % k.max(1);
+            rest /= k.max(1);
+            v
+        })
+        .collect()
+}
+
+impl AxesInfo {
+    /// The lengths of the axes, fastest-varying first: seeds, policies, the `--set`
+    /// axes from the last, file systems, devices.
+    pub fn lens(&self) -> Vec<usize> {
+        let mut l = vec![self.seeds.len(), self.policies.len()];
+        l.extend(self.sets.iter().rev().map(|(_, v)| v.len()));
+        l.extend([self.fs.len(), self.devices.len()]);
+        l
+    }
+
+    /// What in `row` contradicts the point its index names, if anything.
+    fn contradiction(&self, row: &CellRow) -> Option<String> {
+        let c = split_index(row.cell, &self.lens());
+        let n = self.sets.len();
+        let mut want = vec![
+            ("device", self.devices[c[n + 3]].clone(), row.device.clone()),
+            ("fs", self.fs[c[n + 2]].clone(), row.fs.clone()),
+            ("policy", self.policies[c[1]].clone(), row.policy.clone()),
+            ("seed", self.seeds[c[0]].to_string(), row.seed.to_string()),
+        ];
+        for (k, (target, values)) in self.sets.iter().enumerate() {
+            let got = row
+                .set
+                .0
+                .iter()
+                .find(|(t, _)| t == target)
+                .map_or(String::new(), |(_, v)| v.clone());
+            want.push(("--set", values[c[n + 1 - k]].clone(), got));
+        }
+        want.into_iter()
+            .find(|(_, w, g)| w != g)
+            .map(|(what, w, g)| format!("its {what} is {g} where cell {} has {w}", row.cell))
+    }
 }
 
 /// A sweep's JSON file (`--json`): the whole sweep, or some of its cells (`--cell N`).
@@ -236,6 +307,13 @@ pub fn merge(
                 return Err(CliError::Usage(format!(
                     "sweep merge: {name}: cell {} is past the sweep's {} cells",
                     c.cell, sweep.cells
+                )));
+            }
+            if let Some(why) = sweep.axes.as_ref().and_then(|a| a.contradiction(&c)) {
+                return Err(CliError::Usage(format!(
+                    "sweep merge: {name}: cell {}: {why}; the file was edited or is not this \
+                     sweep's — run the cell again",
+                    c.cell
                 )));
             }
             if let Some((_, other)) = by_index.get(&c.cell) {

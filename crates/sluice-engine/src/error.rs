@@ -87,8 +87,9 @@ pub enum EngineError {
     },
     /// Not enough free space for the files to create.
     #[error(
-        "{dir}: the jobs need {need} bytes ({need_gib:.2} GiB) of new files but only {avail} \
-         bytes ({avail_gib:.2} GiB) are free; free space, shrink size=, or give another --directory"
+        "{dir}: the jobs need {need} bytes ({need_gib:.2} GiB) of new files on its file \
+         system but only {avail} bytes ({avail_gib:.2} GiB) are free there; free space, shrink \
+         size=, or give another --directory"
     )]
     NoSpace {
         /// The directory.
@@ -242,6 +243,8 @@ impl EngineError {
             EngineError::Stalled { .. }
             | EngineError::RingFailed { .. }
             | EngineError::WorkerPanic(..) => 1,
+            // As an interrupted run: 128 + SIGINT.
+            EngineError::InterruptedPrefill => 130,
             _ => 2,
         }
     }

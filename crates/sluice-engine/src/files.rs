@@ -19,7 +19,7 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -74,6 +74,14 @@ pub struct FilePlan {
     /// memory-backed file system that accepts O_DIRECT, as tmpfs does since Linux 6.6).
     pub warnings: Vec<String>,
 }
+
+/// Hint for a path that is a symbolic link to nothing.
+const DANGLING: &str = "it is a symbolic link to a missing file; sluice neither follows nor \
+                        replaces it: remove the link, or give another --directory or filename=";
+/// Hint for a file that appeared between planning and creating it.
+const APPEARED: &str = "the file appeared after sluice checked the directory (another run \
+                        using the same directory?); sluice does not overwrite a file it did \
+                        not create: wait for that run, or give another --directory";
 
 fn path_err(path: &Path, job: &str, source: io::Error, hint: &'static str) -> EngineError {
     EngineError::Path {
@@ -205,6 +213,11 @@ pub(crate) fn probe_dir(dir: &Path, job: &str) -> Result<u32, EngineError> {
         Err(e) => {
             let hint = match e.raw_os_error() {
                 Some(libc::EACCES) | Some(libc::EPERM) | Some(libc::EROFS) => hint_for(&e),
+                Some(libc::ENOENT) if dir.is_dir() => {
+                    "this directory exists but refuses new files (a pseudo file system such \
+                     as /proc or /sys): give a --directory on a writable, disk-backed file \
+                     system"
+                }
                 Some(libc::ENOENT) => {
                     "this directory does not exist: a filename= with a subdirectory needs \
                      that subdirectory to exist (sluice does not create directories); create \
@@ -221,7 +234,7 @@ pub(crate) fn probe_dir(dir: &Path, job: &str) -> Result<u32, EngineError> {
 }
 
 /// Free bytes for an unprivileged user on the file system of `dir`.
-fn free_bytes(dir: &Path) -> io::Result<u64> {
+pub fn free_bytes(dir: &Path) -> io::Result<u64> {
     let c = cpath(dir);
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
     // SAFETY: valid C string and out pointer.
@@ -326,6 +339,14 @@ pub fn plan(
                     job,
                 });
             }
+            // A symbolic link to nothing: creating the file would follow it (or fail);
+            // it is not ours to replace.
+            Err(e)
+                if e.kind() == io::ErrorKind::NotFound
+                    && std::fs::symlink_metadata(&f.path).is_ok() =>
+            {
+                return Err(path_err(&f.path, &job, e, DANGLING));
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 f.create = true;
                 let parent = f
@@ -398,12 +419,24 @@ pub fn plan(
             f.size = f.size.div_ceil(align as u64) * align as u64;
         }
     }
-    for (d, (need, _)) in create_dirs.iter_mut() {
-        *need = files
+    // Space per file system, not per directory: two directories on one file system
+    // share its free space. Keyed by the file system's device number.
+    let mut per_fs: BTreeMap<u64, (u64, PathBuf)> = BTreeMap::new();
+    for d in create_dirs.keys() {
+        let need: u64 = files
             .iter()
             .filter(|f| f.create && f.path.parent() == Some(d.as_path()))
             .map(|f| f.size)
             .sum();
+        let dev = std::fs::metadata(d)
+            .map_err(|e| EngineError::Directory {
+                path: d.clone(),
+                reason: format!("cannot read it: {e}"),
+            })?
+            .dev();
+        per_fs.entry(dev).or_insert((0, d.clone())).0 += need;
+    }
+    for (need, d) in per_fs.values() {
         let avail = free_bytes(d).map_err(|e| EngineError::Directory {
             path: d.clone(),
             reason: format!("cannot read free space: {e}"),
@@ -527,7 +560,13 @@ impl FileSet {
                 .custom_flags(libc::O_DIRECT)
                 .mode(0o644)
                 .open(&f.path)
-                .map_err(|e| io_err(&f.path, &f.first_job, e))?;
+                .map_err(|e| {
+                    if e.raw_os_error() == Some(libc::EEXIST) {
+                        path_err(&f.path, &f.first_job, e, APPEARED)
+                    } else {
+                        io_err(&f.path, &f.first_job, e)
+                    }
+                })?;
             set.created.push(f.path.clone());
             let mut off = 0u64;
             let mut chunk_no = 0u64;
@@ -643,6 +682,57 @@ mod tests {
         let e = plan(&j, dir.path(), false, false).unwrap_err();
         assert!(matches!(e, EngineError::WriteExisting { .. }), "{e}");
         assert!(plan(&j, dir.path(), false, true).is_ok());
+    }
+
+    #[test]
+    fn a_file_that_appears_after_planning_is_not_overwritten_and_said_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = jobs("[w]\nrw=randwrite\nsize=1m\n");
+        let p = plan(&j, dir.path(), false, false).unwrap();
+        std::fs::write(dir.path().join("w.0.0"), b"theirs").unwrap();
+        let stop = AtomicBool::new(false);
+        let e = FileSet::prepare(p, false, &stop, &mut |_, _, _| {}).unwrap_err();
+        assert!(e.to_string().contains("another run"), "{e}");
+        assert_eq!(std::fs::read(dir.path().join("w.0.0")).unwrap(), b"theirs");
+    }
+
+    #[test]
+    fn free_space_is_checked_per_file_system_not_per_directory() {
+        // Two directories of one 8 MiB tmpfs, 5 MiB of new files in each: each fits
+        // alone, both do not. Mounting needs root; elsewhere the test says so.
+        let Ok(dir) = tempfile::tempdir() else { return };
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=8m", "tmpfs"])
+            .arg(dir.path())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !mounted {
+            eprintln!("cannot mount a tmpfs here (not root?); skipping");
+            return;
+        }
+        struct Unmount<'a>(&'a Path);
+        impl Drop for Unmount<'_> {
+            fn drop(&mut self) {
+                let _ = std::process::Command::new("umount").arg(self.0).status();
+            }
+        }
+        let _u = Unmount(dir.path());
+        std::fs::create_dir(dir.path().join("a")).unwrap();
+        std::fs::create_dir(dir.path().join("b")).unwrap();
+        let one = jobs("[x]\nrw=randwrite\nsize=5m\nfilename=a/f\n");
+        let two = jobs(
+            "[x]\nrw=randwrite\nsize=5m\nfilename=a/f\n[y]\nrw=randwrite\nsize=5m\nfilename=b/g\n",
+        );
+        match plan(&one, dir.path(), false, false) {
+            Ok(_) => {}
+            // Kernels before 6.6: tmpfs has no O_DIRECT; nothing to check here.
+            Err(EngineError::NoDirectIo { .. }) => return,
+            Err(e) => panic!("{e}"),
+        }
+        let e = plan(&two, dir.path(), false, false).unwrap_err();
+        assert!(matches!(e, EngineError::NoSpace { .. }), "{e}");
+        assert!(e.to_string().contains("on its file system"), "{e}");
     }
 
     /// A ramfs mounted on a temporary directory (root only), unmounted on drop.

@@ -68,7 +68,7 @@ use sluice_metrics::{Collector, RunReport, RunSetup, VerifyFact};
 use sluice_workload::{flows_of, stonewall_groups, JobSpec};
 
 pub use error::EngineError;
-pub use files::{plan, FilePlan, FileSet, PlannedFile};
+pub use files::{free_bytes, plan, FilePlan, FileSet, PlannedFile};
 
 use device::{DevState, Doorbell, RingPort};
 use groups::{coordinate, worker_thread, GroupSync};

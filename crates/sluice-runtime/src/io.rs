@@ -77,7 +77,8 @@ struct IoSlot {
     req: ReqId,
     issuer: u32,
     waiters: Vec<u32>,
-    /// Bytes transferred (a read is short at the end of the file).
+    /// Bytes transferred (a read is short at the end of the file); for a failed I/O on
+    /// real files, the errno the kernel returned (0 when unknown).
     n: usize,
     core: u16,
     op: Op,
@@ -275,7 +276,8 @@ impl IoState {
         let mut n = 0;
         if let Port::Real(p) = &self.port {
             // The kernel moved the data; the bytes are the pieces' results.
-            n = p.bytes.get(f.id.0 as usize).copied().unwrap_or(0).max(0) as usize;
+            let raw = p.bytes.get(f.id.0 as usize).copied().unwrap_or(0);
+            n = if f.ok { raw.max(0) } else { (-raw).max(0) } as usize;
         } else if f.ok {
             let base = file as u64 * FILE_SPAN;
             match op {

@@ -196,8 +196,11 @@ impl RealPort {
     ) {
         let req = block.piece(tag).req;
         let ok = res >= 0;
-        if ok {
-            self.bytes[req.id.0 as usize] += res as i64;
+        // The request's bytes, summed over its pieces; the first failed piece's
+        // negative errno instead, kept (the handle's error names it).
+        let b = &mut self.bytes[req.id.0 as usize];
+        if *b >= 0 {
+            *b = if ok { *b + res as i64 } else { res as i64 };
         }
         let f = block.piece_done(now, tag, ok);
         self.rings.command_done();

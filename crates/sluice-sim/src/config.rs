@@ -83,14 +83,16 @@ pub enum SimError {
     /// The run reached `max_sim_ns`.
     #[error(
         "simulated time reached its cap of {cap_ns} ns (SimConfig::max_sim_ns, one day by \
-         default) while {jobs} still ran: the job is too large or too slow for the device; \
-         lower its size or numjobs, or give it a runtime= (embedders can raise the cap)"
+         default) while {jobs} still ran: {cause} (embedders can raise the cap)"
     )]
     TimeCap {
         /// The cap.
         cap_ns: Nanos,
         /// The jobs still running, named.
         jobs: String,
+        /// Why they still ran and what to change, from their options
+        /// ([`crate::estimate::time_cap_cause`]).
+        cause: String,
     },
 }
 

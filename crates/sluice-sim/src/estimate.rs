@@ -98,6 +98,59 @@ fn rate_iops(j: &JobSpec, mean: f64) -> Option<f64> {
     }
 }
 
+/// Why `running` jobs were still running when simulated time reached `cap_ns`, and what
+/// to change — read from their options, most specific first: a `startdelay` or
+/// `runtime` at or past the cap, a rate cap under which the job's size takes longer
+/// than the cap, a think time, else a job too large or too slow for the device.
+pub fn time_cap_cause(running: &[&JobSpec], cap_ns: Nanos) -> String {
+    let secs = |ns: Nanos| ns as f64 / 1e9;
+    for j in running {
+        if j.startdelay_ns >= cap_ns {
+            return format!(
+                "job '{}' has startdelay= {:.0} s, past the cap; lower its startdelay=",
+                j.name,
+                secs(j.startdelay_ns)
+            );
+        }
+    }
+    for j in running {
+        if let Some(rt) = j.runtime_ns.filter(|&rt| rt.saturating_add(j.ramp_ns) >= cap_ns) {
+            return format!(
+                "job '{}' has runtime= {:.0} s (with ramp_time= {:.0} s), at or past the cap; \
+                 lower its runtime=",
+                j.name,
+                secs(rt),
+                secs(j.ramp_ns)
+            );
+        }
+    }
+    for j in running {
+        let mean = j.bs.read.mean_len().min(j.bs.write.mean_len()).max(1.0);
+        if let Some(iops) = rate_iops(j, mean) {
+            let need = j.io_size.unwrap_or(j.size) as f64 / mean * j.loops.max(1) as f64 / iops;
+            if need * 1e9 >= cap_ns as f64 {
+                return format!(
+                    "job '{}' is held to {iops:.0} I/O/s by its rate cap (rate= or rate_iops=), \
+                     so its size takes about {need:.0} s; raise the rate cap, lower its size or \
+                     loops, or give it a runtime=",
+                    j.name
+                );
+            }
+        }
+    }
+    if let Some(j) = running.iter().find(|j| j.thinktime_ns > 0) {
+        return format!(
+            "job '{}' thinks {:.6} s between I/Os (thinktime=), too long for its size; lower \
+             thinktime= or its size, or give it a runtime=",
+            j.name,
+            secs(j.thinktime_ns)
+        );
+    }
+    "the job is too large or too slow for the device; lower its size or numjobs, or give it \
+     a runtime="
+        .to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,5 +201,20 @@ mod tests {
         );
         assert!(w.capped);
         assert!(w.wall_secs() > 3600.0, "{w:?}");
+    }
+
+    #[test]
+    fn the_time_cap_names_its_cause() {
+        let cause = |text: &str| {
+            let js = jobs(text);
+            let r: Vec<&JobSpec> = js.iter().collect();
+            time_cap_cause(&r, DAY)
+        };
+        assert!(cause("[r]\nrw=read\nstartdelay=90000\n").contains("startdelay="));
+        assert!(cause("[r]\nrw=read\ntime_based\nruntime=100000\n").contains("lower its runtime="));
+        assert!(cause("[r]\nrw=read\nsize=1t\nrate_iops=1\n").contains("rate cap"));
+        assert!(cause("[r]\nrw=read\nsize=1g\nthinktime=1000000\n").contains("thinktime="));
+        let plain = cause("[r]\nrw=read\nsize=1t\n");
+        assert!(plain.contains("too large or too slow"), "{plain}");
     }
 }

@@ -258,16 +258,19 @@ impl<'a> Sim<'a> {
             debug_assert!(t >= self.w.now, "time went backwards");
             if t > self.cfg.max_sim_ns {
                 let g = self.runner.group();
-                let running: Vec<String> = self
+                let running: Vec<&JobSpec> = self
                     .specs
                     .iter()
                     .enumerate()
                     .filter(|(j, _)| !self.runner.done(*j) && self.runner.job_group(*j) == g)
-                    .map(|(_, s)| format!("job '{}'", s.name))
+                    .map(|(_, s)| s)
                     .collect();
+                let names: Vec<String> =
+                    running.iter().map(|s| format!("job '{}'", s.name)).collect();
                 return Err(SimError::TimeCap {
                     cap_ns: self.cfg.max_sim_ns,
-                    jobs: running.join(", "),
+                    jobs: names.join(", "),
+                    cause: crate::estimate::time_cap_cause(&running, self.cfg.max_sim_ns),
                 });
             }
             self.advance_clock(t);

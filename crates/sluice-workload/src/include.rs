@@ -27,7 +27,8 @@ pub(crate) struct SrcLine {
 /// If `s` (comment-stripped and trimmed) is an `include` directive, its file name.
 pub(crate) fn include_target(s: &str) -> Option<&str> {
     let rest = s.strip_prefix("include")?;
-    if !rest.starts_with([' ', '\t']) {
+    // A bare `include` is a directive missing its file (told so), not an option.
+    if !rest.is_empty() && !rest.starts_with([' ', '\t']) {
         return None;
     }
     Some(rest.trim())
@@ -196,5 +197,6 @@ mod tests {
         assert_eq!(include_target("include\tdir/a b.fio"), Some("dir/a b.fio"));
         assert_eq!(include_target("include_dir=x"), None);
         assert_eq!(include_target("included"), None);
+        assert_eq!(include_target("include"), Some(""));
     }
 }

@@ -45,7 +45,7 @@ pub(crate) struct Ready {
     /// The block layer's result (`None`: the I/O was refused at the flush; the handle
     /// takes the lock for its error).
     pub done: Option<Finished>,
-    /// Bytes transferred.
+    /// Bytes transferred (a failed I/O: the kernel's errno, 0 when unknown).
     pub n: usize,
     pub op: Op,
     pub len: u32,

@@ -130,17 +130,23 @@ impl IoHandle {
         let res = if f.ok {
             Ok(r.n)
         } else {
-            Err(kernel_error(r.op, r.len))
+            Err(kernel_error(r.op, r.len, r.n))
         };
         self.collected = true;
         Some((res, self.buf.take().expect("checked")))
     }
 }
 
-fn kernel_error(op: sluice_core::Op, len: u32) -> io::Error {
-    io::Error::other(format!(
-        "{op} of {len} bytes failed: the kernel returned an error for it"
-    ))
+/// The error of a failed I/O on real files: the errno the kernel returned (`errno`, 0
+/// when unknown) with its kind, and what the I/O was.
+fn kernel_error(op: sluice_core::Op, len: u32, errno: usize) -> io::Error {
+    if errno == 0 || errno > i32::MAX as usize {
+        return io::Error::other(format!(
+            "{op} of {len} bytes failed: the kernel returned an error for it"
+        ));
+    }
+    let e = io::Error::from_raw_os_error(errno as i32);
+    io::Error::new(e.kind(), format!("{op} of {len} bytes failed: {e}"))
 }
 
 /// Waits for the end of another task's I/O ([`IoHandle::waiter`]); a critical task
@@ -256,7 +262,7 @@ impl Future for IoHandle {
             let r = if f.ok {
                 Ok(n)
             } else if io.is_real() {
-                Err(kernel_error(op, len))
+                Err(kernel_error(op, len, n))
             } else {
                 Err(io::Error::other(format!(
                     "{op} of {len} bytes failed on the simulated device (media error or timeout)"
@@ -306,5 +312,20 @@ impl Drop for IoHandle {
                 std::mem::forget(b);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_io_names_the_kernels_errno() {
+        let e = kernel_error(sluice_core::Op::Write, 4096, libc::ENOSPC as usize);
+        assert_eq!(e.kind(), io::ErrorKind::StorageFull);
+        assert!(e.to_string().contains("write of 4096 bytes failed"), "{e}");
+        assert!(e.to_string().contains("No space left on device"), "{e}");
+        let e = kernel_error(sluice_core::Op::Read, 512, 0);
+        assert!(e.to_string().contains("the kernel returned an error"), "{e}");
     }
 }
