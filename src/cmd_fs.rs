@@ -145,7 +145,10 @@ pub fn run(
     // file system cannot hold, rather than fail with ENOSPC midway.
     let need = plan.image_bytes();
     let avail = sluice::engine::free_bytes(dir).map_err(|e| {
-        CliError::Usage(format!("--directory {}: cannot read its free space: {e}", dir.display()))
+        CliError::Usage(format!(
+            "--directory {}: cannot read its free space: {e}",
+            dir.display()
+        ))
     })?;
     if need > avail {
         return Err(CliError::Usage(format!(

@@ -527,3 +527,17 @@ fn crashtest_runs_the_largest_seed_and_refuses_one_past_it() {
         &["passes the largest seed", "give at most 1 seeds"],
     );
 }
+
+#[test]
+fn an_unknown_fs_suggests_what_fs_takes_and_a_bare_include_its_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(dir.path(), "j.fio", "[w]\nrw=randread\nsize=1m\n");
+    let o = sluice(&["sim", &job, "--fs", "bogus"]);
+    refused(&o, &["'bogus'", "give raw", "compound or fjournal"]);
+    assert!(!stderr(&o).contains("give host"), "{}", stderr(&o));
+    let bare = write(dir.path(), "b.fio", "include\n[w]\nrw=read\nsize=1m\n");
+    refused(
+        &sluice(&["sim", &bare]),
+        &["b.fio:1", "'include' needs a file name"],
+    );
+}

@@ -464,7 +464,10 @@ fn unusable_paths_say_why_before_the_run() {
     std::os::unix::fs::symlink("/nonexistent-sluice-target", d.join("w.0.0")).unwrap();
     let o = sluice(&["run", &job, "-D", d.to_str().unwrap()]);
     assert_bad_input(&o, &["w.0.0", "symbolic link to a missing file"]);
-    assert!(std::fs::symlink_metadata(d.join("w.0.0")).is_ok(), "the link stays");
+    assert!(
+        std::fs::symlink_metadata(d.join("w.0.0")).is_ok(),
+        "the link stays"
+    );
 
     let long = format!("{}/{}", dir.path().display(), "x".repeat(300));
     let job = write(

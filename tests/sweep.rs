@@ -131,7 +131,10 @@ fn parallel_sweep_equals_serial_and_merged_cells_equal_the_sweep() {
     // A cell whose policy or seed contradicts its index (an edited file) is refused.
     let c5 = cells.join("cell-05.json");
     let text = std::fs::read_to_string(&c5).unwrap();
-    for (from, to) in [("\"seed\": 2", "\"seed\": 1"), ("\"policy\": \"none\"", "\"policy\": \"rcp\"")] {
+    for (from, to) in [
+        ("\"seed\": 2", "\"seed\": 1"),
+        ("\"policy\": \"none\"", "\"policy\": \"rcp\""),
+    ] {
         let edited = text.replacen(from, to, 1);
         assert_ne!(edited, text, "cell 5 holds {from}");
         let bad = write(dir.path(), "edited.json", &edited);
@@ -144,7 +147,13 @@ fn parallel_sweep_equals_serial_and_merged_cells_equal_the_sweep() {
     let line = lines[3].replace("cell-03.json", "cell-03-edited.json");
     shell(&line, dir.path());
     let edited = cells.join("cell-03-edited.json");
-    let o = sluice(&["sweep", "merge", "--partial", &files[0], edited.to_str().unwrap()]);
+    let o = sluice(&[
+        "sweep",
+        "merge",
+        "--partial",
+        &files[0],
+        edited.to_str().unwrap(),
+    ]);
     refused(&o, &["another sweep"]);
 }
 

@@ -114,7 +114,10 @@ pub fn time_cap_cause(running: &[&JobSpec], cap_ns: Nanos) -> String {
         }
     }
     for j in running {
-        if let Some(rt) = j.runtime_ns.filter(|&rt| rt.saturating_add(j.ramp_ns) >= cap_ns) {
+        if let Some(rt) = j
+            .runtime_ns
+            .filter(|&rt| rt.saturating_add(j.ramp_ns) >= cap_ns)
+        {
             return format!(
                 "job '{}' has runtime= {:.0} s (with ramp_time= {:.0} s), at or past the cap; \
                  lower its runtime=",

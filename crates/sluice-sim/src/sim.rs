@@ -265,8 +265,10 @@ impl<'a> Sim<'a> {
                     .filter(|(j, _)| !self.runner.done(*j) && self.runner.job_group(*j) == g)
                     .map(|(_, s)| s)
                     .collect();
-                let names: Vec<String> =
-                    running.iter().map(|s| format!("job '{}'", s.name)).collect();
+                let names: Vec<String> = running
+                    .iter()
+                    .map(|s| format!("job '{}'", s.name))
+                    .collect();
                 return Err(SimError::TimeCap {
                     cap_ns: self.cfg.max_sim_ns,
                     jobs: names.join(", "),

@@ -315,6 +315,11 @@ pub fn store_config(text: &str) -> Result<FsConfig, FioError> {
             }
             Ok(fs)
         }
+        // The job runs on host files without --fs (`raw`), not `host`: say that.
+        Err(e) if e.ends_with(crate::fs::STORE_GRAMMAR) => Err(FioError::Config(format!(
+            "file system '{text}': give raw (host files, the default), or {}",
+            crate::fs::STORE_GRAMMAR
+        ))),
         Err(e) => Err(FioError::Config(e)),
     }
 }

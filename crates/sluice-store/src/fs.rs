@@ -169,14 +169,7 @@ impl FromStr for FsConfig {
             }
             "compound" => CommitMode::Compound,
             "fjournal" => CommitMode::FileLevel,
-            _ => {
-                return Err(format!(
-                    "file system '{s}': give host, or compound or fjournal, then optionally \
-                     +async (AIOS's commit path), then for fjournal optionally +inline (small \
-                     fsyncs' data in the f-transaction), then optionally +rcp (RCP's limits \
-                     of buffered data): e.g. fjournal+async+inline+rcp"
-                ))
-            }
+            _ => return Err(format!("file system '{s}': give host, or {STORE_GRAMMAR}")),
         };
         Ok(FsConfig::store(commit)
             .with_fsync_path(path)
@@ -184,6 +177,11 @@ impl FromStr for FsConfig {
             .with_class_limits(rcp))
     }
 }
+
+/// How a journaled store is named (`--fs`, `FsConfig`'s text), for messages.
+pub const STORE_GRAMMAR: &str = "compound or fjournal, then optionally +async (AIOS's commit \
+     path), then for fjournal optionally +inline (small fsyncs' data in the f-transaction), \
+     then optionally +rcp (RCP's limits of buffered data): e.g. fjournal+async+inline+rcp";
 
 impl std::fmt::Display for FsConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

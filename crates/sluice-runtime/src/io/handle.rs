@@ -326,6 +326,9 @@ mod tests {
         assert!(e.to_string().contains("write of 4096 bytes failed"), "{e}");
         assert!(e.to_string().contains("No space left on device"), "{e}");
         let e = kernel_error(sluice_core::Op::Read, 512, 0);
-        assert!(e.to_string().contains("the kernel returned an error"), "{e}");
+        assert!(
+            e.to_string().contains("the kernel returned an error"),
+            "{e}"
+        );
     }
 }
