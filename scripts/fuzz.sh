@@ -9,6 +9,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PROPTEST_CASES=${PROPTEST_CASES:-20000}
 echo "== fuzzing the parsers with $PROPTEST_CASES cases per target"
-cargo test --release --test fuzz -- --nocapture
+cargo test --release --test integration fuzz:: -- --nocapture
 echo "== fuzzing mount and fsck over mutated store images with $PROPTEST_CASES cases"
-cargo test --release -p sluice-store --test fuzz_image -- --nocapture
+cargo test --release -p sluice-store --test integration fuzz_image:: -- --nocapture

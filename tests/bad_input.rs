@@ -360,7 +360,7 @@ fn a_report_never_overwrites_an_input_nor_a_previous_report_with_less() {
 }
 
 /// An example program beside the `sluice` binary: `cargo test` builds them; a test run
-/// alone (`--test bad_input`) builds it with the test profile (its libraries are built).
+/// alone (`--test integration bad_input::`) builds it with the test profile (its libraries are built).
 fn example(name: &str) -> std::path::PathBuf {
     let p = std::path::Path::new(env!("CARGO_BIN_EXE_sluice"))
         .parent()

@@ -5,7 +5,7 @@
 //! nothing. In one seed of eight a task's main file grows past 4 MiB (a double-indirect
 //! block), and task's scratch files removed while open are written and synced on
 //! before their close. 250 seeds for each commit mode and fsync path (1 000 in all);
-//! `STORE_CRASH_SEED=N cargo test -p sluice-store --test crash` replays seed N in each
+//! `STORE_CRASH_SEED=N cargo test -p sluice-store --test integration crash::` replays seed N in each
 //! (`sluice crashtest --seeds 1 --start N --mode M --fsync P` replays one).
 
 use sluice_store::crashtest::{Config, Harness};

@@ -7,7 +7,7 @@
 //! passes the structure check. CI runs a few dozen cases; for long runs:
 //!
 //! ```sh
-//! PROPTEST_CASES=5000 cargo test --release -p sluice-store --test fuzz_image
+//! PROPTEST_CASES=5000 cargo test --release -p sluice-store --test integration fuzz_image::
 //! ```
 
 use crate::common;
