@@ -38,6 +38,7 @@ mod bfq;
 mod cfq;
 mod counter;
 mod d2fq;
+pub mod depth_target;
 mod fios;
 mod kyber;
 mod ld;

@@ -40,6 +40,15 @@
 //! | `depth` | 0 | requests | device queue depth the scheduler fills (a SATA NCQ-like tag limit); 0 = as deep as the engine allows |
 //! | `isolate` | 1 | 0/1 | 0 = one shared pool of S_c + S_n slots (ablation: no admission isolation) |
 //! | `split` | 0 | bytes | cut non-critical requests into pieces of at most this size (4k–64m, multiple of 512; 0 = never) |
+//! | `target_us` | 0 | µs | adapt N to a target for the critical requests' device time (0 = off: N fixed) |
+//!
+//! **Adaptive N** (opt-in, `target_us`; not in the paper): RCP's fixed N = 1 suits the
+//! SATA SSDs it measured; a device that needs many requests in flight for its bandwidth
+//! loses most of the background's. With a target, N starts at `limit` and moves between
+//! 1 and `nc_slots` after every 32 critical completions: halved when more than a tenth
+//! of them spent longer than the target at the device, raised by a quarter (at least 1)
+//! when none did ([`super::depth_target::DepthTarget`], Kyber's idea of a depth that
+//! follows a latency target).
 //!
 //! Simplified: the dirty-ratio limits of the caching layer and the priority inheritance
 //! through locks live in other layers; here promotion is an entry point the engine (or
@@ -76,6 +85,9 @@ pub struct RcpPolicy {
     isolate: bool,
     /// Non-critical requests longer than this are cut into pieces (0: never).
     split: u32,
+    /// With `target_us`: the non-critical limit N adapted to the critical requests'
+    /// device time (`limit` is then its current value).
+    target: Option<super::depth_target::DepthTarget>,
     held_c: u32,
     held_n: u32,
     /// By request id (the block layer's ids are indices it reuses): the pool of an
@@ -114,6 +126,7 @@ impl RcpPolicy {
             depth: 0,
             isolate: true,
             split: 0,
+            target: None,
             held_c: 0,
             held_n: 0,
             admitted: Vec::new(),
@@ -152,10 +165,17 @@ impl RcpPolicy {
                 b as u32
             }
         };
+        let target_us = p.take_u64_in("target_us", 0, 0, 10_000_000)?;
         let mut r = RcpPolicy::new(slots_c, slots_n, limit, starve_ms * 1_000_000);
         r.depth = depth;
         r.isolate = isolate;
         r.split = split;
+        if target_us > 0 {
+            let t =
+                super::depth_target::DepthTarget::new(target_us * 1_000, 1, slots_n.max(1), limit);
+            r.limit = t.depth();
+            r.target = Some(t);
+        }
         Ok(r)
     }
 
@@ -286,6 +306,9 @@ impl Policy for RcpPolicy {
         if done.req.class != IoClass::Critical {
             assert!(self.nc_inflight > 0, "rcp: non-critical count underflow");
             self.nc_inflight -= 1;
+        } else if let Some(t) = &mut self.target {
+            t.observe(done.device_ns());
+            self.limit = t.depth();
         }
     }
 
@@ -344,6 +367,11 @@ impl Policy for RcpPolicy {
         // The split count only where splitting is on (the other counters' output is
         // that of RCP as the paper has it).
         .chain((self.split > 0).then_some((Counter::SplitRequests, self.splits as f64)))
+        .chain(
+            self.target
+                .as_ref()
+                .map(|t| (Counter::DepthAdjustments, t.adjustments() as f64)),
+        )
         .collect()
     }
 }
@@ -563,6 +591,50 @@ mod tests {
         w.class = IoClass::Critical;
         assert_eq!(p.admit(0, &w), Admission::Admit);
         assert_eq!(p.held(), (1, 1));
+    }
+
+    #[test]
+    fn a_latency_target_adapts_the_noncritical_limit() {
+        let mut r =
+            RcpPolicy::from_params(&mut Params::parse("limit=8,target_us=100").unwrap()).unwrap();
+        let view = DeviceView::default();
+        let mut next = 0u64;
+        let mut round = |r: &mut RcpPolicy, device_ns: Nanos| {
+            // One window of critical requests, each spending `device_ns` at the device.
+            for _ in 0..super::super::depth_target::WINDOW {
+                let c = req(next, IoClass::Critical);
+                next += 1;
+                assert_eq!(r.admit(0, &c), Admission::Admit);
+                r.enqueue(0, c);
+                let d = r.dispatch(0, &view).unwrap();
+                r.complete(
+                    device_ns,
+                    &Completion {
+                        req: d.req,
+                        queue: QueueClass::Medium,
+                        dispatch_ns: 0,
+                        complete_ns: device_ns,
+                        ok: true,
+                    },
+                );
+            }
+        };
+        round(&mut r, 500_000); // slow: 8 → 4
+        assert_eq!(r.limit, 4);
+        round(&mut r, 50_000); // fast: 4 → 5
+        assert_eq!(r.limit, 5);
+        // The limit holds at dispatch: 5 non-critical requests go, the sixth waits.
+        for i in 0..6 {
+            let n = req(1000 + i, IoClass::Normal);
+            assert_eq!(r.admit(0, &n), Admission::Admit);
+            r.enqueue(0, n);
+        }
+        let sent = std::iter::from_fn(|| r.dispatch(0, &view)).count();
+        assert_eq!(sent, 5);
+        assert!(r
+            .counters()
+            .iter()
+            .any(|(c, v)| *c == Counter::DepthAdjustments && *v == 2.0));
     }
 
     #[test]
