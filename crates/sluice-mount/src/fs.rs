@@ -24,6 +24,7 @@ use fuser::{
     ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 
+mod data_ops;
 mod entry;
 mod names;
 mod open;
@@ -31,8 +32,8 @@ mod xattr;
 
 use crate::attr::attr;
 use crate::class::Classifier;
-use crate::data::{attr_after, DataFile};
-use crate::hub::{Hub, Job};
+use crate::data::DataFile;
+use crate::hub::Hub;
 use crate::node::Nodes;
 use crate::sys::{self, check, component};
 
@@ -178,60 +179,11 @@ impl Filesystem for SluiceFs {
                 Err(e) => reply.error(e),
             };
         };
-        // A truncation: through the data path when the file is open there (it waits
-        // for the writes at the end), else on the backing file at once.
-        let df = fh
-            .and_then(|fh| self.handle(fh).ok().map(|h| h.0))
-            .or_else(|| lock(&self.files).get(&node.key).map(|e| e.0.clone()));
-        match df {
-            Some(df) if df.writable => {
-                let who = self.classes.who(req.pid());
-                let n2 = node.clone();
-                let df2 = df.clone();
-                let done = attr_after(reply, move || {
-                    let st = sys::stat_fd(n2.raw())?;
-                    let mut a = attr(&st, ino.0);
-                    a.size = *lock(&df2.size);
-                    Ok((a, TTL))
-                });
-                self.hub.submit(&who, Job::Truncate { df, size, done });
-            }
-            _ => {
-                let r = sys::reopen(node.raw(), libc::O_WRONLY).and_then(|fd| {
-                    // SAFETY: a plain system call on our descriptor.
-                    check(unsafe { libc::ftruncate(fd.as_raw_fd(), size as i64) }).map(drop)
-                });
-                if let (Ok(()), Some(df)) = (&r, &df) {
-                    *lock(&df.size) = size;
-                }
-                match r.and_then(|()| self.stat_node(&node, ino.0)) {
-                    Ok(a) => reply.attr(&TTL, &a),
-                    Err(e) => reply.error(e),
-                }
-            }
-        }
+        self.set_size(req, &node, ino, fh, size, reply);
     }
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
-        let r = (|| {
-            let n = self.nodes.get(ino)?;
-            let mut buf = vec![0u8; libc::PATH_MAX as usize];
-            // SAFETY: the buffer is ours and its length given.
-            let len = unsafe {
-                libc::readlinkat(
-                    n.raw(),
-                    c"".as_ptr(),
-                    buf.as_mut_ptr() as *mut libc::c_char,
-                    buf.len(),
-                )
-            };
-            if len < 0 {
-                return Err(sys::last());
-            }
-            buf.truncate(len as usize);
-            Ok(buf)
-        })();
-        match r {
+        match self.nodes.get(ino).and_then(|n| names::read_link(&n)) {
             Ok(b) => reply.data(&b),
             Err(e) => reply.error(e),
         }
@@ -461,25 +413,7 @@ impl Filesystem for SluiceFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        let t0 = self.hub.trace.now();
-        match self.handle(fh) {
-            Ok((df, _)) => {
-                let who = self.classes.who(req.pid());
-                let cached = self.cached(&df, flags.0);
-                self.hub.submit_at(
-                    &who,
-                    Job::Read {
-                        df,
-                        off: offset,
-                        size,
-                        cached,
-                        reply,
-                    },
-                    t0,
-                );
-            }
-            Err(e) => reply.error(e),
-        }
+        self.data_read(req, fh, offset, size, flags, reply);
     }
 
     fn write(
@@ -499,25 +433,7 @@ impl Filesystem for SluiceFs {
                 return reply.error(e);
             }
         }
-        match self.handle(fh) {
-            Ok((df, sync)) => {
-                let who = self.classes.who(req.pid());
-                let sync = sync || flags.0 & (libc::O_SYNC | libc::O_DSYNC) != 0;
-                let cached = self.cached(&df, flags.0);
-                self.hub.submit(
-                    &who,
-                    Job::Write {
-                        df,
-                        off: offset,
-                        data: data.to_vec(),
-                        sync,
-                        cached,
-                        reply,
-                    },
-                );
-            }
-            Err(e) => reply.error(e),
-        }
+        self.data_write(req, fh, offset, data, flags, reply);
     }
 
     fn flush(
@@ -558,20 +474,7 @@ impl Filesystem for SluiceFs {
         datasync: bool,
         reply: ReplyEmpty,
     ) {
-        match self.handle(fh) {
-            Ok((df, _)) => {
-                let who = self.classes.who(req.pid());
-                self.hub.submit(
-                    &who,
-                    Job::Fsync {
-                        df,
-                        datasync,
-                        reply,
-                    },
-                );
-            }
-            Err(e) => reply.error(e),
-        }
+        self.data_fsync(req, fh, datasync, reply);
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
@@ -647,15 +550,7 @@ impl Filesystem for SluiceFs {
     }
 
     fn statfs(&self, _req: &Request, ino: INodeNo, reply: ReplyStatfs) {
-        let r = (|| {
-            let n = self.nodes.get(ino)?;
-            // SAFETY: `s` is written by the call.
-            unsafe {
-                let mut s: libc::statvfs = std::mem::zeroed();
-                check(libc::fstatvfs(n.raw(), &mut s))?;
-                Ok(s)
-            }
-        })();
+        let r = self.nodes.get(ino).and_then(|n| names::statvfs(&n));
         match r {
             Ok(s) => reply.statfs(
                 s.f_blocks,
@@ -729,22 +624,7 @@ impl Filesystem for SluiceFs {
         mode: i32,
         reply: ReplyEmpty,
     ) {
-        match self.handle(fh) {
-            Ok((df, _)) => {
-                let who = self.classes.who(req.pid());
-                self.hub.submit(
-                    &who,
-                    Job::Fallocate {
-                        df,
-                        off: offset,
-                        len: length,
-                        mode,
-                        reply,
-                    },
-                );
-            }
-            Err(e) => reply.error(e),
-        }
+        self.data_fallocate(req, fh, offset, length, mode, reply);
     }
 
     fn lseek(
@@ -756,30 +636,6 @@ impl Filesystem for SluiceFs {
         whence: i32,
         reply: ReplyLseek,
     ) {
-        match self.handle(fh) {
-            Ok((df, _)) if df.cache => {
-                let who = self.classes.who(req.pid());
-                self.hub.submit(
-                    &who,
-                    Job::Lseek {
-                        df,
-                        offset,
-                        whence,
-                        reply,
-                    },
-                );
-            }
-            Ok((df, _)) => {
-                // SAFETY: a plain system call on our descriptor (SEEK_DATA / SEEK_HOLE
-                // of the backing file; its own position is not used by the data path).
-                let r = unsafe { libc::lseek(df.fd.as_raw_fd(), offset, whence) };
-                if r < 0 {
-                    reply.error(sys::last())
-                } else {
-                    reply.offset(r)
-                }
-            }
-            Err(e) => reply.error(e),
-        }
+        self.data_lseek(req, fh, offset, whence, reply);
     }
 }

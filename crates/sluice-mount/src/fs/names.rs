@@ -116,3 +116,32 @@ pub fn kill_setid(node: &Node) -> Result<(), Errno> {
     check(unsafe { libc::fchmodat(libc::AT_FDCWD, p.as_ptr(), st.st_mode & 0o7777 & !kill, 0) })
         .map(drop)
 }
+
+/// The target of the symbolic link `n`.
+pub(super) fn read_link(n: &Node) -> Result<Vec<u8>, Errno> {
+    let mut buf = vec![0u8; libc::PATH_MAX as usize];
+    // SAFETY: the buffer is ours and its length given.
+    let len = unsafe {
+        libc::readlinkat(
+            n.raw(),
+            c"".as_ptr(),
+            buf.as_mut_ptr() as *mut libc::c_char,
+            buf.len(),
+        )
+    };
+    if len < 0 {
+        return Err(sys::last());
+    }
+    buf.truncate(len as usize);
+    Ok(buf)
+}
+
+/// `statvfs` of the backing file system under `n`.
+pub(super) fn statvfs(n: &Node) -> Result<libc::statvfs, Errno> {
+    // SAFETY: `s` is written by the call.
+    unsafe {
+        let mut s: libc::statvfs = std::mem::zeroed();
+        check(libc::fstatvfs(n.raw(), &mut s))?;
+        Ok(s)
+    }
+}

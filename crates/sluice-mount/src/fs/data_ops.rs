@@ -1,0 +1,208 @@
+//! The data operations of the file system: each resolves the caller's handle and class
+//! and hands the work to the stack (`crate::hub`); a truncation goes through the data
+//! path when the file is open there.
+
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+
+use fuser::{
+    FileHandle, INodeNo, OpenFlags, ReplyAttr, ReplyData, ReplyEmpty, ReplyLseek, ReplyWrite,
+    Request,
+};
+
+use super::{lock, SluiceFs, TTL};
+use crate::attr::attr;
+use crate::data::attr_after;
+use crate::hub::Job;
+use crate::node::Node;
+use crate::sys::{self, check};
+
+impl SluiceFs {
+    /// `setattr` with a size: through the data path when the file is open there (it
+    /// waits for the writes at the end), else on the backing file at once.
+    pub(super) fn set_size(
+        &self,
+        req: &Request,
+        node: &Arc<Node>,
+        ino: INodeNo,
+        fh: Option<FileHandle>,
+        size: u64,
+        reply: ReplyAttr,
+    ) {
+        let df = fh
+            .and_then(|fh| self.handle(fh).ok().map(|h| h.0))
+            .or_else(|| lock(&self.files).get(&node.key).map(|e| e.0.clone()));
+        match df {
+            Some(df) if df.writable => {
+                let who = self.classes.who(req.pid());
+                let n2 = node.clone();
+                let df2 = df.clone();
+                let done = attr_after(reply, move || {
+                    let st = sys::stat_fd(n2.raw())?;
+                    let mut a = attr(&st, ino.0);
+                    a.size = *lock(&df2.size);
+                    Ok((a, TTL))
+                });
+                self.hub.submit(&who, Job::Truncate { df, size, done });
+            }
+            _ => {
+                let r = sys::reopen(node.raw(), libc::O_WRONLY).and_then(|fd| {
+                    // SAFETY: a plain system call on our descriptor.
+                    check(unsafe { libc::ftruncate(fd.as_raw_fd(), size as i64) }).map(drop)
+                });
+                if let (Ok(()), Some(df)) = (&r, &df) {
+                    *lock(&df.size) = size;
+                }
+                match r.and_then(|()| self.stat_node(node, ino.0)) {
+                    Ok(a) => reply.attr(&TTL, &a),
+                    Err(e) => reply.error(e),
+                }
+            }
+        }
+    }
+
+    pub(super) fn data_read(
+        &self,
+        req: &Request,
+        fh: FileHandle,
+        offset: u64,
+        size: u32,
+        flags: OpenFlags,
+        reply: ReplyData,
+    ) {
+        let t0 = self.hub.trace.now();
+        match self.handle(fh) {
+            Ok((df, _)) => {
+                let who = self.classes.who(req.pid());
+                let cached = self.cached(&df, flags.0);
+                self.hub.submit_at(
+                    &who,
+                    Job::Read {
+                        df,
+                        off: offset,
+                        size,
+                        cached,
+                        reply,
+                    },
+                    t0,
+                );
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+
+    pub(super) fn data_write(
+        &self,
+        req: &Request,
+        fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        flags: OpenFlags,
+        reply: ReplyWrite,
+    ) {
+        match self.handle(fh) {
+            Ok((df, sync)) => {
+                let who = self.classes.who(req.pid());
+                let sync = sync || flags.0 & (libc::O_SYNC | libc::O_DSYNC) != 0;
+                let cached = self.cached(&df, flags.0);
+                self.hub.submit(
+                    &who,
+                    Job::Write {
+                        df,
+                        off: offset,
+                        data: data.to_vec(),
+                        sync,
+                        cached,
+                        reply,
+                    },
+                );
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+
+    pub(super) fn data_fsync(
+        &self,
+        req: &Request,
+        fh: FileHandle,
+        datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        match self.handle(fh) {
+            Ok((df, _)) => {
+                let who = self.classes.who(req.pid());
+                self.hub.submit(
+                    &who,
+                    Job::Fsync {
+                        df,
+                        datasync,
+                        reply,
+                    },
+                );
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+
+    pub(super) fn data_fallocate(
+        &self,
+        req: &Request,
+        fh: FileHandle,
+        offset: u64,
+        length: u64,
+        mode: i32,
+        reply: ReplyEmpty,
+    ) {
+        match self.handle(fh) {
+            Ok((df, _)) => {
+                let who = self.classes.who(req.pid());
+                self.hub.submit(
+                    &who,
+                    Job::Fallocate {
+                        df,
+                        off: offset,
+                        len: length,
+                        mode,
+                        reply,
+                    },
+                );
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+
+    pub(super) fn data_lseek(
+        &self,
+        req: &Request,
+        fh: FileHandle,
+        offset: i64,
+        whence: i32,
+        reply: ReplyLseek,
+    ) {
+        match self.handle(fh) {
+            Ok((df, _)) if df.cache => {
+                let who = self.classes.who(req.pid());
+                self.hub.submit(
+                    &who,
+                    Job::Lseek {
+                        df,
+                        offset,
+                        whence,
+                        reply,
+                    },
+                );
+            }
+            Ok((df, _)) => {
+                // SAFETY: a plain system call on our descriptor (SEEK_DATA / SEEK_HOLE
+                // of the backing file; its own position is not used by the data path).
+                let r = unsafe { libc::lseek(df.fd.as_raw_fd(), offset, whence) };
+                if r < 0 {
+                    reply.error(sys::last())
+                } else {
+                    reply.offset(r)
+                }
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+}
