@@ -10,17 +10,19 @@
 # which the mount maps to weights 1/3/4 (8 − level) and BFQ to 10/30/40
 # ((8 − level) × 10): the same 1:3:4. The disk's scheduler is set to bfq for the
 # kernel-bfq runs and restored on exit (trap).
+# Mode d2fq-cap: d2fq on a mount with `--ring-cap $RING_CAP` (default 4), so requests
+# wait at the port's weighted round-robin arbiter and D2FQ's queue classes matter.
 # Defaults: --rounds 3 --secs 10 --bs 64k.
 set -euo pipefail
 usage() {
-    echo "usage: scripts/real-fairness.sh DIR [--rounds N] [--secs S] [--bs SIZE] [--modes \"d2fq bfq kernel-bfq kernel\"]" >&2
+    echo "usage: scripts/real-fairness.sh DIR [--rounds N] [--secs S] [--bs SIZE] [--modes \"d2fq d2fq-cap bfq kernel-bfq kernel\"]" >&2
     exit 2
 }
 [ $# -ge 1 ] || usage
 case $1 in -h | --help) usage ;; esac
 ARG_DIR=$1
 shift
-ROUNDS=3 SECS=10 BS=64k MODES="d2fq bfq kernel-bfq kernel"
+ROUNDS=3 SECS=10 BS=64k MODES="d2fq bfq kernel-bfq kernel" RING_CAP=${RING_CAP:-4}
 while [ $# -gt 0 ]; do
     [ $# -ge 2 ] || usage
     case $1 in
@@ -37,7 +39,7 @@ for v in ROUNDS SECS; do
 done
 [[ $BS =~ ^[0-9]+[kKmM]?$ ]] || { echo "--bs must be a size like 64k, not '$BS'" >&2; exit 2; }
 for m in $MODES; do
-    case $m in d2fq | bfq | fios | none | kernel | kernel-bfq) ;; *) echo "unknown mode $m" >&2; exit 2 ;; esac
+    case $m in d2fq | d2fq-cap | bfq | fios | none | kernel | kernel-bfq) ;; *) echo "unknown mode $m" >&2; exit 2 ;; esac
 done
 
 . "$(dirname "$0")/real-apps-lib.sh"
@@ -106,6 +108,8 @@ run() { # MODE ROUND
     case $mode in
     kernel) set_sched "$SCHED0" ;;
     kernel-bfq) set_sched bfq ;;
+    d2fq-cap)  # d2fq with the port's WRR arbiter in play: --ring-cap keeps requests waiting
+        set_sched "$SCHED0"; mount_it d2fq "fair-$tag" --cores 2 --ring-cap "$RING_CAP"; where=$M ;;
     *) set_sched "$SCHED0"; mount_it "$mode" "fair-$tag" --cores 2; where=$M ;;
     esac
     for t in 0 1 2; do

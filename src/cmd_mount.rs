@@ -42,6 +42,12 @@ pub struct MountArgs {
     /// file's writeback); 0: none, every data I/O direct. At least 64k.
     #[arg(long, value_name = "SIZE", default_value = "256m")]
     cache: String,
+    /// Most commands in the stack's io_uring rings at once (1..=255, default 255): past
+    /// it, requests wait at the port's weighted round-robin arbiter by queue class, so
+    /// `d2fq`'s classes take effect (as `sluice run --ring-cap`); without it the rings
+    /// take everything and d2fq behaves as `none` on a disk with no WRR of its own.
+    #[arg(long, value_name = "N")]
+    ring_cap: Option<u32>,
     /// Stay in the foreground (the only mode so far: the command serves until the mount
     /// is unmounted — `fusermount3 -u MOUNTPOINT`, Ctrl-C or SIGTERM — then prints the
     /// tables).
@@ -79,6 +85,15 @@ pub fn cmd_mount(args: MountArgs) -> Result<(), CliError> {
             )))
         }
     };
+    if let Some(n) = args
+        .ring_cap
+        .filter(|n| !(1..=sluice::runtime::RING_CAP).contains(n))
+    {
+        return Err(CliError::Usage(format!(
+            "--ring-cap {n}: give 1..={} commands in the rings at once",
+            sluice::runtime::RING_CAP
+        )));
+    }
     let cache = sluice_workload::units::parse_size(&args.cache)
         .map_err(|e| CliError::Usage(format!("--cache: {e}")))?;
     let opts = sluice_mount::MountOptions {
@@ -90,6 +105,7 @@ pub fn cmd_mount(args: MountArgs) -> Result<(), CliError> {
         nice: (args.nice != 0).then_some(args.nice),
         stats,
         cache,
+        ring_cap: args.ring_cap,
     };
     let _ = args.foreground;
     let stop = Arc::new(AtomicBool::new(false));

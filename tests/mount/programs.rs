@@ -431,6 +431,28 @@ fn a_bad_stats_interval_is_refused() {
     );
 }
 
+#[test]
+fn a_ring_cap_outside_its_range_is_refused() {
+    for bad in ["0", "256"] {
+        let out = sluice()
+            .args([
+                "mount",
+                "/nonexistent-b",
+                "/nonexistent-m",
+                "--ring-cap",
+                bad,
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("--ring-cap {bad}")) && err.contains("1..=255"),
+            "{err}"
+        );
+    }
+}
+
 /// Cases the pjdfstest POSIX suite found (scripts/posix-suite.sh, docs/mount.md
 /// "POSIX conformance"): a caller's umask 0 keeps a create's mode whole (the daemon
 /// must not mask it again), a symlink's own times can be set (utimensat

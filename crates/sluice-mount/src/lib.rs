@@ -54,6 +54,9 @@ pub struct MountOptions {
     pub stats: Option<Duration>,
     /// The page cache's size in bytes (`--cache`; 0: none, every data I/O direct).
     pub cache: u64,
+    /// Most commands in the stack's rings at once (`--ring-cap`; `None`: the runtime's
+    /// default), past which the port's WRR arbiter orders them by queue class.
+    pub ring_cap: Option<u32>,
 }
 
 /// `--cache`'s default: 256 MiB of 4 KiB pages.
@@ -267,6 +270,7 @@ pub fn serve(
     let stack_thread = {
         let hub = hub.clone();
         let (backing, policy, cores) = (o.backing.clone(), o.policy.clone(), o.cores);
+        let ring_cap = o.ring_cap;
         // Pages of 4 KiB (the cache's page; `IO_ALIGN` is the 512-byte sector).
         let pages = (o.cache / data::BLOCK) as usize;
         std::thread::Builder::new()
@@ -276,6 +280,9 @@ pub fn serve(
                     .directory(&backing)
                     .policy(&policy)
                     .cores(cores);
+                if let Some(cap) = ring_cap {
+                    b = b.ring_cap(cap);
+                }
                 if pages > 0 {
                     // RCP's class-aware dirty limits (1 % of the pages for non-critical
                     // writers, 20 % for critical ones), the flusher as non-critical.

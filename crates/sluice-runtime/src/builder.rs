@@ -40,6 +40,8 @@ pub struct StackBuilder {
     pub(crate) buffer_pool: Option<(u32, usize)>,
     /// Real backend: `File::open` opens files the stack did not create for writing.
     pub(crate) write_existing: bool,
+    /// Real backend: most commands in the cores' rings at once (`None`: [`crate::RING_CAP`]).
+    pub(crate) ring_cap: Option<u32>,
 }
 
 /// The real backend's registered buffer pool by default: 256 slots of 64 KiB (16 MiB).
@@ -66,6 +68,7 @@ impl Default for StackBuilder {
             cache: None,
             buffer_pool: None,
             write_existing: false,
+            ring_cap: None,
         }
     }
 }
@@ -98,6 +101,16 @@ impl StackBuilder {
     /// simulation.
     pub fn direct(mut self, direct: bool) -> StackBuilder {
         self.direct = direct;
+        self
+    }
+
+    /// Real backend: at most `cap` commands in all the cores' rings at once (1 ..=
+    /// [`crate::RING_CAP`], the default): past it, requests wait at the port's weighted
+    /// round-robin arbiter by queue class, so `d2fq`'s classes (and its H/M/L weights)
+    /// take effect as in `sluice run --ring-cap` — a device's command slots, where the
+    /// rings alone would take everything. Refused at `build` outside that range.
+    pub fn ring_cap(mut self, cap: u32) -> StackBuilder {
+        self.ring_cap = Some(cap);
         self
     }
 
@@ -242,7 +255,25 @@ impl StackBuilder {
                         .into(),
                 ))
             }
+            DeviceChoice::Simulated(_) if self.ring_cap.is_some() => {
+                return Err(RuntimeError::Config(
+                    "ring_cap is for the real backend (directory(DIR)); a simulated device \
+                     arbitrates in its controller (the profile's `arbitration`)"
+                        .into(),
+                ))
+            }
             DeviceChoice::Simulated(p) => p.validate()?,
+            DeviceChoice::Directory(_)
+                if self
+                    .ring_cap
+                    .is_some_and(|c| !(1..=crate::RING_CAP).contains(&c)) =>
+            {
+                return Err(RuntimeError::Config(format!(
+                    "ring cap {}: give 1..={} commands in the rings at once",
+                    self.ring_cap.unwrap_or(0),
+                    crate::RING_CAP
+                )))
+            }
             DeviceChoice::Directory(_) if self.image.is_some() => {
                 return Err(RuntimeError::Config(
                     "image(...) is for a simulated device (a crash image of `run_until_crash`); \

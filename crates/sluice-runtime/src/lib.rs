@@ -94,6 +94,7 @@ pub use deps::MAX_CHAIN;
 pub use exec::RunError;
 pub use io::{DiskImage, File, IoHandle, IoWait, FILE_SPAN, IO_ALIGN};
 pub use real::MAX_FILES;
+pub use real::RING_CAP;
 pub use sluice_cache::{CacheConfig, CacheStats};
 pub use sluice_core::Op;
 pub use sluice_device::{CrashReport, CrashSpec};
@@ -214,7 +215,9 @@ impl Stack {
                 io::Port::Sim(SimPort::new(ssd))
             }
             DeviceChoice::Directory(dir) => {
-                let mut p = real::RealPort::new(dir, b.cores, b.direct, pool.as_ref())
+                // Checked by `build`.
+                let cap = b.ring_cap.unwrap_or(real::RING_CAP);
+                let mut p = real::RealPort::new(dir, b.cores, b.direct, cap, pool.as_ref())
                     .map_err(RuntimeError::Config)?;
                 p.write_existing = b.write_existing;
                 io::Port::Real(p)

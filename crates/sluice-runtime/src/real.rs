@@ -95,6 +95,7 @@ impl RealPort {
         dir: &Path,
         cores: u16,
         direct: bool,
+        cap: u32,
         pool: Option<&Arc<BufferPool>>,
     ) -> Result<RealPort, String> {
         let meta =
@@ -103,7 +104,7 @@ impl RealPort {
             return Err(format!("{} is not a directory", dir.display()));
         }
         Ok(RealPort {
-            rings: RingPort::new(cores as usize, RING_CAP, RING_CAP, D2FQ_WEIGHTS),
+            rings: RingPort::new(cores as usize, cap, RING_CAP, D2FQ_WEIGHTS),
             dir: dir.to_path_buf(),
             direct,
             write_existing: false,

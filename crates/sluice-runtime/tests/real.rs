@@ -213,3 +213,47 @@ fn buffered_io_fua_and_fsync_work_on_real_files() {
     assert_eq!(&bytes[100..4196], &[1u8; 4096][..]);
     assert_eq!(&bytes[2 << 20..(2 << 20) + 4096], &[9u8; 4096][..]);
 }
+
+#[test]
+fn a_ring_cap_stages_requests_at_the_arbiter_and_bounds_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for bad in [0, sluice_runtime::RING_CAP + 1] {
+        let e = Stack::builder()
+            .directory(dir.path())
+            .cores(1)
+            .ring_cap(bad)
+            .build()
+            .unwrap_err();
+        assert!(e.to_string().contains("ring cap"), "{e}");
+    }
+    // Two commands in the rings at most: 32 writes in flight wait at the port's
+    // arbiter and every one completes with its data.
+    let s = Stack::builder()
+        .directory(dir.path())
+        .cores(1)
+        .policy("d2fq")
+        .ring_cap(2)
+        .build()
+        .unwrap();
+    let out = s.run(|| async {
+        let f = File::create("capped").await.unwrap();
+        let hs: Vec<_> = (0..32u64)
+            .map(|i| {
+                let mut b = DmaBuffer::new(4096);
+                b.fill(i as u8 + 1);
+                f.submit(Op::Write, b, i * 4096, IoOptions::new())
+            })
+            .collect();
+        for h in hs {
+            assert_eq!(h.await.0.unwrap(), 4096);
+        }
+        let (r, b) = f.read_at(DmaBuffer::new(32 * 4096), 0).await;
+        assert_eq!(r.unwrap(), 32 * 4096);
+        (0..32).all(|i| b[i * 4096] == i as u8 + 1)
+    });
+    match out {
+        Ok(o) => assert!(o.value, "every block holds its write"),
+        Err(e) if skip(&e) => {}
+        Err(e) => panic!("{e}"),
+    }
+}
