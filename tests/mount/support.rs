@@ -159,13 +159,31 @@ impl Mounted {
     }
 
     /// Unmount with `fusermount3 -u` and collect what the daemon printed.
+    ///
+    /// "Device or resource busy" is retried until the mount is free: another test's
+    /// thread of this process may have forked (to run a program) while this test had a
+    /// file of the mount open, and the child holds that file until it execs — the
+    /// kernel then refuses the unmount for a moment. Bounded only to catch a file that
+    /// never closes; not a timing.
     pub fn unmount(mut self) -> Ended {
-        let st = Command::new("fusermount3")
-            .arg("-u")
-            .arg(&self.mnt)
-            .status()
-            .unwrap();
-        assert!(st.success(), "fusermount3 -u failed");
+        let mut tries = 0;
+        loop {
+            let o = Command::new("fusermount3")
+                .arg("-u")
+                .arg(&self.mnt)
+                .output()
+                .unwrap();
+            if o.status.success() {
+                break;
+            }
+            let err = String::from_utf8_lossy(&o.stderr).into_owned();
+            tries += 1;
+            assert!(
+                err.contains("busy") && tries < 600,
+                "fusermount3 -u failed ({tries} tries): {err}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
         let out = self.child.take().unwrap().wait_with_output().unwrap();
         let json = std::fs::read(&self.json)
             .ok()
