@@ -102,7 +102,9 @@ impl FillsyncConfig {
 
     /// How many 4 MiB log files the puts fill.
     pub fn log_files(&self) -> u64 {
-        (self.puts as u64 * self.record_bytes as u64).div_ceil(FILE).max(1)
+        (self.puts as u64 * self.record_bytes as u64)
+            .div_ceil(FILE)
+            .max(1)
     }
 
     /// Check the values.
@@ -238,8 +240,7 @@ pub fn run(
     }
     if scheme.commit.is_none() {
         // The host files' buffered writes: a page cache that holds every file.
-        let pages =
-            ((cfg.log_files() + 2 * cfg.corunner_tasks as u64) * FILE / 4096) as usize;
+        let pages = ((cfg.log_files() + 2 * cfg.corunner_tasks as u64) * FILE / 4096) as usize;
         b = b.cache(CacheConfig {
             pages,
             ..CacheConfig::default()

@@ -2,10 +2,10 @@
 //! its protocol promises (tokens bound the non-critical pieces at the device, large
 //! requests are split and reported once per parent).
 
+use crate::common;
 use sluice_core::policy::Counter;
 use sluice_core::policy::{build, PolicySpec};
 use sluice_device::DeviceProfile;
-use crate::common;
 use sluice_sim::{run, SimConfig};
 use sluice_workload::{parse_str, ParseOptions};
 

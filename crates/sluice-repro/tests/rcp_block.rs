@@ -1,11 +1,11 @@
 //! The `rcp-block` suite passes every goal, and RCP's admission isolation and
 //! starvation bound hold end to end in the simulator.
 
+use crate::common;
 use sluice_core::policy::Counter;
 use sluice_core::policy::{build, PolicySpec};
 use sluice_core::IoClass;
 use sluice_device::DeviceProfile;
-use crate::common;
 use sluice_sim::{run, SimConfig, SimOutput};
 use sluice_workload::{parse_str, ParseOptions};
 
