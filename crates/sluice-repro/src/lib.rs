@@ -5,7 +5,11 @@
 //! whose header names the paper figure, the scenario, the goal and the command that
 //! checks it, plus a Rust function here that runs it in the simulator (under the
 //! policies and devices the figure compares) and turns the measurements into
-//! [`Goal`]s with pass/fail. `sluice repro SUITE` runs a suite and prints the table.
+//! [`Goal`]s: one number each, held against a line, with the paper's figure and claim
+//! in the goal's text. `sluice repro SUITE` runs a suite at several seeds (default
+//! 1–5; [`runner`]) and judges every goal on its median over the seeds, with the
+//! spread, passing it when the median meets the line and at most one seed in five
+//! misses ([`judge`]); it prints the table and a closing list of what failed.
 //!
 //! The job files are embedded with `include_str!`, so the `sluice` binary carries its
 //! experiments; the same files run by hand with `sluice sim experiments/<suite>/<file>`.
