@@ -9,8 +9,12 @@ use sluice::repro::runner::{self, Progress, RunOptions};
 
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Experiments run side by side on --jobs threads (default: all cores); the table, \
-                  figures and exit status are those of a serial run (-j 1), in the same order."
+    after_help = "Every experiment runs at each seed (default: seeds 1-5; --seed S alone: seed S \
+                  only; --seed S --seeds N: seeds S..S+N-1). Each goal is judged on the median \
+                  of its value over the seeds, with the spread (min-max) shown: it passes when \
+                  the median meets its line and at most one seed in five misses it. The \
+                  (experiment, seed) runs go side by side on --jobs threads (default: all \
+                  cores); the table, figures and exit status are those of a serial run (-j 1)."
 )]
 pub(crate) struct ReproArgs {
     /// Suites to run (see `sluice repro --list`); all when none is given.
@@ -21,9 +25,13 @@ pub(crate) struct ReproArgs {
     /// Only the experiments whose id contains this text.
     #[arg(long)]
     only: Option<String>,
-    /// Seed of every simulation.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
+    /// The (first) seed; alone, the only seed.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// How many seeds each experiment runs at (from --seed, default 1); default 5, or 1
+    /// when --seed is given alone.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    seeds: Option<u64>,
     /// Write the experiments' figures (SVG) here.
     #[arg(long)]
     plot: Option<PathBuf>,
@@ -35,6 +43,9 @@ pub(crate) struct ReproArgs {
     #[arg(long, short = 'q')]
     quiet: bool,
 }
+
+/// Seeds each experiment runs at when neither --seed nor --seeds is given.
+const DEFAULT_SEEDS: u64 = 5;
 
 pub(crate) fn cmd_repro(args: ReproArgs) -> Result<(), CliError> {
     let suites = if args.suites.is_empty() {
@@ -70,8 +81,24 @@ pub(crate) fn cmd_repro(args: ReproArgs) -> Result<(), CliError> {
             ids.join(", ")
         )));
     }
+    let first = args.seed.unwrap_or(1);
+    let n = match (args.seed, args.seeds) {
+        (_, Some(n)) => n,
+        (Some(_), None) => 1,
+        (None, None) => DEFAULT_SEEDS,
+    };
+    let seeds: Vec<u64> = (0..n)
+        .map(|k| first.checked_add(k))
+        .collect::<Option<_>>()
+        .ok_or_else(|| {
+            CliError::Usage(format!(
+                "--seed {first} --seeds {n}: the last seed passes {}; give a smaller --seed",
+                u64::MAX
+            ))
+        })?;
+    let many = seeds.len() > 1;
     let opts = RunOptions {
-        seed: args.seed,
+        seeds,
         plot_dir: args.plot.clone(),
         jobs: args.jobs.map_or_else(runner::default_jobs, |j| j as usize),
     };
@@ -84,33 +111,46 @@ pub(crate) fn cmd_repro(args: ReproArgs) -> Result<(), CliError> {
             return;
         }
         match p {
-            Progress::Start { picked, .. } => eprintln!(
-                "sluice repro {}: {} — {}",
-                picked.suite, picked.experiment.id, picked.experiment.title
+            Progress::Start { picked, seed, .. } => eprintln!(
+                "sluice repro {}: {} — {}{}",
+                picked.suite,
+                picked.experiment.id,
+                picked.experiment.title,
+                if many {
+                    format!(" (seed {seed})")
+                } else {
+                    String::new()
+                }
             ),
             Progress::Sim { label, .. } if serial => eprintln!("  running {label}"),
-            Progress::Sim { picked, label, .. } => {
-                eprintln!("  {}: running {label}", picked.experiment.id)
+            Progress::Sim {
+                picked,
+                label,
+                seed,
+                ..
+            } => {
+                eprintln!("  {}@{seed}: running {label}", picked.experiment.id)
             }
             Progress::Note { line, .. } => eprintln!("  {line}"),
             Progress::Done { .. } if serial => {}
             Progress::Done {
                 picked,
+                seed,
                 secs,
                 done,
                 total,
                 ..
             } => eprintln!(
-                "  {}: done in {secs:.1} s ({done}/{total})",
+                "  {}@{seed}: done in {secs:.1} s ({done}/{total})",
                 picked.experiment.id
             ),
         }
     };
     let all = runner::run(&picked, &opts, &progress)?;
-    write!(out, "{}", sluice::repro::format_table(&all))?;
-    if all.iter().any(|g| !g.pass) {
+    write!(out, "{}", sluice::repro::format_verdicts(&all))?;
+    if all.iter().any(|v| !v.pass) {
         return Err(CliError::GoalsFailed(
-            all.iter().filter(|g| !g.pass).count(),
+            all.iter().filter(|v| !v.pass).count(),
         ));
     }
     Ok(())

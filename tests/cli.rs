@@ -282,6 +282,8 @@ fn repro_writes_its_figures_and_table() {
         "rcp-block",
         "--only",
         "fig11",
+        "--seeds",
+        "2",
         "-q",
         "--plot",
         figs.to_str().unwrap(),

@@ -273,6 +273,8 @@ fn repro_in_parallel_prints_what_a_serial_run_prints() {
             "rcp-block",
             "--only",
             "a",
+            "--seeds",
+            "2",
             "-q",
             "-j",
             jobs,

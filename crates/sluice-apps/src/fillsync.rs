@@ -3,7 +3,8 @@
 //!
 //! * **fillsync** (RocksDB db_bench's, a critical task): a put every `interval_us`
 //!   (FastResponse sends 2 000 requests per second) appends a `record_bytes` record to
-//!   the log through the store's buffered write path and fsyncs the log; its latency
+//!   the log through the store's buffered write path and fsyncs the log (a new 4 MiB log
+//!   file once the current one is full, as RocksDB starts a new WAL); its latency
 //!   is the put's, from its arrival (a put that arrives while the previous one is
 //!   still in its fsync waits for it: the requests queue as they do at RocksDB's WAL);
 //! * **co-runners** (Table 1's throughput-oriented HiBench jobs, normal class): each
@@ -99,15 +100,22 @@ impl FillsyncConfig {
         Ok(c)
     }
 
+    /// How many 4 MiB log files the puts fill.
+    pub fn log_files(&self) -> u64 {
+        (self.puts as u64 * self.record_bytes as u64)
+            .div_ceil(FILE)
+            .max(1)
+    }
+
     /// Check the values.
     pub fn check(&self) -> Result<(), String> {
         if self.puts == 0 || self.interval_us == 0 || self.cores == 0 {
             return Err("puts, interval_us and cores must be at least 1".into());
         }
-        if self.record_bytes == 0 || self.record_bytes as u64 * self.puts as u64 > FILE {
+        if self.record_bytes == 0 || self.record_bytes as u64 > FILE {
             return Err(format!(
-                "record_bytes × puts = {} bytes: give 1 to {FILE} bytes of log (one 4 MiB log file)",
-                self.record_bytes as u64 * self.puts as u64
+                "record_bytes = {}: give 1 to {FILE} bytes (a record fits one 4 MiB log file)",
+                self.record_bytes
             ));
         }
         for c in &self.corunner {
@@ -232,7 +240,7 @@ pub fn run(
     }
     if scheme.commit.is_none() {
         // The host files' buffered writes: a page cache that holds every file.
-        let pages = ((1 + 2 * cfg.corunner_tasks as u64) * FILE / 4096) as usize;
+        let pages = ((cfg.log_files() + 2 * cfg.corunner_tasks as u64) * FILE / 4096) as usize;
         b = b.cache(CacheConfig {
             pages,
             ..CacheConfig::default()
@@ -254,8 +262,8 @@ async fn mount(cfg: &FillsyncConfig, mode: Option<CommitMode>) -> Result<Fs, Str
     };
     let err = |e: sluice_store::StoreError| e.to_string();
     let img = File::create("store.img").await.map_err(|e| e.to_string())?;
-    // Room for the log and every co-runner's file, twice over.
-    let blocks = 2 * (FILE / 4096) * (1 + cfg.corunner_tasks as u64) + 8192;
+    // Room for the log files and every co-runner's file, twice over.
+    let blocks = 2 * (FILE / 4096) * (cfg.log_files() + cfg.corunner_tasks as u64) + 8192;
     // A 4 MiB journal and a 4 MiB f-transaction area: the log's f-transactions wrap
     // the area every ~250 puts instead of every ~16 (ext4's journal is 128 MiB).
     let geometry = Geometry {
@@ -282,7 +290,7 @@ async fn workload(cfg: FillsyncConfig, co: CoRunner, scheme: Scheme) -> Result<F
     if let (Some(s), true) = (fs.store(), scheme.critical_journal) {
         s.set_journal_class(IoClass::Critical);
     }
-    let log = fs.create("log").await.map_err(err)?;
+    let log = fs.create("log0").await.map_err(err)?;
     let stop = Rc::new(Cell::new(false));
     let mut tasks = Vec::new();
     for t in 0..cfg.corunner_tasks {
@@ -305,7 +313,7 @@ async fn workload(cfg: FillsyncConfig, co: CoRunner, scheme: Scheme) -> Result<F
     sleep(cfg.warmup_ms * MS).await;
     let put = spawn(
         TaskCtx::new("fillsync").class(IoClass::Critical),
-        fillsync(log, cfg.clone()),
+        fillsync(fs.clone(), log, cfg.clone()),
     );
     let lat = put.await;
     stop.set(true);
@@ -321,9 +329,13 @@ async fn workload(cfg: FillsyncConfig, co: CoRunner, scheme: Scheme) -> Result<F
 }
 
 /// Puts at a fixed rate; each one's latency from its arrival to its fsync's end.
-async fn fillsync(log: FsFile, cfg: FillsyncConfig) -> Result<Vec<u64>, String> {
+/// Each log file takes `FILE / record_bytes` puts; the put that finds it full creates
+/// the next one (`log1`, `log2`, …) and its creation is in that put's latency.
+async fn fillsync(fs: Fs, first: FsFile, cfg: FillsyncConfig) -> Result<Vec<u64>, String> {
     let t0 = now();
     let rec = vec![7u8; cfg.record_bytes as usize];
+    let per_file = FILE / cfg.record_bytes as u64;
+    let mut log = first;
     let mut lat = Vec::with_capacity(cfg.puts as usize);
     for i in 0..cfg.puts as u64 {
         let arrival = t0 + i * cfg.interval_us * US;
@@ -331,7 +343,13 @@ async fn fillsync(log: FsFile, cfg: FillsyncConfig) -> Result<Vec<u64>, String> 
         if t < arrival {
             sleep(arrival - t).await;
         }
-        log.write_buffered(i * cfg.record_bytes as u64, &rec)
+        if i > 0 && i % per_file == 0 {
+            log = fs
+                .create(&format!("log{}", i / per_file))
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        log.write_buffered(i % per_file * cfg.record_bytes as u64, &rec)
             .await
             .map_err(|e| e.to_string())?;
         log.fsync().await.map_err(|e| e.to_string())?;

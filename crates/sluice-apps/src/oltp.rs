@@ -73,7 +73,7 @@ pub struct OltpConfig {
     /// 64 GB of RAM for a 10 GB database, so its 1 % was 6.4 % of the database; a
     /// scaled-down run whose cache is smaller than the database gives the same
     /// absolute limit with `6.4 / cache_percent × 100` here
-    /// (experiments/rcp/fig10.toml). On the store (`fs`), given either of the two, its
+    /// (16 %, tried for RCP Fig. 10 until 2026-11-28: docs/whole-stack.md). On the store (`fs`), given either of the two, its
     /// limits of buffered data are these percentages of the page cache's bytes; given
     /// neither, the store keeps its own (32 MiB, and 1/20 of it).
     pub dirty_normal_percent: Option<f64>,

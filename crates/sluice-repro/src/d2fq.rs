@@ -19,7 +19,7 @@ use sluice_metrics::RunReport;
 use sluice_sim::SimOutput;
 use sluice_workload::JobSpec;
 
-use crate::{goal_within, Ctx, Experiment, Goal, ReproError, Suite};
+use crate::{goal_within, Ctx, Experiment, Goal, Line, ReproError, Suite};
 
 /// The policies compared for fairness in Fig. 11 (the paper's D2FQ, MQFQ and BFQ; BFQ
 /// with `max_budget` 256 sectors as the paper set it, §4.1).
@@ -155,27 +155,42 @@ fn reports<const N: usize>(outs: Vec<SimOutput>) -> [RunReport; N] {
 /// Shared by Fig. 11a and 11b: two equal-weight flows, ratio 1 ± 0.05 for the fair
 /// policies, and `none` off by more than 0.05.
 fn two_flow_ratio(ctx: &Ctx, id: &str, file: &str, text: &str) -> Result<Vec<Goal>, ReproError> {
+    let fig = if id == "fig11a" {
+        "Fig. 11a"
+    } else {
+        "Fig. 11b"
+    };
     let jobs = ctx.jobs(file, text)?;
     let dev = ctx.device("zssd")?;
     let mut goals = Vec::new();
     let mut runs = none_and_fair(ctx, &jobs, &dev)?.into_iter();
     let none = runs.next().expect("none ran");
     let r = bw_ratio(&none, 0, 1);
-    goals.push(Goal {
-        experiment: id.into(),
-        goal: "none shows the imbalance (ratio off 1 by > 0.05)".into(),
-        measured: format!(
+    goals.push(Goal::new(
+        id,
+        format!("none shows the imbalance: ratio off 1 by > 0.05 ({fig}: none unfair)"),
+        r,
+        Line::Outside {
+            target: 1.0,
+            tol: 0.05,
+        },
+        format!(
             "{} / {} bandwidth {r:.3} ({:.0} / {:.0} MB/s)",
             none.flows[1].name,
             none.flows[0].name,
             none.flows[1].bw_bytes as f64 / 1e6,
             none.flows[0].bw_bytes as f64 / 1e6
         ),
-        pass: (r - 1.0).abs() > 0.05,
-    });
+    ));
     for (p, out) in FAIR.iter().zip(runs) {
         let r = bw_ratio(&out, 0, 1);
-        let mut g = goal_within(id, format!("{p} bandwidth ratio 1 ± 0.05"), r, 1.0, 0.05);
+        let mut g = goal_within(
+            id,
+            format!("{p} bandwidth ratio 1 ± 0.05 ({fig}: fair, 1:1)"),
+            r,
+            1.0,
+            0.05,
+        );
         g.measured = format!(
             "{r:.4} ({:.0} / {:.0} MB/s, total {:.2} GB/s{})",
             out.flows[1].bw_bytes as f64 / 1e6,
@@ -220,28 +235,39 @@ fn fig11c(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
     };
     let mut runs = none_and_fair(ctx, &jobs, &dev)?.into_iter();
     let none = runs.next().expect("none ran");
-    goals.push(Goal {
-        experiment: "fig11c".into(),
-        goal: "none ignores weights (some share off by > 5 %)".into(),
-        measured: format!(
+    goals.push(Goal::new(
+        "fig11c",
+        "none ignores weights: largest |share error| > 0.05 (Fig. 11c: none shares equally)",
+        none.fairness.max_abs_share_error,
+        Line::Above(0.05),
+        format!(
             "shares {}; max |share error| {:.3}",
             shares(&none),
             none.fairness.max_abs_share_error
         ),
-        pass: none.fairness.max_abs_share_error > 0.05,
-    });
+    ));
     for (p, out) in FAIR.iter().zip(runs) {
         let err = out.fairness.max_abs_share_error;
-        goals.push(Goal {
-            experiment: "fig11c".into(),
-            goal: format!("{p} shares within 5 % of 0.4/0.3/0.2/0.1"),
-            measured: format!(
+        // A flow that never ran has no share to err on: count it as missing entirely.
+        let err = if out.flows.iter().all(|f| f.active) {
+            err
+        } else {
+            1.0
+        };
+        goals.push(Goal::new(
+            "fig11c",
+            format!(
+                "{p}: largest |share error| ≤ 0.05 of 0.4/0.3/0.2/0.1 (Fig. 11c: d2fq, mqfq \
+                 correct; bfq slightly off)"
+            ),
+            err,
+            Line::AtMost(0.05),
+            format!(
                 "shares {}; max |share error| {err:.4}{}",
                 shares(&out),
                 hl_note(&out)
             ),
-            pass: err <= 0.05 && out.flows.iter().all(|f| f.active),
-        });
+        ));
     }
     Ok(goals)
 }
@@ -254,40 +280,51 @@ fn fig6(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
         reports(ctx.sim_each(&jobs, &dev, &["d2fq:mode=static,hl=4", "d2fq"])?);
     let w1 = |r: &RunReport| r.flows[0].share_error;
     let mut goals = vec![
-        Goal {
-            experiment: "fig6".into(),
-            goal: "static H/L 4 is unfair (a share off by > 5 %)".into(),
-            measured: format!(
+        Goal::new(
+            "fig6",
+            "static H/L 4 is unfair: largest |share error| > 0.05 (Fig. 6: static-4 unfair)",
+            static4.fairness.max_abs_share_error,
+            Line::Above(0.05),
+            format!(
                 "w1 share error {:+.3}, max |share error| {:.3}, Jain {:.4}",
                 w1(&static4),
                 static4.fairness.max_abs_share_error,
                 static4.fairness.jain_index
             ),
-            pass: static4.fairness.max_abs_share_error > 0.05,
-        },
-        Goal {
-            experiment: "fig6".into(),
-            goal: "dynamic H/L: every share within 5 %".into(),
-            measured: format!(
+        ),
+        Goal::new(
+            "fig6",
+            "dynamic H/L: largest |share error| ≤ 0.05 (Fig. 6: dynamic fair)",
+            dynamic.fairness.max_abs_share_error,
+            Line::AtMost(0.05),
+            format!(
                 "w1 share error {:+.4}, max |share error| {:.4}, Jain {:.5}",
                 w1(&dynamic),
                 dynamic.fairness.max_abs_share_error,
                 dynamic.fairness.jain_index
             ),
-            pass: dynamic.fairness.max_abs_share_error <= 0.05,
-        },
+        ),
     ];
     let settled = final_hl(&dynamic);
     let first = first_hl_change(&dynamic).unwrap_or(0.0);
-    goals.push(Goal {
-        experiment: "fig6".into(),
-        goal: "dynamic H/L leaves 256 and settles in 3..=32 (paper: 22 by Eq. 2)".into(),
-        measured: format!(
+    // §3.2.1: from 256, Eq. 2 gives ⌊Δvt_max/Δvt_min × H/L⌋ + 1 = 21 + 1 = 22 (1:3
+    // weights × 1:7 flows). The ± 3 is the floor of a ratio measured over one 1 s period
+    // with the medium class (√ H/L) taking part of the need; the decrease step (§3.2.2)
+    // that follows is reported, not judged: the paper gives no number for it in Fig. 6.
+    goals.push(Goal::new(
+        "fig6",
+        "dynamic H/L's Eq. 2 step from 256 lands at 22 ± 3 (Fig. 6 / §3.2.1: 22; ± 3: one \
+         period's measured rates, the medium class takes part of the need)",
+        first,
+        Line::Within {
+            target: 22.0,
+            tol: 3.0,
+        },
+        format!(
             "first adjustment 256 → {first:.0}, settled at {settled:.0} (the medium class \
              lets it settle below the 21:1 the low class alone would need)"
         ),
-        pass: (3.0..=32.0).contains(&settled) && first > 0.0,
-    });
+    ));
     Ok(goals)
 }
 
@@ -370,40 +407,62 @@ fn fig15(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
     let (d2, d3) = p99(&dynamic);
     let (s2, s3) = p99(&static128);
     Ok(vec![
-        Goal {
-            experiment: "fig15".into(),
-            goal: "dynamic: each weight-3 flow gets 3 × base (± 10 %) in phases 2 and 3".into(),
-            measured: format!(
+        Goal::new(
+            "fig15",
+            "dynamic: every weight-3 flow within 10 % of 3 × base in phases 2 and 3 (Fig. \
+             15a/b: dynamic keeps 1:3)",
+            wd,
+            Line::AtMost(0.10),
+            format!(
                 "event/base {:.3} (phase 2), {:.3} (phase 3); worst flow off by {:.1} %",
                 rd[0],
                 rd[1],
                 wd * 100.0
             ),
-            pass: wd <= 0.10,
-        },
-        Goal {
-            experiment: "fig15".into(),
-            goal: "dynamic H/L adapts: 3 ≤ phase 2 < phase 3 ≤ 32 (paper: ≈7, then ≈17–18)".into(),
-            measured: format!("H/L {hl2:.0} at the end of phase 2, {hl3:.0} at the end of phase 3"),
-            pass: (3.0..=32.0).contains(&hl2) && hl2 < hl3 && hl3 <= 32.0,
-        },
-        Goal {
-            experiment: "fig15".into(),
-            goal: "static H/L 3 fails the 1:3 ratio (off by > 10 % in a phase)".into(),
-            measured: format!("event/base {:.3} (phase 2), {:.3} (phase 3)", r3[0], r3[1]),
-            pass: r3.iter().any(|r| (r / 3.0 - 1.0).abs() > 0.10),
-        },
-        Goal {
-            experiment: "fig15".into(),
-            goal: "static H/L 128: base's p99 higher than under dynamic (phases 2 and 3)".into(),
-            measured: format!(
+        ),
+        Goal::new(
+            "fig15",
+            "dynamic H/L at the end of phase 2 is 7 ± 2 (Fig. 15e: 7; ± 2: read at one \
+             1 s adjustment)",
+            hl2,
+            Line::Within {
+                target: 7.0,
+                tol: 2.0,
+            },
+            format!("H/L {hl2:.0} at the end of phase 2, {hl3:.0} at the end of phase 3"),
+        ),
+        Goal::new(
+            "fig15",
+            "dynamic H/L at the end of phase 3 is 17.5 ± 2.5 (Fig. 15e: 17–18; ± 2.5: read \
+             at one 1 s adjustment)",
+            hl3,
+            Line::Within {
+                target: 17.5,
+                tol: 2.5,
+            },
+            format!("H/L {hl2:.0} at the end of phase 2, {hl3:.0} at the end of phase 3"),
+        ),
+        Goal::new(
+            "fig15",
+            "static H/L 3 fails 1:3: largest phase's event/base off 3 by > 10 % (Fig. 15a/b: \
+             static-3 unfair)",
+            r3.iter().map(|r| (r / 3.0 - 1.0).abs()).fold(0.0, f64::max),
+            Line::Above(0.10),
+            format!("event/base {:.3} (phase 2), {:.3} (phase 3)", r3[0], r3[1]),
+        ),
+        Goal::new(
+            "fig15",
+            "static H/L 128: base's p99 over dynamic's, the lower of phases 2 and 3, > 1 \
+             (Fig. 15c/d: static-128's long tail)",
+            (s2 as f64 / d2.max(1) as f64).min(s3 as f64 / d3.max(1) as f64),
+            Line::Above(1.0),
+            format!(
                 "base p99 {:.1} / {:.1} ms (static 128, phases 2/3) vs {:.1} / {:.1} ms (dynamic)",
                 s2 as f64 / 1e6,
                 s3 as f64 / 1e6,
                 d2 as f64 / 1e6,
                 d3 as f64 / 1e6
             ),
-            pass: s2 > d2 && s3 > d3,
-        },
+        ),
     ])
 }

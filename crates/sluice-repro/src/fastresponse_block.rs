@@ -11,7 +11,7 @@
 use sluice_core::IoClass;
 use sluice_sim::SimOutput;
 
-use crate::{Ctx, Experiment, Goal, ReproError, Suite};
+use crate::{Ctx, Experiment, Goal, Line, ReproError, Suite};
 
 const DEVICE: &str = "ull";
 /// The policies Fig. 12 compares (B-Opt is `ld`; the rest are baselines).
@@ -89,6 +89,8 @@ pub(crate) struct CritRun {
     pub p999_ns: f64,
     /// Bytes/s of the non-critical classes.
     pub other_bw: f64,
+    /// Critical requests completed (the percentiles' samples).
+    pub samples: u64,
 }
 
 /// Critical latency and non-critical throughput from a run's per-class report.
@@ -103,6 +105,7 @@ pub(crate) fn crit_run(out: &SimOutput) -> CritRun {
         mean_ns: crit.clat_ns.mean,
         p99_ns: pct(99.0),
         p999_ns: pct(99.9),
+        samples: crit.clat_ns.n,
         other_bw: classes
             .iter()
             .filter(|c| c.class != IoClass::Critical)
@@ -141,45 +144,75 @@ fn fig12(ctx: &Ctx, id: &str, text: &str, heavy: bool) -> Result<Vec<Goal>, Repr
         })
         .collect();
     let cut = 1.0 - ld.p999_ns / none.p999_ns;
-    let (goal, pass) = if heavy {
+    let (goal, limit) = if heavy {
         (
-            "ld critical p99.9 ≤ 0.5 × none (−50 % or more)",
-            ld.p999_ns <= 0.5 * none.p999_ns,
+            "ld critical p99.9 / none's ≤ 0.5 (Fig. 12: B-Opt far below vanilla beside the \
+             I/O-heavy co-runners; the paper's number is BS-Opt's −77 % on average, B-Opt's \
+             is not given)",
+            0.5,
         )
     } else {
-        ("ld critical p99.9 ≤ none", ld.p999_ns <= none.p999_ns)
+        (
+            "ld critical p99.9 / none's ≤ 1 (Fig. 12: B-Opt below vanilla; no number for \
+             B-Opt alone, BS-Opt −77 % on average)",
+            1.0,
+        )
     };
+    // Fig. 14 with a co-runner that uses the device: the same co-runner jobs with no
+    // think time (each keeps its whole depth in flight), so LD's throttling of
+    // non-critical requests can cost throughput. The think-time co-run above uses about
+    // a quarter of the device: no policy can cost it anything there.
+    let busy_jobs = ctx.jobs(&format!("{id} (device-bound)"), &device_bound(text))?;
+    let busy = ctx.each(&["none", "ld"], |p| {
+        Ok(crit_run(&ctx.sim(&busy_jobs, &dev, p)?))
+    })?;
     let loss = 1.0 - ld.other_bw / none.other_bw;
+    let busy_loss = 1.0 - busy[1].other_bw / busy[0].other_bw.max(1.0);
     Ok(vec![
-        Goal {
-            experiment: id.to_string(),
-            goal: goal.to_string(),
-            measured: format!(
-                "p99.9 none {} µs, ld {} µs ({:+.0} %); mean/p99/p99.9, co-runner: {}",
+        Goal::new(
+            id,
+            goal,
+            ld.p999_ns / none.p999_ns.max(1.0),
+            Line::AtMost(limit),
+            format!(
+                "p99.9 none {} µs, ld {} µs ({:+.0} %, {} critical reads); mean/p99/p99.9, \
+                 co-runner: {}",
                 us(none.p999_ns),
                 us(ld.p999_ns),
                 -100.0 * cut,
+                none.samples,
                 table.join("; ")
             ),
-            pass,
-        },
-        Goal {
-            experiment: id.to_string(),
-            goal: "ld co-runner throughput ≥ 0.94 × none (loss ≤ 6 %)".to_string(),
-            measured: format!(
-                "none {} MB/s, ld {} MB/s (loss {:.1} %)",
+        ),
+        Goal::new(
+            id,
+            "ld co-runner throughput loss vs none, co-runner with no think time (device-bound) \
+             ≤ 0.06 (Fig. 14: \"no more than 6 %\"; B-Opt −1.9 % on average)",
+            busy_loss,
+            Line::AtMost(0.06),
+            format!(
+                "device-bound: none {} MB/s, ld {} MB/s (loss {:.1} %; critical p99.9 none {} \
+                 µs, ld {} µs); with think time: none {} MB/s, ld {} MB/s (loss {:.1} %)",
+                mbs(busy[0].other_bw),
+                mbs(busy[1].other_bw),
+                100.0 * busy_loss,
+                us(busy[0].p999_ns),
+                us(busy[1].p999_ns),
                 mbs(none.other_bw),
                 mbs(ld.other_bw),
                 100.0 * loss
             ),
-            pass: loss <= 0.06,
-        },
+        ),
     ])
 }
 
-/// `values[i] ≥ tol × values[i−1]` for every step.
-fn non_decreasing(values: &[f64], tol: f64) -> bool {
-    values.windows(2).all(|w| w[1] >= tol * w[0])
+/// `text` with every `thinktime=` line dropped: each co-runner thread keeps its whole
+/// depth in flight.
+fn device_bound(text: &str) -> String {
+    text.lines()
+        .filter(|l| !l.trim_start().starts_with("thinktime="))
+        .map(|l| format!("{l}\n"))
+        .collect()
 }
 
 fn series(keys: &[u32], values: &[f64]) -> String {
@@ -229,23 +262,35 @@ fn fig19a(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
     )?;
     let first = runs[0];
     let last = runs[runs.len() - 1];
+    let worst_step = p999
+        .windows(2)
+        .map(|w| w[1] / w[0].max(1.0))
+        .fold(f64::INFINITY, f64::min);
     Ok(vec![
-        Goal {
-            experiment: "fig19a".into(),
-            goal: "critical p99.9 non-decreasing in tokens (each step ≥ 0.9 × previous)".into(),
-            measured: format!("tokens:p99.9 µs {}", series(&TOKENS, &p999)),
-            pass: non_decreasing(&p999, 0.9),
-        },
-        Goal {
-            experiment: "fig19a".into(),
-            goal: "critical mean and p99 at 32 tokens ≥ 2 × at 1 token".into(),
-            measured: format!(
+        Goal::new(
+            "fig19a",
+            "critical p99.9: smallest step ratio over 1→32 tokens ≥ 0.9 (Fig. 19a: latency \
+             grows with tokens; 0.9: a step may hold flat within sampling noise)",
+            worst_step,
+            Line::AtLeast(0.9),
+            format!(
+                "tokens:p99.9 µs {} ({} critical reads a run)",
+                series(&TOKENS, &p999),
+                first.samples
+            ),
+        ),
+        Goal::new(
+            "fig19a",
+            "critical mean and p99 at 32 tokens / at 1 token, the lower of the two, ≥ 2 (Fig. \
+             19a: \"increase significantly\"; the paper's axis gives no exact factor)",
+            (last.mean_ns / first.mean_ns.max(1.0)).min(last.p99_ns / first.p99_ns.max(1.0)),
+            Line::AtLeast(2.0),
+            format!(
                 "mean µs {}; p99 µs {}",
                 series(&TOKENS, &mean),
                 series(&TOKENS, &p99)
             ),
-            pass: last.mean_ns >= 2.0 * first.mean_ns && last.p99_ns >= 2.0 * first.p99_ns,
-        },
+        ),
     ])
 }
 
@@ -272,21 +317,25 @@ fn fig19b(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
     let min = p99.iter().copied().fold(f64::MAX, f64::min);
     let (lo, hi) = (mean[0], mean[mean.len() - 1]);
     Ok(vec![
-        Goal {
-            experiment: "fig19b".into(),
-            goal: "critical p99 stable over 1000–16000 req/s (max/min ≤ 1.25)".into(),
-            measured: format!(
+        Goal::new(
+            "fig19b",
+            "critical p99 max/min over 1000–16000 req/s ≤ 1.25 (Fig. 19b: the tail \
+             \"keeps stable roughly\")",
+            if min > 0.0 { max / min } else { f64::INFINITY },
+            Line::AtMost(1.25),
+            format!(
                 "rate:p99 µs {} (max/min {:.2})",
                 series(&RATES, &p99),
                 max / min
             ),
-            pass: min > 0.0 && max / min <= 1.25,
-        },
-        Goal {
-            experiment: "fig19b".into(),
-            goal: "critical mean at 16000 req/s ≤ 1.05 × at 1000 req/s".into(),
-            measured: format!("rate:mean µs {} ({:.2}×)", series(&RATES, &mean), hi / lo),
-            pass: hi <= 1.05 * lo,
-        },
+        ),
+        Goal::new(
+            "fig19b",
+            "critical mean at 16000 req/s / at 1000 req/s < 1 (Fig. 19b: \"the average \
+             response time decreases\")",
+            hi / lo.max(1.0),
+            Line::Below(1.0),
+            format!("rate:mean µs {} ({:.3}×)", series(&RATES, &mean), hi / lo),
+        ),
     ])
 }

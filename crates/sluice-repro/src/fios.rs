@@ -18,7 +18,7 @@ use sluice_metrics::{fios_figures, FiosFigures, FiosMetricError, RunReport};
 use sluice_sim::{SimConfig, SimError};
 use sluice_workload::JobSpec;
 
-use crate::{Ctx, Experiment, Goal, ReproError, Suite};
+use crate::{Ctx, Experiment, Goal, Line, ReproError, Suite};
 
 const R1W1: &str = include_str!("../../../experiments/fios/r1w1.fio");
 const R4W4: &str = include_str!("../../../experiments/fios/r4w4.fio");
@@ -296,15 +296,17 @@ fn describe(r: &Row) -> String {
 
 /// Goal: `policy` keeps every task at most 1.1 × n.
 fn fair_goal(exp: &str, dev: &str, r: &Row) -> Goal {
-    Goal {
-        experiment: format!("{exp}/{dev}"),
-        goal: format!(
-            "{}: every task ≤ {FAIR_SLACK} × proportional slowdown",
+    Goal::new(
+        format!("{exp}/{dev}"),
+        format!(
+            "{}: worst slowdown / n ≤ {FAIR_SLACK} (Figs. 5/6: fios \"approximately at or below \
+             proportional slowdown\"; {FAIR_SLACK}: that \"approximately\")",
             r.label
         ),
-        measured: describe(r),
-        pass: r.fig.worst_ratio() <= FAIR_SLACK,
-    }
+        r.fig.worst_ratio(),
+        Line::AtMost(FAIR_SLACK),
+        describe(r),
+    )
 }
 
 /// Goal: the readers under none, cfq and sfqd exceed the proportional slowdown.
@@ -314,17 +316,19 @@ fn unfair_goal(exp: &str, dev: &str, rows: &[Row]) -> Goal {
         .iter()
         .map(|l| row(rows, l).fig.worst_reader_ratio())
         .collect();
-    Goal {
-        experiment: format!("{exp}/{dev}"),
-        goal: "none, cfq, sfqd: readers exceed the proportional slowdown".into(),
-        measured: labels
+    Goal::new(
+        format!("{exp}/{dev}"),
+        "none, cfq, sfqd: the least unfair one's worst reader slowdown / n > 1 (Fig. 5: \
+         readers far above n on x25m and mtron)",
+        ratios.iter().copied().fold(f64::INFINITY, f64::min),
+        Line::Above(1.0),
+        labels
             .iter()
             .zip(&ratios)
             .map(|(l, x)| format!("{l} worst reader {x:.2} × n"))
             .collect::<Vec<_>>()
             .join(", "),
-        pass: ratios.iter().all(|&x| x > 1.0),
-    }
+    )
 }
 
 /// The most efficient of the alternatives to fios that pass `only`: (label, efficiency).
@@ -338,40 +342,48 @@ fn best_alternative(rows: &[Row], only: impl Fn(&Row) -> bool) -> Option<(&str, 
         })
 }
 
-/// Goal: fios's efficiency is within 5 % of the best alternative that is at least as
-/// fair (worst slowdown over n no higher than fios's) — no alternative beats fios on
-/// both fairness and efficiency. The measured text also gives the best alternative
-/// regardless of fairness.
+/// Goal: fios's efficiency is within 5 % of the most efficient alternative that is
+/// fair by the paper's own test (§5: every task's slowdown at most the proportional
+/// slowdown n) — "competitive with the best of alternative schedulers in all cases"
+/// (§6.1, Summary), held against every alternative fair by that test. When no
+/// alternative passes the test there is nothing fair to be competitive with: the value
+/// is then infinite (fios is the only fair choice). The measured text also gives the
+/// best alternative regardless of fairness.
 fn efficiency_goal(exp: &str, dev: &str, rows: &[Row]) -> Goal {
     let f = &row(rows, "fios").fig;
     let fios = f.concurrent_efficiency;
     let worst = f.worst_ratio();
     let (any_label, any) = best_alternative(rows, |_| true).expect("alternatives ran");
-    let fair = best_alternative(rows, |r| r.fig.worst_ratio() <= worst);
-    let (pass, fair_text) = match fair {
-        Some((l, e)) => (fios >= 0.95 * e, format!("{l} {e:.2}")),
-        None => (true, "none".into()),
+    let fair = best_alternative(rows, |r| r.fig.worst_ratio() <= 1.0);
+    let (value, fair_text) = match fair {
+        Some((l, e)) => (fios / e.max(1e-9), format!("{l} {e:.2}")),
+        None => (f64::INFINITY, "none passes".into()),
     };
-    Goal {
-        experiment: format!("{exp}/{dev}"),
-        goal: "fios efficiency ≥ best as-fair alternative's − 5 %".into(),
-        measured: format!(
-            "fios {fios:.2} (worst {worst:.2} × n); best as fair: {fair_text}; best overall {any_label} {any:.2}"
+    Goal::new(
+        format!("{exp}/{dev}"),
+        "fios efficiency / best alternative's that is fair (every slowdown ≤ n) ≥ 0.95 \
+         (Fig. 7: fios \"competitive with the best\"; 5 %: \"competitive\")",
+        value,
+        Line::AtLeast(0.95),
+        format!(
+            "fios {fios:.2} (worst {worst:.2} × n); best fair alternative: {fair_text}; best \
+             overall {any_label} {any:.2}"
         ),
-        pass,
-    }
+    )
 }
 
 /// Goal: fios's efficiency is above every alternative's.
 fn above_goal(exp: &str, dev: &str, rows: &[Row]) -> Goal {
     let fios = row(rows, "fios").fig.concurrent_efficiency;
     let (l, best) = best_alternative(rows, |_| true).expect("alternatives ran");
-    Goal {
-        experiment: format!("{exp}/{dev}"),
-        goal: "fios efficiency above every alternative's".into(),
-        measured: format!("fios {fios:.2}, best alternative {l} {best:.2}"),
-        pass: fios > best,
-    }
+    Goal::new(
+        format!("{exp}/{dev}"),
+        "fios efficiency / every alternative's > 1 (Fig. 7: fios highest with four readers \
+         on the Intel SSD)",
+        fios / best.max(1e-9),
+        Line::Above(1.0),
+        format!("fios {fios:.2}, best alternative {l} {best:.2}"),
+    )
 }
 
 /// The read/write and read/read cases: fairness of fios (and quanta where asked), the
@@ -411,27 +423,31 @@ fn standard(
             let (lo, hi) = q.tasks.iter().fold((f64::MAX, 0.0f64), |(lo, hi), t| {
                 (lo.min(t.slowdown), hi.max(t.slowdown))
             });
-            goals.push(Goal {
-                experiment: format!("{exp}/{dev}"),
-                goal: "quanta: balanced slowdowns (max/min ≤ 1.5)".into(),
-                measured: format!(
+            goals.push(Goal::new(
+                format!("{exp}/{dev}"),
+                "quanta: largest / smallest task slowdown ≤ 1.5 (Fig. 3/5: quanta's \
+                 \"similar reader/writer slowdown\"; the paper gives no number)",
+                hi / lo.max(1e-9),
+                Line::AtMost(1.5),
+                format!(
                     "quanta slowdowns {lo:.2} .. {hi:.2} (n = {})",
                     q.proportional
                 ),
-                pass: hi <= 1.5 * lo,
-            });
+            ));
             let q = row(&rows, "quanta").fig.concurrent_efficiency;
             let others = rows
                 .iter()
                 .filter(|r| r.label != "quanta")
                 .map(|r| r.fig.concurrent_efficiency)
                 .fold(f64::MAX, f64::min);
-            goals.push(Goal {
-                experiment: format!("{exp}/{dev}"),
-                goal: "quanta has the lowest efficiency".into(),
-                measured: format!("quanta {q:.2}, lowest other {others:.2}"),
-                pass: q < others,
-            });
+            goals.push(Goal::new(
+                format!("{exp}/{dev}"),
+                "quanta efficiency / lowest other's < 1 (Fig. 7: \"quanta exhibits the worst \
+                 efficiency\")",
+                q / others.max(1e-9),
+                Line::Below(1.0),
+                format!("quanta {q:.2}, lowest other {others:.2}"),
+            ));
         }
         goals.push(efficiency_goal(exp, dev, &rows));
         // Four readers on the X25-M, whose 7× read parallelism fios exploits while
@@ -510,27 +526,31 @@ fn fig8(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
     let rs = |r: &Row| r.fig.mean_reader_slowdown();
     let eff = |r: &Row| r.fig.concurrent_efficiency;
     Ok(vec![
-        Goal {
-            experiment: "fig8/x25m".into(),
-            goal: "fios anticipation: lowest reader slowdown".into(),
-            measured: format!(
+        Goal::new(
+            "fig8/x25m",
+            "fios anticipation: readers' mean slowdown / the lower of no-anticipation's and \
+             proximity's < 1 (Fig. 8: fios's readers least slowed)",
+            rs(f) / rs(none).min(rs(prox)).max(1e-9),
+            Line::Below(1.0),
+            format!(
                 "readers' mean slowdown: fios {:.2}, none {:.2}, proximity {:.2}",
                 rs(f),
                 rs(none),
                 rs(prox)
             ),
-            pass: rs(f) < rs(none) && rs(f) < rs(prox),
-        },
-        Goal {
-            experiment: "fig8/x25m".into(),
-            goal: "fios anticipation: no proximity efficiency loss".into(),
-            measured: format!(
+        ),
+        Goal::new(
+            "fig8/x25m",
+            "fios efficiency / proximity anticipation's > 1 (Fig. 8: proximity's \"high \
+             performance cost due to excessive idling\")",
+            eff(f) / eff(prox).max(1e-9),
+            Line::Above(1.0),
+            format!(
                 "efficiency: fios {:.2}, none {:.2}, proximity {:.2}",
                 eff(f),
                 eff(none),
                 eff(prox)
             ),
-            pass: eff(f) > eff(prox),
-        },
+        ),
     ])
 }

@@ -5,7 +5,11 @@
 //! whose header names the paper figure, the scenario, the goal and the command that
 //! checks it, plus a Rust function here that runs it in the simulator (under the
 //! policies and devices the figure compares) and turns the measurements into
-//! [`Goal`]s with pass/fail. `sluice repro SUITE` runs a suite and prints the table.
+//! [`Goal`]s: one number each, held against a line, with the paper's figure and claim
+//! in the goal's text. `sluice repro SUITE` runs a suite at several seeds (default
+//! 1–5; [`runner`]) and judges every goal on its median over the seeds, with the
+//! spread, passing it when the median meets the line and at most one seed in five
+//! misses ([`judge`]); it prints the table and a closing list of what failed.
 //!
 //! The job files are embedded with `include_str!`, so the `sluice` binary carries its
 //! experiments; the same files run by hand with `sluice sim experiments/<suite>/<file>`.
@@ -18,26 +22,75 @@ mod d2fq;
 mod fastresponse_block;
 mod fastresponse_stack;
 pub mod fios;
+mod judge;
 mod rcp_block;
 mod rcp_stack;
 pub mod runner;
 
+pub use judge::{format_verdicts, judge, Line, Verdict};
 use sluice_core::policy::{self, PolicySpec};
 use sluice_device::DeviceProfile;
 use sluice_sim::{SimConfig, SimOutput};
 use sluice_workload::{parse_str, JobSpec, ParseOptions};
 
-/// One checked goal of an experiment.
+/// One checked goal of an experiment, at one seed.
+///
+/// A goal is one number (`value`) held against a line (`line`); its text names the
+/// paper's figure and claim beside the threshold. Over several seeds the goals of the
+/// same experiment and place are judged together ([`judge`]): on the median, with the
+/// spread shown.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Goal {
     /// Experiment id (e.g. `fig11a`).
     pub experiment: String,
-    /// The goal in words (e.g. "d2fq bandwidth ratio 1 ± 0.05").
+    /// The goal in words, with the paper's figure and number (e.g. "d2fq bandwidth
+    /// ratio 1 ± 0.05 (Fig. 11a: 1.0)").
     pub goal: String,
     /// What was measured, in words and figures.
     pub measured: String,
-    /// Whether the goal was met.
+    /// The number the goal is judged on (1 or 0 for a [`Line::Holds`] goal).
+    pub value: f64,
+    /// The line `value` must meet.
+    pub line: Line,
+    /// Whether the goal was met at this seed (`line.meets(value)`).
     pub pass: bool,
+}
+
+impl Goal {
+    /// A goal on a number: passes when `value` meets `line`.
+    pub fn new(
+        experiment: impl Into<String>,
+        goal: impl Into<String>,
+        value: f64,
+        line: Line,
+        measured: impl Into<String>,
+    ) -> Goal {
+        Goal {
+            experiment: experiment.into(),
+            goal: goal.into(),
+            measured: measured.into(),
+            value,
+            pass: line.meets(value),
+            line,
+        }
+    }
+
+    /// A goal on a condition that holds or not (a trend over a sweep, several
+    /// comparisons at once): over seeds it is judged on how many seeds it holds at.
+    pub fn holds(
+        experiment: impl Into<String>,
+        goal: impl Into<String>,
+        holds: bool,
+        measured: impl Into<String>,
+    ) -> Goal {
+        Goal::new(
+            experiment,
+            goal,
+            if holds { 1.0 } else { 0.0 },
+            Line::Holds,
+            measured,
+        )
+    }
 }
 
 /// An experiment: a job file with a header and the function that checks its goals.
@@ -291,12 +344,13 @@ pub fn goal_within(
     target: f64,
     tol: f64,
 ) -> Goal {
-    Goal {
-        experiment: experiment.to_string(),
-        goal: goal.into(),
-        measured: format!("{value:.4}"),
-        pass: (value - target).abs() <= tol,
-    }
+    Goal::new(
+        experiment,
+        goal,
+        value,
+        Line::Within { target, tol },
+        format!("{value:.4}"),
+    )
 }
 
 #[cfg(test)]

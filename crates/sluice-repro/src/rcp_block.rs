@@ -8,7 +8,7 @@ use sluice_core::IoClass;
 use sluice_metrics::ClassReport;
 use sluice_sim::SimOutput;
 
-use crate::{Ctx, Experiment, Goal, ReproError, Suite};
+use crate::{Ctx, Experiment, Goal, Line, ReproError, Suite};
 
 /// Fig. 11's sweep of the non-critical outstanding limit N.
 const LIMITS: [u32; 6] = [1, 2, 4, 8, 16, 32];
@@ -104,20 +104,22 @@ fn fig11(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
     let (t1, t32) = (tput[0], tput[tput.len() - 1]);
     let (l1, l32) = (fg[0], fg[fg.len() - 1]);
     Ok(vec![
-        Goal {
-            experiment: "fig11".into(),
-            goal:
-                "system throughput non-decreasing in N (±5 %), N=32 ≥ 1.5 × N=1 (means of 3 seeds)"
-                    .into(),
-            measured: format!("{} ({:.2}×)", fmt(&tput, 1e6, "MB/s"), t32 / t1),
-            pass: steps(&tput, 0.05) && t32 >= 1.5 * t1,
-        },
-        Goal {
-            experiment: "fig11".into(),
-            goal: "foreground mean latency non-decreasing in N (±10 %), N=32 ≥ 2 × N=1".into(),
-            measured: format!("{} ({:.1}×)", fmt(&fg, 1e3, "µs"), l32 / l1),
-            pass: steps(&fg, FIG11_LATENCY_SLACK) && l32 >= 2.0 * l1,
-        },
+        Goal::holds(
+            "fig11",
+            "system throughput non-decreasing in N (each step ≥ 0.95 ×) and N=32 ≥ 1.5 × N=1 \
+             (Fig. 11: throughput rises with N; the paper's curve gives no exact factor; \
+             each N the mean of 3 seeds)",
+            steps(&tput, 0.05) && t32 >= 1.5 * t1,
+            format!("{} ({:.2}×)", fmt(&tput, 1e6, "MB/s"), t32 / t1),
+        ),
+        Goal::holds(
+            "fig11",
+            "foreground mean latency non-decreasing in N (each step ≥ 0.9 ×: the seed mean's \
+             own ≈ 7 % spread) and N=32 ≥ 2 × N=1 (Fig. 11: latency rises with N; no exact \
+             factor given)",
+            steps(&fg, FIG11_LATENCY_SLACK) && l32 >= 2.0 * l1,
+            format!("{} ({:.1}×)", fmt(&fg, 1e3, "µs"), l32 / l1),
+        ),
     ])
 }
 
@@ -138,31 +140,42 @@ fn admission(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
     let wait = |o| crit(o).admit_wait_ns.max;
     let nc_wait = class(&rcp, IoClass::Normal).admit_wait_ns.max;
     Ok(vec![
-        Goal {
-            experiment: "admission".into(),
-            goal: "rcp: no critical request waits for admission (admit_wait max = 0)".into(),
-            measured: format!(
+        Goal::new(
+            "admission",
+            "rcp: critical admission wait max, ns = 0 (§4.3: critical requests never wait \
+             for a request slot; the burst must have made non-critical ones wait)",
+            if crit(&rcp).ios > 0 && nc_wait > 0 {
+                wait(&rcp) as f64
+            } else {
+                f64::INFINITY
+            },
+            Line::AtMost(0.0),
+            format!(
                 "critical admit wait max {} ns over {} I/Os; non-critical max {:.2} ms",
                 wait(&rcp),
                 crit(&rcp).ios,
                 nc_wait as f64 / 1e6
             ),
-            pass: wait(&rcp) == 0 && crit(&rcp).ios > 0 && nc_wait > 0,
-        },
-        Goal {
-            experiment: "admission".into(),
-            goal: "rcp:isolate=0 (one shared pool): critical requests do wait".into(),
-            measured: format!(
+        ),
+        Goal::new(
+            "admission",
+            "rcp:isolate=0 (one shared pool): critical admission wait max, ns > 0 (§4.3: \
+             without separate slots critical requests wait behind the burst)",
+            wait(&shared) as f64,
+            Line::Above(0.0),
+            format!(
                 "critical admit wait max {:.2} ms, mean {:.0} µs",
                 wait(&shared) as f64 / 1e6,
                 crit(&shared).admit_wait_ns.mean / 1e3
             ),
-            pass: wait(&shared) > 0,
-        },
-        Goal {
-            experiment: "admission".into(),
-            goal: "rcp critical p99 ≤ 0.5 × none's and mq-deadline's (burst in latency)".into(),
-            measured: format!(
+        ),
+        Goal::new(
+            "admission",
+            "rcp critical p99 / the lower of none's and mq-deadline's ≤ 0.5 (§4.3: the burst \
+             shows in their critical latency; the paper gives no number for this case)",
+            p99(&rcp) / p99(&none).min(p99(&dl)).max(1.0),
+            Line::AtMost(0.5),
+            format!(
                 "critical p99 rcp {:.0} µs, none {:.0} µs, mq-deadline {:.0} µs \
                  (none/mq-deadline admit all: admit wait {} / {} ns)",
                 p99(&rcp) / 1e3,
@@ -171,7 +184,6 @@ fn admission(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
                 wait(&none),
                 wait(&dl)
             ),
-            pass: p99(&rcp) <= 0.5 * p99(&none) && p99(&rcp) <= 0.5 * p99(&dl),
-        },
+        ),
     ])
 }

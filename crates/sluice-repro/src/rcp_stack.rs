@@ -6,11 +6,11 @@
 
 use sluice_apps::oltp::{OltpConfig, OltpResult, StackSetup};
 
-use crate::{Ctx, Experiment, Goal, ReproError, Suite};
+use crate::{Ctx, Experiment, Goal, Line, ReproError, Suite};
 
 const FIG4: &str = include_str!("../../../experiments/rcp/fig4.toml");
 const FIG6: &str = include_str!("../../../experiments/rcp/fig6.toml");
-const FIG10: &str = include_str!("../../../experiments/rcp/fig10.toml");
+
 const DEVICE: &str = "nand";
 
 /// The suite.
@@ -32,8 +32,8 @@ pub(crate) const SUITE: Suite = Suite {
         },
         Experiment {
             id: "fig10",
-            title: "Fig. 10: throughput with one part of RCP off at a time",
-            file: "experiments/rcp/fig10.toml",
+            title: "Fig. 10: throughput with one part of RCP off at a time (Fig. 4's setup)",
+            file: "experiments/rcp/fig4.toml",
             run: fig10,
         },
     ],
@@ -78,38 +78,35 @@ fn by<'a>(setups: &[StackSetup], results: &'a [OltpResult], name: &str) -> &'a O
     &results[setups.iter().position(|s| s.name == name).expect("a setup")]
 }
 
-fn goal(experiment: &str, goal: &str, measured: String, pass: bool) -> Goal {
-    Goal {
-        experiment: experiment.into(),
-        goal: goal.into(),
-        measured,
-        pass,
-    }
-}
-
 fn fig4(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
     let (setups, results, all) = fig6_stacks(ctx, "experiments/rcp/fig4.toml", FIG4)?;
     let (none, rcp) = (by(&setups, &results, "none"), by(&setups, &results, "rcp"));
     let tput = rcp.tps() / none.tps().max(1e-9);
     let log = rcp.max_log_bytes as f64 / none.max_log_bytes.max(1) as f64;
     Ok(vec![
-        goal(
+        Goal::new(
             "fig4",
-            "rcp throughput >= 1.15 x none's (paper: +15-37 %)",
+            "rcp throughput / none's ≥ 1.15 (Fig. 4: +15–37 % at 10 GB)",
+            tput,
+            Line::AtLeast(1.15),
             format!("{tput:.3}; {all}"),
-            tput >= 1.15,
         ),
-        goal(
+        Goal::new(
             "fig4",
-            "rcp checkpoints every interval: at most 1 fewer than none",
+            "rcp checkpoints − none's ≥ 0 (Fig. 5: RCP checkpoints \"as frequent as CFQ\")",
+            rcp.checkpoints as f64 - none.checkpoints as f64,
+            Line::AtLeast(0.0),
             format!("{} vs {}", rcp.checkpoints, none.checkpoints),
-            rcp.checkpoints + 1 >= none.checkpoints && rcp.checkpoints >= 2,
         ),
-        goal(
+        // With checkpoints as frequent, the log between two of them grows with the
+        // transactions committed: rcp's largest WAL over none's, per unit of throughput.
+        Goal::new(
             "fig4",
-            "rcp WAL bounded: largest WAL <= 2 x none's (Fig. 5)",
-            format!("{log:.3}"),
-            log <= 2.0,
+            "rcp largest WAL / none's, per unit of throughput, ≤ 1.1 (Fig. 5: logs bounded \
+             as under CFQ; 1.1: where in an interval the largest WAL is read)",
+            log / tput.max(1e-9),
+            Line::AtMost(1.1),
+            format!("WAL ratio {log:.3}, throughput ratio {tput:.3}"),
         ),
     ])
 }
@@ -134,16 +131,21 @@ fn fig6(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
     let (none, rcp) = (by(&setups, &results, "none"), by(&setups, &results, "rcp"));
     let ratio = |p: f64| rcp.percentile(p) as f64 / none.percentile(p).max(1) as f64;
     let p99 = ratio(99.0);
-    Ok(vec![goal(
+    Ok(vec![Goal::new(
         "fig6",
-        "rcp p99 <= 0.1 x none's (paper: 42x better)",
+        "rcp p99 / none's ≤ 0.1 (abstract: up to 42× better p99, 0.024 — the best case \
+         over applications and scales; Fig. 6 at 10 GB: CFQ seconds past p99, RCP ≈ 300 ms, \
+         about 0.1)",
+        p99,
+        Line::AtMost(0.1),
         format!("{p99:.3} (p99.9 {:.3}); {all}", ratio(99.9)),
-        p99 <= 0.1,
     )])
 }
 
 fn fig10(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
-    let cfg = config("experiments/rcp/fig10.toml", FIG10, ctx.seed)?;
+    // RCP measured Fig. 10 on Fig. 4's setup (§7.5: "the 10 GB data set
+    // configurations"): the same configuration, dirty limits included.
+    let cfg = config("experiments/rcp/fig4.toml", FIG4, ctx.seed)?;
     let (setups, kinds) = (StackSetup::fig10(), StackSetup::fig10_kinds());
     let all: Vec<StackSetup> = setups.iter().chain(&kinds).cloned().collect();
     let runs = ctx.each(&all, |s| run(ctx, &cfg, s))?;
@@ -162,21 +164,28 @@ fn fig10(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
     Ok(setups[1..]
         .iter()
         .zip(&runs[1..setups.len()])
-        .map(|(s, r)| Goal {
-            experiment: "fig10".into(),
-            goal: format!(
-                "{}: throughput below the full stack's (paper: -7-33 %)",
-                s.name
-            ),
-            measured: format!(
-                "{:.3} of {:.0} txn/s (full stack: {} boosts, {} I/Os promoted); {}",
+        .map(|(s, r)| {
+            Goal::new(
+                "fig10",
+                format!(
+                    "{}: throughput / the full stack's in 0.67–0.93 (Fig. 10: −7–33 % for \
+                     PostgreSQL)",
+                    s.name
+                ),
                 rel(r),
-                full.tps(),
-                full.boosts,
-                full.io_promotions,
-                r.summary()
-            ),
-            pass: rel(r) < 0.98,
+                Line::Within {
+                    target: 0.80,
+                    tol: 0.13,
+                },
+                format!(
+                    "{:.3} of {:.0} txn/s (full stack: {} boosts, {} I/Os promoted); {}",
+                    rel(r),
+                    full.tps(),
+                    full.boosts,
+                    full.io_promotions,
+                    r.summary()
+                ),
+            )
         })
         .collect())
 }

@@ -1,4 +1,8 @@
-//! Running a list of experiments on several threads, with the results of a serial run.
+//! Running a list of experiments over seeds on several threads, with the results of a
+//! serial run.
+//!
+//! Each (experiment, seed) pair is one task; the goals of every seed are judged
+//! together ([`crate::judge`]): each on its median over the seeds, with the spread.
 //!
 //! Every simulation is single-threaded and deterministic, and experiments share no
 //! state, so they can run side by side. What must not change is what the user sees:
@@ -18,7 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use crate::{Ctx, Experiment, Goal, ReproError, Suite};
+use crate::{judge, Ctx, Experiment, Goal, ReproError, Suite, Verdict};
 
 /// One experiment picked for a run, with the name of its suite.
 #[derive(Clone, Copy, Debug)]
@@ -46,10 +50,12 @@ pub fn pick(suites: &[Suite], only: Option<&str>) -> Vec<Picked> {
 /// What a run reports while it goes (for a progress display; never part of the results).
 #[derive(Clone, Copy, Debug)]
 pub enum Progress<'a> {
-    /// Experiment `index` of the list starts.
+    /// Experiment `index` of the list starts at `seed`.
     Start {
         /// Its place in the list.
         index: usize,
+        /// The seed.
+        seed: u64,
         /// The experiment.
         picked: &'a Picked,
     },
@@ -57,6 +63,8 @@ pub enum Progress<'a> {
     Sim {
         /// Its place in the list.
         index: usize,
+        /// The seed.
+        seed: u64,
         /// The experiment.
         picked: &'a Picked,
         /// What runs.
@@ -66,16 +74,20 @@ pub enum Progress<'a> {
     Note {
         /// Its place in the list.
         index: usize,
+        /// The seed.
+        seed: u64,
         /// The experiment.
         picked: &'a Picked,
         /// The line.
         line: &'a str,
     },
-    /// Experiment `index` ended (with its goals or an error) after `secs` of wall time;
-    /// `done` experiments of `total` have ended so far.
+    /// Experiment `index` at `seed` ended (with its goals or an error) after `secs` of
+    /// wall time; `done` (experiment, seed) runs of `total` have ended so far.
     Done {
         /// Its place in the list.
         index: usize,
+        /// The seed.
+        seed: u64,
         /// The experiment.
         picked: &'a Picked,
         /// Wall-clock seconds it took.
@@ -90,8 +102,8 @@ pub enum Progress<'a> {
 /// The settings of a run of experiments.
 #[derive(Clone, Debug)]
 pub struct RunOptions {
-    /// Seed of every simulation.
-    pub seed: u64,
+    /// The seeds every experiment runs at (at least one).
+    pub seeds: Vec<u64>,
     /// Where experiments write their figures; `None`: no figures.
     pub plot_dir: Option<PathBuf>,
     /// Threads (at least 1; 1 = one after another on the calling thread's pool).
@@ -158,23 +170,48 @@ pub fn run_ordered<T: Send, E: Send>(
     Ok(out)
 }
 
-/// Run `picked` on `opts.jobs` threads and return their goals in list order — the same
-/// goals, in the same order, as a serial run — or the first error in list order.
-/// `progress` is called from the worker threads.
+/// Run `picked` at every seed of `opts.seeds` on `opts.jobs` threads and judge their
+/// goals over the seeds: the verdicts in list order — the same, in the same order, as
+/// a serial run — or the first error in (experiment, seed) order. `progress` is called
+/// from the worker threads.
 pub fn run(
     picked: &[Picked],
     opts: &RunOptions,
     progress: &(dyn Fn(Progress<'_>) + Sync),
-) -> Result<Vec<Goal>, ReproError> {
-    let total = picked.len();
+) -> Result<Vec<Verdict>, ReproError> {
+    let per_seed = run_seeds(picked, opts, progress)?;
+    judge(&opts.seeds, &per_seed).map_err(|message| ReproError::App {
+        what: "judging the goals over seeds".into(),
+        message,
+    })
+}
+
+/// Run `picked` at every seed of `opts.seeds` on `opts.jobs` threads: per seed (in the
+/// order of `opts.seeds`), the goals of every experiment in list order.
+///
+/// Tasks are (experiment, seed) pairs, experiment-major, so an experiment's seeds
+/// start together and the long experiments early in the list start first.
+pub fn run_seeds(
+    picked: &[Picked],
+    opts: &RunOptions,
+    progress: &(dyn Fn(Progress<'_>) + Sync),
+) -> Result<Vec<Vec<Goal>>, ReproError> {
+    let n_seeds = opts.seeds.len().max(1);
+    let total = picked.len() * opts.seeds.len();
     let done = AtomicUsize::new(0);
-    let one = |index: usize| {
+    let one = |task: usize| {
+        let (index, seed) = (task / n_seeds, opts.seeds[task % n_seeds]);
         let p = &picked[index];
-        progress(Progress::Start { index, picked: p });
+        progress(Progress::Start {
+            index,
+            seed,
+            picked: p,
+        });
         let started = Instant::now();
         let on_run = |label: &str| {
             progress(Progress::Sim {
                 index,
+                seed,
                 picked: p,
                 label,
             })
@@ -182,19 +219,26 @@ pub fn run(
         let on_note = |line: &str| {
             progress(Progress::Note {
                 index,
+                seed,
                 picked: p,
                 line,
             })
         };
         let ctx = Ctx {
-            seed: opts.seed,
+            seed,
             on_run: &on_run,
             on_note: &on_note,
-            plot_dir: opts.plot_dir.clone(),
+            // Figures are drawn from the first seed's run only (one file per figure).
+            plot_dir: if seed == opts.seeds[0] {
+                opts.plot_dir.clone()
+            } else {
+                None
+            },
         };
         let r = (p.experiment.run)(&ctx);
         progress(Progress::Done {
             index,
+            seed,
             picked: p,
             secs: started.elapsed().as_secs_f64(),
             done: done.fetch_add(1, Ordering::SeqCst) + 1,
@@ -203,7 +247,11 @@ pub fn run(
         r
     };
     let goals = run_ordered(total, opts.jobs, &one)?;
-    Ok(goals.into_iter().flatten().collect())
+    let mut per_seed: Vec<Vec<Goal>> = vec![Vec::new(); opts.seeds.len()];
+    for (task, g) in goals.into_iter().enumerate() {
+        per_seed[task % n_seeds].extend(g);
+    }
+    Ok(per_seed)
 }
 
 #[cfg(test)]

@@ -1,33 +1,25 @@
 //! The `fastresponse` suite (fillsync beside Table 1's co-runners on the journaled
-//! store): file-level journaling with LD and critical wakeup lowers the mean put
-//! latency against vanilla beside every co-runner, by at least 50 % on average (paper:
-//! 58 %), and the p99.9 by at least 60 % on average (paper: 74 %) — every goal of
-//! Fig. 13 is asserted; see docs/whole-stack.md. Both of Fig. 15(b)'s breakdown goals
-//! are asserted: no journal task to wake, and fjournal's data part below half of
-//! BS-Opt's (the other files' data, T_D2, gone).
+//! store), judged over seeds 1–5: file-level journaling with LD and critical wakeup
+//! lowers the mean put latency against vanilla beside every co-runner and by the
+//! paper's 58 % or more on average; its p99.9 cut over 10 000 puts a run (68–71 %) falls
+//! short of the paper's 74 % — a known failure, see docs/whole-stack.md. Both of Fig.
+//! 15(b)'s breakdown goals are asserted: no journal task to wake, and fjournal's data
+//! part below half of BS-Opt's (the other files' data, T_D2, gone).
 
 use crate::common;
 
 #[test]
-fn fig13_bsj_opt_cuts_the_mean_by_half_and_the_p999_by_60_percent() {
-    let (goals, table) = common::run("fastresponse", "fig13");
+fn fig13_bsj_opt_cuts_the_mean_as_the_paper_but_not_the_p999() {
+    let (goals, table) = common::judged("fastresponse", &["fig13"]);
     assert_eq!(goals.len(), 7, "{table}");
-    assert!(
-        goals.iter().any(|g| g.goal.contains("cuts the p99.9")),
-        "{table}"
-    );
-    for g in &goals {
-        assert!(g.pass, "{} — {table}", g.goal);
-    }
+    common::assert_verdicts(&goals, &table, &[("fig13", "BSJ-Opt's p99.9 cut")]);
 }
 
 /// Fig. 15(b): beside Bayes, fjournal's f-transaction needs no journal task, so its
 /// waiting parts vanish, and it writes its own file's data only (T_D2 gone).
 #[test]
 fn fig15_breakdown_shows_where_fjournal_helps() {
-    let (goals, table) = common::run("fastresponse", "fig15");
+    let (goals, table) = common::judged("fastresponse", &["fig15"]);
     assert_eq!(goals.len(), 2, "{table}");
-    for g in &goals {
-        assert!(g.pass, "{} — {table}", g.goal);
-    }
+    common::assert_verdicts(&goals, &table, &[]);
 }

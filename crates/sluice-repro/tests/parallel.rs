@@ -4,7 +4,7 @@
 use std::sync::Mutex;
 
 use sluice_repro::runner::{pick, run, Progress, RunOptions};
-use sluice_repro::{format_table, suite};
+use sluice_repro::{format_verdicts, suite};
 
 #[test]
 fn parallel_goals_equal_serial_goals_in_order() {
@@ -19,12 +19,15 @@ fn parallel_goals_equal_serial_goals_in_order() {
     let go = |jobs: usize| {
         let sims = Mutex::new(Vec::new());
         let record = |p: Progress<'_>| {
-            if let Progress::Sim { index, label, .. } = p {
-                sims.lock().unwrap().push((index, label.to_string()));
+            if let Progress::Sim {
+                index, seed, label, ..
+            } = p
+            {
+                sims.lock().unwrap().push((index, seed, label.to_string()));
             }
         };
         let opts = RunOptions {
-            seed: 3,
+            seeds: vec![3, 4],
             plot_dir: None,
             jobs,
         };
@@ -35,7 +38,7 @@ fn parallel_goals_equal_serial_goals_in_order() {
     };
     let (serial, serial_sims) = go(1);
     let (parallel, parallel_sims) = go(3);
-    assert_eq!(format_table(&serial), format_table(&parallel));
+    assert_eq!(format_verdicts(&serial), format_verdicts(&parallel));
     assert_eq!(serial, parallel);
     assert_eq!(serial_sims, parallel_sims);
     // In list order: FIOS's goals, then RCP's.

@@ -1,11 +1,11 @@
 //! The `rcp-block` suite passes every goal, and RCP's admission isolation and
 //! starvation bound hold end to end in the simulator.
 
+use crate::common;
 use sluice_core::policy::Counter;
 use sluice_core::policy::{build, PolicySpec};
 use sluice_core::IoClass;
 use sluice_device::DeviceProfile;
-use sluice_repro::{format_table, suite, Ctx};
 use sluice_sim::{run, SimConfig, SimOutput};
 use sluice_workload::{parse_str, ParseOptions};
 
@@ -25,21 +25,10 @@ fn sim(text: &str, device: &str, policy: &str) -> SimOutput {
 }
 
 #[test]
-fn suite_goals_all_pass() {
-    let s = suite("rcp-block").expect("registered");
-    let ctx = Ctx {
-        seed: 1,
-        on_run: &|_| {},
-        on_note: &|_| {},
-        plot_dir: None,
-    };
-    let mut goals = Vec::new();
-    for e in s.experiments {
-        goals.extend((e.run)(&ctx).unwrap_or_else(|err| panic!("{}: {err}", e.id)));
-    }
-    let table = format_table(&goals);
+fn suite_goals_all_pass_over_seeds() {
+    let (goals, table) = common::judged("rcp-block", &[]);
     assert_eq!(goals.len(), 5, "{table}");
-    assert!(goals.iter().all(|g| g.pass), "{table}");
+    common::assert_verdicts(&goals, &table, &[]);
 }
 
 /// The simulator parks a request behind earlier waiters of its own class only, so a

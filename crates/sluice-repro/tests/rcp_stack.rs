@@ -1,61 +1,47 @@
-//! The `rcp` suite (RCP's whole-stack results on the OLTP stand-in): every goal is
-//! asserted here. (The finer split of Fig. 10 by kind — locks, conditions, I/O — is
-//! reported by `sluice repro rcp`, not a goal: inheritance through I/O alone does not
-//! lose throughput on this model; docs/whole-stack.md.)
+//! The `rcp` suite (RCP's whole-stack results on the OLTP stand-in), judged over seeds
+//! 1–5 as `sluice repro rcp` does: what passes and what fails at the paper's claims.
+//! (The finer split of Fig. 10 by kind — locks, conditions, I/O — is reported by
+//! `sluice repro rcp`, not a goal; docs/whole-stack.md.)
 
+use crate::common;
 use sluice_apps::oltp::{OltpConfig, OltpResult, StackSetup};
-use sluice_repro::{format_table, suite, Ctx, Goal};
 use sluice_store::FsConfig;
 
-fn goals(id: &str) -> Vec<Goal> {
-    let s = suite("rcp").expect("registered");
-    let e = s
-        .experiments
-        .iter()
-        .find(|e| e.id == id)
-        .expect("experiment");
-    let ctx = Ctx {
-        seed: 1,
-        on_run: &|_| {},
-        on_note: &|_| {},
-        plot_dir: None,
-    };
-    (e.run)(&ctx).unwrap_or_else(|err| panic!("{id}: {err}"))
-}
-
-fn passes(goals: &[Goal], starts: &str) {
-    let g = goals
-        .iter()
-        .find(|g| g.goal.starts_with(starts))
-        .unwrap_or_else(|| panic!("no goal '{starts}'"));
-    assert!(g.pass, "{}", format_table(goals));
-}
-
+/// Fig. 4/5 on the stand-in: rcp beats none by the paper's margin, but checkpoints one
+/// time fewer in the run and its WAL grows faster than its throughput — the paper's
+/// "as frequent as CFQ" is not reproduced (docs/whole-stack.md).
 #[test]
-fn fig4_full_stack_beats_none_and_still_checkpoints() {
-    let g = goals("fig4");
-    assert_eq!(g.len(), 3, "{}", format_table(&g));
-    passes(&g, "rcp throughput >= 1.15 x none's");
-    passes(&g, "rcp checkpoints every interval");
-    passes(&g, "rcp WAL bounded");
+fn fig4_full_stack_beats_none_but_checkpoints_less_often() {
+    let (g, table) = common::judged("rcp", &["fig4"]);
+    assert_eq!(g.len(), 3, "{table}");
+    common::assert_verdicts(
+        &g,
+        &table,
+        &[
+            ("fig4", "rcp checkpoints − none's"),
+            ("fig4", "rcp largest WAL / none's"),
+        ],
+    );
 }
 
 #[test]
 fn fig6_full_stack_cuts_the_rate_controlled_tail() {
-    let g = goals("fig6");
-    assert_eq!(g.len(), 1, "{}", format_table(&g));
-    passes(&g, "rcp p99 <= 0.1 x none's");
+    let (g, table) = common::judged("rcp", &["fig6"]);
+    assert_eq!(g.len(), 1, "{table}");
+    common::assert_verdicts(&g, &table, &[]);
 }
 
+/// Fig. 10 on Fig. 4's setup: turning the block layer off costs nothing and turning
+/// user-level handling off costs far more than the paper's 7–33 % (docs/whole-stack.md).
 #[test]
-fn fig10_each_of_the_papers_five_components_matters() {
-    let g = goals("fig10");
-    assert_eq!(g.len(), 5, "{}", format_table(&g));
-    passes(&g, "no cache limits:");
-    passes(&g, "no block layer:");
-    passes(&g, "no kernel-level:");
-    passes(&g, "no user-level:");
-    passes(&g, "no transitivity:");
+fn fig10_one_component_off_at_a_time_on_fig4s_setup() {
+    let (g, table) = common::judged("rcp", &["fig10"]);
+    assert_eq!(g.len(), 5, "{table}");
+    common::assert_verdicts(
+        &g,
+        &table,
+        &[("fig10", "no block layer:"), ("fig10", "no user-level:")],
+    );
 }
 
 /// A short run of the full stack: 4 clients on an 8 MiB database.
