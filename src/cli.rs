@@ -121,6 +121,44 @@ impl CliError {
     }
 }
 
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `-q`/`--quiet` for the whole process: [`warn`] then prints nothing (as fio's
+/// warnings, sluice's are advice; a script that asked for quiet gets none).
+pub fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether `-q` was given ([`set_quiet`]).
+pub fn is_quiet() -> bool {
+    QUIET.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Print `sluice: warning: {w}` on stderr, unless `-q` ([`set_quiet`]).
+pub fn warn(w: impl std::fmt::Display) {
+    if !is_quiet() {
+        eprintln!("sluice: warning: {w}");
+    }
+}
+
+impl CliError {
+    /// Writing to stdout failed because its reader went away (`sluice sim … | head`):
+    /// the command ends quietly with status 0, as fio does.
+    pub fn is_broken_pipe(&self) -> bool {
+        fn io_of(e: &CliError) -> Option<&std::io::Error> {
+            match e {
+                CliError::Io(e) => Some(e),
+                CliError::Metrics(sluice_metrics::MetricsError::Write { source, .. }) => {
+                    Some(source)
+                }
+                CliError::Cell { source, .. } => io_of(source),
+                _ => None,
+            }
+        }
+        io_of(self).is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    }
+}
+
 /// Load the jobs of `path`, or the embedded default job when `path` is `None`.
 /// Returns the jobs and the parser's warnings.
 pub fn load_jobs(

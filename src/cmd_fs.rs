@@ -40,7 +40,7 @@ pub fn refuse(given: bool, option: &str, why: &str) -> Result<(), CliError> {
 pub fn plan(jobs: &[JobSpec], fs: &FsConfig) -> Result<FioPlan, CliError> {
     let plan = fio::check(jobs, fs)?;
     for w in &plan.warnings {
-        eprintln!("sluice: warning: {w}");
+        sluice::cli::warn(w);
     }
     Ok(plan)
 }

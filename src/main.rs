@@ -133,6 +133,13 @@ struct SimArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    sluice::cli::set_quiet(match &cli.cmd {
+        Cmd::Sim(a) => a.out.quiet,
+        Cmd::Run(a) => a.out.quiet,
+        Cmd::Sweep(a) => a.quiet(),
+        Cmd::Calibrate(a) => a.quiet(),
+        _ => false,
+    });
     let result = match cli.cmd {
         Cmd::Sim(args) => cmd_sim(args),
         Cmd::Repro(args) => cmd_repro::cmd_repro(args),
@@ -146,6 +153,8 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // `sluice sim … | head`: the reader has what it wanted (fio ends quietly too).
+        Err(e) if e.is_broken_pipe() => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("sluice: error: {e}");
             ExitCode::from(e.exit_code())
@@ -183,23 +192,23 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
     let (jobs, warnings) =
         load_jobs_with_sets(args.job.as_deref(), args.out.ignore_unknown, &sets)?;
     for w in &warnings {
-        eprintln!("sluice: warning: {w}");
+        sluice::cli::warn(w);
     }
     sluice::cli::check_log_prefixes(&jobs)?;
     if let Some(fs) = cmd_fs::store_of(args.fs.as_deref())? {
         return sim_on_store(&args, &jobs, &fs);
     }
     for w in sluice::cli::raw_file_warnings(&jobs) {
-        eprintln!("sluice: warning: {w}");
+        sluice::cli::warn(w);
     }
     for j in &jobs {
         if let Some(v) = &j.verify {
-            eprintln!(
-                "sluice: warning: job '{}': verify={}: the simulator does not model data, so nothing is checked \
+            sluice::cli::warn(format_args!(
+                "job '{}': verify={}: the simulator does not model data, so nothing is checked \
                  and the job runs without its verify reads; `sluice run` checks it on real files",
                 j.name,
                 v.kind.name()
-            );
+            ));
         }
     }
     let profile = sim_profile(&args)?;

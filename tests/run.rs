@@ -73,7 +73,7 @@ fn short_real_run_reports_fio_fields_and_removes_its_files() {
     assert!(jobs[0]["read"]["iops"].as_f64().unwrap() > 0.0);
     assert!(jobs[0]["read"]["total_ios"].as_u64().unwrap() > 0);
     assert!(
-        jobs[0]["read"]["clat_ns"]["percentile"]["99.900000"]
+        jobs[0]["read"]["lat_ns"]["percentile"]["99.900000"]
             .as_u64()
             .unwrap()
             > 0
@@ -81,9 +81,9 @@ fn short_real_run_reports_fio_fields_and_removes_its_files() {
     assert!(jobs[1]["write"]["bw_bytes"].as_f64().unwrap() > 0.0);
     assert_eq!(jobs[0]["error"], 0);
     assert_eq!(jobs[1]["error"], 0);
-    assert_eq!(v["flows"].as_array().unwrap().len(), 2);
-    assert!(v["fairness"]["jain_index"].as_f64().unwrap() > 0.0);
-    assert_eq!(v["extra"]["engine"], "io_uring");
+    assert_eq!(v["runs"][0]["flows"].as_array().unwrap().len(), 2);
+    assert!(v["runs"][0]["fairness"]["jain_index"].as_f64().unwrap() > 0.0);
+    assert_eq!(v["runs"][0]["extra"]["engine"], "io_uring");
     // Nothing left behind in the data directory; the figures were written.
     assert!(names(&data).is_empty(), "{:?}", names(&data));
     assert!(!names(&plots).is_empty());
@@ -219,7 +219,7 @@ fn an_io_error_is_counted_and_reported_per_job() {
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert!(v["jobs"][0]["error"].as_u64().unwrap() > 0);
     assert!(v["jobs"][0]["read"]["total_ios"].as_u64().unwrap() > 0);
-    assert_eq!(v["extra"]["io_errors"][0]["job"], "r");
+    assert_eq!(v["runs"][0]["extra"]["io_errors"][0]["job"], "r");
 }
 
 #[test]

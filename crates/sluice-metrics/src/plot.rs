@@ -307,7 +307,7 @@ pub fn plot(runs: &[RunReport], dir: &Path) -> Result<Vec<PathBuf>, MetricsError
             };
             let dirs_used = job.dirs().iter().filter(|d| d.1.total_ios > 0).count();
             for (dname, d) in job.dirs() {
-                if d.total_ios == 0 || d.clat_ccdf.is_empty() {
+                if d.total_ios == 0 || d.lat_ccdf.is_empty() {
                     continue;
                 }
                 let label = match (multi, dirs_used > 1) {
@@ -315,7 +315,7 @@ pub fn plot(runs: &[RunReport], dir: &Path) -> Result<Vec<PathBuf>, MetricsError
                     (true, false) => r.policy.clone(),
                     (false, _) => dname.to_string(),
                 };
-                series.push((label, &d.clat_ccdf));
+                series.push((label, &d.lat_ccdf));
             }
         }
         if series.is_empty() {
