@@ -143,6 +143,12 @@ pub fn print_table(runs: &[RunReport], out: &mut dyn Write) -> io::Result<()> {
         ("device", true),
         ("post", true),
     ]);
+    // fio's `err=` of the job line: failed I/Os (under `--faults`, or a real device's
+    // errors), a column only when a job has some.
+    let errors = runs.iter().any(|r| r.jobs.iter().any(|j| j.error > 0));
+    if errors {
+        cols.push(("err", true));
+    }
     let mut t = Table::new(&cols, multi);
     let names = union_names(
         runs.iter()
@@ -181,8 +187,11 @@ pub fn print_table(runs: &[RunReport], out: &mut dyn Write) -> io::Result<()> {
                     Some(j) => {
                         let d = j.dirs().into_iter().find(|(n, _)| *n == dir).unwrap().1;
                         row.extend(dir_cells(d));
+                        if errors {
+                            row.push(j.error.to_string());
+                        }
                     }
-                    None => row.extend(vec!["-".to_string(); 10]),
+                    None => row.extend(vec!["-".to_string(); 10 + usize::from(errors)]),
                 }
                 t.row(row);
             }
@@ -190,7 +199,8 @@ pub fn print_table(runs: &[RunReport], out: &mut dyn Write) -> io::Result<()> {
     }
     writeln!(
         out,
-        "Jobs (latency = reaped - submit; sched/device/post = mean parts)"
+        "Jobs (latency = reaped - submit; sched/device/post = mean parts{})",
+        if errors { "; err = failed I/Os" } else { "" }
     )?;
     t.write(out)?;
     writeln!(out)?;

@@ -765,3 +765,25 @@ fn classes_table_when_a_class_holds_several_jobs() {
     print_table(&[c.finish(10 * MS, "none")], &mut out).unwrap();
     assert!(String::from_utf8(out).unwrap().contains("Classes"));
 }
+
+#[test]
+fn failed_ios_show_as_err_on_the_job_line() {
+    let mut c = Collector::new(setup(&[("a", 1)], &[("x", 0, IoClass::Normal)]));
+    c.record(&sample(0, Op::Read, 4096, MS, (US, 10 * US, 0)));
+    let mut out = Vec::new();
+    print_table(&[c.clone().finish(10 * MS, "none")], &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let header = text.lines().find(|l| l.starts_with("job ")).unwrap();
+    assert!(!header.contains("err"), "{text}");
+    let mut bad = sample(0, Op::Read, 4096, 2 * MS, (US, 10 * US, 0));
+    bad.ok = false;
+    c.record(&bad);
+    c.record_error(0, Op::Read);
+    let mut out = Vec::new();
+    print_table(&[c.finish(10 * MS, "none")], &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let header = text.lines().find(|l| l.starts_with("job ")).unwrap();
+    assert!(header.trim_end().ends_with("err"), "{text}");
+    let row = text.lines().find(|l| l.starts_with("x ")).unwrap();
+    assert!(row.trim_end().ends_with(" 2"), "{text}");
+}
