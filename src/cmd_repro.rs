@@ -106,11 +106,16 @@ pub(crate) fn cmd_repro(args: ReproArgs) -> Result<(), CliError> {
             ),
         }
     };
-    let all = runner::run(&picked, &opts, &progress)?;
-    write!(out, "{}", sluice::repro::format_table(&all))?;
-    if all.iter().any(|g| !g.pass) {
+    let per = runner::run_per_experiment(&picked, &opts, &progress)?;
+    let all: Vec<(&str, sluice::repro::Goal)> = picked
+        .iter()
+        .zip(per)
+        .flat_map(|(p, goals)| goals.into_iter().map(move |g| (p.suite, g)))
+        .collect();
+    write!(out, "{}", sluice::repro::format_suite_table(&all))?;
+    if all.iter().any(|(_, g)| !g.pass) {
         return Err(CliError::GoalsFailed(
-            all.iter().filter(|g| !g.pass).count(),
+            all.iter().filter(|(_, g)| !g.pass).count(),
         ));
     }
     Ok(())

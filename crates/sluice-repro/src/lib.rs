@@ -283,6 +283,80 @@ pub fn format_table(goals: &[Goal]) -> String {
     s
 }
 
+/// Widest a goal's or a measurement's text runs in [`format_suite_table`] before it
+/// wraps onto the next line.
+pub const DETAIL_WIDTH: usize = 56;
+
+/// `text` in lines of at most `width` characters, broken at spaces (a longer word is
+/// cut).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        let mut word: Vec<char> = word.chars().collect();
+        while word.len() > width {
+            if !line.is_empty() {
+                lines.push(std::mem::take(&mut line));
+            }
+            lines.push(word.drain(..width).collect());
+        }
+        let len = line.chars().count();
+        if len > 0 && len + 1 + word.len() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.extend(word);
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// The goals of `sluice repro` as a table: suite, experiment, goal, pass, measured —
+/// the goal and the measurement wrapped at [`DETAIL_WIDTH`] (continuation lines leave
+/// the other cells empty), a rule between experiments.
+pub fn format_suite_table(rows: &[(&str, Goal)]) -> String {
+    let mut t = sluice_metrics::Table::new(
+        &[
+            ("suite", false),
+            ("experiment", false),
+            ("pass", false),
+            ("goal", false),
+            ("measured", false),
+        ],
+        true,
+    );
+    let mut last: Option<(&str, &str)> = None;
+    for (suite, g) in rows {
+        if last != Some((suite, g.experiment.as_str())) {
+            t.rule();
+            last = Some((suite, g.experiment.as_str()));
+        }
+        let goal = wrap(&g.goal, DETAIL_WIDTH);
+        let measured = wrap(&g.measured, DETAIL_WIDTH);
+        for i in 0..goal.len().max(measured.len()) {
+            let first = i == 0;
+            let cell = |s: &str| if first { s.to_string() } else { String::new() };
+            t.row(vec![
+                cell(suite),
+                cell(&g.experiment),
+                cell(if g.pass { "PASS" } else { "FAIL" }),
+                goal.get(i).cloned().unwrap_or_default(),
+                measured.get(i).cloned().unwrap_or_default(),
+            ]);
+        }
+    }
+    let mut out = Vec::new();
+    t.write(&mut out).expect("writing to memory");
+    let mut s = String::from_utf8(out).expect("cells are text");
+    let passed = rows.iter().filter(|(_, g)| g.pass).count();
+    let _ = writeln!(s, "{} passed, {} failed", passed, rows.len() - passed);
+    s
+}
+
 /// Helper for goals on a ratio: pass when `|value − target| ≤ tol`.
 pub fn goal_within(
     experiment: &str,
@@ -312,6 +386,40 @@ mod tests {
         let t = format_table(&goals);
         assert!(t.contains("PASS") && t.contains("FAIL"));
         assert!(t.contains("1 passed, 1 failed"));
+    }
+
+    #[test]
+    fn suite_table_names_the_suite_and_wraps_the_detail() {
+        let long = "a measurement that goes on and on ".repeat(6);
+        let mut g = goal_within("fig6", "ratio 1 ± 0.05", 1.02, 1.0, 0.05);
+        g.measured = long.clone();
+        let rows = vec![
+            ("d2fq", g.clone()),
+            (
+                "rcp-block",
+                goal_within("fig6", "ratio 1 ± 0.05", 1.2, 1.0, 0.05),
+            ),
+        ];
+        let t = format_suite_table(&rows);
+        let header = t.lines().next().unwrap();
+        assert!(header.starts_with("suite"), "{t}");
+        // fig6 of two suites: each line says which.
+        assert!(t
+            .lines()
+            .any(|l| l.starts_with("d2fq ") && l.contains("fig6")));
+        assert!(t
+            .lines()
+            .any(|l| l.starts_with("rcp-block ") && l.contains("fig6")));
+        let widest = t.lines().map(|l| l.chars().count()).max().unwrap();
+        assert!(widest < 2 * DETAIL_WIDTH + 40, "{widest}: {t}");
+        // The long measurement wraps over several lines.
+        assert!(
+            t.lines().filter(|l| l.contains("on and on")).count() >= 3,
+            "{t}"
+        );
+        assert!(t.contains("1 passed, 1 failed"));
+        assert_eq!(wrap("abc defg", 3), vec!["abc", "def", "g"]);
+        assert_eq!(wrap("", 5), vec![""]);
     }
 
     #[test]

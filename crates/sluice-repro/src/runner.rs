@@ -166,6 +166,19 @@ pub fn run(
     opts: &RunOptions,
     progress: &(dyn Fn(Progress<'_>) + Sync),
 ) -> Result<Vec<Goal>, ReproError> {
+    Ok(run_per_experiment(picked, opts, progress)?
+        .into_iter()
+        .flatten()
+        .collect())
+}
+
+/// [`run`], the goals of each picked experiment apart (in `picked`'s order), so a table
+/// can name each goal's suite ([`crate::format_suite_table`]).
+pub fn run_per_experiment(
+    picked: &[Picked],
+    opts: &RunOptions,
+    progress: &(dyn Fn(Progress<'_>) + Sync),
+) -> Result<Vec<Vec<Goal>>, ReproError> {
     let total = picked.len();
     let done = AtomicUsize::new(0);
     let one = |index: usize| {
@@ -202,8 +215,7 @@ pub fn run(
         });
         r
     };
-    let goals = run_ordered(total, opts.jobs, &one)?;
-    Ok(goals.into_iter().flatten().collect())
+    run_ordered(total, opts.jobs, &one)
 }
 
 #[cfg(test)]
