@@ -285,6 +285,9 @@ pub enum OutputFormat {
     /// `--json` file gets the bins too.
     #[value(name = "json+")]
     JsonPlus,
+    /// fio's terse format, version 3: one semicolon-separated line per job
+    /// (`sluice_metrics::terse`).
+    Terse,
 }
 
 /// The output options `sim` and `run` share.
@@ -293,10 +296,15 @@ pub struct OutputArgs {
     /// Write fio-style JSON results here.
     #[arg(long)]
     pub json: Option<std::path::PathBuf>,
-    /// stdout: `normal` (the table), `json`, or `json+` (JSON with fio's latency bins,
-    /// `clat_ns.bins`, which fio's json+ tools read), as fio's `--output-format`.
+    /// stdout: `normal` (the table), `json`, `json+` (JSON with fio's latency bins,
+    /// `clat_ns.bins`, which fio's json+ tools read) or `terse` (fio's terse v3 lines),
+    /// as fio's `--output-format`.
     #[arg(long, value_enum, default_value = "normal")]
     pub output_format: OutputFormat,
+    /// Write what would go to stdout (the table, or the `--output-format` document) to
+    /// this file instead, as fio's `--output`.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
     /// Write SVG figures (latency CCDF per job; bandwidth per flow over time) here.
     #[arg(long)]
     pub plot: Option<std::path::PathBuf>,
@@ -332,10 +340,33 @@ impl OutputArgs {
             }
             check_writable_file(p, "--json")?;
         }
+        if let Some(p) = &self.output {
+            for i in inputs {
+                if same_file(p, i) {
+                    return Err(CliError::Usage(format!(
+                        "--output {}: is the run's input {}; the results would overwrite it: \
+                         give another path",
+                        p.display(),
+                        i.display()
+                    )));
+                }
+            }
+            check_writable_file(p, "--output")?;
+        }
         if let Some(d) = &self.plot {
             check_writable_dir(d, "--plot")?;
         }
         Ok(())
+    }
+
+    /// Where the results go: `--output`'s file (created now), else stdout.
+    pub fn sink(&self) -> Result<Box<dyn std::io::Write>, CliError> {
+        Ok(match &self.output {
+            Some(p) => Box::new(std::io::BufWriter::new(std::fs::File::create(p).map_err(
+                |e| CliError::Usage(format!("--output {}: cannot be written: {e}", p.display())),
+            )?)),
+            None => Box::new(std::io::stdout().lock()),
+        })
     }
 
     /// The results to stdout in the `--output-format` (json+ bins are kept only for
@@ -374,6 +405,7 @@ impl OutputArgs {
         }
         match self.output_format {
             OutputFormat::Normal => sluice_metrics::print_table(reports, out)?,
+            OutputFormat::Terse => out.write_all(sluice_metrics::terse(reports).as_bytes())?,
             OutputFormat::Json | OutputFormat::JsonPlus => {
                 let bytes = sluice_metrics::json_bytes(reports)
                     .map_err(|e| CliError::Io(std::io::Error::other(e)))?;
@@ -381,6 +413,7 @@ impl OutputArgs {
                 writeln!(out)?;
             }
         }
+        out.flush()?;
         self.write_files(reports)?;
         self.write_logs(reports)
     }

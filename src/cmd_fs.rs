@@ -47,7 +47,7 @@ pub fn plan(jobs: &[JobSpec], fs: &FsConfig) -> Result<FioPlan, CliError> {
 
 /// The reports, then the exit status an interruption gives.
 fn finish(out: &OutputArgs, reports: &mut [RunReport], interrupted: bool) -> Result<(), CliError> {
-    out.emit(reports, &mut std::io::stdout().lock())?;
+    out.emit(reports, &mut out.sink()?)?;
     if interrupted {
         return Err(CliError::Interrupted);
     }

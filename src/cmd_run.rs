@@ -220,7 +220,7 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
         }
     }
 
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = args.out.sink()?;
     args.out.emit(&mut reports, &mut stdout)?;
     outcome(interrupted, verify_failed, io_errors)
 }

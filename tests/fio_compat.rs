@@ -125,3 +125,54 @@ fn a_closed_pipe_ends_quietly() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stderr(&o).is_empty(), "{}", stderr(&o));
 }
+
+#[test]
+fn fios_command_line_job_form_output_file_and_terse() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(
+        dir.path(),
+        "j.fio",
+        "[r]\nrw=randread\nbs=4k\nsize=16m\nnumber_ios=2000\n",
+    );
+    let from_file = sluice(&["sim", &job, "-q", "--output-format", "terse"]);
+    assert!(from_file.status.success(), "{}", stderr(&from_file));
+    // The same job as fio's command-line options: the same figures, under `none`.
+    let from_args = sluice(&[
+        "sim",
+        "-q",
+        "--name=r",
+        "--rw=randread",
+        "--bs=4k",
+        "--size=16m",
+        "--number_ios=2000",
+        "--output-format=terse",
+    ]);
+    assert!(from_args.status.success(), "{}", stderr(&from_args));
+    assert_eq!(from_file.stdout, from_args.stdout);
+    let line = String::from_utf8(from_args.stdout).unwrap();
+    let f: Vec<&str> = line.trim_end().split(';').collect();
+    assert_eq!((f[0], f[2], f[3]), ("3", "r", "0"));
+    assert_eq!(f.len(), 121, "{line}");
+    // --output: the results in the file, nothing on stdout.
+    let out = dir.path().join("res.json");
+    let o = sluice(&[
+        "sim",
+        &job,
+        "-q",
+        "--output-format=json",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(o.stdout.is_empty());
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(v["jobs"][0]["jobname"], "r");
+    // A job file and command-line options together are refused; a bad option names
+    // the command line.
+    let o = sluice(&["sim", &job, "--name=x", "--rw=read"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("one or the other"), "{}", stderr(&o));
+    let o = sluice(&["sim", "--name=x", "--rw=sideways"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("<command line>"), "{}", stderr(&o));
+}

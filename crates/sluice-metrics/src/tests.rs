@@ -787,3 +787,31 @@ fn failed_ios_show_as_err_on_the_job_line() {
     let row = text.lines().find(|l| l.starts_with("x ")).unwrap();
     assert!(row.trim_end().ends_with(" 2"), "{text}");
 }
+
+#[test]
+fn terse_v3_has_fios_fields_in_fios_order() {
+    let runs = [small_run("none", 80 * US), small_run("d2fq", 40 * US)];
+    let text = crate::terse(&runs);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "a line per job per run");
+    let f: Vec<&str> = lines[0].split(';').collect();
+    // fio 3.33 writes 130 fields with one disk (its last 9): 5 + 2 × 41 + 5 + 7 + 10 + 12.
+    assert_eq!(f.len(), 5 + 2 * 41 + 5 + 7 + 10 + 12, "{}", lines[0]);
+    assert_eq!(&f[..5], &["3", crate::report::VERSION, "reader", "0", "0"]);
+    let r = &runs[0].jobs[0].read;
+    assert_eq!(f[5], r.io_kbytes.to_string());
+    assert_eq!(f[6], r.bw.to_string());
+    assert_eq!(f[8], r.runtime.to_string());
+    // slat (µs) then clat then its percentiles.
+    assert_eq!(f[9], (r.slat_ns.min / 1000).to_string());
+    assert_eq!(f[13], (r.clat_ns.min / 1000).to_string());
+    assert!(f[17].starts_with("1.000000%="), "{}", f[17]);
+    assert_eq!(f[34], "0%=0", "slots past fio's 17 percentiles");
+    assert_eq!(f[37], (r.lat_ns.min / 1000).to_string());
+    assert!(f[43].ends_with('%'), "bw_agg: {}", f[43]);
+    assert_eq!(
+        lines[2].split(';').nth(3),
+        Some("1"),
+        "the second run's group"
+    );
+}
