@@ -30,7 +30,8 @@ pub struct RunArgs {
     /// Allow block devices as job files (writes destroy their data).
     #[arg(long)]
     allow_device: bool,
-    /// Allow writing to existing files sluice did not create.
+    /// Allow writing to existing files sluice did not create (files under fio's own
+    /// names, `<job>.<thread>.0`, are reused and written without it, as fio does).
     #[arg(long)]
     allow_write_existing: bool,
     /// Keep the files sluice created (default: remove them at the end).

@@ -119,7 +119,7 @@ fn several_policies_run_side_by_side_on_the_same_files() {
 }
 
 #[test]
-fn kept_files_are_not_overwritten_by_a_later_run() {
+fn kept_files_are_reused_as_fio_reuses_its_layout_files() {
     let dir = tempfile::tempdir().unwrap();
     let job = write(
         dir.path(),
@@ -133,15 +133,29 @@ fn kept_files_are_not_overwritten_by_a_later_run() {
     }
     assert!(o.status.success(), "{}", stderr(&o));
     let file = dir.path().join("w.0.0");
-    let before = std::fs::read(&file).unwrap();
-    assert_eq!(before.len(), 1 << 20);
-    let o = sluice(&["run", &job, "-q", "-D", d]);
-    assert_bad_input(&o, &["w.0.0", "exists", "--allow-write-existing"]);
-    assert_eq!(std::fs::read(&file).unwrap(), before);
-    // Told to, it writes the existing file, and does not remove it (it did not create it).
-    let o = sluice(&["run", &job, "-q", "-D", d, "--allow-write-existing"]);
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), 1 << 20);
+    // The file under fio's name is the job's own layout: reused (said so), written,
+    // and not removed (this run did not create it).
+    let o = sluice(&["run", &job, "-D", d]);
     assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("reusing"), "{}", stderr(&o));
     assert!(file.exists());
+    // Any other existing file is written only when told to.
+    let named = write(
+        dir.path(),
+        "n.fio",
+        "[w]\nrw=randwrite\nsize=1m\nruntime=50ms\ntime_based\nfilename=data\n",
+    );
+    std::fs::write(dir.path().join("data"), vec![7u8; 1 << 20]).unwrap();
+    let o = sluice(&["run", &named, "-q", "-D", d]);
+    assert_bad_input(&o, &["data", "exists", "--allow-write-existing"]);
+    assert_eq!(
+        std::fs::read(dir.path().join("data")).unwrap(),
+        vec![7u8; 1 << 20]
+    );
+    let o = sluice(&["run", &named, "-q", "-D", d, "--allow-write-existing"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(dir.path().join("data").exists());
 }
 
 #[test]
