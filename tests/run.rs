@@ -397,7 +397,7 @@ fn verify_checks_on_real_files_and_the_simulator_says_it_does_not() {
         "{e}"
     );
     // The simulator: one line saying data is not modelled, and the run goes on.
-    let o = sluice(&["sim", &job, "--quiet"]);
+    let o = sluice(&["sim", &job]);
     let e = stderr(&o);
     assert_eq!(o.status.code(), Some(0), "{e}");
     let lines: Vec<&str> = e.lines().filter(|l| l.contains("verify")).collect();
