@@ -187,7 +187,7 @@ fn main() -> ExitCode {
             .expect("clients ran");
         let pct = |p: &str| {
             get.read
-                .clat_ns
+                .lat_ns
                 .percentile
                 .0
                 .iter()

@@ -184,7 +184,7 @@ fn main() -> ExitCode {
         .jobs
         .iter()
         .find(|j| j.jobname == "readers/other")
-        .map_or(0.0, |j| j.read.clat_ns.mean);
+        .map_or(0.0, |j| j.read.lat_ns.mean);
     println!(
         "runtime randread qd={qd}: {ios} I/Os in {:.2} s = {:.0} IOPS, mean latency {:.1} µs",
         ns as f64 / 1e9,

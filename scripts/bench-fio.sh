@@ -94,8 +94,8 @@ for j in d["jobs"]:
         s = j[k]
         c = s["total_ios"]
         if c:
-            iops += s["iops"]; lat += s["clat_ns"]["mean"] * c; n += c
-print(iops, lat / max(n, 1), lat / max(n, 1), d["extra"]["ios"])
+            iops += s["iops"]; lat += s["lat_ns"]["mean"] * c; n += c
+print(iops, lat / max(n, 1), lat / max(n, 1), d["runs"][0]["extra"]["ios"])
 EOF
 }
 cpu() { awk '{print $1 + $2}' "$1"; }

@@ -114,8 +114,8 @@ out, parts, rounds = sys.argv[1], sys.argv[2].split(), int(sys.argv[3])
 if "buffered" in parts:
     def one(name, rw):
         d = json.load(open(os.path.join(out, name + ".json")))["jobs"][0][rw]
-        return d["iops"], d["clat_ns"]["percentile"].get("50.000000", 0) / 1000, \
-            d["clat_ns"]["percentile"].get("99.000000", 0) / 1000
+        return d["iops"], d["lat_ns"]["percentile"].get("50.000000", 0) / 1000, \
+            d["lat_ns"]["percentile"].get("99.000000", 0) / 1000
     print(f"buffered 4 KiB random I/O, psync QD1, {rounds} alternating rounds, medians")
     print(f"{'run':<22}{'IOPS':>10}{'p50 us':>10}{'p99 us':>10}")
     med = {}
@@ -134,14 +134,14 @@ if "buffered" in parts:
           f"mount with/without its cache: reads {med['buf-read-mount'][0]/max(med['buf-read-nocache'][0],1):.2f}, "
           f"writes {med['buf-write-mount'][0]/max(med['buf-write-nocache'][0],1):.2f}")
     for r in range(1, rounds + 1):
-        c = json.load(open(os.path.join(out, f"buf-report-{r}.json")))["extra"]["runtime"]["cache"]
+        c = json.load(open(os.path.join(out, f"buf-report-{r}.json")))["runs"][0]["extra"]["runtime"]["cache"]
         print(f"round {r} cache: hits {c['hits']} misses {c['misses']} writebacks {c['writebacks']} "
               f"throttled {c['throttled']} peak dirty {c['peak_dirty']} pages")
 def job(name, j=0):
     d = json.load(open(os.path.join(out, name + ".json")))
     return d["jobs"][j]["read"]
 def pct(r, p):
-    return r["clat_ns"]["percentile"].get(p, 0) / 1000
+    return r["lat_ns"]["percentile"].get(p, 0) / 1000
 if "direct" in parts:
     print("4 KiB random reads, direct=1")
     print(f"{'run':<14}{'IOPS':>10}{'p50 us':>10}{'p99 us':>10}")

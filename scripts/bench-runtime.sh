@@ -52,7 +52,7 @@ sr=()
 for r in $(seq 1 "$ROUNDS"); do
     a=$("$RT" --real "$DIR" --file "$FILE" --qd 32 --secs "$SECS" --cores "$CORES" | sed -E 's/.*= ([0-9]+) IOPS.*/\1/')
     "$SLUICE" run "$WORK/rr.fio" -D "$DIR" --allow-write-existing --workers "$CORES" -q --json "$WORK/r.json" >/dev/null
-    b=$(python3 -c "import json,sys; d=json.load(open('$WORK/r.json')); r=d['runs'][0] if 'runs' in d else d; print(round(r['jobs'][0]['read']['iops']))")
+    b=$(python3 -c "import json,sys; d=json.load(open('$WORK/r.json')); print(round(d['jobs'][0]['read']['iops']))")
     rt+=("$a"); sr+=("$b")
     echo "   round $r: runtime $a IOPS, sluice run $b IOPS"
 done

@@ -28,7 +28,7 @@ figures() {
     python3 - "$1" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))["jobs"][0]
-s, w = j["sync"]["clat_ns"], j["write"]["clat_ns"]
+s, w = j["sync"]["lat_ns"], j["write"]["lat_ns"]
 p = lambda d, k: d["percentile"][k] / 1e3
 print(f'{p(s, "50.000000"):.2f} {p(s, "99.000000"):.2f} {s["mean"] / 1e3:.2f} {p(w, "50.000000"):.2f}')
 PY

@@ -27,16 +27,21 @@ done
 
 python3 - "$WORK" "$ROUNDS" "$POLICIES" <<'PY'
 import json, statistics, sys
+
+
+def with_jobs(d):
+    """sluice's JSON: each run of `runs` with its jobs (fio's `jobs`, by groupid)."""
+    return [dict(r, jobs=[j for j in d["jobs"] if j["groupid"] == i]) for i, r in enumerate(d["runs"])]
 work, rounds, pols = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(",")
 med = statistics.median
 rows = {p: [] for p in pols}
 for r in range(1, rounds + 1):
-    for run in json.load(open(f"{work}/fr.r{r}.json"))["runs"]:
+    for run in with_jobs(json.load(open(f"{work}/fr.r{r}.json"))):
         crit = next(c for c in run["classes"] if c["class"] == "critical")
-        lat = crit["clat_ns"]
+        lat = crit["lat_ns"]
         co = [j for j in run["jobs"] if j["class"] != "critical"]
         bw = sum(j["read"]["bw_bytes"] + j["write"]["bw_bytes"] for j in co)
-        co_lat = [j[d]["clat_ns"]["mean"] for j in co for d in ("read", "write") if j[d]["clat_ns"]["N"]]
+        co_lat = [j[d]["lat_ns"]["mean"] for j in co for d in ("read", "write") if j[d]["lat_ns"]["N"]]
         rows[run["policy"]].append({
             "iops": crit["iops"], "mean": lat["mean"], "p50": lat["percentile"]["50.000000"],
             "p99": lat["percentile"]["99.000000"], "p999": lat["percentile"]["99.900000"],

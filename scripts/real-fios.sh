@@ -30,6 +30,11 @@ done
 
 python3 - "$WORK" "$ROUNDS" "$POLICIES" <<'PY'
 import json, statistics, sys
+
+
+def with_jobs(d):
+    """sluice's JSON: each run of `runs` with its jobs (fio's `jobs`, by groupid)."""
+    return [dict(r, jobs=[j for j in d["jobs"] if j["groupid"] == i]) for i, r in enumerate(d["runs"])]
 work, rounds = sys.argv[1], int(sys.argv[2])
 # The policies as the runs name them (a spec with parameters holds commas itself, so the
 # list is read from the results rather than split from the command line).
@@ -37,8 +42,8 @@ pols = []
 med = statistics.median
 
 def lat_iops(job):
-    n = sum(job[d]["clat_ns"]["N"] for d in ("read", "write", "sync"))
-    s = sum(job[d]["clat_ns"]["mean"] * job[d]["clat_ns"]["N"] for d in ("read", "write", "sync"))
+    n = sum(job[d]["lat_ns"]["N"] for d in ("read", "write", "sync"))
+    s = sum(job[d]["lat_ns"]["mean"] * job[d]["lat_ns"]["N"] for d in ("read", "write", "sync"))
     return s / n, sum(job[d]["iops"] for d in ("read", "write", "sync"))
 
 # A round's alone-run is one noisy sample of the disk, so the slowdown is taken from
@@ -51,7 +56,7 @@ for c, title in (("fios-r1w1", "1 reader + 1 writer, 4 KB"),
         a = {j["jobname"]: lat_iops(j) for j in json.load(open(f"{work}/{c}-alone.r{r}.json"))["jobs"]}
         for t, v in a.items():
             alone.setdefault(t, []).append(v)
-        for run in json.load(open(f"{work}/{c}.r{r}.json"))["runs"]:
+        for run in with_jobs(json.load(open(f"{work}/{c}.r{r}.json"))):
             p = run["policy"]
             if p not in pols:
                 pols.append(p)

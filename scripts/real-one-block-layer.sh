@@ -31,13 +31,18 @@ done
 
 python3 - "$WORK" "$ROUNDS" <<'PY'
 import json, statistics, sys
+
+
+def with_jobs(d):
+    """sluice's JSON: each run of `runs` with its jobs (fio's `jobs`, by groupid)."""
+    return [dict(r, jobs=[j for j in d["jobs"] if j["groupid"] == i]) for i, r in enumerate(d["runs"])]
 work, rounds = sys.argv[1], int(sys.argv[2])
 med = statistics.median
 fail = False
 def runs(name, w):
     out = {}
     for r in range(1, rounds + 1):
-        for run in json.load(open(f"{work}/{name}.{w}.r{r}.json"))["runs"]:
+        for run in with_jobs(json.load(open(f"{work}/{name}.{w}.r{r}.json"))):
             out.setdefault(run["policy"], []).append(run)
     return out
 print("\n1. D2FQ weighted shares (flows 8:6:4:2), medians of", rounds, "rounds")
@@ -67,7 +72,7 @@ for w in ["default", "1"]:
         nw = rs[p][0]["extra"]["workers"]
         peak = med([run["extra"]["block"]["peak_inflight"] for run in rs[p]])
         iops = med([sum(j["read"]["iops"] for j in run["jobs"]) for run in rs[p]])
-        lat = med([statistics.mean(j["read"]["clat_ns"]["mean"] for j in run["jobs"]) for run in rs[p]]) / 1e3
+        lat = med([statistics.mean(j["read"]["lat_ns"]["mean"] for j in run["jobs"]) for run in rs[p]]) / 1e3
         goal = ""
         if p == "ld":
             worst = max(run["extra"]["block"]["peak_inflight"] for run in rs[p])

@@ -40,6 +40,11 @@ done
 
 python3 - "$WORK" "$ROUNDS" "${CASES[@]}" <<'PY'
 import json, statistics, sys
+
+
+def with_jobs(d):
+    """sluice's JSON: each run of `runs` with its jobs (fio's `jobs`, by groupid)."""
+    return [dict(r, jobs=[j for j in d["jobs"] if j["groupid"] == i]) for i, r in enumerate(d["runs"])]
 work, rounds, cases = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 pols = ["none", "d2fq", "mqfq", "bfq:max_budget=256"]
 label = {"1flow-qd1": "1 flow QD1", "1flow-qd2": "1 flow QD2", "1flow-qd4": "1 flow QD4",
@@ -59,7 +64,7 @@ for c in cases:
     iops = {p: [] for p in pols}
     cpu = {p: [] for p in pols}
     for r in range(1, rounds + 1):
-        for run in json.load(open(f"{work}/{c}.r{r}.json"))["runs"]:
+        for run in with_jobs(json.load(open(f"{work}/{c}.r{r}.json"))):
             e = run["extra"]
             p = run["policy"]
             v[p].append(e["policy_ns_per_io"])

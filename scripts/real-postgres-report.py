@@ -116,7 +116,7 @@ for m in modes:
         x = j.get(op)
         if not isinstance(x, dict) or not x.get("total_ios"):
             continue
-        pc = x["clat_ns"].get("percentile", {})
+        pc = x["lat_ns"].get("percentile", {})
         print(f"| {m} | {j['flow']} | {j['class']} | {op} | {x['total_ios']} | "
               f"{x['io_bytes'] / 2**20:.1f} | {pc.get('50.000000', 0) / 1000:.0f} | "
               f"{pc.get('99.000000', 0) / 1000:.0f} | {pc.get('99.900000', 0) / 1000:.0f} |")

@@ -124,6 +124,44 @@ impl CliError {
     }
 }
 
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `-q`/`--quiet` for the whole process: [`warn`] then prints nothing (as fio's
+/// warnings, sluice's are advice; a script that asked for quiet gets none).
+pub fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether `-q` was given ([`set_quiet`]).
+pub fn is_quiet() -> bool {
+    QUIET.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Print `sluice: warning: {w}` on stderr, unless `-q` ([`set_quiet`]).
+pub fn warn(w: impl std::fmt::Display) {
+    if !is_quiet() {
+        eprintln!("sluice: warning: {w}");
+    }
+}
+
+impl CliError {
+    /// Writing to stdout failed because its reader went away (`sluice sim … | head`):
+    /// the command ends quietly with status 0, as fio does.
+    pub fn is_broken_pipe(&self) -> bool {
+        fn io_of(e: &CliError) -> Option<&std::io::Error> {
+            match e {
+                CliError::Io(e) => Some(e),
+                CliError::Metrics(sluice_metrics::MetricsError::Write { source, .. }) => {
+                    Some(source)
+                }
+                CliError::Cell { source, .. } => io_of(source),
+                _ => None,
+            }
+        }
+        io_of(self).is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    }
+}
+
 /// Load the jobs of `path`, or the embedded default job when `path` is `None`.
 /// Returns the jobs and the parser's warnings.
 pub fn load_jobs(
@@ -250,6 +288,9 @@ pub enum OutputFormat {
     /// `--json` file gets the bins too.
     #[value(name = "json+")]
     JsonPlus,
+    /// fio's terse format, version 3: one semicolon-separated line per job
+    /// (`sluice_metrics::terse`).
+    Terse,
 }
 
 /// The output options `sim` and `run` share.
@@ -258,10 +299,15 @@ pub struct OutputArgs {
     /// Write fio-style JSON results here.
     #[arg(long)]
     pub json: Option<std::path::PathBuf>,
-    /// stdout: `normal` (the table), `json`, or `json+` (JSON with fio's latency bins,
-    /// `clat_ns.bins`, which fio's json+ tools read), as fio's `--output-format`.
+    /// stdout: `normal` (the table), `json`, `json+` (JSON with fio's latency bins,
+    /// `clat_ns.bins`, which fio's json+ tools read) or `terse` (fio's terse v3 lines),
+    /// as fio's `--output-format`.
     #[arg(long, value_enum, default_value = "normal")]
     pub output_format: OutputFormat,
+    /// Write what would go to stdout (the table, or the `--output-format` document) to
+    /// this file instead, as fio's `--output`.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
     /// Write SVG figures (latency CCDF per job; bandwidth per flow over time) here.
     #[arg(long)]
     pub plot: Option<std::path::PathBuf>,
@@ -297,10 +343,33 @@ impl OutputArgs {
             }
             check_writable_file(p, "--json")?;
         }
+        if let Some(p) = &self.output {
+            for i in inputs {
+                if same_file(p, i) {
+                    return Err(CliError::Usage(format!(
+                        "--output {}: is the run's input {}; the results would overwrite it: \
+                         give another path",
+                        p.display(),
+                        i.display()
+                    )));
+                }
+            }
+            check_writable_file(p, "--output")?;
+        }
         if let Some(d) = &self.plot {
             check_writable_dir(d, "--plot")?;
         }
         Ok(())
+    }
+
+    /// Where the results go: `--output`'s file (created now), else stdout.
+    pub fn sink(&self) -> Result<Box<dyn std::io::Write>, CliError> {
+        Ok(match &self.output {
+            Some(p) => Box::new(std::io::BufWriter::new(std::fs::File::create(p).map_err(
+                |e| CliError::Usage(format!("--output {}: cannot be written: {e}", p.display())),
+            )?)),
+            None => Box::new(std::io::stdout().lock()),
+        })
     }
 
     /// The results to stdout in the `--output-format` (json+ bins are kept only for
@@ -339,6 +408,7 @@ impl OutputArgs {
         }
         match self.output_format {
             OutputFormat::Normal => sluice_metrics::print_table(reports, out)?,
+            OutputFormat::Terse => out.write_all(sluice_metrics::terse(reports).as_bytes())?,
             OutputFormat::Json | OutputFormat::JsonPlus => {
                 let bytes = sluice_metrics::json_bytes(reports)
                     .map_err(|e| CliError::Io(std::io::Error::other(e)))?;
@@ -346,6 +416,7 @@ impl OutputArgs {
                 writeln!(out)?;
             }
         }
+        out.flush()?;
         self.write_files(reports)?;
         self.write_logs(reports)
     }

@@ -60,6 +60,13 @@ fn bad(msg: String) -> CliError {
     CliError::Calibrate(calibrate::CalibrateError::BadInput(msg))
 }
 
+impl CalibrateArgs {
+    /// `-q`.
+    pub(crate) fn quiet(&self) -> bool {
+        self.quiet
+    }
+}
+
 pub fn cmd_calibrate(args: CalibrateArgs) -> Result<(), CliError> {
     let name = profile_name(&args)?;
     if let Some(file) = &args.refit {
@@ -102,7 +109,7 @@ pub fn cmd_calibrate(args: CalibrateArgs) -> Result<(), CliError> {
         b.finish_and_clear();
     }
     for w in target.warnings() {
-        eprintln!("sluice: warning: {w}");
+        sluice::cli::warn(w);
     }
     if !quiet {
         eprintln!(

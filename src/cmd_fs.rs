@@ -40,14 +40,14 @@ pub fn refuse(given: bool, option: &str, why: &str) -> Result<(), CliError> {
 pub fn plan(jobs: &[JobSpec], fs: &FsConfig) -> Result<FioPlan, CliError> {
     let plan = fio::check(jobs, fs)?;
     for w in &plan.warnings {
-        eprintln!("sluice: warning: {w}");
+        sluice::cli::warn(w);
     }
     Ok(plan)
 }
 
 /// The reports, then the exit status an interruption gives.
 fn finish(out: &OutputArgs, reports: &mut [RunReport], interrupted: bool) -> Result<(), CliError> {
-    out.emit(reports, &mut std::io::stdout().lock())?;
+    out.emit(reports, &mut out.sink()?)?;
     if interrupted {
         return Err(CliError::Interrupted);
     }

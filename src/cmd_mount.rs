@@ -68,6 +68,7 @@ pub fn cmd_mount(args: MountArgs) -> Result<(), CliError> {
     let out = OutputArgs {
         json: args.json.clone(),
         output_format: args.output_format,
+        output: None,
         plot: None,
         ignore_unknown: false,
         quiet: args.quiet,
@@ -138,5 +139,5 @@ pub fn cmd_mount(args: MountArgs) -> Result<(), CliError> {
     })
     .map_err(|e| CliError::Usage(e.to_string()))?;
     let mut reports = vec![served.report];
-    out.emit(&mut reports, &mut std::io::stdout().lock())
+    out.emit(&mut reports, &mut out.sink()?)
 }

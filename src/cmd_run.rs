@@ -30,7 +30,8 @@ pub struct RunArgs {
     /// Allow block devices as job files (writes destroy their data).
     #[arg(long)]
     allow_device: bool,
-    /// Allow writing to existing files sluice did not create.
+    /// Allow writing to existing files sluice did not create (files under fio's own
+    /// names, `<job>.<thread>.0`, are reused and written without it, as fio does).
     #[arg(long)]
     allow_write_existing: bool,
     /// Keep the files sluice created (default: remove them at the end).
@@ -68,7 +69,7 @@ pub struct RunArgs {
     #[command(flatten)]
     cache: sluice::cli::CacheArgs,
     #[command(flatten)]
-    out: OutputArgs,
+    pub(crate) out: OutputArgs,
 }
 
 fn parse_wrr(s: &str) -> Result<[u32; 3], CliError> {
@@ -94,7 +95,7 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
     args.out.check_inputs(&[&args.job])?;
     let (jobs, warnings) = load_jobs(Some(&args.job), args.out.ignore_unknown)?;
     for w in &warnings {
-        eprintln!("sluice: warning: {w}");
+        sluice::cli::warn(w);
     }
     sluice::cli::check_log_prefixes(&jobs)?;
     let specs: Vec<PolicySpec> = parse_policy_list(&args.policy)?;
@@ -106,7 +107,7 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
         return run_on_store(&args, &jobs, &fs, &specs);
     }
     for w in sluice::cli::raw_file_warnings(&jobs) {
-        eprintln!("sluice: warning: {w}");
+        sluice::cli::warn(w);
     }
     let threads: u64 = jobs.iter().map(|j| j.numjobs as u64).sum();
     if let Some(w) = args.workers.filter(|&w| w > threads) {
@@ -166,14 +167,20 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
         b.finish_and_clear();
     }
     for w in &files.plan().warnings {
-        eprintln!("sluice: warning: {w}");
+        sluice::cli::warn(w);
     }
 
     let mut verify_failed = 0u64;
     let mut io_errors = 0u64;
     let (mut reports, interrupted) =
         sluice::cli::each_policy(&specs, "run", show_progress, &stop, |spec, progress| {
-            let out = engine::run(&jobs, &files, spec, &cfg, &stop, progress)?;
+            let started_unix_ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64);
+            let before = rusage();
+            let mut out = engine::run(&jobs, &files, spec, &cfg, &stop, progress)?;
+            cpu_fields(&mut out.report, &out.stats, &before, &rusage());
+            out.report.started_unix_ms = started_unix_ms;
             let st = &out.stats;
             if !args.out.quiet {
                 let secs = st.wall_ns as f64 / 1e9;
@@ -227,9 +234,39 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
         }
     }
 
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = args.out.sink()?;
     args.out.emit(&mut reports, &mut stdout)?;
     outcome(interrupted, verify_failed, io_errors)
+}
+
+/// The process's resource use (`getrusage(RUSAGE_SELF)`: every thread's).
+fn rusage() -> libc::rusage {
+    // SAFETY: getrusage fills the struct it is given; a zeroed rusage is a valid value.
+    unsafe {
+        let mut r: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut r);
+        r
+    }
+}
+
+/// fio's `usr_cpu`, `sys_cpu` (percent of the run's wall time), `ctx`, `majf` and
+/// `minf` of every job: the process's, over the run (sluice's workers serve every job
+/// together, so the figures are the run's, not one job's).
+fn cpu_fields(
+    report: &mut sluice::metrics::RunReport,
+    st: &sluice::engine::EngineStats,
+    before: &libc::rusage,
+    after: &libc::rusage,
+) {
+    let wall = st.wall_ns.max(1) as f64;
+    let d = |a: libc::c_long, b: libc::c_long| (a - b).max(0) as u64;
+    for j in &mut report.jobs {
+        j.usr_cpu = st.cpu_user_ns as f64 * 100.0 / wall;
+        j.sys_cpu = st.cpu_sys_ns as f64 * 100.0 / wall;
+        j.ctx = d(after.ru_nvcsw, before.ru_nvcsw) + d(after.ru_nivcsw, before.ru_nivcsw);
+        j.majf = d(after.ru_majflt, before.ru_majflt);
+        j.minf = d(after.ru_minflt, before.ru_minflt);
+    }
 }
 
 /// The exit of a run that reported: interrupted (130), blocks that failed their verify

@@ -87,6 +87,13 @@ pub(crate) struct SweepArgs {
     quiet: bool,
 }
 
+impl SweepArgs {
+    /// `-q`.
+    pub(crate) fn quiet(&self) -> bool {
+        self.quiet
+    }
+}
+
 #[derive(clap::Subcommand, Debug)]
 enum SweepCmd {
     /// Join cell files (`--cell N --json FILE`) of one sweep into its table, CSV and JSON.
@@ -171,7 +178,7 @@ pub(crate) fn cmd_sweep(args: SweepArgs) -> Result<(), CliError> {
         b.finish_and_clear();
     }
     for w in &warnings {
-        eprintln!("sluice: warning: {w}");
+        sluice::cli::warn(w);
     }
     if !args.quiet {
         eprintln!(
@@ -217,7 +224,7 @@ fn write_file(p: &Path, bytes: &[u8]) -> Result<(), CliError> {
 fn list(sweep: &Sweep, dir: &Path) -> Result<(), CliError> {
     let n = sweep.len();
     for w in sweep.check()? {
-        eprintln!("sluice: warning: {w}");
+        sluice::cli::warn(w);
     }
     let width = (n.saturating_sub(1)).to_string().len();
     let mut out = std::io::stdout().lock();
@@ -236,11 +243,11 @@ fn warn_logs(sweep: &Sweep) -> Result<(), CliError> {
         .iter()
         .find(|j| j.logs.bw.is_some() || j.logs.lat.is_some() || j.logs.iops.is_some())
     {
-        eprintln!(
-            "sluice: warning: job '{}' asks for fio log files; a sweep writes none (replay a \
+        sluice::cli::warn(format_args!(
+            "job '{}' asks for fio log files; a sweep writes none (replay a \
              cell with its `sluice sim` command to get them)",
             j.name
-        );
+        ));
     }
     Ok(())
 }
@@ -259,7 +266,7 @@ fn cmd_merge(m: MergeArgs) -> Result<(), CliError> {
     let names: Vec<String> = m.files.iter().map(|p| p.display().to_string()).collect();
     let (merged, note) = merge(files, &names, m.partial)?;
     if let Some(n) = note {
-        eprintln!("sluice: warning: sweep merge: {n}");
+        sluice::cli::warn(format_args!("sweep merge: {n}"));
     }
     emit(&merged, m.csv.as_deref(), m.json.as_deref())
 }

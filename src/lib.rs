@@ -35,5 +35,6 @@ pub use sluice_store as store;
 pub use sluice_workload as workload;
 
 pub mod cli;
+pub mod cmdline_job;
 pub mod jobset;
 pub mod sweep;

@@ -129,10 +129,39 @@ struct SimArgs {
     cache: sluice::cli::CacheArgs,
     #[command(flatten)]
     out: OutputArgs,
+    /// The job text of fio's command-line form (`--name=r --rw=randread …`), taken
+    /// from the arguments before clap reads them.
+    #[arg(skip)]
+    cmdline_job: Option<String>,
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // fio's command-line job form (`sluice sim --name=r --rw=randread …`).
+    let own: Vec<(String, bool)> = {
+        use clap::CommandFactory;
+        let cmd = Cli::command();
+        let sim = cmd.find_subcommand("sim").expect("sim is a subcommand");
+        sim.get_arguments()
+            .filter_map(|a| {
+                a.get_long()
+                    .map(|l| (l.to_owned(), a.get_action().takes_values()))
+            })
+            .chain([("help".to_string(), false)])
+            .collect()
+    };
+    let (argv, cmdline_job) =
+        sluice::cmdline_job::split(std::env::args_os().collect(), "sim", &own);
+    let mut cli = Cli::parse_from(argv);
+    if let Cmd::Sim(a) = &mut cli.cmd {
+        a.cmdline_job = cmdline_job;
+    }
+    sluice::cli::set_quiet(match &cli.cmd {
+        Cmd::Sim(a) => a.out.quiet,
+        Cmd::Run(a) => a.out.quiet,
+        Cmd::Sweep(a) => a.quiet(),
+        Cmd::Calibrate(a) => a.quiet(),
+        _ => false,
+    });
     let result = match cli.cmd {
         Cmd::Sim(args) => cmd_sim(args),
         Cmd::Repro(args) => cmd_repro::cmd_repro(args),
@@ -146,6 +175,8 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // `sluice sim … | head`: the reader has what it wanted (fio ends quietly too).
+        Err(e) if e.is_broken_pipe() => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("sluice: error: {e}");
             ExitCode::from(e.exit_code())
@@ -180,30 +211,46 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
         .iter()
         .map(|s| JobSet::parse(s))
         .collect::<Result<Vec<_>, _>>()?;
-    let (jobs, warnings) =
-        load_jobs_with_sets(args.job.as_deref(), args.out.ignore_unknown, &sets)?;
+    let (jobs, warnings) = match &args.cmdline_job {
+        Some(_) if args.job.is_some() => {
+            return Err(CliError::Usage(
+                "a job file and fio's command-line job options (--name=…, --rw=…) together; \
+                 give one or the other"
+                    .into(),
+            ))
+        }
+        Some(text) => sluice::jobset::parse_with_sets(
+            text,
+            sluice::cmdline_job::ORIGIN,
+            &sluice::workload::ParseOptions {
+                ignore_unknown: args.out.ignore_unknown,
+            },
+            &sets,
+        )?,
+        None => load_jobs_with_sets(args.job.as_deref(), args.out.ignore_unknown, &sets)?,
+    };
     for w in &warnings {
-        eprintln!("sluice: warning: {w}");
+        sluice::cli::warn(w);
     }
     sluice::cli::check_log_prefixes(&jobs)?;
     if let Some(fs) = cmd_fs::store_of(args.fs.as_deref())? {
         return sim_on_store(&args, &jobs, &fs);
     }
     for w in sluice::cli::raw_file_warnings(&jobs) {
-        eprintln!("sluice: warning: {w}");
+        sluice::cli::warn(w);
     }
     for j in &jobs {
         if let Some(v) = &j.verify {
-            eprintln!(
-                "sluice: warning: job '{}': verify={}: the simulator does not model data, so nothing is checked \
+            sluice::cli::warn(format_args!(
+                "job '{}': verify={}: the simulator does not model data, so nothing is checked \
                  and the job runs without its verify reads; `sluice run` checks it on real files",
                 j.name,
                 v.kind.name()
-            );
+            ));
         }
     }
     let profile = sim_profile(&args)?;
-    let default_policies = if args.job.is_none() {
+    let default_policies = if args.job.is_none() && args.cmdline_job.is_none() {
         vec!["none,ld,rcp".to_string()]
     } else {
         vec!["none".to_string()]
@@ -272,11 +319,12 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
             report.extra.fios = Some(fig);
         }
     }
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = args.out.sink()?;
     args.out.emit(&mut reports, &mut stdout)?;
     if args.alone && !interrupted && args.out.output_format == OutputFormat::Normal {
         sluice::cli::print_fios(&reports, &mut stdout)?;
     }
+    stdout.flush()?;
     if interrupted {
         return Err(CliError::Interrupted);
     }

@@ -55,12 +55,12 @@ fn the_report_does_not_grow_with_the_run() {
     assert!(len < 2 << 20, "report is {len} bytes");
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let bins = v["bw_series"]["flows"][0]["bw_bytes"]
+    let bins = v["runs"][0]["bw_series"]["flows"][0]["bw_bytes"]
         .as_array()
         .unwrap()
         .len();
     assert!(bins <= 4096, "{bins} bins");
-    let rows = v["extra"]["policy_series"]["t_ns"]
+    let rows = v["runs"][0]["extra"]["policy_series"]["t_ns"]
         .as_array()
         .unwrap()
         .len();

@@ -43,13 +43,13 @@ fn json_has_fio_fields_flows_and_fairness() {
     assert_eq!(jobs[0]["jobname"], "crit");
     assert!(jobs[0]["read"]["iops"].as_f64().unwrap() > 0.0);
     assert!(
-        jobs[0]["read"]["clat_ns"]["percentile"]["99.900000"]
+        jobs[0]["read"]["lat_ns"]["percentile"]["99.900000"]
             .as_u64()
             .unwrap()
             > 0
     );
     assert!(jobs[1]["write"]["bw_bytes"].as_f64().unwrap() > 0.0);
-    let flows = v["flows"].as_array().unwrap();
+    let flows = v["runs"][0]["flows"].as_array().unwrap();
     assert_eq!(flows.len(), 2);
     assert_eq!(flows[1]["weight"], 6);
     // The critical job's flow is served for latency: left out of the shares, which are
@@ -62,8 +62,8 @@ fn json_has_fio_fields_flows_and_fairness() {
         .map(|f| f["share"].as_f64().unwrap())
         .sum();
     assert!((total - 1.0).abs() < 1e-9);
-    assert!(v["fairness"]["jain_index"].as_f64().unwrap() > 0.0);
-    assert_eq!(v["fairness"]["active_flows"], 1);
+    assert!(v["runs"][0]["fairness"]["jain_index"].as_f64().unwrap() > 0.0);
+    assert_eq!(v["runs"][0]["fairness"]["active_flows"], 1);
 }
 
 #[test]
@@ -85,8 +85,13 @@ fn several_policies_give_runs_side_by_side() {
     let runs = v["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2);
     assert_eq!(runs[0]["policy"], "none");
-    // The same job, seed and policy: identical results.
-    assert_eq!(runs[0]["jobs"], runs[1]["jobs"]);
+    // The same job, seed and policy: identical results (fio's jobs, one group per run).
+    let jobs = v["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 4);
+    assert_eq!(jobs[0]["groupid"], 0);
+    assert_eq!(jobs[2]["groupid"], 1);
+    assert_eq!(jobs[0]["read"], jobs[2]["read"]);
+    assert_eq!(jobs[1]["write"], jobs[3]["write"]);
 }
 
 #[test]
@@ -137,9 +142,13 @@ fn unknown_option_names_file_line_option() {
     let dir = tempfile::tempdir().unwrap();
     let job = write(dir.path(), "u.fio", "[a]\nrw=read\nsize=1m\nfrobnicate=3\n");
     assert_bad_input(&sluice(&["sim", &job]), &["u.fio", ":4", "frobnicate"]);
-    let o = sluice(&["sim", &job, "-q", "--ignore-unknown"]);
+    let o = sluice(&["sim", &job, "--ignore-unknown"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("frobnicate"), "warning expected");
+    // -q silences warnings too.
+    let o = sluice(&["sim", &job, "-q", "--ignore-unknown"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
 }
 
 #[test]
@@ -234,7 +243,7 @@ fn transfer_override() {
         assert!(o.status.success(), "{}", stderr(&o));
         let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
         assert_eq!(v["jobs"][0]["jobname"], "crit");
-        v["jobs"][0]["read"]["clat_ns"]["mean"].as_f64().unwrap()
+        v["jobs"][0]["read"]["lat_ns"]["mean"].as_f64().unwrap()
     };
     let shared = crit_mean(&[]);
     assert_eq!(crit_mean(&["--transfer", "shared"]), shared);
@@ -264,7 +273,7 @@ fn alone_reports_fios_figures() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("FIOS figures"));
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let f = &v["extra"]["fios"];
+    let f = &v["runs"][0]["extra"]["fios"];
     assert_eq!(f["proportional_slowdown"], 2.0);
     let tasks = f["tasks"].as_array().unwrap();
     assert_eq!(tasks.len(), 2);
@@ -330,9 +339,9 @@ fn sim_faults_count_errors_and_bad_specs_are_refused() {
     assert!(errors > 0);
     // The block layer also counts failures after the jobs' time-based end, which the
     // report leaves out (as fio does with late completions).
-    assert!(v["extra"]["block"]["failed"].as_u64().unwrap() >= errors);
+    assert!(v["runs"][0]["extra"]["block"]["failed"].as_u64().unwrap() >= errors);
     assert!(
-        v["extra"]["device_faults"]["media_errors"]
+        v["runs"][0]["extra"]["device_faults"]["media_errors"]
             .as_u64()
             .unwrap()
             > 0

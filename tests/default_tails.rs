@@ -26,7 +26,7 @@ fn reader_p50_p99(profile: &DeviceProfile) -> (f64, f64) {
         .iter()
         .find(|j| j.jobname == "critical-reader")
         .expect("critical reader");
-    let p = &reader.read.clat_ns.percentile;
+    let p = &reader.read.lat_ns.percentile;
     (
         p.get(50.0).expect("p50") as f64,
         p.get(99.0).expect("p99") as f64,

@@ -112,7 +112,7 @@ fn buffered_reads_on_the_store_go_through_a_read_cache_of_the_page_cache_s_size(
         assert!(o.status.success(), "{}", stderr(&o));
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         assert_eq!(v["jobs"][0]["read"]["total_ios"], 512);
-        v["jobs"][0]["read"]["clat_ns"]["mean"].as_f64().unwrap()
+        v["jobs"][0]["read"]["lat_ns"]["mean"].as_f64().unwrap()
     };
     // The file fits a 64 MiB cache: after the first pass every read is a copy. A
     // 64 KiB cache (16 blocks) holds a quarter of it: nearly every read goes to the
@@ -133,9 +133,12 @@ fn create_on_open_on_raw_files_says_it_is_not_acted_on() {
         "c.fio",
         "[w]\nrw=write\nsize=64k\ncreate_on_open=1\n",
     );
-    let o = sluice(&["sim", &job, "-q"]);
+    let o = sluice(&["sim", &job]);
     assert!(o.status.success());
     assert!(stderr(&o).contains("create_on_open=1 is acted on only on the journaled store"));
+    // -q silences warnings.
+    let o = sluice(&["sim", &job, "-q"]);
+    assert!(!stderr(&o).contains("create_on_open"), "{}", stderr(&o));
     let o = sluice(&["sim", &job, "-q", "--fs", "compound"]);
     assert!(o.status.success());
     assert!(!stderr(&o).contains("create_on_open"), "{}", stderr(&o));
@@ -166,7 +169,7 @@ fn run_on_the_store_in_a_temporary_directory() {
     let e = stderr(&o);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["jobs"][0]["sync"]["total_ios"], 18);
-    assert_eq!(v["extra"]["engine"], "io_uring");
+    assert_eq!(v["runs"][0]["extra"]["engine"], "io_uring");
     assert!(e.contains("removed the store"), "{e}");
     assert!(!dir.path().join("sluice-fio-store.img").exists());
 }
@@ -186,7 +189,7 @@ fn buffered_reads_on_a_real_store_hit_its_read_cache() {
     };
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["jobs"][0]["read"]["total_ios"], 512);
-    let cache = &v["extra"]["runtime"]["cache"];
+    let cache = &v["runs"][0]["extra"]["runtime"]["cache"];
     let (hits, misses) = (
         cache["hits"].as_u64().unwrap(),
         cache["misses"].as_u64().unwrap(),
@@ -260,7 +263,7 @@ fn ctrl_c_during_a_simulation_on_the_store_prints_what_was_measured() {
     let w = &v["jobs"][0];
     assert!(w["write"]["total_ios"].as_u64().unwrap() > 0, "{w}");
     assert!(w["sync"]["total_ios"].as_u64().unwrap() > 0, "{w}");
-    assert_eq!(v["extra"]["runtime"]["interrupted"], true);
+    assert_eq!(v["runs"][0]["extra"]["runtime"]["interrupted"], true);
     // Without the stop, the same job's report has no such mark.
     let short = write(dir.path(), "short.fio", JOB);
     let o = sluice(&[
@@ -274,7 +277,9 @@ fn ctrl_c_during_a_simulation_on_the_store_prints_what_was_measured() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert!(v["extra"]["runtime"].get("interrupted").is_none());
+    assert!(v["runs"][0]["extra"]["runtime"]
+        .get("interrupted")
+        .is_none());
 }
 
 #[test]

@@ -73,7 +73,7 @@ fn short_real_run_reports_fio_fields_and_removes_its_files() {
     assert!(jobs[0]["read"]["iops"].as_f64().unwrap() > 0.0);
     assert!(jobs[0]["read"]["total_ios"].as_u64().unwrap() > 0);
     assert!(
-        jobs[0]["read"]["clat_ns"]["percentile"]["99.900000"]
+        jobs[0]["read"]["lat_ns"]["percentile"]["99.900000"]
             .as_u64()
             .unwrap()
             > 0
@@ -81,9 +81,9 @@ fn short_real_run_reports_fio_fields_and_removes_its_files() {
     assert!(jobs[1]["write"]["bw_bytes"].as_f64().unwrap() > 0.0);
     assert_eq!(jobs[0]["error"], 0);
     assert_eq!(jobs[1]["error"], 0);
-    assert_eq!(v["flows"].as_array().unwrap().len(), 2);
-    assert!(v["fairness"]["jain_index"].as_f64().unwrap() > 0.0);
-    assert_eq!(v["extra"]["engine"], "io_uring");
+    assert_eq!(v["runs"][0]["flows"].as_array().unwrap().len(), 2);
+    assert!(v["runs"][0]["fairness"]["jain_index"].as_f64().unwrap() > 0.0);
+    assert_eq!(v["runs"][0]["extra"]["engine"], "io_uring");
     // Nothing left behind in the data directory; the figures were written.
     assert!(names(&data).is_empty(), "{:?}", names(&data));
     assert!(!names(&plots).is_empty());
@@ -119,7 +119,7 @@ fn several_policies_run_side_by_side_on_the_same_files() {
 }
 
 #[test]
-fn kept_files_are_not_overwritten_by_a_later_run() {
+fn kept_files_are_reused_as_fio_reuses_its_layout_files() {
     let dir = tempfile::tempdir().unwrap();
     let job = write(
         dir.path(),
@@ -133,15 +133,29 @@ fn kept_files_are_not_overwritten_by_a_later_run() {
     }
     assert!(o.status.success(), "{}", stderr(&o));
     let file = dir.path().join("w.0.0");
-    let before = std::fs::read(&file).unwrap();
-    assert_eq!(before.len(), 1 << 20);
-    let o = sluice(&["run", &job, "-q", "-D", d]);
-    assert_bad_input(&o, &["w.0.0", "exists", "--allow-write-existing"]);
-    assert_eq!(std::fs::read(&file).unwrap(), before);
-    // Told to, it writes the existing file, and does not remove it (it did not create it).
-    let o = sluice(&["run", &job, "-q", "-D", d, "--allow-write-existing"]);
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), 1 << 20);
+    // The file under fio's name is the job's own layout: reused (said so), written,
+    // and not removed (this run did not create it).
+    let o = sluice(&["run", &job, "-D", d]);
     assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("reusing"), "{}", stderr(&o));
     assert!(file.exists());
+    // Any other existing file is written only when told to.
+    let named = write(
+        dir.path(),
+        "n.fio",
+        "[w]\nrw=randwrite\nsize=1m\nruntime=50ms\ntime_based\nfilename=data\n",
+    );
+    std::fs::write(dir.path().join("data"), vec![7u8; 1 << 20]).unwrap();
+    let o = sluice(&["run", &named, "-q", "-D", d]);
+    assert_bad_input(&o, &["data", "exists", "--allow-write-existing"]);
+    assert_eq!(
+        std::fs::read(dir.path().join("data")).unwrap(),
+        vec![7u8; 1 << 20]
+    );
+    let o = sluice(&["run", &named, "-q", "-D", d, "--allow-write-existing"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(dir.path().join("data").exists());
 }
 
 #[test]
@@ -219,7 +233,7 @@ fn an_io_error_is_counted_and_reported_per_job() {
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert!(v["jobs"][0]["error"].as_u64().unwrap() > 0);
     assert!(v["jobs"][0]["read"]["total_ios"].as_u64().unwrap() > 0);
-    assert_eq!(v["extra"]["io_errors"][0]["job"], "r");
+    assert_eq!(v["runs"][0]["extra"]["io_errors"][0]["job"], "r");
 }
 
 #[test]
@@ -383,7 +397,7 @@ fn verify_checks_on_real_files_and_the_simulator_says_it_does_not() {
         "{e}"
     );
     // The simulator: one line saying data is not modelled, and the run goes on.
-    let o = sluice(&["sim", &job, "--quiet"]);
+    let o = sluice(&["sim", &job]);
     let e = stderr(&o);
     assert_eq!(o.status.code(), Some(0), "{e}");
     let lines: Vec<&str> = e.lines().filter(|l| l.contains("verify")).collect();

@@ -182,13 +182,10 @@ fn each_row_replays_with_its_command() {
     assert_eq!(row["job"], "crit");
     assert_eq!(row["iops"], crit["iops"]);
     assert_eq!(row["bw_bytes"], crit["bw_bytes"]);
-    assert_eq!(
-        row["lat_p99_ns"],
-        crit["clat_ns"]["percentile"]["99.000000"]
-    );
+    assert_eq!(row["lat_p99_ns"], crit["lat_ns"]["percentile"]["99.000000"]);
     assert_eq!(
         row["lat_p99_9_ns"],
-        crit["clat_ns"]["percentile"]["99.900000"]
+        crit["lat_ns"]["percentile"]["99.900000"]
     );
     // The seeds differ, so the cells differ (the seed is not ignored).
     assert_ne!(cells[10]["jobs"][0], cells[11]["jobs"][0]);
@@ -339,7 +336,7 @@ fn buffered_cells_carry_the_page_cache_options() {
     assert_eq!(c["jobs"][0]["iops"], sim["jobs"][0]["write"]["iops"]);
     assert_eq!(
         c["jobs"][0]["lat_p99_ns"],
-        sim["jobs"][0]["write"]["clat_ns"]["percentile"]["99.000000"]
+        sim["jobs"][0]["write"]["lat_ns"]["percentile"]["99.000000"]
     );
     // The page cache's size matters, so the option is not ignored.
     let small = dir.path().join("small.json");
@@ -429,10 +426,10 @@ fn fs_is_an_axis_and_each_row_replays_on_its_file_system() {
         let sim: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         let w = &sim["jobs"][0]["write"];
         assert_eq!(c["jobs"][0]["iops"], w["iops"]);
-        assert_eq!(c["jobs"][0]["lat_mean_ns"], w["clat_ns"]["mean"]);
+        assert_eq!(c["jobs"][0]["lat_mean_ns"], w["lat_ns"]["mean"]);
         assert_eq!(
             c["jobs"][0]["lat_p99_ns"],
-            w["clat_ns"]["percentile"]["99.000000"]
+            w["lat_ns"]["percentile"]["99.000000"]
         );
     }
     let csv = String::from_utf8(std::fs::read(&csv).unwrap()).unwrap();

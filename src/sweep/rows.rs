@@ -154,7 +154,7 @@ impl CellRow {
             .filter(|c| c.ios > 0)
             .map(|c| ClassRow {
                 class: c.class.name().to_string(),
-                m: Headline::of(c.iops, c.bw_bytes, &c.clat_ns),
+                m: Headline::of(c.iops, c.bw_bytes, &c.lat_ns),
             })
             .collect();
         (jobs, classes, report.fairness.jain_index)
@@ -162,7 +162,7 @@ impl CellRow {
 }
 
 fn dir_headline(d: &DirReport) -> Headline {
-    Headline::of(d.iops, d.bw_bytes, &d.clat_ns)
+    Headline::of(d.iops, d.bw_bytes, &d.lat_ns)
 }
 
 /// Which sweep the cells belong to.

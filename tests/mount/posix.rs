@@ -447,9 +447,14 @@ fn concurrent_unaligned_writes_to_shared_blocks_lose_nothing() {
 /// The page cache's counters in the report at unmount.
 fn cache_stat(end: &crate::support::Ended, key: &str) -> u64 {
     let v = end.json.as_ref().expect("the JSON report");
-    v["extra"]["runtime"]["cache"][key]
+    v["runs"][0]["extra"]["runtime"]["cache"][key]
         .as_u64()
-        .unwrap_or_else(|| panic!("no cache.{key} in the report: {}", v["extra"]["runtime"]))
+        .unwrap_or_else(|| {
+            panic!(
+                "no cache.{key} in the report: {}",
+                v["runs"][0]["extra"]["runtime"]
+            )
+        })
 }
 
 #[test]

@@ -55,7 +55,8 @@ fn fio_verifies_its_data_through_the_mount() {
     assert!(end.ok, "{}", end.stderr);
     // The buffered jobs went through the page cache: fio's verify pass read its
     // pages back from it, and the flusher or fio's close wrote them back.
-    let cache = &end.json.as_ref().expect("the JSON report")["extra"]["runtime"]["cache"];
+    let cache =
+        &end.json.as_ref().expect("the JSON report")["runs"][0]["extra"]["runtime"]["cache"];
     assert!(
         cache["hits"].as_u64().unwrap_or(0) > 0,
         "cache hits: {cache}"
@@ -170,7 +171,7 @@ fn callers_classes_and_rules_reach_the_tables() {
         !class_of("never", "idle"),
         "a rule that does not match changes nothing"
     );
-    let flows = json["flows"].as_array().unwrap();
+    let flows = json["runs"][0]["flows"].as_array().unwrap();
     let readers = flows
         .iter()
         .find(|f| f["name"] == "readers" || f["flow"] == "readers");
@@ -364,7 +365,7 @@ fn sigterm_unmounts_and_prints_the_tables() {
         end.stdout
     );
     let json = end.json.expect("--json written");
-    assert_eq!(json["policy"], "ld");
+    assert_eq!(json["runs"][0]["policy"], "ld");
     let bytes: u64 = json["jobs"]
         .as_array()
         .unwrap()

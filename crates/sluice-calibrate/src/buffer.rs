@@ -142,8 +142,8 @@ pub fn probe(
         bursts.push(Burst {
             bytes,
             iops: w.iops,
-            lat_mean_ns: w.clat_ns.mean,
-            lat_p99_ns: w.clat_ns.percentile.get(99.0).unwrap_or(0) as f64,
+            lat_mean_ns: w.lat_ns.mean,
+            lat_p99_ns: w.lat_ns.percentile.get(99.0).unwrap_or(0) as f64,
         });
     }
     let (size_bytes, verdict) = analyse(&bursts);

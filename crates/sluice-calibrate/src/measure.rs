@@ -43,15 +43,15 @@ impl Window {
             bw += (j.read.bw_bytes + j.write.bw_bytes) as f64;
             reads += j.read.total_ios;
             writes += j.write.total_ios;
-            rl = j.read.clat_ns.mean;
-            wl = j.write.clat_ns.mean;
+            rl = j.read.lat_ns.mean;
+            wl = j.write.lat_ns.mean;
         }
         let class = r.classes.iter().find(|c| c.ios > 0);
-        let pct = |p: f64| class.and_then(|c| c.clat_ns.percentile.get(p)).unwrap_or(0) as f64;
+        let pct = |p: f64| class.and_then(|c| c.lat_ns.percentile.get(p)).unwrap_or(0) as f64;
         Window {
             iops,
             bw_bytes: bw,
-            lat_mean_ns: class.map_or(0.0, |c| c.clat_ns.mean),
+            lat_mean_ns: class.map_or(0.0, |c| c.lat_ns.mean),
             lat_p50_ns: pct(50.0),
             lat_p99_ns: pct(99.0),
             read_lat_mean_ns: rl,
@@ -198,7 +198,7 @@ pub fn measure_point(
                 .classes
                 .iter()
                 .find(|c| c.ios > 0)
-                .map_or((0, Vec::new()), |c| (c.ios, c.clat_ccdf.clone())),
+                .map_or((0, Vec::new()), |c| (c.ios, c.lat_ccdf.clone())),
         );
         let iops: Vec<f64> = windows.iter().map(|w| w.iops).collect();
         if agreeing_tail(&iops, plan.agree, plan.tolerance) {

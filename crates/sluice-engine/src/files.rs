@@ -9,7 +9,10 @@
 //!
 //! Rules: a file that does not exist is created and pre-filled with pseudo-random data
 //! (fio's "laying out IO file"), and removed at the end unless kept. An existing file
-//! is read as it is; it is written only with `allow_write_existing`. A block device is
+//! is read as it is. One under fio's own name for a job's file (`<name>.<t>.0`, as fio
+//! or `--keep-files` laid it out) is reused as fio reuses it — written too — when it
+//! holds the job's region; any other existing file (`filename=`) is written only with
+//! `allow_write_existing`. A block device is
 //! used only with `allow_device`. Every check — directory, O_DIRECT support, logical
 //! block size alignment, size, free space — runs before the first file is created.
 
@@ -284,6 +287,9 @@ pub fn plan(
     // Which file each thread uses, and the bytes each file must hold: the one plan
     // of the address space every world uses (sluice-fio), keyed by the file's path.
     let mut paths: Vec<PathBuf> = Vec::new();
+    // The paths under fio's own names (`<name>.<t>.0`): fio's layout files.
+    let mut fio_named: std::collections::BTreeSet<PathBuf> = Default::default();
+    let mut warnings: Vec<String> = Vec::new();
     for job in jobs {
         for t in 0..job.numjobs {
             paths.push(match &job.filename {
@@ -295,7 +301,9 @@ pub fn plan(
                             job: job.name.clone(),
                         });
                     }
-                    dir.join(format!("{}.{t}.0", job.name))
+                    let p = dir.join(format!("{}.{t}.0", job.name));
+                    fio_named.insert(p.clone());
+                    p
                 }
             });
         }
@@ -373,7 +381,7 @@ pub fn plan(
                         path: f.path.clone(),
                         job,
                     });
-                } else if f.writes && !allow_write_existing {
+                } else if f.writes && !allow_write_existing && !fio_named.contains(&f.path) {
                     return Err(EngineError::WriteExisting {
                         path: f.path.clone(),
                         job,
@@ -403,6 +411,13 @@ pub fn plan(
                         size,
                         need: f.size,
                     });
+                }
+                if f.writes && !f.device && !allow_write_existing && fio_named.contains(&f.path) {
+                    warnings.push(format!(
+                        "job '{job}': reusing {} (a job file under fio's name, {size} bytes): \
+                         its writes overwrite it, as fio's do; it is kept at the end",
+                        f.path.display()
+                    ));
                 }
             }
         }
@@ -480,7 +495,6 @@ pub fn plan(
         }
     }
 
-    let mut warnings = Vec::new();
     for f in &files {
         let at = if f.create {
             f.path.parent().unwrap_or(dir)
@@ -677,11 +691,26 @@ mod tests {
         assert!(data.iter().any(|&b| b != 0));
         drop(set);
         assert!(!path.exists());
-        // An existing file is not written without permission.
+        // A file under fio's name for the job (fio laid it out) is reused, written too,
+        // when it holds the region; not created, so not removed.
         std::fs::write(dir.path().join("w.0.0"), vec![0u8; 4 << 20]).unwrap();
+        let p = plan(&j, dir.path(), false, false).unwrap();
+        assert!(!p.files[0].create);
+        assert!(
+            p.warnings.iter().any(|w| w.contains("reusing")),
+            "{:?}",
+            p.warnings
+        );
+        // Too small: refused, as before.
+        std::fs::write(dir.path().join("w.0.0"), vec![0u8; 1 << 20]).unwrap();
         let e = plan(&j, dir.path(), false, false).unwrap_err();
+        assert!(matches!(e, EngineError::TooSmall { .. }), "{e}");
+        // Any other existing file (filename=) is not written without permission.
+        let named = jobs("[w]\nrw=write\nsize=1m\nfilename=data\n");
+        std::fs::write(dir.path().join("data"), vec![0u8; 4 << 20]).unwrap();
+        let e = plan(&named, dir.path(), false, false).unwrap_err();
         assert!(matches!(e, EngineError::WriteExisting { .. }), "{e}");
-        assert!(plan(&j, dir.path(), false, true).is_ok());
+        assert!(plan(&named, dir.path(), false, true).is_ok());
     }
 
     #[test]

@@ -80,9 +80,9 @@ fn a_critical_writer_beside_a_background_writer_is_not_throttled_with_class_limi
     let crit = &out.report.jobs[1].write;
     assert!(crit.total_ios > 0);
     assert!(
-        crit.clat_ns.percentile.get(50.0).unwrap_or(u64::MAX) < 100_000,
+        crit.lat_ns.percentile.get(50.0).unwrap_or(u64::MAX) < 100_000,
         "{:?}",
-        crit.clat_ns.percentile
+        crit.lat_ns.percentile
     );
 }
 

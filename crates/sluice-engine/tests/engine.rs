@@ -47,13 +47,13 @@ fn size_based_job_transfers_exactly_its_size_and_cleans_up() {
     assert_eq!(w.error, 0);
     let r = &out.report.jobs[1];
     assert_eq!(r.read.io_bytes, 2 << 20);
-    assert!(r.read.clat_ns.mean > 0.0);
+    assert!(r.read.lat_ns.mean > 0.0);
     // Device time dominates and the parts add up to the total.
     let parts = r.read.sched_ns.mean + r.read.device_ns.mean + r.read.post_ns.mean;
     assert!(
-        (parts - r.read.clat_ns.mean).abs() < 1.0,
+        (parts - r.read.lat_ns.mean).abs() < 1.0,
         "{parts} vs {}",
-        r.read.clat_ns.mean
+        r.read.lat_ns.mean
     );
     assert_eq!(out.report.extra.engine, "io_uring");
     assert_eq!(out.stats.ios, 64 + 512);

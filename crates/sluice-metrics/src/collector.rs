@@ -28,6 +28,8 @@ pub struct RunSetup {
     /// Width of one bandwidth-over-time bin; 0 means 100 ms. [`RunSetup::interval_for`]
     /// picks one from the planned run length.
     pub interval_ns: Nanos,
+    /// The `[global]` options as written (fio's `global options`).
+    pub global_options: Vec<(String, String)>,
 }
 
 impl RunSetup {
@@ -61,6 +63,7 @@ impl RunSetup {
                     flow: f.index(),
                     class: s.class,
                     threads: s.numjobs,
+                    options: s.job_options.clone(),
                 })
                 .collect(),
             flows: flows
@@ -76,6 +79,10 @@ impl RunSetup {
                 })
                 .collect(),
             interval_ns: interval_ns.unwrap_or_else(|| RunSetup::interval_for(expected_ns)),
+            global_options: jobs
+                .first()
+                .map(|j| j.global_options.clone())
+                .unwrap_or_default(),
         }
     }
 }
@@ -91,6 +98,8 @@ pub struct JobInfo {
     pub class: IoClass,
     /// How many threads (fio `numjobs`) issue the job's I/O; reported only.
     pub threads: u32,
+    /// The job section's own options as written (fio's `job options`).
+    pub options: Vec<(String, String)>,
 }
 
 /// One flow (tenant).
@@ -131,19 +140,20 @@ pub struct Sample {
     pub ok: bool,
 }
 
-/// The four latency parts of one group of samples.
+/// The total latency and its three parts, of one group of samples.
 #[derive(Debug, Clone)]
 struct Breakdown {
-    clat: Lat,
+    /// Total: reaped − submit (fio's `lat`).
+    lat: Lat,
     sched: Lat,
     device: Lat,
     post: Lat,
 }
 
 impl Breakdown {
-    fn new(clat_hist: bool, parts_hist: bool) -> Breakdown {
+    fn new(lat_hist: bool, parts_hist: bool) -> Breakdown {
         Breakdown {
-            clat: Lat::new(clat_hist),
+            lat: Lat::new(lat_hist),
             sched: Lat::new(parts_hist),
             device: Lat::new(parts_hist),
             post: Lat::new(parts_hist),
@@ -151,8 +161,8 @@ impl Breakdown {
     }
 
     #[inline]
-    fn add(&mut self, clat: u64, sched: u64, device: u64, post: u64) {
-        self.clat.add(clat);
+    fn add(&mut self, lat: u64, sched: u64, device: u64, post: u64) {
+        self.lat.add(lat);
         self.sched.add(sched);
         self.device.add(device);
         self.post.add(post);
@@ -160,7 +170,7 @@ impl Breakdown {
 
     /// Add `other`'s samples (the histograms this breakdown keeps).
     fn merge(&mut self, other: &Breakdown) {
-        self.clat.merge(&other.clat);
+        self.lat.merge(&other.lat);
         self.sched.merge(&other.sched);
         self.device.merge(&other.device);
         self.post.merge(&other.post);
@@ -172,26 +182,88 @@ struct Dir {
     ios: u64,
     bytes: u64,
     lat: Breakdown,
+    /// fio's completion latency: reaped − dispatch, with fio's json+ bins.
+    clat: Lat,
+    /// `(bytes, I/Os)` per bandwidth bin (the flows' bins), for fio's `bw_min`, …
+    bins: Vec<(u64, u64)>,
+}
+
+/// fio's bandwidth and IOPS samples of one direction: one per bandwidth bin wholly
+/// inside the job's window.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct BwStats {
+    pub(crate) bw_min: u64,
+    pub(crate) bw_max: u64,
+    pub(crate) bw_mean: f64,
+    pub(crate) bw_dev: f64,
+    pub(crate) iops_min: u64,
+    pub(crate) iops_max: u64,
+    pub(crate) iops_mean: f64,
+    pub(crate) iops_dev: f64,
+    pub(crate) samples: u64,
+}
+
+/// Mean and sample standard deviation.
+fn mean_dev(v: &[f64]) -> (f64, f64) {
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    let dev = if v.len() > 1 {
+        (v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1.0)).sqrt()
+    } else {
+        0.0
+    };
+    (mean, dev)
 }
 
 impl Dir {
     fn new() -> Dir {
-        let mut d = Dir {
+        Dir {
             ios: 0,
             bytes: 0,
             lat: Breakdown::new(true, true),
-        };
-        d.lat.clat = Lat::with_plat();
-        d
+            clat: Lat::with_plat(),
+            bins: Vec::new(),
+        }
     }
 
-    fn report(&self, runtime_ns: u64) -> DirReport {
+    /// The samples of bins `first..last` (each `interval_ns` wide).
+    fn bw_stats(&self, first: usize, last: usize, interval_ns: Nanos) -> BwStats {
+        if first >= last {
+            return BwStats::default();
+        }
+        let secs = interval_ns as f64 / 1e9;
+        let (bw, iops): (Vec<f64>, Vec<f64>) = (first..last)
+            .map(|b| {
+                let (bytes, ios) = self.bins.get(b).copied().unwrap_or((0, 0));
+                (bytes as f64 / 1024.0 / secs, ios as f64 / secs)
+            })
+            .unzip();
+        let (bw_mean, bw_dev) = mean_dev(&bw);
+        let (iops_mean, iops_dev) = mean_dev(&iops);
+        let lo = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min).round() as u64;
+        let hi = |v: &[f64]| v.iter().copied().fold(0.0, f64::max).round() as u64;
+        BwStats {
+            bw_min: lo(&bw),
+            bw_max: hi(&bw),
+            bw_mean,
+            bw_dev,
+            iops_min: lo(&iops),
+            iops_max: hi(&iops),
+            iops_mean,
+            iops_dev,
+            samples: bw.len() as u64,
+        }
+    }
+
+    fn report(&self, runtime_ns: u64, bw: BwStats) -> DirReport {
         let secs = runtime_ns as f64 / 1e9;
         let (bw_bytes, iops) = if runtime_ns > 0 {
             (self.bytes as f64 / secs, self.ios as f64 / secs)
         } else {
             (0.0, 0.0)
         };
+        let mut slat = self.lat.sched.report();
+        slat.percentile = Default::default();
         DirReport {
             io_bytes: self.bytes,
             io_kbytes: self.bytes / 1024,
@@ -200,13 +272,56 @@ impl Dir {
             iops,
             runtime: runtime_ns / 1_000_000,
             total_ios: self.ios,
-            clat_ns: self.lat.clat.report(),
+            short_ios: 0,
+            drop_ios: 0,
+            slat_ns: slat,
+            clat_ns: self.clat.report(),
+            lat_ns: self.lat.lat.report(),
+            bw_min: bw.bw_min,
+            bw_max: bw.bw_max,
+            // Filled in by `finish`, which sees every job.
+            bw_agg: 0.0,
+            bw_mean: bw.bw_mean,
+            bw_dev: bw.bw_dev,
+            bw_samples: bw.samples,
+            iops_min: bw.iops_min,
+            iops_max: bw.iops_max,
+            iops_mean: bw.iops_mean,
+            iops_stddev: bw.iops_dev,
+            iops_samples: bw.samples,
             sched_ns: self.lat.sched.report(),
             device_ns: self.lat.device.report(),
             post_ns: self.lat.post.report(),
-            clat_ccdf: self.lat.clat.ccdf(),
+            lat_ccdf: self.lat.lat.ccdf(),
         }
     }
+}
+
+/// fio's latency buckets (`io_u_lat_n`, `_u`, `_m`): 10 below 1 µs, 10 below 1 ms, 12
+/// from 1 ms on; see [`lat_bucket`].
+pub(crate) const LAT_BUCKETS: usize = 32;
+
+/// The bucket of a completion latency of `ns`, as fio's `io_u_mark_latency`: below
+/// 1 µs by ns (< 2, 4, 10, 20, 50, 100, 250, 500, 750, 1000), below 1 ms the same by µs,
+/// then by ms (< 2, 4, 10, 20, 50, 100, 250, 500, 750, 1000, 2000, and ≥ 2000).
+#[inline]
+pub(crate) fn lat_bucket(ns: u64) -> usize {
+    const EDGES: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
+    let (v, base) = if ns < 1_000 {
+        (ns, 0)
+    } else if ns < 1_000_000 {
+        (ns / 1_000, 10)
+    } else {
+        let ms = ns / 1_000_000;
+        if ms >= 2000 {
+            return LAT_BUCKETS - 1;
+        }
+        if ms >= 1000 {
+            return LAT_BUCKETS - 2;
+        }
+        (ms, 20)
+    };
+    base + EDGES.iter().position(|&e| v < e).unwrap_or(9)
 }
 
 #[derive(Debug, Clone)]
@@ -220,6 +335,8 @@ struct JobAcc {
     /// figures are the job's, summed when needed).
     mixed: bool,
     errors: u64,
+    /// Completions per fio latency bucket ([`lat_bucket`]).
+    lat_buckets: [u64; LAT_BUCKETS],
     start_ns: Nanos,
     done_ns: Option<Nanos>,
 }
@@ -231,6 +348,7 @@ impl JobAcc {
             admit: Lat::new(true),
             mixed: false,
             errors: 0,
+            lat_buckets: [0; LAT_BUCKETS],
             start_ns,
             done_ns: None,
         }
@@ -432,7 +550,8 @@ impl Collector {
             job.errors += 1;
             return;
         }
-        let clat = s.reaped_ns.saturating_sub(s.submit_ns);
+        let lat = s.reaped_ns.saturating_sub(s.submit_ns);
+        let clat = s.reaped_ns.saturating_sub(s.dispatch_ns);
         let sched = s.dispatch_ns.saturating_sub(s.submit_ns);
         let device = s.device_done_ns.saturating_sub(s.dispatch_ns);
         let post = s.reaped_ns.saturating_sub(s.device_done_ns);
@@ -456,17 +575,10 @@ impl Collector {
             let class = &mut self.classes[s.class.index()];
             class.ios += 1;
             class.bytes += bytes;
-            class.lat.add(clat, sched, device, post);
+            class.lat.add(lat, sched, device, post);
             class.admit.add(admit);
         }
-        let dir = &mut job.dirs[dir_index(s.op)];
-        dir.ios += 1;
-        dir.bytes += bytes;
-        dir.lat.add(clat, sched, device, post);
-
         let fi = info.flow;
-        self.flows[fi].ios += 1;
-        self.flows[fi].bytes += bytes;
         let rel = s.reaped_ns.saturating_sub(self.origin_ns);
         let (lo, hi, last) = self.last_bin;
         let bin = if lo <= rel && rel < hi {
@@ -474,6 +586,21 @@ impl Collector {
         } else {
             self.find_bin(rel)
         };
+        let job = &mut self.jobs[s.job];
+        job.lat_buckets[lat_bucket(clat)] += 1;
+        let dir = &mut job.dirs[dir_index(s.op)];
+        dir.ios += 1;
+        dir.bytes += bytes;
+        dir.lat.add(lat, sched, device, post);
+        dir.clat.add(clat);
+        if bin >= dir.bins.len() {
+            dir.bins.resize(bin + 1, (0, 0));
+        }
+        dir.bins[bin].0 += bytes;
+        dir.bins[bin].1 += 1;
+
+        self.flows[fi].ios += 1;
+        self.flows[fi].bytes += bytes;
         let flow = &mut self.flows[fi];
         if bin >= flow.bins.len() {
             flow.bins.resize(bin + 1, 0);
@@ -500,6 +627,15 @@ impl Collector {
         for f in &mut self.flows {
             let merged: Vec<u64> = f.bins.chunks(2).map(|c| c.iter().sum()).collect();
             f.bins = merged;
+        }
+        for j in &mut self.jobs {
+            for d in &mut j.dirs {
+                d.bins = d
+                    .bins
+                    .chunks(2)
+                    .map(|c| c.iter().fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1)))
+                    .collect();
+            }
         }
         self.interval_ns *= 2;
         self.last_bin = NO_BIN;

@@ -109,8 +109,8 @@ fn lat_and_iops(j: &JobReport) -> (f64, f64, u64) {
     let mut sum = 0.0;
     let mut iops = 0.0;
     for (_, d) in j.dirs() {
-        n += d.clat_ns.n;
-        sum += d.clat_ns.mean * d.clat_ns.n as f64;
+        n += d.lat_ns.n;
+        sum += d.lat_ns.mean * d.lat_ns.n as f64;
         iops += d.iops;
     }
     let mean = if n == 0 { 0.0 } else { sum / n as f64 };
@@ -191,6 +191,7 @@ mod tests {
                     flow: i,
                     class: IoClass::Normal,
                     threads: 1,
+                    options: Vec::new(),
                 })
                 .collect(),
             flows: names
@@ -202,6 +203,7 @@ mod tests {
                 })
                 .collect(),
             interval_ns: 100 * MS,
+            global_options: Vec::new(),
         });
         for (j, &n) in ios.iter().enumerate() {
             for k in 0..n {

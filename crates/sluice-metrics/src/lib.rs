@@ -47,6 +47,7 @@ mod lat;
 mod plot;
 mod report;
 mod table;
+mod terse;
 mod text_table;
 
 pub use collector::{
@@ -65,6 +66,7 @@ pub use report::{
     FlowSeries, JobReport, LatReport, Percentiles, RunReport, SteadyReport, FIO_PERCENTILES,
 };
 pub use table::{fmt_count, fmt_mib, fmt_ns, print_table};
+pub use terse::terse;
 pub use text_table::Table;
 
 pub use sluice_core::{IoClass, Nanos, Op};

@@ -68,19 +68,21 @@ fn ccdf_svg(title: &str, series: &[(String, &[(u64, f64)])]) -> Result<String, S
         let mut chart = ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 22))
             .margin(15)
+            // Room for the last x tick label, centred on the plot's right edge.
+            .margin_right(40)
             .x_label_area_size(45)
             .y_label_area_size(70)
             .build_cartesian_2d((xlo..xhi).log_scale(), (ymin..1.0).log_scale())
             .map_err(|e| e.to_string())?;
         chart
             .configure_mesh()
-            .x_desc("completion latency (µs)")
+            .x_desc("latency, submit to reaped (µs)")
             .y_desc("fraction of I/Os slower (1 - CDF)")
             .y_label_formatter(&|v| format!("{v:.0e}"))
             .draw()
             .map_err(|e| e.to_string())?;
         for (i, (label, points)) in series.iter().enumerate() {
-            let color = Palette99::pick(i).to_rgba();
+            let color = series_colour(i);
             chart
                 .draw_series(LineSeries::new(
                     points
@@ -130,6 +132,8 @@ fn bw_svg(run: &RunReport) -> Result<String, String> {
                 ("sans-serif", 22),
             )
             .margin(15)
+            // Room for the last x tick label, centred on the plot's right edge.
+            .margin_right(40)
             .x_label_area_size(45)
             .y_label_area_size(70)
             .build_cartesian_2d(0.0..tmax, 0.0..ymax)
@@ -141,7 +145,7 @@ fn bw_svg(run: &RunReport) -> Result<String, String> {
             .draw()
             .map_err(|e| e.to_string())?;
         for (i, f) in s.flows.iter().enumerate() {
-            let color = Palette99::pick(i).to_rgba();
+            let color = series_colour(i);
             // One point per bin at its middle.
             let points = f
                 .bw_bytes
@@ -222,6 +226,8 @@ fn xy_svg(
         builder
             .caption(title, ("sans-serif", 22))
             .margin(15)
+            // Room for the last x tick label, centred on the plot's right edge.
+            .margin_right(40)
             .x_label_area_size(45)
             .y_label_area_size(70);
         macro_rules! draw {
@@ -234,7 +240,7 @@ fn xy_svg(
                     .draw()
                     .map_err(|e| e.to_string())?;
                 for (i, s) in series.iter().enumerate() {
-                    let color = Palette99::pick(i).to_rgba();
+                    let color = series_colour(i);
                     chart
                         .draw_series(LineSeries::new(
                             s.points.iter().copied(),
@@ -307,7 +313,7 @@ pub fn plot(runs: &[RunReport], dir: &Path) -> Result<Vec<PathBuf>, MetricsError
             };
             let dirs_used = job.dirs().iter().filter(|d| d.1.total_ios > 0).count();
             for (dname, d) in job.dirs() {
-                if d.total_ios == 0 || d.clat_ccdf.is_empty() {
+                if d.total_ios == 0 || d.lat_ccdf.is_empty() {
                     continue;
                 }
                 let label = match (multi, dirs_used > 1) {
@@ -315,7 +321,7 @@ pub fn plot(runs: &[RunReport], dir: &Path) -> Result<Vec<PathBuf>, MetricsError
                     (true, false) => r.policy.clone(),
                     (false, _) => dname.to_string(),
                 };
-                series.push((label, &d.clat_ccdf));
+                series.push((label, &d.lat_ccdf));
             }
         }
         if series.is_empty() {
@@ -325,8 +331,7 @@ pub fn plot(runs: &[RunReport], dir: &Path) -> Result<Vec<PathBuf>, MetricsError
             format!("lat_ccdf_{}", sanitize(name)),
             &mut used,
         ));
-        let svg = ccdf_svg(&format!("completion latency CCDF — {name}"), &series)
-            .map_err(plot_err(&path))?;
+        let svg = ccdf_svg(&format!("latency CCDF — {name}"), &series).map_err(plot_err(&path))?;
         write_file(&path, &svg)?;
         written.push(path);
     }
@@ -341,4 +346,50 @@ pub fn plot(runs: &[RunReport], dir: &Path) -> Result<Vec<PathBuf>, MetricsError
         written.push(path);
     }
     Ok(written)
+}
+
+/// Line colours that read on white (no light yellow or cyan): the Okabe–Ito colours
+/// without their yellow and sky blue, then dark tones; each has a contrast ratio of at
+/// least 3:1 against white (WCAG's minimum for graphics).
+const COLOURS: [(u8, u8, u8); 8] = [
+    (0x00, 0x72, 0xB2), // blue
+    (0xD5, 0x5E, 0x00), // vermillion
+    (0x00, 0x9E, 0x73), // bluish green
+    (0xB8, 0x4A, 0x8E), // reddish purple, darkened
+    (0x00, 0x00, 0x00), // black
+    (0x8C, 0x56, 0x4B), // brown
+    (0x6A, 0x3D, 0x9A), // purple
+    (0x5F, 0x5F, 0x5F), // grey
+];
+
+/// The colour of series `i` (the palette repeats after eight).
+fn series_colour(i: usize) -> RGBAColor {
+    let (r, g, b) = COLOURS[i % COLOURS.len()];
+    RGBColor(r, g, b).to_rgba()
+}
+
+#[cfg(test)]
+mod colour_tests {
+    use super::COLOURS;
+
+    /// WCAG's relative luminance of an sRGB colour.
+    fn luminance((r, g, b): (u8, u8, u8)) -> f64 {
+        let lin = |c: u8| {
+            let c = c as f64 / 255.0;
+            if c <= 0.03928 {
+                c / 12.92
+            } else {
+                ((c + 0.055) / 1.055).powf(2.4)
+            }
+        };
+        0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b)
+    }
+
+    #[test]
+    fn every_colour_reads_on_white() {
+        for c in COLOURS {
+            let ratio = 1.05 / (luminance(c) + 0.05);
+            assert!(ratio >= 3.0, "{c:?}: contrast {ratio:.2} against white");
+        }
+    }
 }

@@ -20,7 +20,9 @@ pub struct RunReport {
     pub policy: String,
     /// Length of the measurement window (end minus window start), ns.
     pub duration_ns: u64,
-    /// One entry per job, in job order.
+    /// One entry per job, in job order (in the JSON document they are fio's top-level
+    /// `jobs`, each with its run's `policy`, not repeated in the run's object).
+    #[serde(skip)]
     pub jobs: Vec<JobReport>,
     /// One entry per flow, in flow order.
     pub flows: Vec<FlowReport>,
@@ -36,13 +38,57 @@ pub struct RunReport {
     /// fio's log files the jobs asked for (written by the command, not in the JSON).
     #[serde(skip)]
     pub logs: Vec<crate::FioLogFile>,
+    /// The `[global]` options as written (fio's `global options`).
+    #[serde(skip)]
+    pub global_options: Vec<(String, String)>,
+    /// When the run started, ms since the Unix epoch (fio's `timestamp_ms`): the wall
+    /// clock on a real run; 0 in the simulator, whose output depends on its inputs only.
+    #[serde(skip)]
+    pub started_unix_ms: u64,
 }
 
-/// One job's results, in fio's shape.
+/// One job's results, in fio's shape (the JSON document adds `jobname`, `groupid` and
+/// `policy` in front, see [`json_bytes`]).
 #[derive(Clone, Debug, Serialize)]
 pub struct JobReport {
     /// The job's name.
+    #[serde(skip)]
     pub jobname: String,
+    /// Failed I/Os (failed samples plus [`crate::Collector::record_error`] calls).
+    pub error: u64,
+    /// The job section's own options as written (fio's `job options`).
+    #[serde(rename = "job options", serialize_with = "options_map")]
+    pub job_options: Vec<(String, String)>,
+    /// Reads.
+    pub read: DirReport,
+    /// Writes.
+    pub write: DirReport,
+    /// Trims: sluice issues none; present and empty, as in fio's JSON (tools that read
+    /// fio's json+ look for all of read, write and trim).
+    pub trim: DirReport,
+    /// Flushes (fio's `sync` section; `io_bytes` is 0).
+    pub sync: DirReport,
+    /// The job's runtime, ms (fio's `job_runtime`).
+    pub job_runtime: u64,
+    /// User CPU, percent of the runtime (fio's `usr_cpu`): `sluice run` fills it from
+    /// `getrusage` of the whole process (its threads serve every job); 0 in the
+    /// simulator, which models no host CPU.
+    pub usr_cpu: f64,
+    /// System CPU, percent of the runtime, as `usr_cpu`.
+    pub sys_cpu: f64,
+    /// Context switches (voluntary and involuntary), as `usr_cpu`.
+    pub ctx: u64,
+    /// Major page faults, as `usr_cpu`.
+    pub majf: u64,
+    /// Minor page faults, as `usr_cpu`.
+    pub minf: u64,
+    /// fio's `latency_ns`: percent of the job's I/Os whose completion latency
+    /// (`clat`) fell in each bucket below 1 µs (keys: upper bounds in ns).
+    pub latency_ns: LatBuckets,
+    /// fio's `latency_us`: the same from 1 µs to 1 ms (keys in µs).
+    pub latency_us: LatBuckets,
+    /// fio's `latency_ms`: the same from 1 ms (keys in ms, the last `>=2000`).
+    pub latency_ms: LatBuckets,
     /// The name of the job's flow.
     pub flow: String,
     /// The job's I/O class.
@@ -51,20 +97,32 @@ pub struct JobReport {
     pub threads: u32,
     /// The job's runtime: from its window start to its end, ns.
     pub runtime_ns: u64,
-    /// Reads.
-    pub read: DirReport,
-    /// Writes.
-    pub write: DirReport,
-    /// Flushes (fio's `sync` section; `io_bytes` is 0).
-    pub sync: DirReport,
-    /// Trims: sluice issues none; present and empty, as in fio's JSON (tools that read
-    /// fio's json+ look for all of read, write and trim).
-    pub trim: DirReport,
     /// fio's steady-state detection, for a job with `ss_dur`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub steadystate: Option<SteadyReport>,
-    /// Failed I/Os (failed samples plus [`crate::Collector::record_error`] calls).
-    pub error: u64,
+}
+
+fn options_map<S: Serializer>(opts: &[(String, String)], s: S) -> Result<S::Ok, S::Error> {
+    let mut m = s.serialize_map(Some(opts.len()))?;
+    for (k, v) in opts {
+        m.serialize_entry(k, v)?;
+    }
+    m.end()
+}
+
+/// fio's latency buckets of one job (`latency_ns`, `latency_us` or `latency_ms`): the
+/// percent of its I/Os in each, keyed by the bucket's upper bound as fio writes it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LatBuckets(pub Vec<(&'static str, f64)>);
+
+impl Serialize for LatBuckets {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
 }
 
 impl RunReport {
@@ -74,6 +132,7 @@ impl RunReport {
         for j in &mut self.jobs {
             for d in [&mut j.read, &mut j.write, &mut j.sync] {
                 d.clat_ns.bins = None;
+                d.lat_ns.bins = None;
             }
         }
     }
@@ -141,17 +200,52 @@ pub struct DirReport {
     pub runtime: u64,
     /// Completed I/Os.
     pub total_ios: u64,
-    /// Completion latency as the application saw it: reaped − submit.
+    /// fio's short I/Os: sluice completes every I/O whole (0).
+    pub short_ios: u64,
+    /// fio's dropped I/Os (0).
+    pub drop_ios: u64,
+    /// fio's submission latency: submit → dispatch to the device (the time the request
+    /// spent in sluice's block layer; equal to `sched_ns`), no percentiles.
+    pub slat_ns: LatReport,
+    /// fio's completion latency: dispatch → reaped (on the device and after it; equal
+    /// to `device_ns` + `post_ns`), with fio's percentiles (and json+'s `bins`).
     pub clat_ns: LatReport,
-    /// Time queued in the scheduler: dispatch − submit.
+    /// fio's total latency: submit → reaped, what the application saw (`slat + clat`),
+    /// with percentiles (as fio's `lat_percentiles=1`): the latency sluice's tables show.
+    pub lat_ns: LatReport,
+    /// Smallest bandwidth over the samples, KiB/s (fio's `bw_min`; a sample is one
+    /// bandwidth bin of the run, `bw_series.interval_ns`, wholly inside the job's window).
+    pub bw_min: u64,
+    /// Largest sampled bandwidth, KiB/s.
+    pub bw_max: u64,
+    /// This job's part of all the jobs' bandwidth in this direction, percent (fio's
+    /// `bw_agg`).
+    pub bw_agg: f64,
+    /// Mean sampled bandwidth, KiB/s.
+    pub bw_mean: f64,
+    /// Sample standard deviation of the sampled bandwidth, KiB/s.
+    pub bw_dev: f64,
+    /// Number of bandwidth samples.
+    pub bw_samples: u64,
+    /// Smallest sampled IOPS.
+    pub iops_min: u64,
+    /// Largest sampled IOPS.
+    pub iops_max: u64,
+    /// Mean sampled IOPS.
+    pub iops_mean: f64,
+    /// Sample standard deviation of the sampled IOPS.
+    pub iops_stddev: f64,
+    /// Number of IOPS samples.
+    pub iops_samples: u64,
+    /// sluice's breakdown — time queued in the scheduler: dispatch − submit.
     pub sched_ns: LatReport,
     /// Time on the device: device_done − dispatch.
     pub device_ns: LatReport,
     /// Time after the device until reaped: reaped − device_done.
     pub post_ns: LatReport,
-    /// Completion-latency CCDF for plots: `(latency ns, fraction of I/Os slower)`.
+    /// Total-latency (`lat_ns`) CCDF for plots: `(latency ns, fraction of I/Os slower)`.
     #[serde(skip)]
-    pub clat_ccdf: Vec<(u64, f64)>,
+    pub lat_ccdf: Vec<(u64, f64)>,
 }
 
 /// Latency statistics in ns. Mean, min, max and stddev are exact; percentiles come from an
@@ -231,9 +325,11 @@ pub struct FlowReport {
     pub iops: f64,
     /// Bytes per second over the run's duration.
     pub bw_bytes: u64,
-    /// Its fraction of the bytes served to the flows that share by weight (of all bytes
-    /// for a latency-only flow).
+    /// Its fraction of the bytes served to the flows that share by weight (those add up
+    /// to 1); 0 for a latency-only flow, which takes no part in the sharing.
     pub share: f64,
+    /// Its fraction of all bytes served (every flow, latency-only ones included).
+    pub bytes_fraction: f64,
     /// Its weight over the total weight of the active flows (0 when inactive).
     pub weight_share: f64,
     /// `share / weight_share − 1` (0 when inactive).
@@ -243,7 +339,8 @@ pub struct FlowReport {
 /// Fairness among the active flows.
 #[derive(Clone, Debug, Serialize)]
 pub struct Fairness {
-    /// Jain's index over the active flows' `bw / weight`.
+    /// Jain's index over the active sharing flows' `bw / weight` (1 by definition with
+    /// fewer than two, where it says nothing: the table leaves it out).
     pub jain_index: f64,
     /// Number of active flows.
     pub active_flows: usize,
@@ -264,8 +361,8 @@ pub struct ClassReport {
     pub iops: f64,
     /// Bytes per second over the run's duration.
     pub bw_bytes: u64,
-    /// Completion latency (with percentiles).
-    pub clat_ns: LatReport,
+    /// Total latency, submit → reaped (with percentiles).
+    pub lat_ns: LatReport,
     /// Time queued in the scheduler (no percentiles).
     pub sched_ns: LatReport,
     /// Time on the device (no percentiles).
@@ -274,9 +371,9 @@ pub struct ClassReport {
     pub post_ns: LatReport,
     /// Time waiting for admission (admit − submit; part of `sched_ns`), with percentiles.
     pub admit_wait_ns: LatReport,
-    /// Completion-latency CCDF for plots: `(latency ns, fraction of I/Os slower)`.
+    /// Total-latency CCDF for plots: `(latency ns, fraction of I/Os slower)`.
     #[serde(skip)]
-    pub clat_ccdf: Vec<(u64, f64)>,
+    pub lat_ccdf: Vec<(u64, f64)>,
 }
 
 /// Bandwidth over time: bin `i` covers `start_ns + i·interval_ns` onwards. The last bin is
@@ -300,42 +397,110 @@ pub struct FlowSeries {
     pub bw_bytes: Vec<u64>,
 }
 
+/// One job of the document: fio's `jobname` and `groupid` (the run's index: each
+/// policy's run is a group of its own) and the run's `policy`, then the job's report.
 #[derive(Serialize)]
-struct Runs<'a> {
+struct JobEntry<'a> {
+    jobname: &'a str,
+    groupid: usize,
+    policy: &'a str,
+    #[serde(flatten)]
+    job: &'a JobReport,
+}
+
+/// The JSON document: fio's top level, then sluice's runs.
+#[derive(Serialize)]
+struct Document<'a> {
+    #[serde(rename = "fio version")]
+    fio_version: String,
+    timestamp: u64,
+    timestamp_ms: u64,
+    time: String,
+    #[serde(rename = "global options", serialize_with = "options_map")]
+    global_options: &'a [(String, String)],
+    jobs: Vec<JobEntry<'a>>,
     runs: &'a [RunReport],
 }
 
-/// The JSON of the runs: one run is the run object itself; zero or several are
-/// `{"runs": [...]}`, each with its `"policy"`.
+/// The version sluice writes as fio's `fio version`.
+pub const VERSION: &str = concat!("sluice-", env!("CARGO_PKG_VERSION"));
+
+fn document(runs: &[RunReport]) -> Document<'_> {
+    let started = runs.first().map_or(0, |r| r.started_unix_ms);
+    Document {
+        fio_version: VERSION.to_string(),
+        timestamp: started / 1000,
+        timestamp_ms: started,
+        time: ctime_utc(started / 1000),
+        global_options: runs.first().map_or(&[][..], |r| &r.global_options[..]),
+        jobs: runs
+            .iter()
+            .enumerate()
+            .flat_map(|(g, r)| {
+                r.jobs.iter().map(move |j| JobEntry {
+                    jobname: &j.jobname,
+                    groupid: g,
+                    policy: &r.policy,
+                    job: j,
+                })
+            })
+            .collect(),
+        runs,
+    }
+}
+
+/// `secs` since the Unix epoch as C's `ctime` writes it, in UTC and without the
+/// newline (fio's `time`): `Thu Jan  1 00:00:00 1970`.
+pub fn ctime_utc(secs: u64) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    // Howard Hinnant's civil_from_days: days since 1970-01-01 → (year, month, day).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{} {} {:>2} {:02}:{:02}:{:02} {}",
+        DAYS[(days % 7) as usize],
+        MONTHS[(month - 1) as usize],
+        day,
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        year
+    )
+}
+
+/// The JSON document of the runs, one shape whatever their number: fio's top-level
+/// fields (`fio version`, `timestamp`, `timestamp_ms`, `time`, `global options`), fio's
+/// `jobs` — every job of every run, each with its run's `policy` and `groupid` (the
+/// run's index) —, then `runs`: per policy, sluice's own figures (`policy`,
+/// `duration_ns`, `flows`, `classes`, `fairness`, `bw_series`, `extra`).
 ///
 /// A [`serde_json::Value`] sorts object keys; [`write_json`] keeps the declared field
 /// order instead.
 pub fn to_json(runs: &[RunReport]) -> serde_json::Value {
-    let v = if runs.len() == 1 {
-        serde_json::to_value(&runs[0])
-    } else {
-        serde_json::to_value(Runs { runs })
-    };
-    v.expect("reports serialise (string keys, finite or null numbers)")
+    serde_json::to_value(document(runs))
+        .expect("reports serialise (string keys, finite or null numbers)")
 }
 
 /// [`to_json`]'s document, pretty-printed in fio's field order.
 pub fn json_bytes(runs: &[RunReport]) -> Result<Vec<u8>, serde_json::Error> {
-    if runs.len() == 1 {
-        serde_json::to_vec_pretty(&runs[0])
-    } else {
-        serde_json::to_vec_pretty(&Runs { runs })
-    }
+    serde_json::to_vec_pretty(&document(runs))
 }
 
 /// Write [`to_json`]'s document, pretty-printed in fio's field order, to `path`.
 pub fn write_json(runs: &[RunReport], path: &Path) -> Result<(), MetricsError> {
-    let json = if runs.len() == 1 {
-        serde_json::to_vec_pretty(&runs[0])
-    } else {
-        serde_json::to_vec_pretty(&Runs { runs })
-    }
-    .map_err(|source| MetricsError::Json {
+    let json = json_bytes(runs).map_err(|source| MetricsError::Json {
         path: path.to_path_buf(),
         source,
     })?;

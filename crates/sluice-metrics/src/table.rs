@@ -83,7 +83,7 @@ fn mean_cell(l: &LatReport) -> String {
 
 fn dir_cells(d: &DirReport) -> Vec<String> {
     let mut c = vec![fmt_count(d.iops), fmt_mib(d.bw_bytes as f64)];
-    c.extend(lat_cells(&d.clat_ns));
+    c.extend(lat_cells(&d.lat_ns));
     c.push(mean_cell(&d.sched_ns));
     c.push(mean_cell(&d.device_ns));
     c.push(mean_cell(&d.post_ns));
@@ -143,6 +143,12 @@ pub fn print_table(runs: &[RunReport], out: &mut dyn Write) -> io::Result<()> {
         ("device", true),
         ("post", true),
     ]);
+    // fio's `err=` of the job line: failed I/Os (under `--faults`, or a real device's
+    // errors), a column only when a job has some.
+    let errors = runs.iter().any(|r| r.jobs.iter().any(|j| j.error > 0));
+    if errors {
+        cols.push(("err", true));
+    }
     let mut t = Table::new(&cols, multi);
     let names = union_names(
         runs.iter()
@@ -181,8 +187,11 @@ pub fn print_table(runs: &[RunReport], out: &mut dyn Write) -> io::Result<()> {
                     Some(j) => {
                         let d = j.dirs().into_iter().find(|(n, _)| *n == dir).unwrap().1;
                         row.extend(dir_cells(d));
+                        if errors {
+                            row.push(j.error.to_string());
+                        }
                     }
-                    None => row.extend(vec!["-".to_string(); 10]),
+                    None => row.extend(vec!["-".to_string(); 10 + usize::from(errors)]),
                 }
                 t.row(row);
             }
@@ -190,12 +199,36 @@ pub fn print_table(runs: &[RunReport], out: &mut dyn Write) -> io::Result<()> {
     }
     writeln!(
         out,
-        "Jobs (latency = reaped - submit; sched/device/post = mean parts)"
+        "Jobs (latency = reaped - submit; sched/device/post = mean parts{})",
+        if errors { "; err = failed I/Os" } else { "" }
     )?;
     t.write(out)?;
     writeln!(out)?;
 
-    // Classes.
+    if classes_add_something(runs) {
+        print_classes(runs, multi, out)?;
+    }
+    print_flows(runs, multi, out)?;
+    print_fairness(runs, out)
+}
+
+/// Whether the Classes table says more than the Jobs table: a class holds several
+/// jobs, or requests of another class than their job's (a promoted request).
+fn classes_add_something(runs: &[RunReport]) -> bool {
+    runs.iter().any(|r| {
+        r.classes.iter().any(|c| {
+            let jobs: Vec<_> = r.jobs.iter().filter(|j| j.class == c.class).collect();
+            let ios: u64 = jobs
+                .iter()
+                .flat_map(|j| j.dirs())
+                .map(|(_, d)| d.total_ios)
+                .sum();
+            jobs.len() > 1 || ios != c.ios
+        })
+    })
+}
+
+fn print_classes(runs: &[RunReport], multi: bool, out: &mut dyn Write) -> io::Result<()> {
     let mut cols: Vec<(&'static str, bool)> = vec![("class", false)];
     if multi {
         cols.push(("policy", false));
@@ -227,7 +260,7 @@ pub fn print_table(runs: &[RunReport], out: &mut dyn Write) -> io::Result<()> {
                 Some(k) => {
                     row.push(fmt_count(k.iops));
                     row.push(fmt_mib(k.bw_bytes as f64));
-                    row.extend(lat_cells(&k.clat_ns));
+                    row.extend(lat_cells(&k.lat_ns));
                     row.push(mean_cell(&k.sched_ns));
                     row.push(mean_cell(&k.device_ns));
                     row.push(mean_cell(&k.post_ns));
@@ -239,9 +272,12 @@ pub fn print_table(runs: &[RunReport], out: &mut dyn Write) -> io::Result<()> {
     }
     writeln!(out, "Classes")?;
     t.write(out)?;
-    writeln!(out)?;
+    writeln!(out)
+}
 
-    // Flows.
+/// The flows: those that share by weight first (their shares add up to 100 %), the
+/// latency flows (every job critical) apart after them, with their part of all bytes.
+fn print_flows(runs: &[RunReport], multi: bool, out: &mut dyn Write) -> io::Result<()> {
     let mut cols: Vec<(&'static str, bool)> = vec![("flow", false), ("weight", true)];
     if multi {
         cols.push(("policy", false));
@@ -258,7 +294,12 @@ pub fn print_table(runs: &[RunReport], out: &mut dyn Write) -> io::Result<()> {
         runs.iter()
             .map(|r| r.flows.iter().map(|f| f.name.as_str()).collect()),
     );
-    for name in &names {
+    let latency = |name: &str| {
+        runs.iter()
+            .any(|r| r.flows.iter().any(|f| f.name == name && f.latency_only))
+    };
+    let (latency_flows, sharing): (Vec<&str>, Vec<&str>) = names.iter().partition(|n| latency(n));
+    for name in sharing.iter().chain(&latency_flows) {
         t.rule();
         for r in runs {
             let f = r.flows.iter().find(|f| f.name == *name);
@@ -273,9 +314,9 @@ pub fn print_table(runs: &[RunReport], out: &mut dyn Write) -> io::Result<()> {
                 Some(f) if f.active && f.latency_only => row.extend([
                     fmt_count(f.iops),
                     fmt_mib(f.bw_bytes as f64),
-                    fmt_pct(f.share),
                     "-".into(),
-                    "latency".into(),
+                    "-".into(),
+                    format!("latency ({} of all)", fmt_pct(f.bytes_fraction)),
                 ]),
                 Some(f) if f.active => row.extend([
                     fmt_count(f.iops),
@@ -298,12 +339,19 @@ pub fn print_table(runs: &[RunReport], out: &mut dyn Write) -> io::Result<()> {
     }
     writeln!(
         out,
-        "Flows (share of bytes vs. weight share of active flows)"
+        "Flows (share of the bytes of the flows sharing by weight vs. their weight share; \
+         latency flows apart)"
     )?;
     t.write(out)?;
-    writeln!(out)?;
+    writeln!(out)
+}
 
-    // Fairness.
+/// Jain's index per run, over the active flows that share by weight; left out when no
+/// run has two of them (an index over one flow says nothing).
+fn print_fairness(runs: &[RunReport], out: &mut dyn Write) -> io::Result<()> {
+    if runs.iter().all(|r| r.fairness.active_flows < 2) {
+        return Ok(());
+    }
     let mut t = Table::new(
         &[
             ("policy", false),
@@ -316,14 +364,18 @@ pub fn print_table(runs: &[RunReport], out: &mut dyn Write) -> io::Result<()> {
     for r in runs {
         t.row(vec![
             r.policy.clone(),
-            format!("{:.4}", r.fairness.jain_index),
+            if r.fairness.active_flows < 2 {
+                "-".into()
+            } else {
+                format!("{:.4}", r.fairness.jain_index)
+            },
             r.fairness.active_flows.to_string(),
             fmt_pct(r.fairness.max_abs_share_error),
         ]);
     }
     writeln!(
         out,
-        "Fairness (Jain's index over bw/weight of active flows)"
+        "Fairness (Jain's index over bw/weight of the active flows sharing by weight)"
     )?;
     t.write(out)
 }

@@ -12,6 +12,7 @@ pub(crate) fn setup(flows: &[(&str, u32)], jobs: &[(&str, usize, IoClass)]) -> R
                 flow,
                 class,
                 threads: 1,
+                options: Vec::new(),
             })
             .collect(),
         flows: flows
@@ -23,6 +24,7 @@ pub(crate) fn setup(flows: &[(&str, u32)], jobs: &[(&str, usize, IoClass)]) -> R
             })
             .collect(),
         interval_ns: 100 * MS,
+        global_options: Vec::new(),
     }
 }
 
@@ -80,7 +82,7 @@ fn percentiles_of_uniform_distribution() {
         c.record(&sample(0, Op::Read, 4096, 200_000 * US + us, (0, lat, 0)));
     }
     let r = c.finish(400_000 * US, "none");
-    let clat = &r.jobs[0].read.clat_ns;
+    let clat = &r.jobs[0].read.lat_ns;
     assert_eq!(clat.n, 100_000);
     assert_eq!(clat.min, US);
     assert_eq!(clat.max, 100_000 * US);
@@ -122,7 +124,7 @@ fn no_percentile_passes_the_largest_sample() {
         c.record(&sample(0, Op::Read, 4096, 10 * MS + k, (0, lat, 0)));
     }
     let r = c.finish(20 * MS, "none");
-    let clat = &r.jobs[0].read.clat_ns;
+    let clat = &r.jobs[0].read.lat_ns;
     for (p, v) in &clat.percentile.0 {
         assert!(
             *v <= clat.max && *v >= clat.min,
@@ -153,11 +155,11 @@ fn breakdown_sums_to_clat() {
     assert_eq!(w.total_ios, 10_000);
     let sum = w.sched_ns.mean + w.device_ns.mean + w.post_ns.mean;
     assert!(
-        close(sum, w.clat_ns.mean, 1e-12),
+        close(sum, w.lat_ns.mean, 1e-12),
         "{sum} vs {}",
-        w.clat_ns.mean
+        w.lat_ns.mean
     );
-    assert!(w.clat_ns.max <= w.sched_ns.max + w.device_ns.max + w.post_ns.max);
+    assert!(w.lat_ns.max <= w.sched_ns.max + w.device_ns.max + w.post_ns.max);
     assert!(w.device_ns.min >= 1_000);
     // The class view agrees with the job view.
     let crit = r
@@ -166,9 +168,9 @@ fn breakdown_sums_to_clat() {
         .find(|k| k.class == IoClass::Normal)
         .unwrap();
     assert_eq!(crit.ios, 10_000); // samples carry class Normal
-    assert!(close(crit.clat_ns.mean, w.clat_ns.mean, 1e-12));
+    assert!(close(crit.lat_ns.mean, w.lat_ns.mean, 1e-12));
     let sum = crit.sched_ns.mean + crit.device_ns.mean + crit.post_ns.mean;
-    assert!(close(sum, crit.clat_ns.mean, 1e-12));
+    assert!(close(sum, crit.lat_ns.mean, 1e-12));
     // The job's own class is listed even without I/O; idle is not.
     assert!(r
         .classes
@@ -193,8 +195,8 @@ fn classes_are_kept_apart() {
     }
     let r = c.finish(10 * MS, "p");
     let get = |cl| r.classes.iter().find(|k| k.class == cl).unwrap();
-    assert_eq!(get(IoClass::Critical).clat_ns.max, 10 * US);
-    assert_eq!(get(IoClass::Idle).clat_ns.min, 1000 * US);
+    assert_eq!(get(IoClass::Critical).lat_ns.max, 10 * US);
+    assert_eq!(get(IoClass::Idle).lat_ns.min, 1000 * US);
     assert_eq!(r.classes.len(), 2);
 }
 
@@ -264,7 +266,7 @@ fn ramp_window_excludes_early_samples() {
     let r = c.finish(300 * MS, "p");
     let j = &r.jobs[0];
     assert_eq!(j.read.total_ios, 100);
-    assert_eq!(j.read.clat_ns.max, 100 * US);
+    assert_eq!(j.read.lat_ns.max, 100 * US);
     assert_eq!(j.error, 2);
     assert_eq!(r.duration_ns, 200 * MS);
     assert_eq!(j.runtime_ns, 200 * MS);
@@ -307,9 +309,9 @@ fn flushes_go_to_sync() {
     c.record(&sample(0, Op::Write, 4096, MS, (0, 20 * US, 0)));
     let r = c.finish(10 * MS, "p");
     assert_eq!(r.jobs[0].sync.total_ios, 1);
-    assert_eq!(r.jobs[0].sync.clat_ns.max, 300 * US);
+    assert_eq!(r.jobs[0].sync.lat_ns.max, 300 * US);
     assert_eq!(r.jobs[0].write.total_ios, 1);
-    assert_eq!(r.jobs[0].write.clat_ns.max, 20 * US);
+    assert_eq!(r.jobs[0].write.lat_ns.max, 20 * US);
 }
 
 fn small_run(policy: &str, lat: u64) -> RunReport {
@@ -344,9 +346,16 @@ fn small_run(policy: &str, lat: u64) -> RunReport {
 #[test]
 fn json_field_names() {
     let v = to_json(&[small_run("mqfq", 80 * US)]);
-    assert_eq!(v["policy"], "mqfq");
+    assert_eq!(v["fio version"], crate::report::VERSION);
+    assert_eq!(v["timestamp"], 0, "a simulated run has no wall time");
+    assert_eq!(v["time"], "Thu Jan  1 00:00:00 1970");
+    assert!(v["global options"].is_object());
+    assert_eq!(v["runs"][0]["policy"], "mqfq");
     let job = &v["jobs"][0];
     assert_eq!(job["jobname"], "reader");
+    assert_eq!(job["policy"], "mqfq");
+    assert_eq!(job["groupid"], 0);
+    assert!(job["job options"].is_object());
     assert_eq!(job["flow"], "tenant-a");
     assert_eq!(job["class"], "critical");
     assert_eq!(job["error"], 0);
@@ -359,7 +368,15 @@ fn json_field_names() {
         "iops",
         "runtime",
         "total_ios",
+        "slat_ns",
         "clat_ns",
+        "lat_ns",
+        "bw_min",
+        "bw_max",
+        "bw_agg",
+        "bw_mean",
+        "iops_min",
+        "iops_max",
         "sched_ns",
         "device_ns",
         "post_ns",
@@ -370,7 +387,7 @@ fn json_field_names() {
     assert_eq!(read["io_bytes"], 4096 * 1000);
     assert_eq!(read["io_kbytes"], 4000);
     assert_eq!(read["runtime"], 101);
-    let clat = &read["clat_ns"];
+    let clat = &read["lat_ns"];
     for key in ["min", "max", "mean", "stddev", "N", "percentile"] {
         assert!(clat.get(key).is_some(), "missing clat_ns.{key}");
     }
@@ -391,8 +408,9 @@ fn json_field_names() {
     }
     assert_eq!(pct.len(), 17);
     // Empty sections carry no percentiles, as in fio.
-    assert!(job["write"]["clat_ns"].get("percentile").is_none());
-    assert_eq!(job["write"]["clat_ns"]["N"], 0);
+    assert!(job["write"]["lat_ns"].get("percentile").is_none());
+    assert_eq!(job["write"]["lat_ns"]["N"], 0);
+    let v = &v["runs"][0];
     let flow = &v["flows"][0];
     for key in [
         "name",
@@ -420,24 +438,35 @@ fn json_field_names() {
     let extra = v["extra"].as_object().unwrap();
     assert!(extra.get("engine").is_none() && extra.get("policy").is_none());
     assert_eq!(v["extra"]["block"]["submitted"], 0);
-    assert!(v["classes"][0]["clat_ns"]["percentile"]["99.900000"].is_u64());
+    assert!(v["classes"][0]["lat_ns"]["percentile"]["99.900000"].is_u64());
     // The percentile serialiser keeps fio's numeric order (to_json's Value sorts keys).
-    let text = serde_json::to_string(&small_run("x", US).jobs[0].read.clat_ns).unwrap();
+    let text = serde_json::to_string(&small_run("x", US).jobs[0].read.lat_ns).unwrap();
     let i5 = text.find("\"5.000000\"").unwrap();
     let i10 = text.find("\"10.000000\"").unwrap();
     assert!(i5 < i10);
 }
 
 #[test]
-fn several_runs_nest_under_runs() {
+fn one_shape_whatever_the_number_of_runs() {
     let runs = [small_run("none", 80 * US), small_run("d2fq", 40 * US)];
     let v = to_json(&runs);
     let arr = v["runs"].as_array().unwrap();
     assert_eq!(arr.len(), 2);
     assert_eq!(arr[0]["policy"], "none");
     assert_eq!(arr[1]["policy"], "d2fq");
-    assert_eq!(arr[1]["jobs"][1]["jobname"], "writer");
+    assert!(arr[1].get("jobs").is_none(), "jobs are fio's, at the top");
+    // fio's jobs: each run's, in run order, with its policy and its group.
+    let jobs = v["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 4);
+    assert_eq!(jobs[3]["jobname"], "writer");
+    assert_eq!(jobs[3]["policy"], "d2fq");
+    assert_eq!(jobs[3]["groupid"], 1);
     assert!(v.get("policy").is_none());
+    // One run has the same keys as two.
+    let one = to_json(&runs[..1]);
+    let keys = |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(&one), keys(&v));
+    assert_eq!(one["runs"].as_array().unwrap().len(), 1);
 
     let dir = temp_dir("json");
     std::fs::create_dir_all(&dir).unwrap();
@@ -447,10 +476,10 @@ fn several_runs_nest_under_runs() {
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     // Floats may differ in the last bit after a text round trip; compare the rest.
     assert_eq!(back["runs"][1]["policy"], "d2fq");
-    assert_eq!(back["runs"][0]["jobs"], v["runs"][0]["jobs"].clone());
+    assert_eq!(back["jobs"][0]["jobname"], v["jobs"][0]["jobname"].clone());
     assert_eq!(
-        back["runs"][1]["jobs"][0]["read"]["clat_ns"]["percentile"],
-        v["runs"][1]["jobs"][0]["read"]["clat_ns"]["percentile"]
+        back["jobs"][2]["read"]["lat_ns"]["percentile"],
+        v["jobs"][2]["read"]["lat_ns"]["percentile"]
     );
     let err = write_json(&runs, &dir.join("no/such/dir/out.json")).unwrap_err();
     assert!(err.to_string().contains("no/such/dir/out.json"), "{err}");
@@ -541,7 +570,7 @@ fn plots_are_svg_files() {
 #[test]
 fn ccdf_is_monotone() {
     let r = small_run("p", 80 * US);
-    let c = &r.jobs[0].read.clat_ccdf;
+    let c = &r.jobs[0].read.lat_ccdf;
     assert_eq!(c[0].1, 1.0);
     assert!(c.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 >= w[1].1));
     assert_eq!(c.last().unwrap().1, 0.0);
@@ -583,4 +612,206 @@ fn xy_plot_draws_every_series() {
     // Four markers of the first series and two of the second.
     assert_eq!(text.matches("<circle").count(), 6);
     std::fs::remove_dir_all(dir.parent().unwrap()).ok();
+}
+
+#[test]
+fn fio_latencies_slat_clat_lat_and_the_breakdown_beside_them() {
+    let r = small_run("none", 80 * US);
+    let d = &r.jobs[0].read;
+    // slat = dispatch − submit = sched; clat = reaped − dispatch = device + post;
+    // lat = reaped − submit = slat + clat, exactly for the means.
+    assert_eq!(d.slat_ns.mean, d.sched_ns.mean);
+    assert!(
+        d.slat_ns.percentile.is_empty(),
+        "fio gives slat no percentiles"
+    );
+    assert!((d.clat_ns.mean - (d.device_ns.mean + d.post_ns.mean)).abs() < 1e-6);
+    assert!((d.lat_ns.mean - (d.slat_ns.mean + d.clat_ns.mean)).abs() < 1e-6);
+    assert!(
+        d.clat_ns.mean < d.lat_ns.mean,
+        "{} vs {}",
+        d.clat_ns.mean,
+        d.lat_ns.mean
+    );
+    assert!(!d.clat_ns.percentile.is_empty() && !d.lat_ns.percentile.is_empty());
+    assert_eq!(d.clat_ns.n, d.lat_ns.n);
+}
+
+#[test]
+fn fio_latency_buckets_and_bandwidth_samples() {
+    use crate::collector::lat_bucket;
+    // fio's io_u_mark_latency: < 2 ns is "2", 750 ns is "1000", 1 µs is µs "2".
+    assert_eq!(lat_bucket(0), 0);
+    assert_eq!(lat_bucket(1), 0);
+    assert_eq!(lat_bucket(2), 1);
+    assert_eq!(lat_bucket(999), 9);
+    assert_eq!(lat_bucket(1_000), 10);
+    assert_eq!(lat_bucket(60_000), 15, "60 µs is in (50, 100]: key 100");
+    assert_eq!(lat_bucket(999_999), 19);
+    assert_eq!(lat_bucket(1_000_000), 20);
+    assert_eq!(lat_bucket(1_999_999_999), 30);
+    assert_eq!(lat_bucket(2_000_000_000), 31);
+    let r = small_run("none", 80 * US);
+    let j = &r.jobs[0];
+    let sum: f64 = [&j.latency_ns, &j.latency_us, &j.latency_ms]
+        .iter()
+        .flat_map(|b| b.0.iter().map(|(_, p)| *p))
+        .sum();
+    assert!((sum - 100.0).abs() < 1e-9, "{sum}");
+    assert_eq!(j.latency_ms.0.last().unwrap().0, ">=2000");
+    assert_eq!(j.latency_us.0.len(), 10);
+    // Bandwidth samples: one per whole 100 ms bin of the job's window.
+    let d = &j.read;
+    assert!(d.bw_samples >= 1, "{d:?}");
+    assert!(d.bw_min <= d.bw_max && d.bw_min > 0);
+    assert!(d.bw_mean >= d.bw_min as f64 && d.bw_mean <= d.bw_max as f64);
+    assert_eq!(d.iops_samples, d.bw_samples);
+    // bw_agg: the jobs' parts of a direction add up to 100 %.
+    let agg: f64 = r.jobs.iter().map(|j| j.write.bw_agg).sum();
+    assert!((agg - 100.0).abs() < 1e-9 || agg == 0.0, "{agg}");
+}
+
+#[test]
+fn ctime_is_written_as_c_writes_it() {
+    assert_eq!(crate::report::ctime_utc(0), "Thu Jan  1 00:00:00 1970");
+    assert_eq!(
+        crate::report::ctime_utc(1_795_836_603),
+        "Sat Nov 28 03:30:03 2026"
+    );
+    assert_eq!(
+        crate::report::ctime_utc(951_782_400),
+        "Tue Feb 29 00:00:00 2000"
+    );
+}
+
+/// A critical reader (a latency flow) beside one or two writers' flows.
+fn latency_beside(writers: usize) -> RunReport {
+    let flows = [("crit", 1), ("w1", 1), ("w2", 1)];
+    let jobs = [
+        ("reader", 0, IoClass::Critical),
+        ("w1", 1, IoClass::Normal),
+        ("w2", 2, IoClass::Normal),
+    ];
+    let mut s = setup(&flows[..1 + writers], &jobs[..1 + writers]);
+    s.flows[0].latency_only = true;
+    let mut c = Collector::new(s);
+    for i in 0..100u64 {
+        let mut r = sample(0, Op::Read, 4096, MS + i * 100 * US, (US, 10 * US, 0));
+        r.class = IoClass::Critical;
+        c.record(&r);
+        for w in 0..writers {
+            c.record(&sample(
+                1 + w,
+                Op::Write,
+                65536,
+                MS + i * 100 * US,
+                (US, 50 * US, 0),
+            ));
+        }
+    }
+    c.finish(20 * MS, "none")
+}
+
+#[test]
+fn shares_of_sharing_flows_add_to_one_latency_flows_apart() {
+    let r = latency_beside(2);
+    let sum: f64 = r.flows.iter().map(|f| f.share).sum();
+    assert!(close(sum, 1.0, 1e-12), "{sum}");
+    assert_eq!(r.flows[0].share, 0.0);
+    let all: f64 = r.flows.iter().map(|f| f.bytes_fraction).sum();
+    assert!(close(all, 1.0, 1e-12));
+    assert!(close(
+        r.flows[0].bytes_fraction,
+        4096.0 / (4096.0 + 2.0 * 65536.0),
+        1e-12
+    ));
+    let mut out = Vec::new();
+    print_table(&[r], &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let flows = &text[text.find("Flows").unwrap()..];
+    // The latency flow comes after the sharing ones, without a share.
+    assert!(
+        flows.find("w2").unwrap() < flows.find("crit").unwrap(),
+        "{text}"
+    );
+    assert!(flows.contains("latency (3.0% of all)"), "{text}");
+    assert!(text.contains("Jain"), "two sharing flows: {text}");
+    // Two jobs in the normal class: the Classes table sums them.
+    assert!(text.contains("Classes"), "{text}");
+}
+
+#[test]
+fn no_fairness_index_over_one_flow() {
+    let r = latency_beside(1);
+    assert_eq!(r.fairness.active_flows, 1);
+    let mut out = Vec::new();
+    print_table(&[r], &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(!text.contains("Jain"), "{text}");
+    assert!(text.contains("w1"));
+    // One job per class: the Classes table would repeat the Jobs table.
+    assert!(!text.contains("Classes"), "{text}");
+}
+
+#[test]
+fn classes_table_when_a_class_holds_several_jobs() {
+    let mut c = Collector::new(setup(
+        &[("a", 1), ("b", 1)],
+        &[("x", 0, IoClass::Normal), ("y", 1, IoClass::Normal)],
+    ));
+    c.record(&sample(0, Op::Read, 4096, MS, (US, 10 * US, 0)));
+    c.record(&sample(1, Op::Read, 4096, MS, (US, 10 * US, 0)));
+    let mut out = Vec::new();
+    print_table(&[c.finish(10 * MS, "none")], &mut out).unwrap();
+    assert!(String::from_utf8(out).unwrap().contains("Classes"));
+}
+
+#[test]
+fn failed_ios_show_as_err_on_the_job_line() {
+    let mut c = Collector::new(setup(&[("a", 1)], &[("x", 0, IoClass::Normal)]));
+    c.record(&sample(0, Op::Read, 4096, MS, (US, 10 * US, 0)));
+    let mut out = Vec::new();
+    print_table(&[c.clone().finish(10 * MS, "none")], &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let header = text.lines().find(|l| l.starts_with("job ")).unwrap();
+    assert!(!header.contains("err"), "{text}");
+    let mut bad = sample(0, Op::Read, 4096, 2 * MS, (US, 10 * US, 0));
+    bad.ok = false;
+    c.record(&bad);
+    c.record_error(0, Op::Read);
+    let mut out = Vec::new();
+    print_table(&[c.finish(10 * MS, "none")], &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let header = text.lines().find(|l| l.starts_with("job ")).unwrap();
+    assert!(header.trim_end().ends_with("err"), "{text}");
+    let row = text.lines().find(|l| l.starts_with("x ")).unwrap();
+    assert!(row.trim_end().ends_with(" 2"), "{text}");
+}
+
+#[test]
+fn terse_v3_has_fios_fields_in_fios_order() {
+    let runs = [small_run("none", 80 * US), small_run("d2fq", 40 * US)];
+    let text = crate::terse(&runs);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "a line per job per run");
+    let f: Vec<&str> = lines[0].split(';').collect();
+    // fio 3.33 writes 130 fields with one disk (its last 9): 5 + 2 × 41 + 5 + 7 + 10 + 12.
+    assert_eq!(f.len(), 5 + 2 * 41 + 5 + 7 + 10 + 12, "{}", lines[0]);
+    assert_eq!(&f[..5], &["3", crate::report::VERSION, "reader", "0", "0"]);
+    let r = &runs[0].jobs[0].read;
+    assert_eq!(f[5], r.io_kbytes.to_string());
+    assert_eq!(f[6], r.bw.to_string());
+    assert_eq!(f[8], r.runtime.to_string());
+    // slat (µs) then clat then its percentiles.
+    assert_eq!(f[9], (r.slat_ns.min / 1000).to_string());
+    assert_eq!(f[13], (r.clat_ns.min / 1000).to_string());
+    assert!(f[17].starts_with("1.000000%="), "{}", f[17]);
+    assert_eq!(f[34], "0%=0", "slots past fio's 17 percentiles");
+    assert_eq!(f[37], (r.lat_ns.min / 1000).to_string());
+    assert!(f[43].ends_with('%'), "bw_agg: {}", f[43]);
+    assert_eq!(
+        lines[2].split(';').nth(3),
+        Some("1"),
+        "the second run's group"
+    );
 }

@@ -125,7 +125,7 @@ fn job_p99_ns(r: &RunReport, job: &str) -> u64 {
     r.jobs
         .iter()
         .find(|j| j.jobname == job)
-        .and_then(|j| j.read.clat_ns.percentile.get(99.0))
+        .and_then(|j| j.read.lat_ns.percentile.get(99.0))
         .unwrap_or(0)
 }
 

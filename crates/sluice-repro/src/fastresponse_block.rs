@@ -2,7 +2,7 @@
 //! layer (Liu et al., ICS '22, Fig. 12 block part, Fig. 14, Fig. 19a/b) on `ull`.
 //!
 //! Every run reports the critical class's mean, p99 and p99.9 completion latency
-//! (`classes[critical].clat_ns`) and the co-runner's throughput (bytes/s of the
+//! (`classes[critical].lat_ns`) and the co-runner's throughput (bytes/s of the
 //! non-critical classes). The real-device part of the issue (the same co-run through
 //! the io_uring engine with `sluice run`) is not here: it needs the engine.
 //! Plots (latency against tokens and against rate) are not drawn; the series are in the
@@ -100,12 +100,12 @@ pub(crate) fn crit_run(out: &SimOutput) -> CritRun {
         .iter()
         .find(|c| c.class == IoClass::Critical)
         .expect("the experiment has a critical job");
-    let pct = |p: f64| crit.clat_ns.percentile.get(p).unwrap_or(0) as f64;
+    let pct = |p: f64| crit.lat_ns.percentile.get(p).unwrap_or(0) as f64;
     CritRun {
-        mean_ns: crit.clat_ns.mean,
+        mean_ns: crit.lat_ns.mean,
         p99_ns: pct(99.0),
         p999_ns: pct(99.9),
-        samples: crit.clat_ns.n,
+        samples: crit.lat_ns.n,
         other_bw: classes
             .iter()
             .filter(|c| c.class != IoClass::Critical)

@@ -465,9 +465,9 @@ fn standard(
 fn set_think_time(jobs: &mut [JobSpec], alone: &[RunReport]) {
     for (j, r) in jobs.iter_mut().zip(alone) {
         let rep = &r.jobs[0];
-        let n = rep.read.clat_ns.n + rep.write.clat_ns.n;
-        let sum = rep.read.clat_ns.mean * rep.read.clat_ns.n as f64
-            + rep.write.clat_ns.mean * rep.write.clat_ns.n as f64;
+        let n = rep.read.lat_ns.n + rep.write.lat_ns.n;
+        let sum = rep.read.lat_ns.mean * rep.read.lat_ns.n as f64
+            + rep.write.lat_ns.mean * rep.write.lat_ns.n as f64;
         j.thinktime_ns = (sum / n.max(1) as f64).round() as u64;
     }
 }

@@ -84,6 +84,8 @@ pub(crate) fn num(x: f64) -> String {
 /// One goal judged over seeds.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Verdict {
+    /// The suite (set by [`crate::runner::run`]; empty from [`judge`] alone).
+    pub suite: String,
     /// Experiment id.
     pub experiment: String,
     /// The goal in words.
@@ -173,6 +175,7 @@ pub fn judge(seeds: &[u64], runs: &[Vec<Goal>]) -> Result<Vec<Verdict>, String> 
             .min_by(|&a, &b| (values[a] - med).abs().total_cmp(&(values[b] - med).abs()))
             .expect("at least one seed");
         out.push(Verdict {
+            suite: String::new(),
             experiment: g0.experiment.clone(),
             goal: g0.goal.clone(),
             line: g0.line,
@@ -219,33 +222,51 @@ fn spread(v: &Verdict) -> String {
     format!("{} ({}–{})", num(v.median), num(v.min), num(v.max))
 }
 
-/// Format verdicts as an aligned table — experiment, goal, line, pass, median (min–max),
-/// seeds missed, what was measured at the seed nearest the median — and a closing note
-/// that lists every failed goal with its figures.
+/// Format verdicts as an aligned table — suite, experiment, pass, goal, line, median
+/// (min–max), seeds missed, what was measured at the seed nearest the median; the goal
+/// and the measurement wrapped at [`crate::DETAIL_WIDTH`] (continuation lines leave the
+/// other cells empty), a rule between experiments — and a closing note that lists every
+/// failed goal with its figures.
 pub fn format_verdicts(verdicts: &[Verdict]) -> String {
     let seeds = verdicts.first().map_or(&[][..], |v| &v.seeds[..]);
     let mut t = sluice_metrics::Table::new(
         &[
+            ("suite", false),
             ("experiment", false),
+            ("pass", false),
             ("goal", false),
             ("line", false),
-            ("pass", false),
             ("median (min–max)", false),
             ("missed", false),
             ("measured (seed nearest the median)", false),
         ],
-        false,
+        true,
     );
+    let mut last: Option<(&str, &str)> = None;
     for v in verdicts {
-        t.row(vec![
-            v.experiment.clone(),
-            v.goal.clone(),
-            v.line.describe(),
-            if v.pass { "PASS" } else { "FAIL" }.into(),
-            spread(v),
-            format!("{}/{}", v.misses, v.values.len()),
-            format!("seed {}: {}", v.measured_seed, v.measured),
-        ]);
+        if last != Some((v.suite.as_str(), v.experiment.as_str())) {
+            t.rule();
+            last = Some((v.suite.as_str(), v.experiment.as_str()));
+        }
+        let goal = crate::wrap(&v.goal, crate::DETAIL_WIDTH);
+        let measured = crate::wrap(
+            &format!("seed {}: {}", v.measured_seed, v.measured),
+            crate::DETAIL_WIDTH,
+        );
+        for i in 0..goal.len().max(measured.len()) {
+            let first = i == 0;
+            let cell = |s: String| if first { s } else { String::new() };
+            t.row(vec![
+                cell(v.suite.clone()),
+                cell(v.experiment.clone()),
+                cell(if v.pass { "PASS" } else { "FAIL" }.into()),
+                goal.get(i).cloned().unwrap_or_default(),
+                cell(v.line.describe()),
+                cell(spread(v)),
+                cell(format!("{}/{}", v.misses, v.values.len())),
+                measured.get(i).cloned().unwrap_or_default(),
+            ]);
+        }
     }
     let mut out = Vec::new();
     t.write(&mut out).expect("writing to memory");

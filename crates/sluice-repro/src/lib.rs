@@ -336,6 +336,38 @@ pub fn format_table(goals: &[Goal]) -> String {
     s
 }
 
+/// Widest a goal's or a measurement's text runs in [`format_verdicts`] before it wraps
+/// onto the next line.
+pub const DETAIL_WIDTH: usize = 56;
+
+/// `text` in lines of at most `width` characters, broken at spaces (a longer word is
+/// cut).
+pub(crate) fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        let mut word: Vec<char> = word.chars().collect();
+        while word.len() > width {
+            if !line.is_empty() {
+                lines.push(std::mem::take(&mut line));
+            }
+            lines.push(word.drain(..width).collect());
+        }
+        let len = line.chars().count();
+        if len > 0 && len + 1 + word.len() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.extend(word);
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
 /// Helper for goals on a ratio: pass when `|value − target| ≤ tol`.
 pub fn goal_within(
     experiment: &str,
@@ -366,6 +398,42 @@ mod tests {
         let t = format_table(&goals);
         assert!(t.contains("PASS") && t.contains("FAIL"));
         assert!(t.contains("1 passed, 1 failed"));
+    }
+
+    #[test]
+    fn suite_table_names_the_suite_and_wraps_the_detail() {
+        let long = "a measurement that goes on and on ".repeat(6);
+        let mut g = goal_within("fig6", "ratio 1 ± 0.05", 1.02, 1.0, 0.05);
+        g.measured = long.clone();
+        let other = goal_within("fig6", "ratio 1 ± 0.05", 1.2, 1.0, 0.05);
+        let mut v = judge(&[1], &[vec![g, other]]).unwrap();
+        v[0].suite = "d2fq".into();
+        v[1].suite = "rcp-block".into();
+        let t = format_verdicts(&v);
+        let header = t.lines().next().unwrap();
+        assert!(header.starts_with("suite"), "{t}");
+        // fig6 of two suites: each line says which.
+        assert!(t
+            .lines()
+            .any(|l| l.starts_with("d2fq ") && l.contains("fig6")));
+        assert!(t
+            .lines()
+            .any(|l| l.starts_with("rcp-block ") && l.contains("fig6")));
+        let widest = t
+            .lines()
+            .take_while(|l| !l.contains("passed"))
+            .map(|l| l.chars().count())
+            .max()
+            .unwrap();
+        assert!(widest < 2 * DETAIL_WIDTH + 100, "{widest}: {t}");
+        // The long measurement wraps over several lines.
+        assert!(
+            t.lines().filter(|l| l.contains("on and on")).count() >= 3,
+            "{t}"
+        );
+        assert!(t.contains("1 passed, 1 failed"));
+        assert_eq!(wrap("abc defg", 3), vec!["abc", "def", "g"]);
+        assert_eq!(wrap("", 5), vec![""]);
     }
 
     #[test]

@@ -73,7 +73,7 @@ fn fig11(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
     for (&(i, _), out) in runs.iter().zip(&outs) {
         let bw: f64 = out.report.classes.iter().map(|c| c.bw_bytes as f64).sum();
         tput[i] += bw / FIG11_SEEDS as f64;
-        fg[i] += class(out, IoClass::Critical).clat_ns.mean / FIG11_SEEDS as f64;
+        fg[i] += class(out, IoClass::Critical).lat_ns.mean / FIG11_SEEDS as f64;
     }
     ctx.plot(
         "rcp-fig11",
@@ -136,7 +136,7 @@ fn admission(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
     let mut next = || runs.next().expect("four runs");
     let (rcp, shared, none, dl) = (next(), next(), next(), next());
     let crit = |o| class(o, IoClass::Critical);
-    let p99 = |o| crit(o).clat_ns.percentile.get(99.0).unwrap_or(0) as f64;
+    let p99 = |o| crit(o).lat_ns.percentile.get(99.0).unwrap_or(0) as f64;
     let wait = |o| crit(o).admit_wait_ns.max;
     let nc_wait = class(&rcp, IoClass::Normal).admit_wait_ns.max;
     Ok(vec![

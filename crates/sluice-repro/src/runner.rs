@@ -179,15 +179,25 @@ pub fn run(
     opts: &RunOptions,
     progress: &(dyn Fn(Progress<'_>) + Sync),
 ) -> Result<Vec<Verdict>, ReproError> {
-    let per_seed = run_seeds(picked, opts, progress)?;
-    judge(&opts.seeds, &per_seed).map_err(|message| ReproError::App {
+    let (per_seed, counts) = run_seeds(picked, opts, progress)?;
+    let mut verdicts = judge(&opts.seeds, &per_seed).map_err(|message| ReproError::App {
         what: "judging the goals over seeds".into(),
         message,
-    })
+    })?;
+    // Each verdict's suite: the experiments' goals come in list order.
+    let suites = picked
+        .iter()
+        .zip(&counts)
+        .flat_map(|(p, &n)| std::iter::repeat_n(p.suite, n));
+    for (v, suite) in verdicts.iter_mut().zip(suites) {
+        v.suite = suite.to_string();
+    }
+    Ok(verdicts)
 }
 
 /// Run `picked` at every seed of `opts.seeds` on `opts.jobs` threads: per seed (in the
-/// order of `opts.seeds`), the goals of every experiment in list order.
+/// order of `opts.seeds`), the goals of every experiment in list order; and how many
+/// goals each experiment gave at the first seed.
 ///
 /// Tasks are (experiment, seed) pairs, experiment-major, so an experiment's seeds
 /// start together and the long experiments early in the list start first.
@@ -195,7 +205,7 @@ pub fn run_seeds(
     picked: &[Picked],
     opts: &RunOptions,
     progress: &(dyn Fn(Progress<'_>) + Sync),
-) -> Result<Vec<Vec<Goal>>, ReproError> {
+) -> Result<(Vec<Vec<Goal>>, Vec<usize>), ReproError> {
     let n_seeds = opts.seeds.len().max(1);
     let total = picked.len() * opts.seeds.len();
     let done = AtomicUsize::new(0);
@@ -247,11 +257,14 @@ pub fn run_seeds(
         r
     };
     let goals = run_ordered(total, opts.jobs, &one)?;
+    let counts = (0..picked.len())
+        .map(|i| goals[i * n_seeds].len())
+        .collect();
     let mut per_seed: Vec<Vec<Goal>> = vec![Vec::new(); opts.seeds.len()];
     for (task, g) in goals.into_iter().enumerate() {
         per_seed[task % n_seeds].extend(g);
     }
-    Ok(per_seed)
+    Ok((per_seed, counts))
 }
 
 #[cfg(test)]

@@ -227,6 +227,7 @@ impl IoState {
             flow: fidx,
             class,
             threads: 1,
+            options: Vec::new(),
         });
         self.jobs.insert((flow.0, activity), j);
         j

@@ -234,6 +234,7 @@ impl Stack {
             jobs: Vec::new(),
             flows: Vec::new(),
             interval_ns: b.interval_ns,
+            global_options: Vec::new(),
         });
         let mut io = io::IoState::new(block, port, collector);
         if let Some(image) = &b.image {
@@ -287,6 +288,7 @@ impl Shared {
                 jobs: Vec::new(),
                 flows: Vec::new(),
                 interval_ns: 1,
+                global_options: Vec::new(),
             }),
         );
         let block = &inner.io.block;

@@ -70,7 +70,7 @@ fn data_round_trips_through_real_files() {
         .find(|j| j.jobname == "main/other")
         .unwrap();
     assert_eq!(j.write.total_ios, 64);
-    assert!(j.read.clat_ns.mean > 0.0);
+    assert!(j.read.lat_ns.mean > 0.0);
     assert!(dir.path().join("data").exists());
 }
 

@@ -404,6 +404,7 @@ impl<'a> Sim<'a> {
                 jobs: Vec::new(),
                 flows: Vec::new(),
                 interval_ns: 1,
+                global_options: Vec::new(),
             }),
         )
         .finish(self.runner.last_job_end(), w.block.policy().name());

@@ -56,7 +56,7 @@ fn cache(class_limits: bool) -> FrontConfig {
 fn a_critical_writer_is_not_throttled_by_background_dirt_with_class_limits() {
     let rcp = sim(BESIDE, cache(true), 1).unwrap();
     let linux = sim(BESIDE, cache(false), 1).unwrap();
-    let crit = |o: &SimOutput| o.report.jobs[1].write.clat_ns.mean;
+    let crit = |o: &SimOutput| o.report.jobs[1].write.lat_ns.mean;
     let throttled = |o: &SimOutput| o.report.extra.page_cache.expect("a cache").cache.throttled;
     // With RCP's limits the critical writer's writes land in the cache at once: their
     // time is the system call's copy (1 µs + 4 KiB at 10 GB/s = 1.41 µs), only the

@@ -461,6 +461,7 @@ pub async fn run_jobs(
         jobs: Vec::new(),
         flows: Vec::new(),
         interval_ns: 1,
+        global_options: Vec::new(),
     });
     Ok(FioRun {
         collector: sh.collector.replace(empty),

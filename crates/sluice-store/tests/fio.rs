@@ -97,7 +97,7 @@ fn fsync_every_n_writes_and_at_the_end() {
         assert_eq!(j.write.total_ios, 32, "{fs}");
         assert_eq!(j.sync.total_ios, 9, "{fs}");
         assert_eq!(j.error, 0);
-        assert!(j.sync.clat_ns.mean > 0.0);
+        assert!(j.sync.lat_ns.mean > 0.0);
     }
     // fdatasync=N is counted the same way; fsync_on_close syncs at a runtime end too.
     let text = "[w]\nrw=write\nbs=4k\nsize=64k\nfdatasync=2\n";

@@ -348,6 +348,12 @@ pub struct JobSpec {
     /// Options accepted but not acted on, as written (`ioengine`, `direct`,
     /// `group_reporting`, …): sluice chooses its engine and always does direct I/O.
     pub passthrough: Vec<(String, String)>,
+    /// The job section's own options as written, in order (fio's `job options` in the
+    /// JSON; a bare flag has an empty value).
+    pub job_options: Vec<(String, String)>,
+    /// The `[global]` options in force at the job's header, as written (fio's `global
+    /// options`).
+    pub global_options: Vec<(String, String)>,
 }
 
 impl Default for JobSpec {
@@ -401,6 +407,8 @@ impl Default for JobSpec {
             fsync_on_close: false,
             create_on_open: false,
             passthrough: Vec::new(),
+            job_options: Vec::new(),
+            global_options: Vec::new(),
         }
     }
 }

@@ -383,7 +383,7 @@ pub fn options_markdown() -> String {
         s.push('\n');
     }
     s.push_str(&format!(
-        "Local engines, accepted with a no-effect warning: {}. Any other `ioengine` is refused with the reason (network, passthrough/zoned, not block I/O, other device types).\n",
+        "Local engines, accepted silently (sluice runs its own engine): {}. Any other `ioengine` is refused with the reason (network, passthrough/zoned, not block I/O, other device types).\n",
         LOCAL_ENGINES
             .iter()
             .map(|e| format!("`{e}`"))

@@ -425,21 +425,27 @@ impl Parser<'_> {
         };
         let value = expanded.as_deref();
         if key == "ioengine" {
-            if let Some(v) = value {
-                match engine_class(v) {
-                    EngineClass::Refused(why) => {
-                        return Err(engine_error(&self.origin, line, v, why))
-                    }
-                    EngineClass::Local => self.warn_once(
-                        "ioengine",
-                        line,
-                        key,
-                        format!(
-                            "accepted, no effect in sluice: '{v}' is local I/O; sluice runs every job on its simulated \
-                             device (sluice sim) or with io_uring (sluice run)"
-                        ),
-                    ),
-                }
+            // A local engine (psync, libaio, io_uring, …) is accepted silently: sluice
+            // runs every job with its own engine, and a job file written for fio names
+            // one in nearly every section (fio, too, says nothing).
+            if let Some(EngineClass::Refused(why)) = value.map(engine_class) {
+                return Err(engine_error(&self.origin, line, value.unwrap_or(""), why));
+            }
+        }
+        // As written, for fio's `job options` / `global options` in the JSON (the last
+        // value of a repeated option).
+        let written = (key.to_string(), value.unwrap_or("").to_string());
+        match &mut self.section {
+            Section::None => {}
+            Section::Global => {
+                let o = &mut self.global.job.global_options;
+                o.retain(|(k, _)| *k != written.0);
+                o.push(written);
+            }
+            Section::Job { draft, .. } => {
+                let o = &mut draft.job.job_options;
+                o.retain(|(k, _)| *k != written.0);
+                o.push(written);
             }
         }
         let at = self.loc(line);

@@ -1,9 +1,10 @@
 //! [`Collector::finish`]: the counters of a run become its [`RunReport`].
 
-use super::{Collector, MAX_BINS};
+use super::{Collector, LAT_BUCKETS, MAX_BINS};
 use crate::jain_index;
 use crate::report::{
-    BwSeries, ClassReport, DirReport, Fairness, FlowReport, FlowSeries, JobReport, RunReport,
+    BwSeries, ClassReport, DirReport, Fairness, FlowReport, FlowSeries, JobReport, LatBuckets,
+    RunReport,
 };
 use sluice_core::{IoClass, Nanos};
 
@@ -24,29 +25,95 @@ impl Collector {
             }
         };
 
-        let jobs = self
+        let interval = self.interval_ns;
+        let mut jobs: Vec<JobReport> = self
             .setup
             .jobs
             .iter()
             .zip(&self.jobs)
             .enumerate()
             .map(|(ji, (info, acc))| {
-                let runtime_ns = acc.done_ns.unwrap_or(end_ns).saturating_sub(acc.start_ns);
+                let end = acc.done_ns.unwrap_or(end_ns);
+                let runtime_ns = end.saturating_sub(acc.start_ns);
+                // The bandwidth bins wholly inside the job's window (bin b spans
+                // origin + b·interval onwards).
+                let first = acc
+                    .start_ns
+                    .saturating_sub(self.origin_ns)
+                    .div_ceil(interval) as usize;
+                let last = (end.saturating_sub(self.origin_ns) / interval) as usize;
+                let dir = |d: usize| {
+                    let a = &acc.dirs[d];
+                    a.report(runtime_ns, a.bw_stats(first, last, interval))
+                };
+                let total: u64 = acc.lat_buckets.iter().sum();
+                let pct = |r: std::ops::Range<usize>, names: &[&'static str]| {
+                    LatBuckets(
+                        names
+                            .iter()
+                            .zip(&acc.lat_buckets[r])
+                            .map(|(n, &c)| {
+                                let p = if total > 0 {
+                                    c as f64 * 100.0 / total as f64
+                                } else {
+                                    0.0
+                                };
+                                (*n, p)
+                            })
+                            .collect(),
+                    )
+                };
+                const TEN: [&str; 10] = [
+                    "2", "4", "10", "20", "50", "100", "250", "500", "750", "1000",
+                ];
+                const MS: [&str; 12] = [
+                    "2", "4", "10", "20", "50", "100", "250", "500", "750", "1000", "2000",
+                    ">=2000",
+                ];
                 JobReport {
                     jobname: info.name.clone(),
+                    error: acc.errors,
+                    job_options: info.options.clone(),
+                    read: dir(0),
+                    write: dir(1),
+                    trim: DirReport::default(),
+                    sync: dir(2),
+                    job_runtime: runtime_ns / 1_000_000,
+                    usr_cpu: 0.0,
+                    sys_cpu: 0.0,
+                    ctx: 0,
+                    majf: 0,
+                    minf: 0,
+                    latency_ns: pct(0..10, &TEN),
+                    latency_us: pct(10..20, &TEN),
+                    latency_ms: pct(20..LAT_BUCKETS, &MS),
                     flow: self.setup.flows[info.flow].name.clone(),
                     class: info.class,
                     threads: info.threads,
                     runtime_ns,
-                    read: acc.dirs[0].report(runtime_ns),
-                    write: acc.dirs[1].report(runtime_ns),
-                    sync: acc.dirs[2].report(runtime_ns),
-                    trim: DirReport::default(),
                     steadystate: self.steady.get(ji).cloned().flatten(),
-                    error: acc.errors,
                 }
             })
             .collect();
+        // fio's `bw_agg`: each job's part of all the jobs' bandwidth, per direction.
+        for d in 0..3 {
+            fn sel(j: &mut JobReport, d: usize) -> &mut DirReport {
+                match d {
+                    0 => &mut j.read,
+                    1 => &mut j.write,
+                    _ => &mut j.sync,
+                }
+            }
+            let all: u64 = jobs.iter_mut().map(|j| sel(j, d).bw_bytes).sum();
+            for j in &mut jobs {
+                let r = sel(j, d);
+                r.bw_agg = if all > 0 {
+                    r.bw_bytes as f64 * 100.0 / all as f64
+                } else {
+                    0.0
+                };
+            }
+        }
 
         // Shares and fairness count the active flows that take part in proportional
         // sharing (not the latency-only ones).
@@ -70,9 +137,13 @@ impl Collector {
             .map(|(i, (info, acc))| {
                 let active = acc.ios > 0;
                 let shares = sharing(i);
-                let total = if shares { sharing_bytes } else { all_bytes };
-                let share = if total > 0 {
-                    acc.bytes as f64 / total as f64
+                let share = if shares && sharing_bytes > 0 {
+                    acc.bytes as f64 / sharing_bytes as f64
+                } else {
+                    0.0
+                };
+                let bytes_fraction = if all_bytes > 0 {
+                    acc.bytes as f64 / all_bytes as f64
                 } else {
                     0.0
                 };
@@ -96,6 +167,7 @@ impl Collector {
                     iops: per_s(acc.ios),
                     bw_bytes: per_s(acc.bytes).round() as u64,
                     share,
+                    bytes_fraction,
                     weight_share,
                     share_error,
                 }
@@ -140,12 +212,12 @@ impl Collector {
                     io_bytes: acc.bytes,
                     iops: per_s(acc.ios),
                     bw_bytes: per_s(acc.bytes).round() as u64,
-                    clat_ns: acc.lat.clat.report(),
+                    lat_ns: acc.lat.lat.report(),
                     sched_ns: acc.lat.sched.report(),
                     device_ns: acc.lat.device.report(),
                     post_ns: acc.lat.post.report(),
                     admit_wait_ns: acc.admit.report(),
-                    clat_ccdf: acc.lat.clat.ccdf(),
+                    lat_ccdf: acc.lat.lat.ccdf(),
                 }
             })
             .collect();
@@ -198,6 +270,8 @@ impl Collector {
         };
         RunReport {
             logs,
+            global_options: self.setup.global_options.clone(),
+            started_unix_ms: 0,
             policy: policy.to_string(),
             duration_ns,
             jobs,
