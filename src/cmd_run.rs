@@ -12,8 +12,9 @@ use sluice::engine::{self, EngineConfig, D2FQ_WEIGHTS};
 
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
-    /// fio job file (the same language as `sluice sim`).
-    job: PathBuf,
+    /// fio job file (the same language as `sluice sim`); or fio's command-line job form
+    /// instead (`--name=r --rw=randread --bs=4k --size=1g …`).
+    job: Option<PathBuf>,
     /// Scheduling policy `NAME[:key=value,...]`; repeat the flag or give a comma list
     /// to run the same job under each, one after the other, side by side.
     #[arg(long, short = 'p', default_value = "none")]
@@ -70,6 +71,10 @@ pub struct RunArgs {
     cache: sluice::cli::CacheArgs,
     #[command(flatten)]
     pub(crate) out: OutputArgs,
+    /// The job text of fio's command-line form, taken from the arguments before clap
+    /// reads them.
+    #[arg(skip)]
+    pub cmdline_job: Option<String>,
 }
 
 fn parse_wrr(s: &str) -> Result<[u32; 3], CliError> {
@@ -92,8 +97,34 @@ fn parse_wrr(s: &str) -> Result<[u32; 3], CliError> {
 }
 
 pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
-    args.out.check_inputs(&[&args.job])?;
-    let (jobs, warnings) = load_jobs(Some(&args.job), args.out.ignore_unknown)?;
+    let (jobs, warnings) = match (&args.job, &args.cmdline_job) {
+        (Some(_), Some(_)) => {
+            return Err(CliError::Usage(
+                "a job file and fio's command-line job options (--name=…, --rw=…) together; \
+                 give one or the other"
+                    .into(),
+            ))
+        }
+        (Some(job), None) => {
+            args.out.check_inputs(&[job])?;
+            load_jobs(Some(job), args.out.ignore_unknown)?
+        }
+        (None, Some(text)) => sluice::jobset::parse_with_sets(
+            text,
+            sluice::cmdline_job::ORIGIN,
+            &sluice::workload::ParseOptions {
+                ignore_unknown: args.out.ignore_unknown,
+            },
+            &[],
+        )?,
+        (None, None) => {
+            return Err(CliError::Usage(
+                "no job: give a job file (sluice run JOB.fio), or fio's command-line job \
+                 options (sluice run --name=r --rw=randread --bs=4k --size=1g)"
+                    .into(),
+            ))
+        }
+    };
     for w in &warnings {
         sluice::cli::warn(w);
     }

@@ -137,23 +137,33 @@ struct SimArgs {
 
 fn main() -> ExitCode {
     // fio's command-line job form (`sluice sim --name=r --rw=randread …`).
+    // `sim` and `run` take it; their own long flags stay theirs.
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let sub = match argv.get(1).and_then(|a| a.to_str()) {
+        Some(s @ ("sim" | "run")) => s.to_owned(),
+        _ => String::new(),
+    };
     let own: Vec<(String, bool)> = {
         use clap::CommandFactory;
         let cmd = Cli::command();
-        let sim = cmd.find_subcommand("sim").expect("sim is a subcommand");
-        sim.get_arguments()
-            .filter_map(|a| {
-                a.get_long()
-                    .map(|l| (l.to_owned(), a.get_action().takes_values()))
+        cmd.find_subcommand(&sub)
+            .map(|c| {
+                c.get_arguments()
+                    .filter_map(|a| {
+                        a.get_long()
+                            .map(|l| (l.to_owned(), a.get_action().takes_values()))
+                    })
+                    .chain([("help".to_string(), false)])
+                    .collect()
             })
-            .chain([("help".to_string(), false)])
-            .collect()
+            .unwrap_or_default()
     };
-    let (argv, cmdline_job) =
-        sluice::cmdline_job::split(std::env::args_os().collect(), "sim", &own);
+    let (argv, cmdline_job) = sluice::cmdline_job::split(argv, &sub, &own);
     let mut cli = Cli::parse_from(argv);
-    if let Cmd::Sim(a) = &mut cli.cmd {
-        a.cmdline_job = cmdline_job;
+    match &mut cli.cmd {
+        Cmd::Sim(a) => a.cmdline_job = cmdline_job,
+        Cmd::Run(a) => a.cmdline_job = cmdline_job,
+        _ => {}
     }
     sluice::cli::set_quiet(match &cli.cmd {
         Cmd::Sim(a) => a.out.quiet,

@@ -176,3 +176,37 @@ fn fios_command_line_job_form_output_file_and_terse() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("<command line>"), "{}", stderr(&o));
 }
+
+#[test]
+fn run_takes_fios_command_line_job_form_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let o = sluice(&[
+        "run",
+        "-D",
+        d,
+        "-q",
+        "--name=r",
+        "--rw=randread",
+        "--bs=4k",
+        "--size=4m",
+        "--number_ios=500",
+        "--output-format=json",
+    ]);
+    if o.status.code() == Some(2) && stderr(&o).contains("cannot create an io_uring") {
+        eprintln!("io_uring unavailable, test skipped: {}", stderr(&o));
+        return;
+    }
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["jobs"][0]["jobname"], "r");
+    assert_eq!(v["jobs"][0]["read"]["total_ios"], 500);
+    // Neither a job file nor options: told how to give one.
+    let o = sluice(&["run", "-D", d]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no job"), "{}", stderr(&o));
+    let job = write(dir.path(), "j.fio", "[r]\nrw=read\nsize=1m\n");
+    let o = sluice(&["run", &job, "-D", d, "--name=x", "--rw=read"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("one or the other"), "{}", stderr(&o));
+}
