@@ -28,7 +28,9 @@
 use sluice_block::{Finished, NewRequest};
 use sluice_core::{FlowId, IoClass, Nanos, Op};
 use sluice_metrics::Sample;
-use sluice_workload::{stonewall_groups, IoSource, IoSpec, JobSpec, NextIo, SteadyTrack};
+use sluice_workload::{
+    stonewall_groups, stream_seed, IoSource, IoSpec, JobSpec, NextIo, PrioDraw, SteadyTrack,
+};
 
 use crate::verify::Verifier;
 
@@ -125,6 +127,8 @@ struct Thread {
     state: State,
     wake_at: Option<Nanos>,
     verify: Option<Box<Verifier>>,
+    /// fio's per-I/O priorities (`cmdprio_*`): the class of each I/O drawn high.
+    prio: Option<PrioDraw>,
 }
 
 /// What the runner keeps of a job's options.
@@ -254,6 +258,10 @@ impl Runner {
                     base: t.base,
                     hwq: t.hwq,
                     source: IoSource::new(spec, t.job as usize, t.index, seed),
+                    prio: PrioDraw::new(
+                        &spec.cmdprio,
+                        stream_seed(seed, spec.randseed, t.job as usize, t.index),
+                    ),
                     outstanding: 0,
                     iodepth: spec.iodepth.max(1),
                     state: State::Idle,
@@ -455,12 +463,18 @@ impl Runner {
                 check |= io.op == Op::Read && v.checks_every_read();
             }
             th.outstanding += 1;
+            // A per-I/O priority drawn high gives the request its own class.
+            let class = th
+                .prio
+                .as_mut()
+                .and_then(|p| p.draw(io.op, io.len))
+                .map_or(rt.class, |e| e.io_class(rt.class));
             let req = NewRequest {
                 flow: rt.flow,
                 op: io.op,
                 offset: th.base + io.offset,
                 len: io.len,
-                class: rt.class,
+                class,
                 hwq: th.hwq,
                 fua: false,
             };

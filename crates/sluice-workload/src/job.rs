@@ -324,6 +324,9 @@ pub struct JobSpec {
     pub prio: Option<u8>,
     /// `prioclass` (1 real time, 2 best effort, 3 idle; 0 none), if given.
     pub prioclass: Option<u8>,
+    /// Per-I/O priorities (`cmdprio_percentage`, `cmdprio_bssplit`, …): some I/Os get
+    /// their own class (see [`crate::CmdPrio`]).
+    pub cmdprio: crate::CmdPrio,
     /// Wait for all earlier jobs to finish before starting (`stonewall`,
     /// `wait_for_previous`).
     pub stonewall: bool,
@@ -392,6 +395,7 @@ impl Default for JobSpec {
             randseed: None,
             prio: None,
             prioclass: None,
+            cmdprio: crate::CmdPrio::default(),
             stonewall: false,
             filename: None,
             buffered: false,

@@ -23,6 +23,7 @@ use crate::verify::{parse_pattern, parse_verify_kind, VerifyKind, VerifySpec};
 mod draft;
 mod fields;
 mod finish;
+mod prio;
 mod rows;
 
 use fields::*;
@@ -214,6 +215,8 @@ pub(crate) struct Draft {
     critical: bool,
     weight: Option<u32>,
     flow: Option<String>,
+    /// Per-I/O priorities (`cmdprio_*`).
+    prio: prio::PrioDraft,
 }
 
 /// One option as written, handed to its row's setter.

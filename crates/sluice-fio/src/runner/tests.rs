@@ -263,3 +263,46 @@ fn an_interrupt_drains_the_group_and_starts_no_later_one() {
     assert_eq!(r.group(), r.groups(), "the run is over: b never starts");
     assert!(!p.wakes.iter().any(|&(t, _)| t == 1));
 }
+
+#[test]
+fn cmdprio_gives_the_ios_drawn_high_their_own_class_and_leaves_the_stream_alone() {
+    let run = |text: &str| {
+        let specs = jobs(text);
+        let mut r = Runner::new(
+            &specs,
+            &flows(&specs),
+            &setups(&specs),
+            1,
+            Scope::Whole,
+            false,
+        );
+        let mut p = Script::default();
+        r.start_group(0, 0, &mut p);
+        r.wake(0, 0, &mut p);
+        let mut out = Vec::new();
+        let mut t = 0;
+        while let Some((th, req)) = (!p.submits.is_empty()).then(|| p.submits.remove(0)) {
+            out.push((req.offset, req.class));
+            t += 10;
+            r.complete(th, &finished(&req, 0, t, req.class), t, None, &mut p);
+        }
+        out
+    };
+    let base = "[a]\nrw=randread\nbs=4k\nsize=1m\nio_size=4m\nprioclass=3\n";
+    let plain = run(base);
+    let prio = run(&format!("{base}cmdprio_percentage=30\ncmdprio_class=1\n"));
+    assert_eq!(plain.len(), 1024);
+    assert!(plain.iter().all(|x| x.1 == IoClass::Idle));
+    let offsets = |v: &[(u64, IoClass)]| v.iter().map(|x| x.0).collect::<Vec<_>>();
+    assert_eq!(offsets(&plain), offsets(&prio), "the same offsets");
+    let critical = prio.iter().filter(|x| x.1 == IoClass::Critical).count();
+    assert!(
+        (250..370).contains(&critical),
+        "{critical} of 1024 critical"
+    );
+    assert_eq!(
+        prio.iter().filter(|x| x.1 == IoClass::Idle).count(),
+        1024 - critical,
+        "the others keep the job's class"
+    );
+}

@@ -47,6 +47,7 @@ impl Parser<'_> {
         let verify = self.verify_of(&name, line, &d)?;
         let steadystate = self.steady_of(&name, line, &d)?;
         let class = self.class_of(&name, line, &d);
+        let cmdprio = self.cmdprio_of(&name, &d)?;
         if d.job.time_based && d.job.runtime_ns.is_none() {
             // fio itself needs a runtime for a time-based job to end.
             return Err(WorkloadError::Option {
@@ -72,6 +73,7 @@ impl Parser<'_> {
         job.name = name;
         job.line = line;
         job.class = class;
+        job.cmdprio = cmdprio;
         job.bs = bs;
         job.size = files.region;
         job.nrfiles = files.nrfiles;

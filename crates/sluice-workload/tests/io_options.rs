@@ -1,0 +1,90 @@
+//! fio's options of issue 41: per-I/O priorities, `rw` offset modifiers, `blockalign`,
+//! `random_distribution=sequence`, verify checksums, `wait_for`, flow tokens, trim,
+//! latency targets — parsed into the job, and refused with one clear line where
+//! sluice cannot do them.
+
+use sluice_workload::{parse_str, IoClass, JobSpec, ParseOptions, PrioDraw, WorkloadError};
+
+const STRICT: ParseOptions = ParseOptions {
+    ignore_unknown: false,
+};
+
+fn jobs(text: &str) -> Vec<JobSpec> {
+    match parse_str(text, "t.fio", &STRICT) {
+        Ok(p) => p.jobs,
+        Err(e) => panic!("unexpected error: {e}"),
+    }
+}
+
+fn err(text: &str) -> WorkloadError {
+    parse_str(text, "t.fio", &STRICT).expect_err("should be rejected")
+}
+
+#[test]
+fn cmdprio_percentage_marks_that_share_of_ios_with_its_class() {
+    let j = &jobs("[a]\nrw=randread\nprioclass=3\ncmdprio_percentage=20\ncmdprio_class=1\n")[0];
+    assert_eq!(j.class, IoClass::Idle);
+    let mut d = PrioDraw::new(&j.cmdprio, 9).expect("per-I/O priorities are on");
+    let high: Vec<_> = (0..5000)
+        .filter_map(|_| d.draw(sluice_core::Op::Read, 4096))
+        .collect();
+    assert!((850..1150).contains(&high.len()), "{} of 5000", high.len());
+    assert!(high
+        .iter()
+        .all(|e| e.io_class(j.class) == IoClass::Critical));
+    // Reads only when given as `20,0`.
+    let j = &jobs("[a]\nrw=randrw\ncmdprio_percentage=20,0\n")[0];
+    let mut d = PrioDraw::new(&j.cmdprio, 9).unwrap();
+    assert!((0..200).all(|_| d.draw(sluice_core::Op::Write, 4096).is_none()));
+}
+
+#[test]
+fn cmdprio_bssplit_reads_fios_three_forms() {
+    let j = &jobs(
+        "[a]\nrw=randrw\nbssplit=64k/40:1024k/60,1024k/100\n\
+         cmdprio_bssplit=64k/25/1/1:64k/75/3/2:1024k/0,1024k/0\n",
+    )[0];
+    let r = &j.cmdprio.dirs[0];
+    assert_eq!(r.len(), 3);
+    assert_eq!(
+        (r[0].bs, r[0].pct, r[0].class, r[0].level),
+        (65536, 25, 1, 1)
+    );
+    assert_eq!((r[1].pct, r[1].class, r[1].level), (75, 3, 2));
+    // First form: class and level from cmdprio_class / cmdprio.
+    let j = &jobs(
+        "[a]\nbssplit=64k/50:1m/50\ncmdprio_bssplit=64k/100:1m/0\ncmdprio_class=2\ncmdprio=3\n",
+    )[0];
+    assert_eq!(
+        (j.cmdprio.dirs[0][0].class, j.cmdprio.dirs[0][0].level),
+        (2, 3)
+    );
+    // The third form's hint is accepted with a warning.
+    let p = parse_str(
+        "[a]\nbs=1m\ncmdprio_bssplit=1M/10/2/0/1\n",
+        "t.fio",
+        &STRICT,
+    )
+    .unwrap();
+    assert!(
+        p.warnings.iter().any(|w| w.contains("hints")),
+        "{:?}",
+        p.warnings
+    );
+}
+
+#[test]
+fn cmdprio_errors() {
+    let e = err("[a]\ncmdprio_percentage=10\ncmdprio_bssplit=4k/10\n").to_string();
+    assert!(
+        e.contains("both cmdprio_percentage and cmdprio_bssplit"),
+        "{e}"
+    );
+    let e = err("[a]\ncmdprio_bssplit=4k/60/1/0:4k/60/3/0\n").to_string();
+    assert!(e.contains("add up to 120"), "{e}");
+    let e = err("[a]\ncmdprio_bssplit=4k/10/1\n").to_string();
+    assert!(e.contains("size/percent/class/level"), "{e}");
+    assert!(err("[a]\ncmdprio_class=4\n")
+        .to_string()
+        .contains("out of range"));
+}
