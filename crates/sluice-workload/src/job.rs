@@ -56,6 +56,20 @@ impl RwMode {
     }
 }
 
+/// fio's `rw=MODE:N` offset modifier.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum RwModifier {
+    /// None: sequential I/Os follow each other, random ones are all random.
+    #[default]
+    None,
+    /// A sequential mode's `:N`: N bytes (negative: backwards) added to the end of
+    /// each I/O to give the next one's offset (fio's `ddir_seq_add`).
+    SeqAdd(i64),
+    /// A random mode's `:N`: a new random offset every N I/Os; in between the I/Os
+    /// continue sequentially or repeat the offset (`rw_sequencer`; fio's `ddir_seq_nr`).
+    RandEvery(u32),
+}
+
 /// One row of a `bssplit` table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BsEntry {
@@ -167,6 +181,10 @@ pub enum Distribution {
     Zoned(Vec<Zone>),
     /// `zoned_abs:A/SIZE:…`: A % of accesses fall uniformly into the next SIZE bytes.
     ZonedAbs(Vec<Zone>),
+    /// `sequence:I,J,…`: fio's fixed sequence of block indices (in units of the
+    /// direction's smallest block size), the n-th I/O of a direction taking element
+    /// n mod len; with `random_sequence_stride` each round is shifted by len blocks.
+    Sequence(Vec<u64>),
 }
 
 /// One zone of a zoned distribution.
@@ -255,6 +273,17 @@ pub struct JobSpec {
     pub class: IoClass,
     /// I/O pattern; default `read` as in fio.
     pub rw: RwMode,
+    /// fio's `:N` offset modifier of `rw`.
+    pub rw_modifier: RwModifier,
+    /// `rw_sequencer=identical`: with [`RwModifier::RandEvery`], the I/Os between
+    /// random offsets repeat the last offset (default: continue sequentially).
+    pub rw_identical: bool,
+    /// `random_sequence_stride`: a `sequence` distribution's rounds advance by its
+    /// length (fio's strided block groups) instead of repeating.
+    pub sequence_stride: bool,
+    /// `blockalign`: random offsets are multiples of this `[reads, writes]` (0: of the
+    /// drawn block size, fio's default).
+    pub blockalign: [u32; 2],
     /// Percent of reads in mixed modes (default 50).
     pub rwmixread: u8,
     /// Block sizes per direction; default 4 KiB.
@@ -364,6 +393,10 @@ impl Default for JobSpec {
             weight: 4,
             class: IoClass::Normal,
             rw: RwMode::Read,
+            rw_modifier: RwModifier::None,
+            rw_identical: false,
+            blockalign: [0, 0],
+            sequence_stride: false,
             rwmixread: 50,
             bs: BlockSizes::default(),
             size: 1 << 30,

@@ -160,7 +160,7 @@ pub use gen::{stream_seed, IoGen, IoSpec, Pacer};
 pub use include::MAX_INCLUDE_DEPTH;
 pub use job::{
     weight_from_prio, BlockSize, BlockSizes, BsEntry, Distribution, FileService, JobSpec, LogSpec,
-    RateProcess, RwMode, Zone,
+    RateProcess, RwMode, RwModifier, Zone,
 };
 pub use limits::{
     check_limits, read_text, LimitError, MAX_INFLIGHT, MAX_JOB_FILE_BYTES, MAX_STEADY_INTERVALS,

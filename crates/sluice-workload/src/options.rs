@@ -257,7 +257,6 @@ static OTHERS: &[OptionInfo] = &[
     o("thinktime_iotime", &[], Refused, "thinktime_iotime=1s", "not supported yet: sluice thinks after every I/O"),
     o("file_append", &[], Refused, "file_append=1", "not supported: give offset instead"),
     o("fill_device", &["fill_fs"], Refused, "fill_device=1", "the simulator never runs out of space; give size instead"),
-    o("rw_sequencer", &[], Refused, "rw_sequencer=sequential", "not supported: use rw=read or rw=randread without ':N'"),
     o("latency_target", &[], Refused, "latency_target=10ms", "fio's queue-depth search is not supported; give iodepth (sluice's policies keep latency targets)"),
     o("latency_window", &[], Refused, "latency_window=1s", "fio's queue-depth search is not supported; give iodepth"),
     o("latency_percentile", &[], Refused, "latency_percentile=99", "fio's queue-depth search is not supported; give iodepth"),
@@ -269,10 +268,8 @@ static OTHERS: &[OptionInfo] = &[
     o("trim_verify_zero", &[], Refused, "trim_verify_zero=1", "trim/discard is not modelled"),
     o("trim_backlog", &[], Refused, "trim_backlog=8", "trim/discard is not modelled"),
     q("kb_base", &[], Refused, &["1024"], "kb_base=1000", "sluice's sizes are always powers of 1024; kb_base=1000 would change every size"),
-    o("blockalign", &["ba"], Refused, "blockalign=4k", "sluice aligns random offsets to the block size itself"),
     o("blocksize_unaligned", &["bs_unaligned"], Refused, "blocksize_unaligned", "sluice's sizes are multiples of the smallest block size"),
     o("bs_is_seq_rand", &[], Refused, "bs_is_seq_rand=1", "not supported: give bs=read,write"),
-    o("random_sequence_stride", &[], Refused, "random_sequence_stride=1", "random_distribution=sequence is not supported"),
 ];
 
 /// Every option sluice knows, in the documentation's order: those it acts on, then the

@@ -9,7 +9,7 @@ use sluice_core::IoClass;
 use crate::error::WorkloadError;
 use crate::include::{expand_includes, expand_value, SrcLine};
 use crate::job::{
-    weight_from_prio, BlockSize, BsEntry, Distribution, JobSpec, RateProcess, RwMode,
+    weight_from_prio, BlockSize, BsEntry, Distribution, JobSpec, RateProcess, RwMode, RwModifier,
 };
 use crate::options::{engine_class, lookup, option_table, EngineClass, OptionInfo, Support};
 use crate::steady::{parse_steadystate, SteadyMetric, SteadySpec};

@@ -88,3 +88,65 @@ fn cmdprio_errors() {
         .to_string()
         .contains("out of range"));
 }
+
+fn offsets(text: &str, n: usize) -> Vec<u64> {
+    let j = &jobs(text)[0];
+    let mut g = sluice_workload::IoGen::new(j, 0, 0, 1);
+    (0..n).map(|_| g.next_io().offset >> 10).collect()
+}
+
+#[test]
+fn rw_offset_modifiers_as_fio() {
+    // Backwards: the first read at 0, then from the end back down (fio's example
+    // backwards-read.fio), wrapping again at 0.
+    assert_eq!(
+        offsets("[a]\nrw=read:-8k\nbs=4k\nsize=32k\n", 9),
+        [0, 24, 20, 16, 12, 8, 4, 0, 24]
+    );
+    // Holes: 16k written, 112k skipped.
+    assert_eq!(
+        offsets("[a]\nrw=write:112k\nbs=16k\nsize=512k\n", 5),
+        [0, 128, 256, 384, 0]
+    );
+    // Random every 4th I/O, sequential in between; identical repeats the offset.
+    let seq = offsets("[a]\nrw=randread:4\nbs=4k\nsize=64m\n", 8);
+    assert_eq!(seq[..3], [0, 4, 8]);
+    assert_eq!(seq[4] + 4, seq[5], "{seq:?}");
+    let ident = offsets(
+        "[a]\nrw=randread:4\nrw_sequencer=identical\nbs=4k\nsize=64m\n",
+        8,
+    );
+    assert_eq!(ident[..3], [0, 0, 0]);
+    assert_eq!([ident[4], ident[5], ident[6]], [ident[3]; 3], "{ident:?}");
+    assert_ne!(ident[3], 0);
+    let e = err("[a]\nrw=randread:0\n").to_string();
+    assert!(e.contains("count of I/Os"), "{e}");
+}
+
+#[test]
+fn blockalign_aligns_random_offsets_of_small_blocks() {
+    let j = &jobs("[a]\nrw=randread\nbssplit=512/50:1k/50\nblockalign=4k\nsize=16m\n")[0];
+    let mut g = sluice_workload::IoGen::new(j, 0, 0, 3);
+    let offs: Vec<u64> = (0..500).map(|_| g.next_io().offset).collect();
+    assert!(
+        offs.iter().all(|o| o.is_multiple_of(4096)),
+        "all 4k-aligned"
+    );
+    // Without it, 512-byte blocks land off 4k boundaries.
+    let j = &jobs("[a]\nrw=randread\nbssplit=512/50:1k/50\nsize=16m\n")[0];
+    let mut g = sluice_workload::IoGen::new(j, 0, 0, 3);
+    assert!((0..500).any(|_| !g.next_io().offset.is_multiple_of(4096)));
+}
+
+#[test]
+fn sequence_distribution_as_fios_example() {
+    let base =
+        "[a]\nrw=randread\nbs=4k\nsize=48k\nio_size=24k\nrandom_distribution=sequence:2,0,1\n";
+    assert_eq!(offsets(base, 6), [8, 0, 4, 8, 0, 4]);
+    assert_eq!(
+        offsets(&format!("{base}random_sequence_stride=1\n"), 6),
+        [8, 0, 4, 20, 12, 16]
+    );
+    let e = err("[a]\nrw=randread\nbs=4k\nsize=8k\nrandom_distribution=sequence:0,5\n").to_string();
+    assert!(e.contains("block 5 of the sequence is past the end"), "{e}");
+}

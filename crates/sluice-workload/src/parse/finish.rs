@@ -41,7 +41,7 @@ impl Parser<'_> {
                 format!("offset + size overflows 64 bits in job '{name}'; use a smaller offset"),
             ));
         }
-        let distribution = self.distribution_of(&name, &d, rw, &files)?;
+        let distribution = self.distribution_of(&name, &d, rw, &files, &bs)?;
         let percentage_random = self.percentage_random_of(&name, &d, rw);
         let filename = self.resolve_file(&name, &d)?;
         let verify = self.verify_of(&name, line, &d)?;
@@ -226,11 +226,29 @@ impl Parser<'_> {
         d: &Draft,
         rw: RwMode,
         f: &Files,
+        bs: &crate::BlockSizes,
     ) -> Result<[Distribution; 2], WorkloadError> {
         let Some((dist, at)) = d.distribution.clone() else {
             return Ok([Distribution::Uniform, Distribution::Uniform]);
         };
-        for dd in &dist {
+        for (dir, dd) in dist.iter().enumerate() {
+            if let Distribution::Sequence(idx) = dd {
+                let unit = if dir == 0 { &bs.read } else { &bs.write };
+                let unit = unit.min_len().max(1) as u64;
+                let blocks = f.file_size / unit;
+                if let Some(b) = idx.iter().find(|&&b| b >= blocks) {
+                    return Err(self.option_err_at(
+                        &at,
+                        "random_distribution",
+                        format!(
+                            "block {b} of the sequence is past the end of the file ({blocks} \
+                             blocks of {} in job '{name}'); use indices below {blocks} or a \
+                             larger file",
+                            show_size(unit)
+                        ),
+                    ));
+                }
+            }
             if let Distribution::ZonedAbs(z) = dd {
                 let total: u64 = z.iter().map(|z| z.size).fold(0, u64::saturating_add);
                 if total > f.file_size {

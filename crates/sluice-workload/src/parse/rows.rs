@@ -97,7 +97,15 @@ fn bs_table(
 pub(crate) static ACTED: &[OptionInfo] = &[
     y("name", &[], "name=reader", "job name (overrides the section name)", |d, a| { d.name = Some(a.need()?.to_string()); Ok(()) }),
     y("description", &[], "description=some text", "free text, recorded", |d, a| { d.record(a.key, Some(a.need()?)); Ok(()) }),
-    y("rw", &["readwrite"], "rw=randread", "read, write, randread, randwrite, rw/readwrite, randrw (trim and `:N` modifiers refused)", |d, a| { d.job.rw = parse_rw(a.need()?)?; Ok(()) }),
+    y("rw", &["readwrite"], "rw=randread", "read, write, randread, randwrite, rw/readwrite, randrw (trim refused); fio's `:N` modifier: a sequential mode adds N bytes after each I/O (`write:112k` leaves holes, `read:-8k` goes backwards, wrapping as fio), a random one takes a new random offset every N I/Os (see rw_sequencer)", |d, a| { (d.job.rw, d.job.rw_modifier) = parse_rw(a.need()?)?; Ok(()) }),
+    y("rw_sequencer", &[], "rw_sequencer=identical", "with `rw=randread:N`: between random offsets, sequential (default) continues from the last I/O, identical repeats its offset", |d, a| {
+        d.job.rw_identical = match a.need()?.trim().to_ascii_lowercase().as_str() {
+            "sequential" => false,
+            "identical" => true,
+            v => return Err(format!("cannot read '{v}'; use sequential or identical")),
+        };
+        Ok(())
+    }),
     y("rwmixread", &[], "rwmixread=70", "percent of reads in mixed modes", |d, a| { d.job.rwmixread = a.uint("70", 0, 100)?; Ok(()) }),
     y("rwmixwrite", &[], "rwmixwrite=30", "percent of writes in mixed modes", |d, a| { d.job.rwmixread = 100 - a.uint::<u8>("30", 0, 100)?; Ok(()) }),
     y("bs", &["blocksize"], "bs=4k", "block size, or `read,write`", |d, a| {
@@ -107,6 +115,15 @@ pub(crate) static ACTED: &[OptionInfo] = &[
                 d.bs[dir] = Some((parse_bs(p)?, a.at.clone()));
                 // A later bs overrides an inherited bssplit/bsrange for that direction.
                 d.bssplit[dir] = None;
+            }
+        }
+        Ok(())
+    }),
+    y("blockalign", &["ba"], "blockalign=4k", "random offsets are multiples of this (`read,write`) instead of the drawn block size, as fio", |d, a| {
+        let (parts, _) = a.dirs()?;
+        for (dir, part) in parts.iter().enumerate() {
+            if let Some(p) = part {
+                d.job.blockalign[dir] = parse_bs(p)?;
             }
         }
         Ok(())
@@ -158,7 +175,8 @@ pub(crate) static ACTED: &[OptionInfo] = &[
         Ok(())
     }),
     y("randseed", &[], "randseed=42", "mixed into each thread's random stream", |d, a| { d.job.randseed = Some(parse_uint(a.need()?, "42")?); Ok(()) }),
-    y("random_distribution", &[], "random_distribution=zipf:1.2", "random (uniform), zipf:θ[:c], pareto:h[:c], normal:σ%[:c] (gauss), zoned:A/S%:…, zoned_abs:A/SIZE:… — as fio computes them", |d, a| { d.distribution = Some((parse_distribution(a.need()?)?, a.at.clone())); Ok(()) }),
+    y("random_distribution", &[], "random_distribution=zipf:1.2", "random (uniform), zipf:θ[:c], pareto:h[:c], normal:σ%[:c] (gauss), zoned:A/S%:…, zoned_abs:A/SIZE:…, sequence:I,J,… (block indices in the smallest block size, taken in turn; an index past the file is refused) — as fio computes them", |d, a| { d.distribution = Some((parse_distribution(a.need()?)?, a.at.clone())); Ok(()) }),
+    y("random_sequence_stride", &[], "random_sequence_stride=1", "with random_distribution=sequence: each round of the sequence is shifted by its length (fio's strided block groups); default 0 repeats it", |d, a| { d.job.sequence_stride = a.flag()?; Ok(()) }),
     y("percentage_random", &[], "percentage_random=80", "percent of a random job's I/Os that are random, the rest continue sequentially; `read,write`", |d, a| {
         let (parts, _) = a.dirs()?;
         let mut p = d.percentage_random.as_ref().map_or([100, 100], |x| x.0);
