@@ -274,6 +274,11 @@ impl Port for Worker<'_> {
         self.sh.early.job_ended(job as usize);
     }
 
+    fn job_over(&mut self, job: u32) -> bool {
+        // `wait_for`: every thread of the waitee, over all workers, is done.
+        self.sh.job_live[job as usize].load(Ordering::Acquire) == 0
+    }
+
     fn thread_done(&mut self, job: u32) -> bool {
         // The job's last thread, over all workers.
         self.sh.job_live[job as usize].fetch_sub(1, Ordering::AcqRel) == 1

@@ -34,6 +34,10 @@ use sluice_workload::{
 
 use crate::verify::Verifier;
 
+/// How often a waiting job of a [`Scope::Part`] runner looks whether its waitee is
+/// done (1 ms).
+pub const WAIT_POLL_NS: Nanos = 1_000_000;
+
 /// How much of the run a [`Runner`] has (see the module documentation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scope {
@@ -100,6 +104,12 @@ pub trait Port {
     /// Job `job` ended and has `exitall`: end `others`, the jobs of its group still
     /// running here, now. (A [`Scope::Part`] world ends them in every part.)
     fn exit_all(&mut self, job: u32, others: &[u32]);
+    /// Whether every thread of `job` is done over the whole run (for `wait_for` in a
+    /// [`Scope::Part`] world; a [`Scope::Whole`] runner knows it itself).
+    fn job_over(&mut self, job: u32) -> bool {
+        let _ = job;
+        false
+    }
     /// A thread of `job` is done: whether it was the job's last over the whole run.
     /// Asked of [`Scope::Part`] worlds only.
     fn thread_done(&mut self, job: u32) -> bool {
@@ -111,6 +121,8 @@ pub trait Port {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     Idle,
+    /// Its job waits for another (`wait_for`): counted active, issuing nothing.
+    Waiting,
     Running,
     Stopping,
     Done,
@@ -143,6 +155,8 @@ struct JobOpts {
     /// Bytes per thread, and threads (for the progress).
     size: u64,
     numjobs: u32,
+    /// `wait_for`: the job whose threads must all be done before this one starts.
+    wait_for: Option<u32>,
 }
 
 #[derive(Debug)]
@@ -227,6 +241,7 @@ impl Runner {
                     time_based: s.time_based,
                     size: s.size,
                     numjobs: s.numjobs,
+                    wait_for: s.wait_for.map(|w| w as u32),
                 },
                 flow: job_flow[j],
                 class: s.class,
@@ -365,25 +380,74 @@ impl Runner {
             if !self.jobs[j as usize].here {
                 continue;
             }
-            let rt = &mut self.jobs[j as usize];
-            let spec = &rt.opts;
-            let start = now + spec.startdelay_ns;
-            rt.start_ns = start;
-            port.job_start(j, start);
-            if let Some(r) = spec.runtime_ns {
-                let end = start.saturating_add(spec.ramp_ns).saturating_add(r);
-                rt.end_ns = Some(end);
-                port.end_at(j, end);
+            if let Some(w) = self.jobs[j as usize].opts.wait_for {
+                if !self.waitee_done(w, port) {
+                    // fio's wait_for: the job starts when its waitee is done; its
+                    // threads count as active so the group does not end before it.
+                    for k in 0..self.jobs[j as usize].threads.len() {
+                        let t = self.jobs[j as usize].threads[k];
+                        self.threads[t as usize].state = State::Waiting;
+                        self.active += 1;
+                    }
+                    self.poll_wait(j, now, port);
+                    continue;
+                }
             }
-            if let Some(ss) = &rt.ss {
-                port.steady_at(j, start + ss.spec().interval_ns);
-            }
+            self.start_job(j, now, port);
+        }
+    }
+
+    /// Whether every thread of job `w` is done: known here in a [`Scope::Whole`]
+    /// runner, asked of the world ([`Port::job_over`]) in a [`Scope::Part`] one.
+    fn waitee_done(&self, w: u32, port: &mut impl Port) -> bool {
+        match self.scope {
+            Scope::Whole => self.jobs[w as usize].done,
+            Scope::Part => port.job_over(w),
+        }
+    }
+
+    /// A waiting job `j`: start it if its waitee is done; else, in a [`Scope::Part`]
+    /// runner (whose waitee may run in another part), look again [`WAIT_POLL_NS`]
+    /// later. A [`Scope::Whole`] runner starts it when the waitee's last thread is
+    /// done.
+    fn poll_wait(&mut self, j: u32, now: Nanos, port: &mut impl Port) {
+        let w = self.jobs[j as usize].opts.wait_for.expect("a waiting job");
+        if self.waitee_done(w, port) {
+            self.start_job(j, now, port);
+            return;
+        }
+        if self.scope == Scope::Part {
             for k in 0..self.jobs[j as usize].threads.len() {
                 let t = self.jobs[j as usize].threads[k];
-                self.threads[t as usize].state = State::Running;
-                self.active += 1;
-                self.wake_after(t, start, port);
+                self.wake_after(t, now + WAIT_POLL_NS, port);
             }
+        }
+    }
+
+    /// Start job `j` at `now`: it starts `startdelay` later (its `runtime` end and
+    /// steady-state checks are asked of the port), its threads run from then.
+    fn start_job(&mut self, j: u32, now: Nanos, port: &mut impl Port) {
+        let rt = &mut self.jobs[j as usize];
+        let spec = &rt.opts;
+        let start = now + spec.startdelay_ns;
+        rt.start_ns = start;
+        port.job_start(j, start);
+        if let Some(r) = spec.runtime_ns {
+            let end = start.saturating_add(spec.ramp_ns).saturating_add(r);
+            rt.end_ns = Some(end);
+            port.end_at(j, end);
+        }
+        if let Some(ss) = &rt.ss {
+            port.steady_at(j, start + ss.spec().interval_ns);
+        }
+        for k in 0..self.jobs[j as usize].threads.len() {
+            let t = self.jobs[j as usize].threads[k];
+            let th = &mut self.threads[t as usize];
+            if th.state != State::Waiting {
+                self.active += 1;
+            }
+            th.state = State::Running;
+            self.wake_after(t, start, port);
         }
     }
 
@@ -405,6 +469,11 @@ impl Runner {
             return false;
         }
         th.wake_at = None;
+        if th.state == State::Waiting {
+            let j = th.job;
+            self.poll_wait(j, now, port);
+            return true;
+        }
         self.try_issue(t, now, port);
         true
     }
@@ -596,6 +665,11 @@ impl Runner {
         for k in 0..self.jobs[j as usize].threads.len() {
             let t = self.jobs[j as usize].threads[k];
             let th = &mut self.threads[t as usize];
+            if th.state == State::Waiting {
+                // Ended (exitall, an interrupt) before its waitee was done.
+                th.wake_at = None;
+                th.state = State::Stopping;
+            }
             if th.state == State::Running {
                 th.wake_at = None;
                 if th.verify.is_none() && th.source.end_now() {
@@ -657,6 +731,19 @@ impl Runner {
             self.exit_all(j as u32, port);
         }
         if self.scope == Scope::Whole {
+            // Jobs waiting for this one (`wait_for`) start now.
+            let waiters: Vec<u32> = (0..self.jobs.len() as u32)
+                .filter(|&k| {
+                    self.jobs[k as usize].opts.wait_for == Some(j as u32)
+                        && self.jobs[k as usize]
+                            .threads
+                            .iter()
+                            .any(|&t| self.threads[t as usize].state == State::Waiting)
+                })
+                .collect();
+            for k in waiters {
+                self.start_job(k, now, port);
+            }
             let g = self.jobs[j].group;
             if self.groups[g].iter().all(|&k| self.jobs[k as usize].done) {
                 self.start_group(g + 1, now, port);

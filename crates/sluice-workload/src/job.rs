@@ -356,6 +356,9 @@ pub struct JobSpec {
     /// Per-I/O priorities (`cmdprio_percentage`, `cmdprio_bssplit`, …): some I/Os get
     /// their own class (see [`crate::CmdPrio`]).
     pub cmdprio: crate::CmdPrio,
+    /// `wait_for`: the index of the earlier job whose threads must all be done before
+    /// this job starts.
+    pub wait_for: Option<usize>,
     /// Wait for all earlier jobs to finish before starting (`stonewall`,
     /// `wait_for_previous`).
     pub stonewall: bool,
@@ -429,6 +432,7 @@ impl Default for JobSpec {
             prio: None,
             prioclass: None,
             cmdprio: crate::CmdPrio::default(),
+            wait_for: None,
             stonewall: false,
             filename: None,
             buffered: false,

@@ -217,6 +217,8 @@ pub(crate) struct Draft {
     flow: Option<String>,
     /// Per-I/O priorities (`cmdprio_*`).
     prio: prio::PrioDraft,
+    /// `wait_for`: the waitee's name and where.
+    wait_for: Option<(String, Loc)>,
 }
 
 /// One option as written, handed to its row's setter.

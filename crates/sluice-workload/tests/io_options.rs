@@ -150,3 +150,13 @@ fn sequence_distribution_as_fios_example() {
     let e = err("[a]\nrw=randread\nbs=4k\nsize=8k\nrandom_distribution=sequence:0,5\n").to_string();
     assert!(e.contains("block 5 of the sequence is past the end"), "{e}");
 }
+
+#[test]
+fn wait_for_names_an_earlier_unique_job() {
+    let j = jobs("[a]\n[b]\nwait_for=a\n");
+    assert_eq!((j[0].wait_for, j[1].wait_for), (None, Some(0)));
+    let e = err("[b]\nwait_for=a\n[a]\n").to_string();
+    assert!(e.contains("no earlier job"), "{e}");
+    let e = err("[a]\n[a]\n[b]\nwait_for=a\n").to_string();
+    assert!(e.contains("2 jobs have that name"), "{e}");
+}

@@ -306,3 +306,45 @@ fn cmdprio_gives_the_ios_drawn_high_their_own_class_and_leaves_the_stream_alone(
         "the others keep the job's class"
     );
 }
+
+#[test]
+fn wait_for_starts_the_waiter_when_its_waitee_is_done_while_others_run() {
+    let specs = jobs(
+        "[w]\nrw=write\nbs=4k\nsize=8k\n[long]\nrw=read\nbs=4k\nsize=64k\n\
+         [r]\nwait_for=w\nrw=read\nbs=4k\nsize=4k\n",
+    );
+    assert_eq!(specs[2].wait_for, Some(0));
+    let mut r = Runner::new(
+        &specs,
+        &flows(&specs),
+        &setups(&specs),
+        1,
+        Scope::Whole,
+        false,
+    );
+    let mut p = Script::default();
+    r.start_group(0, 0, &mut p);
+    assert_eq!(p.wakes, vec![(0, 0), (1, 0)], "r waits; w and long start");
+    assert_eq!(r.active(), 3, "the waiting thread keeps the group open");
+    r.wake(0, 0, &mut p);
+    r.wake(1, 0, &mut p);
+    let mut t = 0;
+    let mut r_start = None;
+    while let Some((th, req)) = (!p.submits.is_empty()).then(|| p.submits.remove(0)) {
+        t += 10;
+        r.complete(th, &finished(&req, 0, t, IoClass::Normal), t, None, &mut p);
+        if r_start.is_none() && p.wakes.iter().any(|w| w.0 == 2) {
+            r_start = Some(t);
+            r.wake(2, t, &mut p);
+        }
+    }
+    let w_done = p.done.iter().find(|d| d.0 == 0).expect("w done").1;
+    assert_eq!(r_start, Some(w_done), "r starts when w's last I/O is done");
+    assert_eq!(r.start_ns(2), w_done);
+    assert!(
+        p.done.iter().find(|d| d.0 == 1).unwrap().1 > w_done,
+        "long still ran when r started"
+    );
+    assert!(p.done.iter().any(|d| d.0 == 2), "r ran");
+    assert_eq!(r.group(), 1);
+}

@@ -48,6 +48,38 @@ impl Parser<'_> {
         let steadystate = self.steady_of(&name, line, &d)?;
         let class = self.class_of(&name, line, &d);
         let cmdprio = self.cmdprio_of(&name, &d)?;
+        let wait_for = match &d.wait_for {
+            None => None,
+            Some((w, at)) => {
+                let found: Vec<usize> = (0..self.jobs.len())
+                    .filter(|&i| self.jobs[i].name == *w)
+                    .collect();
+                match found[..] {
+                    [i] => Some(i),
+                    [] => {
+                        return Err(self.option_err_at(
+                            at,
+                            "wait_for",
+                            format!(
+                                "job '{name}' waits for '{w}', which is no earlier job; the \
+                                 waitee must be defined before the waiter, as in fio"
+                            ),
+                        ))
+                    }
+                    _ => {
+                        return Err(self.option_err_at(
+                            at,
+                            "wait_for",
+                            format!(
+                                "job '{name}' waits for '{w}', but {} jobs have that name; a \
+                                 waitee must have a unique name, as in fio",
+                                found.len()
+                            ),
+                        ))
+                    }
+                }
+            }
+        };
         if d.job.time_based && d.job.runtime_ns.is_none() {
             // fio itself needs a runtime for a time-based job to end.
             return Err(WorkloadError::Option {
@@ -74,6 +106,7 @@ impl Parser<'_> {
         job.line = line;
         job.class = class;
         job.cmdprio = cmdprio;
+        job.wait_for = wait_for;
         job.bs = bs;
         job.size = files.region;
         job.nrfiles = files.nrfiles;

@@ -195,6 +195,7 @@ pub(crate) static ACTED: &[OptionInfo] = &[
     y("cmdprio_class", &[], "cmdprio_class=1", "the ioprio class of the I/Os cmdprio_percentage/cmdprio_bssplit draw (default 1, real time → critical)", prio::set_class),
     y("cmdprio", &[], "cmdprio=0", "the ioprio level of those I/Os (default 0); recorded, no per-request weight in sluice", prio::set_level),
     y("cmdprio_hint", &[], "cmdprio_hint=1", "the priority hint of those I/Os (command duration limits): a warning says it has no effect; the I/Os keep their class", prio::set_hint),
+    y("wait_for", &[], "wait_for=writers", "the job starts when every thread of the named earlier job is done (fio's rules: no forward reference, a unique name); other jobs of its group run meanwhile", |d, a| { d.wait_for = Some((a.need()?.trim().to_string(), a.at.clone())); Ok(()) }),
     y("stonewall", &["wait_for_previous"], "stonewall", "wait for all earlier jobs to finish first", |d, a| { d.job.stonewall = a.flag()?; Ok(()) }),
     y("exitall", &[], "exitall", "when this job ends, every job of its stonewall group ends (both worlds)", |d, a| { d.job.exitall = a.flag()?; Ok(()) }),
     y("direct", &[], "direct=0", "direct=1 (sluice's default) goes around the cache; direct=0 reads and writes through sluice's page cache (class-aware dirty limits, lazy indexing, writeback) in both worlds, sized by --page-cache", |d, a| { d.job.buffered = !a.flag()?; Ok(()) }),
