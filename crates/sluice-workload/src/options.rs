@@ -238,7 +238,6 @@ static OTHERS: &[OptionInfo] = &[
     q("sync_file_range", &[], NotYet, &[], "sync_file_range=wait_before:8", SYNC),
     q("pre_read", &[], NotYet, OFF, "pre_read=1", SYNC),
     // ------------------------------------------------------------- refused
-    o("verify_interval", &[], Refused, "verify_interval=4k", "not supported: sluice checks each whole block (verify, verify_pattern, do_verify, verify_backlog, verify_fatal)"),
     o("verify_dump", &[], Refused, "verify_dump=1", "not supported: sluice checks each whole block (verify, verify_pattern, do_verify, verify_backlog, verify_fatal)"),
     o("verify_async", &[], Refused, "verify_async=1", "not supported: sluice checks each whole block (verify, verify_pattern, do_verify, verify_backlog, verify_fatal)"),
     o("verify_only", &[], Refused, "verify_only", "not supported: sluice checks each whole block (verify, verify_pattern, do_verify, verify_backlog, verify_fatal)"),

@@ -197,6 +197,7 @@ pub(crate) struct Draft {
     do_verify: Option<bool>,
     verify_fatal: bool,
     verify_backlog: Option<u64>,
+    verify_interval: Option<(u32, Loc)>,
     /// `write_bw_log`, `write_lat_log`, `write_iops_log`: `Some(None)` when bare (the
     /// job name).
     log_bw: Option<Option<String>>,

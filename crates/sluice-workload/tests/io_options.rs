@@ -160,3 +160,26 @@ fn wait_for_names_an_earlier_unique_job() {
     let e = err("[a]\n[a]\n[b]\nwait_for=a\n").to_string();
     assert!(e.contains("2 jobs have that name"), "{e}");
 }
+
+#[test]
+fn verify_checksums_and_interval() {
+    use sluice_workload::VerifyKind as K;
+    for (v, k) in [
+        ("crc64", K::Crc64),
+        ("sha1", K::Sha1),
+        ("sha256", K::Sha256),
+        ("xxhash", K::Xxhash),
+        ("meta", K::Meta),
+    ] {
+        let j = &jobs(&format!("[a]\nrw=write\nverify={v}\n"))[0];
+        assert_eq!(j.verify.as_ref().unwrap().kind, k);
+    }
+    let j = &jobs("[a]\nrw=write\nbs=64k\nverify=meta\nverify_interval=512\n")[0];
+    assert_eq!(j.verify.as_ref().unwrap().interval, Some(512));
+    let e = err("[a]\nrw=write\nbs=4k\nverify=crc32c\nverify_interval=3000\n").to_string();
+    assert!(e.contains("does not divide the block size 4096"), "{e}");
+    let e = err("[a]\nrw=write\nbs=4k\nverify=crc32c\nverify_interval=32\n").to_string();
+    assert!(e.contains("cannot hold a verify header"), "{e}");
+    let e = err("[a]\nverify=sha512\n").to_string();
+    assert!(e.contains("not one of sluice's checksums"), "{e}");
+}

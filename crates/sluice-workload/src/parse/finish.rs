@@ -44,7 +44,7 @@ impl Parser<'_> {
         let distribution = self.distribution_of(&name, &d, rw, &files, &bs)?;
         let percentage_random = self.percentage_random_of(&name, &d, rw);
         let filename = self.resolve_file(&name, &d)?;
-        let verify = self.verify_of(&name, line, &d)?;
+        let verify = self.verify_of(&name, line, &d, &bs)?;
         let steadystate = self.steady_of(&name, line, &d)?;
         let class = self.class_of(&name, line, &d);
         let cmdprio = self.cmdprio_of(&name, &d)?;
@@ -352,6 +352,7 @@ impl Parser<'_> {
         name: &str,
         line: usize,
         d: &Draft,
+        bs: &crate::BlockSizes,
     ) -> Result<Option<VerifySpec>, WorkloadError> {
         let kind = match &d.verify {
             Some((Some(VerifyKind::Pattern), at)) if d.verify_pattern.is_none() => {
@@ -379,12 +380,46 @@ impl Parser<'_> {
             }
             return Ok(None);
         };
+        let interval = match &d.verify_interval {
+            Some((n, at)) => {
+                let sizes: Vec<u32> = [&bs.read, &bs.write]
+                    .into_iter()
+                    .flat_map(|b| match b {
+                        crate::BlockSize::Fixed(n) => vec![*n],
+                        crate::BlockSize::Split(t) => t.iter().map(|e| e.len).collect(),
+                    })
+                    .collect();
+                if *n < 64 && kind != VerifyKind::Pattern {
+                    return Err(self.option_err_at(
+                        at,
+                        "verify_interval",
+                        format!(
+                            "{n} bytes cannot hold a verify header (64 bytes) in job '{name}'; \
+                             give at least verify_interval=64"
+                        ),
+                    ));
+                }
+                if let Some(b) = sizes.iter().find(|&&b| b % n != 0) {
+                    return Err(self.option_err_at(
+                        at,
+                        "verify_interval",
+                        format!(
+                            "{n} does not divide the block size {b} of job '{name}'; give an \
+                             interval that divides every block size, as fio asks"
+                        ),
+                    ));
+                }
+                Some(*n)
+            }
+            None => None,
+        };
         Ok(Some(VerifySpec {
             kind,
             pattern: d.verify_pattern.clone().unwrap_or_default(),
             do_verify: d.do_verify.unwrap_or(true),
             backlog: d.verify_backlog,
             fatal: d.verify_fatal,
+            interval,
         }))
     }
 

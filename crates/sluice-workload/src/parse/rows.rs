@@ -225,9 +225,10 @@ pub(crate) static ACTED: &[OptionInfo] = &[
         d.ss_interval = Some((t, a.at.clone()));
         Ok(())
     }),
-    y("verify", &[], "verify=crc32c", "crc32c, md5 or pattern (pattern needs `verify_pattern`, else the job is refused): `sluice run` writes each block with a header and checksum and reads it back to check it (a read-only job checks what it reads); the simulator carries no data, runs the job without its verify reads and says so", |d, a| { d.verify = Some((parse_verify_kind(a.need()?)?, a.at.clone())); Ok(()) }),
+    y("verify", &[], "verify=crc32c", "crc32c, crc64, md5, sha1, sha256, xxhash (XXH32), meta (the header alone, sealed by a CRC-32C) or pattern (pattern needs `verify_pattern`, else the job is refused): `sluice run` writes each block with a header and checksum and reads it back to check it (a read-only job checks what it reads); the simulator carries no data, runs the job without its verify reads and says so", |d, a| { d.verify = Some((parse_verify_kind(a.need()?)?, a.at.clone())); Ok(()) }),
     y("do_verify", &[], "do_verify=0", "read back and check every written block when the write phase ends (default 1)", |d, a| { d.do_verify = Some(a.flag()?); Ok(()) }),
     y("verify_backlog", &[], "verify_backlog=1024", "check the written blocks after every N writes, before writing more", |d, a| { d.verify_backlog = a.some_uint("1024")?; Ok(()) }),
+    y("verify_interval", &[], "verify_interval=512", "a header and checksum for every N bytes of a block instead of one per block (N divides every block size and holds the header: at least 64 bytes)", |d, a| { d.verify_interval = Some((parse_bs(a.need()?)?, a.at.clone())); Ok(()) }),
     y("verify_pattern", &[], "verify_pattern=0xdeadbeef", "the data of written blocks (hex bytes, a quoted string, bytes 0..=255); alone it means verify=pattern, as in fio", |d, a| { d.verify_pattern = Some(parse_pattern(a.need()?)?); Ok(()) }),
     y("verify_fatal", &[], "verify_fatal=1", "end the job at the first block that fails its check", |d, a| { d.verify_fatal = a.flag()?; Ok(()) }),
     y("filename", &[], "filename=data", "jobs with the same file share its address range (one file; `a:b` lists refused)", |d, a| {
