@@ -274,6 +274,16 @@ impl Port for Worker<'_> {
         self.sh.early.job_ended(job as usize);
     }
 
+    fn token_flow(&mut self, f: usize, d_count: i64, d_weight: i64) -> Option<(u64, u64)> {
+        Some(
+            self.sh
+                .tokens
+                .lock()
+                .expect("token flow lock")
+                .apply(f, d_count, d_weight),
+        )
+    }
+
     fn job_over(&mut self, job: u32) -> bool {
         // `wait_for`: every thread of the waitee, over all workers, is done.
         self.sh.job_live[job as usize].load(Ordering::Acquire) == 0

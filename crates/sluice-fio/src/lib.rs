@@ -26,9 +26,11 @@ pub mod front;
 mod owner;
 pub mod plan;
 mod runner;
+pub mod tokens;
 pub mod verify;
 
 pub use owner::Owner;
 pub use plan::{AddressPlan, PlannedThread};
-pub use runner::{Port, Runner, Scope, Submit, ThreadSetup, VerifyDone};
+pub use runner::{Port, Runner, Scope, Submit, ThreadSetup, VerifyDone, WAIT_POLL_NS};
+pub use tokens::TokenFlows;
 pub use verify::Verifier;

@@ -32,11 +32,16 @@ use sluice_workload::{
     stonewall_groups, stream_seed, IoSource, IoSpec, JobSpec, NextIo, PrioDraw, SteadyTrack,
 };
 
+use crate::tokens::TokenFlows;
 use crate::verify::Verifier;
 
 /// How often a waiting job of a [`Scope::Part`] runner looks whether its waitee is
 /// done (1 ms).
 pub const WAIT_POLL_NS: Nanos = 1_000_000;
+
+/// How often a thread of a [`Scope::Part`] runner over its token-flow share without
+/// `flow_sleep` looks again (50 µs).
+pub const FLOW_POLL_NS: Nanos = 50_000;
 
 /// How much of the run a [`Runner`] has (see the module documentation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,6 +115,12 @@ pub trait Port {
         let _ = job;
         false
     }
+    /// fio's token flow `f` shared by the parts of a [`Scope::Part`] world: add the
+    /// deltas and give `(count, total weight)` after (`None`: the runner's own count).
+    fn token_flow(&mut self, f: usize, d_count: i64, d_weight: i64) -> Option<(u64, u64)> {
+        let _ = (f, d_count, d_weight);
+        None
+    }
     /// A thread of `job` is done: whether it was the job's last over the whole run.
     /// Asked of [`Scope::Part`] worlds only.
     fn thread_done(&mut self, job: u32) -> bool {
@@ -141,6 +152,9 @@ struct Thread {
     verify: Option<Box<Verifier>>,
     /// fio's per-I/O priorities (`cmdprio_*`): the class of each I/O drawn high.
     prio: Option<PrioDraw>,
+    /// fio's token flow (`flow`): the flow, the thread's weight and its I/O count.
+    tok: Option<(usize, u32)>,
+    tok_count: u64,
 }
 
 /// What the runner keeps of a job's options.
@@ -157,6 +171,8 @@ struct JobOpts {
     numjobs: u32,
     /// `wait_for`: the job whose threads must all be done before this one starts.
     wait_for: Option<u32>,
+    /// fio's `flow_sleep`.
+    flow_sleep_ns: Nanos,
 }
 
 #[derive(Debug)]
@@ -209,6 +225,10 @@ pub struct Runner {
     last_job_end: Nanos,
     /// Interrupted: no group starts any more.
     stopped: bool,
+    /// fio's token flows (`flow`), and per flow the threads over their share waiting
+    /// for another thread of it to issue (a [`Scope::Whole`] runner's, `flow_sleep=0`).
+    tokens: TokenFlows,
+    blocked: Vec<Vec<u32>>,
 }
 
 impl Runner {
@@ -242,6 +262,7 @@ impl Runner {
                     size: s.size,
                     numjobs: s.numjobs,
                     wait_for: s.wait_for.map(|w| w as u32),
+                    flow_sleep_ns: s.flow_sleep_ns,
                 },
                 flow: job_flow[j],
                 class: s.class,
@@ -259,6 +280,7 @@ impl Runner {
                 },
             })
             .collect();
+        let tokens = TokenFlows::new(specs);
         let threads = threads
             .iter()
             .enumerate()
@@ -273,6 +295,8 @@ impl Runner {
                     base: t.base,
                     hwq: t.hwq,
                     source: IoSource::new(spec, t.job as usize, t.index, seed),
+                    tok: tokens.of(spec).map(|f| (f, spec.token_flow)),
+                    tok_count: 0,
                     prio: PrioDraw::new(
                         &spec.cmdprio,
                         stream_seed(seed, spec.randseed, t.job as usize, t.index),
@@ -291,6 +315,8 @@ impl Runner {
             .collect();
         Runner {
             scope,
+            blocked: vec![Vec::new(); tokens.len()],
+            tokens,
             threads,
             jobs,
             groups,
@@ -447,6 +473,9 @@ impl Runner {
                 self.active += 1;
             }
             th.state = State::Running;
+            if let Some((f, w)) = th.tok {
+                self.token_flow(f, 0, w as i64, port);
+            }
             self.wake_after(t, start, port);
         }
     }
@@ -494,6 +523,9 @@ impl Runner {
             // A verify thread reads back what it wrote before it issues more (see
             // `verify`).
             let mut check = false;
+            // An I/O of the job's stream (not a verify read-back): it counts in a
+            // token flow.
+            let mut fresh = false;
             let read_back = th.verify.as_mut().and_then(|v| v.next_read());
             let io = if let Some((offset, len)) = read_back {
                 check = true;
@@ -505,8 +537,22 @@ impl Runner {
             } else if th.verify.as_ref().is_some_and(|v| v.busy()) {
                 return;
             } else {
+                if let Some((f, w)) = th.tok {
+                    let (mine, outstanding, sleep) =
+                        (th.tok_count, th.outstanding, rt.opts.flow_sleep_ns);
+                    let st = self.token_flow(f, 0, 0, port);
+                    if TokenFlows::exceeded(w, mine, st) {
+                        self.flow_wait(t, f, sleep, outstanding, now, port);
+                        return;
+                    }
+                }
+                let th = &mut self.threads[t as usize];
+                let rt = &self.jobs[th.job as usize];
                 match th.source.next_with(now, rt.start_ns, th.outstanding) {
-                    NextIo::Issue(io) => io,
+                    NextIo::Issue(io) => {
+                        fresh = true;
+                        io
+                    }
                     NextIo::At(at) => {
                         self.wake_after(t, at, port);
                         return;
@@ -528,6 +574,15 @@ impl Runner {
                     }
                 }
             };
+            if fresh {
+                if let Some((f, _)) = self.threads[t as usize].tok {
+                    self.threads[t as usize].tok_count += 1;
+                    self.token_flow(f, 1, 0, port);
+                    self.unblock(f, now, port);
+                }
+            }
+            let th = &mut self.threads[t as usize];
+            let rt = &self.jobs[th.job as usize];
             if let Some(v) = th.verify.as_mut() {
                 check |= io.op == Op::Read && v.checks_every_read();
             }
@@ -555,6 +610,60 @@ impl Runner {
                 check,
                 verify: th.verify.as_deref_mut(),
             });
+        }
+    }
+
+    /// fio's token flow `f`: add `d_count` I/Os and `d_weight` weight; its
+    /// `(count, total weight)` after — this runner's own in a [`Scope::Whole`] runner,
+    /// the world's shared one ([`Port::token_flow`]) in a [`Scope::Part`] one.
+    fn token_flow(
+        &mut self,
+        f: usize,
+        d_count: i64,
+        d_weight: i64,
+        port: &mut impl Port,
+    ) -> (u64, u64) {
+        let local = self.tokens.apply(f, d_count, d_weight);
+        match self.scope {
+            Scope::Whole => local,
+            Scope::Part => port.token_flow(f, d_count, d_weight).unwrap_or(local),
+        }
+    }
+
+    /// Thread `t` is over its share of token flow `f`: with `flow_sleep`, it sleeps
+    /// that long once its I/Os in flight have completed (a completion brings it back
+    /// here); without, it tries again when another thread of the flow has issued (a
+    /// [`Scope::Part`] runner, whose flow is shared with other parts, looks again
+    /// [`FLOW_POLL_NS`] later).
+    fn flow_wait(
+        &mut self,
+        t: u32,
+        f: usize,
+        sleep_ns: Nanos,
+        outstanding: u32,
+        now: Nanos,
+        port: &mut impl Port,
+    ) {
+        if sleep_ns > 0 {
+            if outstanding == 0 {
+                self.wake_after(t, now + sleep_ns, port);
+            }
+        } else if self.scope == Scope::Whole {
+            if !self.blocked[f].contains(&t) {
+                self.blocked[f].push(t);
+            }
+        } else if outstanding == 0 {
+            self.wake_after(t, now + FLOW_POLL_NS, port);
+        }
+    }
+
+    /// A thread of token flow `f` issued (or left): the threads waiting on it try again.
+    fn unblock(&mut self, f: usize, now: Nanos, port: &mut impl Port) {
+        if self.blocked[f].is_empty() {
+            return;
+        }
+        for t in std::mem::take(&mut self.blocked[f]) {
+            self.wake_after(t, now, port);
         }
     }
 
@@ -666,9 +775,11 @@ impl Runner {
             let t = self.jobs[j as usize].threads[k];
             let th = &mut self.threads[t as usize];
             if th.state == State::Waiting {
-                // Ended (exitall, an interrupt) before its waitee was done.
+                // Ended (exitall, an interrupt) before its waitee was done: it never
+                // joined its token flow either.
                 th.wake_at = None;
                 th.state = State::Stopping;
+                th.tok = None;
             }
             if th.state == State::Running {
                 th.wake_at = None;
@@ -711,6 +822,13 @@ impl Runner {
         }
         th.state = State::Done;
         self.active -= 1;
+        if let Some((f, w)) = th.tok {
+            // fio's flow_put: the thread's count and weight leave the flow.
+            let c = th.tok_count as i64;
+            self.token_flow(f, -c, -(w as i64), port);
+            self.unblock(f, now, port);
+        }
+        let th = &self.threads[t as usize];
         let j = th.job as usize;
         let rt = &mut self.jobs[j];
         rt.live -= 1;

@@ -356,6 +356,14 @@ pub struct JobSpec {
     /// Per-I/O priorities (`cmdprio_percentage`, `cmdprio_bssplit`, …): some I/Os get
     /// their own class (see [`crate::CmdPrio`]).
     pub cmdprio: crate::CmdPrio,
+    /// fio's `flow`: this job's weight in its token flow (0: none; see
+    /// `sluice_fio::tokens`), unrelated to sluice's own flows.
+    pub token_flow: u32,
+    /// fio's `flow_id` (default 0).
+    pub token_flow_id: u32,
+    /// fio's `flow_sleep`: how long a thread over its share sleeps (0: it tries again
+    /// when another thread of the flow has issued).
+    pub flow_sleep_ns: Nanos,
     /// `wait_for`: the index of the earlier job whose threads must all be done before
     /// this job starts.
     pub wait_for: Option<usize>,
@@ -433,6 +441,9 @@ impl Default for JobSpec {
             prioclass: None,
             cmdprio: crate::CmdPrio::default(),
             wait_for: None,
+            token_flow: 0,
+            token_flow_id: 0,
+            flow_sleep_ns: 0,
             stonewall: false,
             filename: None,
             buffered: false,

@@ -348,3 +348,49 @@ fn wait_for_starts_the_waiter_when_its_waitee_is_done_while_others_run() {
     assert!(p.done.iter().any(|d| d.0 == 2), "r ran");
     assert_eq!(r.group(), 1);
 }
+
+#[test]
+fn token_flows_keep_the_jobs_io_counts_in_the_ratio_of_their_weights() {
+    let run = |extra: &str| {
+        let specs = jobs(&format!(
+            "[global]\nrw=randread\nbs=4k\nsize=1m\nio_size=100m\n{extra}\n\
+             [a]\nflow=3\n[b]\nflow=1\n"
+        ));
+        let mut r = Runner::new(
+            &specs,
+            &flows(&specs),
+            &setups(&specs),
+            1,
+            Scope::Whole,
+            false,
+        );
+        let mut p = Script::default();
+        r.start_group(0, 0, &mut p);
+        let mut t = 0;
+        let mut counts = [0u32; 2];
+        for _ in 0..4000 {
+            // Wake whoever asked, then complete the oldest request.
+            let wakes = std::mem::take(&mut p.wakes);
+            for (th, at) in wakes {
+                r.wake(th, at.max(t), &mut p);
+            }
+            if p.submits.is_empty() {
+                continue;
+            }
+            let (th, req) = p.submits.remove(0);
+            counts[th as usize] += 1;
+            // Depth 1 each, completed in order: without flow control they alternate 1:1.
+            t += if th == 0 { 50 } else { 10 };
+            r.complete(th, &finished(&req, 0, t, IoClass::Normal), t, None, &mut p);
+        }
+        counts
+    };
+    let [a, b] = run("");
+    let ratio = a as f64 / b as f64;
+    assert!((2.7..3.3).contains(&ratio), "a {a}, b {b}: 3:1 expected");
+    let [a2, b2] = run("flow_sleep=100");
+    assert!(
+        (2.5..3.5).contains(&(a2 as f64 / b2 as f64)),
+        "with flow_sleep: a {a2}, b {b2}"
+    );
+}
