@@ -200,7 +200,7 @@ pub(crate) struct Worker<'a> {
     /// The stonewall group running.
     cur_group: usize,
     /// Per job: completed I/Os and bytes not yet handed to [`crate::early::EarlyEnd`].
-    done_acc: Vec<(u64, u64)>,
+    done_acc: Vec<(u64, u64, u64)>,
     res: WorkerResult,
 }
 
@@ -545,12 +545,13 @@ impl<'a> Worker<'a> {
                     let a = &mut self.done_acc[s.job];
                     a.0 += 1;
                     a.1 += s.bytes as u64;
+                    a.2 += s.reaped_ns.saturating_sub(s.dispatch_ns);
                 }
             }
             for (j, a) in self.done_acc.iter_mut().enumerate() {
                 if a.0 > 0 {
-                    self.sh.early.add(j, a.0, a.1);
-                    *a = (0, 0);
+                    self.sh.early.add(j, a.0, a.1, a.2);
+                    *a = (0, 0, 0);
                 }
             }
             self.samples.clear();

@@ -688,7 +688,8 @@ impl Runner {
         if rt.ended_ns.is_none() || f.op == Op::Flush {
             if let Some(ss) = &mut rt.ss {
                 if f.ok {
-                    ss.count(1, f.len as u64);
+                    // Completion latency: reaped − dispatch, as the samples'.
+                    ss.count(1, f.len as u64, reaped_ns.saturating_sub(f.dispatch_ns));
                 }
             }
             port.record(&Sample {

@@ -668,7 +668,12 @@ fn verify_logs_and_steadystate_options() {
         "steadystate_duration",
         &["at least 2"],
     );
-    option_error("[r]\nss=lat:1ms\n", 2, "ss", &["latency criteria"]);
+    option_error(
+        "[r]\nss=clat:1ms\n",
+        2,
+        "ss",
+        &["not a steady-state criterion"],
+    );
     // A window of 2^32 - 1 one-second intervals once allocated 34 GB up front.
     option_error(
         "[r]\nss_dur=4294967295\n",
