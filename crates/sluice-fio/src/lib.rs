@@ -23,6 +23,7 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 pub mod front;
+pub mod latency;
 mod owner;
 pub mod plan;
 mod runner;

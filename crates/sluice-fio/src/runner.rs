@@ -32,6 +32,7 @@ use sluice_workload::{
     stonewall_groups, stream_seed, IoSource, IoSpec, JobSpec, NextIo, PrioDraw, SteadyTrack,
 };
 
+use crate::latency::{LatTarget, LatVerdict};
 use crate::tokens::TokenFlows;
 use crate::verify::Verifier;
 
@@ -155,6 +156,8 @@ struct Thread {
     /// fio's token flow (`flow`): the flow, the thread's weight and its I/O count.
     tok: Option<(usize, u32)>,
     tok_count: u64,
+    /// fio's queue-depth search (`latency_target`).
+    lat: Option<LatTarget>,
 }
 
 /// What the runner keeps of a job's options.
@@ -297,6 +300,7 @@ impl Runner {
                     source: IoSource::new(spec, t.job as usize, t.index, seed),
                     tok: tokens.of(spec).map(|f| (f, spec.token_flow)),
                     tok_count: 0,
+                    lat: LatTarget::new(spec),
                     prio: PrioDraw::new(
                         &spec.cmdprio,
                         stream_seed(seed, spec.randseed, t.job as usize, t.index),
@@ -473,6 +477,9 @@ impl Runner {
                 self.active += 1;
             }
             th.state = State::Running;
+            if let Some(l) = th.lat.as_mut() {
+                l.start(start);
+            }
             if let Some((f, w)) = th.tok {
                 self.token_flow(f, 0, w as i64, port);
             }
@@ -516,7 +523,9 @@ impl Runner {
     fn try_issue(&mut self, t: u32, now: Nanos, port: &mut impl Port) {
         loop {
             let th = &mut self.threads[t as usize];
-            if th.state != State::Running || th.outstanding >= th.iodepth {
+            // fio's latency target searches the depth between 1 and iodepth.
+            let depth = th.lat.as_ref().map_or(th.iodepth, |l| l.depth());
+            if th.state != State::Running || th.outstanding >= depth {
                 return;
             }
             let rt = &self.jobs[th.job as usize];
@@ -683,7 +692,24 @@ impl Runner {
         }
         let th = &mut self.threads[t as usize];
         th.outstanding -= 1;
+        // fio's latency target: the search sees every data I/O's latency.
+        let verdict = match (&mut th.lat, f.op) {
+            (Some(l), Op::Read | Op::Write) if th.state == State::Running => {
+                l.complete(reaped_ns.saturating_sub(f.submit_ns), reaped_ns)
+            }
+            _ => LatVerdict::Go,
+        };
         let job = th.job as usize;
+        if verdict != LatVerdict::Go {
+            // The search ended the thread (its depth found, or depth 1 missed the
+            // target: an error, as fio's ETIMEDOUT): it issues nothing more.
+            if verdict == LatVerdict::Fatal {
+                port.record_error(job, f.op);
+            }
+            th.source.end_now();
+            th.wake_at = None;
+            th.state = State::Stopping;
+        }
         let rt = &mut self.jobs[job];
         if rt.ended_ns.is_none() || f.op == Op::Flush {
             if let Some(ss) = &mut rt.ss {

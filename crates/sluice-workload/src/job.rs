@@ -364,6 +364,15 @@ pub struct JobSpec {
     /// fio's `flow_sleep`: how long a thread over its share sleeps (0: it tries again
     /// when another thread of the flow has issued).
     pub flow_sleep_ns: Nanos,
+    /// fio's `latency_target`: the latency the queue-depth search keeps I/Os under
+    /// (see `sluice_fio::latency`), ns.
+    pub latency_target_ns: Option<Nanos>,
+    /// `latency_window` (default 0: a check at every completion), ns.
+    pub latency_window_ns: Nanos,
+    /// `latency_percentile` (default 100).
+    pub latency_percentile: f64,
+    /// `latency_run`: keep searching instead of ending at the depth found.
+    pub latency_run: bool,
     /// `wait_for`: the index of the earlier job whose threads must all be done before
     /// this job starts.
     pub wait_for: Option<usize>,
@@ -441,6 +450,10 @@ impl Default for JobSpec {
             prioclass: None,
             cmdprio: crate::CmdPrio::default(),
             wait_for: None,
+            latency_target_ns: None,
+            latency_window_ns: 0,
+            latency_percentile: 100.0,
+            latency_run: false,
             token_flow: 0,
             token_flow_id: 0,
             flow_sleep_ns: 0,

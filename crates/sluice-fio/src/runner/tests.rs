@@ -394,3 +394,52 @@ fn token_flows_keep_the_jobs_io_counts_in_the_ratio_of_their_weights() {
         "with flow_sleep: a {a2}, b {b2}"
     );
 }
+
+#[test]
+fn latency_target_starts_at_depth_one_and_the_search_ends_the_thread() {
+    let run = |extra: &str| {
+        let specs = jobs(&format!(
+            "[a]\nrw=randread\nbs=4k\nsize=1m\nio_size=64m\niodepth=16\n{extra}\n"
+        ));
+        let mut r = Runner::new(
+            &specs,
+            &flows(&specs),
+            &setups(&specs),
+            1,
+            Scope::Whole,
+            false,
+        );
+        let mut p = Script::default();
+        r.start_group(0, 0, &mut p);
+        r.wake(0, 0, &mut p);
+        let first = p.submits.len();
+        let (mut t, mut n, mut max_in_flight) = (1_000_000, 0u64, 0usize);
+        while !p.submits.is_empty() && n < 20_000 {
+            max_in_flight = max_in_flight.max(p.submits.len());
+            // Latency grows with the depth: 300 ns per request in flight.
+            let lat = 300 * p.submits.len() as u64;
+            let (th, req) = p.submits.remove(0);
+            t += lat / 4;
+            r.complete(
+                th,
+                &finished(&req, t - lat, t, IoClass::Normal),
+                t,
+                None,
+                &mut p,
+            );
+            n += 1;
+        }
+        (first, max_in_flight, n)
+    };
+    assert_eq!(run("").0, 16, "without a target: the full depth at once");
+    let (first, max, n) = run("latency_target=1us\nlatency_window=20us\n");
+    assert_eq!(first, 1, "the search starts at depth 1");
+    assert!(
+        max <= 4,
+        "1 µs allows 3 in flight (300 ns each): at most {max}"
+    );
+    assert!(
+        n < 16_384,
+        "the thread ended when its depth was found ({n} I/Os)"
+    );
+}

@@ -199,6 +199,18 @@ pub(crate) static ACTED: &[OptionInfo] = &[
     y("flow", &[], "flow=2", "fio's token flow control: the jobs of one flow_id keep their I/O counts in the ratio of their flow weights (a thread over its share waits), in both worlds", |d, a| { d.job.token_flow = a.uint("2", 0, u32::MAX as u64)?; Ok(()) }),
     y("flow_id", &[], "flow_id=1", "the token flow a job's `flow` weight counts in (default 0)", |d, a| { d.job.token_flow_id = a.uint("1", 0, u32::MAX as u64)?; Ok(()) }),
     y("flow_sleep", &[], "flow_sleep=100", "µs a thread over its flow share sleeps, after its I/Os in flight complete (default 0: it tries again when another thread of the flow has issued)", |d, a| { d.job.flow_sleep_ns = a.time(TimeUnit::Micros)?; Ok(()) }),
+    y("latency_target", &[], "latency_target=10ms", "fio's queue-depth search: each thread starts at depth 1 and moves between 1 and iodepth to keep I/O latency under this (µs when bare) and ends at the depth found (both worlds; the report covers the whole search, fio resets its statistics for the last window)", |d, a| { d.job.latency_target_ns = Some(a.time(TimeUnit::Micros)?).filter(|&t| t > 0); Ok(()) }),
+    y("latency_window", &[], "latency_window=1s", "the window of the queue-depth search (µs when bare)", |d, a| { d.job.latency_window_ns = a.time(TimeUnit::Micros)?; Ok(()) }),
+    y("latency_percentile", &[], "latency_percentile=99", "percent of a window's I/Os that must meet latency_target (default 100)", |d, a| {
+        let v = a.need()?;
+        let p: f64 = v.trim().trim_end_matches('%').parse().map_err(|_| format!("cannot read '{v}' as a percentage; e.g. latency_percentile=99.9"))?;
+        if !(0.0..=100.0).contains(&p) {
+            return Err(format!("{p} is out of range; give 0 to 100"));
+        }
+        d.job.latency_percentile = p;
+        Ok(())
+    }),
+    y("latency_run", &[], "latency_run=1", "keep searching for the depth instead of ending at the one found", |d, a| { d.job.latency_run = a.flag()?; Ok(()) }),
     y("stonewall", &["wait_for_previous"], "stonewall", "wait for all earlier jobs to finish first", |d, a| { d.job.stonewall = a.flag()?; Ok(()) }),
     y("exitall", &[], "exitall", "when this job ends, every job of its stonewall group ends (both worlds)", |d, a| { d.job.exitall = a.flag()?; Ok(()) }),
     y("direct", &[], "direct=0", "direct=1 (sluice's default) goes around the cache; direct=0 reads and writes through sluice's page cache (class-aware dirty limits, lazy indexing, writeback) in both worlds, sized by --page-cache", |d, a| { d.job.buffered = !a.flag()?; Ok(()) }),
