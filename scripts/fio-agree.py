@@ -40,6 +40,16 @@ def outside(path):
     return None
 
 
+def make_dirs(path, work):
+    """Create the relative `directory=` entries the example names, inside `work`."""
+    for line in open(path, errors="replace"):
+        m = re.match(r"\s*directory\s*=\s*(\S+)", line)
+        if m:
+            for d in m.group(1).split(":"):
+                if d and not d.startswith("/"):
+                    os.makedirs(os.path.join(work, d), exist_ok=True)
+
+
 def run(cmd, cwd):
     """Run `cmd` in `cwd`, Ctrl-C after RUN_SECS; the exit status."""
     p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL,
@@ -98,6 +108,7 @@ def main():
             order = ["fio", "sluice"] if r % 2 == 0 else ["sluice", "fio"]
             for tool in order:
                 work = tempfile.mkdtemp(prefix="sluice-agree-")
+                make_dirs(path, work)
                 try:
                     out = os.path.join(work, "out.json")
                     if tool == "fio":

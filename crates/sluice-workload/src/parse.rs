@@ -390,10 +390,14 @@ impl Parser<'_> {
             self.section = if name == "global" {
                 Section::Global
             } else {
+                let mut draft = Box::new(self.global.clone());
+                // As fio: a `name=` in [global] does not rename the jobs; the section's
+                // header (or its own `name=`) does.
+                draft.name = None;
                 Section::Job {
                     name: name.to_string(),
                     line,
-                    draft: Box::new(self.global.clone()),
+                    draft,
                 }
             };
             return Ok(());

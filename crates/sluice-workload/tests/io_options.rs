@@ -204,3 +204,9 @@ fn verify_write_sequence_off_is_what_sluice_does_and_atomic_is_refused() {
         p.warnings
     );
 }
+
+#[test]
+fn a_global_name_does_not_rename_the_jobs_as_in_fio() {
+    let j = jobs("[global]\nname=g\n[s]\n[t]\nname=own\n");
+    assert_eq!((j[0].name.as_str(), j[1].name.as_str()), ("s", "own"));
+}
