@@ -51,19 +51,24 @@ def make_dirs(path, work):
 
 
 def run(cmd, cwd):
-    """Run `cmd` in `cwd`, Ctrl-C after RUN_SECS; the exit status."""
-    p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, start_new_session=True)
-    try:
-        _, err = p.communicate(timeout=RUN_SECS)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGINT)
+    """Run `cmd` in `cwd`, Ctrl-C after RUN_SECS; the exit status and its stderr.
+    stderr goes to a file (a helper process fio leaves behind must not hold a pipe)."""
+    err_path = os.path.join(cwd, "stderr.txt")
+    with open(err_path, "wb") as err:
+        p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err,
+                             start_new_session=True)
         try:
-            _, err = p.communicate(timeout=60)
+            p.wait(timeout=RUN_SECS)
         except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            _, err = p.communicate()
-    return p.returncode, err.decode(errors="replace")
+            os.killpg(p.pid, signal.SIGINT)
+            try:
+                p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+    text = open(err_path, errors="replace").read()
+    # The last line says why (warnings come first).
+    return p.returncode, (text.strip().splitlines() or [""])[-1]
 
 
 def load(path):
@@ -117,6 +122,7 @@ def main():
                         cmd = [SLUICE, "run", path, "--policy", "none", "--quiet",
                                "--directory", work, "--json", out]
                     rc, err = run(cmd, work)
+                    sys.stdout.flush()
                     got = load(out)
                     if got is None:
                         failed = f"{tool} gave no results (exit {rc}: {err.strip()[:120]})"
