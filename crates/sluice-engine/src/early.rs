@@ -20,6 +20,8 @@ pub(crate) struct EarlyEnd {
     stop: Vec<AtomicBool>,
     ios: Vec<AtomicU64>,
     bytes: Vec<AtomicU64>,
+    /// Completion latencies summed, ns (steady state's `lat` criteria).
+    lat_ns: Vec<AtomicU64>,
     /// Job → stonewall group.
     group: Vec<usize>,
     exitall: Vec<bool>,
@@ -31,6 +33,7 @@ impl EarlyEnd {
             stop: jobs.iter().map(|_| AtomicBool::new(false)).collect(),
             ios: jobs.iter().map(|_| AtomicU64::new(0)).collect(),
             bytes: jobs.iter().map(|_| AtomicU64::new(0)).collect(),
+            lat_ns: jobs.iter().map(|_| AtomicU64::new(0)).collect(),
             group: group.to_vec(),
             exitall: jobs.iter().map(|j| j.exitall).collect(),
         }
@@ -55,9 +58,10 @@ impl EarlyEnd {
 
     /// A worker's completions of job `j` since its last hand-over.
     #[inline]
-    pub(crate) fn add(&self, j: usize, ios: u64, bytes: u64) {
+    pub(crate) fn add(&self, j: usize, ios: u64, bytes: u64, lat_ns: u64) {
         self.ios[j].fetch_add(ios, Ordering::Relaxed);
         self.bytes[j].fetch_add(bytes, Ordering::Relaxed);
+        self.lat_ns[j].fetch_add(lat_ns, Ordering::Relaxed);
     }
 
     /// Job `j` ended: with `exitall`, flag every job of its stonewall group.
@@ -78,7 +82,7 @@ impl EarlyEnd {
 pub(crate) struct SteadyChecks {
     /// Job, its tracker, the ios and bytes counted so far, its next check (ns since
     /// the job's start).
-    jobs: Vec<(usize, SteadyTrack, u64, u64, Nanos)>,
+    jobs: Vec<(usize, SteadyTrack, u64, u64, u64, Nanos)>,
 }
 
 impl SteadyChecks {
@@ -89,7 +93,7 @@ impl SteadyChecks {
                 .enumerate()
                 .filter_map(|(j, s)| {
                     let spec = s.steadystate.as_ref()?;
-                    Some((j, SteadyTrack::new(spec), 0, 0, spec.interval_ns))
+                    Some((j, SteadyTrack::new(spec), 0, 0, 0, spec.interval_ns))
                 })
                 .collect(),
         }
@@ -104,7 +108,7 @@ impl SteadyChecks {
         start: &dyn Fn(usize) -> Nanos,
         early: &EarlyEnd,
     ) {
-        for (j, track, ios, bytes, next) in &mut self.jobs {
+        for (j, track, ios, bytes, lat, next) in &mut self.jobs {
             if early.group[*j] != g || early.flagged(*j) {
                 continue;
             }
@@ -112,12 +116,13 @@ impl SteadyChecks {
             if elapsed < *next {
                 continue;
             }
-            let (i, b) = (
+            let (i, b, l) = (
                 early.ios[*j].load(Ordering::Relaxed),
                 early.bytes[*j].load(Ordering::Relaxed),
+                early.lat_ns[*j].load(Ordering::Relaxed),
             );
-            track.count(i - *ios, b - *bytes);
-            (*ios, *bytes) = (i, b);
+            track.count(i - *ios, b - *bytes, l - *lat);
+            (*ios, *bytes, *lat) = (i, b, l);
             let interval = track.spec().interval_ns;
             // The next check one interval after this one was due (late polls do not
             // drift the schedule).

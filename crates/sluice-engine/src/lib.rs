@@ -163,6 +163,8 @@ pub(crate) struct Shared<'a> {
     pub collector: Mutex<Collector>,
     /// Threads of each job not yet finished, over all workers.
     pub job_live: Vec<AtomicU32>,
+    /// fio's token flows (`flow`), shared by the workers' threads.
+    pub tokens: Mutex<sluice_fio::TokenFlows>,
     /// Bytes issued per thread (progress only).
     pub issued: Vec<AtomicU64>,
     /// The caller's stop request.
@@ -483,6 +485,7 @@ pub fn run_with(
     let shared = Shared {
         collector: Mutex::new(Collector::new(setup).with_fio_logs(jobs)),
         job_live: jobs.iter().map(|s| AtomicU32::new(s.numjobs)).collect(),
+        tokens: Mutex::new(sluice_fio::TokenFlows::new(jobs)),
         issued: (0..n_threads).map(|_| AtomicU64::new(0)).collect(),
         stop,
         abort: AtomicBool::new(false),

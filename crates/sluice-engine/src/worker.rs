@@ -200,7 +200,7 @@ pub(crate) struct Worker<'a> {
     /// The stonewall group running.
     cur_group: usize,
     /// Per job: completed I/Os and bytes not yet handed to [`crate::early::EarlyEnd`].
-    done_acc: Vec<(u64, u64)>,
+    done_acc: Vec<(u64, u64, u64)>,
     res: WorkerResult,
 }
 
@@ -272,6 +272,21 @@ impl Port for Worker<'_> {
     fn exit_all(&mut self, job: u32, _others: &[u32]) {
         // Every part ends the group's jobs at its next loop turn.
         self.sh.early.job_ended(job as usize);
+    }
+
+    fn token_flow(&mut self, f: usize, d_count: i64, d_weight: i64) -> Option<(u64, u64)> {
+        Some(
+            self.sh
+                .tokens
+                .lock()
+                .expect("token flow lock")
+                .apply(f, d_count, d_weight),
+        )
+    }
+
+    fn job_over(&mut self, job: u32) -> bool {
+        // `wait_for`: every thread of the waitee, over all workers, is done.
+        self.sh.job_live[job as usize].load(Ordering::Acquire) == 0
     }
 
     fn thread_done(&mut self, job: u32) -> bool {
@@ -530,12 +545,13 @@ impl<'a> Worker<'a> {
                     let a = &mut self.done_acc[s.job];
                     a.0 += 1;
                     a.1 += s.bytes as u64;
+                    a.2 += s.reaped_ns.saturating_sub(s.dispatch_ns);
                 }
             }
             for (j, a) in self.done_acc.iter_mut().enumerate() {
                 if a.0 > 0 {
-                    self.sh.early.add(j, a.0, a.1);
-                    *a = (0, 0);
+                    self.sh.early.add(j, a.0, a.1, a.2);
+                    *a = (0, 0, 0);
                 }
             }
             self.samples.clear();

@@ -23,12 +23,15 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 pub mod front;
+pub mod latency;
 mod owner;
 pub mod plan;
 mod runner;
+pub mod tokens;
 pub mod verify;
 
 pub use owner::Owner;
 pub use plan::{AddressPlan, PlannedThread};
-pub use runner::{Port, Runner, Scope, Submit, ThreadSetup, VerifyDone};
+pub use runner::{Port, Runner, Scope, Submit, ThreadSetup, VerifyDone, WAIT_POLL_NS};
+pub use tokens::TokenFlows;
 pub use verify::Verifier;

@@ -28,9 +28,21 @@
 use sluice_block::{Finished, NewRequest};
 use sluice_core::{FlowId, IoClass, Nanos, Op};
 use sluice_metrics::Sample;
-use sluice_workload::{stonewall_groups, IoSource, IoSpec, JobSpec, NextIo, SteadyTrack};
+use sluice_workload::{
+    stonewall_groups, stream_seed, IoSource, IoSpec, JobSpec, NextIo, PrioDraw, SteadyTrack,
+};
 
+use crate::latency::{LatTarget, LatVerdict};
+use crate::tokens::TokenFlows;
 use crate::verify::Verifier;
+
+/// How often a waiting job of a [`Scope::Part`] runner looks whether its waitee is
+/// done (1 ms).
+pub const WAIT_POLL_NS: Nanos = 1_000_000;
+
+/// How often a thread of a [`Scope::Part`] runner over its token-flow share without
+/// `flow_sleep` looks again (50 µs).
+pub const FLOW_POLL_NS: Nanos = 50_000;
 
 /// How much of the run a [`Runner`] has (see the module documentation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,6 +110,18 @@ pub trait Port {
     /// Job `job` ended and has `exitall`: end `others`, the jobs of its group still
     /// running here, now. (A [`Scope::Part`] world ends them in every part.)
     fn exit_all(&mut self, job: u32, others: &[u32]);
+    /// Whether every thread of `job` is done over the whole run (for `wait_for` in a
+    /// [`Scope::Part`] world; a [`Scope::Whole`] runner knows it itself).
+    fn job_over(&mut self, job: u32) -> bool {
+        let _ = job;
+        false
+    }
+    /// fio's token flow `f` shared by the parts of a [`Scope::Part`] world: add the
+    /// deltas and give `(count, total weight)` after (`None`: the runner's own count).
+    fn token_flow(&mut self, f: usize, d_count: i64, d_weight: i64) -> Option<(u64, u64)> {
+        let _ = (f, d_count, d_weight);
+        None
+    }
     /// A thread of `job` is done: whether it was the job's last over the whole run.
     /// Asked of [`Scope::Part`] worlds only.
     fn thread_done(&mut self, job: u32) -> bool {
@@ -109,6 +133,8 @@ pub trait Port {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     Idle,
+    /// Its job waits for another (`wait_for`): counted active, issuing nothing.
+    Waiting,
     Running,
     Stopping,
     Done,
@@ -125,6 +151,13 @@ struct Thread {
     state: State,
     wake_at: Option<Nanos>,
     verify: Option<Box<Verifier>>,
+    /// fio's per-I/O priorities (`cmdprio_*`): the class of each I/O drawn high.
+    prio: Option<PrioDraw>,
+    /// fio's token flow (`flow`): the flow, the thread's weight and its I/O count.
+    tok: Option<(usize, u32)>,
+    tok_count: u64,
+    /// fio's queue-depth search (`latency_target`).
+    lat: Option<LatTarget>,
 }
 
 /// What the runner keeps of a job's options.
@@ -139,6 +172,10 @@ struct JobOpts {
     /// Bytes per thread, and threads (for the progress).
     size: u64,
     numjobs: u32,
+    /// `wait_for`: the job whose threads must all be done before this one starts.
+    wait_for: Option<u32>,
+    /// fio's `flow_sleep`.
+    flow_sleep_ns: Nanos,
 }
 
 #[derive(Debug)]
@@ -191,6 +228,10 @@ pub struct Runner {
     last_job_end: Nanos,
     /// Interrupted: no group starts any more.
     stopped: bool,
+    /// fio's token flows (`flow`), and per flow the threads over their share waiting
+    /// for another thread of it to issue (a [`Scope::Whole`] runner's, `flow_sleep=0`).
+    tokens: TokenFlows,
+    blocked: Vec<Vec<u32>>,
 }
 
 impl Runner {
@@ -223,6 +264,8 @@ impl Runner {
                     time_based: s.time_based,
                     size: s.size,
                     numjobs: s.numjobs,
+                    wait_for: s.wait_for.map(|w| w as u32),
+                    flow_sleep_ns: s.flow_sleep_ns,
                 },
                 flow: job_flow[j],
                 class: s.class,
@@ -240,6 +283,7 @@ impl Runner {
                 },
             })
             .collect();
+        let tokens = TokenFlows::new(specs);
         let threads = threads
             .iter()
             .enumerate()
@@ -254,6 +298,13 @@ impl Runner {
                     base: t.base,
                     hwq: t.hwq,
                     source: IoSource::new(spec, t.job as usize, t.index, seed),
+                    tok: tokens.of(spec).map(|f| (f, spec.token_flow)),
+                    tok_count: 0,
+                    lat: LatTarget::new(spec),
+                    prio: PrioDraw::new(
+                        &spec.cmdprio,
+                        stream_seed(seed, spec.randseed, t.job as usize, t.index),
+                    ),
                     outstanding: 0,
                     iodepth: spec.iodepth.max(1),
                     state: State::Idle,
@@ -268,6 +319,8 @@ impl Runner {
             .collect();
         Runner {
             scope,
+            blocked: vec![Vec::new(); tokens.len()],
+            tokens,
             threads,
             jobs,
             groups,
@@ -357,25 +410,80 @@ impl Runner {
             if !self.jobs[j as usize].here {
                 continue;
             }
-            let rt = &mut self.jobs[j as usize];
-            let spec = &rt.opts;
-            let start = now + spec.startdelay_ns;
-            rt.start_ns = start;
-            port.job_start(j, start);
-            if let Some(r) = spec.runtime_ns {
-                let end = start.saturating_add(spec.ramp_ns).saturating_add(r);
-                rt.end_ns = Some(end);
-                port.end_at(j, end);
+            if let Some(w) = self.jobs[j as usize].opts.wait_for {
+                if !self.waitee_done(w, port) {
+                    // fio's wait_for: the job starts when its waitee is done; its
+                    // threads count as active so the group does not end before it.
+                    for k in 0..self.jobs[j as usize].threads.len() {
+                        let t = self.jobs[j as usize].threads[k];
+                        self.threads[t as usize].state = State::Waiting;
+                        self.active += 1;
+                    }
+                    self.poll_wait(j, now, port);
+                    continue;
+                }
             }
-            if let Some(ss) = &rt.ss {
-                port.steady_at(j, start + ss.spec().interval_ns);
-            }
+            self.start_job(j, now, port);
+        }
+    }
+
+    /// Whether every thread of job `w` is done: known here in a [`Scope::Whole`]
+    /// runner, asked of the world ([`Port::job_over`]) in a [`Scope::Part`] one.
+    fn waitee_done(&self, w: u32, port: &mut impl Port) -> bool {
+        match self.scope {
+            Scope::Whole => self.jobs[w as usize].done,
+            Scope::Part => port.job_over(w),
+        }
+    }
+
+    /// A waiting job `j`: start it if its waitee is done; else, in a [`Scope::Part`]
+    /// runner (whose waitee may run in another part), look again [`WAIT_POLL_NS`]
+    /// later. A [`Scope::Whole`] runner starts it when the waitee's last thread is
+    /// done.
+    fn poll_wait(&mut self, j: u32, now: Nanos, port: &mut impl Port) {
+        let w = self.jobs[j as usize].opts.wait_for.expect("a waiting job");
+        if self.waitee_done(w, port) {
+            self.start_job(j, now, port);
+            return;
+        }
+        if self.scope == Scope::Part {
             for k in 0..self.jobs[j as usize].threads.len() {
                 let t = self.jobs[j as usize].threads[k];
-                self.threads[t as usize].state = State::Running;
-                self.active += 1;
-                self.wake_after(t, start, port);
+                self.wake_after(t, now + WAIT_POLL_NS, port);
             }
+        }
+    }
+
+    /// Start job `j` at `now`: it starts `startdelay` later (its `runtime` end and
+    /// steady-state checks are asked of the port), its threads run from then.
+    fn start_job(&mut self, j: u32, now: Nanos, port: &mut impl Port) {
+        let rt = &mut self.jobs[j as usize];
+        let spec = &rt.opts;
+        let start = now + spec.startdelay_ns;
+        rt.start_ns = start;
+        port.job_start(j, start);
+        if let Some(r) = spec.runtime_ns {
+            let end = start.saturating_add(spec.ramp_ns).saturating_add(r);
+            rt.end_ns = Some(end);
+            port.end_at(j, end);
+        }
+        if let Some(ss) = &rt.ss {
+            port.steady_at(j, start + ss.spec().interval_ns);
+        }
+        for k in 0..self.jobs[j as usize].threads.len() {
+            let t = self.jobs[j as usize].threads[k];
+            let th = &mut self.threads[t as usize];
+            if th.state != State::Waiting {
+                self.active += 1;
+            }
+            th.state = State::Running;
+            if let Some(l) = th.lat.as_mut() {
+                l.start(start);
+            }
+            if let Some((f, w)) = th.tok {
+                self.token_flow(f, 0, w as i64, port);
+            }
+            self.wake_after(t, start, port);
         }
     }
 
@@ -397,6 +505,11 @@ impl Runner {
             return false;
         }
         th.wake_at = None;
+        if th.state == State::Waiting {
+            let j = th.job;
+            self.poll_wait(j, now, port);
+            return true;
+        }
         self.try_issue(t, now, port);
         true
     }
@@ -410,13 +523,18 @@ impl Runner {
     fn try_issue(&mut self, t: u32, now: Nanos, port: &mut impl Port) {
         loop {
             let th = &mut self.threads[t as usize];
-            if th.state != State::Running || th.outstanding >= th.iodepth {
+            // fio's latency target searches the depth between 1 and iodepth.
+            let depth = th.lat.as_ref().map_or(th.iodepth, |l| l.depth());
+            if th.state != State::Running || th.outstanding >= depth {
                 return;
             }
             let rt = &self.jobs[th.job as usize];
             // A verify thread reads back what it wrote before it issues more (see
             // `verify`).
             let mut check = false;
+            // An I/O of the job's stream (not a verify read-back): it counts in a
+            // token flow.
+            let mut fresh = false;
             let read_back = th.verify.as_mut().and_then(|v| v.next_read());
             let io = if let Some((offset, len)) = read_back {
                 check = true;
@@ -428,8 +546,22 @@ impl Runner {
             } else if th.verify.as_ref().is_some_and(|v| v.busy()) {
                 return;
             } else {
+                if let Some((f, w)) = th.tok {
+                    let (mine, outstanding, sleep) =
+                        (th.tok_count, th.outstanding, rt.opts.flow_sleep_ns);
+                    let st = self.token_flow(f, 0, 0, port);
+                    if TokenFlows::exceeded(w, mine, st) {
+                        self.flow_wait(t, f, sleep, outstanding, now, port);
+                        return;
+                    }
+                }
+                let th = &mut self.threads[t as usize];
+                let rt = &self.jobs[th.job as usize];
                 match th.source.next_with(now, rt.start_ns, th.outstanding) {
-                    NextIo::Issue(io) => io,
+                    NextIo::Issue(io) => {
+                        fresh = true;
+                        io
+                    }
                     NextIo::At(at) => {
                         self.wake_after(t, at, port);
                         return;
@@ -451,16 +583,31 @@ impl Runner {
                     }
                 }
             };
+            if fresh {
+                if let Some((f, _)) = self.threads[t as usize].tok {
+                    self.threads[t as usize].tok_count += 1;
+                    self.token_flow(f, 1, 0, port);
+                    self.unblock(f, now, port);
+                }
+            }
+            let th = &mut self.threads[t as usize];
+            let rt = &self.jobs[th.job as usize];
             if let Some(v) = th.verify.as_mut() {
                 check |= io.op == Op::Read && v.checks_every_read();
             }
             th.outstanding += 1;
+            // A per-I/O priority drawn high gives the request its own class.
+            let class = th
+                .prio
+                .as_mut()
+                .and_then(|p| p.draw(io.op, io.len))
+                .map_or(rt.class, |e| e.io_class(rt.class));
             let req = NewRequest {
                 flow: rt.flow,
                 op: io.op,
                 offset: th.base + io.offset,
                 len: io.len,
-                class: rt.class,
+                class,
                 hwq: th.hwq,
                 fua: false,
             };
@@ -472,6 +619,60 @@ impl Runner {
                 check,
                 verify: th.verify.as_deref_mut(),
             });
+        }
+    }
+
+    /// fio's token flow `f`: add `d_count` I/Os and `d_weight` weight; its
+    /// `(count, total weight)` after — this runner's own in a [`Scope::Whole`] runner,
+    /// the world's shared one ([`Port::token_flow`]) in a [`Scope::Part`] one.
+    fn token_flow(
+        &mut self,
+        f: usize,
+        d_count: i64,
+        d_weight: i64,
+        port: &mut impl Port,
+    ) -> (u64, u64) {
+        let local = self.tokens.apply(f, d_count, d_weight);
+        match self.scope {
+            Scope::Whole => local,
+            Scope::Part => port.token_flow(f, d_count, d_weight).unwrap_or(local),
+        }
+    }
+
+    /// Thread `t` is over its share of token flow `f`: with `flow_sleep`, it sleeps
+    /// that long once its I/Os in flight have completed (a completion brings it back
+    /// here); without, it tries again when another thread of the flow has issued (a
+    /// [`Scope::Part`] runner, whose flow is shared with other parts, looks again
+    /// [`FLOW_POLL_NS`] later).
+    fn flow_wait(
+        &mut self,
+        t: u32,
+        f: usize,
+        sleep_ns: Nanos,
+        outstanding: u32,
+        now: Nanos,
+        port: &mut impl Port,
+    ) {
+        if sleep_ns > 0 {
+            if outstanding == 0 {
+                self.wake_after(t, now + sleep_ns, port);
+            }
+        } else if self.scope == Scope::Whole {
+            if !self.blocked[f].contains(&t) {
+                self.blocked[f].push(t);
+            }
+        } else if outstanding == 0 {
+            self.wake_after(t, now + FLOW_POLL_NS, port);
+        }
+    }
+
+    /// A thread of token flow `f` issued (or left): the threads waiting on it try again.
+    fn unblock(&mut self, f: usize, now: Nanos, port: &mut impl Port) {
+        if self.blocked[f].is_empty() {
+            return;
+        }
+        for t in std::mem::take(&mut self.blocked[f]) {
+            self.wake_after(t, now, port);
         }
     }
 
@@ -491,12 +692,30 @@ impl Runner {
         }
         let th = &mut self.threads[t as usize];
         th.outstanding -= 1;
+        // fio's latency target: the search sees every data I/O's latency.
+        let verdict = match (&mut th.lat, f.op) {
+            (Some(l), Op::Read | Op::Write) if th.state == State::Running => {
+                l.complete(reaped_ns.saturating_sub(f.submit_ns), reaped_ns)
+            }
+            _ => LatVerdict::Go,
+        };
         let job = th.job as usize;
+        if verdict != LatVerdict::Go {
+            // The search ended the thread (its depth found, or depth 1 missed the
+            // target: an error, as fio's ETIMEDOUT): it issues nothing more.
+            if verdict == LatVerdict::Fatal {
+                port.record_error(job, f.op);
+            }
+            th.source.end_now();
+            th.wake_at = None;
+            th.state = State::Stopping;
+        }
         let rt = &mut self.jobs[job];
         if rt.ended_ns.is_none() || f.op == Op::Flush {
             if let Some(ss) = &mut rt.ss {
                 if f.ok {
-                    ss.count(1, f.len as u64);
+                    // Completion latency: reaped − dispatch, as the samples'.
+                    ss.count(1, f.len as u64, reaped_ns.saturating_sub(f.dispatch_ns));
                 }
             }
             port.record(&Sample {
@@ -582,6 +801,13 @@ impl Runner {
         for k in 0..self.jobs[j as usize].threads.len() {
             let t = self.jobs[j as usize].threads[k];
             let th = &mut self.threads[t as usize];
+            if th.state == State::Waiting {
+                // Ended (exitall, an interrupt) before its waitee was done: it never
+                // joined its token flow either.
+                th.wake_at = None;
+                th.state = State::Stopping;
+                th.tok = None;
+            }
             if th.state == State::Running {
                 th.wake_at = None;
                 if th.verify.is_none() && th.source.end_now() {
@@ -623,6 +849,13 @@ impl Runner {
         }
         th.state = State::Done;
         self.active -= 1;
+        if let Some((f, w)) = th.tok {
+            // fio's flow_put: the thread's count and weight leave the flow.
+            let c = th.tok_count as i64;
+            self.token_flow(f, -c, -(w as i64), port);
+            self.unblock(f, now, port);
+        }
+        let th = &self.threads[t as usize];
         let j = th.job as usize;
         let rt = &mut self.jobs[j];
         rt.live -= 1;
@@ -643,6 +876,19 @@ impl Runner {
             self.exit_all(j as u32, port);
         }
         if self.scope == Scope::Whole {
+            // Jobs waiting for this one (`wait_for`) start now.
+            let waiters: Vec<u32> = (0..self.jobs.len() as u32)
+                .filter(|&k| {
+                    self.jobs[k as usize].opts.wait_for == Some(j as u32)
+                        && self.jobs[k as usize]
+                            .threads
+                            .iter()
+                            .any(|&t| self.threads[t as usize].state == State::Waiting)
+                })
+                .collect();
+            for k in waiters {
+                self.start_job(k, now, port);
+            }
             let g = self.jobs[j].group;
             if self.groups[g].iter().all(|&k| self.jobs[k as usize].done) {
                 self.start_group(g + 1, now, port);

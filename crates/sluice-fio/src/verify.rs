@@ -2,15 +2,19 @@
 //! `verify_backlog`, `verify_fatal`): one [`Verifier`] per job thread.
 //!
 //! # What a written block holds
-//! For `crc32c` and `md5` every write is filled, when it is issued, with
+//! For the checksum kinds (`crc32c`, `crc64`, `md5`, `sha1`, `sha256`, `xxhash`,
+//! `meta`) every write is filled, when it is issued, with
 //! * a header (sluice's own, little endian): `SLV1` magic (4 bytes), the kind (1), 3
 //!   zero bytes, the block length (u32), 4 zero bytes, the block's file offset (u64),
-//!   the thread's write sequence number (u64), then the checksum (4 bytes CRC-32C or
-//!   16 bytes MD5);
+//!   the thread's write sequence number (u64), then the checksum (CRC-32C 4 bytes,
+//!   CRC-64/XZ 8, MD5 16, SHA-1 20, SHA-256 32, XXH32 4; `meta`: a CRC-32C of the
+//!   header alone, fio's metadata-only check);
 //! * data: `verify_pattern` repeated, or pseudo-random bytes drawn from the offset and
 //!   sequence number.
 //!
 //! The checksum covers the whole block with its own field left out, header included.
+//! With `verify_interval=N` each N bytes of a block carry their own header (with their
+//! own offset) and checksum, as fio's intervals.
 //! `pattern` writes the pattern alone, with no header.
 //!
 //! # What a read checks
@@ -43,8 +47,11 @@ const HDR: usize = 32;
 /// Bytes of the checksum of `kind`.
 fn csum_len(kind: VerifyKind) -> usize {
     match kind {
-        VerifyKind::Crc32c => 4,
+        VerifyKind::Crc32c | VerifyKind::Xxhash | VerifyKind::Meta => 4,
+        VerifyKind::Crc64 => 8,
         VerifyKind::Md5 => 16,
+        VerifyKind::Sha1 => 20,
+        VerifyKind::Sha256 => 32,
         VerifyKind::Pattern => 0,
     }
 }
@@ -54,11 +61,20 @@ fn kind_code(kind: VerifyKind) -> u8 {
         VerifyKind::Crc32c => 1,
         VerifyKind::Md5 => 2,
         VerifyKind::Pattern => 3,
+        VerifyKind::Crc64 => 4,
+        VerifyKind::Sha1 => 5,
+        VerifyKind::Sha256 => 6,
+        VerifyKind::Xxhash => 7,
+        VerifyKind::Meta => 8,
     }
 }
 
-/// The checksum of `block` without its checksum field, into `out`.
-fn checksum(kind: VerifyKind, block: &[u8], out: &mut [u8; 16]) {
+/// CRC-64 with the ECMA-182 polynomial, reflected (CRC-64/XZ).
+const CRC64: crc::Crc<u64> = crc::Crc::<u64>::new(&crc::CRC_64_XZ);
+
+/// The checksum of `block` without its checksum field, into `out`. `meta` sums the
+/// header alone.
+fn checksum(kind: VerifyKind, block: &[u8], out: &mut [u8; 32]) {
     let c = csum_len(kind);
     let (head, rest) = (&block[..HDR], &block[HDR + c..]);
     match kind {
@@ -66,14 +82,34 @@ fn checksum(kind: VerifyKind, block: &[u8], out: &mut [u8; 16]) {
             let v = crc32c::crc32c_append(crc32c::crc32c(head), rest);
             out[..4].copy_from_slice(&v.to_le_bytes());
         }
-        VerifyKind::Md5 => {
-            let mut h = Md5::new();
+        VerifyKind::Meta => {
+            out[..4].copy_from_slice(&crc32c::crc32c(head).to_le_bytes());
+        }
+        VerifyKind::Crc64 => {
+            let mut d = CRC64.digest();
+            d.update(head);
+            d.update(rest);
+            out[..8].copy_from_slice(&d.finalize().to_le_bytes());
+        }
+        VerifyKind::Xxhash => {
+            // fio's verify seeds XXH32 with 1.
+            let mut h = xxhash_rust::xxh32::Xxh32::new(1);
             h.update(head);
             h.update(rest);
-            out.copy_from_slice(&h.finalize());
+            out[..4].copy_from_slice(&h.digest().to_le_bytes());
         }
+        VerifyKind::Md5 => out[..16].copy_from_slice(&digest::<Md5>(head, rest)),
+        VerifyKind::Sha1 => out[..20].copy_from_slice(&digest::<sha1::Sha1>(head, rest)),
+        VerifyKind::Sha256 => out[..32].copy_from_slice(&digest::<sha2::Sha256>(head, rest)),
         VerifyKind::Pattern => {}
     }
+}
+
+fn digest<D: Digest>(head: &[u8], rest: &[u8]) -> Vec<u8> {
+    let mut h = D::new();
+    h.update(head);
+    h.update(rest);
+    h.finalize().to_vec()
 }
 
 /// What one job thread verifies, and what it found.
@@ -150,19 +186,33 @@ impl Verifier {
         if kind == VerifyKind::Pattern {
             return;
         }
-        debug_assert!(buf.len() >= HDR + 16, "blocks are at least 512 bytes");
-        buf[..4].copy_from_slice(MAGIC);
-        buf[4] = kind_code(kind);
-        buf[5..8].fill(0);
-        let len = buf.len() as u32;
-        buf[8..12].copy_from_slice(&len.to_le_bytes());
-        buf[12..16].fill(0);
-        buf[16..24].copy_from_slice(&off.to_le_bytes());
-        buf[24..32].copy_from_slice(&seq.to_le_bytes());
-        let mut sum = [0u8; 16];
-        checksum(kind, buf, &mut sum);
-        let c = csum_len(kind);
-        buf[HDR..HDR + c].copy_from_slice(&sum[..c]);
+        // A header per `verify_interval` bytes (one per block without it), each with
+        // its own offset, as fio's verify_interval.
+        let step = self.interval(buf.len());
+        for (i, chunk) in buf.chunks_mut(step).enumerate() {
+            let off = off + (i * step) as u64;
+            debug_assert!(chunk.len() >= HDR + 32, "chunks hold the header");
+            chunk[..4].copy_from_slice(MAGIC);
+            chunk[4] = kind_code(kind);
+            chunk[5..8].fill(0);
+            let len = chunk.len() as u32;
+            chunk[8..12].copy_from_slice(&len.to_le_bytes());
+            chunk[12..16].fill(0);
+            chunk[16..24].copy_from_slice(&off.to_le_bytes());
+            chunk[24..32].copy_from_slice(&seq.to_le_bytes());
+            let mut sum = [0u8; 32];
+            checksum(kind, chunk, &mut sum);
+            let c = csum_len(kind);
+            chunk[HDR..HDR + c].copy_from_slice(&sum[..c]);
+        }
+    }
+
+    /// Bytes covered by one header in a block of `len` bytes.
+    fn interval(&self, len: usize) -> usize {
+        self.spec
+            .interval
+            .map_or(len, |n| n as usize)
+            .clamp(1, len.max(1))
     }
 
     /// Check a block of `buf.len()` bytes read at file offset `off`; `Err` describes
@@ -181,6 +231,24 @@ impl Verifier {
                 )),
             };
         }
+        let step = self.interval(len);
+        for (i, chunk) in buf.chunks(step).enumerate() {
+            let at = i * step;
+            self.check_chunk(chunk, off + at as u64, at).map_err(|e| {
+                if step < len {
+                    format!("in the interval at byte {at}: {e}")
+                } else {
+                    e
+                }
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Check one header's chunk read at file offset `off`, `at` bytes into its block.
+    fn check_chunk(&self, buf: &[u8], off: u64, at: usize) -> Result<(), String> {
+        let kind = self.spec.kind;
+        let len = buf.len();
         if &buf[..4] != MAGIC {
             return Err(format!(
                 "no {} header (magic {:02x?}): the block was not written by a verify job, or was overwritten",
@@ -206,7 +274,7 @@ impl Verifier {
                 "the header is of the block at offset {h_off}: a write went to the wrong place or with another request's buffer"
             ));
         }
-        let mut sum = [0u8; 16];
+        let mut sum = [0u8; 32];
         checksum(kind, buf, &mut sum);
         let c = csum_len(kind);
         if buf[HDR..HDR + c] != sum[..c] {
@@ -216,6 +284,19 @@ impl Verifier {
                 hex(&buf[HDR..HDR + c]),
                 hex(&sum[..c])
             ));
+        }
+        // meta sums only the header; its data is checked against the pattern, if any.
+        let p = &self.spec.pattern;
+        if kind == VerifyKind::Meta && !p.is_empty() {
+            for (i, b) in buf.iter().enumerate().skip(HDR + c) {
+                let want = p[(at + i) % p.len()];
+                if *b != want {
+                    return Err(format!(
+                        "pattern mismatch at byte {}: read {b:#04x}, expected {want:#04x}",
+                        at + i
+                    ));
+                }
+            }
         }
         Ok(())
     }
@@ -320,12 +401,20 @@ mod tests {
             do_verify: true,
             backlog: None,
             fatal: false,
+            interval: None,
         }
     }
 
     #[test]
     fn a_filled_block_checks_and_any_flipped_byte_fails() {
-        for kind in [VerifyKind::Crc32c, VerifyKind::Md5] {
+        for kind in [
+            VerifyKind::Crc32c,
+            VerifyKind::Md5,
+            VerifyKind::Crc64,
+            VerifyKind::Sha1,
+            VerifyKind::Sha256,
+            VerifyKind::Xxhash,
+        ] {
             let mut v = Verifier::new(&spec(kind), true);
             let mut b = vec![0u8; 4096];
             v.fill(&mut b, 8192);
@@ -339,6 +428,40 @@ mod tests {
             let e = v.check(&b, 4096).unwrap_err();
             assert!(e.contains("offset 8192"), "{e}");
         }
+    }
+
+    #[test]
+    fn each_interval_has_its_header_and_meta_checks_header_and_pattern() {
+        let mut s = spec(VerifyKind::Meta);
+        s.interval = Some(512);
+        s.pattern = vec![0xaa, 0x55];
+        let mut v = Verifier::new(&s, true);
+        let mut b = vec![0u8; 4096];
+        v.fill(&mut b, 1 << 20);
+        assert_eq!(v.check(&b, 1 << 20), Ok(()));
+        // The second interval's header carries its own offset.
+        assert_eq!(&b[512..516], MAGIC);
+        assert_eq!(
+            u64::from_le_bytes(b[512 + 16..512 + 24].try_into().unwrap()),
+            (1 << 20) + 512
+        );
+        // A flipped data byte fails meta only through the pattern; the interval named.
+        let mut c = b.clone();
+        c[3000] ^= 1;
+        let e = v.check(&c, 1 << 20).unwrap_err();
+        assert!(
+            e.contains("interval at byte 2560") && e.contains("pattern"),
+            "{e}"
+        );
+        // Without a pattern, meta does not sum the data but does its header.
+        s.pattern.clear();
+        let mut v = Verifier::new(&s, true);
+        v.fill(&mut b, 0);
+        let mut c = b.clone();
+        c[3000] ^= 1;
+        assert_eq!(v.check(&c, 0), Ok(()));
+        c[512 + 24] ^= 1;
+        assert!(v.check(&c, 0).unwrap_err().contains("meta mismatch"));
     }
 
     #[test]

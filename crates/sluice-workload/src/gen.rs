@@ -4,7 +4,7 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use sluice_core::{Nanos, Op};
 
-use crate::job::{BlockSize, Distribution, FileService, JobSpec, RateProcess};
+use crate::job::{BlockSize, Distribution, FileService, JobSpec, RateProcess, RwModifier};
 use crate::units::PPM;
 
 /// One I/O to issue. `offset` is relative to the start of the thread's address space
@@ -49,6 +49,8 @@ struct Slot {
     base: u64,
     /// How many aligned positions there are (at least 1).
     positions: u64,
+    /// The step between positions: the size, or `blockalign`.
+    align: u64,
 }
 
 /// The sizes of one direction.
@@ -58,7 +60,8 @@ struct Sizes {
 }
 
 impl Sizes {
-    fn new(bs: &BlockSize, start: u64, end: u64) -> Sizes {
+    /// `align`: fio's `blockalign` (0: each size aligns to itself).
+    fn new(bs: &BlockSize, start: u64, end: u64, align: u32) -> Sizes {
         let table: Vec<(u32, u32)> = match bs {
             BlockSize::Fixed(n) => vec![(*n, PPM)],
             BlockSize::Split(t) => t.iter().map(|e| (e.len, e.ppm)).collect(),
@@ -69,19 +72,21 @@ impl Sizes {
             .map(|(len, ppm)| {
                 cum = cum.saturating_add(ppm);
                 let l = (len as u64).max(1);
-                // Align to the block size in absolute terms when the region holds at
-                // least one such block, else relative to the region's start.
-                let aligned = start.div_ceil(l).saturating_mul(l);
+                let a = if align > 0 { align as u64 } else { l };
+                // Align to the block size (or blockalign) in absolute terms when the
+                // region holds at least one such block, else relative to its start.
+                let aligned = start.div_ceil(a).saturating_mul(a);
                 let (base, positions) = if aligned.saturating_add(l) <= end {
-                    (aligned, (end - aligned) / l)
+                    (aligned, (end - aligned - l) / a + 1)
                 } else {
-                    (start, ((end - start) / l).max(1))
+                    (start, ((end - start).saturating_sub(l) / a + 1).max(1))
                 };
                 Slot {
                     len,
                     cum_ppm: cum,
                     base,
                     positions,
+                    align: a,
                 }
             })
             .collect();
@@ -155,6 +160,13 @@ enum Skew {
         zones: Vec<(u64, u64)>,
         pick: [u8; 100],
     },
+    /// fio's `sequence`: block indices (of `unit` bytes, the direction's smallest
+    /// block size) taken in turn; `stride`: each round shifted by the list's length.
+    Sequence {
+        idx: Vec<u64>,
+        stride: bool,
+        unit: u64,
+    },
 }
 
 impl Skew {
@@ -168,6 +180,12 @@ impl Skew {
         };
         match d {
             Distribution::Uniform => None,
+            // Its stride and unit are set by the generator (see `IoGen::new`).
+            Distribution::Sequence(idx) => Some(Skew::Sequence {
+                idx: idx.clone(),
+                stride: false,
+                unit,
+            }),
             Distribution::Zipf { theta, center } => {
                 let theta = *theta;
                 let zetan = zeta(n.min(ZIPF_MAX_GEN), theta);
@@ -274,6 +292,8 @@ impl Skew {
                 }
                 scatter(sum as u64, *off, *n)
             }
+            // Drawn by the generator, which counts each direction's I/Os.
+            Skew::Sequence { idx, .. } => idx[0],
             Skew::Zoned { zones, pick } => {
                 let (start, len) = zones[pick[rng.random_range(0..100usize)] as usize];
                 if len > 1 {
@@ -319,8 +339,19 @@ pub struct IoGen {
     /// Next sequential position per file and direction, relative to the file's start
     /// (fio keeps one per direction too).
     cursor: Vec<[u64; 2]>,
+    /// fio's `rw=MODE:N`: bytes added after each sequential I/O (`ddir_seq_add`).
+    seq_add: i64,
+    /// A random job's `:N`: a random offset every N I/Os (0: every I/O), the count
+    /// left, and whether the I/Os in between repeat the last offset (`rw_sequencer`).
+    rand_every: u32,
+    rand_left: u32,
+    identical: bool,
+    /// Start of the last I/O per file and direction (for `rw_sequencer=identical`).
+    last_start: Vec<[Option<u64>; 2]>,
     issued: u64,
     ios: u64,
+    /// I/Os issued per direction (the `sequence` distribution's position).
+    dir_ios: [u64; 2],
     limit: Option<u64>,
     max_ios: Option<u64>,
     /// Bytes per loop and where the next loop starts (sequential positions restart),
@@ -351,7 +382,7 @@ impl IoGen {
         let unit = (job.bs.read.min_len().min(job.bs.write.min_len()) as u64).max(1);
         let blocks = file_size.div_ceil(unit);
         let random = job.rw.is_random();
-        let skew = if random {
+        let mut skew = if random {
             [
                 Skew::new(&job.distribution[0], blocks, unit, &mut rng),
                 Skew::new(&job.distribution[1], blocks, unit, &mut rng),
@@ -359,14 +390,25 @@ impl IoGen {
         } else {
             [None, None]
         };
+        for (dir, s) in skew.iter_mut().enumerate() {
+            if let Some(Skew::Sequence { stride, unit, .. }) = s {
+                *stride = job.sequence_stride;
+                let bs = if dir == 0 {
+                    &job.bs.read
+                } else {
+                    &job.bs.write
+                };
+                *unit = (bs.min_len() as u64).max(1);
+            }
+        }
         let loop_bytes = job.io_size.unwrap_or(job.size).max(1);
         IoGen {
             rng,
             random,
             read_pct,
             sizes: [
-                Sizes::new(&job.bs.read, start, file_end),
-                Sizes::new(&job.bs.write, start, file_end),
+                Sizes::new(&job.bs.read, start, file_end, job.blockalign[0]),
+                Sizes::new(&job.bs.write, start, file_end, job.blockalign[1]),
             ],
             skew,
             unit,
@@ -383,8 +425,27 @@ impl IoGen {
             },
             file_share: loop_bytes.div_ceil(nfiles as u64).max(1),
             cursor: vec![[0; 2]; nfiles as usize],
+            seq_add: match job.rw_modifier {
+                RwModifier::SeqAdd(n) => n,
+                _ => 0,
+            },
+            rand_every: match job.rw_modifier {
+                RwModifier::RandEvery(n) if random => n,
+                _ => 0,
+            },
+            rand_left: match job.rw_modifier {
+                RwModifier::RandEvery(n) => n,
+                _ => 0,
+            },
+            identical: job.rw_identical,
+            last_start: if job.rw_identical {
+                vec![[None; 2]; nfiles as usize]
+            } else {
+                Vec::new()
+            },
             issued: 0,
             ios: 0,
+            dir_ios: [0; 2],
             limit: job.bytes_per_thread(),
             max_ios: job.number_ios,
             loop_bytes,
@@ -438,31 +499,82 @@ impl IoGen {
         let len = slot.len;
         let f = self.next_file();
         let file_base = f as u64 * self.file_size;
+        // `rw=randread:N`: only every N-th I/O takes a new random offset (fio's
+        // `ddir_seq_nr`).
+        let hit = match self.rand_every {
+            0 => true,
+            n => {
+                self.rand_left -= 1;
+                if self.rand_left == 0 {
+                    self.rand_left = n;
+                }
+                self.rand_left == n
+            }
+        };
         let random = self.random
+            && hit
             && (self.perc_random[dir] >= 100
                 || self.rng.random_range(1..=100u32) <= self.perc_random[dir]);
         let offset = if random {
             let idx = match &self.skew[dir] {
+                Some(Skew::Sequence { idx, stride, unit }) => {
+                    // fio's __get_next_rand_offset_sequence: element n mod len of the
+                    // direction's n-th I/O, plus n / len rounds of len with a stride.
+                    let n = self.dir_ios[dir];
+                    let k = idx.len() as u64;
+                    let mut b = idx[(n % k) as usize];
+                    if *stride {
+                        b = b.saturating_add(n / k * k);
+                    }
+                    let p = self.start + b.saturating_mul(*unit);
+                    // Past the file (a stride's later rounds), it wraps to the start.
+                    let p = if p.saturating_add(len as u64) > self.start + self.file_size {
+                        self.start + (b.saturating_mul(*unit) % self.file_size)
+                    } else {
+                        p
+                    };
+                    (p.saturating_sub(slot.base) / slot.align).min(slot.positions - 1)
+                }
                 None if slot.positions > 1 => self.rng.random_range(0..slot.positions),
                 None => 0,
                 Some(skew) => {
                     // A block of fio's unit size, then aligned down to this size.
                     let p = self.start + skew.next(&mut self.rng) * self.unit;
-                    (p.saturating_sub(slot.base) / len.max(1) as u64).min(slot.positions - 1)
+                    (p.saturating_sub(slot.base) / slot.align).min(slot.positions - 1)
                 }
             };
-            file_base + slot.base + idx * len as u64
+            file_base + slot.base + idx * slot.align
+        } else if !hit && self.identical {
+            // rw_sequencer=identical: the last I/O's offset again (0 before any).
+            self.last_start[f as usize][dir].unwrap_or(self.start + file_base)
         } else {
-            let c = &mut self.cursor[f as usize][dir];
-            if c.saturating_add(len as u64) > self.file_size {
-                *c = 0;
+            let mut pos = self.cursor[f as usize][dir];
+            if pos != 0 && self.seq_add != 0 {
+                // fio's get_next_seq_offset: the modifier is added to the end of the
+                // last I/O; past the file's end a forward skip wraps to its start, a
+                // backward one to the end plus the (negative) modifier.
+                pos = pos.wrapping_add(self.seq_add as u64);
+                if pos >= self.file_size {
+                    pos = if self.seq_add > 0 {
+                        0
+                    } else {
+                        self.file_size.wrapping_add(self.seq_add as u64)
+                    };
+                }
             }
-            self.start + file_base + *c
+            if pos.saturating_add(len as u64) > self.file_size {
+                pos = 0;
+            }
+            self.start + file_base + pos
         };
+        if let Some(l) = self.last_start.get_mut(f as usize) {
+            l[dir] = Some(offset);
+        }
         // The direction's next sequential position follows this I/O, random or not.
         self.cursor[f as usize][dir] = offset - self.start - file_base + len as u64;
         self.issued = self.issued.saturating_add(len as u64);
         self.ios += 1;
+        self.dir_ios[dir] += 1;
         if self.service == FileService::Sequential {
             self.file_left += len as u64;
         }

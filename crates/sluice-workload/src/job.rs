@@ -56,6 +56,20 @@ impl RwMode {
     }
 }
 
+/// fio's `rw=MODE:N` offset modifier.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum RwModifier {
+    /// None: sequential I/Os follow each other, random ones are all random.
+    #[default]
+    None,
+    /// A sequential mode's `:N`: N bytes (negative: backwards) added to the end of
+    /// each I/O to give the next one's offset (fio's `ddir_seq_add`).
+    SeqAdd(i64),
+    /// A random mode's `:N`: a new random offset every N I/Os; in between the I/Os
+    /// continue sequentially or repeat the offset (`rw_sequencer`; fio's `ddir_seq_nr`).
+    RandEvery(u32),
+}
+
 /// One row of a `bssplit` table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BsEntry {
@@ -167,6 +181,10 @@ pub enum Distribution {
     Zoned(Vec<Zone>),
     /// `zoned_abs:A/SIZE:…`: A % of accesses fall uniformly into the next SIZE bytes.
     ZonedAbs(Vec<Zone>),
+    /// `sequence:I,J,…`: fio's fixed sequence of block indices (in units of the
+    /// direction's smallest block size), the n-th I/O of a direction taking element
+    /// n mod len; with `random_sequence_stride` each round is shifted by len blocks.
+    Sequence(Vec<u64>),
 }
 
 /// One zone of a zoned distribution.
@@ -255,6 +273,17 @@ pub struct JobSpec {
     pub class: IoClass,
     /// I/O pattern; default `read` as in fio.
     pub rw: RwMode,
+    /// fio's `:N` offset modifier of `rw`.
+    pub rw_modifier: RwModifier,
+    /// `rw_sequencer=identical`: with [`RwModifier::RandEvery`], the I/Os between
+    /// random offsets repeat the last offset (default: continue sequentially).
+    pub rw_identical: bool,
+    /// `random_sequence_stride`: a `sequence` distribution's rounds advance by its
+    /// length (fio's strided block groups) instead of repeating.
+    pub sequence_stride: bool,
+    /// `blockalign`: random offsets are multiples of this `[reads, writes]` (0: of the
+    /// drawn block size, fio's default).
+    pub blockalign: [u32; 2],
     /// Percent of reads in mixed modes (default 50).
     pub rwmixread: u8,
     /// Block sizes per direction; default 4 KiB.
@@ -324,6 +353,29 @@ pub struct JobSpec {
     pub prio: Option<u8>,
     /// `prioclass` (1 real time, 2 best effort, 3 idle; 0 none), if given.
     pub prioclass: Option<u8>,
+    /// Per-I/O priorities (`cmdprio_percentage`, `cmdprio_bssplit`, …): some I/Os get
+    /// their own class (see [`crate::CmdPrio`]).
+    pub cmdprio: crate::CmdPrio,
+    /// fio's `flow`: this job's weight in its token flow (0: none; see
+    /// `sluice_fio::tokens`), unrelated to sluice's own flows.
+    pub token_flow: u32,
+    /// fio's `flow_id` (default 0).
+    pub token_flow_id: u32,
+    /// fio's `flow_sleep`: how long a thread over its share sleeps (0: it tries again
+    /// when another thread of the flow has issued).
+    pub flow_sleep_ns: Nanos,
+    /// fio's `latency_target`: the latency the queue-depth search keeps I/Os under
+    /// (see `sluice_fio::latency`), ns.
+    pub latency_target_ns: Option<Nanos>,
+    /// `latency_window` (default 0: a check at every completion), ns.
+    pub latency_window_ns: Nanos,
+    /// `latency_percentile` (default 100).
+    pub latency_percentile: f64,
+    /// `latency_run`: keep searching instead of ending at the depth found.
+    pub latency_run: bool,
+    /// `wait_for`: the index of the earlier job whose threads must all be done before
+    /// this job starts.
+    pub wait_for: Option<usize>,
     /// Wait for all earlier jobs to finish before starting (`stonewall`,
     /// `wait_for_previous`).
     pub stonewall: bool,
@@ -367,6 +419,10 @@ impl Default for JobSpec {
             weight: 4,
             class: IoClass::Normal,
             rw: RwMode::Read,
+            rw_modifier: RwModifier::None,
+            rw_identical: false,
+            blockalign: [0, 0],
+            sequence_stride: false,
             rwmixread: 50,
             bs: BlockSizes::default(),
             size: 1 << 30,
@@ -398,6 +454,15 @@ impl Default for JobSpec {
             randseed: None,
             prio: None,
             prioclass: None,
+            cmdprio: crate::CmdPrio::default(),
+            wait_for: None,
+            latency_target_ns: None,
+            latency_window_ns: 0,
+            latency_percentile: 100.0,
+            latency_run: false,
+            token_flow: 0,
+            token_flow_id: 0,
+            flow_sleep_ns: 0,
             stonewall: false,
             filename: None,
             buffered: false,

@@ -138,6 +138,7 @@
 //! [fio]: https://fio.readthedocs.io/en/latest/fio_doc.html
 #![warn(missing_docs, missing_debug_implementations)]
 
+mod cmdprio;
 mod error;
 mod expr;
 mod gen;
@@ -153,12 +154,13 @@ pub mod units;
 mod values;
 mod verify;
 
+pub use cmdprio::{class_of_ioprio, CmdPrio, PrioDraw, PrioEntry};
 pub use error::WorkloadError;
 pub use gen::{stream_seed, IoGen, IoSpec, Pacer};
 pub use include::MAX_INCLUDE_DEPTH;
 pub use job::{
     weight_from_prio, BlockSize, BlockSizes, BsEntry, Distribution, FileService, JobSpec, LogSpec,
-    RateProcess, RwMode, Zone,
+    RateProcess, RwMode, RwModifier, Zone,
 };
 pub use limits::{
     check_limits, read_text, LimitError, MAX_INFLIGHT, MAX_JOB_FILE_BYTES, MAX_STEADY_INTERVALS,

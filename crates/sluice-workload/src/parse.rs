@@ -9,7 +9,7 @@ use sluice_core::IoClass;
 use crate::error::WorkloadError;
 use crate::include::{expand_includes, expand_value, SrcLine};
 use crate::job::{
-    weight_from_prio, BlockSize, BsEntry, Distribution, JobSpec, RateProcess, RwMode,
+    weight_from_prio, BlockSize, BsEntry, Distribution, JobSpec, RateProcess, RwMode, RwModifier,
 };
 use crate::options::{engine_class, lookup, option_table, EngineClass, OptionInfo, Support};
 use crate::steady::{parse_steadystate, SteadyMetric, SteadySpec};
@@ -23,6 +23,7 @@ use crate::verify::{parse_pattern, parse_verify_kind, VerifyKind, VerifySpec};
 mod draft;
 mod fields;
 mod finish;
+mod prio;
 mod rows;
 
 use fields::*;
@@ -196,6 +197,7 @@ pub(crate) struct Draft {
     do_verify: Option<bool>,
     verify_fatal: bool,
     verify_backlog: Option<u64>,
+    verify_interval: Option<(u32, Loc)>,
     /// `write_bw_log`, `write_lat_log`, `write_iops_log`: `Some(None)` when bare (the
     /// job name).
     log_bw: Option<Option<String>>,
@@ -214,6 +216,10 @@ pub(crate) struct Draft {
     critical: bool,
     weight: Option<u32>,
     flow: Option<String>,
+    /// Per-I/O priorities (`cmdprio_*`).
+    prio: prio::PrioDraft,
+    /// `wait_for`: the waitee's name and where.
+    wait_for: Option<(String, Loc)>,
 }
 
 /// One option as written, handed to its row's setter.
@@ -384,10 +390,14 @@ impl Parser<'_> {
             self.section = if name == "global" {
                 Section::Global
             } else {
+                let mut draft = Box::new(self.global.clone());
+                // As fio: a `name=` in [global] does not rename the jobs; the section's
+                // header (or its own `name=`) does.
+                draft.name = None;
                 Section::Job {
                     name: name.to_string(),
                     line,
-                    draft: Box::new(self.global.clone()),
+                    draft,
                 }
             };
             return Ok(());

@@ -10,6 +10,8 @@
 //! `n = ss_dur / I` rates form the window; once it is full, each check computes
 //! * `iops` / `bw` (deviation): `d = max |yᵢ − ȳ|`; criterion `d`, or `100·d/ȳ` with a
 //!   `%` limit;
+//! * `lat` / `lat_slope`: the same on the interval's mean completion latency (ns,
+//!   the completion latencies of the I/Os completed in the interval over their count);
 //! * `iops_slope` / `bw_slope`: the least-squares slope over `x = 0 … n−1`,
 //!   `s = (Σxy − Σx·Σy/n) / (Σx² − (Σx)²/n)`; criterion `s`, or `100·s/ȳ` with `%`;
 //!
@@ -27,6 +29,8 @@ pub enum SteadyMetric {
     Iops,
     /// Bytes per second.
     Bw,
+    /// Mean completion latency of the interval's I/Os, ns (fio's `lat`, `lat_slope`).
+    Lat,
 }
 
 /// A job's steady-state settings.
@@ -54,6 +58,7 @@ impl SteadySpec {
         let m = match self.metric {
             SteadyMetric::Iops => "iops",
             SteadyMetric::Bw => "bw",
+            SteadyMetric::Lat => "lat",
         };
         format!(
             "{m}{}:{}{}",
@@ -82,14 +87,11 @@ pub(crate) fn parse_steadystate(v: &str) -> Result<(SteadyMetric, bool, f64, boo
         "iops_slope" => (SteadyMetric::Iops, true),
         "bw" => (SteadyMetric::Bw, false),
         "bw_slope" => (SteadyMetric::Bw, true),
-        "lat" | "lat_slope" => {
-            return Err(format!(
-                "'{name}': the latency criteria are not supported; use iops, iops_slope, bw or bw_slope"
-            ))
-        }
+        "lat" => (SteadyMetric::Lat, false),
+        "lat_slope" => (SteadyMetric::Lat, true),
         other => {
             return Err(format!(
-                "'{other}' is not a steady-state criterion; use iops, iops_slope, bw or bw_slope"
+                "'{other}' is not a steady-state criterion; use iops, iops_slope, bw, bw_slope, lat or lat_slope"
             ))
         }
     };
@@ -98,7 +100,12 @@ pub(crate) fn parse_steadystate(v: &str) -> Result<(SteadyMetric, bool, f64, boo
         Some(n) => (n.trim(), true),
         None => (limit, false),
     };
-    let value = if percent || metric == SteadyMetric::Iops {
+    let value = if metric == SteadyMetric::Lat && !percent && num.ends_with('s') {
+        // A latency limit with a unit (`lat:100us`), else ns as fio's.
+        crate::units::parse_time(num, crate::units::TimeUnit::Micros)
+            .ok()
+            .map(|ns| ns as f64)
+    } else if percent || metric != SteadyMetric::Bw {
         num.parse::<f64>()
             .ok()
             .filter(|x| x.is_finite() && *x >= 0.0)
@@ -106,7 +113,7 @@ pub(crate) fn parse_steadystate(v: &str) -> Result<(SteadyMetric, bool, f64, boo
         crate::units::parse_size(num).ok().map(|b| b as f64)
     };
     let value = value.ok_or_else(|| {
-        format!("cannot read the limit '{limit}' (e.g. 0.1%, 2 for IOPS, 10m for bytes/s)")
+        format!("cannot read the limit '{limit}' (e.g. 0.1%, 2 for IOPS, 10m for bytes/s, 5000 ns for lat)")
     })?;
     Ok((metric, slope, value, percent))
 }
@@ -116,7 +123,7 @@ pub(crate) fn parse_steadystate(v: &str) -> Result<(SteadyMetric, bool, f64, boo
 pub struct SteadyState {
     spec: SteadySpec,
     window: VecDeque<f64>,
-    prev: Option<(Nanos, u64, u64)>,
+    prev: Option<(Nanos, u64, u64, u64)>,
     recording: bool,
 }
 
@@ -150,21 +157,37 @@ impl SteadyState {
     /// A check at `elapsed_ns` since the job's start, with the job's I/Os and bytes
     /// completed so far; `Some` when the job is steady (it should end now).
     pub fn check(&mut self, elapsed_ns: Nanos, ios: u64, bytes: u64) -> Option<Attained> {
-        let prev = self.prev.replace((elapsed_ns, ios, bytes));
+        self.check_lat(elapsed_ns, ios, bytes, 0)
+    }
+
+    /// [`SteadyState::check`] with the sum of the completed I/Os' completion
+    /// latencies so far, ns (for the `lat` criteria).
+    pub fn check_lat(
+        &mut self,
+        elapsed_ns: Nanos,
+        ios: u64,
+        bytes: u64,
+        lat_ns: u64,
+    ) -> Option<Attained> {
+        let prev = self.prev.replace((elapsed_ns, ios, bytes, lat_ns));
         if !self.recording && elapsed_ns >= self.spec.ramp_ns + self.spec.interval_ns {
             self.recording = true;
         }
-        let (t0, i0, b0) = prev.unwrap_or((0, 0, 0));
+        let (t0, i0, b0, l0) = prev.unwrap_or((0, 0, 0, 0));
         let dt = elapsed_ns.saturating_sub(t0);
         if !self.recording || dt == 0 {
             return None;
         }
-        let delta = match self.spec.metric {
-            SteadyMetric::Iops => ios.saturating_sub(i0),
-            SteadyMetric::Bw => bytes.saturating_sub(b0),
+        let rate = match self.spec.metric {
+            // fio keeps whole numbers per second.
+            SteadyMetric::Iops => (ios.saturating_sub(i0) as f64 * 1e9 / dt as f64).floor(),
+            SteadyMetric::Bw => (bytes.saturating_sub(b0) as f64 * 1e9 / dt as f64).floor(),
+            // fio's group_lat: the interval's latency sum over its samples, whole ns.
+            SteadyMetric::Lat => match ios.saturating_sub(i0) {
+                0 => 0.0,
+                n => (lat_ns.saturating_sub(l0) as f64 / n as f64).floor(),
+            },
         };
-        // fio keeps whole numbers per second.
-        let rate = (delta as f64 * 1e9 / dt as f64).floor();
         let n = self.spec.intervals();
         if self.window.len() == n {
             self.window.pop_front();
@@ -229,9 +252,13 @@ mod tests {
             parse_steadystate("bw:1m").unwrap(),
             (SteadyMetric::Bw, false, 1048576.0, false)
         );
-        assert!(parse_steadystate("lat:1ms")
-            .unwrap_err()
-            .contains("latency"));
+        assert_eq!(
+            parse_steadystate("lat:5%").unwrap(),
+            (SteadyMetric::Lat, false, 5.0, true)
+        );
+        assert!(parse_steadystate("clat:1").is_err());
+        assert_eq!(parse_steadystate("lat:1ms").unwrap().2, 1e6);
+        assert_eq!(parse_steadystate("lat:2500").unwrap().2, 2500.0);
         assert!(parse_steadystate("iops").unwrap_err().contains("no limit"));
         assert!(parse_steadystate("iops:x").unwrap_err().contains("limit"));
     }
@@ -279,6 +306,20 @@ mod tests {
     }
 
     #[test]
+    fn lat_takes_the_intervals_mean_completion_latency() {
+        let mut sp = spec(false, 5.0, true, 3);
+        sp.metric = SteadyMetric::Lat;
+        let mut s = SteadyState::new(&sp);
+        // 100 I/Os per second; mean latencies 100, 104, 98 µs: within 5 % of 100.67.
+        assert_eq!(s.check_lat(S, 100, 0, 100 * 100_000), None);
+        assert_eq!(s.check_lat(2 * S, 200, 0, 100 * 204_000), None);
+        let a = s.check_lat(3 * S, 300, 0, 100 * 302_000).unwrap();
+        assert!((a.mean - 100_666.0).abs() < 1.0, "{a:?}");
+        // A jump to 200 µs is not steady.
+        assert_eq!(s.check_lat(4 * S, 400, 0, 100 * 502_000), None);
+    }
+
+    #[test]
     fn ramp_delays_recording_by_one_interval_more() {
         let mut sp = spec(false, 1.0, true, 2);
         sp.ramp_ns = 2 * S;
@@ -298,6 +339,7 @@ pub struct SteadyTrack {
     det: SteadyState,
     ios: u64,
     bytes: u64,
+    lat_ns: u64,
     /// When (ns since the job's start) and how the job became steady.
     pub attained: Option<(Nanos, Attained)>,
 }
@@ -309,6 +351,7 @@ impl SteadyTrack {
             det: SteadyState::new(spec),
             ios: 0,
             bytes: 0,
+            lat_ns: 0,
             attained: None,
         }
     }
@@ -318,11 +361,13 @@ impl SteadyTrack {
         self.det.spec()
     }
 
-    /// Count completed I/O.
+    /// Count completed I/O: `ios` I/Os of `bytes` bytes whose completion latencies
+    /// add up to `lat_ns`.
     #[inline]
-    pub fn count(&mut self, ios: u64, bytes: u64) {
+    pub fn count(&mut self, ios: u64, bytes: u64, lat_ns: u64) {
         self.ios += ios;
         self.bytes += bytes;
+        self.lat_ns += lat_ns;
     }
 
     /// The check at `elapsed_ns` since the job's start; true when the job is steady
@@ -331,7 +376,10 @@ impl SteadyTrack {
         if self.attained.is_some() {
             return false;
         }
-        match self.det.check(elapsed_ns, self.ios, self.bytes) {
+        match self
+            .det
+            .check_lat(elapsed_ns, self.ios, self.bytes, self.lat_ns)
+        {
             Some(a) => {
                 self.attained = Some((elapsed_ns, a));
                 true

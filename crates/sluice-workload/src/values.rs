@@ -3,7 +3,7 @@
 //! Each returns the problem as a sentence, as in [`crate::units`].
 
 use crate::job::{BsEntry, Distribution, FileService, Zone};
-use crate::units::{parse_positive_size, parse_size, show_size, PPM};
+use crate::units::{parse_positive_size, parse_size, parse_uint, show_size, PPM};
 
 /// Most sizes a `bsrange` may expand to.
 const MAX_RANGE_SIZES: u64 = 65_536;
@@ -74,7 +74,8 @@ fn parse_f64(s: &str, what: &str) -> Result<f64, String> {
 /// Read `random_distribution`: one distribution for both directions, or for the
 /// zoned kinds `reads,writes` zone lists.
 pub(crate) fn parse_distribution(v: &str) -> Result<[Distribution; 2], String> {
-    const KINDS: &str = "random, zipf:θ, pareto:h, normal:σ, zoned:A/S:…, zoned_abs:A/SIZE:…";
+    const KINDS: &str =
+        "random, zipf:θ, pareto:h, normal:σ, zoned:A/S:…, zoned_abs:A/SIZE:…, sequence:I,J,…";
     let lower = v.trim().to_ascii_lowercase();
     let (kind, rest) = match lower.find([':', '=']) {
         Some(i) => (&lower[..i], Some(&lower[i + 1..])),
@@ -164,9 +165,21 @@ pub(crate) fn parse_distribution(v: &str) -> Result<[Distribution; 2], String> {
             };
             Ok([mk(read), mk(write)])
         }
-        "sequence" => Err(format!(
-            "'{v}': the sequence distribution is not supported; use one of {KINDS}"
-        )),
+        "sequence" => {
+            // fio's sequence: up to 64 block indices, taken in turn.
+            let list = rest.unwrap_or("").trim();
+            let idx: Vec<u64> = list
+                .split(',')
+                .map(|x| parse_uint(x.trim(), "2,0,1"))
+                .collect::<Result<_, _>>()
+                .map_err(|e| format!("'{v}': {e}; write block indices, e.g. sequence:2,0,1"))?;
+            if list.is_empty() || idx.len() > 64 {
+                return Err(format!(
+                    "'{v}' needs 1 to 64 block indices, e.g. sequence:2,0,1"
+                ));
+            }
+            one(Distribution::Sequence(idx))
+        }
         _ => Err(format!(
             "cannot read '{v}' as a random distribution; use one of {KINDS}"
         )),
@@ -384,9 +397,11 @@ mod tests {
         assert!(parse_distribution("zoned")
             .unwrap_err()
             .contains("no zones"));
-        assert!(parse_distribution("sequence:2,0,1")
-            .unwrap_err()
-            .contains("not supported"));
+        assert_eq!(
+            parse_distribution("sequence:2,0,1").unwrap()[0],
+            Distribution::Sequence(vec![2, 0, 1])
+        );
+        assert!(parse_distribution("sequence:").is_err());
         assert!(parse_distribution("lognormal").is_err());
     }
 

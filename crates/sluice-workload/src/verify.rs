@@ -13,6 +13,18 @@ pub enum VerifyKind {
     /// `pattern`: no header; the block is `verify_pattern` repeated, and must read back
     /// so.
     Pattern,
+    /// `crc64`: CRC-64 (ECMA-182 polynomial, reflected: CRC-64/XZ).
+    Crc64,
+    /// `sha1`.
+    Sha1,
+    /// `sha256`.
+    Sha256,
+    /// `xxhash`: fio's xxhash, XXH32.
+    Xxhash,
+    /// `meta`: the header alone (offset, length, sequence number) is written and
+    /// checked, sealed by a CRC-32C of the header; the data is not summed (it is
+    /// checked against `verify_pattern` when one is given).
+    Meta,
 }
 
 impl VerifyKind {
@@ -22,6 +34,11 @@ impl VerifyKind {
             VerifyKind::Crc32c => "crc32c",
             VerifyKind::Md5 => "md5",
             VerifyKind::Pattern => "pattern",
+            VerifyKind::Crc64 => "crc64",
+            VerifyKind::Sha1 => "sha1",
+            VerifyKind::Sha256 => "sha256",
+            VerifyKind::Xxhash => "xxhash",
+            VerifyKind::Meta => "meta",
         }
     }
 }
@@ -42,6 +59,9 @@ pub struct VerifySpec {
     pub backlog: Option<u64>,
     /// `verify_fatal=1`: the job ends at the first block that fails.
     pub fatal: bool,
+    /// `verify_interval=N`: a header and checksum for every N bytes of a block
+    /// (`None`: one per block).
+    pub interval: Option<u32>,
 }
 
 /// Read a `verify=` value: `Ok(None)` for `0`/`none`.
@@ -51,12 +71,17 @@ pub(crate) fn parse_verify_kind(v: &str) -> Result<Option<VerifyKind>, String> {
         "crc32c" | "crc32c-intel" => Ok(Some(VerifyKind::Crc32c)),
         "md5" => Ok(Some(VerifyKind::Md5)),
         "pattern" => Ok(Some(VerifyKind::Pattern)),
+        "crc64" => Ok(Some(VerifyKind::Crc64)),
+        "sha1" => Ok(Some(VerifyKind::Sha1)),
+        "sha256" => Ok(Some(VerifyKind::Sha256)),
+        "xxhash" => Ok(Some(VerifyKind::Xxhash)),
+        "meta" => Ok(Some(VerifyKind::Meta)),
         "1" => Err(format!(
-            "'{v}' names no checksum; write verify=crc32c, verify=md5 or verify=pattern (sluice's checksums)"
+            "'{v}' names no checksum; write e.g. verify=crc32c (sluice's checksums: crc32c, crc64, md5, sha1, sha256, xxhash, meta, pattern)"
         )),
         other => Err(format!(
-            "'{other}' is not one of sluice's checksums; use crc32c, md5 or pattern (fio's other \
-             checksums — crc32, crc64, crc16, crc7, sha*, xxhash, meta — are not implemented)"
+            "'{other}' is not one of sluice's checksums; use crc32c, crc64, md5, sha1, sha256, \
+             xxhash, meta or pattern (fio's crc32, crc16, crc7, sha512, sha3-* are not implemented)"
         )),
     }
 }
@@ -146,7 +171,11 @@ mod tests {
             Some(VerifyKind::Crc32c)
         );
         assert_eq!(parse_verify_kind("none").unwrap(), None);
-        assert!(parse_verify_kind("sha256")
+        assert_eq!(
+            parse_verify_kind("sha256").unwrap(),
+            Some(VerifyKind::Sha256)
+        );
+        assert!(parse_verify_kind("sha3-512")
             .unwrap_err()
             .contains("not implemented"));
     }

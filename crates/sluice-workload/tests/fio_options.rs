@@ -161,7 +161,11 @@ fn every_acted_on_option_example_parses() {
             continue; // a directive, tested below
         }
         // A time-based job needs a runtime (given before, so an example may override it).
-        let text = format!("[j]\nsize=64m\nrw=randrw\nruntime=1s\n{}\n", o.example);
+        // `wait_for` names an earlier job: `writers`.
+        let text = format!(
+            "[writers]\n[j]\nsize=64m\nrw=randrw\nruntime=1s\n{}\n",
+            o.example
+        );
         if let Err(e) = parse_str(&text, "t.fio", &STRICT) {
             panic!("{}: {e}", o.example);
         }
@@ -616,10 +620,10 @@ fn verify_logs_and_steadystate_options() {
         .unwrap();
     assert_eq!((v.kind, v.pattern), (VerifyKind::Pattern, vec![0x5a]));
     option_error(
-        "[w]\nverify=sha256\n",
+        "[w]\nverify=sha512\n",
         2,
         "verify",
-        &["sha256", "crc32c, md5 or pattern"],
+        &["sha512", "crc32c, crc64, md5, sha1, sha256"],
     );
     let p = parsed("[w]\nverify_fatal=1\n");
     assert!(
@@ -664,7 +668,12 @@ fn verify_logs_and_steadystate_options() {
         "steadystate_duration",
         &["at least 2"],
     );
-    option_error("[r]\nss=lat:1ms\n", 2, "ss", &["latency criteria"]);
+    option_error(
+        "[r]\nss=clat:1ms\n",
+        2,
+        "ss",
+        &["not a steady-state criterion"],
+    );
     // A window of 2^32 - 1 one-second intervals once allocated 34 GB up front.
     option_error(
         "[r]\nss_dur=4294967295\n",

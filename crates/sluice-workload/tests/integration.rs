@@ -6,4 +6,5 @@
 mod docs;
 mod fio_options;
 mod gen;
+mod io_options;
 mod parse;

@@ -142,7 +142,7 @@ fn trim_is_unsupported() {
     assert!(msg.contains("not supported"), "{msg}");
     assert!(msg.contains("randrw"), "{msg}");
     option_error("[j]\nrw=sideways\n", 2, "rw", "cannot read 'sideways'");
-    option_error("[j]\nrw=randread:8\n", 2, "rw", "not supported");
+    option_error("[j]\nrw=randread:x\n", 2, "rw", "count of I/Os");
 }
 
 #[test]

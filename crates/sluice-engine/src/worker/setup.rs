@@ -125,7 +125,7 @@ impl<'a> Worker<'a> {
             interval_ns: sh.interval_ns,
             interrupted: false,
             cur_group: 0,
-            done_acc: vec![(0, 0); specs.len()],
+            done_acc: vec![(0, 0, 0); specs.len()],
             res: WorkerResult {
                 errors: vec![JobErrors::default(); specs.len()],
                 verify: vec![VerifyCount::default(); specs.len()],

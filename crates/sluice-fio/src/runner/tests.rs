@@ -263,3 +263,183 @@ fn an_interrupt_drains_the_group_and_starts_no_later_one() {
     assert_eq!(r.group(), r.groups(), "the run is over: b never starts");
     assert!(!p.wakes.iter().any(|&(t, _)| t == 1));
 }
+
+#[test]
+fn cmdprio_gives_the_ios_drawn_high_their_own_class_and_leaves_the_stream_alone() {
+    let run = |text: &str| {
+        let specs = jobs(text);
+        let mut r = Runner::new(
+            &specs,
+            &flows(&specs),
+            &setups(&specs),
+            1,
+            Scope::Whole,
+            false,
+        );
+        let mut p = Script::default();
+        r.start_group(0, 0, &mut p);
+        r.wake(0, 0, &mut p);
+        let mut out = Vec::new();
+        let mut t = 0;
+        while let Some((th, req)) = (!p.submits.is_empty()).then(|| p.submits.remove(0)) {
+            out.push((req.offset, req.class));
+            t += 10;
+            r.complete(th, &finished(&req, 0, t, req.class), t, None, &mut p);
+        }
+        out
+    };
+    let base = "[a]\nrw=randread\nbs=4k\nsize=1m\nio_size=4m\nprioclass=3\n";
+    let plain = run(base);
+    let prio = run(&format!("{base}cmdprio_percentage=30\ncmdprio_class=1\n"));
+    assert_eq!(plain.len(), 1024);
+    assert!(plain.iter().all(|x| x.1 == IoClass::Idle));
+    let offsets = |v: &[(u64, IoClass)]| v.iter().map(|x| x.0).collect::<Vec<_>>();
+    assert_eq!(offsets(&plain), offsets(&prio), "the same offsets");
+    let critical = prio.iter().filter(|x| x.1 == IoClass::Critical).count();
+    assert!(
+        (250..370).contains(&critical),
+        "{critical} of 1024 critical"
+    );
+    assert_eq!(
+        prio.iter().filter(|x| x.1 == IoClass::Idle).count(),
+        1024 - critical,
+        "the others keep the job's class"
+    );
+}
+
+#[test]
+fn wait_for_starts_the_waiter_when_its_waitee_is_done_while_others_run() {
+    let specs = jobs(
+        "[w]\nrw=write\nbs=4k\nsize=8k\n[long]\nrw=read\nbs=4k\nsize=64k\n\
+         [r]\nwait_for=w\nrw=read\nbs=4k\nsize=4k\n",
+    );
+    assert_eq!(specs[2].wait_for, Some(0));
+    let mut r = Runner::new(
+        &specs,
+        &flows(&specs),
+        &setups(&specs),
+        1,
+        Scope::Whole,
+        false,
+    );
+    let mut p = Script::default();
+    r.start_group(0, 0, &mut p);
+    assert_eq!(p.wakes, vec![(0, 0), (1, 0)], "r waits; w and long start");
+    assert_eq!(r.active(), 3, "the waiting thread keeps the group open");
+    r.wake(0, 0, &mut p);
+    r.wake(1, 0, &mut p);
+    let mut t = 0;
+    let mut r_start = None;
+    while let Some((th, req)) = (!p.submits.is_empty()).then(|| p.submits.remove(0)) {
+        t += 10;
+        r.complete(th, &finished(&req, 0, t, IoClass::Normal), t, None, &mut p);
+        if r_start.is_none() && p.wakes.iter().any(|w| w.0 == 2) {
+            r_start = Some(t);
+            r.wake(2, t, &mut p);
+        }
+    }
+    let w_done = p.done.iter().find(|d| d.0 == 0).expect("w done").1;
+    assert_eq!(r_start, Some(w_done), "r starts when w's last I/O is done");
+    assert_eq!(r.start_ns(2), w_done);
+    assert!(
+        p.done.iter().find(|d| d.0 == 1).unwrap().1 > w_done,
+        "long still ran when r started"
+    );
+    assert!(p.done.iter().any(|d| d.0 == 2), "r ran");
+    assert_eq!(r.group(), 1);
+}
+
+#[test]
+fn token_flows_keep_the_jobs_io_counts_in_the_ratio_of_their_weights() {
+    let run = |extra: &str| {
+        let specs = jobs(&format!(
+            "[global]\nrw=randread\nbs=4k\nsize=1m\nio_size=100m\n{extra}\n\
+             [a]\nflow=3\n[b]\nflow=1\n"
+        ));
+        let mut r = Runner::new(
+            &specs,
+            &flows(&specs),
+            &setups(&specs),
+            1,
+            Scope::Whole,
+            false,
+        );
+        let mut p = Script::default();
+        r.start_group(0, 0, &mut p);
+        let mut t = 0;
+        let mut counts = [0u32; 2];
+        for _ in 0..4000 {
+            // Wake whoever asked, then complete the oldest request.
+            let wakes = std::mem::take(&mut p.wakes);
+            for (th, at) in wakes {
+                r.wake(th, at.max(t), &mut p);
+            }
+            if p.submits.is_empty() {
+                continue;
+            }
+            let (th, req) = p.submits.remove(0);
+            counts[th as usize] += 1;
+            // Depth 1 each, completed in order: without flow control they alternate 1:1.
+            t += if th == 0 { 50 } else { 10 };
+            r.complete(th, &finished(&req, 0, t, IoClass::Normal), t, None, &mut p);
+        }
+        counts
+    };
+    let [a, b] = run("");
+    let ratio = a as f64 / b as f64;
+    assert!((2.7..3.3).contains(&ratio), "a {a}, b {b}: 3:1 expected");
+    let [a2, b2] = run("flow_sleep=100");
+    assert!(
+        (2.5..3.5).contains(&(a2 as f64 / b2 as f64)),
+        "with flow_sleep: a {a2}, b {b2}"
+    );
+}
+
+#[test]
+fn latency_target_starts_at_depth_one_and_the_search_ends_the_thread() {
+    let run = |extra: &str| {
+        let specs = jobs(&format!(
+            "[a]\nrw=randread\nbs=4k\nsize=1m\nio_size=64m\niodepth=16\n{extra}\n"
+        ));
+        let mut r = Runner::new(
+            &specs,
+            &flows(&specs),
+            &setups(&specs),
+            1,
+            Scope::Whole,
+            false,
+        );
+        let mut p = Script::default();
+        r.start_group(0, 0, &mut p);
+        r.wake(0, 0, &mut p);
+        let first = p.submits.len();
+        let (mut t, mut n, mut max_in_flight) = (1_000_000, 0u64, 0usize);
+        while !p.submits.is_empty() && n < 20_000 {
+            max_in_flight = max_in_flight.max(p.submits.len());
+            // Latency grows with the depth: 300 ns per request in flight.
+            let lat = 300 * p.submits.len() as u64;
+            let (th, req) = p.submits.remove(0);
+            t += lat / 4;
+            r.complete(
+                th,
+                &finished(&req, t - lat, t, IoClass::Normal),
+                t,
+                None,
+                &mut p,
+            );
+            n += 1;
+        }
+        (first, max_in_flight, n)
+    };
+    assert_eq!(run("").0, 16, "without a target: the full depth at once");
+    let (first, max, n) = run("latency_target=1us\nlatency_window=20us\n");
+    assert_eq!(first, 1, "the search starts at depth 1");
+    assert!(
+        max <= 4,
+        "1 µs allows 3 in flight (300 ns each): at most {max}"
+    );
+    assert!(
+        n < 16_384,
+        "the thread ended when its depth was found ({n} I/Os)"
+    );
+}

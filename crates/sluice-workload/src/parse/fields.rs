@@ -124,12 +124,15 @@ pub(super) fn parse_bssplit(s: &str) -> Result<Vec<BsEntry>, String> {
     Ok(entries)
 }
 
-pub(super) fn parse_rw(v: &str) -> Result<RwMode, String> {
+/// `rw=MODE[:N]`: the mode and fio's offset modifier — for a sequential mode `N` bytes
+/// added after each I/O (negative: backwards), for a random one a new random offset
+/// every `N` I/Os.
+pub(super) fn parse_rw(v: &str) -> Result<(RwMode, RwModifier), String> {
     const LIST: &str = "read, write, randread, randwrite, rw (or readwrite), randrw";
     let lower = v.to_ascii_lowercase();
     let (base, modifier) = match lower.split_once(':') {
-        Some((b, m)) => (b, Some(m)),
-        None => (lower.as_str(), None),
+        Some((b, m)) => (b.trim(), Some(m.trim())),
+        None => (lower.trim(), None),
     };
     let mode = match base {
         "read" => RwMode::Read,
@@ -149,13 +152,34 @@ pub(super) fn parse_rw(v: &str) -> Result<RwMode, String> {
             ))
         }
     };
-    if modifier.is_some() {
-        return Err(format!(
-            "the ':' modifier in '{v}' is not supported; write rw={}",
-            mode.name()
-        ));
+    let Some(m) = modifier else {
+        return Ok((mode, RwModifier::None));
+    };
+    if mode.is_random() {
+        let n = parse_uint(m, "8")
+            .ok()
+            .filter(|&n| n > 0 && n <= u32::MAX as u64);
+        let Some(n) = n else {
+            return Err(format!(
+                "cannot read '{m}' in '{v}' as a count of I/Os per random offset; write e.g. rw={}:8",
+                mode.name()
+            ));
+        };
+        return Ok((mode, RwModifier::RandEvery(n as u32)));
     }
-    Ok(mode)
+    let (neg, mag) = match m.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, m),
+    };
+    let n = parse_size(mag).map_err(|e| {
+        format!(
+            "cannot read '{m}' in '{v}' as bytes to skip ({e}); write e.g. rw={}:4k or {}:-8k",
+            mode.name(),
+            mode.name()
+        )
+    })?;
+    let n = i64::try_from(n).map_err(|_| format!("'{m}' in '{v}' is too large"))?;
+    Ok((mode, RwModifier::SeqAdd(if neg { -n } else { n })))
 }
 
 pub(super) fn small_uint<T: TryFrom<u64>>(

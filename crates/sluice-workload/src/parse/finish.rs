@@ -41,12 +41,45 @@ impl Parser<'_> {
                 format!("offset + size overflows 64 bits in job '{name}'; use a smaller offset"),
             ));
         }
-        let distribution = self.distribution_of(&name, &d, rw, &files)?;
+        let distribution = self.distribution_of(&name, &d, rw, &files, &bs)?;
         let percentage_random = self.percentage_random_of(&name, &d, rw);
         let filename = self.resolve_file(&name, &d)?;
-        let verify = self.verify_of(&name, line, &d)?;
+        let verify = self.verify_of(&name, line, &d, &bs)?;
         let steadystate = self.steady_of(&name, line, &d)?;
         let class = self.class_of(&name, line, &d);
+        let cmdprio = self.cmdprio_of(&name, &d)?;
+        let wait_for = match &d.wait_for {
+            None => None,
+            Some((w, at)) => {
+                let found: Vec<usize> = (0..self.jobs.len())
+                    .filter(|&i| self.jobs[i].name == *w)
+                    .collect();
+                match found[..] {
+                    [i] => Some(i),
+                    [] => {
+                        return Err(self.option_err_at(
+                            at,
+                            "wait_for",
+                            format!(
+                                "job '{name}' waits for '{w}', which is no earlier job; the \
+                                 waitee must be defined before the waiter, as in fio"
+                            ),
+                        ))
+                    }
+                    _ => {
+                        return Err(self.option_err_at(
+                            at,
+                            "wait_for",
+                            format!(
+                                "job '{name}' waits for '{w}', but {} jobs have that name; a \
+                                 waitee must have a unique name, as in fio",
+                                found.len()
+                            ),
+                        ))
+                    }
+                }
+            }
+        };
         if d.job.time_based && d.job.runtime_ns.is_none() {
             // fio itself needs a runtime for a time-based job to end.
             return Err(WorkloadError::Option {
@@ -72,6 +105,8 @@ impl Parser<'_> {
         job.name = name;
         job.line = line;
         job.class = class;
+        job.cmdprio = cmdprio;
+        job.wait_for = wait_for;
         job.bs = bs;
         job.size = files.region;
         job.nrfiles = files.nrfiles;
@@ -224,11 +259,29 @@ impl Parser<'_> {
         d: &Draft,
         rw: RwMode,
         f: &Files,
+        bs: &crate::BlockSizes,
     ) -> Result<[Distribution; 2], WorkloadError> {
         let Some((dist, at)) = d.distribution.clone() else {
             return Ok([Distribution::Uniform, Distribution::Uniform]);
         };
-        for dd in &dist {
+        for (dir, dd) in dist.iter().enumerate() {
+            if let Distribution::Sequence(idx) = dd {
+                let unit = if dir == 0 { &bs.read } else { &bs.write };
+                let unit = unit.min_len().max(1) as u64;
+                let blocks = f.file_size / unit;
+                if let Some(b) = idx.iter().find(|&&b| b >= blocks) {
+                    return Err(self.option_err_at(
+                        &at,
+                        "random_distribution",
+                        format!(
+                            "block {b} of the sequence is past the end of the file ({blocks} \
+                             blocks of {} in job '{name}'); use indices below {blocks} or a \
+                             larger file",
+                            show_size(unit)
+                        ),
+                    ));
+                }
+            }
             if let Distribution::ZonedAbs(z) = dd {
                 let total: u64 = z.iter().map(|z| z.size).fold(0, u64::saturating_add);
                 if total > f.file_size {
@@ -299,6 +352,7 @@ impl Parser<'_> {
         name: &str,
         line: usize,
         d: &Draft,
+        bs: &crate::BlockSizes,
     ) -> Result<Option<VerifySpec>, WorkloadError> {
         let kind = match &d.verify {
             Some((Some(VerifyKind::Pattern), at)) if d.verify_pattern.is_none() => {
@@ -326,12 +380,46 @@ impl Parser<'_> {
             }
             return Ok(None);
         };
+        let interval = match &d.verify_interval {
+            Some((n, at)) => {
+                let sizes: Vec<u32> = [&bs.read, &bs.write]
+                    .into_iter()
+                    .flat_map(|b| match b {
+                        crate::BlockSize::Fixed(n) => vec![*n],
+                        crate::BlockSize::Split(t) => t.iter().map(|e| e.len).collect(),
+                    })
+                    .collect();
+                if *n < 64 && kind != VerifyKind::Pattern {
+                    return Err(self.option_err_at(
+                        at,
+                        "verify_interval",
+                        format!(
+                            "{n} bytes cannot hold a verify header (64 bytes) in job '{name}'; \
+                             give at least verify_interval=64"
+                        ),
+                    ));
+                }
+                if let Some(b) = sizes.iter().find(|&&b| b % n != 0) {
+                    return Err(self.option_err_at(
+                        at,
+                        "verify_interval",
+                        format!(
+                            "{n} does not divide the block size {b} of job '{name}'; give an \
+                             interval that divides every block size, as fio asks"
+                        ),
+                    ));
+                }
+                Some(*n)
+            }
+            None => None,
+        };
         Ok(Some(VerifySpec {
             kind,
             pattern: d.verify_pattern.clone().unwrap_or_default(),
             do_verify: d.do_verify.unwrap_or(true),
             backlog: d.verify_backlog,
             fatal: d.verify_fatal,
+            interval,
         }))
     }
 

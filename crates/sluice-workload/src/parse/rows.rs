@@ -97,7 +97,15 @@ fn bs_table(
 pub(crate) static ACTED: &[OptionInfo] = &[
     y("name", &[], "name=reader", "job name (overrides the section name)", |d, a| { d.name = Some(a.need()?.to_string()); Ok(()) }),
     y("description", &[], "description=some text", "free text, recorded", |d, a| { d.record(a.key, Some(a.need()?)); Ok(()) }),
-    y("rw", &["readwrite"], "rw=randread", "read, write, randread, randwrite, rw/readwrite, randrw (trim and `:N` modifiers refused)", |d, a| { d.job.rw = parse_rw(a.need()?)?; Ok(()) }),
+    y("rw", &["readwrite"], "rw=randread", "read, write, randread, randwrite, rw/readwrite, randrw (trim refused); fio's `:N` modifier: a sequential mode adds N bytes after each I/O (`write:112k` leaves holes, `read:-8k` goes backwards, wrapping as fio), a random one takes a new random offset every N I/Os (see rw_sequencer)", |d, a| { (d.job.rw, d.job.rw_modifier) = parse_rw(a.need()?)?; Ok(()) }),
+    y("rw_sequencer", &[], "rw_sequencer=identical", "with `rw=randread:N`: between random offsets, sequential (default) continues from the last I/O, identical repeats its offset", |d, a| {
+        d.job.rw_identical = match a.need()?.trim().to_ascii_lowercase().as_str() {
+            "sequential" => false,
+            "identical" => true,
+            v => return Err(format!("cannot read '{v}'; use sequential or identical")),
+        };
+        Ok(())
+    }),
     y("rwmixread", &[], "rwmixread=70", "percent of reads in mixed modes", |d, a| { d.job.rwmixread = a.uint("70", 0, 100)?; Ok(()) }),
     y("rwmixwrite", &[], "rwmixwrite=30", "percent of writes in mixed modes", |d, a| { d.job.rwmixread = 100 - a.uint::<u8>("30", 0, 100)?; Ok(()) }),
     y("bs", &["blocksize"], "bs=4k", "block size, or `read,write`", |d, a| {
@@ -107,6 +115,15 @@ pub(crate) static ACTED: &[OptionInfo] = &[
                 d.bs[dir] = Some((parse_bs(p)?, a.at.clone()));
                 // A later bs overrides an inherited bssplit/bsrange for that direction.
                 d.bssplit[dir] = None;
+            }
+        }
+        Ok(())
+    }),
+    y("blockalign", &["ba"], "blockalign=4k", "random offsets are multiples of this (`read,write`) instead of the drawn block size, as fio", |d, a| {
+        let (parts, _) = a.dirs()?;
+        for (dir, part) in parts.iter().enumerate() {
+            if let Some(p) = part {
+                d.job.blockalign[dir] = parse_bs(p)?;
             }
         }
         Ok(())
@@ -158,7 +175,8 @@ pub(crate) static ACTED: &[OptionInfo] = &[
         Ok(())
     }),
     y("randseed", &[], "randseed=42", "mixed into each thread's random stream", |d, a| { d.job.randseed = Some(parse_uint(a.need()?, "42")?); Ok(()) }),
-    y("random_distribution", &[], "random_distribution=zipf:1.2", "random (uniform), zipf:θ[:c], pareto:h[:c], normal:σ%[:c] (gauss), zoned:A/S%:…, zoned_abs:A/SIZE:… — as fio computes them", |d, a| { d.distribution = Some((parse_distribution(a.need()?)?, a.at.clone())); Ok(()) }),
+    y("random_distribution", &[], "random_distribution=zipf:1.2", "random (uniform), zipf:θ[:c], pareto:h[:c], normal:σ%[:c] (gauss), zoned:A/S%:…, zoned_abs:A/SIZE:…, sequence:I,J,… (block indices in the smallest block size, taken in turn; an index past the file is refused) — as fio computes them", |d, a| { d.distribution = Some((parse_distribution(a.need()?)?, a.at.clone())); Ok(()) }),
+    y("random_sequence_stride", &[], "random_sequence_stride=1", "with random_distribution=sequence: each round of the sequence is shifted by its length (fio's strided block groups); default 0 repeats it", |d, a| { d.job.sequence_stride = a.flag()?; Ok(()) }),
     y("percentage_random", &[], "percentage_random=80", "percent of a random job's I/Os that are random, the rest continue sequentially; `read,write`", |d, a| {
         let (parts, _) = a.dirs()?;
         let mut p = d.percentage_random.as_ref().map_or([100, 100], |x| x.0);
@@ -172,6 +190,27 @@ pub(crate) static ACTED: &[OptionInfo] = &[
     }),
     y("prio", &[], "prio=4", "I/O priority level → weight 8 − prio", |d, a| { d.job.prio = Some(a.uint("4", 0, 7)?); Ok(()) }),
     y("prioclass", &[], "prioclass=2", "1 real time (critical), 2 best effort, 3 idle", |d, a| { d.job.prioclass = Some(a.uint("2", 0, 3)?); Ok(()) }),
+    y("cmdprio_percentage", &[], "cmdprio_percentage=20", "percent of the job's I/Os (or `read,write`) issued with the priority of cmdprio_class/cmdprio, drawn per I/O as fio does: real time → the critical class, best effort → normal, idle → idle, per request (the level orders nothing: sluice's weights are per flow, and mq-deadline reads only a request's class)", prio::set_pct),
+    y("cmdprio_bssplit", &[], "cmdprio_bssplit=64k/25/1/0:1m/0", "per block size, percent of the I/Os issued with a priority: `bs/pct` (with cmdprio_class/cmdprio), `bs/pct/class/level` or `…/hint`; `read,write`; exclusive with cmdprio_percentage; classes as cmdprio_percentage", prio::set_bssplit),
+    y("cmdprio_class", &[], "cmdprio_class=1", "the ioprio class of the I/Os cmdprio_percentage/cmdprio_bssplit draw (default 1, real time → critical)", prio::set_class),
+    y("cmdprio", &[], "cmdprio=0", "the ioprio level of those I/Os (default 0); recorded, no per-request weight in sluice", prio::set_level),
+    y("cmdprio_hint", &[], "cmdprio_hint=1", "the priority hint of those I/Os (command duration limits): a warning says it has no effect; the I/Os keep their class", prio::set_hint),
+    y("wait_for", &[], "wait_for=writers", "the job starts when every thread of the named earlier job is done (fio's rules: no forward reference, a unique name); other jobs of its group run meanwhile", |d, a| { d.wait_for = Some((a.need()?.trim().to_string(), a.at.clone())); Ok(()) }),
+    y("flow", &[], "flow=2", "fio's token flow control: the jobs of one flow_id keep their I/O counts in the ratio of their flow weights (a thread over its share waits), in both worlds", |d, a| { d.job.token_flow = a.uint("2", 0, u32::MAX as u64)?; Ok(()) }),
+    y("flow_id", &[], "flow_id=1", "the token flow a job's `flow` weight counts in (default 0)", |d, a| { d.job.token_flow_id = a.uint("1", 0, u32::MAX as u64)?; Ok(()) }),
+    y("flow_sleep", &[], "flow_sleep=100", "µs a thread over its flow share sleeps, after its I/Os in flight complete (default 0: it tries again when another thread of the flow has issued)", |d, a| { d.job.flow_sleep_ns = a.time(TimeUnit::Micros)?; Ok(()) }),
+    y("latency_target", &[], "latency_target=10ms", "fio's queue-depth search: each thread starts at depth 1 and moves between 1 and iodepth to keep I/O latency under this (µs when bare) and ends at the depth found (both worlds; the report covers the whole search, fio resets its statistics for the last window)", |d, a| { d.job.latency_target_ns = Some(a.time(TimeUnit::Micros)?).filter(|&t| t > 0); Ok(()) }),
+    y("latency_window", &[], "latency_window=1s", "the window of the queue-depth search (µs when bare)", |d, a| { d.job.latency_window_ns = a.time(TimeUnit::Micros)?; Ok(()) }),
+    y("latency_percentile", &[], "latency_percentile=99", "percent of a window's I/Os that must meet latency_target (default 100)", |d, a| {
+        let v = a.need()?;
+        let p: f64 = v.trim().trim_end_matches('%').parse().map_err(|_| format!("cannot read '{v}' as a percentage; e.g. latency_percentile=99.9"))?;
+        if !(0.0..=100.0).contains(&p) {
+            return Err(format!("{p} is out of range; give 0 to 100"));
+        }
+        d.job.latency_percentile = p;
+        Ok(())
+    }),
+    y("latency_run", &[], "latency_run=1", "keep searching for the depth instead of ending at the one found", |d, a| { d.job.latency_run = a.flag()?; Ok(()) }),
     y("stonewall", &["wait_for_previous"], "stonewall", "wait for all earlier jobs to finish first", |d, a| { d.job.stonewall = a.flag()?; Ok(()) }),
     y("exitall", &[], "exitall", "when this job ends, every job of its stonewall group ends (both worlds)", |d, a| { d.job.exitall = a.flag()?; Ok(()) }),
     y("direct", &[], "direct=0", "direct=1 (sluice's default) goes around the cache; direct=0 reads and writes through sluice's page cache (class-aware dirty limits, lazy indexing, writeback) in both worlds, sized by --page-cache", |d, a| { d.job.buffered = !a.flag()?; Ok(()) }),
@@ -190,7 +229,7 @@ pub(crate) static ACTED: &[OptionInfo] = &[
     y("write_iops_log", &[], "write_iops_log=iops", "fio's IOPS log `PREFIX_iops.N.log`", |d, a| { d.log_iops = Some(log_prefix(a)); Ok(()) }),
     y("log_avg_msec", &[], "log_avg_msec=1000", "average the log entries over windows of this many ms (default 0: an entry per I/O)", |d, a| { d.job.logs.avg_msec = parse_uint(a.need()?, "1000")?; Ok(()) }),
     y("per_job_logs", &[], "per_job_logs=0", "0: one log file per prefix and type for all jobs (`PREFIX_bw.log`); default 1: one per job, numbered as fio numbers threads (the threads of one job share its file)", |d, a| { d.job.logs.per_job = a.flag()?; Ok(()) }),
-    y("steadystate", &["ss"], "steadystate=iops_slope:0.1%", "fio's steady-state early end of the job (iops, iops_slope, bw, bw_slope with an absolute or % limit), judged on the job's threads together, in both worlds; needs ss_dur", |d, a| { d.ss = Some((parse_steadystate(a.need()?)?, a.at.clone())); Ok(()) }),
+    y("steadystate", &["ss"], "steadystate=iops_slope:0.1%", "fio's steady-state early end of the job (iops, iops_slope, bw, bw_slope, lat, lat_slope — the interval's mean completion latency in ns — with an absolute or % limit), judged on the job's threads together, in both worlds; needs ss_dur", |d, a| { d.ss = Some((parse_steadystate(a.need()?)?, a.at.clone())); Ok(()) }),
     y("steadystate_duration", &["ss_dur"], "ss_dur=60s", "the window of rates steady state is judged on (turns it on; default criterion iops_slope:0.01%)", |d, a| { d.ss_dur = Some((a.time(TimeUnit::Seconds)?, a.at.clone())); Ok(()) }),
     y("steadystate_ramp_time", &["ss_ramp"], "ss_ramp=10s", "no rates are recorded before this (plus one interval)", |d, a| { d.ss_ramp = a.time(TimeUnit::Seconds)?; Ok(()) }),
     y("steadystate_check_interval", &["ss_interval"], "ss_interval=500ms", "how often the rate is taken (default 1s)", |d, a| {
@@ -201,9 +240,10 @@ pub(crate) static ACTED: &[OptionInfo] = &[
         d.ss_interval = Some((t, a.at.clone()));
         Ok(())
     }),
-    y("verify", &[], "verify=crc32c", "crc32c, md5 or pattern (pattern needs `verify_pattern`, else the job is refused): `sluice run` writes each block with a header and checksum and reads it back to check it (a read-only job checks what it reads); the simulator carries no data, runs the job without its verify reads and says so", |d, a| { d.verify = Some((parse_verify_kind(a.need()?)?, a.at.clone())); Ok(()) }),
+    y("verify", &[], "verify=crc32c", "crc32c, crc64, md5, sha1, sha256, xxhash (XXH32), meta (the header alone, sealed by a CRC-32C) or pattern (pattern needs `verify_pattern`, else the job is refused): `sluice run` writes each block with a header and checksum and reads it back to check it (a read-only job checks what it reads); the simulator carries no data, runs the job without its verify reads and says so", |d, a| { d.verify = Some((parse_verify_kind(a.need()?)?, a.at.clone())); Ok(()) }),
     y("do_verify", &[], "do_verify=0", "read back and check every written block when the write phase ends (default 1)", |d, a| { d.do_verify = Some(a.flag()?); Ok(()) }),
     y("verify_backlog", &[], "verify_backlog=1024", "check the written blocks after every N writes, before writing more", |d, a| { d.verify_backlog = a.some_uint("1024")?; Ok(()) }),
+    y("verify_interval", &[], "verify_interval=512", "a header and checksum for every N bytes of a block instead of one per block (N divides every block size and holds the header: at least 64 bytes)", |d, a| { d.verify_interval = Some((parse_bs(a.need()?)?, a.at.clone())); Ok(()) }),
     y("verify_pattern", &[], "verify_pattern=0xdeadbeef", "the data of written blocks (hex bytes, a quoted string, bytes 0..=255); alone it means verify=pattern, as in fio", |d, a| { d.verify_pattern = Some(parse_pattern(a.need()?)?); Ok(()) }),
     y("verify_fatal", &[], "verify_fatal=1", "end the job at the first block that fails its check", |d, a| { d.verify_fatal = a.flag()?; Ok(()) }),
     y("filename", &[], "filename=data", "jobs with the same file share its address range (one file; `a:b` lists refused)", |d, a| {

@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Agreement of `sluice run --policy none` with fio itself on fio's own example job
+files (issue 41): each example that runs in both worlds on this machine is run by fio
+and by sluice on files in a fresh temporary directory, alternating which goes first
+(ROUNDS rounds), each stopped with Ctrl-C (SIGINT) after RUN_SECS seconds if still
+running. Per job, read+write IOPS and bandwidth (the mean over the rounds) are compared;
+a job agrees when both are within 15 %. Also compared: the number of jobs and of
+groups reported, and the JSON fields present per job.
+
+    scripts/fio-agree.py EXAMPLES_DIR [EXAMPLE.fio ...]
+
+    RUN_SECS=10 ROUNDS=2 SLUICE=target/release/sluice FIO=fio
+
+Examples naming an absolute path outside the temporary directory are skipped (neither
+tool writes outside it). Prints a markdown table (docs/workloads.md carries it) and
+the count that agree.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+RUN_SECS = int(os.environ.get("RUN_SECS", "10"))
+ROUNDS = int(os.environ.get("ROUNDS", "2"))
+SLUICE = os.path.abspath(os.environ.get("SLUICE", "target/release/sluice"))
+FIO = os.environ.get("FIO", "fio")
+TOL = 0.15
+
+
+def outside(path):
+    """An absolute filename/directory the example names (it is then skipped)."""
+    for line in open(path, errors="replace"):
+        m = re.match(r"\s*(filename|directory|filename_format)\s*=\s*(/\S*)", line)
+        if m:
+            return m.group(2)
+    return None
+
+
+def make_dirs(path, work):
+    """Create the relative `directory=` entries the example names, inside `work`."""
+    for line in open(path, errors="replace"):
+        m = re.match(r"\s*directory\s*=\s*(\S+)", line)
+        if m:
+            for d in m.group(1).split(":"):
+                if d and not d.startswith("/"):
+                    os.makedirs(os.path.join(work, d), exist_ok=True)
+
+
+def run(cmd, cwd):
+    """Run `cmd` in `cwd`, Ctrl-C after RUN_SECS; the exit status and its stderr.
+    stderr goes to a file (a helper process fio leaves behind must not hold a pipe)."""
+    err_path = os.path.join(cwd, "stderr.txt")
+    with open(err_path, "wb") as err:
+        p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err,
+                             start_new_session=True)
+        try:
+            p.wait(timeout=RUN_SECS)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGINT)
+            try:
+                p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+    text = open(err_path, errors="replace").read()
+    # The last line says why (warnings come first).
+    return p.returncode, (text.strip().splitlines() or [""])[-1]
+
+
+def load(path):
+    """fio-style JSON: {job name: (iops, bw KiB/s, groupid, fields)}."""
+    try:
+        text = open(path).read()
+    except OSError:
+        return None
+    # fio may print notices before the JSON.
+    text = text[text.find("{"):]
+    try:
+        d = json.loads(text)
+    except ValueError:
+        return None
+    out = {}
+    for j in d.get("jobs", []):
+        iops = sum(j.get(k, {}).get("iops", 0.0) for k in ("read", "write", "trim"))
+        bw = sum(j.get(k, {}).get("bw", 0) for k in ("read", "write", "trim"))
+        prev = out.get(j["jobname"])
+        if prev:  # numjobs without group_reporting: fio lists each thread
+            iops, bw = iops + prev[0], bw + prev[1]
+        out[j["jobname"]] = (iops, bw, j.get("groupid", 0), set(j.keys()))
+    return out
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__)
+        sys.exit(2)
+    ex_dir = sys.argv[1]
+    names = sys.argv[2:] or sorted(f for f in os.listdir(ex_dir) if f.endswith(".fio"))
+    print("| example | job | fio IOPS | sluice IOPS | fio MiB/s | sluice MiB/s | agrees |")
+    print("|---|---|---|---|---|---|---|")
+    agree = total = 0
+    for name in names:
+        path = os.path.join(ex_dir, name)
+        if outside(path):
+            continue
+        res = {"fio": [], "sluice": []}
+        failed = None
+        for r in range(ROUNDS):
+            order = ["fio", "sluice"] if r % 2 == 0 else ["sluice", "fio"]
+            for tool in order:
+                work = tempfile.mkdtemp(prefix="sluice-agree-")
+                make_dirs(path, work)
+                try:
+                    out = os.path.join(work, "out.json")
+                    if tool == "fio":
+                        cmd = [FIO, "--output-format=json", "--output=" + out, path]
+                    else:
+                        cmd = [SLUICE, "run", path, "--policy", "none", "--quiet",
+                               "--directory", work, "--json", out]
+                    rc, err = run(cmd, work)
+                    sys.stdout.flush()
+                    got = load(out)
+                    if got is None:
+                        failed = f"{tool} gave no results (exit {rc}: {err.strip()[:120]})"
+                    else:
+                        res[tool].append(got)
+                finally:
+                    shutil.rmtree(work, ignore_errors=True)
+            if failed:
+                break
+        if failed:
+            print(f"| `{name}` | — | | | | | not compared: {failed} |")
+            continue
+        fio_jobs = res["fio"][0]
+        sl_jobs = res["sluice"][0]
+        if set(fio_jobs) != set(sl_jobs):
+            print(f"| `{name}` | — | | | | | jobs differ: fio {sorted(fio_jobs)}, sluice {sorted(sl_jobs)} |")
+            continue
+        for job in sorted(fio_jobs):
+            def mean(tool, i):
+                v = [x[job][i] for x in res[tool] if job in x]
+                return sum(v) / len(v)
+            fi, si = mean("fio", 0), mean("sluice", 0)
+            fb, sb = mean("fio", 1) / 1024, mean("sluice", 1) / 1024
+            if fi < 1 and si < 1:
+                # Neither did I/O in RUN_SECS (both were laying out the files).
+                print(f"| `{name}` | {job} | 0 | 0 | 0 | 0 | not measured: no I/O in {RUN_SECS} s |")
+                continue
+            ok = all(abs(s - f) <= TOL * max(f, 1e-9) for f, s in ((fi, si), (fb, sb)))
+            notes = []
+            if fio_jobs[job][2] != sl_jobs[job][2]:
+                notes.append(f"group {fio_jobs[job][2]} vs {sl_jobs[job][2]}")
+            missing = fio_jobs[job][3] - sl_jobs[job][3]
+            if missing:
+                notes.append("JSON fields sluice lacks: " + ", ".join(sorted(missing)[:6]))
+            total += 1
+            agree += ok
+            verdict = ("yes" if ok else "no") + ("; " + "; ".join(notes) if notes else "")
+            print(f"| `{name}` | {job} | {fi:.0f} | {si:.0f} | {fb:.1f} | {sb:.1f} | {verdict} |")
+    print()
+    print(f"jobs compared: {total}; within 15 % in IOPS and bandwidth: {agree}")
+
+
+if __name__ == "__main__":
+    main()
