@@ -126,8 +126,7 @@ for r in $(seq 1 "$ROUNDS"); do
         python3 - "$out" "$s" "$r" >>"$RESULTS" <<'PY'
 import json, sys
 doc = json.load(open(sys.argv[1]))
-runs = doc["runs"] if "runs" in doc else [doc]
-jobs = runs[0]["jobs"]
+jobs = doc["jobs"]  # fio's shape, which sluice's JSON has too (docs/metrics.md)
 def lat(d):  # issue (or submit) to completion, ns: fio's and sluice's lat_ns
     return d.get("lat_ns") or d["clat_ns"]
 crit = [j for j in jobs if j["jobname"] == "critical-reader"][0]["read"]

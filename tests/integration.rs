@@ -17,6 +17,7 @@ mod fuzz;
 mod layout;
 mod mount;
 mod run;
+mod slurm;
 mod sweep;
 
 // tests/mount/*.rs name their helpers from the crate root (`crate::support`,
