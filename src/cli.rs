@@ -330,31 +330,20 @@ impl OutputArgs {
     /// file, a profile file): `sluice sim a.fio --json a.fio` would write its report
     /// over the job file.
     pub fn check_inputs(&self, inputs: &[&std::path::Path]) -> Result<(), CliError> {
-        if let Some(p) = &self.json {
-            for i in inputs {
-                if same_file(p, i) {
-                    return Err(CliError::Usage(format!(
-                        "--json {}: is the run's input {}; the report would overwrite it: \
-                         give another path",
-                        p.display(),
-                        i.display()
-                    )));
-                }
+        for (flag, path, what) in [
+            ("--json", &self.json, "the report"),
+            ("--output", &self.output, "the results"),
+        ] {
+            let Some(p) = path else { continue };
+            if let Some(i) = inputs.iter().find(|i| same_file(p, i)) {
+                return Err(CliError::Usage(format!(
+                    "{flag} {}: is the run's input {}; {what} would overwrite it: give \
+                     another path",
+                    p.display(),
+                    i.display()
+                )));
             }
-            check_writable_file(p, "--json")?;
-        }
-        if let Some(p) = &self.output {
-            for i in inputs {
-                if same_file(p, i) {
-                    return Err(CliError::Usage(format!(
-                        "--output {}: is the run's input {}; the results would overwrite it: \
-                         give another path",
-                        p.display(),
-                        i.display()
-                    )));
-                }
-            }
-            check_writable_file(p, "--output")?;
+            check_writable_file(p, flag)?;
         }
         if let Some(d) = &self.plot {
             check_writable_dir(d, "--plot")?;
