@@ -228,13 +228,23 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
         if new_dirty > 0 && !self.pc.may_dirty(class) {
             return Some(Blocked::Limit);
         }
-        for k in 0..new_pages {
+        // Room for the pages the write creates. A reservation may evict a clean page of
+        // this very range (counted above as cached), which the write then creates too:
+        // count again after each one, so every page the write installs has its
+        // reservation (the cache's `reserved` would otherwise go below zero).
+        let mut held = 0usize;
+        let mut missing = new_pages;
+        while held < missing {
             if !self.pc.reserve() {
-                for _ in 0..k {
+                for _ in 0..held {
                     self.pc.unreserve();
                 }
                 return Some(Blocked::Room);
             }
+            held += 1;
+            missing = (range.first..=range.last)
+                .filter(|&index| !self.pc.contains(PageKey { file, index }))
+                .count();
         }
         let p = self.pending[i as usize]
             .as_mut()
