@@ -229,6 +229,17 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
                     st.enters as f64 / st.ios.max(1) as f64,
                 );
             }
+            let after = out
+                .report
+                .extra
+                .page_cache
+                .map_or(0, |p| p.written_after_run);
+            if !args.out.quiet && after > 0 {
+                eprintln!(
+                    "sluice: page cache: {after} dirty page(s) written to their files after \
+                     the run (not measured; add end_fsync=1 to measure it)"
+                );
+            }
             for (job, n, first) in &st.errors {
                 eprintln!("sluice: job '{job}': {n} I/O error(s); first: {first}");
                 io_errors += n;

@@ -6,7 +6,7 @@ use common::{sluice, stderr, write};
 
 use std::process::Output;
 
-const SHORT: &str = "[global]\nsize=64m\ntime_based\nruntime=20ms\n\
+const SHORT: &str = "[global]\ndirect=1\nsize=64m\ntime_based\nruntime=20ms\n\
 [crit]\nrw=randread\nbs=4k\nsluice_critical=1\n\
 [bulk]\nrw=randwrite\nbs=64k\niodepth=16\nprio=2\n";
 
@@ -280,6 +280,30 @@ fn alone_reports_fios_figures() {
     // Sharing the device cannot make the critical reader faster than alone.
     assert!(tasks[0]["slowdown"].as_f64().unwrap() >= 1.0, "{f}");
     assert!(f["concurrent_efficiency"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn output_takes_the_alone_figures_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(dir.path(), "j.fio", SHORT);
+    let out = dir.path().join("report.txt");
+    let o = sluice(&[
+        "sim",
+        &job,
+        "-q",
+        "--alone",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        o.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains("Jobs ("), "{text}");
+    assert!(text.contains("FIOS figures"), "{text}");
 }
 
 #[test]

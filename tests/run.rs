@@ -190,7 +190,7 @@ fn an_io_error_is_counted_and_reported_per_job() {
         dir.path(),
         "j.fio",
         &format!(
-            "[r]\nrw=randread\nfilename={}\nsize=4m\ntime_based\nruntime=3s\n",
+            "[r]\ndirect=1\nrw=randread\nfilename={}\nsize=4m\ntime_based\nruntime=3s\n",
             file.display()
         ),
     );

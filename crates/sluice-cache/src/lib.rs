@@ -392,6 +392,18 @@ impl<B: PageData> PageCache<B> {
         }
     }
 
+    /// Clean pages (cached, neither dirty nor under writeback): the ones eviction
+    /// may take.
+    pub fn clean_pages(&self) -> usize {
+        self.index.len() - self.dirty.len() - self.writeback
+    }
+
+    /// Whether [`PageCache::reserve`] would succeed now: below the size, or a clean
+    /// page to evict.
+    pub fn has_room(&self) -> bool {
+        self.pages() < self.cfg.pages || self.clean_pages() > 0
+    }
+
     /// Room for one more page (a read about to be issued, or a new page a write
     /// creates): `true` when there is room, after evicting a clean page if needed;
     /// `false` when every page is dirty or under writeback (wait for writeback).
@@ -681,6 +693,10 @@ impl<B: PageData> PageCache<B> {
 
     /// CLOCK: evict one clean page; `false` if none can be (all dirty / writeback).
     fn evict_one(&mut self) -> bool {
+        // No clean page: the sweep below would find none (and change nothing).
+        if self.clean_pages() == 0 {
+            return false;
+        }
         let n = self.frames.len();
         // Two sweeps: the first may only clear reference bits.
         for _ in 0..2 * n {

@@ -10,7 +10,11 @@
 
 use sluice_fio::front::{Alloc, Front, FrontConfig, FrontDone, FrontFile, IoBuf};
 
+use std::os::unix::fs::FileExt;
+
 use crate::buf::AlignedBuf;
+use crate::files::FileSet;
+use crate::EngineError;
 
 /// A job I/O's data: its slot buffer.
 #[derive(Debug)]
@@ -75,4 +79,25 @@ impl EngineFront {
         }
         mine.append(&mut self.boxes[me]);
     }
+}
+
+/// After the run: the pages still dirty in the cache, written to their files (see
+/// [`Front::write_out`]; the page runs are page-aligned, as `O_DIRECT` needs).
+pub(crate) fn write_out(ef: &mut EngineFront, files: &FileSet) -> Result<(), EngineError> {
+    ef.front.write_out(|f, offset, bytes| {
+        let (i, planned) = files
+            .plan()
+            .files
+            .iter()
+            .enumerate()
+            .find(|(_, p)| p.base == f.base)
+            .expect("a cached file is a planned file");
+        files
+            .file(i)
+            .write_all_at(bytes, offset - planned.base)
+            .map_err(|source| EngineError::WriteOut {
+                path: planned.path.clone(),
+                source,
+            })
+    })
 }

@@ -233,6 +233,18 @@ pub enum EngineError {
     /// A worker thread panicked.
     #[error("worker {0} panicked: {1}")]
     WorkerPanic(usize, String),
+    /// Writing the page cache's dirty pages to their file after the run failed.
+    #[error(
+        "writing the page cache's dirty pages to {path} after the run: {source}; the file \
+         does not hold every write its buffered jobs made"
+    )]
+    WriteOut {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        #[source]
+        source: io::Error,
+    },
 }
 
 impl EngineError {
@@ -242,7 +254,8 @@ impl EngineError {
         match self {
             EngineError::Stalled { .. }
             | EngineError::RingFailed { .. }
-            | EngineError::WorkerPanic(..) => 1,
+            | EngineError::WorkerPanic(..)
+            | EngineError::WriteOut { .. } => 1,
             // As an interrupted run: 128 + SIGINT.
             EngineError::InterruptedPrefill => 130,
             _ => 2,

@@ -317,12 +317,6 @@ fn check_buffered(
         .validate()
         .map_err(|e| EngineError::Buffered(e.to_string()))?;
     for s in jobs.iter().filter(|s| s.buffered) {
-        if s.verify.is_some() {
-            return Err(EngineError::Buffered(format!(
-                "job '{}': verify with direct=0 is not supported (verify checks what reaches the device); give direct=1 or drop verify",
-                s.name
-            )));
-        }
         let max_io = s.bs.read.max_len().max(s.bs.write.max_len());
         sluice_fio::front::check_job(cfg, &s.name, max_io, s.offset + s.size)
             .map_err(EngineError::Buffered)?;
@@ -566,7 +560,10 @@ pub fn run_with(
         errors: job_errors(jobs, &ok),
         verify: job_verify(jobs, &ok),
     };
-    let dev = dev.into_inner().expect("device lock");
+    let mut dev = dev.into_inner().expect("device lock");
+    if let Some(ef) = dev.front.as_mut() {
+        buffered::write_out(ef, files)?;
+    }
     extra::fill_extra(&mut report, &ok, &dev, &stats, cfg, n_workers, fplan);
     Ok(EngineOutput { report, stats })
 }

@@ -54,7 +54,7 @@ use sluice_cache::throttle::WritebackRate;
 
 use sluice_block::{BlockLayer, Finished, Meter};
 use sluice_cache::{CacheConfig, PageCache};
-use sluice_cache::{PageData, PageKey, PAGE};
+use sluice_cache::{PageData, PageKey, PageRange, PAGE};
 use sluice_core::{FlowId, IoClass, Nanos, ReqId};
 
 pub use sluice_cache::FrontStats;
@@ -285,6 +285,56 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
         }
     }
 
+    /// After a real run: write every page still dirty to its file through `write`
+    /// (the file, the page run's offset in the block layer's address space —
+    /// `base + index × PAGE` —, its bytes), in runs of up to `run_pages` contiguous
+    /// pages, outside the block layer and unmeasured: fio's buffered jobs leave their
+    /// data in the kernel's cache, which writes it back after they have gone, and a
+    /// file sluice wrote must hold what its jobs wrote. A run `write` fails stays
+    /// dirty and the writing stops; returns that error. Call it once every job I/O and
+    /// every device request of the front has ended.
+    pub fn write_out<E>(
+        &mut self,
+        mut write: impl FnMut(FrontFile, u64, &[u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        const TOKEN: u64 = u64::MAX;
+        while let Some((first, f0)) = self.pc.start_writeback(None) {
+            let mut run = vec![(first, f0)];
+            while (run.len() as u32) < self.cfg.run_pages {
+                let index = first.index + run.len() as u64;
+                let next = PageRange {
+                    file: first.file,
+                    first: index,
+                    last: index,
+                };
+                match self.pc.start_writeback(Some(next)) {
+                    Some(p) => run.push(p),
+                    None => break,
+                }
+            }
+            let mut bytes = self.alloc.alloc(run.len() * PAGE as usize);
+            for (k, &(key, f)) in run.iter().enumerate() {
+                self.pc.set_token(f, TOKEN);
+                if let Some(b) = bytes.bytes_mut() {
+                    let at = k * PAGE as usize;
+                    self.pc.read(f, 0, &mut b[at..at + PAGE as usize]);
+                }
+                debug_assert_eq!(key.file, first.file);
+            }
+            let file = self.files[first.file as usize];
+            let res = match bytes.bytes_mut() {
+                Some(b) => write(file, file.base + first.index * PAGE, b),
+                None => Ok(()),
+            };
+            for &(key, _) in &run {
+                self.pc.end_writeback(key, TOKEN, res.is_ok());
+            }
+            res?;
+            self.stats.written_after_run += run.len() as u64;
+        }
+        Ok(())
+    }
+
     /// The page cache (read-only: pages, dirty pages, settings).
     pub fn cache(&self) -> &PageCache<A::Buf> {
         &self.pc
@@ -481,9 +531,20 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
     /// Writebacks ended or pages arrived: the I/Os waiting for room try again (the
     /// writers pausing at their limit wait for their pauses to end).
     fn wake_blocked<M: Meter>(&mut self, cx: &mut Cx<'_, M>) {
-        let q = std::mem::take(&mut self.no_room);
-        for i in q {
+        // In place: each I/O tried goes back to the end of the queue if it still has
+        // no room. Once the cache is full of dirty, written-back and awaited pages, the
+        // rest wait for the next writeback or read to end (retrying each of them now
+        // would only fail — with a million I/Os waiting, a million times per
+        // completion); the queue is turned back to their order, those tried first.
+        let n = self.no_room.len();
+        for tried in 1..=n {
+            let i = self.no_room.pop_front().expect("n waiting");
             self.attempt(cx, i);
+            if tried < n && !self.pc.has_room() {
+                let rest = n - tried;
+                self.no_room.rotate_left(rest);
+                break;
+            }
         }
     }
 

@@ -21,7 +21,8 @@ fn suite_goals_over_seeds() {
 
 #[test]
 fn ld_in_the_simulator_bounds_tokens_and_splits_parents() {
-    let text = "[crit]\nrw=randread\nbs=4k\nsize=4m\niodepth=4\nsluice_critical=1\n\
+    let text =
+        "[global]\ndirect=1\n[crit]\nrw=randread\nbs=4k\nsize=4m\niodepth=4\nsluice_critical=1\n\
                 [bulk]\nrw=randwrite\nbs=128k\nsize=8m\niodepth=32\n";
     let jobs = parse_str(text, "t.fio", &ParseOptions::default())
         .unwrap()

@@ -11,6 +11,7 @@ use sluice_workload::{parse_str, ParseOptions};
 /// A critical 4 KB reader beside two 128 KB writers that LD splits into 32 KB pieces.
 const JOB: &str = "
 [global]
+direct=1
 size=64m
 [crit]
 rw=randread

@@ -253,7 +253,7 @@ impl Policy for Splitter {
 #[test]
 fn split_parent_completes_once_after_all_pieces() {
     let out = sim(
-        "[a]\nrw=write\nbs=32k\nsize=4m\niodepth=8\n",
+        "[a]\ndirect=1\nrw=write\nbs=32k\nsize=4m\niodepth=8\n",
         "ull",
         Box::new(Splitter {
             fifo: VecDeque::new(),
@@ -311,7 +311,7 @@ impl Policy for Ticker {
 #[test]
 fn timers_pace_a_policy() {
     let out = sim(
-        "[a]\nrw=randread\nbs=4k\nsize=400k\niodepth=8\n",
+        "[a]\ndirect=1\nrw=randread\nbs=4k\nsize=400k\niodepth=8\n",
         "ull",
         Box::new(Ticker {
             fifo: VecDeque::new(),

@@ -26,7 +26,7 @@ const MS: u64 = 1_000_000;
 
 #[test]
 fn a_steady_job_ends_at_its_first_full_window() {
-    let text = "[r]\nrw=randread\nsize=256m\niodepth=4\ntime_based\nruntime=30s\n\
+    let text = "[r]\ndirect=1\nrw=randread\nsize=256m\niodepth=4\ntime_based\nruntime=30s\n\
                 steadystate=iops:2%\nss_dur=400ms\nss_interval=100ms\n";
     let a = sim(text);
     let j = &a.report.jobs[0];

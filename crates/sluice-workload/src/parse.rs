@@ -89,7 +89,7 @@ pub fn parse_str_with(
         origin: main.clone(),
         opts,
         vars,
-        global: Draft::default(),
+        global: Draft::fio_default(),
         section: Section::None,
         jobs: Vec::new(),
         warnings: Vec::new(),
@@ -220,6 +220,16 @@ pub(crate) struct Draft {
     prio: prio::PrioDraft,
     /// `wait_for`: the waitee's name and where.
     wait_for: Option<(String, Loc)>,
+}
+
+impl Draft {
+    /// Where every job file starts, as fio's: `direct=0` (buffered I/O, here through
+    /// sluice's page cache) unless the file says `direct=1`.
+    fn fio_default() -> Draft {
+        let mut d = Draft::default();
+        d.job.buffered = true;
+        d
+    }
 }
 
 /// One option as written, handed to its row's setter.

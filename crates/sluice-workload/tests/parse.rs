@@ -321,6 +321,8 @@ fn defaults() {
             name: "only".into(),
             flow: "only".into(),
             line: 1,
+            // fio's default: direct=0, buffered I/O (here through sluice's page cache).
+            buffered: true,
             ..JobSpec::default()
         }
     );

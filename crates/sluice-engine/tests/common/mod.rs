@@ -9,9 +9,11 @@ use std::sync::atomic::AtomicBool;
 use sluice_engine::{EngineConfig, EngineError, FileSet};
 use sluice_workload::{parse_str, JobSpec, ParseOptions};
 
-/// Parse job-file text.
+/// Parse job-file text. The tests here are of the device path: the text starts from
+/// `direct=1` (fio's default is `direct=0`); a job's own `direct=0` makes it buffered.
 pub fn jobs(text: &str) -> Vec<JobSpec> {
-    parse_str(text, "test.fio", &ParseOptions::default())
+    let text = format!("[global]\ndirect=1\n{text}");
+    parse_str(&text, "test.fio", &ParseOptions::default())
         .unwrap()
         .jobs
 }

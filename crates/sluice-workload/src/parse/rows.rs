@@ -213,7 +213,7 @@ pub(crate) static ACTED: &[OptionInfo] = &[
     y("latency_run", &[], "latency_run=1", "keep searching for the depth instead of ending at the one found", |d, a| { d.job.latency_run = a.flag()?; Ok(()) }),
     y("stonewall", &["wait_for_previous"], "stonewall", "wait for all earlier jobs to finish first", |d, a| { d.job.stonewall = a.flag()?; Ok(()) }),
     y("exitall", &[], "exitall", "when this job ends, every job of its stonewall group ends (both worlds)", |d, a| { d.job.exitall = a.flag()?; Ok(()) }),
-    y("direct", &[], "direct=0", "direct=1 (sluice's default) goes around the cache; direct=0 reads and writes through sluice's page cache (class-aware dirty limits, lazy indexing, writeback) in both worlds, sized by --page-cache", |d, a| { d.job.buffered = !a.flag()?; Ok(()) }),
+    y("direct", &[], "direct=0", "direct=1 goes around the cache; direct=0 (the default, as fio's) reads and writes through sluice's page cache (class-aware dirty limits, lazy indexing, writeback) in both worlds, sized by --page-cache", |d, a| { d.job.buffered = !a.flag()?; Ok(()) }),
     y("buffered", &[], "buffered=1", "the opposite of direct: buffered=1 goes through sluice's page cache", |d, a| { d.job.buffered = a.flag()?; Ok(()) }),
     y("fsync", &[], "fsync=32", "a sync after every N writes, once the thread's I/Os in flight have completed: writeback of the file's dirty pages (buffered jobs) then a device flush; reported in the sync section", |d, a| { d.fsync = a.uint("32", 0, u32::MAX as u64)?; Ok(()) }),
     y("fdatasync", &[], "fdatasync=32", "as fsync (a raw file has no metadata to leave out; the journaled store, `--fs`, does fdatasync); with both, the more frequent applies", |d, a| { d.fdatasync = a.uint("32", 0, u32::MAX as u64)?; Ok(()) }),
