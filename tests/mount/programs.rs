@@ -21,12 +21,18 @@ fn run_ok(cmd: &mut Command) -> String {
 
 #[test]
 fn fio_verifies_its_data_through_the_mount() {
+    fio_verify(&["--transport", "dev"]);
+}
+
+/// fio's crc32c verify through a mount made with `args`, psync and io_uring, buffered
+/// and direct; returns what the daemon printed at unmount.
+pub(crate) fn fio_verify(args: &[&str]) -> Option<support::Ended> {
     if !support::fuse_ready() || !need("fio") {
-        return;
+        return None;
     }
-    let Some(m) = Mounted::new(&["--policy", "rcp"]) else {
-        return;
-    };
+    let mut all = vec!["--policy", "rcp"];
+    all.extend_from_slice(args);
+    let m = Mounted::new(&all)?;
     for (engine, depth) in [("psync", 1), ("io_uring", 16)] {
         for direct in [0, 1] {
             let name = format!("v-{engine}-{direct}");
@@ -65,16 +71,23 @@ fn fio_verifies_its_data_through_the_mount() {
         cache["writebacks"].as_u64().unwrap_or(0) > 0,
         "writebacks: {cache}"
     );
+    Some(end)
 }
 
 #[test]
 fn sqlite_keeps_an_intact_database_on_the_mount() {
+    sqlite_intact(&["--transport", "dev"]);
+}
+
+/// sqlite3 builds, changes and vacuums a database on a mount made with `args`; its
+/// integrity is checked there and on the backing file. Returns the daemon's output.
+pub(crate) fn sqlite_intact(args: &[&str]) -> Option<support::Ended> {
     if !support::fuse_ready() || !need("sqlite3") {
-        return;
+        return None;
     }
-    let Some(m) = Mounted::new(&["--policy", "none"]) else {
-        return;
-    };
+    let mut all = vec!["--policy", "none"];
+    all.extend_from_slice(args);
+    let m = Mounted::new(&all)?;
     let db = m.m("app.db");
     let sql = "PRAGMA journal_mode=DELETE;
         CREATE TABLE t(id INTEGER PRIMARY KEY, k TEXT, v BLOB);
@@ -100,6 +113,7 @@ fn sqlite_keeps_an_intact_database_on_the_mount() {
             .arg("PRAGMA integrity_check;"),
     );
     assert_eq!(out.trim(), "ok");
+    Some(end)
 }
 
 #[test]

@@ -142,7 +142,9 @@ impl Filesystem for SluiceFs {
         }
         let _ = config.set_max_write(1 << 20);
         if self.uring {
-            let granted = config.add_capabilities(InitFlags::FUSE_OVER_IO_URING).is_ok();
+            let granted = config
+                .add_capabilities(InitFlags::FUSE_OVER_IO_URING)
+                .is_ok();
             self.uring_granted.store(granted, Ordering::SeqCst);
         }
         Ok(())

@@ -371,7 +371,11 @@ pub fn serve(
             return Err(e);
         }
     };
-    let transport_name = if counts.is_some() { "io_uring" } else { "/dev/fuse" };
+    let transport_name = if counts.is_some() {
+        "io_uring"
+    } else {
+        "/dev/fuse"
+    };
     ready(direct, transport_name);
     let ended = loop {
         match done_rx.recv_timeout(Duration::from_millis(100)) {
@@ -427,19 +431,19 @@ pub fn serve(
     })
 }
 
+/// A running session: its thread, how to unmount, the ring's counts (io_uring only).
+type SessionRun = (
+    std::thread::JoinHandle<()>,
+    Unmounter,
+    Option<Arc<uring::Counts>>,
+);
+
 /// Mount with fuser (`/dev/fuse` reads and writes) and run its session on a thread.
 fn fuser_session(
     fs: fs::SluiceFs,
     o: &MountOptions,
     done: mpsc::Sender<std::io::Result<()>>,
-) -> Result<
-    (
-        std::thread::JoinHandle<()>,
-        Unmounter,
-        Option<Arc<uring::Counts>>,
-    ),
-    MountError,
-> {
+) -> Result<SessionRun, MountError> {
     let mut cfg = fuser::Config::default();
     cfg.mount_options = vec![
         fuser::MountOption::FSName(format!("sluice:{}", o.backing.display())),

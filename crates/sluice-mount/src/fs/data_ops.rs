@@ -13,17 +13,16 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use fuser::{
-    Errno, FileHandle, INodeNo, ReplyAttr, ReplyData, ReplyEmpty, ReplyLseek, ReplyWrite,
-    Request,
+    Errno, FileHandle, INodeNo, ReplyAttr, ReplyData, ReplyEmpty, ReplyLseek, ReplyWrite, Request,
 };
 
 use super::{lock, Handle, SluiceFs, TTL};
-use crate::class::Classifier;
-use crate::data::DataFile;
-use crate::hub::{Answer, Hub};
 use crate::attr::attr;
+use crate::class::Classifier;
 use crate::data::attr_after;
+use crate::data::DataFile;
 use crate::hub::Job;
+use crate::hub::{Answer, Hub};
 use crate::node::Node;
 use crate::sys::{self, check};
 

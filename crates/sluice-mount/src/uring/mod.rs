@@ -61,20 +61,27 @@ impl std::str::FromStr for Transport {
 /// Why FUSE over io_uring cannot serve here, or `None` when it can.
 pub fn unavailable() -> Option<String> {
     // SAFETY: a plain system call.
-    if unsafe { libc::geteuid() } != 0 {
+    let root = unsafe { libc::geteuid() } == 0;
+    why_not(root, std::fs::read_to_string(ENABLE).ok().as_deref())
+}
+
+/// [`unavailable`] for a caller who is `root` or not, with the switch reading
+/// `switch` (`None`: absent).
+fn why_not(root: bool, switch: Option<&str>) -> Option<String> {
+    if !root {
         return Some(
             "FUSE over io_uring needs root here (sluice mounts with its own /dev/fuse \
              descriptor): run sluice mount as root, or give --transport dev"
                 .into(),
         );
     }
-    match std::fs::read_to_string(ENABLE) {
-        Ok(v) if v.trim() == "Y" => None,
-        Ok(_) => Some(format!(
+    match switch {
+        Some(v) if v.trim() == "Y" => None,
+        Some(_) => Some(format!(
             "the kernel's FUSE over io_uring is off ({ENABLE} is N): as root, \
              `echo Y > {ENABLE}` (a system-wide setting), or give --transport dev"
         )),
-        Err(_) => Some(format!(
+        None => Some(format!(
             "this kernel has no FUSE over io_uring ({ENABLE} is absent; Linux 6.14+ built \
              with CONFIG_FUSE_IO_URING): give --transport dev"
         )),
@@ -86,7 +93,9 @@ pub fn resolve(t: Transport) -> Result<Transport, MountError> {
     match (t, unavailable()) {
         (Transport::Dev, _) | (Transport::Auto, Some(_)) => Ok(Transport::Dev),
         (Transport::Uring | Transport::Auto, None) => Ok(Transport::Uring),
-        (Transport::Uring, Some(why)) => Err(MountError::Usage(format!("--transport uring: {why}"))),
+        (Transport::Uring, Some(why)) => {
+            Err(MountError::Usage(format!("--transport uring: {why}")))
+        }
     }
 }
 
@@ -103,7 +112,11 @@ pub struct Counts {
 
 impl Counts {
     fn note_ring(&self, data: bool) {
-        let c = if data { &self.ring_data } else { &self.ring_session };
+        let c = if data {
+            &self.ring_data
+        } else {
+            &self.ring_session
+        };
         c.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -195,7 +208,8 @@ impl Proxy {
         let mut first = Some(init);
         loop {
             // SAFETY: a read into our buffer.
-            let n = unsafe { libc::read(self.sock.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            let n =
+                unsafe { libc::read(self.sock.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
             if n < 0 && last().raw_os_error() == Some(libc::EINTR) {
                 continue;
             }
@@ -352,7 +366,10 @@ pub fn start(
     let p = proxy.clone();
     spawn("sluice-fuse-dev".into(), Box::new(move || p.dev_loop()))?;
     let p = proxy.clone();
-    spawn("sluice-fuse-reply".into(), Box::new(move || p.reply_loop(init_tx)))?;
+    spawn(
+        "sluice-fuse-reply".into(),
+        Box::new(move || p.reply_loop(init_tx)),
+    )?;
     let mut cfg = fuser::Config::default();
     cfg.n_threads = Some(SESSION_THREADS);
     let thread = spawn(
@@ -413,4 +430,26 @@ pub fn unmount(target: &CString, lazy: bool) -> io::Result<()> {
         return Err(last());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_refusals_say_how_to_enable() {
+        assert_eq!(why_not(true, Some("Y\n")), None);
+        let off = why_not(true, Some("N\n")).unwrap();
+        assert!(
+            off.contains("echo Y > /sys/module/fuse/parameters/enable_uring"),
+            "{off}"
+        );
+        assert!(why_not(true, None).unwrap().contains("Linux 6.14+"));
+        assert!(why_not(false, Some("Y")).unwrap().contains("root"));
+        assert_eq!("uring".parse::<Transport>(), Ok(Transport::Uring));
+        assert!("x"
+            .parse::<Transport>()
+            .unwrap_err()
+            .contains("auto, uring or dev"));
+    }
 }

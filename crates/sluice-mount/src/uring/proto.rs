@@ -175,7 +175,10 @@ mod tests {
         let p = InHeader::parse(&h);
         assert_eq!((p.len, p.opcode, p.unique, p.pid), (40, 38, 77, 0));
         let o = out_header(24, -5, 9);
-        assert_eq!((u32_at(&o, 0), u32_at(&o, 4) as i32, u64_at(&o, 8)), (24, -5, 9));
+        assert_eq!(
+            (u32_at(&o, 0), u32_at(&o, 4) as i32, u64_at(&o, 8)),
+            (24, -5, 9)
+        );
         let c = cmd_req(0x1122, 3);
         assert_eq!((u64_at(&c, 8), u16_at(&c, 16)), (0x1122, 3));
     }
@@ -189,7 +192,10 @@ mod tests {
         op[20..24].copy_from_slice(&FUSE_WRITE_KILL_SUIDGID.to_le_bytes());
         op[32..36].copy_from_slice(&(libc::O_DIRECT as u32).to_le_bytes());
         let r = read_in(&op);
-        assert_eq!((r.fh, r.offset, r.size, r.flags), (7, 4096, 512, libc::O_DIRECT));
+        assert_eq!(
+            (r.fh, r.offset, r.size, r.flags),
+            (7, 4096, 512, libc::O_DIRECT)
+        );
         let w = write_in(&op);
         assert_eq!(w.write_flags, FUSE_WRITE_KILL_SUIDGID);
         assert_eq!(fsync_in(&op), (7, 4096));

@@ -308,7 +308,9 @@ fn serve_entry(sh: &Arc<Shared>, i: usize, ops: &DataOps, proxy: &Proxy) {
             let r = proto::read_in(op);
             ops.read(ih.pid, r.fh, r.offset, r.size, r.flags, Answer::Ring(slot));
         }
-        proto::FUSE_WRITE if proto::write_in(op).write_flags & proto::FUSE_WRITE_KILL_SUIDGID == 0 => {
+        proto::FUSE_WRITE
+            if proto::write_in(op).write_flags & proto::FUSE_WRITE_KILL_SUIDGID == 0 =>
+        {
             proxy.counts.note_ring(true);
             let w = proto::write_in(op);
             let n = (w.size as usize).min(payload_sz);
