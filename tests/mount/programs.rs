@@ -287,7 +287,21 @@ fn kill_9_after_fsync_loses_nothing_and_the_dead_mount_says_how_to_clean_up() {
         data,
         "the fsynced data is on BACKING"
     );
-    let e = fs::metadata(&m.mnt).unwrap_err();
+    // Over io_uring (`auto` picks it while a test of tests/mount/uring.rs holds the
+    // kernel's switch on) the dead daemon's ring is torn down by a kernel worker after
+    // the process is gone, and the kernel's attribute cache may answer until then:
+    // asked again until the connection is seen dead (bounded only to catch a mount
+    // that stays alive; not a timing).
+    let t0 = std::time::Instant::now();
+    let e = loop {
+        match fs::metadata(&m.mnt) {
+            Err(e) => break e,
+            Ok(_) if t0.elapsed() < std::time::Duration::from_secs(60) => {
+                std::thread::sleep(std::time::Duration::from_millis(10))
+            }
+            Ok(_) => panic!("the mount of the killed daemon still answers"),
+        }
+    };
     assert_eq!(
         e.raw_os_error(),
         Some(libc::ENOTCONN),
