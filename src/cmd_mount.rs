@@ -146,6 +146,9 @@ pub fn cmd_mount(args: MountArgs) -> Result<(), CliError> {
         }
     })
     .map_err(|e| CliError::Usage(e.to_string()))?;
+    if let (Some(l), false) = (&served.transport_line, quiet) {
+        eprintln!("{l}");
+    }
     let mut reports = vec![served.report];
     out.emit(&mut reports, &mut out.sink()?)
 }

@@ -233,6 +233,8 @@ pub struct Served {
     pub direct: bool,
     /// The transport that served (`io_uring` or `/dev/fuse`).
     pub transport: &'static str,
+    /// With io_uring: the requests served per transport, as a line for stderr.
+    pub transport_line: Option<String>,
 }
 
 /// How to unmount: fuser's mount, or ours (`--transport uring`).
@@ -409,9 +411,6 @@ pub fn serve(
         // The session ended on its own (a failed INIT): the mount is ours to remove.
         let _ = uring::unmount(t, true);
     }
-    if let Some(c) = &counts {
-        eprintln!("{}", c.line());
-    }
     for l in hub.stats.lines(true) {
         eprintln!("{l}");
     }
@@ -428,6 +427,7 @@ pub fn serve(
         report,
         direct,
         transport: transport_name,
+        transport_line: counts.map(|c| c.line()),
     })
 }
 

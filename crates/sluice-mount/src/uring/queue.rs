@@ -12,6 +12,7 @@
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use fuser::Errno;
@@ -78,6 +79,9 @@ pub struct Shared {
     /// Entries answered: (index, unique) to commit.
     commits: Mutex<Vec<(u16, u64)>>,
     wake: OwnedFd,
+    /// The queue's thread is about to wait or waiting in the kernel: an answerer
+    /// writes the eventfd (else the thread sees the commit before it waits).
+    asleep: AtomicBool,
 }
 
 // SAFETY: the buffers are only touched by the owner of their entry (the queue's thread
@@ -119,6 +123,7 @@ impl Shared {
             commits: Mutex::new(Vec::new()),
             // SAFETY: a new descriptor of ours.
             wake: unsafe { OwnedFd::from_raw_fd(efd) },
+            asleep: AtomicBool::new(false),
         }))
     }
 }
@@ -163,9 +168,11 @@ impl Slot {
         ));
         h[PAYLOAD_SZ..PAYLOAD_SZ + 4].copy_from_slice(&(n as u32).to_le_bytes());
         locked(&self.sh.commits).push((self.ent, self.unique));
-        let one = 1u64.to_ne_bytes();
-        // SAFETY: an 8-byte write to our eventfd (it cannot block below 2^64-1).
-        unsafe { libc::write(self.sh.wake.as_raw_fd(), one.as_ptr().cast(), 8) };
+        if self.sh.asleep.swap(false, Ordering::SeqCst) {
+            let one = 1u64.to_ne_bytes();
+            // SAFETY: an 8-byte write to our eventfd (it cannot block below 2^64-1).
+            unsafe { libc::write(self.sh.wake.as_raw_fd(), one.as_ptr().cast(), 8) };
+        }
     }
 
     pub fn error(self, e: Errno) {
@@ -238,7 +245,18 @@ pub fn run(dev: RawFd, sh: Arc<Shared>, ops: DataOps, proxy: Arc<Proxy>) -> std:
                 unsafe { push(&mut ring, e)? };
             }
         }
-        match ring.submit_and_wait(1) {
+        // Waiting only when no answer came in since the commits were taken (see
+        // `Shared::asleep`); else submit what there is and go round.
+        sh.asleep.store(true, Ordering::SeqCst);
+        let want = if locked(&sh.commits).is_empty() {
+            1
+        } else {
+            sh.asleep.store(false, Ordering::SeqCst);
+            0
+        };
+        let r = ring.submit_and_wait(want);
+        sh.asleep.store(false, Ordering::SeqCst);
+        match r {
             Ok(_) => {}
             Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
             Err(e) => return Err(e),
