@@ -215,8 +215,17 @@ fn command(dev: RawFd, sh: &Shared, cmd: u32, i: usize, commit_id: u64) -> squeu
 /// (unmount). `ops`: the data path; `proxy`: the session for every other request.
 pub fn run(dev: RawFd, sh: Arc<Shared>, ops: DataOps, proxy: Arc<Proxy>) -> std::io::Result<()> {
     let n = sh.headers.len();
-    let mut ring: IoUring<squeue::Entry128, cqueue::Entry> =
-        IoUring::builder().build((2 * n + 2).next_power_of_two() as u32)?;
+    let size = (2 * n + 2).next_power_of_two() as u32;
+    // Only this thread submits: the kernel may run the requests' delivery (task work)
+    // when this thread waits, not by interrupting it (Linux 6.1+; plain otherwise).
+    let mut ring: IoUring<squeue::Entry128, cqueue::Entry> = match IoUring::builder()
+        .setup_single_issuer()
+        .setup_defer_taskrun()
+        .build(size)
+    {
+        Ok(r) => r,
+        Err(_) => IoUring::builder().build(size)?,
+    };
     let mut wake_buf = [0u8; 8];
     let wake_read = |buf: &mut [u8; 8]| {
         squeue::Entry128::from(
