@@ -106,6 +106,7 @@ fn uring_serves_reads_writes_and_fsyncs_through_the_ring() {
     let data = pattern(38, 1 << 20);
     let f = fs::OpenOptions::new()
         .create(true)
+        .truncate(true)
         .read(true)
         .write(true)
         .open(m.m("f"))
