@@ -118,19 +118,6 @@ impl SluiceFs {
     }
 }
 
-impl SluiceFs {
-    /// Ask for FUSE over io_uring at INIT.
-    pub fn with_uring(mut self) -> SluiceFs {
-        self.uring = true;
-        self
-    }
-
-    /// The data path, for the ring's queues.
-    pub fn ops(&self) -> DataOps {
-        self.ops.clone()
-    }
-}
-
 impl Filesystem for SluiceFs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
         for f in [

@@ -27,6 +27,17 @@ use crate::node::Node;
 use crate::sys::{self, check};
 
 impl SluiceFs {
+    /// Ask for FUSE over io_uring at INIT.
+    pub fn with_uring(mut self) -> SluiceFs {
+        self.uring = true;
+        self
+    }
+
+    /// The data path, for the ring's queues.
+    pub fn ops(&self) -> DataOps {
+        self.ops.clone()
+    }
+
     /// `setattr` with a size: through the data path when the file is open there (it
     /// waits for the writes at the end), else on the backing file at once.
     pub(super) fn set_size(
