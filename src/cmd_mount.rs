@@ -48,6 +48,12 @@ pub struct MountArgs {
     /// take everything and d2fq behaves as `none` on a disk with no WRR of its own.
     #[arg(long, value_name = "N")]
     ring_cap: Option<u32>,
+    /// How the kernel's requests reach sluice: `uring` (FUSE over io_uring, Linux
+    /// 6.14+, as root, with the kernel's switch on: `echo Y >
+    /// /sys/module/fuse/parameters/enable_uring`; sluice never flips it), `dev`
+    /// (reads and writes of /dev/fuse), `auto` (uring where it can serve, else dev).
+    #[arg(long, value_name = "auto|uring|dev", default_value = "auto")]
+    transport: String,
     /// Stay in the foreground (the only mode so far: the command serves until the mount
     /// is unmounted — `fusermount3 -u MOUNTPOINT`, Ctrl-C or SIGTERM — then prints the
     /// tables).
@@ -97,6 +103,7 @@ pub fn cmd_mount(args: MountArgs) -> Result<(), CliError> {
     }
     let cache = sluice_workload::units::parse_size(&args.cache)
         .map_err(|e| CliError::Usage(format!("--cache: {e}")))?;
+    let transport: sluice_mount::Transport = args.transport.parse().map_err(CliError::Usage)?;
     let opts = sluice_mount::MountOptions {
         backing: args.backing.clone(),
         mountpoint: args.mountpoint.clone(),
@@ -107,6 +114,7 @@ pub fn cmd_mount(args: MountArgs) -> Result<(), CliError> {
         stats,
         cache,
         ring_cap: args.ring_cap,
+        transport,
     };
     let _ = args.foreground;
     let stop = Arc::new(AtomicBool::new(false));
@@ -115,10 +123,10 @@ pub fn cmd_mount(args: MountArgs) -> Result<(), CliError> {
             .map_err(|e| CliError::Usage(format!("cannot catch signal {sig}: {e}")))?;
     }
     let quiet = args.quiet;
-    let served = sluice_mount::serve(&opts, stop, |direct| {
+    let served = sluice_mount::serve(&opts, stop, |direct, transport| {
         if !quiet {
             eprintln!(
-                "sluice: {} mounted on {} (policy {}, {} cores, {}{}); unmount with `fusermount3 -u {}` or Ctrl-C",
+                "sluice: {} mounted on {} (transport {transport}, policy {}, {} cores, {}{}); unmount with `fusermount3 -u {}` or Ctrl-C",
                 args.backing.display(),
                 args.mountpoint.display(),
                 args.policy,
@@ -138,6 +146,9 @@ pub fn cmd_mount(args: MountArgs) -> Result<(), CliError> {
         }
     })
     .map_err(|e| CliError::Usage(e.to_string()))?;
+    if let (Some(l), false) = (&served.transport_line, quiet) {
+        eprintln!("{l}");
+    }
     let mut reports = vec![served.report];
     out.emit(&mut reports, &mut out.sink()?)
 }

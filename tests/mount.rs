@@ -14,6 +14,8 @@ mod posix;
 mod postgres;
 #[path = "mount/programs.rs"]
 mod programs;
+#[path = "mount/uring.rs"]
+mod uring;
 
 use std::ffi::CString;
 use std::path::Path;

@@ -30,10 +30,12 @@ mod names;
 mod open;
 mod xattr;
 
+pub use data_ops::DataOps;
+
 use crate::attr::attr;
 use crate::class::Classifier;
 use crate::data::DataFile;
-use crate::hub::Hub;
+use crate::hub::{Answer, Hub};
 use crate::node::Nodes;
 use crate::sys::{self, check, component};
 
@@ -56,14 +58,20 @@ type DirEntry = (u64, FileType, OsString);
 pub struct SluiceFs {
     nodes: Nodes,
     hub: Arc<Hub>,
-    classes: Classifier,
+    classes: Arc<Classifier>,
     /// Open data files by backing (device, inode), with their opens.
     files: Mutex<HashMap<(u64, u64), OpenData>>,
     /// With a page cache: the files in `files` with no open, oldest first.
     idle: Mutex<std::collections::VecDeque<(u64, u64)>>,
     /// Closes in the stack under way, by backing inode (see `fs/open.rs`).
     closing: Mutex<HashMap<(u64, u64), Arc<crate::data::Closed>>>,
-    handles: Mutex<HashMap<u64, Handle>>,
+    handles: Arc<Mutex<HashMap<u64, Handle>>>,
+    /// The data path (shared with the ring's queues).
+    ops: DataOps,
+    /// Ask the kernel for FUSE over io_uring at INIT (`--transport uring`).
+    uring: bool,
+    /// Whether the kernel agreed (set at INIT).
+    pub uring_granted: Arc<std::sync::atomic::AtomicBool>,
     dirs: Mutex<HashMap<u64, Vec<DirEntry>>>,
     next_fh: AtomicU64,
     /// The backing file system takes `O_DIRECT`.
@@ -84,14 +92,24 @@ impl SluiceFs {
         direct: bool,
         cache: bool,
     ) -> Result<SluiceFs, Errno> {
+        let classes = Arc::new(classes);
+        let handles = Arc::new(Mutex::new(HashMap::new()));
+        let ops = DataOps {
+            hub: hub.clone(),
+            classes: classes.clone(),
+            handles: handles.clone(),
+        };
         Ok(SluiceFs {
             nodes: Nodes::new(root)?,
             hub,
             classes,
+            ops,
+            uring: false,
+            uring_granted: Arc::default(),
             files: Mutex::new(HashMap::new()),
             idle: Mutex::new(std::collections::VecDeque::new()),
             closing: Mutex::new(HashMap::new()),
-            handles: Mutex::new(HashMap::new()),
+            handles,
             dirs: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
             direct,
@@ -110,6 +128,12 @@ impl Filesystem for SluiceFs {
             let _ = config.add_capabilities(f);
         }
         let _ = config.set_max_write(1 << 20);
+        if self.uring {
+            let granted = config
+                .add_capabilities(InitFlags::FUSE_OVER_IO_URING)
+                .is_ok();
+            self.uring_granted.store(granted, Ordering::SeqCst);
+        }
         Ok(())
     }
 
@@ -413,7 +437,8 @@ impl Filesystem for SluiceFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        self.data_read(req, fh, offset, size, flags, reply);
+        self.ops
+            .read(req.pid(), fh.0, offset, size, flags.0, Answer::Fuse(reply));
     }
 
     fn write(
@@ -433,7 +458,8 @@ impl Filesystem for SluiceFs {
                 return reply.error(e);
             }
         }
-        self.data_write(req, fh, offset, data, flags, reply);
+        self.ops
+            .write(req.pid(), fh.0, offset, data, flags.0, Answer::Fuse(reply));
     }
 
     fn flush(
@@ -474,7 +500,8 @@ impl Filesystem for SluiceFs {
         datasync: bool,
         reply: ReplyEmpty,
     ) {
-        self.data_fsync(req, fh, datasync, reply);
+        self.ops
+            .fsync(req.pid(), fh.0, datasync, Answer::Fuse(reply));
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
@@ -624,7 +651,8 @@ impl Filesystem for SluiceFs {
         mode: i32,
         reply: ReplyEmpty,
     ) {
-        self.data_fallocate(req, fh, offset, length, mode, reply);
+        self.ops
+            .fallocate(req.pid(), fh.0, offset, length, mode, Answer::Fuse(reply));
     }
 
     fn lseek(

@@ -14,7 +14,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
-use fuser::{ReplyData, ReplyEmpty, ReplyLseek, ReplyWrite};
+use fuser::{Errno, ReplyData, ReplyEmpty, ReplyLseek, ReplyWrite};
 use sluice_core::IoClass;
 use sluice_runtime::{spawn_on, File, TaskCtx};
 
@@ -37,7 +37,7 @@ pub enum Job {
         size: u32,
         /// Through the page cache (the caller has no `O_DIRECT`).
         cached: bool,
-        reply: ReplyData,
+        reply: Answer<ReplyData>,
     },
     Write {
         df: Arc<DataFile>,
@@ -45,12 +45,12 @@ pub enum Job {
         data: Vec<u8>,
         sync: bool,
         cached: bool,
-        reply: ReplyWrite,
+        reply: Answer<ReplyWrite>,
     },
     Fsync {
         df: Arc<DataFile>,
         datasync: bool,
-        reply: ReplyEmpty,
+        reply: Answer<ReplyEmpty>,
     },
     /// `ftruncate`, then `done` with the result (the caller's attributes reply).
     Truncate {
@@ -71,8 +71,61 @@ pub enum Job {
         off: u64,
         len: u64,
         mode: i32,
-        reply: ReplyEmpty,
+        reply: Answer<ReplyEmpty>,
     },
+}
+
+/// Where a data request's answer goes: fuser's reply (the request came through a
+/// read of `/dev/fuse`) or the ring entry that brought it (`crate::uring`).
+pub enum Answer<R> {
+    Fuse(R),
+    Ring(crate::uring::Slot),
+}
+
+impl Answer<ReplyData> {
+    pub fn data(self, b: &[u8]) {
+        match self {
+            Answer::Fuse(r) => r.data(b),
+            Answer::Ring(s) => s.reply(0, b),
+        }
+    }
+    pub fn error(self, e: Errno) {
+        match self {
+            Answer::Fuse(r) => r.error(e),
+            Answer::Ring(s) => s.error(e),
+        }
+    }
+}
+
+impl Answer<ReplyWrite> {
+    pub fn written(self, n: u32) {
+        match self {
+            Answer::Fuse(r) => r.written(n),
+            // `fuse_write_out`: size, padding.
+            Answer::Ring(s) => s.reply(0, &u64::from(n).to_le_bytes()),
+        }
+    }
+    pub fn error(self, e: Errno) {
+        match self {
+            Answer::Fuse(r) => r.error(e),
+            Answer::Ring(s) => s.error(e),
+        }
+    }
+}
+
+impl Answer<ReplyEmpty> {
+    pub fn ok(self) {
+        match self {
+            Answer::Fuse(r) => r.ok(),
+            Answer::Ring(s) => s.reply(0, &[]),
+        }
+    }
+    pub fn error(self, e: Errno) {
+        match self {
+            Answer::Fuse(r) => r.error(e),
+            Answer::Ring(s) => s.error(e),
+        }
+    }
 }
 
 /// What only a task may do.

@@ -26,6 +26,9 @@ mod node;
 mod stats;
 mod sys;
 mod trace;
+mod uring;
+
+pub use uring::Transport;
 
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -57,6 +60,8 @@ pub struct MountOptions {
     /// Most commands in the stack's rings at once (`--ring-cap`; `None`: the runtime's
     /// default), past which the port's WRR arbiter orders them by queue class.
     pub ring_cap: Option<u32>,
+    /// How the kernel's requests come (`--transport`).
+    pub transport: Transport,
 }
 
 /// `--cache`'s default: 256 MiB of 4 KiB pages.
@@ -226,16 +231,37 @@ pub struct Served {
     pub report: RunReport,
     /// Whether the backing files were `O_DIRECT`.
     pub direct: bool,
+    /// The transport that served (`io_uring` or `/dev/fuse`).
+    pub transport: &'static str,
+    /// With io_uring: the requests served per transport, as a line for stderr.
+    pub transport_line: Option<String>,
+}
+
+/// How to unmount: fuser's mount, or ours (`--transport uring`).
+enum Unmounter {
+    Fuser(fuser::SessionUnmounter),
+    Own(std::ffi::CString),
+}
+
+impl Unmounter {
+    fn unmount(&mut self) -> std::io::Result<()> {
+        match self {
+            Unmounter::Fuser(u) => u.unmount(),
+            Unmounter::Own(t) => uring::unmount(t, false),
+        }
+    }
 }
 
 /// Mount, serve until unmounted (`fusermount3 -u`, or `stop` set — Ctrl-C, SIGTERM),
-/// and return the stack's report. `ready` is called once the mount answers.
+/// and return the stack's report. `ready` is called once the mount answers, with
+/// whether the backing files are `O_DIRECT` and the transport that serves.
 pub fn serve(
     o: &MountOptions,
     stop: Arc<AtomicBool>,
-    ready: impl FnOnce(bool),
+    ready: impl FnOnce(bool, &str),
 ) -> Result<Served, MountError> {
     preflight(o)?;
+    let transport = uring::resolve(o.transport)?;
     // The kernel sends each create's mode with the caller's umask already applied (and
     // the umask beside it); the daemon's own umask must not mask it again, or a file
     // made 0777 by a caller with umask 0 comes out 0755 (pjdfstest chmod/12, open/02).
@@ -333,40 +359,26 @@ pub fn serve(
             errno_text(e)
         ))
     })?;
-    let mut cfg = fuser::Config::default();
-    cfg.mount_options = vec![
-        fuser::MountOption::FSName(format!("sluice:{}", o.backing.display())),
-        fuser::MountOption::Subtype("sluice".into()),
-        fuser::MountOption::DefaultPermissions,
-    ];
-    // SAFETY: a plain system call.
-    if unsafe { libc::geteuid() } == 0 {
-        cfg.acl = fuser::SessionACL::All;
-    }
-    cfg.n_threads = Some(2);
-    cfg.clone_fd = true;
-    let session = fuser::Session::new(fs, &o.mountpoint, &cfg);
-    let mut session = match session {
+    let (done_tx, done_rx) = mpsc::channel::<std::io::Result<()>>();
+    let started = if transport == Transport::Uring {
+        uring::start(fs, o, done_tx).map(|s| (s.thread, Unmounter::Own(s.target), Some(s.counts)))
+    } else {
+        fuser_session(fs, o, done_tx)
+    };
+    let (fuse_thread, mut unmounter, counts) = match started {
         Ok(s) => s,
         Err(e) => {
             hub.stop();
             let _ = stack_thread.join();
-            return Err(MountError::Failed(format!(
-                "mounting {} failed: {e} (is MOUNTPOINT free, /dev/fuse usable, fusermount3 \
-                 installed?)",
-                o.mountpoint.display()
-            )));
+            return Err(e);
         }
     };
-    let mut unmounter = session.unmount_callable();
-    let (done_tx, done_rx) = mpsc::channel::<std::io::Result<()>>();
-    let fuse_thread = std::thread::Builder::new()
-        .name("sluice-fuse".into())
-        .spawn(move || {
-            let _ = done_tx.send(session.run());
-        })
-        .map_err(|e| MountError::Failed(format!("cannot start the FUSE thread: {e}")))?;
-    ready(direct);
+    let transport_name = if counts.is_some() {
+        "io_uring"
+    } else {
+        "/dev/fuse"
+    };
+    ready(direct, transport_name);
     let ended = loop {
         match done_rx.recv_timeout(Duration::from_millis(100)) {
             Ok(r) => break r,
@@ -395,6 +407,10 @@ pub fn serve(
         }
     };
     let _ = fuse_thread.join();
+    if let (Unmounter::Own(t), true) = (&unmounter, is_mounted(&o.mountpoint)) {
+        // The session ended on its own (a failed INIT): the mount is ours to remove.
+        let _ = uring::unmount(t, true);
+    }
     for l in hub.stats.lines(true) {
         eprintln!("{l}");
     }
@@ -407,5 +423,52 @@ pub fn serve(
     if let Err(e) = ended {
         eprintln!("sluice mount: the FUSE session ended with: {e}");
     }
-    Ok(Served { report, direct })
+    Ok(Served {
+        report,
+        direct,
+        transport: transport_name,
+        transport_line: counts.map(|c| c.line()),
+    })
+}
+
+/// A running session: its thread, how to unmount, the ring's counts (io_uring only).
+type SessionRun = (
+    std::thread::JoinHandle<()>,
+    Unmounter,
+    Option<Arc<uring::Counts>>,
+);
+
+/// Mount with fuser (`/dev/fuse` reads and writes) and run its session on a thread.
+fn fuser_session(
+    fs: fs::SluiceFs,
+    o: &MountOptions,
+    done: mpsc::Sender<std::io::Result<()>>,
+) -> Result<SessionRun, MountError> {
+    let mut cfg = fuser::Config::default();
+    cfg.mount_options = vec![
+        fuser::MountOption::FSName(format!("sluice:{}", o.backing.display())),
+        fuser::MountOption::Subtype("sluice".into()),
+        fuser::MountOption::DefaultPermissions,
+    ];
+    // SAFETY: a plain system call.
+    if unsafe { libc::geteuid() } == 0 {
+        cfg.acl = fuser::SessionACL::All;
+    }
+    cfg.n_threads = Some(2);
+    cfg.clone_fd = true;
+    let mut session = fuser::Session::new(fs, &o.mountpoint, &cfg).map_err(|e| {
+        MountError::Failed(format!(
+            "mounting {} failed: {e} (is MOUNTPOINT free, /dev/fuse usable, fusermount3 \
+             installed?)",
+            o.mountpoint.display()
+        ))
+    })?;
+    let unmounter = session.unmount_callable();
+    let thread = std::thread::Builder::new()
+        .name("sluice-fuse".into())
+        .spawn(move || {
+            let _ = done.send(session.run());
+        })
+        .map_err(|e| MountError::Failed(format!("cannot start the FUSE thread: {e}")))?;
+    Ok((thread, Unmounter::Fuser(unmounter), None))
 }

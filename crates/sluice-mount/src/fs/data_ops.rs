@@ -1,23 +1,43 @@
 //! The data operations of the file system: each resolves the caller's handle and class
 //! and hands the work to the stack (`crate::hub`); a truncation goes through the data
 //! path when the file is open there.
+//!
+//! The reads, writes, fsyncs and fallocates are [`DataOps`]'s: one function each, for
+//! a request of either transport (fuser's reply, or the ring entry that brought it:
+//! `crate::uring`).
 
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+
 use fuser::{
-    FileHandle, INodeNo, OpenFlags, ReplyAttr, ReplyData, ReplyEmpty, ReplyLseek, ReplyWrite,
-    Request,
+    Errno, FileHandle, INodeNo, ReplyAttr, ReplyData, ReplyEmpty, ReplyLseek, ReplyWrite, Request,
 };
 
-use super::{lock, SluiceFs, TTL};
+use super::{lock, Handle, SluiceFs, TTL};
 use crate::attr::attr;
+use crate::class::Classifier;
 use crate::data::attr_after;
+use crate::data::DataFile;
 use crate::hub::Job;
+use crate::hub::{Answer, Hub};
 use crate::node::Node;
 use crate::sys::{self, check};
 
 impl SluiceFs {
+    /// Ask for FUSE over io_uring at INIT.
+    pub fn with_uring(mut self) -> SluiceFs {
+        self.uring = true;
+        self
+    }
+
+    /// The data path, for the ring's queues.
+    pub fn ops(&self) -> DataOps {
+        self.ops.clone()
+    }
+
     /// `setattr` with a size: through the data path when the file is open there (it
     /// waits for the writes at the end), else on the backing file at once.
     pub(super) fn set_size(
@@ -61,116 +81,6 @@ impl SluiceFs {
         }
     }
 
-    pub(super) fn data_read(
-        &self,
-        req: &Request,
-        fh: FileHandle,
-        offset: u64,
-        size: u32,
-        flags: OpenFlags,
-        reply: ReplyData,
-    ) {
-        let t0 = self.hub.trace.now();
-        match self.handle(fh) {
-            Ok((df, _)) => {
-                let who = self.classes.who(req.pid());
-                let cached = self.cached(&df, flags.0);
-                self.hub.submit_at(
-                    &who,
-                    Job::Read {
-                        df,
-                        off: offset,
-                        size,
-                        cached,
-                        reply,
-                    },
-                    t0,
-                );
-            }
-            Err(e) => reply.error(e),
-        }
-    }
-
-    pub(super) fn data_write(
-        &self,
-        req: &Request,
-        fh: FileHandle,
-        offset: u64,
-        data: &[u8],
-        flags: OpenFlags,
-        reply: ReplyWrite,
-    ) {
-        match self.handle(fh) {
-            Ok((df, sync)) => {
-                let who = self.classes.who(req.pid());
-                let sync = sync || flags.0 & (libc::O_SYNC | libc::O_DSYNC) != 0;
-                let cached = self.cached(&df, flags.0);
-                self.hub.submit(
-                    &who,
-                    Job::Write {
-                        df,
-                        off: offset,
-                        data: data.to_vec(),
-                        sync,
-                        cached,
-                        reply,
-                    },
-                );
-            }
-            Err(e) => reply.error(e),
-        }
-    }
-
-    pub(super) fn data_fsync(
-        &self,
-        req: &Request,
-        fh: FileHandle,
-        datasync: bool,
-        reply: ReplyEmpty,
-    ) {
-        match self.handle(fh) {
-            Ok((df, _)) => {
-                let who = self.classes.who(req.pid());
-                self.hub.submit(
-                    &who,
-                    Job::Fsync {
-                        df,
-                        datasync,
-                        reply,
-                    },
-                );
-            }
-            Err(e) => reply.error(e),
-        }
-    }
-
-    pub(super) fn data_fallocate(
-        &self,
-        req: &Request,
-        fh: FileHandle,
-        offset: u64,
-        length: u64,
-        mode: i32,
-        reply: ReplyEmpty,
-    ) {
-        match self.handle(fh) {
-            Ok((df, _)) => {
-                let who = self.classes.who(req.pid());
-                self.hub.submit(
-                    &who,
-                    Job::Fallocate {
-                        df,
-                        off: offset,
-                        len: length,
-                        mode,
-                        reply,
-                    },
-                );
-            }
-            Err(e) => reply.error(e),
-        }
-    }
-
     pub(super) fn data_lseek(
         &self,
         req: &Request,
@@ -201,6 +111,129 @@ impl SluiceFs {
                 } else {
                     reply.offset(r)
                 }
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+}
+
+/// The data path of open files, shared by the file system and the ring's queues.
+#[derive(Clone)]
+pub struct DataOps {
+    pub(super) hub: Arc<Hub>,
+    pub(super) classes: Arc<Classifier>,
+    pub(super) handles: Arc<Mutex<HashMap<u64, Handle>>>,
+}
+
+impl DataOps {
+    fn handle(&self, fh: u64) -> Result<(Arc<DataFile>, bool), Errno> {
+        lock(&self.handles)
+            .get(&fh)
+            .map(|h| (h.df.clone(), h.sync))
+            .ok_or(Errno::EBADF)
+    }
+
+    /// A read of `size` bytes at `offset` by thread `pid` through handle `fh`; `flags`
+    /// are the open's flags as the kernel sends them with the request.
+    pub fn read(
+        &self,
+        pid: u32,
+        fh: u64,
+        offset: u64,
+        size: u32,
+        flags: i32,
+        reply: Answer<ReplyData>,
+    ) {
+        let t0 = self.hub.trace.now();
+        match self.handle(fh) {
+            Ok((df, _)) => {
+                let who = self.classes.who(pid);
+                let cached = SluiceFs::cached(&df, flags);
+                self.hub.submit_at(
+                    &who,
+                    Job::Read {
+                        df,
+                        off: offset,
+                        size,
+                        cached,
+                        reply,
+                    },
+                    t0,
+                );
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+
+    pub fn write(
+        &self,
+        pid: u32,
+        fh: u64,
+        offset: u64,
+        data: &[u8],
+        flags: i32,
+        reply: Answer<ReplyWrite>,
+    ) {
+        match self.handle(fh) {
+            Ok((df, sync)) => {
+                let who = self.classes.who(pid);
+                let sync = sync || flags & (libc::O_SYNC | libc::O_DSYNC) != 0;
+                let cached = SluiceFs::cached(&df, flags);
+                self.hub.submit(
+                    &who,
+                    Job::Write {
+                        df,
+                        off: offset,
+                        data: data.to_vec(),
+                        sync,
+                        cached,
+                        reply,
+                    },
+                );
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+
+    pub fn fsync(&self, pid: u32, fh: u64, datasync: bool, reply: Answer<ReplyEmpty>) {
+        match self.handle(fh) {
+            Ok((df, _)) => {
+                let who = self.classes.who(pid);
+                self.hub.submit(
+                    &who,
+                    Job::Fsync {
+                        df,
+                        datasync,
+                        reply,
+                    },
+                );
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+
+    pub fn fallocate(
+        &self,
+        pid: u32,
+        fh: u64,
+        offset: u64,
+        length: u64,
+        mode: i32,
+        reply: Answer<ReplyEmpty>,
+    ) {
+        match self.handle(fh) {
+            Ok((df, _)) => {
+                let who = self.classes.who(pid);
+                self.hub.submit(
+                    &who,
+                    Job::Fallocate {
+                        df,
+                        off: offset,
+                        len: length,
+                        mode,
+                        reply,
+                    },
+                );
             }
             Err(e) => reply.error(e),
         }

@@ -192,7 +192,7 @@ impl SluiceFs {
     /// the mount has one, the caller did not ask for `O_DIRECT`, and the file is open
     /// for writing in the stack (a read-only descriptor, kept only when the backing
     /// file refuses writing, reads directly).
-    pub(super) fn cached(&self, df: &DataFile, flags: i32) -> bool {
+    pub(super) fn cached(df: &DataFile, flags: i32) -> bool {
         df.cache && df.writable && flags & libc::O_DIRECT == 0
     }
 
