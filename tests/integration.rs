@@ -19,6 +19,7 @@ mod mount;
 mod run;
 mod slurm;
 mod sweep;
+mod trim;
 
 // tests/mount/*.rs name their helpers from the crate root (`crate::support`,
 // `crate::pattern`), as when tests/mount.rs was a test binary of its own.

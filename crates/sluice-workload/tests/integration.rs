@@ -8,3 +8,4 @@ mod fio_options;
 mod gen;
 mod io_options;
 mod parse;
+mod trim;

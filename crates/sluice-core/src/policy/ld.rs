@@ -165,7 +165,8 @@ impl LdPolicy {
     }
 
     fn domain(op: Op) -> usize {
-        if op == Op::Write {
+        // A trim is async work like a write (Linux: REQ_OP_DISCARD is not REQ_SYNC).
+        if op.is_write_dir() {
             ASYNC
         } else {
             SYNC

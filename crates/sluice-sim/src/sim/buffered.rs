@@ -102,6 +102,7 @@ impl World<'_> {
             Op::Read => FrontOp::Read,
             Op::Write => FrontOp::Write,
             Op::Flush => FrontOp::Fsync,
+            Op::Trim => unreachable!("the parser refuses trims with direct=0"),
         };
         let fio = FrontIo {
             id: id as u64,
