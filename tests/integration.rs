@@ -16,6 +16,7 @@ mod fs_store;
 mod fuzz;
 mod layout;
 mod mount;
+mod offset_increment;
 mod run;
 mod slurm;
 mod sweep;

@@ -490,6 +490,9 @@ pub fn plan(
             if !job.offset.is_multiple_of(a) {
                 return Err(mis(format!("offset={}", job.offset)));
             }
+            if !job.offset_increment.is_multiple_of(a) {
+                return Err(mis(format!("offset_increment={}", job.offset_increment)));
+            }
             let mut lens = Vec::new();
             if job.rw.reads() {
                 lens.extend(sizes(&job.bs.read));

@@ -324,7 +324,7 @@ fn check_buffered(
             )));
         }
         let max_io = s.bs.read.max_len().max(s.bs.write.max_len());
-        sluice_fio::front::check_job(cfg, &s.name, max_io, s.offset + s.size)
+        sluice_fio::front::check_job(cfg, &s.name, max_io, s.end_of_threads())
             .map_err(EngineError::Buffered)?;
     }
     Ok(())

@@ -78,7 +78,7 @@ impl<K: Ord + Clone> AddressPlan<K> {
                     files.len() as u32 - 1
                 });
                 let file = &mut files[f as usize];
-                file.size = file.size.max(job.offset.saturating_add(job.size));
+                file.size = file.size.max(job.thread_offset(t).saturating_add(job.size));
                 file.writes |= job.rw.writes() || job.rw.trims();
                 if file.users.last() != Some(&j) {
                     file.users.push(j);

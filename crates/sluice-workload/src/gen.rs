@@ -387,7 +387,7 @@ impl IoGen {
     /// the job index and the thread index, so every thread has its own reproducible
     /// stream.
     pub fn new(job: &JobSpec, job_index: usize, thread: u32, seed: u64) -> IoGen {
-        let start = job.offset;
+        let start = job.thread_offset(thread);
         let nfiles = job.nrfiles.max(1);
         let region = job.size.max(1);
         let file_size = (region / nfiles as u64).max(1);

@@ -362,8 +362,11 @@ pub struct JobSpec {
     pub steadystate: Option<SteadySpec>,
     /// `directory`: the `:`-separated list as given (empty if none).
     pub directory: Vec<String>,
-    /// Start of the region, in bytes.
+    /// Start of the region, in bytes (of thread 0; see [`JobSpec::thread_offset`]).
     pub offset: u64,
+    /// fio's `offset_increment`: thread `t` of the job (its sub-job number) starts at
+    /// `offset + t · offset_increment`; 0 by default.
+    pub offset_increment: u64,
     /// I/Os in flight per thread; default 1.
     pub iodepth: u32,
     /// Threads of the job; default 1.
@@ -449,6 +452,21 @@ pub struct JobSpec {
     pub global_options: Vec<(String, String)>,
 }
 
+impl JobSpec {
+    /// Where thread `thread` of the job starts: fio's
+    /// `offset + subjob_number · offset_increment`.
+    pub fn thread_offset(&self, thread: u32) -> u64 {
+        self.offset
+            .saturating_add(self.offset_increment.saturating_mul(thread as u64))
+    }
+
+    /// The end of the last thread's region: `thread_offset(numjobs - 1) + size`.
+    pub fn end_of_threads(&self) -> u64 {
+        self.thread_offset(self.numjobs.max(1) - 1)
+            .saturating_add(self.size)
+    }
+}
+
 impl Default for JobSpec {
     /// A job with every default: sequential 4 KiB reads over 1 GiB at depth 1, weight
     /// 4, normal class, named `job`.
@@ -481,6 +499,7 @@ impl Default for JobSpec {
             steadystate: None,
             directory: Vec::new(),
             offset: 0,
+            offset_increment: 0,
             iodepth: 1,
             numjobs: 1,
             runtime_ns: None,

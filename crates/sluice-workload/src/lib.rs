@@ -125,7 +125,7 @@
 //! * `nrfiles` files are laid side by side in one address space per thread (one real
 //!   file per thread for `sluice run`).
 //!
-//! Not supported: `offset_increment`, `zonemode`, trim verification, per-I/O
+//! Not supported: `zonemode`, `fill_device`, trim verification, per-I/O
 //! priorities (`cmdprio*`), `rw=…:N` modifiers, file-size ranges, `sync=1`,
 //! `sync_file_range`, `write_barrier` (see [`option_table`]).
 //!

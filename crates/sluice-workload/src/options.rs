@@ -249,7 +249,6 @@ static OTHERS: &[OptionInfo] = &[
     o("zonerange", &[], Refused, "zonerange=256m", "zoned block devices (and fio's strided zones) are not modelled"),
     o("zoneskip", &[], Refused, "zoneskip=1g", "zoned block devices (and fio's strided zones) are not modelled"),
     o("max_open_zones", &[], Refused, "max_open_zones=8", "zoned block devices are not modelled"),
-    o("offset_increment", &[], Refused, "offset_increment=1g", "not supported yet: give each thread its own job with its own offset"),
     o("ramp_size", &[], Refused, "ramp_size=1g", "not supported yet: use ramp_time"),
     o("thinktime_blocks", &[], Refused, "thinktime_blocks=8", "not supported yet: sluice thinks after every I/O"),
     o("thinktime_spin", &[], Refused, "thinktime_spin=10us", "not supported yet: sluice's thinktime is idle time"),

@@ -44,7 +44,15 @@ impl Parser<'_> {
             ));
         }
         let offset = d.offset.as_ref().map_or(0, |o| o.0);
-        if offset.checked_add(files.region).is_none() {
+        let last_start = d
+            .job
+            .offset_increment
+            .checked_mul(d.job.numjobs.max(1) as u64 - 1)
+            .and_then(|x| x.checked_add(offset));
+        if last_start
+            .and_then(|s| s.checked_add(files.region))
+            .is_none()
+        {
             let at = d.offset.as_ref().map_or(&header, |o| &o.1);
             return Err(self.option_err_at(
                 at,

@@ -160,6 +160,11 @@ pub(crate) static ACTED: &[OptionInfo] = &[
         d.offset = Some((parse_size(a.need()?)?, a.at.clone()));
         Ok(())
     }),
+    y("offset_increment", &[], "offset_increment=1g", "thread t of the job (numjobs) starts at offset + t × this, as fio's sub-jobs", |d, a| {
+        no_percent(a, "an offset increment in percent of the device", "offset_increment=1g")?;
+        d.job.offset_increment = parse_size(a.need()?)?;
+        Ok(())
+    }),
     y("iodepth", &[], "iodepth=32", "I/Os in flight per thread", |d, a| { d.job.iodepth = a.uint("32", 1, 65535)?; Ok(()) }),
     y("numjobs", &[], "numjobs=4", "threads of the job (one flow)", |d, a| { d.job.numjobs = a.uint("4", 1, 65535)?; Ok(()) }),
     y("runtime", &["timeout"], "runtime=30s", "time limit", |d, a| { d.job.runtime_ns = Some(a.time(TimeUnit::Seconds)?).filter(|&t| t > 0); Ok(()) }),
