@@ -5,7 +5,7 @@
 use sluice_core::policy::{
     build, Admission, Completion, DeviceView, Policy, PolicySpec, POLICY_NAMES,
 };
-use sluice_core::{Flow, FlowId, IoClass, Op, QueueClass, ReqId, Request};
+use sluice_core::{Flow, FlowId, IoClass, Op, ReqId, Request};
 
 fn policy(name: &str) -> Box<dyn Policy> {
     let mut p = build(&name.parse::<PolicySpec>().unwrap()).unwrap();
