@@ -16,9 +16,11 @@ mod fs_store;
 mod fuzz;
 mod layout;
 mod mount;
+mod offset_increment;
 mod run;
 mod slurm;
 mod sweep;
+mod trim;
 
 // tests/mount/*.rs name their helpers from the crate root (`crate::support`,
 // `crate::pattern`), as when tests/mount.rs was a test binary of its own.

@@ -37,6 +37,11 @@ pub enum Op {
     Write,
     /// Flush the device's volatile write cache (`len` is 0).
     Flush,
+    /// Deallocate `len` bytes at `offset` (NVMe Dataset Management deallocate, Linux
+    /// `REQ_OP_DISCARD`, fio's trim): the range's data is no longer needed. The
+    /// simulated FTL marks its pages invalid; a file has a hole punched, a block device
+    /// is sent `BLKDISCARD`.
+    Trim,
 }
 
 impl Op {
@@ -44,6 +49,15 @@ impl Op {
     #[inline]
     pub fn is_read(self) -> bool {
         matches!(self, Op::Read)
+    }
+
+    /// Whether the operation goes in the write direction as Linux's `rq_data_dir`
+    /// puts it: writes and trims (a discard is a write-direction request in the block
+    /// layer; mq-deadline queues it in the write FIFO). Flushes are neither here: the
+    /// policies keep their own handling of them.
+    #[inline]
+    pub fn is_write_dir(self) -> bool {
+        matches!(self, Op::Write | Op::Trim)
     }
 }
 
@@ -53,6 +67,7 @@ impl fmt::Display for Op {
             Op::Read => "read",
             Op::Write => "write",
             Op::Flush => "flush",
+            Op::Trim => "trim",
         })
     }
 }
@@ -176,13 +191,15 @@ pub struct Request {
 impl Request {
     /// Split the request into pieces of at most `piece_len` bytes in LBA order, each
     /// carrying the parent's id and the number of pieces. A request no longer than
-    /// `piece_len` (or a flush) comes back whole.
+    /// `piece_len` (or a flush or trim) comes back whole.
     ///
     /// # Panics
     /// If `piece_len` is zero, or the request would need more than `u16::MAX` pieces.
     pub fn split(&self, piece_len: u32) -> impl Iterator<Item = Request> + '_ {
         assert!(piece_len > 0, "split size must be positive");
-        let n = if self.op == Op::Flush || self.len <= piece_len {
+        // A trim stays whole too: Linux caps a discard by the device's (large)
+        // max_discard_sectors, not by the data transfer size.
+        let n = if matches!(self.op, Op::Flush | Op::Trim) || self.len <= piece_len {
             1
         } else {
             self.len.div_ceil(piece_len)

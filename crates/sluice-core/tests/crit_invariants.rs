@@ -13,7 +13,7 @@ use sluice_core::{FlowId, IoClass, Nanos, Op, QueueClass, ReqId, Request};
 #[derive(Clone, Debug)]
 enum Step {
     /// A new request: class (0 critical, 1 normal, 2 idle), op (0 read, 1 write,
-    /// 2 flush), length in 4 KB units, hardware queue.
+    /// 2 flush, 3 trim), length in 4 KB units, hardware queue.
     Arrive(u8, u8, u32, u16),
     /// Complete the in-flight piece at this index (mod the count), ok or failed.
     Complete(usize, bool),
@@ -25,7 +25,7 @@ enum Step {
 
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
-        4 => (0u8..3, 0u8..3, 1u32..64, 0u16..4).prop_map(|(c, o, l, h)| Step::Arrive(c, o, l, h)),
+        4 => (0u8..3, 0u8..4, 1u32..64, 0u16..4).prop_map(|(c, o, l, h)| Step::Arrive(c, o, l, h)),
         4 => (any::<usize>(), prop::bool::weighted(0.8)).prop_map(|(i, ok)| Step::Complete(i, ok)),
         1 => (1u32..20_000).prop_map(Step::Tick),
         1 => any::<usize>().prop_map(Step::Promote),
@@ -99,7 +99,7 @@ impl Engine {
     fn run(&mut self, step: &Step) {
         match *step {
             Step::Arrive(c, o, len4k, hwq) => {
-                let op = [Op::Read, Op::Write, Op::Flush][o as usize];
+                let op = [Op::Read, Op::Write, Op::Flush, Op::Trim][o as usize];
                 let r = Request {
                     id: ReqId(self.next_id),
                     flow: FlowId(0),
@@ -210,7 +210,8 @@ proptest! {
             for (r, _) in &e.inflight {
                 if r.class == IoClass::Critical {
                     prop_assert_eq!(r.parts, 1, "critical requests are not split");
-                } else {
+                } else if r.op != Op::Trim {
+                    // A trim moves no data and is not split.
                     prop_assert!(r.len <= 32 << 10);
                 }
             }

@@ -8,3 +8,4 @@ mod fios_policy;
 mod fq_bfq;
 mod fq_d2fq;
 mod fq_mqfq_sfqd;
+mod trim_ops;

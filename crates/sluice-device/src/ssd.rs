@@ -115,6 +115,7 @@ fn load_table(exponent: Option<f64>, max_out: u32) -> Vec<f64> {
 const OP_READ: u8 = 0;
 const OP_WRITE: u8 = 1;
 const OP_FLUSH: u8 = 2;
+const OP_TRIM: u8 = 3;
 
 impl NvmeSsd {
     /// A device with one submission/completion queue pair per (core, [`QueueClass`]):
@@ -304,6 +305,10 @@ impl NvmeSsd {
                     st.completed_writes += 1;
                     st.bytes_written += s.len as u64;
                 }
+                (Fault::None, OP_TRIM) => {
+                    st.completed_trims += 1;
+                    st.bytes_trimmed += s.len as u64;
+                }
                 (Fault::None, _) => st.completed_flushes += 1,
             }
             out.push(DeviceCompletion {
@@ -459,6 +464,7 @@ impl NvmeSsd {
             Op::Read => OP_READ,
             Op::Write => OP_WRITE,
             Op::Flush => OP_FLUSH,
+            Op::Trim => OP_TRIM,
         };
         let fault = match &mut self.faults {
             None => Fault::None,

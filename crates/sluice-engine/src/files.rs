@@ -332,7 +332,7 @@ pub fn plan(
 
     // Inspect existing files; find those to create.
     let mut create_dirs: BTreeMap<PathBuf, (u64, String)> = BTreeMap::new();
-    for f in &mut files {
+    for (i, f) in files.iter_mut().enumerate() {
         let job = f.first_job.clone();
         match std::fs::metadata(&f.path) {
             // A missing path among the devices is a device this machine lacks (/dev/shm
@@ -376,6 +376,14 @@ pub fn plan(
                         });
                     }
                     f.device = true;
+                    let trimmer = users[i].iter().map(|&u| &jobs[u]).find(|j| j.rw.trims());
+                    if let Some(j) = trimmer {
+                        return Err(EngineError::DeviceTrim {
+                            path: f.path.clone(),
+                            job: j.name.clone(),
+                            rw: j.rw.name(),
+                        });
+                    }
                 } else if !ft.is_file() {
                     return Err(EngineError::NotAFile {
                         path: f.path.clone(),
@@ -482,12 +490,18 @@ pub fn plan(
             if !job.offset.is_multiple_of(a) {
                 return Err(mis(format!("offset={}", job.offset)));
             }
+            if !job.offset_increment.is_multiple_of(a) {
+                return Err(mis(format!("offset_increment={}", job.offset_increment)));
+            }
             let mut lens = Vec::new();
             if job.rw.reads() {
                 lens.extend(sizes(&job.bs.read));
             }
             if job.rw.writes() {
                 lens.extend(sizes(&job.bs.write));
+            }
+            if job.rw.trims() {
+                lens.extend(sizes(&job.bs.trim));
             }
             if let Some(&bad) = lens.iter().find(|&&l| !(l as u64).is_multiple_of(a)) {
                 return Err(mis(format!("bs={bad}")));

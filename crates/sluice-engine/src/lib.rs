@@ -318,7 +318,7 @@ fn check_buffered(
         .map_err(|e| EngineError::Buffered(e.to_string()))?;
     for s in jobs.iter().filter(|s| s.buffered) {
         let max_io = s.bs.read.max_len().max(s.bs.write.max_len());
-        sluice_fio::front::check_job(cfg, &s.name, max_io, s.offset + s.size)
+        sluice_fio::front::check_job(cfg, &s.name, max_io, s.end_of_threads())
             .map_err(EngineError::Buffered)?;
     }
     Ok(())

@@ -438,7 +438,9 @@ impl<'a> Worker<'a> {
                 let (ud, res) = self.cqes[i];
                 let tag = ud as u32;
                 let p = dev.block.piece(tag).req;
-                let ok = res >= 0 && (p.op == Op::Flush || res as u32 == p.len);
+                // A flush and a trim (fallocate) return 0 on success, a read or write
+                // its bytes.
+                let ok = res >= 0 && (matches!(p.op, Op::Flush | Op::Trim) || res as u32 == p.len);
                 let token = dev.block.request(p.id).token;
                 if let (false, Owner::Job(slot)) = (ok, Owner::of(token)) {
                     self.note_error(slot, p.op, p.len, p.offset, res);

@@ -38,7 +38,7 @@ pub struct PlannedFile<K> {
     pub base: u64,
     /// Bytes its users need: the largest `offset + size` of its threads.
     pub size: u64,
-    /// Whether some job that uses it writes.
+    /// Whether some job that uses it writes (or trims: a trim changes the data too).
     pub writes: bool,
     /// The jobs that use it, in order, each once.
     pub users: Vec<usize>,
@@ -78,8 +78,8 @@ impl<K: Ord + Clone> AddressPlan<K> {
                     files.len() as u32 - 1
                 });
                 let file = &mut files[f as usize];
-                file.size = file.size.max(job.offset.saturating_add(job.size));
-                file.writes |= job.rw.writes();
+                file.size = file.size.max(job.thread_offset(t).saturating_add(job.size));
+                file.writes |= job.rw.writes() || job.rw.trims();
                 if file.users.last() != Some(&j) {
                     file.users.push(j);
                 }

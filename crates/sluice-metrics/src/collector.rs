@@ -326,8 +326,8 @@ pub(crate) fn lat_bucket(ns: u64) -> usize {
 
 #[derive(Debug, Clone)]
 struct JobAcc {
-    /// Read, write, sync (flush), indexed by [`dir_index`].
-    dirs: [Dir; 3],
+    /// Read, write, sync (flush), trim, indexed by [`dir_index`].
+    dirs: [Dir; 4],
     /// Admission wait of its samples while `mixed` is false.
     admit: Lat,
     /// A sample of another class than the job's came: from then on the job's samples
@@ -344,7 +344,7 @@ struct JobAcc {
 impl JobAcc {
     fn new(start_ns: Nanos) -> JobAcc {
         JobAcc {
-            dirs: [Dir::new(), Dir::new(), Dir::new()],
+            dirs: [Dir::new(), Dir::new(), Dir::new(), Dir::new()],
             admit: Lat::new(true),
             mixed: false,
             errors: 0,
@@ -390,6 +390,7 @@ fn dir_index(op: Op) -> usize {
         Op::Read => 0,
         Op::Write => 1,
         Op::Flush => 2,
+        Op::Trim => 3,
     }
 }
 

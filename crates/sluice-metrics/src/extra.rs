@@ -221,6 +221,9 @@ pub struct DeviceFlash {
     pub gc_copied_bytes: u64,
     /// Reads served from the write buffer.
     pub buffer_reads: u64,
+    /// Bytes of mapped data that trims (deallocates) unmapped (absent without trims).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub trimmed_bytes: u64,
 }
 
 impl DeviceFlash {
@@ -240,6 +243,7 @@ impl DeviceFlash {
             gc_erases: f.gc_erases,
             gc_copied_bytes: f.gc_copied_units * map_bytes,
             buffer_reads: f.buffer_reads,
+            trimmed_bytes: f.trimmed_units * map_bytes,
         })
     }
 }

@@ -90,7 +90,7 @@ impl Kind {
 }
 
 /// Window sums per direction: (sum of values or bytes, count).
-type Windows = [Vec<(u128, u64)>; 2];
+type Windows = [Vec<(u128, u64)>; 3];
 
 #[derive(Clone, Debug)]
 struct Series {
@@ -109,7 +109,7 @@ struct JobLogs {
     file_no: u32,
     prio: u8,
     /// Directions the job issues, and their smallest block sizes.
-    dirs: [Option<u64>; 2],
+    dirs: [Option<u64>; 3],
 }
 
 /// The logs of one run.
@@ -142,7 +142,7 @@ impl FioLogs {
                             kind,
                             prefix: p.clone(),
                             entries: Vec::new(),
-                            windows: [Vec::new(), Vec::new()],
+                            windows: [Vec::new(), Vec::new(), Vec::new()],
                         });
                     }
                 };
@@ -160,6 +160,7 @@ impl FioLogs {
                     dirs: [
                         j.rw.reads().then(|| j.bs.read.min_len() as u64),
                         j.rw.writes().then(|| j.bs.write.min_len() as u64),
+                        j.rw.trims().then(|| j.bs.trim.min_len() as u64),
                     ],
                 })
             })
@@ -180,6 +181,8 @@ impl FioLogs {
         let ddir = match s.op {
             Op::Read => 0u8,
             Op::Write => 1,
+            // fio's DDIR_TRIM.
+            Op::Trim => 2,
             Op::Flush => return,
         };
         let t_ms = s.reaped_ns.saturating_sub(start_ns) / 1_000_000;
@@ -270,7 +273,7 @@ fn windows_to_entries(se: &Series, j: &JobLogs, len_ms: u64) -> Vec<LogEntry> {
     for w in 0..n_windows as usize {
         let end_ms = ((w as u64 + 1) * avg).min(len_ms.max(w as u64 * avg + 1));
         let span_ms = end_ms - w as u64 * avg;
-        for ddir in 0..2 {
+        for ddir in 0..3 {
             let (sum, n) = se.windows[ddir].get(w).copied().unwrap_or((0, 0));
             let entry = |value: u64, bs: u64| LogEntry {
                 time_ms: end_ms,

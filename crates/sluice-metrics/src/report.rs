@@ -63,8 +63,9 @@ pub struct JobReport {
     pub read: DirReport,
     /// Writes.
     pub write: DirReport,
-    /// Trims: sluice issues none; present and empty, as in fio's JSON (tools that read
-    /// fio's json+ look for all of read, write and trim).
+    /// Trims (`rw=trim`, `randtrim`, `trimwrite`, `randtrimwrite`); present and empty
+    /// for a job without trims, as in fio's JSON (tools that read fio's json+ look for
+    /// all of read, write and trim).
     pub trim: DirReport,
     /// Flushes (fio's `sync` section; `io_bytes` is 0).
     pub sync: DirReport,
@@ -130,7 +131,7 @@ impl RunReport {
     /// plain `json` shape.
     pub fn drop_bins(&mut self) {
         for j in &mut self.jobs {
-            for d in [&mut j.read, &mut j.write, &mut j.sync] {
+            for d in [&mut j.read, &mut j.write, &mut j.trim, &mut j.sync] {
                 d.clat_ns.bins = None;
                 d.lat_ns.bins = None;
             }
@@ -173,17 +174,18 @@ impl SteadyReport {
 }
 
 impl JobReport {
-    /// The read, write and sync sections with their names.
-    pub fn dirs(&self) -> [(&'static str, &DirReport); 3] {
+    /// The read, write, trim and sync sections with their names.
+    pub fn dirs(&self) -> [(&'static str, &DirReport); 4] {
         [
             ("read", &self.read),
             ("write", &self.write),
+            ("trim", &self.trim),
             ("sync", &self.sync),
         ]
     }
 }
 
-/// One direction (read, write or sync) of one job, with fio's field names.
+/// One direction (read, write, trim or sync) of one job, with fio's field names.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct DirReport {
     /// Bytes transferred.

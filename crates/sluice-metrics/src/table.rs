@@ -163,7 +163,7 @@ pub fn print_table(runs: &[RunReport], out: &mut dyn Write) -> io::Result<()> {
             .iter()
             .find_map(|(_, j)| j.map(|j| j.class.name()))
             .unwrap_or("-");
-        let mut dirs: Vec<&str> = ["read", "write", "sync"]
+        let mut dirs: Vec<&str> = ["read", "write", "trim", "sync"]
             .into_iter()
             .enumerate()
             .filter(|(i, _)| {

@@ -42,9 +42,12 @@ pub fn estimate(jobs: &[JobSpec], profile: &DeviceProfile, cap_ns: Nanos) -> Wor
     let mut ios = 0.0;
     let mut capped = false;
     for j in jobs {
-        let mean = match (j.rw.reads(), j.rw.writes()) {
-            (true, false) => j.bs.read.mean_len(),
-            (false, true) => j.bs.write.mean_len(),
+        let mean = match (j.rw.reads(), j.rw.writes(), j.rw.trims()) {
+            (_, false, true) => j.bs.trim.mean_len(),
+            // trimwrite: a trim and writes over each block (twice the bytes, as fio).
+            (_, true, true) => j.bs.write.mean_len().min(j.bs.trim.mean_len()) / 2.0,
+            (true, false, _) => j.bs.read.mean_len(),
+            (false, true, _) => j.bs.write.mean_len(),
             _ => j.bs.read.mean_len().min(j.bs.write.mean_len()),
         }
         .max(1.0);

@@ -229,6 +229,18 @@ pub fn check(jobs: &[JobSpec], fs: &FsConfig) -> Result<FioPlan, FioError> {
                     .into(),
             ));
         }
+        if j.offset_increment != 0 {
+            return Err(bad(
+                "offset_increment: not supported on the store path; remove it, or run without --fs"
+                    .into(),
+            ));
+        }
+        if j.rw.trims() {
+            return Err(bad(format!(
+                "rw={}: the store has no trim (its File punches no holes); run it without --fs",
+                j.rw.name()
+            )));
+        }
         if j.exitall {
             return Err(bad(
                 "exitall: not supported on the store path; remove it, or run without --fs".into(),

@@ -27,6 +27,15 @@
 //! bio with `REQ_FUA` (or, on a device without FUA, follows it with a cache flush); for
 //! other writes it syncs the written range before completing.
 //!
+//! # TRIM = `fallocate(PUNCH_HOLE | KEEP_SIZE)`
+//! An NVMe deallocate says the range's data is no longer needed; on a file its
+//! counterpart is punching a hole: the file system frees the range's blocks (and on a
+//! file system mounted with `discard`, discards them on the device), the file keeps
+//! its size, and the range reads back as zeros. `IORING_OP_FALLOCATE` with mode
+//! `FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE`; its `len` is the range's length. A
+//! block device is not sent this (Linux turns it into a zero-out, a write of zeros,
+//! not a discard): the engine sends `BLKDISCARD` itself, with `--allow-device`.
+//!
 //! # Reads
 //! A read carries no flag: an NVMe read with FUA (read from media, not the device's
 //! cache) has no file counterpart, so a read's FUA bit is ignored.
@@ -62,9 +71,14 @@ pub struct Piece {
 pub struct Meaning {
     /// `IORING_OP_*`.
     pub opcode: u8,
-    /// `rw_flags` (read, write) or `fsync_flags` (fsync).
+    /// `rw_flags` (read, write), `fsync_flags` (fsync) or the `fallocate` mode
+    /// (trim).
     pub op_flags: u32,
 }
+
+/// The `fallocate` mode of a TRIM: `FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE`.
+pub const TRIM_FALLOCATE_MODE: u32 =
+    (libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE) as u32;
 
 /// `rw_flags` of a write with FUA.
 pub const FUA_RW_FLAGS: u32 = libc::RWF_DSYNC as u32;
@@ -73,7 +87,7 @@ pub const FLUSH_FSYNC_FLAGS: u32 = 1;
 
 /// The SQE of a block-layer `op` (with FUA `fua`; through a registered buffer when
 /// `fixed`): READ → read; WRITE → write, with `RWF_DSYNC` when FUA; FLUSH → `fdatasync`
-/// of the file (module text: why).
+/// of the file; TRIM → `fallocate(PUNCH_HOLE | KEEP_SIZE)` (module text: why).
 pub fn meaning(op: Op, fua: bool, fixed: bool) -> Meaning {
     let (opcode, op_flags) = match (op, fixed) {
         (Op::Read, false) => (opcode::Read::CODE, 0),
@@ -81,6 +95,7 @@ pub fn meaning(op: Op, fua: bool, fixed: bool) -> Meaning {
         (Op::Write, false) => (opcode::Write::CODE, if fua { FUA_RW_FLAGS } else { 0 }),
         (Op::Write, true) => (opcode::WriteFixed::CODE, if fua { FUA_RW_FLAGS } else { 0 }),
         (Op::Flush, _) => (opcode::Fsync::CODE, FLUSH_FSYNC_FLAGS),
+        (Op::Trim, _) => (opcode::Fallocate::CODE, TRIM_FALLOCATE_MODE),
     };
     Meaning { opcode, op_flags }
 }
@@ -111,6 +126,10 @@ pub fn sqe(p: &Piece) -> squeue::Entry {
         (Op::Flush, _) => opcode::Fsync::new(fd)
             .flags(types::FsyncFlags::from_bits_retain(m.op_flags))
             .build(),
+        (Op::Trim, _) => opcode::Fallocate::new(fd, p.len as u64)
+            .offset(p.offset)
+            .mode(m.op_flags as i32)
+            .build(),
     };
     e.user_data(p.tag as u64)
 }
@@ -140,11 +159,16 @@ pub struct SqeView {
 }
 
 impl SqeView {
-    /// Its opcode and flags.
+    /// Its opcode and flags (a `fallocate` carries its mode in `len`, its length in
+    /// `addr`).
     pub fn meaning(&self) -> Meaning {
         Meaning {
             opcode: self.opcode,
-            op_flags: self.op_flags,
+            op_flags: if self.opcode == opcode::Fallocate::CODE {
+                self.len
+            } else {
+                self.op_flags
+            },
         }
     }
 }
@@ -208,6 +232,20 @@ mod tests {
             (Op::Write, true, Some(5), opcode::WriteFixed::CODE, dsync),
             (Op::Flush, false, None, opcode::Fsync::CODE, datasync),
             (Op::Flush, true, Some(5), opcode::Fsync::CODE, datasync),
+            (
+                Op::Trim,
+                false,
+                None,
+                opcode::Fallocate::CODE,
+                TRIM_FALLOCATE_MODE,
+            ),
+            (
+                Op::Trim,
+                false,
+                Some(5),
+                opcode::Fallocate::CODE,
+                TRIM_FALLOCATE_MODE,
+            ),
         ];
         for (op, fua, idx, code, flags) in cases {
             let want = Meaning {
@@ -225,6 +263,14 @@ mod tests {
                 "a registered file"
             );
         }
+    }
+
+    #[test]
+    fn a_trim_punches_a_hole_of_its_range_keeping_the_size() {
+        assert_eq!(TRIM_FALLOCATE_MODE, 0x01 | 0x02, "KEEP_SIZE | PUNCH_HOLE");
+        let v = inspect(&sqe(&piece(Op::Trim, false, None)));
+        // fallocate: offset in off, length in addr, mode in len.
+        assert_eq!((v.offset, v.addr, v.len), (8192, 4096, TRIM_FALLOCATE_MODE));
     }
 
     #[test]

@@ -4,14 +4,14 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use sluice_core::{Nanos, Op};
 
-use crate::job::{BlockSize, Distribution, FileService, JobSpec, RateProcess, RwModifier};
+use crate::job::{BlockSize, Distribution, FileService, JobSpec, RateProcess, RwMode, RwModifier};
 use crate::units::PPM;
 
 /// One I/O to issue. `offset` is relative to the start of the thread's address space
 /// (the engine adds the base of the file or region it gives the job).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct IoSpec {
-    /// Read or write (generators never produce flushes).
+    /// Read, write or trim (generators never produce flushes).
     pub op: Op,
     /// Byte offset.
     pub offset: u64,
@@ -316,16 +316,23 @@ impl Skew {
 pub struct IoGen {
     rng: Xoshiro256PlusPlus,
     random: bool,
-    /// Reads per 100 I/Os: 100 for read-only modes, 0 for write-only ones.
+    /// Reads per 100 I/Os: 100 for read-only modes, 0 for write-only ones (and for
+    /// the trim modes, whose direction `trim` decides).
     read_pct: u32,
-    /// The sizes of each direction, placed in file 0.
-    sizes: [Sizes; 2],
-    /// Non-uniform offsets per direction (`None`: uniform).
-    skew: [Option<Skew>; 2],
+    /// The trim modes: every I/O a trim (`trim`, `randtrim`), or fio's trim-then-write
+    /// alternation (`trimwrite`, `randtrimwrite`; see [`IoGen::trim_write_dir`]).
+    trim: TrimMode,
+    /// Per file, the start of the last write and of the last trim (fio's
+    /// `last_start[DDIR_WRITE]`, `last_start[DDIR_TRIM]`) for the alternation.
+    tw_last: Vec<[Option<u64>; 2]>,
+    /// The sizes of each direction (read, write, trim), placed in file 0.
+    sizes: [Sizes; 3],
+    /// Non-uniform offsets per direction (`None`: uniform; trims are always uniform).
+    skew: [Option<Skew>; 3],
     /// Bytes per block index of the skewed distributions (fio's smallest block size).
     unit: u64,
-    /// Percent of random I/Os per direction (100 = all).
-    perc_random: [u32; 2],
+    /// Percent of random I/Os per direction (100 = all; trims: all).
+    perc_random: [u32; 3],
     start: u64,
     end: u64,
     file_size: u64,
@@ -338,7 +345,7 @@ pub struct IoGen {
     file_share: u64,
     /// Next sequential position per file and direction, relative to the file's start
     /// (fio keeps one per direction too).
-    cursor: Vec<[u64; 2]>,
+    cursor: Vec<[u64; 3]>,
     /// fio's `rw=MODE:N`: bytes added after each sequential I/O (`ddir_seq_add`).
     seq_add: i64,
     /// A random job's `:N`: a random offset every N I/Os (0: every I/O), the count
@@ -347,11 +354,11 @@ pub struct IoGen {
     rand_left: u32,
     identical: bool,
     /// Start of the last I/O per file and direction (for `rw_sequencer=identical`).
-    last_start: Vec<[Option<u64>; 2]>,
+    last_start: Vec<[Option<u64>; 3]>,
     issued: u64,
     ios: u64,
     /// I/Os issued per direction (the `sequence` distribution's position).
-    dir_ios: [u64; 2],
+    dir_ios: [u64; 3],
     limit: Option<u64>,
     max_ios: Option<u64>,
     /// Bytes per loop and where the next loop starts (sequential positions restart),
@@ -360,13 +367,27 @@ pub struct IoGen {
     next_loop: u64,
 }
 
+/// How a job's I/Os take the trim direction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TrimMode {
+    /// No trims: reads and writes by `read_pct`.
+    None,
+    /// Every I/O a trim.
+    All,
+    /// fio's `trimwrite`: a trim, then writes from the write cursor until the last
+    /// write starts where the last trim started.
+    Seq,
+    /// fio's `randtrimwrite`: a trim, then one write at the trim's offset.
+    Rand,
+}
+
 impl IoGen {
     /// The generator of thread `thread` of job number `job_index` (its position in the
     /// job file). `seed` is the run's seed; it is combined with `job.randseed` (if set),
     /// the job index and the thread index, so every thread has its own reproducible
     /// stream.
     pub fn new(job: &JobSpec, job_index: usize, thread: u32, seed: u64) -> IoGen {
-        let start = job.offset;
+        let start = job.thread_offset(thread);
         let nfiles = job.nrfiles.max(1);
         let region = job.size.max(1);
         let file_size = (region / nfiles as u64).max(1);
@@ -376,6 +397,15 @@ impl IoGen {
             m if m.reads() => 100,
             _ => 0,
         };
+        let trim = match job.rw {
+            RwMode::Trim | RwMode::RandTrim => TrimMode::All,
+            RwMode::TrimWrite => TrimMode::Seq,
+            RwMode::RandTrimWrite => TrimMode::Rand,
+            _ => TrimMode::None,
+        };
+        // fio: "in trimwrite mode, each byte is trimmed and then written, so allow
+        // total_bytes or number of ios to be twice as big".
+        let twice = u64::from(matches!(trim, TrimMode::Seq | TrimMode::Rand)) + 1;
         let mut rng =
             Xoshiro256PlusPlus::seed_from_u64(stream_seed(seed, job.randseed, job_index, thread));
         let file_end = start.saturating_add(file_size);
@@ -386,9 +416,10 @@ impl IoGen {
             [
                 Skew::new(&job.distribution[0], blocks, unit, &mut rng),
                 Skew::new(&job.distribution[1], blocks, unit, &mut rng),
+                None,
             ]
         } else {
-            [None, None]
+            [None, None, None]
         };
         for (dir, s) in skew.iter_mut().enumerate() {
             if let Some(Skew::Sequence { stride, unit, .. }) = s {
@@ -406,13 +437,20 @@ impl IoGen {
             rng,
             random,
             read_pct,
+            trim,
+            tw_last: vec![[None; 2]; nfiles as usize],
             sizes: [
                 Sizes::new(&job.bs.read, start, file_end, job.blockalign[0]),
                 Sizes::new(&job.bs.write, start, file_end, job.blockalign[1]),
+                Sizes::new(&job.bs.trim, start, file_end, 0),
             ],
             skew,
             unit,
-            perc_random: job.percentage_random.map(|p| p.min(100) as u32),
+            perc_random: [
+                job.percentage_random[0].min(100) as u32,
+                job.percentage_random[1].min(100) as u32,
+                100,
+            ],
             start,
             end,
             file_size,
@@ -424,7 +462,7 @@ impl IoGen {
                 _ => 0,
             },
             file_share: loop_bytes.div_ceil(nfiles as u64).max(1),
-            cursor: vec![[0; 2]; nfiles as usize],
+            cursor: vec![[0; 3]; nfiles as usize],
             seq_add: match job.rw_modifier {
                 RwModifier::SeqAdd(n) => n,
                 _ => 0,
@@ -439,15 +477,15 @@ impl IoGen {
             },
             identical: job.rw_identical,
             last_start: if job.rw_identical {
-                vec![[None; 2]; nfiles as usize]
+                vec![[None; 3]; nfiles as usize]
             } else {
                 Vec::new()
             },
             issued: 0,
             ios: 0,
-            dir_ios: [0; 2],
-            limit: job.bytes_per_thread(),
-            max_ios: job.number_ios,
+            dir_ios: [0; 3],
+            limit: job.bytes_per_thread().map(|b| b.saturating_mul(twice)),
+            max_ios: job.number_ios.map(|n| n.saturating_mul(twice)),
             loop_bytes,
             next_loop: if !job.time_based && job.loops > 1 {
                 loop_bytes
@@ -490,14 +528,31 @@ impl IoGen {
     /// continue sequentially from the direction's last I/O.
     #[inline]
     pub fn next_io(&mut self) -> IoSpec {
-        let dir = match self.read_pct {
-            100 => 0,
-            0 => 1,
-            p => usize::from(self.rng.random_range(0..100u32) >= p),
+        let (dir, slot, f) = match self.trim {
+            TrimMode::None => {
+                let dir = match self.read_pct {
+                    100 => 0,
+                    0 => 1,
+                    p => usize::from(self.rng.random_range(0..100u32) >= p),
+                };
+                let slot = *self.sizes[dir].pick(&mut self.rng);
+                (dir, slot, self.next_file())
+            }
+            TrimMode::All => {
+                let slot = *self.sizes[2].pick(&mut self.rng);
+                (2, slot, self.next_file())
+            }
+            TrimMode::Seq | TrimMode::Rand => {
+                // fio picks the file, then the direction by the file's last starts.
+                let f = self.next_file();
+                let dir = self.trim_write_dir(f);
+                (dir, *self.sizes[dir].pick(&mut self.rng), f)
+            }
         };
-        let slot = *self.sizes[dir].pick(&mut self.rng);
         let len = slot.len;
-        let f = self.next_file();
+        if self.trim == TrimMode::Rand && dir == 1 {
+            return self.write_after_trim(f, len);
+        }
         let file_base = f as u64 * self.file_size;
         // `rw=randread:N`: only every N-th I/O takes a new random offset (fio's
         // `ddir_seq_nr`).
@@ -570,6 +625,9 @@ impl IoGen {
         if let Some(l) = self.last_start.get_mut(f as usize) {
             l[dir] = Some(offset);
         }
+        if self.trim != TrimMode::None {
+            self.tw_last[f as usize][dir - 1] = Some(offset);
+        }
         // The direction's next sequential position follows this I/O, random or not.
         self.cursor[f as usize][dir] = offset - self.start - file_base + len as u64;
         self.issued = self.issued.saturating_add(len as u64);
@@ -582,7 +640,7 @@ impl IoGen {
             // A new loop: sequential positions and the file service start afresh.
             self.next_loop = self.next_loop.saturating_add(self.loop_bytes);
             for c in &mut self.cursor {
-                *c = [0; 2];
+                *c = [0; 3];
             }
             self.file = 0;
             self.file_left = match self.service {
@@ -591,7 +649,40 @@ impl IoGen {
             };
         }
         IoSpec {
-            op: if dir == 0 { Op::Read } else { Op::Write },
+            op: [Op::Read, Op::Write, Op::Trim][dir],
+            offset,
+            len,
+        }
+    }
+
+    /// fio's `set_rw_ddir` for the trim-write modes: a trim when the file's last write
+    /// started where its last trim did (so first a trim), else a write.
+    #[inline]
+    fn trim_write_dir(&self, f: u32) -> usize {
+        let [w, t] = self.tw_last[f as usize];
+        if w == t {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// `randtrimwrite`'s write: at the offset of the file's last trim (fio's
+    /// `get_next_block`: "offset = f->last_start[DDIR_TRIM]"), moved back to fit in
+    /// the file when the write is larger than the trim.
+    fn write_after_trim(&mut self, f: u32, len: u32) -> IoSpec {
+        let t = self.tw_last[f as usize][1].unwrap_or(self.start);
+        let file_end = self.start + f as u64 * self.file_size + self.file_size;
+        let offset = t.min(file_end.saturating_sub(len as u64));
+        self.tw_last[f as usize][0] = Some(t);
+        self.issued = self.issued.saturating_add(len as u64);
+        self.ios += 1;
+        self.dir_ios[1] += 1;
+        if self.service == FileService::Sequential {
+            self.file_left += len as u64;
+        }
+        IoSpec {
+            op: Op::Write,
             offset,
             len,
         }
@@ -698,7 +789,8 @@ impl Pacer {
         let d = match op {
             Op::Read => 0,
             Op::Write => 1,
-            Op::Flush => return 0,
+            // fio's third `rate` value (trims) is not read: trims go unpaced.
+            Op::Flush | Op::Trim => return 0,
         };
         if let Some(rng) = &mut self.poisson {
             let bps = if self.bps_total {

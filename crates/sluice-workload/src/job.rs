@@ -20,27 +20,60 @@ pub enum RwMode {
     ReadWrite,
     /// `randrw`: random mixed reads and writes (split by `rwmixread`).
     RandRw,
+    /// `trim`: sequential trims (deallocates).
+    Trim,
+    /// `randtrim`: random trims.
+    RandTrim,
+    /// `trimwrite`: fio's trim-then-write sequence: a trim of the trim block size at
+    /// the sequential position, then writes of the write block size from that offset
+    /// until the trimmed block is rewritten, then the next trim.
+    TrimWrite,
+    /// `randtrimwrite`: a trim at a random offset, then one write at the same offset
+    /// (fio 3.32's "write at same offset as trim"), then the next trim.
+    RandTrimWrite,
 }
 
 impl RwMode {
     /// Whether offsets are random (otherwise sequential).
     pub fn is_random(self) -> bool {
-        matches!(self, RwMode::RandRead | RwMode::RandWrite | RwMode::RandRw)
+        matches!(
+            self,
+            RwMode::RandRead
+                | RwMode::RandWrite
+                | RwMode::RandRw
+                | RwMode::RandTrim
+                | RwMode::RandTrimWrite
+        )
     }
 
-    /// Whether the job mixes reads and writes.
+    /// Whether the job mixes reads and writes by `rwmixread` (fio's trim modes do not:
+    /// `trimwrite` alternates by its own rule).
     pub fn is_mixed(self) -> bool {
         matches!(self, RwMode::ReadWrite | RwMode::RandRw)
     }
 
     /// Whether the job issues reads at all (mixed jobs do unless `rwmixread=0`).
     pub fn reads(self) -> bool {
-        !matches!(self, RwMode::Write | RwMode::RandWrite)
+        matches!(
+            self,
+            RwMode::Read | RwMode::RandRead | RwMode::ReadWrite | RwMode::RandRw
+        )
     }
 
     /// Whether the job issues writes at all (mixed jobs do unless `rwmixread=100`).
     pub fn writes(self) -> bool {
-        !matches!(self, RwMode::Read | RwMode::RandRead)
+        !matches!(
+            self,
+            RwMode::Read | RwMode::RandRead | RwMode::Trim | RwMode::RandTrim
+        )
+    }
+
+    /// Whether the job issues trims (deallocates).
+    pub fn trims(self) -> bool {
+        matches!(
+            self,
+            RwMode::Trim | RwMode::RandTrim | RwMode::TrimWrite | RwMode::RandTrimWrite
+        )
     }
 
     /// fio's name for the mode.
@@ -52,6 +85,10 @@ impl RwMode {
             RwMode::RandWrite => "randwrite",
             RwMode::ReadWrite => "rw",
             RwMode::RandRw => "randrw",
+            RwMode::Trim => "trim",
+            RwMode::RandTrim => "randtrim",
+            RwMode::TrimWrite => "trimwrite",
+            RwMode::RandTrimWrite => "randtrimwrite",
         }
     }
 }
@@ -116,13 +153,15 @@ impl BlockSize {
     }
 }
 
-/// Block sizes per direction (fio's `bs=read,write` / `bssplit=read,write`).
+/// Block sizes per direction (fio's `bs=read,write,trim` / `bssplit=read,write`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BlockSizes {
     /// Sizes of reads.
     pub read: BlockSize,
     /// Sizes of writes.
     pub write: BlockSize,
+    /// Sizes of trims (fio's third `bs` value; only `bs`, not `bssplit`, sets it).
+    pub trim: BlockSize,
 }
 
 impl BlockSizes {
@@ -131,6 +170,7 @@ impl BlockSizes {
         BlockSizes {
             read: BlockSize::Fixed(len),
             write: BlockSize::Fixed(len),
+            trim: BlockSize::Fixed(len),
         }
     }
 
@@ -140,6 +180,7 @@ impl BlockSizes {
         match op {
             Op::Read => &self.read,
             Op::Write | Op::Flush => &self.write,
+            Op::Trim => &self.trim,
         }
     }
 }
@@ -321,8 +362,11 @@ pub struct JobSpec {
     pub steadystate: Option<SteadySpec>,
     /// `directory`: the `:`-separated list as given (empty if none).
     pub directory: Vec<String>,
-    /// Start of the region, in bytes.
+    /// Start of the region, in bytes (of thread 0; see [`JobSpec::thread_offset`]).
     pub offset: u64,
+    /// fio's `offset_increment`: thread `t` of the job (its sub-job number) starts at
+    /// `offset + t · offset_increment`; 0 by default.
+    pub offset_increment: u64,
     /// I/Os in flight per thread; default 1.
     pub iodepth: u32,
     /// Threads of the job; default 1.
@@ -408,6 +452,21 @@ pub struct JobSpec {
     pub global_options: Vec<(String, String)>,
 }
 
+impl JobSpec {
+    /// Where thread `thread` of the job starts: fio's
+    /// `offset + subjob_number · offset_increment`.
+    pub fn thread_offset(&self, thread: u32) -> u64 {
+        self.offset
+            .saturating_add(self.offset_increment.saturating_mul(thread as u64))
+    }
+
+    /// The end of the last thread's region: `thread_offset(numjobs - 1) + size`.
+    pub fn end_of_threads(&self) -> u64 {
+        self.thread_offset(self.numjobs.max(1) - 1)
+            .saturating_add(self.size)
+    }
+}
+
 impl Default for JobSpec {
     /// A job with every default: sequential 4 KiB reads over 1 GiB at depth 1, weight
     /// 4, normal class, named `job`.
@@ -440,6 +499,7 @@ impl Default for JobSpec {
             steadystate: None,
             directory: Vec::new(),
             offset: 0,
+            offset_increment: 0,
             iodepth: 1,
             numjobs: 1,
             runtime_ns: None,

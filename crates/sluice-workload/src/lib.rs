@@ -37,9 +37,9 @@
 //! | option | meaning | default |
 //! |---|---|---|
 //! | `name` | job name (overrides the section name) | section name |
-//! | `rw`, `readwrite` | `read`, `write`, `randread`, `randwrite`, `rw`/`readwrite`, `randrw`; trim modes and `:N` modifiers are rejected | `read` |
+//! | `rw`, `readwrite` | `read`, `write`, `randread`, `randwrite`, `rw`/`readwrite`, `randrw`, `trim`, `randtrim`, `trimwrite`, `randtrimwrite` (with `direct=1`); `:N` modifiers | `read` |
 //! | `rwmixread`, `rwmixwrite` | percent of reads (writes) in mixed modes; the last one given wins | 50 |
-//! | `bs`, `blocksize` | block size, or `read,write` pair (an empty part keeps that direction; a third, trim, part is ignored) | 4k |
+//! | `bs`, `blocksize` | block size, or `read,write[,trim]` (an empty part keeps that direction's default; a value not ended by a comma applies to the later directions too, as fio) | 4k |
 //! | `bssplit` | `4k/50:8k/30:64k/20`, optionally `reads,writes`; percentages (up to 4 decimals) must add up to 100, entries with an empty percentage (`64k/` or `64k`) share the rest equally; overrides `bs` | — |
 //! | `size` | bytes of the region each thread works on | **1 GiB** (fio requires it) |
 //! | `offset` | start of the region | 0 |
@@ -125,7 +125,7 @@
 //! * `nrfiles` files are laid side by side in one address space per thread (one real
 //!   file per thread for `sluice run`).
 //!
-//! Not supported: `offset_increment`, `zonemode`, trim, verification, per-I/O
+//! Not supported: `zonemode`, `fill_device`, trim verification, per-I/O
 //! priorities (`cmdprio*`), `rw=…:N` modifiers, file-size ranges, `sync=1`,
 //! `sync_file_range`, `write_barrier` (see [`option_table`]).
 //!

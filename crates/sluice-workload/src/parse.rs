@@ -182,6 +182,8 @@ pub(crate) struct Draft {
     name: Option<String>,
     /// `[read, write]`: size and where it was set.
     bs: [Option<(u32, Loc)>; 2],
+    /// The trim size of `bs=read,write,trim` and where it was set.
+    bs_trim: Option<(u32, Loc)>,
     /// `[read, write]`: a table from `bssplit` or `bsrange`, the option and where.
     bssplit: [Option<(Vec<BsEntry>, &'static str, Loc)>; 2],
     size: Option<(u64, Loc)>,

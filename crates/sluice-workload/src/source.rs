@@ -60,10 +60,10 @@ impl IoSource {
             sync_every: job.fsync_every,
             writes_since_sync: 0,
             sync_due: false,
-            last_write: job.offset,
+            last_write: job.thread_offset(thread),
             end_syncs: if job.end_fsync { job.nrfiles.max(1) } else { 0 },
             files: (
-                job.offset,
+                job.thread_offset(thread),
                 (job.size.max(1) / job.nrfiles.max(1) as u64).max(1),
                 job.nrfiles.max(1),
             ),

@@ -82,6 +82,7 @@ fn split_job(offset: u64, size: u64, entries: &[(u32, u32)], seed_mix: u8) -> Jo
         bs: BlockSizes {
             read: BlockSize::Split(table.clone()),
             write: BlockSize::Split(table),
+            trim: BlockSize::Fixed(4096),
         },
         ..JobSpec::default()
     }

@@ -7,4 +7,6 @@ mod docs;
 mod fio_options;
 mod gen;
 mod io_options;
+mod offset_increment;
 mod parse;
+mod trim;

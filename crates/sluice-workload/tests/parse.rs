@@ -132,15 +132,10 @@ fn unknown_option_is_a_warning_with_ignore_unknown() {
 }
 
 #[test]
-fn trim_is_unsupported() {
+fn trim_modes_parse_and_bad_modes_are_refused() {
     let path = fixture("trim.fio");
-    let msg = parse_file(&path, &STRICT).unwrap_err().to_string();
-    assert!(
-        msg.starts_with(&format!("{}:2: option 'rw': ", path.display())),
-        "{msg}"
-    );
-    assert!(msg.contains("not supported"), "{msg}");
-    assert!(msg.contains("randrw"), "{msg}");
+    let p = parse_file(&path, &STRICT).unwrap();
+    assert_eq!(p.jobs[0].rw, RwMode::Trim);
     option_error("[j]\nrw=sideways\n", 2, "rw", "cannot read 'sideways'");
     option_error("[j]\nrw=randread:x\n", 2, "rw", "count of I/Os");
 }

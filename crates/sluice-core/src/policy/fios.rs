@@ -103,6 +103,9 @@ impl CostModel {
                 write_ns_per_byte,
             } => Some(if op.is_read() {
                 read_ns + read_ns_per_byte * len as f64
+            } else if op == Op::Trim {
+                // A deallocate moves no data: only the fixed per-request write cost.
+                write_ns
             } else {
                 write_ns + write_ns_per_byte * len as f64
             }),

@@ -132,7 +132,10 @@ impl KyberPolicy {
         match op {
             Op::Read => READ,
             Op::Write => WRITE,
-            Op::Flush => OTHER,
+            // Linux's kyber has a DISCARD domain of its own; here trims share OTHER
+            // with flushes (its own token pool, so trims never take read or write
+            // tokens).
+            Op::Flush | Op::Trim => OTHER,
         }
     }
 

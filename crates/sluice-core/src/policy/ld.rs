@@ -165,7 +165,8 @@ impl LdPolicy {
     }
 
     fn domain(op: Op) -> usize {
-        if op == Op::Write {
+        // A trim is async work like a write (Linux: REQ_OP_DISCARD is not REQ_SYNC).
+        if op.is_write_dir() {
             ASYNC
         } else {
             SYNC
@@ -245,6 +246,7 @@ impl Policy for LdPolicy {
         let q = &mut self.hwqs[h].domains[Self::domain(req.op)];
         let before = q.len();
         // Children in LBA order, back to back at the tail: they dispatch consecutively.
+        // (A trim stays whole: `Request::split` does not cut one — it moves no data.)
         q.extend(req.split(piece));
         let n = q.len() - before;
         if n > 1 {

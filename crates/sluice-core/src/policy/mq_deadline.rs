@@ -143,7 +143,9 @@ impl MqDeadlinePolicy {
     }
 
     fn dir(op: Op) -> usize {
-        if op == Op::Write {
+        // Linux's rq_data_dir: a discard is a write-direction request, queued in the
+        // write FIFO with the write expiry.
+        if op.is_write_dir() {
             WRITE
         } else {
             READ

@@ -253,7 +253,7 @@ impl Policy for RcpPolicy {
                 0 => 1,
                 s => req.len.div_ceil(s),
             };
-            if pieces > 1 && pieces <= u16::MAX as u32 && req.op != Op::Flush {
+            if pieces > 1 && pieces <= u16::MAX as u32 && !matches!(req.op, Op::Flush | Op::Trim) {
                 if let Some(Some(a)) = self.admitted.get_mut(req.id.0 as usize) {
                     a.1 = pieces as u16;
                 }

@@ -130,7 +130,11 @@ impl Sfqd {
         match self.cost {
             SfqCost::Size => req.len as u64,
             SfqCost::Service => {
-                let (mine, other) = if req.op == Op::Write { (1, 0) } else { (0, 1) };
+                let (mine, other) = if req.op.is_write_dir() {
+                    (1, 0)
+                } else {
+                    (0, 1)
+                };
                 self.service_ns[mine]
                     .or(self.service_ns[other])
                     .unwrap_or(INITIAL_SERVICE_NS)
@@ -181,7 +185,8 @@ impl Policy for Sfqd {
         if done.req.op == Op::Flush {
             return;
         }
-        let k = usize::from(done.req.op == Op::Write);
+        // Trims are timed with writes (the write-direction service estimate).
+        let k = usize::from(done.req.op.is_write_dir());
         let t = done.device_ns();
         self.service_ns[k] = Some(match self.service_ns[k] {
             None => t,

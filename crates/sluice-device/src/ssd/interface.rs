@@ -68,6 +68,10 @@ pub struct DeviceStats {
     pub completed_writes: u64,
     /// Flushes completed.
     pub completed_flushes: u64,
+    /// Trims (deallocates) completed.
+    pub completed_trims: u64,
+    /// Bytes of completed trims.
+    pub bytes_trimmed: u64,
     /// Bytes of completed reads.
     pub bytes_read: u64,
     /// Bytes of completed writes.

@@ -12,6 +12,9 @@ impl NvmeSsd {
     /// destage event) or for its turn on the shared link (completed by a link event).
     pub(super) fn service(&mut self, now: Nanos, slot: u32, cmd: &Command) -> Option<Nanos> {
         let arrive = now + self.fetch_ns;
+        if cmd.op == Op::Trim {
+            return Some(self.deallocate(arrive, cmd));
+        }
         let len = cmd.len as u64;
         let (cmd_ns, bus, link) = if cmd.op == Op::Write {
             (self.write_cmd_ns, self.write_bus, self.write_link)
@@ -46,6 +49,30 @@ impl NvmeSsd {
         self.front_free = fe;
         self.stats.front_busy_ns += svc;
         self.after_front(slot, cmd, xs, fe)
+    }
+
+    /// A trim (NVMe Dataset Management, deallocate): the controller processes it as a
+    /// write command without data (its range list is a few bytes), in turn on the
+    /// front end; the FTL, if any, unmaps the range at once (no media time: a
+    /// deallocate changes the map, the invalid pages are reclaimed by later GC).
+    /// Returns when it is done. Out of line: no other command's path changes.
+    #[cold]
+    #[inline(never)]
+    fn deallocate(&mut self, arrive: Nanos, cmd: &Command) -> Nanos {
+        let svc = self.write_cmd_ns;
+        let fs = match &mut self.sharing {
+            Some(sh) => sh.process(arrive, svc).0,
+            None => {
+                let fs = arrive.max(self.front_free);
+                self.front_free = fs + svc;
+                fs
+            }
+        };
+        self.stats.front_busy_ns += svc;
+        if let Some(f) = self.flash.as_mut() {
+            f.ftl.trim(cmd.offset, cmd.len as u64);
+        }
+        fs + svc
     }
 
     /// `controller.batch_ns`: when a command arriving at `arrive` starts its own
@@ -189,6 +216,8 @@ impl NvmeSsd {
                 }
                 _ => Some(fe),
             },
+            // Served in `service` (`deallocate`), never here.
+            Op::Trim => Some(fe),
         }
     }
 

@@ -178,6 +178,12 @@ mod tests {
             (Op::Write, false, opcode::WriteFixed::CODE, 0),
             (Op::Write, true, opcode::WriteFixed::CODE, dsync),
             (Op::Flush, false, opcode::Fsync::CODE, datasync),
+            (
+                Op::Trim,
+                false,
+                opcode::Fallocate::CODE,
+                sluice_uring::sqe::TRIM_FALLOCATE_MODE,
+            ),
         ] {
             let o = Outgoing {
                 tag: 9,
@@ -189,15 +195,21 @@ mod tests {
             };
             let v = inspect(&sqe(&piece(&o, 1, std::ptr::null_mut(), 4096, Some(2))));
             assert_eq!(v.meaning(), meaning(op, fua, true), "{op:?} fua {fua}");
-            assert_eq!((v.opcode, v.op_flags), (code, flags), "{op:?} fua {fua}");
+            assert_eq!(
+                (v.opcode, v.meaning().op_flags),
+                (code, flags),
+                "{op:?} fua {fua}"
+            );
             assert_eq!(v.user_data, 9);
-            if op != Op::Flush {
+            if op == Op::Trim {
+                assert_eq!((v.addr, v.offset), (512, 4096));
+            } else if op != Op::Flush {
                 assert_eq!((v.buf_index, v.len, v.offset), (2, 512, 4096));
             }
             // The page cache's own I/O (not a registered buffer): the same flags.
             let v = inspect(&sqe(&piece(&o, 1, std::ptr::null_mut(), 4096, None)));
             assert_eq!(v.meaning(), meaning(op, fua, false), "{op:?} fua {fua}");
-            assert_eq!(v.op_flags, flags, "{op:?} fua {fua}");
+            assert_eq!(v.meaning().op_flags, flags, "{op:?} fua {fua}");
         }
     }
 }

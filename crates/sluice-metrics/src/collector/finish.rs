@@ -76,7 +76,12 @@ impl Collector {
                     job_options: info.options.clone(),
                     read: dir(0),
                     write: dir(1),
-                    trim: DirReport::default(),
+                    // A job without trims keeps fio's empty section.
+                    trim: if acc.dirs[3].ios > 0 {
+                        dir(3)
+                    } else {
+                        DirReport::default()
+                    },
                     sync: dir(2),
                     job_runtime: runtime_ns / 1_000_000,
                     usr_cpu: 0.0,
@@ -96,12 +101,13 @@ impl Collector {
             })
             .collect();
         // fio's `bw_agg`: each job's part of all the jobs' bandwidth, per direction.
-        for d in 0..3 {
+        for d in 0..4 {
             fn sel(j: &mut JobReport, d: usize) -> &mut DirReport {
                 match d {
                     0 => &mut j.read,
                     1 => &mut j.write,
-                    _ => &mut j.sync,
+                    2 => &mut j.sync,
+                    _ => &mut j.trim,
                 }
             }
             let all: u64 = jobs.iter_mut().map(|j| sel(j, d).bw_bytes).sum();

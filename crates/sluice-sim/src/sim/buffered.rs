@@ -49,7 +49,7 @@ impl Buffered {
             .map_err(|e| SimError::PageCache(e.to_string()))?;
         for s in specs.iter().filter(|s| s.buffered) {
             let max_io = s.bs.read.max_len().max(s.bs.write.max_len());
-            sluice_fio::front::check_job(cfg, &s.name, max_io, s.offset + s.size)
+            sluice_fio::front::check_job(cfg, &s.name, max_io, s.end_of_threads())
                 .map_err(SimError::PageCache)?;
         }
         let files = files
@@ -102,6 +102,7 @@ impl World<'_> {
             Op::Read => FrontOp::Read,
             Op::Write => FrontOp::Write,
             Op::Flush => FrontOp::Fsync,
+            Op::Trim => unreachable!("the parser refuses trims with direct=0"),
         };
         let fio = FrontIo {
             id: id as u64,

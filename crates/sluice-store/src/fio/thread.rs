@@ -330,6 +330,11 @@ impl Driver {
         let name = file_name(job, th.thread, f);
         match (io.op, job.buffered) {
             (Op::Flush, _) => self.sync(t, f).await.map(|_| 0),
+            // Refused by `check` before any thread runs.
+            (Op::Trim, _) => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "the store path has no trim",
+            )),
             (Op::Read, false) => {
                 let file = self.file(t, f).await?;
                 file.read_at(DmaBuffer::new(len), off).await.0

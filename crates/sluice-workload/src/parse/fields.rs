@@ -58,6 +58,18 @@ pub(super) fn split_dirs(key: &str, v: &str) -> Result<([Option<String>; 2], boo
     Ok(([opt(parts[0]), opt(parts[1])], false))
 }
 
+/// fio's `bs=read,write,trim`: the trim part. "A value not terminated in a comma
+/// applies to subsequent types": `bs=8k,32k` trims with 32k, `bs=8k,32k,` with the
+/// default; a single value applies to all three.
+pub(super) fn trim_part(v: &str) -> Option<String> {
+    let parts: Vec<&str> = v.split(',').map(str::trim).collect();
+    let p = match parts.len() {
+        3 => parts[2],
+        n => parts[n - 1],
+    };
+    (!p.is_empty()).then(|| p.to_string())
+}
+
 pub(super) fn parse_bs(s: &str) -> Result<u32, String> {
     let n = parse_positive_size(s)?;
     u32::try_from(n).map_err(|_| format!("block size '{s}' is too large; at most 4GiB - 1"))
@@ -128,7 +140,7 @@ pub(super) fn parse_bssplit(s: &str) -> Result<Vec<BsEntry>, String> {
 /// added after each I/O (negative: backwards), for a random one a new random offset
 /// every `N` I/Os.
 pub(super) fn parse_rw(v: &str) -> Result<(RwMode, RwModifier), String> {
-    const LIST: &str = "read, write, randread, randwrite, rw (or readwrite), randrw";
+    const LIST: &str = "read, write, randread, randwrite, rw (or readwrite), randrw, trim, randtrim, trimwrite, randtrimwrite";
     let lower = v.to_ascii_lowercase();
     let (base, modifier) = match lower.split_once(':') {
         Some((b, m)) => (b.trim(), Some(m.trim())),
@@ -141,11 +153,10 @@ pub(super) fn parse_rw(v: &str) -> Result<(RwMode, RwModifier), String> {
         "randwrite" => RwMode::RandWrite,
         "rw" | "readwrite" => RwMode::ReadWrite,
         "randrw" => RwMode::RandRw,
-        "trim" | "randtrim" | "trimwrite" | "randtrimwrite" => {
-            return Err(format!(
-                "'{v}' is not supported: sluice does not model trim/discard; use one of {LIST}"
-            ))
-        }
+        "trim" => RwMode::Trim,
+        "randtrim" => RwMode::RandTrim,
+        "trimwrite" => RwMode::TrimWrite,
+        "randtrimwrite" => RwMode::RandTrimWrite,
         _ => {
             return Err(format!(
                 "cannot read '{v}' as an I/O pattern; use one of {LIST}"

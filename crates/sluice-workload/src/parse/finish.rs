@@ -32,8 +32,27 @@ impl Parser<'_> {
         let rw = d.job.rw;
         let files = self.files_of(&name, &d, &header)?;
         let bs = self.block_sizes(&name, &d, rw, &files)?;
+        if rw.trims() && d.job.buffered {
+            return Err(self.option_err_at(
+                &header,
+                "rw",
+                format!(
+                    "rw={} in job '{name}' is buffered (direct=0): sluice's page cache does not \
+                     drop a trimmed range, so trims run with direct=1 only; add direct=1",
+                    rw.name()
+                ),
+            ));
+        }
         let offset = d.offset.as_ref().map_or(0, |o| o.0);
-        if offset.checked_add(files.region).is_none() {
+        let last_start = d
+            .job
+            .offset_increment
+            .checked_mul(d.job.numjobs.max(1) as u64 - 1)
+            .and_then(|x| x.checked_add(offset));
+        if last_start
+            .and_then(|s| s.checked_add(files.region))
+            .is_none()
+        {
             let at = d.offset.as_ref().map_or(&header, |o| &o.1);
             return Err(self.option_err_at(
                 at,
@@ -247,7 +266,25 @@ impl Parser<'_> {
             *slot = table;
         }
         let [read, write] = sizes;
-        Ok(crate::job::BlockSizes { read, write })
+        let trim = match &d.bs_trim {
+            Some((b, at)) => {
+                if rw.trims() && *b as u64 > f.file_size {
+                    return Err(self.option_err_at(
+                        at,
+                        "bs",
+                        format!(
+                            "block size {} for trims is larger than {} in job '{name}'; \
+                             use a smaller block size or a larger size",
+                            show_size(*b as u64),
+                            f.size_where
+                        ),
+                    ));
+                }
+                BlockSize::Fixed(*b)
+            }
+            None => BlockSize::Fixed(4096),
+        };
+        Ok(crate::job::BlockSizes { read, write, trim })
     }
 
     /// `random_distribution`: `zoned_abs` zones must fit in a file (fio stops on

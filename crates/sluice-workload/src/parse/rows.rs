@@ -97,7 +97,7 @@ fn bs_table(
 pub(crate) static ACTED: &[OptionInfo] = &[
     y("name", &[], "name=reader", "job name (overrides the section name)", |d, a| { d.name = Some(a.need()?.to_string()); Ok(()) }),
     y("description", &[], "description=some text", "free text, recorded", |d, a| { d.record(a.key, Some(a.need()?)); Ok(()) }),
-    y("rw", &["readwrite"], "rw=randread", "read, write, randread, randwrite, rw/readwrite, randrw (trim refused); fio's `:N` modifier: a sequential mode adds N bytes after each I/O (`write:112k` leaves holes, `read:-8k` goes backwards, wrapping as fio), a random one takes a new random offset every N I/Os (see rw_sequencer)", |d, a| { (d.job.rw, d.job.rw_modifier) = parse_rw(a.need()?)?; Ok(()) }),
+    y("rw", &["readwrite"], "rw=randread", "read, write, randread, randwrite, rw/readwrite, randrw, trim, randtrim, trimwrite (a trim, then writes over the trimmed block), randtrimwrite (a random trim, then one write at its offset); fio's `:N` modifier: a sequential mode adds N bytes after each I/O (`write:112k` leaves holes, `read:-8k` goes backwards, wrapping as fio), a random one takes a new random offset every N I/Os (see rw_sequencer)", |d, a| { (d.job.rw, d.job.rw_modifier) = parse_rw(a.need()?)?; Ok(()) }),
     y("rw_sequencer", &[], "rw_sequencer=identical", "with `rw=randread:N`: between random offsets, sequential (default) continues from the last I/O, identical repeats its offset", |d, a| {
         d.job.rw_identical = match a.need()?.trim().to_ascii_lowercase().as_str() {
             "sequential" => false,
@@ -108,7 +108,10 @@ pub(crate) static ACTED: &[OptionInfo] = &[
     }),
     y("rwmixread", &[], "rwmixread=70", "percent of reads in mixed modes", |d, a| { d.job.rwmixread = a.uint("70", 0, 100)?; Ok(()) }),
     y("rwmixwrite", &[], "rwmixwrite=30", "percent of writes in mixed modes", |d, a| { d.job.rwmixread = 100 - a.uint::<u8>("30", 0, 100)?; Ok(()) }),
-    y("bs", &["blocksize"], "bs=4k", "block size, or `read,write`", |d, a| {
+    y("bs", &["blocksize"], "bs=4k", "block size, or `read,write[,trim]` (a value not ended by a comma applies to the later directions too, as fio)", |d, a| {
+        if let Some(t) = trim_part(a.need()?) {
+            d.bs_trim = Some((parse_bs(&t)?, a.at.clone()));
+        }
         let (parts, _) = a.dirs()?;
         for (dir, part) in parts.iter().enumerate() {
             if let Some(p) = part {
@@ -155,6 +158,11 @@ pub(crate) static ACTED: &[OptionInfo] = &[
     y("offset", &[], "offset=1g", "start of the region", |d, a| {
         no_percent(a, "an offset in percent of the device", "offset=1g")?;
         d.offset = Some((parse_size(a.need()?)?, a.at.clone()));
+        Ok(())
+    }),
+    y("offset_increment", &[], "offset_increment=1g", "thread t of the job (numjobs) starts at offset + t × this, as fio's sub-jobs", |d, a| {
+        no_percent(a, "an offset increment in percent of the device", "offset_increment=1g")?;
+        d.job.offset_increment = parse_size(a.need()?)?;
         Ok(())
     }),
     y("iodepth", &[], "iodepth=32", "I/Os in flight per thread", |d, a| { d.job.iodepth = a.uint("32", 1, 65535)?; Ok(()) }),
