@@ -176,7 +176,13 @@ pub fn load_jobs(
         Some(p) => sluice_workload::parse_file(p, &opts)?,
         None => sluice_workload::parse_str(DEFAULT_JOB, DEFAULT_JOB_NAME, &opts)?,
     };
-    Ok((parsed.jobs, parsed.warnings))
+    let origin = path.map_or(DEFAULT_JOB_NAME.to_string(), |p| p.display().to_string());
+    let mut warnings = parsed.warnings;
+    warnings.extend(sluice_workload::buffered_note(
+        &origin,
+        &parsed.buffered_by_default,
+    ));
+    Ok((parsed.jobs, warnings))
 }
 
 /// What raw files (no `--fs`) do not act on, one warning each: `create_on_open` (the

@@ -173,17 +173,26 @@ pub fn parse_with_sets(
 ) -> Result<(Vec<JobSpec>, Vec<String>), CliError> {
     if sets.is_empty() {
         let p = sluice_workload::parse_str(text, origin, opts)?;
-        return Ok((p.jobs, p.warnings));
+        let mut warnings = p.warnings;
+        warnings.extend(sluice_workload::buffered_note(
+            origin,
+            &p.buffered_by_default,
+        ));
+        return Ok((p.jobs, warnings));
     }
     let (rewritten, origins) = rewrite(text, sets)?;
     let at = |line: usize| origins.get(line.wrapping_sub(1)).copied();
     match sluice_workload::parse_str(&rewritten, origin, opts) {
         Ok(p) => {
-            let warnings = p
+            let mut warnings: Vec<String> = p
                 .warnings
                 .into_iter()
                 .map(|w| relocate_warning(&w, origin, &at, sets))
                 .collect();
+            warnings.extend(sluice_workload::buffered_note(
+                origin,
+                &p.buffered_by_default,
+            ));
             Ok((p.jobs, warnings))
         }
         Err(mut e) => {

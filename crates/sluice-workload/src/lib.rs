@@ -169,7 +169,9 @@ pub use limits::{
 pub use options::{
     engine_class, option_table, options_markdown, EngineClass, OptionInfo, Support, LOCAL_ENGINES,
 };
-pub use parse::{parse_file, parse_str, parse_str_with, ParseOptions, Parsed, Warning};
+pub use parse::{
+    buffered_note, parse_file, parse_str, parse_str_with, ParseOptions, Parsed, Warning,
+};
 pub use plan::{flows_of, stonewall_groups, FlowConflict};
 pub use source::{IoSource, NextIo};
 pub use steady::{Attained, SteadyMetric, SteadySpec, SteadyState, SteadyTrack};

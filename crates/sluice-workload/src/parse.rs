@@ -49,6 +49,24 @@ pub struct Parsed {
     /// under `ignore_unknown`, options with no effect — once per option —, ignored
     /// settings, contradictions resolved by a rule).
     pub warnings: Vec<Warning>,
+    /// The jobs that gave neither `direct=` nor `buffered=`: buffered, as fio's default
+    /// `direct=0` (sluice's default was `direct=1`; see [`buffered_note`]).
+    pub buffered_by_default: Vec<String>,
+}
+
+/// The note a command prints once about the jobs of `origin` that run buffered by
+/// default (`None` when every job says `direct=`).
+pub fn buffered_note(origin: &str, jobs: &[String]) -> Option<String> {
+    if jobs.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "{origin}: {} {} no direct=: buffered I/O through sluice's page cache, as fio's \
+         default direct=0 (sluice's default was direct=1 before); add direct=1 to measure \
+         the device",
+        name_list(jobs),
+        if jobs.len() == 1 { "gives" } else { "give" }
+    ))
 }
 
 /// Read and parse a job file. The file name is used as the origin in messages;
@@ -94,6 +112,7 @@ pub fn parse_str_with(
         jobs: Vec::new(),
         warnings: Vec::new(),
         warned: BTreeSet::new(),
+        implicit_buffered: Vec::new(),
     };
     for l in &lines {
         p.origin = l.origin.clone();
@@ -110,7 +129,19 @@ pub fn parse_str_with(
     Ok(Parsed {
         jobs: p.jobs,
         warnings: p.warnings,
+        buffered_by_default: p.implicit_buffered,
     })
+}
+
+/// "job 'a'", "jobs 'a', 'b'", "jobs 'a', 'b', 'c' and 4 more".
+fn name_list(names: &[String]) -> String {
+    let shown: Vec<String> = names.iter().take(3).map(|n| format!("'{n}'")).collect();
+    let more = match names.len() {
+        0..=3 => String::new(),
+        n => format!(" and {} more", n - 3),
+    };
+    let s = if names.len() == 1 { "" } else { "s" };
+    format!("job{s} {}{more}", shown.join(", "))
 }
 
 /// The first `ioengine=` line of the text naming an engine that is not local I/O.
@@ -222,6 +253,8 @@ pub(crate) struct Draft {
     prio: prio::PrioDraft,
     /// `wait_for`: the waitee's name and where.
     wait_for: Option<(String, Loc)>,
+    /// Whether `direct=` or `buffered=` was given (else fio's default, `direct=0`).
+    direct_given: bool,
 }
 
 impl Draft {
@@ -279,6 +312,8 @@ struct Parser<'a> {
     warnings: Vec<Warning>,
     /// Options already warned about (once per option and file).
     warned: BTreeSet<&'static str>,
+    /// The jobs that gave no `direct=`/`buffered=` (they run buffered, as fio's).
+    implicit_buffered: Vec<String>,
 }
 
 /// Drop a whole-line comment, or a trailing one that starts after whitespace.
@@ -539,6 +574,9 @@ impl Parser<'_> {
         if let Section::Job { name, line, draft } =
             std::mem::replace(&mut self.section, Section::None)
         {
+            if !draft.direct_given {
+                self.implicit_buffered.push(name.clone());
+            }
             let job = self.finish_job(name, line, *draft)?;
             self.jobs.push(job);
         }

@@ -4,7 +4,8 @@ use std::path::{Path, PathBuf};
 
 use sluice_core::IoClass;
 use sluice_workload::{
-    parse_file, parse_str, BlockSize, BsEntry, JobSpec, ParseOptions, RwMode, WorkloadError,
+    buffered_note, parse_file, parse_str, BlockSize, BsEntry, JobSpec, ParseOptions, RwMode,
+    WorkloadError,
 };
 
 const STRICT: ParseOptions = ParseOptions {
@@ -473,6 +474,28 @@ runtime=0
     assert!(j.stonewall);
     assert_eq!(j.filename.as_deref(), Some("/dev/nvme0n1"));
     assert_eq!(j.runtime_ns, None, "runtime=0 means no limit");
+}
+
+#[test]
+fn jobs_without_direct_are_named_as_buffered() {
+    // fio's default is direct=0; sluice's was direct=1: the jobs it applies to are named.
+    let p = parse_str(
+        "[a]\n[b]\ndirect=1\n[c]\nbuffered=1\n[d]\n",
+        "w.fio",
+        &STRICT,
+    )
+    .unwrap();
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    assert_eq!(p.buffered_by_default, ["a", "d"]);
+    let note = buffered_note("w.fio", &p.buffered_by_default).unwrap();
+    assert!(
+        note.starts_with("w.fio: jobs 'a', 'd' give no direct=: buffered I/O"),
+        "{note}"
+    );
+    assert!(p.jobs[0].buffered && !p.jobs[1].buffered && p.jobs[2].buffered);
+    // Given once in [global]: nothing to say.
+    let p = parse_str("[global]\ndirect=0\n[a]\n[b]\n", "w.fio", &STRICT).unwrap();
+    assert_eq!(buffered_note("w.fio", &p.buffered_by_default), None);
 }
 
 #[test]
