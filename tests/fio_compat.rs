@@ -98,7 +98,10 @@ fn local_ioengines_are_silent_and_quiet_silences_warnings() {
     // engines.
     let e = stderr(&o);
     assert_eq!(e.matches("warning").count(), 1, "{e}");
-    assert!(e.contains("jobs 'r', 'w' give no direct=: buffered I/O"), "{e}");
+    assert!(
+        e.contains("jobs 'r', 'w' give no direct=: buffered I/O"),
+        "{e}"
+    );
     assert!(!e.contains("ioengine"), "{e}");
     // A warning that stays without -q (an option with no effect) goes with -q.
     let job = write(

@@ -636,13 +636,29 @@ impl<B: PageData> PageCache<B> {
     /// `range` still in flight may carry the old data: it is made stale, so its
     /// completion does not index it ([`ReadDone::Stale`]).
     pub fn forget_clean(&mut self, range: PageRange) {
+        self.forget(range, false);
+    }
+
+    /// Drop the clean *and dirty* pages in `range` (a trim — a punched hole — made
+    /// their bytes zeros on the device: a dirty page's data is no longer wanted, as
+    /// Linux's `truncate_pagecache_range` drops it). Pages under writeback stay (wait
+    /// for them first); reads in flight are made stale, as in
+    /// [`PageCache::forget_clean`].
+    pub fn discard(&mut self, range: PageRange) {
+        self.forget(range, true);
+    }
+
+    fn forget(&mut self, range: PageRange, dirty_too: bool) {
         let r = range.keys();
         for (k, e) in self.reading.iter_mut() {
             if r.contains(k) {
                 e.1 = true;
             }
         }
-        let clean = |k: &PageKey, f: FrameId| r.contains(k) && self.frame(f).state == State::Clean;
+        let clean = |k: &PageKey, f: FrameId| {
+            let st = self.frame(f).state;
+            r.contains(k) && (st == State::Clean || (dirty_too && st == State::Dirty))
+        };
         // A few pages: look each up; a large range: one pass over the index.
         let keys: Vec<PageKey> = if range.last.saturating_sub(range.first) < 64 {
             (range.first..=range.last)
@@ -661,6 +677,7 @@ impl<B: PageData> PageCache<B> {
         };
         for k in keys {
             let f = self.index.remove(&k).expect("indexed");
+            self.dirty.remove(&k);
             self.frames[f as usize] = None;
             self.free.push(f);
         }

@@ -372,12 +372,18 @@ fn front_of(
     let mut front_files: Vec<sluice_fio::front::FrontFile> = Vec::new();
     for p in plans {
         for t in &p.threads {
-            if jobs[t.job as usize].buffered && !front_files.iter().any(|f| f.base == t.base) {
-                front_files.push(sluice_fio::front::FrontFile {
+            if !jobs[t.job as usize].buffered {
+                continue;
+            }
+            let bit = if p.index < 64 { 1u64 << p.index } else { 0 };
+            match front_files.iter_mut().find(|f| f.base == t.base) {
+                Some(f) => f.open_on |= bit,
+                None => front_files.push(sluice_fio::front::FrontFile {
                     base: t.base,
                     flow: job_flow[t.job as usize],
                     hwq: p.index as u16,
-                });
+                    open_on: bit,
+                }),
             }
         }
     }

@@ -433,6 +433,11 @@ impl<'a> Worker<'a> {
         let mut guard = dev_lock.lock().expect("device lock");
         let dev = &mut *guard;
         let now = self.now;
+        if let Some(ef) = dev.front.as_mut() {
+            // The cache's device I/O goes out on this worker's ring while it holds the
+            // lock: it is running (a file's first worker may have ended its jobs).
+            ef.front.set_issuer(Some(self.index as u16));
+        }
         if let Some((from, to, t_dev)) = done {
             for i in from..to {
                 let (ud, res) = self.cqes[i];

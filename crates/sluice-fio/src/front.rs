@@ -96,6 +96,9 @@ pub struct FrontFile {
     /// The hardware queue (simulated core, engine worker) its device I/O goes out on:
     /// the one whose ring has the file open.
     pub hwq: u16,
+    /// Every queue whose ring has the file open, as bits (queues 0–63; the real
+    /// engine's workers): where [`Front::set_issuer`] may send its I/O. 0: only `hwq`.
+    pub open_on: u64,
 }
 
 /// What a job's I/O asks.
@@ -107,6 +110,9 @@ pub enum FrontOp {
     Write,
     /// Make the file's written bytes durable (fsync / fdatasync).
     Fsync,
+    /// Deallocate the bytes (a trim: a punched hole on a file), after dropping their
+    /// cached pages.
+    Trim,
 }
 
 /// A job's I/O buffer: its bytes, where data is carried.
@@ -201,8 +207,8 @@ enum Kind {
     Read { waiter: u32 },
     /// Pages written back: by the flusher (`background`) or by an fsync.
     Writeback { background: bool },
-    /// An fsync's flush.
-    Flush { waiter: u32 },
+    /// An fsync's flush, or a trim: job I/O `waiter` ends with it.
+    Command { waiter: u32 },
 }
 
 #[derive(Debug)]
@@ -251,6 +257,8 @@ pub struct Front<D, A: Alloc> {
     /// Pages under writeback started by the flusher.
     wb_inflight: usize,
     stats: FrontStats,
+    /// The queue every device request goes out on, if set ([`Front::set_issuer`]).
+    issuer: Option<u16>,
 }
 
 impl<D: IoBuf, A: Alloc> Front<D, A> {
@@ -274,6 +282,7 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
             no_room: VecDeque::new(),
             wb_inflight: 0,
             stats: FrontStats::default(),
+            issuer: None,
         }
     }
 
@@ -333,6 +342,24 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
             self.stats.written_after_run += run.len() as u64;
         }
         Ok(())
+    }
+
+    /// The real engine: its device requests from now on go out on queue `hwq` (the
+    /// worker now holding the device lock, which is running and will submit them; a
+    /// file's own queue may belong to a worker whose jobs have all ended) where that
+    /// worker has the file open ([`FrontFile::open_on`]), else on the file's own queue.
+    /// `None` (the simulator): each file's own queue.
+    pub fn set_issuer(&mut self, hwq: Option<u16>) {
+        self.issuer = hwq;
+    }
+
+    /// The queue a device request for `file` goes out on.
+    pub(crate) fn queue_of(&self, file: u32) -> u16 {
+        let f = &self.files[file as usize];
+        match self.issuer {
+            Some(q) if q < 64 && f.open_on & (1 << q) != 0 => q,
+            _ => f.hwq,
+        }
     }
 
     /// The page cache (read-only: pages, dirty pages, settings).
@@ -437,7 +464,7 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
                 }
                 self.wake_blocked(&mut cx);
             }
-            Kind::Flush { waiter } => {
+            Kind::Command { waiter } => {
                 let p = self.p(waiter);
                 p.ok &= f.ok;
                 p.times = Some(times);
@@ -459,6 +486,7 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
             FrontOp::Read => self.try_read(cx, i),
             FrontOp::Write => self.try_write(cx, i),
             FrontOp::Fsync => self.try_fsync(cx, i),
+            FrontOp::Trim => self.try_trim(cx, i),
         };
         match blocked {
             None => self.complete(cx, i),

@@ -22,7 +22,7 @@ impl Worker<'_> {
             Op::Read => FrontOp::Read,
             Op::Write => FrontOp::Write,
             Op::Flush => FrontOp::Fsync,
-            Op::Trim => unreachable!("the parser refuses trims with direct=0"),
+            Op::Trim => FrontOp::Trim,
         };
         // SAFETY: the slot's buffer is slot_len ≥ len bytes inside the region.
         let ptr = unsafe { self.region_ptr.add(slot as usize * self.slot_len) } as usize;

@@ -105,7 +105,7 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
             offset: self.files[file as usize].base + first * PAGE,
             len: n * PAGE as u32,
             class,
-            hwq: self.files[file as usize].hwq,
+            hwq: self.queue_of(file),
             fua: false,
         };
         self.send(cx, r, Kind::Read { waiter }, file, first, n, Some(buf));
@@ -291,10 +291,64 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
             offset: 0,
             len: 0,
             class,
-            hwq: self.files[file as usize].hwq,
+            hwq: self.queue_of(file),
             fua: false,
         };
-        self.send(cx, r, Kind::Flush { waiter: i }, file, 0, 0, None);
+        self.send(cx, r, Kind::Command { waiter: i }, file, 0, 0, None);
+        Some(Blocked::Reads)
+    }
+
+    /// A trim (a punched hole), as Linux does it on a buffered file: wait for the
+    /// writebacks of its pages, drop its whole pages from the cache (dirty ones too:
+    /// their data is discarded) and zero its part of a dirty page it covers only in
+    /// part (a clean one is dropped: a re-read finds the hole's zeros), make reads in
+    /// flight stale; then the device deallocates the bytes, and the trim ends with it.
+    pub(super) fn try_trim<M: Meter>(&mut self, cx: &mut Cx<'_, M>, i: u32) -> Option<Blocked> {
+        let p = self.p(i);
+        let (file, class, flow) = (p.io.file, p.io.class, p.io.flow);
+        let (off, len) = (p.io.offset, p.io.len);
+        let range = PageRange::bytes(file, off, len as u64);
+        if let Some(&(_, tok)) = self.pc.writebacks_in(range).first() {
+            return Some(Blocked::Writeback(tok));
+        }
+        for index in [range.first, range.last] {
+            let (lo, hi) = page_part(off, len, index);
+            let key = PageKey { file, index };
+            if hi - lo < PAGE
+                && self.pc.dirty_in(PageRange {
+                    file,
+                    first: index,
+                    last: index,
+                })
+            {
+                let zeros = vec![0u8; (hi - lo) as usize];
+                self.pc
+                    .write(key, (lo - index * PAGE) as usize, &zeros, None);
+            }
+        }
+        let whole = PageRange {
+            file,
+            first: off.div_ceil(PAGE),
+            last: (off + len as u64) / PAGE,
+        };
+        if whole.first < whole.last {
+            self.pc.discard(PageRange {
+                last: whole.last - 1,
+                ..whole
+            });
+        }
+        self.pc.forget_clean(range);
+        let f = self.files[file as usize];
+        let r = NewRequest {
+            flow,
+            op: Op::Trim,
+            offset: f.base + off,
+            len,
+            class,
+            hwq: self.queue_of(file),
+            fua: false,
+        };
+        self.send(cx, r, Kind::Command { waiter: i }, file, 0, 0, None);
         Some(Blocked::Reads)
     }
 
@@ -337,7 +391,7 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
             offset: file.base + first.index * PAGE,
             len: (n as u64 * PAGE) as u32,
             class,
-            hwq: file.hwq,
+            hwq: self.queue_of(first.file),
             fua: false,
         };
         self.stats.device_writes += 1;

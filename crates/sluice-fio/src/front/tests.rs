@@ -80,6 +80,7 @@ impl Rig {
             base: 1 << 20,
             flow: FlowId(0),
             hwq: 0,
+            open_on: 0,
         }];
         Rig {
             front: Front::new(cfg, files, VecAlloc),

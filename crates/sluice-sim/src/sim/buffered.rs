@@ -54,7 +54,12 @@ impl Buffered {
         }
         let files = files
             .iter()
-            .map(|&(base, flow, hwq)| FrontFile { base, flow, hwq })
+            .map(|&(base, flow, hwq)| FrontFile {
+                base,
+                flow,
+                hwq,
+                open_on: 0,
+            })
             .collect();
         Ok(Some(Buffered {
             front: Front::new(*cfg, files, NoAlloc),
@@ -102,7 +107,7 @@ impl World<'_> {
             Op::Read => FrontOp::Read,
             Op::Write => FrontOp::Write,
             Op::Flush => FrontOp::Fsync,
-            Op::Trim => unreachable!("the parser refuses trims with direct=0"),
+            Op::Trim => FrontOp::Trim,
         };
         let fio = FrontIo {
             id: id as u64,

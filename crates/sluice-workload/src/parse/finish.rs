@@ -32,17 +32,6 @@ impl Parser<'_> {
         let rw = d.job.rw;
         let files = self.files_of(&name, &d, &header)?;
         let bs = self.block_sizes(&name, &d, rw, &files)?;
-        if rw.trims() && d.job.buffered {
-            return Err(self.option_err_at(
-                &header,
-                "rw",
-                format!(
-                    "rw={} in job '{name}' is buffered (direct=0): sluice's page cache does not \
-                     drop a trimmed range, so trims run with direct=1 only; add direct=1",
-                    rw.name()
-                ),
-            ));
-        }
         let offset = d.offset.as_ref().map_or(0, |o| o.0);
         let last_start = d
             .job
