@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use common::{refused, sluice, stderr, write};
+use common::{refused, run_kept_json, sluice, stderr, write};
 
 use std::os::unix::fs::MetadataExt;
 
@@ -123,22 +123,9 @@ fn a_real_trim_punches_a_hole_in_the_file() {
          [t]\nstonewall\nrw=trim\nbs=1m\nsize=4m\n",
     );
     let out = dir.path().join("o.json");
-    let o = sluice(&[
-        "run",
-        &job,
-        "-q",
-        "--keep-files",
-        "--directory",
-        data.to_str().unwrap(),
-        "--json",
-        out.to_str().unwrap(),
-    ]);
-    if o.status.code() == Some(2) && stderr(&o).contains("cannot create an io_uring") {
-        eprintln!("io_uring unavailable, test skipped: {}", stderr(&o));
+    let Some(v) = run_kept_json(&job, &data, &out, &[]) else {
         return;
-    }
-    assert!(o.status.success(), "{}", stderr(&o));
-    let v = json(&out);
+    };
     assert_eq!(v["jobs"][1]["trim"]["total_ios"], 4);
     assert_eq!(v["jobs"][1]["error"], 0);
     let m = std::fs::metadata(data.join("f0")).unwrap();
@@ -166,24 +153,9 @@ fn a_buffered_trim_drops_its_dirty_pages_and_punches_the_hole() {
          [t]\nstonewall\nrw=trim\nbs=1m\nsize=4m\n",
     );
     let out = dir.path().join("o.json");
-    let o = sluice(&[
-        "run",
-        &job,
-        "-q",
-        "--page-cache",
-        "32m",
-        "--keep-files",
-        "--directory",
-        data.to_str().unwrap(),
-        "--json",
-        out.to_str().unwrap(),
-    ]);
-    if o.status.code() == Some(2) && stderr(&o).contains("cannot create an io_uring") {
-        eprintln!("io_uring unavailable, test skipped: {}", stderr(&o));
+    let Some(v) = run_kept_json(&job, &data, &out, &["--page-cache", "32m"]) else {
         return;
-    }
-    assert!(o.status.success(), "{}", stderr(&o));
-    let v = json(&out);
+    };
     assert_eq!(v["jobs"][1]["trim"]["total_ios"], 4);
     let bytes = std::fs::read(data.join("f0")).unwrap();
     assert_eq!(bytes.len(), 8 << 20);

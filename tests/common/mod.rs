@@ -26,6 +26,34 @@ pub fn write(dir: &Path, name: &str, text: &str) -> String {
 }
 
 /// Bad input: exit status 2, no panic, every needle in the message.
+/// `sluice run JOB -q --keep-files --directory DIR --json OUT` plus `extra`; its JSON,
+/// or `None` (said on stderr) where io_uring cannot be set up here.
+pub fn run_kept_json(
+    job: &str,
+    dir: &Path,
+    out: &Path,
+    extra: &[&str],
+) -> Option<serde_json::Value> {
+    let mut args = vec![
+        "run",
+        job,
+        "-q",
+        "--keep-files",
+        "--directory",
+        dir.to_str().unwrap(),
+        "--json",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let o = sluice(&args);
+    if o.status.code() == Some(2) && stderr(&o).contains("cannot create an io_uring") {
+        eprintln!("io_uring unavailable, test skipped: {}", stderr(&o));
+        return None;
+    }
+    assert!(o.status.success(), "{}", stderr(&o));
+    Some(serde_json::from_slice(&std::fs::read(out).unwrap()).unwrap())
+}
+
 pub fn refused(o: &Output, needles: &[&str]) {
     let e = stderr(o);
     assert_eq!(o.status.code(), Some(2), "exit status; stderr: {e}");
