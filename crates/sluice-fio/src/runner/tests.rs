@@ -64,6 +64,11 @@ fn setups(specs: &[JobSpec]) -> Vec<ThreadSetup> {
     v
 }
 
+/// A runner of `specs` over the whole of one world (one thread set, seed 1).
+fn whole_runner(specs: &[JobSpec]) -> Runner {
+    Runner::new(specs, &flows(specs), &setups(specs), 1, Scope::Whole, false)
+}
+
 fn flows(specs: &[JobSpec]) -> Vec<FlowId> {
     (0..specs.len() as u32).map(FlowId).collect()
 }
@@ -87,14 +92,7 @@ fn finished(req: &NewRequest, at: Nanos, done: Nanos, class: IoClass) -> Finishe
 #[test]
 fn a_thread_issues_to_its_depth_in_its_file_and_stops_at_its_size() {
     let specs = jobs("[a]\nrw=read\nbs=4k\nsize=16k\niodepth=2\n");
-    let mut r = Runner::new(
-        &specs,
-        &flows(&specs),
-        &setups(&specs),
-        1,
-        Scope::Whole,
-        false,
-    );
+    let mut r = whole_runner(&specs);
     let mut p = Script::default();
     r.start_group(0, 0, &mut p);
     assert_eq!(p.wakes, vec![(0, 0)]);
@@ -120,14 +118,7 @@ fn a_stonewall_group_starts_when_the_group_before_it_is_done() {
     let specs = jobs(
         "[a]\nrw=read\nbs=4k\nsize=4k\n[b]\nstonewall\nrw=read\nbs=4k\nsize=4k\nstartdelay=5us\n",
     );
-    let mut r = Runner::new(
-        &specs,
-        &flows(&specs),
-        &setups(&specs),
-        1,
-        Scope::Whole,
-        false,
-    );
+    let mut r = whole_runner(&specs);
     let mut p = Script::default();
     r.start_group(0, 0, &mut p);
     assert_eq!(p.wakes, vec![(0, 0)], "only the first group's thread");
@@ -157,14 +148,7 @@ fn exitall_ends_the_other_jobs_of_the_group_and_runtime_ends_are_asked_for() {
     let specs = jobs(
         "[a]\nrw=read\nbs=4k\nsize=1m\nruntime=1ms\ntime_based\nexitall\n[b]\nrw=read\nbs=4k\nsize=1m\n",
     );
-    let mut r = Runner::new(
-        &specs,
-        &flows(&specs),
-        &setups(&specs),
-        1,
-        Scope::Whole,
-        false,
-    );
+    let mut r = whole_runner(&specs);
     let mut p = Script::default();
     r.start_group(0, 0, &mut p);
     assert_eq!(p.ends, vec![(0, 1_000_000)]);
@@ -189,14 +173,7 @@ fn exitall_ends_the_other_jobs_of_the_group_and_runtime_ends_are_asked_for() {
 #[test]
 fn thinktime_runs_from_the_reap_and_the_sample_takes_the_block_layers_class() {
     let specs = jobs("[a]\nrw=read\nbs=4k\nsize=8k\nthinktime=7\n");
-    let mut r = Runner::new(
-        &specs,
-        &flows(&specs),
-        &setups(&specs),
-        1,
-        Scope::Whole,
-        false,
-    );
+    let mut r = whole_runner(&specs);
     let mut p = Script::default();
     r.start_group(0, 0, &mut p);
     r.wake(0, 0, &mut p);
@@ -244,14 +221,7 @@ fn a_part_ends_a_job_only_when_the_world_says_its_last_thread_is_done() {
 #[test]
 fn an_interrupt_drains_the_group_and_starts_no_later_one() {
     let specs = jobs("[a]\nrw=read\nbs=4k\nsize=1m\n[b]\nstonewall\nrw=read\nbs=4k\nsize=4k\n");
-    let mut r = Runner::new(
-        &specs,
-        &flows(&specs),
-        &setups(&specs),
-        1,
-        Scope::Whole,
-        false,
-    );
+    let mut r = whole_runner(&specs);
     let mut p = Script::default();
     r.start_group(0, 0, &mut p);
     r.wake(0, 0, &mut p);
@@ -268,14 +238,7 @@ fn an_interrupt_drains_the_group_and_starts_no_later_one() {
 fn cmdprio_gives_the_ios_drawn_high_their_own_class_and_leaves_the_stream_alone() {
     let run = |text: &str| {
         let specs = jobs(text);
-        let mut r = Runner::new(
-            &specs,
-            &flows(&specs),
-            &setups(&specs),
-            1,
-            Scope::Whole,
-            false,
-        );
+        let mut r = whole_runner(&specs);
         let mut p = Script::default();
         r.start_group(0, 0, &mut p);
         r.wake(0, 0, &mut p);
@@ -314,14 +277,7 @@ fn wait_for_starts_the_waiter_when_its_waitee_is_done_while_others_run() {
          [r]\nwait_for=w\nrw=read\nbs=4k\nsize=4k\n",
     );
     assert_eq!(specs[2].wait_for, Some(0));
-    let mut r = Runner::new(
-        &specs,
-        &flows(&specs),
-        &setups(&specs),
-        1,
-        Scope::Whole,
-        false,
-    );
+    let mut r = whole_runner(&specs);
     let mut p = Script::default();
     r.start_group(0, 0, &mut p);
     assert_eq!(p.wakes, vec![(0, 0), (1, 0)], "r waits; w and long start");
@@ -356,14 +312,7 @@ fn token_flows_keep_the_jobs_io_counts_in_the_ratio_of_their_weights() {
             "[global]\nrw=randread\nbs=4k\nsize=1m\nio_size=100m\n{extra}\n\
              [a]\nflow=3\n[b]\nflow=1\n"
         ));
-        let mut r = Runner::new(
-            &specs,
-            &flows(&specs),
-            &setups(&specs),
-            1,
-            Scope::Whole,
-            false,
-        );
+        let mut r = whole_runner(&specs);
         let mut p = Script::default();
         r.start_group(0, 0, &mut p);
         let mut t = 0;
@@ -401,14 +350,7 @@ fn latency_target_starts_at_depth_one_and_the_search_ends_the_thread() {
         let specs = jobs(&format!(
             "[a]\nrw=randread\nbs=4k\nsize=1m\nio_size=64m\niodepth=16\n{extra}\n"
         ));
-        let mut r = Runner::new(
-            &specs,
-            &flows(&specs),
-            &setups(&specs),
-            1,
-            Scope::Whole,
-            false,
-        );
+        let mut r = whole_runner(&specs);
         let mut p = Script::default();
         r.start_group(0, 0, &mut p);
         r.wake(0, 0, &mut p);
