@@ -19,7 +19,8 @@
 //!   a critical committer waiting on it lends it its class (RCP §4.2: inheritance
 //!   through condition variables);
 //! * a **checkpointer** (background: normal, or idle for CFQ-IDLE's configuration),
-//!   every `checkpoint_ms` after the previous checkpoint ended: it writes every page
+//!   every `checkpoint_ms` from the previous checkpoint's start (PostgreSQL's
+//!   `checkpoint_timeout`; spread as its `checkpoint_completion_target` asks): it writes every page
 //!   the buffer pool holds dirty through the page cache, **holding that page's buffer
 //!   lock while it writes** (as PostgreSQL's `FlushBuffer` holds the content lock), then
 //!   fsyncs the data file, then logs a checkpoint record, which truncates the WAL (the
@@ -40,8 +41,8 @@ use std::rc::Rc;
 
 use serde::Deserialize;
 use sluice_runtime::{
-    cpu, now, sleep, spawn, Activity, CacheConfig, Condvar, DmaBuffer, Inherit, IoClass, Mutex,
-    Stack, TaskCtx,
+    cpu, now, restart_wait_tally, sleep, spawn, Activity, CacheConfig, Condvar, DmaBuffer, Inherit,
+    IoClass, Mutex, Stack, TaskCtx,
 };
 use sluice_store::{Fs, FsConfig, FsFile};
 
@@ -73,7 +74,7 @@ pub struct OltpConfig {
     /// 64 GB of RAM for a 10 GB database, so its 1 % was 6.4 % of the database; a
     /// scaled-down run whose cache is smaller than the database gives the same
     /// absolute limit with `6.4 / cache_percent × 100` here
-    /// (16 %, tried for RCP Fig. 10 until 2026-11-28: docs/whole-stack.md). On the store (`fs`), given either of the two, its
+    /// (16 %: every RCP experiment's, docs/whole-stack.md). On the store (`fs`), given either of the two, its
     /// limits of buffered data are these percentages of the page cache's bytes; given
     /// neither, the store keeps its own (32 MiB, and 1/20 of it).
     pub dirty_normal_percent: Option<f64>,
@@ -94,9 +95,15 @@ pub struct OltpConfig {
     pub hot_rows: u32,
     /// WAL bytes per transaction.
     pub wal_bytes: u32,
-    /// Time from the end of one checkpoint to the start of the next, ms (PostgreSQL's
-    /// `checkpoint_timeout`; RCP ran 30 s on a 10 GB database, scaled down here).
+    /// Time from the start of one checkpoint to the start of the next, ms
+    /// (PostgreSQL's `checkpoint_timeout`, counted as its checkpointer counts it, from
+    /// the last checkpoint's start; a checkpoint longer than this starts the next at
+    /// once. RCP ran 30 s on a 10 GB database, scaled down here).
     pub checkpoint_ms: u64,
+    /// The fraction of `checkpoint_ms` a checkpoint spreads its page writes over
+    /// (PostgreSQL's `checkpoint_completion_target`, 0.5 by default in the 9.x
+    /// releases RCP ran; 0: write everything at once).
+    pub checkpoint_completion_target: f64,
     /// Warm-up, ms: transactions run but are not measured.
     pub warmup_ms: u64,
     /// The measured run, ms.
@@ -129,6 +136,7 @@ impl Default for OltpConfig {
             hot_rows: 10,
             wal_bytes: 512,
             checkpoint_ms: 250,
+            checkpoint_completion_target: 0.0,
             warmup_ms: 250,
             run_ms: 1500,
             seed: 1,
@@ -182,6 +190,12 @@ impl OltpConfig {
                     "{name} = {v}: give a percentage of the page cache above 0 and at most 100"
                 ));
             }
+        }
+        if !(0.0..=1.0).contains(&self.checkpoint_completion_target) {
+            return Err(format!(
+                "checkpoint_completion_target = {}: give a fraction of checkpoint_ms from 0 to 1",
+                self.checkpoint_completion_target
+            ));
         }
         self.fs_config(false)?;
         Ok(())
@@ -259,6 +273,9 @@ pub struct OltpResult {
     pub boosts: u64,
     /// See [`OltpResult::boosts`].
     pub io_promotions: u64,
+    /// Where the clients (critical) waited, by site, in the measured run (RCP Table 2;
+    /// filled by [`StackSetup::run`]).
+    pub waits: Vec<sluice_metrics::WaitSiteFacts>,
 }
 
 impl OltpResult {
@@ -275,17 +292,52 @@ impl OltpResult {
     /// One line: throughput, p50 / p99 / p99.9, checkpoints, largest WAL, inheritance.
     pub fn summary(&self) -> String {
         format!(
-            "{:.0} txn/s, p50 {:.2} ms, p99 {:.2} ms, p99.9 {:.2} ms, {} checkpoints, WAL ≤ {:.1} MiB, \
+            "{:.0} txn/s, p50 {:.2} ms, p99 {:.2} ms, p99.9 {:.2} ms, {} checkpoints of {:.0} ms, WAL ≤ {:.1} MiB, \
              {} boosts, {} I/Os promoted",
             self.tps(),
             self.percentile(50.0) as f64 / 1e6,
             self.percentile(99.0) as f64 / 1e6,
             self.percentile(99.9) as f64 / 1e6,
             self.checkpoints,
+            self.checkpoint_mean_ms(),
             self.max_log_bytes as f64 / (1 << 20) as f64,
             self.boosts,
             self.io_promotions
         )
+    }
+
+    /// Mean duration of a checkpoint, ms (0 without checkpoints).
+    pub fn checkpoint_mean_ms(&self) -> f64 {
+        let n = self.checkpoint_ns.len().max(1) as f64;
+        self.checkpoint_ns.iter().map(|&d| d as f64).sum::<f64>() / n / 1e6
+    }
+
+    /// The longest wait of a client at any site (RCP Table 2's rows: the
+    /// application's locks — PostgreSQL's LWLocks on SysV semaphores, `semtimedop` — as
+    /// well as the stack's), ns, and the site.
+    pub fn longest_wait_any(&self) -> (u64, String) {
+        self.waits
+            .iter()
+            .max_by_key(|w| w.max_ns)
+            .map_or((0, "none".into()), |w| (w.max_ns, w.label()))
+    }
+
+    /// The clients' waits as one line: each site's longest and (mean) wait, ms,
+    /// longest first.
+    pub fn waits_line(&self) -> String {
+        let mut w: Vec<_> = self.waits.iter().collect();
+        w.sort_by_key(|w| std::cmp::Reverse(w.max_ns));
+        w.iter()
+            .map(|w| {
+                format!(
+                    "{} {:.1} ({:.2})",
+                    w.label(),
+                    w.max_ns as f64 / 1e6,
+                    w.mean_ns() / 1e6
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     /// Mean latency, ns.
@@ -375,15 +427,19 @@ pub async fn run(cfg: OltpConfig, checkpointer: IoClass, fs: FsConfig) -> OltpRe
     }
     let wal_file = fs.create("wal").await.expect("create the WAL");
     let sh = Rc::new(Shared {
-        locks: (0..cfg.stripes).map(|_| Mutex::new(())).collect(),
-        rows: (0..cfg.hot_rows).map(|_| Mutex::new(())).collect(),
+        locks: (0..cfg.stripes)
+            .map(|_| Mutex::new(()).named("buffer content lock"))
+            .collect(),
+        rows: (0..cfg.hot_rows)
+            .map(|_| Mutex::new(()).named("row lock"))
+            .collect(),
         data,
         cfg: cfg.clone(),
         dirty: RefCell::new(BTreeSet::new()),
-        wal: Mutex::new(Wal::default()),
-        wal_write: Mutex::new((wal_file, 0)),
-        work: Condvar::new(),
-        durable: Condvar::new(),
+        wal: Mutex::new(Wal::default()).named("WALInsertLock"),
+        wal_write: Mutex::new((wal_file, 0)).named("WALWriteLock"),
+        work: Condvar::new().named("WAL writer work"),
+        durable: Condvar::new().named("commit durable"),
         stop: Cell::new(false),
         started: Cell::new(0),
         arrivals: Cell::new(0),
@@ -418,6 +474,7 @@ pub async fn run(cfg: OltpConfig, checkpointer: IoClass, fs: FsConfig) -> OltpRe
         .collect();
     sleep(cfg.warmup_ms * MS).await;
     sh.measuring.set(true);
+    restart_wait_tally();
     let t0 = now();
     sleep(cfg.run_ms * MS).await;
     sh.measuring.set(false);
@@ -445,6 +502,7 @@ pub async fn run(cfg: OltpConfig, checkpointer: IoClass, fs: FsConfig) -> OltpRe
         wal_flushes: sh.wal_flushes.get(),
         boosts: 0,
         io_promotions: 0,
+        waits: Vec::new(),
     }
 }
 
@@ -562,29 +620,46 @@ async fn append_wal(sh: &Shared, bytes: u64) {
     g.1 = off + bytes;
 }
 
-/// The checkpointer: every `checkpoint_ms` after the last one ended, write the dirty
-/// pages out (each under its buffer lock), fsync the data file, log the checkpoint.
+/// The checkpointer: every `checkpoint_ms` from the last one's start (PostgreSQL's
+/// `checkpoint_timeout`), write the dirty pages out, each under its buffer lock and
+/// spread over `checkpoint_completion_target` of the interval, fsync the data file, log
+/// the checkpoint.
 async fn checkpoint_loop(sh: Rc<Shared>) {
     let cfg = &sh.cfg;
     let page = vec![0u8; PAGE as usize];
+    let interval = cfg.checkpoint_ms * MS;
+    let mut next = now() + interval;
     loop {
-        sleep(cfg.checkpoint_ms * MS).await;
+        if next > now() {
+            sleep(next - now()).await;
+        }
         if sh.stop.get() {
             break;
         }
         let t0 = now();
+        next = t0 + interval;
         // The redo point: the WAL up to here is covered once the checkpoint ends.
         let redo = sh.wal.lock().await.appended;
         let pages: Vec<u64> = std::mem::take(&mut *sh.dirty.borrow_mut())
             .into_iter()
             .collect();
-        for p in pages {
+        // PostgreSQL's spread checkpoint (`CheckpointWriteDelay`): after each buffer
+        // written, a checkpointer ahead of its schedule — fraction i / n of the pages
+        // written before fraction i / n of target × interval has passed — naps until it
+        // is on schedule; one behind it writes on at once.
+        let spread = (interval as f64 * cfg.checkpoint_completion_target) as u64;
+        let n = pages.len() as u64;
+        for (i, p) in pages.into_iter().enumerate() {
             let g = sh.locks[(p % cfg.stripes as u64) as usize].lock().await;
             sh.data
                 .write_buffered(p * PAGE, &page)
                 .await
                 .expect("write a dirty page");
             drop(g);
+            let due = t0 + (spread as u128 * (i as u128 + 1) / n as u128) as u64;
+            if due > now() {
+                sleep(due - now()).await;
+            }
         }
         sh.data.fsync().await.expect("fsync the data file");
         // The checkpoint record, written and fsynced under WALWriteLock: the WAL
@@ -724,6 +799,7 @@ impl StackSetup {
         let mut r = out.value;
         if let Some(rt) = &out.report.extra.runtime {
             (r.boosts, r.io_promotions) = (rt.boosts, rt.inherited_promotions);
+            r.waits = rt.waits.clone();
         }
         Ok(r)
     }

@@ -376,6 +376,40 @@ pub struct RealFacts {
     pub verify: Vec<VerifyFact>,
 }
 
+/// Waits of critical tasks at one site ([`RuntimeFacts::waits`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct WaitSiteFacts {
+    /// `stack` (the I/O stack's own locks, conditions and I/O: RCP's kernel level) or
+    /// `app` (the application's).
+    pub level: String,
+    /// `lock`, `condvar`, `join`, `own I/O`, `others' I/O` (a request another task
+    /// issued: a page under writeback), `dirty throttle`.
+    pub kind: String,
+    /// The object's name ("" for unnamed objects, counted together).
+    pub name: String,
+    /// Waits that ended.
+    pub count: u64,
+    /// Their total, ns.
+    pub total_ns: Nanos,
+    /// The longest, ns.
+    pub max_ns: Nanos,
+}
+
+impl WaitSiteFacts {
+    /// The site as one label: `stack lock "page cache"`, `app condvar`.
+    pub fn label(&self) -> String {
+        match self.name.as_str() {
+            "" => format!("{} {}", self.level, self.kind),
+            n => format!("{} {} \"{n}\"", self.level, self.kind),
+        }
+    }
+
+    /// Mean wait, ns.
+    pub fn mean_ns(&self) -> f64 {
+        self.total_ns as f64 / self.count.max(1) as f64
+    }
+}
+
 /// The application runtime's facts.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct RuntimeFacts {
@@ -411,6 +445,11 @@ pub struct RuntimeFacts {
     /// The page cache's counters (a stack built with a cache).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache: Option<sluice_cache::CacheStats>,
+    /// Where tasks critical by their class waited, by site (RCP Table 2: the longest
+    /// and the mean wait of PostgreSQL's backends per kernel wait site); written only
+    /// when a critical task waited.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub waits: Vec<WaitSiteFacts>,
     /// Stopped early (Ctrl-C): a program on the stack ended its work at the stop (the
     /// fio runner on the store); written only when set.
     #[serde(skip_serializing_if = "std::ops::Not::not")]

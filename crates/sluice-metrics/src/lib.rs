@@ -55,7 +55,7 @@ pub use collector::{
 };
 pub use extra::{
     DeviceFaults, DeviceFlash, Extra, FileFact, IoErrorFact, PerClass, PolicyCounters,
-    PolicySeries, PolicyTiming, RealFacts, RuntimeFacts, SimFacts, VerifyFact,
+    PolicySeries, PolicyTiming, RealFacts, RuntimeFacts, SimFacts, VerifyFact, WaitSiteFacts,
 };
 pub use fiolog::{format_entry, log_dir, write_fio_logs, FioLogFile, LogEntry, MAX_LOG_ENTRIES};
 pub use fioplus::{plat_index, plat_value, PLAT_NR};

@@ -26,7 +26,7 @@ pub(crate) const SUITE: Suite = Suite {
         },
         Experiment {
             id: "fig6",
-            title: "Fig. 6: rate-controlled transaction latency under checkpoints, none / cfq-idle / rcp-block / rcp",
+            title: "Fig. 6 and Table 2: rate-controlled transaction latency under checkpoints, and where the clients waited, none / cfq-idle / rcp-block / rcp",
             file: "experiments/rcp/fig6.toml",
             run: fig6,
         },
@@ -131,15 +131,42 @@ fn fig6(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
     let (none, rcp) = (by(&setups, &results, "none"), by(&setups, &results, "rcp"));
     let ratio = |p: f64| rcp.percentile(p) as f64 / none.percentile(p).max(1) as f64;
     let p99 = ratio(99.0);
-    Ok(vec![Goal::new(
-        "fig6",
-        "rcp p99 / none's ≤ 0.1 (abstract: up to 42× better p99, 0.024 — the best case \
+    // Table 2 (LatencyTOP over the rate-controlled run): the longest wait of a
+    // foreground task at any site, RCP's over CFQ's (247.8 ms at semtimedop, against
+    // 1351.8 ms: 0.18).
+    let ((rcp_max, rcp_site), (none_max, none_site)) =
+        (rcp.longest_wait_any(), none.longest_wait_any());
+    let waits = rcp_max as f64 / none_max.max(1) as f64;
+    for (s, r) in setups.iter().zip(&results) {
+        (ctx.on_note)(&format!(
+            "table2 (clients' waits by site, longest (mean) ms): {}: {}",
+            s.name,
+            r.waits_line()
+        ));
+    }
+    Ok(vec![
+        Goal::new(
+            "table2",
+            "rcp's longest client wait at any site / none's ≤ 0.19 (Table 2: RCP 247.8 ms \
+             at semtimedop, CFQ 1351.8 ms; \"RCP bounds all the latencies below 250 ms\")",
+            waits,
+            Line::AtMost(0.19),
+            format!(
+                "{waits:.3}: rcp {:.1} ms at {rcp_site}, none {:.1} ms at {none_site}",
+                rcp_max as f64 / 1e6,
+                none_max as f64 / 1e6
+            ),
+        ),
+        Goal::new(
+            "fig6",
+            "rcp p99 / none's ≤ 0.1 (abstract: up to 42× better p99, 0.024 — the best case \
          over applications and scales; Fig. 6 at 10 GB: CFQ seconds past p99, RCP ≈ 300 ms, \
          about 0.1)",
-        p99,
-        Line::AtMost(0.1),
-        format!("{p99:.3} (p99.9 {:.3}); {all}", ratio(99.9)),
-    )])
+            p99,
+            Line::AtMost(0.1),
+            format!("{p99:.3} (p99.9 {:.3}); {all}", ratio(99.9)),
+        ),
+    ])
 }
 
 fn fig10(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {

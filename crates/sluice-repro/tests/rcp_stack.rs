@@ -7,41 +7,40 @@ use crate::common;
 use sluice_apps::oltp::{OltpConfig, OltpResult, StackSetup};
 use sluice_store::FsConfig;
 
-/// Fig. 4/5 on the stand-in: rcp beats none by the paper's margin, but checkpoints one
-/// time fewer in the run and its WAL grows faster than its throughput — the paper's
-/// "as frequent as CFQ" is not reproduced (docs/whole-stack.md).
+/// Fig. 4/5 on the stand-in (RCP's dirty limits scaled to the database, one setup for
+/// Figs. 4, 6 and 10; PostgreSQL's start-to-start checkpoint timeout): checkpoints as
+/// frequent as none's, but rcp's throughput gain sits at the paper's lower bound (the
+/// median misses 1.15 at seeds 1–5) and its WAL grows faster than its throughput
+/// (rcp's checkpoints take twice as long) — docs/whole-stack.md.
 #[test]
-fn fig4_full_stack_beats_none_but_checkpoints_less_often() {
+fn fig4_checkpoints_as_often_but_the_gain_and_the_log_miss() {
     let (g, table) = common::judged("rcp", &["fig4"]);
     assert_eq!(g.len(), 3, "{table}");
     common::assert_verdicts(
         &g,
         &table,
         &[
-            ("fig4", "rcp checkpoints − none's"),
+            ("fig4", "rcp throughput / none's"),
             ("fig4", "rcp largest WAL / none's"),
         ],
     );
 }
 
+/// Fig. 6's tail and Table 2's longest waits: both pass.
 #[test]
-fn fig6_full_stack_cuts_the_rate_controlled_tail() {
+fn fig6_full_stack_cuts_the_rate_controlled_tail_and_the_longest_waits() {
     let (g, table) = common::judged("rcp", &["fig6"]);
-    assert_eq!(g.len(), 1, "{table}");
+    assert_eq!(g.len(), 2, "{table}");
     common::assert_verdicts(&g, &table, &[]);
 }
 
-/// Fig. 10 on Fig. 4's setup: turning the block layer off costs nothing and turning
-/// user-level handling off costs far more than the paper's 7–33 % (docs/whole-stack.md).
+/// Fig. 10 on Fig. 4's setup: every component costs throughput when off, in the paper's
+/// 7–33 % but for user-level handling, which costs 37–38 % (docs/whole-stack.md).
 #[test]
 fn fig10_one_component_off_at_a_time_on_fig4s_setup() {
     let (g, table) = common::judged("rcp", &["fig10"]);
     assert_eq!(g.len(), 5, "{table}");
-    common::assert_verdicts(
-        &g,
-        &table,
-        &[("fig10", "no block layer:"), ("fig10", "no user-level:")],
-    );
+    common::assert_verdicts(&g, &table, &[("fig10", "no user-level:")]);
 }
 
 /// A short run of the full stack: 4 clients on an 8 MiB database.
@@ -170,4 +169,58 @@ fn a_rate_controlled_run_serves_its_arrivals_and_counts_queueing() {
         alone.percentile(50.0)
     );
     assert!(queued.percentile(99.0) > queued.percentile(1.0));
+}
+
+/// PostgreSQL's checkpointer: `checkpoint_timeout` counts from the last checkpoint's
+/// start (a longer checkpoint does not make them rarer), and a spread checkpoint
+/// (`checkpoint_completion_target`) paces its page writes over that fraction of it.
+#[test]
+fn checkpoints_start_every_interval_and_spread_their_writes() {
+    let none = none_setup();
+    let burst = none.run(&small(), "nand", None).unwrap();
+    let spread_cfg = OltpConfig {
+        checkpoint_completion_target: 0.5,
+        ..small()
+    };
+    let spread = none.run(&spread_cfg, "nand", None).unwrap();
+    // 250 ms of run, a checkpoint starting every 60 ms: at 60, 120, 180 and 240 ms.
+    assert_eq!(burst.checkpoints, 4, "{}", burst.summary());
+    assert_eq!(spread.checkpoints, 4, "{}", spread.summary());
+    // Spread over half of the 60 ms, against all at once.
+    assert!(
+        spread.checkpoint_mean_ms() >= 30.0 && burst.checkpoint_mean_ms() < 30.0,
+        "spread {:.1} ms, at once {:.1} ms",
+        spread.checkpoint_mean_ms(),
+        burst.checkpoint_mean_ms()
+    );
+    let e = OltpConfig::from_toml("checkpoint_completion_target = 1.5").unwrap_err();
+    assert!(e.contains("checkpoint_completion_target = 1.5"), "{e}");
+}
+
+/// The clients' waits reach the result (RCP Table 2): under `none` the stand-in's
+/// clients wait on each other's row locks and on the WAL writer.
+#[test]
+fn the_clients_waits_are_reported_by_site() {
+    let none = none_setup().run(&small(), "nand", None).unwrap();
+    let labels: Vec<String> = none.waits.iter().map(|w| w.label()).collect();
+    for site in ["app lock \"row lock\"", "app condvar \"commit durable\""] {
+        assert!(
+            labels.iter().any(|l| l == site),
+            "{site} missing: {labels:?}"
+        );
+    }
+    let (longest, at) = none.longest_wait_any();
+    assert!(
+        longest > 0 && none.waits_line().starts_with(&at),
+        "{}",
+        none.waits_line()
+    );
+}
+
+/// Fig. 6's `none`: no scheduling, one dirty limit, no inheritance.
+fn none_setup() -> StackSetup {
+    StackSetup::fig6()
+        .into_iter()
+        .find(|s| s.name == "none")
+        .unwrap()
 }

@@ -114,9 +114,9 @@ impl Cache {
     pub(crate) fn new(cfg: CacheConfig) -> Cache {
         Cache {
             pc: StdMutex::new(PageCache::new(cfg)),
-            lock: Mutex::new_stack_level(()),
-            room: Condvar::new_stack_level(),
-            work: Condvar::new_stack_level(),
+            lock: Mutex::new_stack_level(()).named("page cache"),
+            room: Condvar::new_stack_level().named("page cache room"),
+            work: Condvar::new_stack_level().named("flusher work"),
             waiting: AtomicU32::new(0),
             pausing: AtomicU32::new(0),
             rate: StdMutex::new(WritebackRate::default()),

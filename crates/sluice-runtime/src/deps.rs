@@ -120,6 +120,8 @@ pub(crate) struct LockState {
     pub waiters: VecDeque<(u32, bool)>,
     /// A lock of the stack itself (RCP's kernel level), not the application's.
     pub stack: bool,
+    /// Its name in the table of waits ("" unnamed).
+    pub name: &'static str,
 }
 
 /// A condition variable's helpers and waiters.
@@ -134,6 +136,8 @@ pub(crate) struct CondState {
     pub waiters: VecDeque<u32>,
     /// A condition of the stack itself (RCP's kernel level), not the application's.
     pub stack: bool,
+    /// Its name in the table of waits ("" unnamed).
+    pub name: &'static str,
 }
 
 /// The dependency graph's state.

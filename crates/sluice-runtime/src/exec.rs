@@ -63,6 +63,7 @@ use crate::io::IoState;
 pub(crate) mod cores;
 mod driver;
 mod shared;
+pub(crate) mod waits;
 pub use driver::RunError;
 pub(crate) use shared::{
     current_has_cache, current_is_real, current_pool, current_shared, current_task,
@@ -110,6 +111,9 @@ pub(crate) struct Task {
     /// Woken while running: queue it again when its poll returns pending.
     notified: bool,
     pub blocked_on: Option<Dep>,
+    /// When its wait on `blocked_on` began, and where (a task critical by itself:
+    /// [`waits`]).
+    wait: Option<(Nanos, waits::Site)>,
     /// Critical by inheritance.
     pub boosted: bool,
     /// Explicit boosts ([`crate::TaskHandle::boost`]).
@@ -227,6 +231,8 @@ pub(crate) struct Inner {
     pub deps: Deps,
     pub io: IoState,
     pub stats: RtStats,
+    /// Where critical tasks waited (RCP Table 2).
+    pub waits: waits::WaitTally,
     next_core: u16,
     /// Stack CPU charged to the task being polled (added to its core after the poll).
     pub charge: Nanos,
@@ -274,6 +280,7 @@ impl Inner {
             },
             io,
             stats: RtStats::default(),
+            waits: waits::WaitTally::default(),
             next_core: 0,
             charge: 0,
             policy_timer: None,
@@ -342,11 +349,12 @@ impl Inner {
             TState::Blocked => {}
         }
         task.state = TState::Queued;
-        if task.blocked_on.take().is_some() {
+        let c = task.core as usize;
+        if self.end_wait(t) {
             self.deps.blocked.remove(&t);
             self.deps.dirty = true;
         }
-        let c = task.core as usize;
+        let task = &mut self.tasks[t as usize];
         // CFS's placement of a waking sleeper (GENTLE_FAIR_SLEEPERS: half the latency).
         task.vtime = task
             .vtime
@@ -473,20 +481,45 @@ impl Inner {
 
     /// Record that the task being polled waits on `dep`.
     pub(crate) fn block_on(&mut self, t: u32, dep: Dep) {
-        let task = &mut self.tasks[t as usize];
-        if task.blocked_on != Some(dep) {
+        if self.tasks[t as usize].blocked_on != Some(dep) {
+            self.end_wait(t);
+            let task = &self.tasks[t as usize];
+            let wait = task.critical_by_itself().then(|| {
+                let site = waits::site(&self.deps, t, dep, |s| self.io.issuer(s));
+                (self.now, site)
+            });
+            let task = &mut self.tasks[t as usize];
             task.blocked_on = Some(dep);
+            task.wait = wait;
             self.deps.blocked.insert(t);
             self.deps.dirty = true;
         }
     }
 
+    /// Take task `t`'s edge, if any (`true`), tallying a critical task's wait at its
+    /// site. The caller updates `deps.blocked`.
+    pub(crate) fn end_wait(&mut self, t: u32) -> bool {
+        let task = &mut self.tasks[t as usize];
+        if let Some((since, site)) = task.wait.take() {
+            self.waits.add(site, self.now.saturating_sub(since));
+        }
+        task.blocked_on.take().is_some()
+    }
+
+    /// Forget the waits tallied so far; waits going on count from now.
+    pub(crate) fn restart_waits(&mut self) {
+        self.waits = waits::WaitTally::default();
+        let now = self.now;
+        for task in &mut self.tasks {
+            if let Some((since, _)) = &mut task.wait {
+                *since = now;
+            }
+        }
+    }
+
     /// Stop waiting (the wait ended without a wake, e.g. the resource was free).
     pub(crate) fn unblock(&mut self, t: u32) {
-        let Some(task) = self.tasks.get_mut(t as usize) else {
-            return;
-        };
-        if task.blocked_on.take().is_some() {
+        if (t as usize) < self.tasks.len() && self.end_wait(t) {
             self.deps.blocked.remove(&t);
             self.deps.dirty = true;
         }
@@ -534,6 +567,7 @@ impl Inner {
             state: TState::Blocked,
             notified: false,
             blocked_on: None,
+            wait: None,
             boosted: false,
             explicit: 0,
             outstanding: Vec::new(),

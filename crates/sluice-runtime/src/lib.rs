@@ -100,8 +100,9 @@ pub use sluice_core::Op;
 pub use sluice_device::{CrashReport, CrashSpec};
 pub use sync::{Condvar, LockFuture, Mutex, MutexGuard, RwLock, RwReadGuard, RwWriteGuard};
 pub use task::{
-    charge, cpu, current_base_class, current_class, now, set_class, sleep, spawn, spawn_on,
-    throttle_pause, yield_now, BoostGuard, Cpu, JoinHandle, Sleep, TaskHandle, YieldNow,
+    charge, cpu, current_base_class, current_class, now, restart_wait_tally, set_class, sleep,
+    spawn, spawn_on, throttle_pause, yield_now, BoostGuard, Cpu, JoinHandle, Sleep, TaskHandle,
+    YieldNow,
 };
 
 use exec::{ExecConfig, Inner, Shared};
@@ -345,6 +346,19 @@ impl Shared {
                 idle_timeouts: inner.stats.idle_timeouts,
                 core_busy_ns: inner.cores.iter().map(|c| c.busy_ns).collect(),
                 cache: inner.io.cache.as_ref().map(|c| c.pc().stats()),
+                waits: inner
+                    .waits
+                    .sites
+                    .iter()
+                    .map(|(site, w)| sluice_metrics::WaitSiteFacts {
+                        level: site.level.into(),
+                        kind: site.kind.into(),
+                        name: site.name.into(),
+                        count: w.count,
+                        total_ns: w.total_ns,
+                        max_ns: w.max_ns,
+                    })
+                    .collect(),
                 interrupted: false,
             }),
             ..Extra::from_block(if real { "io_uring" } else { "sim" }, stack.b.seed, block)

@@ -38,10 +38,11 @@ fn unregistered(cell: &AtomicU32) -> Option<bool> {
     }
 }
 
-fn lock_id(cell: &AtomicU32, inner: &mut Inner) -> u32 {
+fn lock_id(cell: &AtomicU32, name: &'static str, inner: &mut Inner) -> u32 {
     if let Some(stack) = unregistered(cell) {
         inner.deps.locks.push(LockState {
             stack,
+            name,
             ..LockState::default()
         });
         cell.store(inner.deps.locks.len() as u32 - 1, Relaxed);
@@ -49,10 +50,11 @@ fn lock_id(cell: &AtomicU32, inner: &mut Inner) -> u32 {
     cell.load(Relaxed)
 }
 
-fn cond_id(cell: &AtomicU32, inner: &mut Inner) -> u32 {
+fn cond_id(cell: &AtomicU32, name: &'static str, inner: &mut Inner) -> u32 {
     if let Some(stack) = unregistered(cell) {
         inner.deps.conds.push(CondState {
             stack,
+            name,
             ..CondState::default()
         });
         cell.store(inner.deps.conds.len() as u32 - 1, Relaxed);
@@ -165,6 +167,8 @@ fn release(inner: &mut Inner, l: u32, t: u32, write: bool) {
 /// ```
 pub struct Mutex<T> {
     id: AtomicU32,
+    /// Its name in the table of waits ([`Mutex::named`]).
+    name: &'static str,
     value: UnsafeCell<T>,
 }
 
@@ -180,6 +184,7 @@ impl<T> Mutex<T> {
     pub fn new(value: T) -> Mutex<T> {
         Mutex {
             id: AtomicU32::new(UNREGISTERED),
+            name: "",
             value: UnsafeCell::new(value),
         }
     }
@@ -191,8 +196,17 @@ impl<T> Mutex<T> {
     pub fn new_stack_level(value: T) -> Mutex<T> {
         Mutex {
             id: AtomicU32::new(UNREGISTERED_STACK),
+            name: "",
             value: UnsafeCell::new(value),
         }
+    }
+
+    /// This mutex, named `name` in the report's table of where critical tasks waited
+    /// (`runtime.waits`, RCP Table 2's rows: "BH Lock", "mutex lock"); unnamed locks
+    /// are counted together by level.
+    pub fn named(mut self, name: &'static str) -> Mutex<T> {
+        self.name = name;
+        self
     }
 
     /// Wait for the lock.
@@ -207,7 +221,7 @@ impl<T> Mutex<T> {
     /// Take the lock if it is free and nobody waits.
     pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
         with(|inner, t| {
-            let l = lock_id(&self.id, inner);
+            let l = lock_id(&self.id, self.name, inner);
             let ls = &inner.deps.locks[l as usize];
             if ls.owner.is_none() && ls.readers.is_empty() && ls.waiters.is_empty() {
                 inner.deps.locks[l as usize].owner = Some(t);
@@ -246,7 +260,7 @@ impl<'a, T> Future for LockFuture<'a, T> {
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
         let (m, queued) = (self.m, self.queued);
         let got = with(|inner, t| {
-            let l = lock_id(&m.id, inner);
+            let l = lock_id(&m.id, m.name, inner);
             acquire(inner, l, t, true, queued).then_some(t)
         });
         match got {
@@ -369,7 +383,7 @@ impl Future for Acquire<'_> {
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<u32> {
         let (cell, write, queued) = (self.cell, self.write, self.queued);
         match with(|inner, t| {
-            let l = lock_id(cell, inner);
+            let l = lock_id(cell, "", inner);
             acquire(inner, l, t, write, queued).then_some(t)
         }) {
             Some(t) => Poll::Ready(t),
@@ -437,9 +451,18 @@ impl<T> Drop for RwWriteGuard<'_, T> {
 /// signal it again; forgotten after the stack's helper window without a signal);
 /// [`Condvar::register_helper`] makes the current task one explicitly. While a critical
 /// task waits, the helpers inherit its class.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Condvar {
     id: AtomicU32,
+    /// Its name in the table of waits ([`Condvar::named`]).
+    name: &'static str,
+}
+
+impl Default for Condvar {
+    /// [`Condvar::new`] (a derived default would name the runtime's first condition).
+    fn default() -> Condvar {
+        Condvar::new()
+    }
 }
 
 impl Condvar {
@@ -447,6 +470,7 @@ impl Condvar {
     pub fn new() -> Condvar {
         Condvar {
             id: AtomicU32::new(UNREGISTERED),
+            name: "",
         }
     }
 
@@ -456,7 +480,15 @@ impl Condvar {
     pub fn new_stack_level() -> Condvar {
         Condvar {
             id: AtomicU32::new(UNREGISTERED_STACK),
+            name: "",
         }
+    }
+
+    /// This condition variable, named `name` in the table of waits (as
+    /// [`Mutex::named`]: RCP Table 2's "j_wait_done_commit").
+    pub fn named(mut self, name: &'static str) -> Condvar {
+        self.name = name;
+        self
     }
 
     /// Unlock `guard`'s mutex, wait for a notification, lock it again. As with every
@@ -464,7 +496,7 @@ impl Condvar {
     pub async fn wait<'a, T>(&self, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
         let m = guard.m;
         let c = with(|inner, t| {
-            let c = cond_id(&self.id, inner);
+            let c = cond_id(&self.id, self.name, inner);
             inner.deps.conds[c as usize].waiters.push_back(t);
             c
         });
@@ -485,7 +517,7 @@ impl Condvar {
 
     fn notify(&self, all: bool) {
         with(|inner, t| {
-            let c = cond_id(&self.id, inner);
+            let c = cond_id(&self.id, self.name, inner);
             let now = inner.now;
             let cs = &mut inner.deps.conds[c as usize];
             match cs.helpers.iter_mut().find(|h| h.0 == t) {
@@ -509,7 +541,7 @@ impl Condvar {
     /// [`Condvar::unregister_helper`].
     pub fn register_helper(&self) {
         with(|inner, t| {
-            let c = cond_id(&self.id, inner);
+            let c = cond_id(&self.id, self.name, inner);
             let cs = &mut inner.deps.conds[c as usize];
             if !cs.fixed_helpers.contains(&t) {
                 cs.fixed_helpers.push(t);
@@ -521,7 +553,7 @@ impl Condvar {
     /// Stop being a registered helper (and forget the inferred helper role).
     pub fn unregister_helper(&self) {
         with(|inner, t| {
-            let c = cond_id(&self.id, inner);
+            let c = cond_id(&self.id, self.name, inner);
             let cs = &mut inner.deps.conds[c as usize];
             cs.fixed_helpers.retain(|&h| h != t);
             cs.helpers.retain(|h| h.0 != t);

@@ -170,6 +170,14 @@ where
     JoinHandle { task, value }
 }
 
+/// Start the table of where critical tasks waited (the report's `runtime.waits`)
+/// afresh: waits that ended before now are forgotten, waits going on count from now —
+/// a program calls it where its measured run starts (RCP Table 2 covers the run, not
+/// the load or the warm-up).
+pub fn restart_wait_tally() {
+    with(|inner, _| inner.restart_waits());
+}
+
 /// Virtual time now, ns since the stack started.
 pub fn now() -> Nanos {
     // Real world: the time of the core's last turn, without the lock (the same value

@@ -14,3 +14,4 @@ mod names;
 mod real;
 mod real_cores;
 mod runtime;
+mod waits;

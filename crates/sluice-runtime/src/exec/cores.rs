@@ -330,7 +330,7 @@ fn end_round(inner: &mut super::Inner, outcomes: &mut Vec<(u32, bool)>) {
         if ended {
             task.state = TState::Done;
             let joiners = std::mem::take(&mut task.joiners);
-            if task.blocked_on.take().is_some() {
+            if inner.end_wait(t) {
                 inner.deps.blocked.remove(&t);
             }
             inner.deps.dirty = true;

@@ -403,7 +403,7 @@ impl Shared {
                     task.state = TState::Done;
                     dropped = Some(fut);
                     let joiners = std::mem::take(&mut task.joiners);
-                    if task.blocked_on.take().is_some() {
+                    if inner.end_wait(t) {
                         inner.deps.blocked.remove(&t);
                     }
                     inner.deps.dirty = true;

@@ -48,7 +48,7 @@ impl Default for Limits {
             buffer: Cell::new(DATA_LIMIT),
             normal: Cell::new(None),
             flusher: Cell::new(false),
-            flush: Condvar::new_stack_level(),
+            flush: Condvar::new_stack_level().named("store buffer flush"),
             flush_failed: Cell::new(false),
             pausing: Cell::new(0),
             rate: RefCell::default(),
