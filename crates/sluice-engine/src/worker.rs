@@ -360,6 +360,7 @@ impl<'a> Worker<'a> {
             .runner
             .take()
             .expect("the runner is home between calls");
+        runner.report_queue_facts(&mut self.sh.collector.lock().expect("collector lock"));
         for (j, v) in runner.verifiers() {
             let r = &mut self.res.verify[j];
             r.checked += v.checked;

@@ -27,7 +27,7 @@
 
 use sluice_block::{Finished, NewRequest};
 use sluice_core::{FlowId, IoClass, Nanos, Op};
-use sluice_metrics::Sample;
+use sluice_metrics::{IoDepths, Sample};
 use sluice_workload::{
     stonewall_groups, stream_seed, IoSource, IoSpec, JobSpec, NextIo, PrioDraw, SteadyTrack,
 };
@@ -158,6 +158,8 @@ struct Thread {
     tok_count: u64,
     /// fio's queue-depth search (`latency_target`).
     lat: Option<LatTarget>,
+    /// Its part of fio's depth maps.
+    depths: depths::ThreadDepths,
 }
 
 /// What the runner keeps of a job's options.
@@ -301,6 +303,7 @@ impl Runner {
                     tok: tokens.of(spec).map(|f| (f, spec.token_flow)),
                     tok_count: 0,
                     lat: LatTarget::new(spec),
+                    depths: Default::default(),
                     prio: PrioDraw::new(
                         &spec.cmdprio,
                         stream_seed(seed, spec.randseed, t.job as usize, t.index),
@@ -520,7 +523,13 @@ impl Runner {
     }
 
     /// Issue from thread `t` as far as its depth, pacer and size allow.
+    /// Issue what thread `t` may now: one turn (fio's submission, for its depth maps).
     fn try_issue(&mut self, t: u32, now: Nanos, port: &mut impl Port) {
+        self.issue_turn(t, now, port);
+        self.threads[t as usize].depths.end_turn();
+    }
+
+    fn issue_turn(&mut self, t: u32, now: Nanos, port: &mut impl Port) {
         loop {
             let th = &mut self.threads[t as usize];
             // fio's latency target searches the depth between 1 and iodepth.
@@ -596,6 +605,7 @@ impl Runner {
                 check |= io.op == Op::Read && v.checks_every_read();
             }
             th.outstanding += 1;
+            th.depths.issue(th.outstanding);
             // A per-I/O priority drawn high gives the request its own class.
             let class = th
                 .prio
@@ -692,6 +702,7 @@ impl Runner {
         }
         let th = &mut self.threads[t as usize];
         th.outstanding -= 1;
+        th.depths.reaped(reaped_ns);
         // fio's latency target: the search sees every data I/O's latency.
         let verdict = match (&mut th.lat, f.op) {
             (Some(l), Op::Read | Op::Write) if th.state == State::Running => {
@@ -992,7 +1003,45 @@ impl Runner {
             .iter()
             .filter_map(|t| t.verify.as_deref().map(|v| (t.job as usize, v)))
     }
+
+    /// Per job with threads here: fio's depth maps of its threads, and the deepest
+    /// depth its latency-target search settled on (a job with `latency_target`). The
+    /// world adds them to its collector at the end ([`Collector::add_depths`],
+    /// [`Collector::set_latency_depth`]).
+    ///
+    /// [`Collector::add_depths`]: sluice_metrics::Collector::add_depths
+    /// [`Collector::set_latency_depth`]: sluice_metrics::Collector::set_latency_depth
+    pub(crate) fn queue_facts(&self) -> impl Iterator<Item = (usize, IoDepths, Option<u32>)> + '_ {
+        self.jobs
+            .iter()
+            .enumerate()
+            .filter(|(_, rt)| rt.here)
+            .map(|(j, rt)| {
+                let mut d = IoDepths::default();
+                let mut lat = None;
+                for &t in &rt.threads {
+                    let th = &self.threads[t as usize];
+                    d.add(&th.depths.total());
+                    if let Some(l) = &th.lat {
+                        lat = Some(lat.map_or(l.depth(), |x: u32| x.max(l.depth())));
+                    }
+                }
+                (j, d, lat)
+            })
+    }
+
+    /// Give the collector what [`Runner::queue_facts`] says.
+    pub fn report_queue_facts(&self, c: &mut sluice_metrics::Collector) {
+        for (j, d, lat) in self.queue_facts() {
+            c.add_depths(j, &d);
+            if let Some(depth) = lat {
+                c.set_latency_depth(j, depth);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests;
+
+mod depths;

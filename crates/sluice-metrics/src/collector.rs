@@ -54,16 +54,29 @@ impl RunSetup {
             .map(|s| s.startdelay_ns + s.ramp_ns + s.runtime_ns.unwrap_or(NO_RUNTIME_NS))
             .max()
             .unwrap_or(NO_RUNTIME_NS);
+        let groups = sluice_workload::stonewall_groups(jobs);
         RunSetup {
             jobs: jobs
                 .iter()
                 .zip(job_flow)
-                .map(|(s, f)| JobInfo {
+                .zip(groups)
+                .map(|((s, f), group)| JobInfo {
                     name: s.name.clone(),
                     flow: f.index(),
                     class: s.class,
                     threads: s.numjobs,
                     options: s.job_options.clone(),
+                    group,
+                    latency: crate::LatencyTarget {
+                        latency_depth: s.iodepth,
+                        latency_target: s.latency_target_ns.unwrap_or(0) / 1000,
+                        latency_percentile: if s.latency_target_ns.is_some() {
+                            s.latency_percentile
+                        } else {
+                            100.0
+                        },
+                        latency_window: s.latency_window_ns / 1000,
+                    },
                 })
                 .collect(),
             flows: flows
@@ -100,6 +113,11 @@ pub struct JobInfo {
     pub threads: u32,
     /// The job section's own options as written (fio's `job options`).
     pub options: Vec<(String, String)>,
+    /// Its stonewall group (fio's `groupid`; 0 for a run without groups).
+    pub group: usize,
+    /// Its latency-target figures as the job file gives them (the depth its
+    /// `iodepth`; [`Collector::set_latency_depth`] gives the one a search settled on).
+    pub latency: crate::LatencyTarget,
 }
 
 /// One flow (tenant).
@@ -339,6 +357,10 @@ struct JobAcc {
     lat_buckets: [u64; LAT_BUCKETS],
     start_ns: Nanos,
     done_ns: Option<Nanos>,
+    /// fio's depth maps ([`Collector::add_depths`]).
+    depths: crate::IoDepths,
+    /// The depth a latency-target search settled on ([`Collector::set_latency_depth`]).
+    latency_depth: Option<u32>,
 }
 
 impl JobAcc {
@@ -351,6 +373,8 @@ impl JobAcc {
             lat_buckets: [0; LAT_BUCKETS],
             start_ns,
             done_ns: None,
+            depths: crate::IoDepths::default(),
+            latency_depth: None,
         }
     }
 }
@@ -456,6 +480,22 @@ impl Collector {
             last_bin: NO_BIN,
             logs: None,
             steady: Vec::new(),
+        }
+    }
+
+    /// Add `d` to job `job`'s depth maps (a runner's, at the end of the run; a world
+    /// with several runners adds each).
+    pub fn add_depths(&mut self, job: usize, d: &crate::IoDepths) {
+        if let Some(a) = self.jobs.get_mut(job) {
+            a.depths.add(d);
+        }
+    }
+
+    /// Job `job`'s latency-target search settled on `depth` (fio's `latency_depth`;
+    /// with several threads, the deepest).
+    pub fn set_latency_depth(&mut self, job: usize, depth: u32) {
+        if let Some(a) = self.jobs.get_mut(job) {
+            a.latency_depth = Some(a.latency_depth.map_or(depth, |d| d.max(depth)));
         }
     }
 

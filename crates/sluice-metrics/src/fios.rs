@@ -192,6 +192,8 @@ mod tests {
                     class: IoClass::Normal,
                     threads: 1,
                     options: Vec::new(),
+                    group: 0,
+                    latency: crate::LatencyTarget::default(),
                 })
                 .collect(),
             flows: names

@@ -38,6 +38,7 @@
 #![warn(missing_docs)]
 
 mod collector;
+mod depths;
 mod extra;
 mod fiolog;
 mod fioplus;
@@ -53,6 +54,7 @@ mod text_table;
 pub use collector::{
     Collector, FlowInfo, JobInfo, RunSetup, Sample, DEFAULT_INTERVAL_NS, MAX_BINS,
 };
+pub use depths::{IoDepths, LatencyTarget};
 pub use extra::{
     DeviceFaults, DeviceFlash, Extra, FileFact, IoErrorFact, PerClass, PolicyCounters,
     PolicySeries, PolicyTiming, RealFacts, RuntimeFacts, SimFacts, VerifyFact, WaitSiteFacts,

@@ -56,6 +56,15 @@ pub struct JobReport {
     pub jobname: String,
     /// Failed I/Os (failed samples plus [`crate::Collector::record_error`] calls).
     pub error: u64,
+    /// fio's `eta`: seconds of the job left when the report was written — 0, sluice
+    /// reports when the job is over.
+    pub eta: u64,
+    /// fio's `elapsed`: seconds from the job's start to its end, rounded up (its
+    /// measured window; `ramp_time` excluded).
+    pub elapsed: u64,
+    /// fio's `desc`: the job's `description`, when it has one.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub desc: String,
     /// The job section's own options as written (fio's `job options`).
     #[serde(rename = "job options", serialize_with = "options_map")]
     pub job_options: Vec<(String, String)>,
@@ -83,6 +92,13 @@ pub struct JobReport {
     pub majf: u64,
     /// Minor page faults, as `usr_cpu`.
     pub minf: u64,
+    /// fio's `iodepth_level`: percent of the job's I/Os issued at each depth
+    /// ([`crate::IoDepths`]).
+    pub iodepth_level: LatBuckets,
+    /// fio's `iodepth_submit`: percent of submissions by the I/Os they carried.
+    pub iodepth_submit: LatBuckets,
+    /// fio's `iodepth_complete`: percent of reapings by the I/Os they reaped.
+    pub iodepth_complete: LatBuckets,
     /// fio's `latency_ns`: percent of the job's I/Os whose completion latency
     /// (`clat`) fell in each bucket below 1 µs (keys: upper bounds in ns).
     pub latency_ns: LatBuckets,
@@ -90,6 +106,14 @@ pub struct JobReport {
     pub latency_us: LatBuckets,
     /// fio's `latency_ms`: the same from 1 ms (keys in ms, the last `>=2000`).
     pub latency_ms: LatBuckets,
+    /// fio's `latency_depth`, `latency_target`, `latency_percentile`,
+    /// `latency_window`.
+    #[serde(flatten)]
+    pub latency: crate::LatencyTarget,
+    /// The job's stonewall group (the document's `groupid` adds the groups of the runs
+    /// before).
+    #[serde(skip)]
+    pub group: usize,
     /// The name of the job's flow.
     pub flow: String,
     /// The job's I/O class.
@@ -399,8 +423,9 @@ pub struct FlowSeries {
     pub bw_bytes: Vec<u64>,
 }
 
-/// One job of the document: fio's `jobname` and `groupid` (the run's index: each
-/// policy's run is a group of its own) and the run's `policy`, then the job's report.
+/// One job of the document: fio's `jobname` and `groupid` (the job's stonewall group;
+/// each policy's run numbers its groups after the runs before it) and the run's
+/// `policy`, then the job's report.
 #[derive(Serialize)]
 struct JobEntry<'a> {
     jobname: &'a str,
@@ -437,11 +462,15 @@ fn document(runs: &[RunReport]) -> Document<'_> {
         global_options: runs.first().map_or(&[][..], |r| &r.global_options[..]),
         jobs: runs
             .iter()
-            .enumerate()
-            .flat_map(|(g, r)| {
+            .scan(0, |first, r| {
+                let base = *first;
+                *first += r.jobs.iter().map(|j| j.group + 1).max().unwrap_or(1);
+                Some((base, r))
+            })
+            .flat_map(|(base, r)| {
                 r.jobs.iter().map(move |j| JobEntry {
                     jobname: &j.jobname,
-                    groupid: g,
+                    groupid: base + j.group,
                     policy: &r.policy,
                     job: j,
                 })

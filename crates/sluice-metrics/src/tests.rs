@@ -13,6 +13,8 @@ pub(crate) fn setup(flows: &[(&str, u32)], jobs: &[(&str, usize, IoClass)]) -> R
                 class,
                 threads: 1,
                 options: Vec::new(),
+                group: 0,
+                latency: crate::LatencyTarget::default(),
             })
             .collect(),
         flows: flows
@@ -356,6 +358,22 @@ fn json_field_names() {
     assert_eq!(job["policy"], "mqfq");
     assert_eq!(job["groupid"], 0);
     assert!(job["job options"].is_object());
+    // fio's other per-job fields: eta, elapsed, the depth maps and the latency target's.
+    assert_eq!(job["eta"], 0);
+    assert_eq!(job["elapsed"], 1, "a 0.1 s window, rounded up");
+    assert!(job.get("desc").is_none(), "no description");
+    for (key, first) in [
+        ("iodepth_level", "1"),
+        ("iodepth_submit", "0"),
+        ("iodepth_complete", "0"),
+    ] {
+        let m = job[key].as_object().unwrap();
+        assert_eq!(m.len(), 7, "{key}");
+        assert!(m.contains_key(first) && m.contains_key(">=64"), "{key}");
+    }
+    assert_eq!(job["latency_target"], 0);
+    assert_eq!(job["latency_percentile"], 100.0);
+    assert_eq!(job["latency_window"], 0);
     assert_eq!(job["flow"], "tenant-a");
     assert_eq!(job["class"], "critical");
     assert_eq!(job["error"], 0);
@@ -462,6 +480,18 @@ fn one_shape_whatever_the_number_of_runs() {
     assert_eq!(jobs[3]["policy"], "d2fq");
     assert_eq!(jobs[3]["groupid"], 1);
     assert!(v.get("policy").is_none());
+    // A job's stonewall group is its groupid; a later run numbers after the groups of
+    // the runs before it.
+    let mut grouped = [small_run("none", 80 * US), small_run("d2fq", 40 * US)];
+    grouped[0].jobs[1].group = 1;
+    let jobs = to_json(&grouped)["jobs"].clone();
+    let ids: Vec<_> = jobs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["groupid"].clone())
+        .collect();
+    assert_eq!(ids, [0, 1, 2, 2]);
     // One run has the same keys as two.
     let one = to_json(&runs[..1]);
     let keys = |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();

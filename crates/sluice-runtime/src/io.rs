@@ -228,6 +228,8 @@ impl IoState {
             class,
             threads: 1,
             options: Vec::new(),
+            group: 0,
+            latency: sluice_metrics::LatencyTarget::default(),
         });
         self.jobs.insert((flow.0, activity), j);
         j

@@ -398,6 +398,7 @@ impl<'a> Sim<'a> {
         for (j, ss) in self.runner.steady() {
             w.collector.set_steadystate(j, SteadyReport::of(ss));
         }
+        self.runner.report_queue_facts(&mut w.collector);
         let mut report = std::mem::replace(
             &mut w.collector,
             Collector::new(RunSetup {

@@ -450,7 +450,7 @@ pub async fn run_jobs(
         sh.collector.borrow_mut().set_window(now() + first);
         let driver = thread::Driver::new(sh.clone());
         driver.run().await;
-        driver.last_job_end().max(1)
+        driver.finish().max(1)
     };
     let interrupted = sh.stopped();
     if interrupted {

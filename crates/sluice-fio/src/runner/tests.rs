@@ -385,3 +385,51 @@ fn latency_target_starts_at_depth_one_and_the_search_ends_the_thread() {
         "the thread ended when its depth was found ({n} I/Os)"
     );
 }
+
+/// fio's depth maps: the first turn fills the depth (one submission of 4 I/Os at
+/// depths 1–4), each completion then issues one (a submission of 1 at depth 4); two
+/// completions reaped at one instant are one reaping.
+#[test]
+fn the_depth_maps_count_as_fios() {
+    let specs = jobs("[a]\nrw=read\nbs=4k\nsize=32k\niodepth=4\n");
+    let mut r = whole_runner(&specs);
+    let mut p = Script::default();
+    r.start_group(0, 0, &mut p);
+    assert!(r.wake(0, 0, &mut p));
+    assert_eq!(p.submits.len(), 4);
+    // Reap two at t = 10 (each issues one), then the rest one at a time.
+    let mut t = 10;
+    let mut reaped = 0;
+    while let Some((th, req)) = (!p.submits.is_empty()).then(|| p.submits.remove(0)) {
+        if reaped >= 2 {
+            t += 10;
+        }
+        reaped += 1;
+        r.complete(th, &finished(&req, 0, t, IoClass::Normal), t, None, &mut p);
+    }
+    let facts: Vec<_> = r.queue_facts().collect();
+    assert_eq!(facts.len(), 1);
+    let (job, d, lat) = &facts[0];
+    assert_eq!((*job, *lat), (0, None));
+    // 8 I/Os: depths 1, 2, 3, 4 at the start (buckets 1, 2–3, 4–7), then 4 more each
+    // at depth 4.
+    assert_eq!(d.level, [1, 2, 5, 0, 0, 0, 0]);
+    // Submissions: the start's 4 (bucket 1–4) and one per completion that issued.
+    assert_eq!(d.submit, [0, 5, 0, 0, 0, 0, 0]);
+    // Reapings: the two at t = 10 as one, the other six alone: 7 of 1–4.
+    assert_eq!(d.complete, [0, 7, 0, 0, 0, 0, 0]);
+    let mut c = sluice_metrics::Collector::new(sluice_metrics::RunSetup::for_jobs(
+        &specs,
+        &[sluice_core::Flow {
+            id: FlowId(0),
+            name: "a".into(),
+            weight: 1,
+        }],
+        &flows(&specs),
+        None,
+    ));
+    r.report_queue_facts(&mut c);
+    let rep = c.finish(t, "none");
+    assert_eq!(rep.jobs[0].iodepth_level.0[2], ("4", 62.5));
+    assert_eq!(rep.jobs[0].latency.latency_depth, 4);
+}

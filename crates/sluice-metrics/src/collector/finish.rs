@@ -73,6 +73,15 @@ impl Collector {
                 JobReport {
                     jobname: info.name.clone(),
                     error: acc.errors,
+                    eta: 0,
+                    elapsed: runtime_ns.div_ceil(1_000_000_000),
+                    desc: info
+                        .options
+                        .iter()
+                        .chain(&self.setup.global_options)
+                        .find(|(k, _)| k == "description")
+                        .map(|(_, v)| v.clone())
+                        .unwrap_or_default(),
                     job_options: info.options.clone(),
                     read: dir(0),
                     write: dir(1),
@@ -89,9 +98,17 @@ impl Collector {
                     ctx: 0,
                     majf: 0,
                     minf: 0,
+                    iodepth_level: acc.depths.level_pct(),
+                    iodepth_submit: acc.depths.submit_pct(),
+                    iodepth_complete: acc.depths.complete_pct(),
                     latency_ns: pct(0..10, &TEN),
                     latency_us: pct(10..20, &TEN),
                     latency_ms: pct(20..LAT_BUCKETS, &MS),
+                    latency: crate::LatencyTarget {
+                        latency_depth: acc.latency_depth.unwrap_or(info.latency.latency_depth),
+                        ..info.latency
+                    },
+                    group: info.group,
                     flow: self.setup.flows[info.flow].name.clone(),
                     class: info.class,
                     threads: info.threads,

@@ -229,9 +229,12 @@ impl Driver {
         r.group() >= r.groups()
     }
 
-    /// When the last job ended.
-    pub(super) fn last_job_end(&self) -> Nanos {
-        self.runner.borrow().last_job_end()
+    /// The run is over: the runner's depth maps go to the collector; when the last job
+    /// ended.
+    pub(super) fn finish(&self) -> Nanos {
+        let r = self.runner.borrow();
+        r.report_queue_facts(&mut self.sh.collector.borrow_mut());
+        r.last_job_end()
     }
 
     /// Call the runner with the driver as its port; a stop seen first interrupts the
