@@ -176,3 +176,84 @@ fn a_buffered_trim_drops_its_dirty_pages_and_punches_the_hole() {
     let v = json(&out);
     assert_eq!(v["jobs"][1]["trim"]["total_ios"], 4);
 }
+
+/// A loop device over a temporary file, detached on drop.
+struct LoopDevice(String);
+
+impl LoopDevice {
+    /// `None` (the test is skipped, and says why) unless root with `losetup`.
+    fn over(file: &std::path::Path) -> Option<LoopDevice> {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: a loop device needs root");
+            return None;
+        }
+        let o = std::process::Command::new("losetup")
+            .args(["--show", "-f"])
+            .arg(file)
+            .output();
+        match o {
+            Ok(o) if o.status.success() => Some(LoopDevice(
+                String::from_utf8_lossy(&o.stdout).trim().to_string(),
+            )),
+            other => {
+                eprintln!("skipped: losetup could not attach a loop device: {other:?}");
+                None
+            }
+        }
+    }
+}
+
+impl Drop for LoopDevice {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("losetup")
+            .args(["-d", &self.0])
+            .status();
+    }
+}
+
+/// With `--allow-device`, a trim on a block device is its discard
+/// (`BLOCK_URING_CMD_DISCARD`): on a loop device over a temporary file, the discard
+/// frees the file's blocks under the trimmed range; without `--allow-device` the
+/// device is refused.
+#[test]
+fn a_trim_on_a_block_device_discards_its_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let backing = dir.path().join("loop.img");
+    // 32 MiB of data, every block allocated.
+    std::fs::write(&backing, vec![0xA5u8; 32 << 20]).unwrap();
+    std::fs::File::open(&backing).unwrap().sync_all().unwrap();
+    let Some(dev) = LoopDevice::over(&backing) else {
+        return;
+    };
+    let before = std::fs::metadata(&backing).unwrap().blocks() * 512;
+    let job = write(
+        dir.path(),
+        "d.fio",
+        &format!(
+            "[t]\nfilename={}\nrw=trim\nbs=1m\nsize=16m\ndirect=1\n",
+            dev.0
+        ),
+    );
+    let o = sluice(&["run", &job, "-q"]);
+    refused(&o, &["--allow-device"]);
+    let out = dir.path().join("o.json");
+    let o = sluice(&[
+        "run",
+        &job,
+        "-q",
+        "--allow-device",
+        "--json",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json(&out);
+    assert_eq!(v["jobs"][0]["trim"]["total_ios"], 16);
+    assert_eq!(v["jobs"][0]["error"], 0, "{}", stderr(&o));
+    drop(dev);
+    let after = std::fs::metadata(&backing).unwrap().blocks() * 512;
+    assert!(
+        before - after >= 16 << 20,
+        "the loop device's discard punches the backing file: {before} → {after} bytes allocated"
+    );
+}

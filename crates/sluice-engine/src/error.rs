@@ -133,24 +133,10 @@ pub enum EngineError {
         /// The job.
         job: String,
     },
-    /// A job trims a block device (sluice run punches holes in files only).
-    #[error(
-        "{path} (job '{job}') is a block device and rw={rw} trims: sluice run deallocates only \
-         in regular files (fallocate PUNCH_HOLE); BLKDISCARD on a device is not implemented yet. \
-         Run the job on a file, or under sluice sim"
-    )]
-    DeviceTrim {
-        /// The device.
-        path: PathBuf,
-        /// The job.
-        job: String,
-        /// Its `rw`.
-        rw: &'static str,
-    },
     /// A block device was named without `--allow-device`.
     #[error(
         "{path} (job '{job}') is a block device; sluice run uses one only with --allow-device \
-         (writes destroy its data)"
+         (writes and trims destroy its data)"
     )]
     BlockDevice {
         /// The device.

@@ -332,7 +332,7 @@ pub fn plan(
 
     // Inspect existing files; find those to create.
     let mut create_dirs: BTreeMap<PathBuf, (u64, String)> = BTreeMap::new();
-    for (i, f) in files.iter_mut().enumerate() {
+    for f in files.iter_mut() {
         let job = f.first_job.clone();
         match std::fs::metadata(&f.path) {
             // A missing path among the devices is a device this machine lacks (/dev/shm
@@ -375,15 +375,9 @@ pub fn plan(
                             job,
                         });
                     }
+                    // A trim job's trims are the device's discards
+                    // (`BLOCK_URING_CMD_DISCARD`, sluice-uring's sqe.rs).
                     f.device = true;
-                    let trimmer = users[i].iter().map(|&u| &jobs[u]).find(|j| j.rw.trims());
-                    if let Some(j) = trimmer {
-                        return Err(EngineError::DeviceTrim {
-                            path: f.path.clone(),
-                            job: j.name.clone(),
-                            rw: j.rw.name(),
-                        });
-                    }
                 } else if !ft.is_file() {
                     return Err(EngineError::NotAFile {
                         path: f.path.clone(),

@@ -353,6 +353,7 @@ fn deal(jobs: &[JobSpec], files: &FileSet, n_workers: usize) -> Vec<WorkerPlan> 
                 index: t,
                 file: fixed,
                 base: fplan.files[fi].base,
+                device: fplan.files[fi].device,
             });
             global += 1;
         }

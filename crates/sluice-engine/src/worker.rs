@@ -79,6 +79,8 @@ pub(crate) struct PlannedThread {
     pub file: u32,
     /// Where its file starts in the policy's address space.
     pub base: u64,
+    /// Its file is a block device (`--allow-device`): a trim is a discard.
+    pub device: bool,
 }
 
 /// What a worker is given: its threads and the files they use.
@@ -142,6 +144,8 @@ struct Thread {
     /// Its file's index among the worker's registered files.
     file: u32,
     file_base: u64,
+    /// Its file is a block device.
+    device: bool,
     /// Its file in the page cache, for a buffered job.
     front_file: Option<u32>,
 }

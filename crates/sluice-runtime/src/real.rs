@@ -358,6 +358,8 @@ impl Outgoing {
             len: self.len,
             buf_index: (self.fixed != NOT_FIXED).then_some(self.fixed as u16),
             tag: self.tag,
+            // The runtime's real files are regular files.
+            block_device: false,
         }
     }
 }
@@ -394,7 +396,11 @@ mod tests {
                 };
                 let v = inspect(&sqe(&o.piece()));
                 let is_fixed = fixed != NOT_FIXED;
-                assert_eq!(v.meaning(), meaning(op, fua, is_fixed), "{op:?} fua {fua}");
+                assert_eq!(
+                    v.meaning(),
+                    meaning(op, fua, is_fixed, false),
+                    "{op:?} fua {fua}"
+                );
                 assert_eq!(v.op_flags, flags, "{op:?} fua {fua}");
                 if !is_fixed {
                     assert_eq!(v.opcode, code, "{op:?} fua {fua}");

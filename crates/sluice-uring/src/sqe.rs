@@ -34,7 +34,15 @@
 //! its size, and the range reads back as zeros. `IORING_OP_FALLOCATE` with mode
 //! `FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE`; its `len` is the range's length. A
 //! block device is not sent this (Linux turns it into a zero-out, a write of zeros,
-//! not a discard): the engine sends `BLKDISCARD` itself, with `--allow-device`.
+//! not a discard).
+//!
+//! # TRIM on a block device = `BLOCK_URING_CMD_DISCARD`
+//! On a block device (`sluice run --allow-device`) a TRIM is the device's discard,
+//! `ioctl(BLKDISCARD)`'s asynchronous form: `IORING_OP_URING_CMD` with `cmd_op`
+//! `BLOCK_URING_CMD_DISCARD` (Linux 6.12), the range's start in `addr` and its length
+//! in `addr3`. Linux drops the range's cached pages and sends discards; a device that
+//! cannot discard answers `EOPNOTSUPP`, a kernel before 6.12 `EINVAL` — the job's I/O
+//! errors say so.
 //!
 //! # Reads
 //! A read carries no flag: an NVMe read with FUA (read from media, not the device's
@@ -62,6 +70,8 @@ pub struct Piece {
     pub buf_index: Option<u16>,
     /// The piece's tag, the SQE's `user_data`.
     pub tag: u32,
+    /// The file is a block device (a TRIM is a discard, not a punched hole).
+    pub block_device: bool,
 }
 
 /// What an SQE asks of the kernel: its opcode and the flags of that opcode
@@ -84,11 +94,22 @@ pub const TRIM_FALLOCATE_MODE: u32 =
 pub const FUA_RW_FLAGS: u32 = libc::RWF_DSYNC as u32;
 /// `fsync_flags` of a FLUSH: `IORING_FSYNC_DATASYNC`, an `fdatasync`.
 pub const FLUSH_FSYNC_FLAGS: u32 = 1;
+/// `BLOCK_URING_CMD_DISCARD`, `_IO(0x12, 0)` (Linux's `uapi/linux/fs.h`): a block
+/// device's discard through io_uring.
+pub const BLOCK_URING_CMD_DISCARD: u32 = 0x12 << 8;
 
 /// The SQE of a block-layer `op` (with FUA `fua`; through a registered buffer when
-/// `fixed`): READ → read; WRITE → write, with `RWF_DSYNC` when FUA; FLUSH → `fdatasync`
-/// of the file; TRIM → `fallocate(PUNCH_HOLE | KEEP_SIZE)` (module text: why).
-pub fn meaning(op: Op, fua: bool, fixed: bool) -> Meaning {
+/// `fixed`; on a block device when `block_device`): READ → read; WRITE → write, with
+/// `RWF_DSYNC` when FUA; FLUSH → `fdatasync` of the file; TRIM →
+/// `fallocate(PUNCH_HOLE | KEEP_SIZE)` on a file, `BLOCK_URING_CMD_DISCARD` on a block
+/// device (its `cmd_op` in `op_flags`; module text: why).
+pub fn meaning(op: Op, fua: bool, fixed: bool, block_device: bool) -> Meaning {
+    if op == Op::Trim && block_device {
+        return Meaning {
+            opcode: opcode::UringCmd16::CODE,
+            op_flags: BLOCK_URING_CMD_DISCARD,
+        };
+    }
     let (opcode, op_flags) = match (op, fixed) {
         (Op::Read, false) => (opcode::Read::CODE, 0),
         (Op::Read, true) => (opcode::ReadFixed::CODE, 0),
@@ -104,7 +125,7 @@ pub fn meaning(op: Op, fua: bool, fixed: bool) -> Meaning {
 /// flags [`meaning`] gives, `user_data` = its tag.
 pub fn sqe(p: &Piece) -> squeue::Entry {
     let fd = types::Fixed(p.file);
-    let m = meaning(p.op, p.fua, p.buf_index.is_some());
+    let m = meaning(p.op, p.fua, p.buf_index.is_some(), p.block_device);
     let rw = m.op_flags as i32;
     let e = match (p.op, p.buf_index) {
         (Op::Read, Some(i)) => opcode::ReadFixed::new(fd, p.buf, p.len, i)
@@ -126,6 +147,14 @@ pub fn sqe(p: &Piece) -> squeue::Entry {
         (Op::Flush, _) => opcode::Fsync::new(fd)
             .flags(types::FsyncFlags::from_bits_retain(m.op_flags))
             .build(),
+        (Op::Trim, _) if p.block_device => {
+            let mut range = [0u8; 16];
+            range[..8].copy_from_slice(&(p.len as u64).to_le_bytes());
+            opcode::UringCmd16::new(fd, m.op_flags)
+                .addr(Some(p.offset))
+                .cmd(range)
+                .build()
+        }
         (Op::Trim, _) => opcode::Fallocate::new(fd, p.len as u64)
             .offset(p.offset)
             .mode(m.op_flags as i32)
@@ -213,6 +242,7 @@ mod tests {
             len: 4096,
             buf_index,
             tag: 17,
+            block_device: false,
         }
     }
 
@@ -252,7 +282,11 @@ mod tests {
                 opcode: code,
                 op_flags: flags,
             };
-            assert_eq!(meaning(op, fua, idx.is_some()), want, "{op:?} fua {fua}");
+            assert_eq!(
+                meaning(op, fua, idx.is_some(), false),
+                want,
+                "{op:?} fua {fua}"
+            );
             let v = inspect(&sqe(&piece(op, fua, idx)));
             assert_eq!(v.meaning(), want, "{op:?} fua {fua} fixed {idx:?}");
             assert_eq!(v.user_data, 17);
@@ -271,6 +305,43 @@ mod tests {
         let v = inspect(&sqe(&piece(Op::Trim, false, None)));
         // fallocate: offset in off, length in addr, mode in len.
         assert_eq!((v.offset, v.addr, v.len), (8192, 4096, TRIM_FALLOCATE_MODE));
+    }
+
+    /// On a block device a trim is `BLOCK_URING_CMD_DISCARD`: start in `addr`, length
+    /// in `addr3` (the first 8 bytes of the command area), nothing in `len`,
+    /// `rw_flags` or `ioprio` (the kernel refuses the command otherwise).
+    #[test]
+    fn a_trim_on_a_block_device_is_a_discard_command() {
+        let p = Piece {
+            block_device: true,
+            ..piece(Op::Trim, false, None)
+        };
+        let want = Meaning {
+            opcode: opcode::UringCmd16::CODE,
+            op_flags: BLOCK_URING_CMD_DISCARD,
+        };
+        assert_eq!(meaning(Op::Trim, false, false, true), want);
+        assert_eq!(BLOCK_URING_CMD_DISCARD, 0x1200, "_IO(0x12, 0)");
+        let e = sqe(&p);
+        // SAFETY: as in `inspect`: 64 initialised bytes.
+        let raw: &[u8; SQE_BYTES] =
+            unsafe { &*(&e as *const squeue::Entry as *const [u8; SQE_BYTES]) };
+        let u32_at = |o: usize| u32::from_le_bytes(raw[o..o + 4].try_into().unwrap());
+        let u64_at = |o: usize| u64::from_le_bytes(raw[o..o + 8].try_into().unwrap());
+        assert_eq!(raw[0], opcode::UringCmd16::CODE);
+        assert_eq!(u32_at(8), BLOCK_URING_CMD_DISCARD, "cmd_op");
+        assert_eq!(u64_at(16), 8192, "addr: the start");
+        assert_eq!(u64_at(48), 4096, "addr3: the length");
+        assert_eq!(
+            (u32_at(24), u32_at(28), raw[2], raw[3]),
+            (0, 0, 0, 0),
+            "len, rw_flags, ioprio"
+        );
+        // Other operations on a block device are as on a file.
+        assert_eq!(
+            meaning(Op::Write, true, false, true),
+            meaning(Op::Write, true, false, false)
+        );
     }
 
     #[test]

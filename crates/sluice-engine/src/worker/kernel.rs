@@ -16,7 +16,7 @@ impl Worker<'_> {
             self.bell_armed = true;
         }
         for o in &self.outgoing {
-            let (fd, buf, file_off, fixed);
+            let (fd, buf, file_off, fixed, device);
             match o.buf {
                 OutBuf::Front { addr, base } => {
                     // The page cache's own I/O: its file is open in this worker (the
@@ -34,10 +34,12 @@ impl Worker<'_> {
                         o.offset - base
                     };
                     (fd, file_off, buf, fixed) = (th.file, off, addr as *mut u8, None);
+                    device = th.device;
                 }
                 OutBuf::Slot(slot) => {
                     let th = &self.threads[self.slot_thread[slot as usize] as usize];
                     fd = th.file;
+                    device = th.device;
                     file_off = o.offset - th.file_base;
                     // SAFETY: a piece lies inside its request, whose buffer is
                     // slot_len ≥ len.
@@ -50,7 +52,10 @@ impl Worker<'_> {
                     fixed = self.fixed_bufs.then_some(slot as u16);
                 }
             }
-            let e = sluice_uring::sqe(&piece(o, fd, buf, file_off, fixed));
+            let e = sluice_uring::sqe(&sluice_uring::Piece {
+                block_device: device,
+                ..piece(o, fd, buf, file_off, fixed)
+            });
             // SAFETY: the buffer and the registered file stay valid until the CQE is
             // reaped; the ring has room: commands in all rings ≤ cap < entries.
             unsafe { sq.push(&e) }.expect("ring has room: in_ring ≤ cap < entries");
@@ -157,6 +162,7 @@ fn piece(
         len: o.len,
         buf_index: fixed,
         tag: o.tag,
+        block_device: false,
     }
 }
 
@@ -194,7 +200,11 @@ mod tests {
                 len: 512,
             };
             let v = inspect(&sqe(&piece(&o, 1, std::ptr::null_mut(), 4096, Some(2))));
-            assert_eq!(v.meaning(), meaning(op, fua, true), "{op:?} fua {fua}");
+            assert_eq!(
+                v.meaning(),
+                meaning(op, fua, true, false),
+                "{op:?} fua {fua}"
+            );
             assert_eq!(
                 (v.opcode, v.meaning().op_flags),
                 (code, flags),
@@ -208,7 +218,11 @@ mod tests {
             }
             // The page cache's own I/O (not a registered buffer): the same flags.
             let v = inspect(&sqe(&piece(&o, 1, std::ptr::null_mut(), 4096, None)));
-            assert_eq!(v.meaning(), meaning(op, fua, false), "{op:?} fua {fua}");
+            assert_eq!(
+                v.meaning(),
+                meaning(op, fua, false, false),
+                "{op:?} fua {fua}"
+            );
             assert_eq!(v.meaning().op_flags, flags, "{op:?} fua {fua}");
         }
     }

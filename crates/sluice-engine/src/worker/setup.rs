@@ -68,6 +68,7 @@ impl<'a> Worker<'a> {
                 job: t.job,
                 file: t.file,
                 file_base: t.base,
+                device: t.device,
                 front_file: specs[t.job as usize]
                     .buffered
                     .then(|| front_files.iter().position(|&b| b == t.base))
