@@ -475,7 +475,10 @@ fn zone_order(zoned: bool) -> (Vec<ReqId>, [ReqId; 4], u64) {
 fn zone_write_locking_keeps_a_zones_writes_in_order() {
     let (order, [a, c, _, _], parked) = zone_order(false);
     let pos = |id| order.iter().position(|x| *x == id).unwrap();
-    assert!(pos(c) < pos(a), "without zones RCP serves the critical write first");
+    assert!(
+        pos(c) < pos(a),
+        "without zones RCP serves the critical write first"
+    );
     assert_eq!(parked, 0);
     let (order, [a, c, other, r], parked) = zone_order(true);
     let pos = |id| order.iter().position(|x| *x == id).unwrap();
