@@ -153,6 +153,7 @@ mod steady;
 pub mod units;
 mod values;
 mod verify;
+mod zones;
 
 pub use cmdprio::{class_of_ioprio, CmdPrio, PrioDraw, PrioEntry};
 pub use error::WorkloadError;
@@ -176,6 +177,7 @@ pub use plan::{flows_of, stonewall_groups, FlowConflict};
 pub use source::{IoSource, NextIo};
 pub use steady::{Attained, SteadyMetric, SteadySpec, SteadyState, SteadyTrack};
 pub use verify::{VerifyKind, VerifySpec};
+pub use zones::{ZoneMode, ZoneSpec};
 
 #[doc(no_inline)]
 pub use sluice_core::IoClass;
