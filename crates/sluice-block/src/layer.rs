@@ -42,6 +42,8 @@ pub struct ReqState {
     pub op: Op,
     /// Length of the whole request.
     pub len: u32,
+    /// Its offset in the device's address space.
+    pub offset: u64,
     /// Its class now (raised by a promotion).
     pub class: IoClass,
     /// Submitted to the block layer.
@@ -61,6 +63,7 @@ impl ReqState {
         token: 0,
         op: Op::Read,
         len: 0,
+        offset: 0,
         class: IoClass::Normal,
         submit_ns: 0,
         admit_ns: 0,
@@ -83,6 +86,9 @@ pub struct Finished {
     pub op: Op,
     /// Length in bytes.
     pub len: u32,
+    /// Its offset in the address space it was submitted in (0 where a world's own
+    /// completion does not carry it: a buffered or refused I/O).
+    pub offset: u64,
     /// Its class at the end (critical if it was promoted).
     pub class: IoClass,
     /// Submitted.
@@ -324,6 +330,7 @@ impl<M: Meter> BlockLayer<M> {
             token,
             op: r.op,
             len: r.len,
+            offset: r.offset,
             class: r.class,
             submit_ns: now_ns,
             admit_ns: now_ns,
@@ -525,6 +532,7 @@ impl<M: Meter> BlockLayer<M> {
             token: rs.token,
             op: rs.op,
             len: rs.len,
+            offset: rs.offset,
             class: rs.class,
             submit_ns: rs.submit_ns,
             admit_ns: rs.admit_ns,

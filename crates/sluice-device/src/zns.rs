@@ -95,6 +95,10 @@ pub struct Zones {
     pub implicit_closes: u64,
     /// Commands refused by the zone checks.
     pub errors: u64,
+    /// The most zones open, and active, at once.
+    pub peak_open: u32,
+    /// See `peak_open`.
+    pub peak_active: u32,
 }
 
 impl Zones {
@@ -116,6 +120,8 @@ impl Zones {
             resets: 0,
             implicit_closes: 0,
             errors: 0,
+            peak_open: 0,
+            peak_active: 0,
         }
     }
 
@@ -184,6 +190,8 @@ impl Zones {
                 }
                 self.open += 1;
                 self.opens += 1;
+                self.peak_open = self.peak_open.max(self.open);
+                self.peak_active = self.peak_active.max(self.active);
                 let zone = &mut self.zones[z];
                 zone.cond = ZoneCond::ImplicitOpen;
                 zone.opened = self.opens;

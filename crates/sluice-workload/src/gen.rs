@@ -712,6 +712,24 @@ impl IoGen {
         self.limit.is_some_and(|l| self.issued >= l) || self.max_ios.is_some_and(|m| self.ios >= m)
     }
 
+    /// The job runner moved the I/O `was` (as generated) to `now` (fio's
+    /// `zbd_adjust_block`: a write to its zone's write pointer, a read into written
+    /// data): the direction's next sequential position follows the I/O where it went,
+    /// and the bytes issued count its length as issued.
+    pub fn moved(&mut self, was: IoSpec, now: IoSpec) {
+        let dir = match now.op {
+            Op::Read => 0,
+            Op::Write => 1,
+            Op::Trim => 2,
+            Op::Flush => return,
+        };
+        let rel = now.offset.saturating_sub(self.start);
+        let f = ((rel / self.file_size) as usize).min(self.cursor.len() - 1);
+        let file_base = f as u64 * self.file_size;
+        self.cursor[f][dir] = rel - file_base.min(rel) + now.len as u64;
+        self.issued = (self.issued + now.len as u64).saturating_sub(was.len as u64);
+    }
+
     /// Bytes issued so far.
     #[inline]
     pub fn issued_bytes(&self) -> u64 {
