@@ -229,9 +229,9 @@ impl Zones {
     /// whole zones. Returns the zones reset.
     pub fn reset(&mut self, offset: u64, len: u64) -> Result<std::ops::Range<usize>, ZoneError> {
         let zs = self.cfg.zone_size_bytes;
-        let bad = offset % zs != 0
+        let bad = !offset.is_multiple_of(zs)
             || len == 0
-            || len % zs != 0
+            || !len.is_multiple_of(zs)
             || self.zone_of(offset + len - 1).is_none();
         if bad {
             self.errors += 1;
