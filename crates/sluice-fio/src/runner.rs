@@ -37,6 +37,7 @@ use crate::tokens::TokenFlows;
 use crate::verify::Verifier;
 use crate::zbd::{ZRange, Zbd};
 use sluice_workload::ZoneSpec;
+use zoned::Held;
 
 mod zoned;
 
@@ -164,10 +165,10 @@ struct Thread {
     lat: Option<LatTarget>,
     /// Its index within its job.
     index: u32,
-    /// `zonemode=zbd` on a zoned device: its zones, an I/O held until a zone reset
-    /// (and whether that reset was for it), and the zone of its reset in flight.
+    /// `zonemode=zbd` on a zoned device: its zones, an I/O held for a zone reset,
+    /// and the zone of its reset in flight.
     zr: Option<ZRange>,
-    zstash: Option<(IoSpec, bool)>,
+    zstash: Option<Held>,
     zreset: Option<u32>,
 }
 
@@ -582,10 +583,10 @@ impl Runner {
                     // A zone reset of the thread's is in flight.
                     return;
                 }
-                let (io, after_reset) = match th.zstash.take() {
+                let held = match th.zstash.take() {
                     Some(held) => held,
                     None => match th.source.next_with(now, rt.start_ns, th.outstanding) {
-                        NextIo::Issue(io) => (io, false),
+                        NextIo::Issue(io) => Held::new(io),
                         other => {
                             if self.not_issued(t, other, now, port) {
                                 continue;
@@ -595,13 +596,13 @@ impl Runner {
                     },
                 };
                 fresh = true;
-                if self.threads[t as usize].zr.is_some() && io.op != Op::Flush {
-                    match self.zbd_gate(t, io, after_reset, now, port) {
+                if self.threads[t as usize].zr.is_some() && held.io.op != Op::Flush {
+                    match self.zbd_gate(t, held, now, port) {
                         Some(io) => io,
                         None => return,
                     }
                 } else {
-                    io
+                    held.io
                 }
             };
             if fresh {

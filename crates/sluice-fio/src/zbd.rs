@@ -397,6 +397,11 @@ impl Zbd {
         self.zones[z as usize].inflight
     }
 
+    /// Whether a thread's reset of zone `z` is on its way.
+    pub(crate) fn resetting(&self, z: u32) -> bool {
+        self.zones[z as usize].resetting
+    }
+
     /// Thread `t` waits for zone `z`'s writes in flight.
     pub(crate) fn wait(&mut self, z: u32, t: u32) {
         let w = &mut self.zones[z as usize].waiters;

@@ -121,7 +121,7 @@ fn job_max_open_zones_bounds_each_job() {
 fn the_reset_threshold_resets_zones_as_fio_simulates_gc() {
     let o = sim(
         "[w]\ndirect=1\nrw=randwrite\nbs=1m\nzonemode=zbd\nsize=8z\nzone_reset_threshold=0.5\n\
-         zone_reset_frequency=0.25\nnumber_ios=400\n",
+         zone_reset_frequency=0.25\nio_size=400m\n",
     );
     let z = zones(&o);
     assert_eq!((o.report.jobs[0].error, z.errors), (0, 0));
@@ -214,4 +214,17 @@ fn zone_write_locking_keeps_reordered_writes_at_the_write_pointer() {
         assert_eq!((o.report.jobs[0].error, z.errors), (0, 0), "{pol}");
         assert_eq!(&z.write_pointers[..4], &[ZONE; 4], "{pol}");
     }
+}
+
+#[test]
+fn threshold_resets_are_not_lost_with_io_in_flight() {
+    // Past the threshold every 4th write resets its zone first; at depth 8 the thread
+    // holds the write until its I/O in flight completed, and the reset still comes.
+    let job =
+        "[w]\ndirect=1\nrw=randwrite\nbs=1m\nzonemode=zbd\nsize=8z\nzone_reset_threshold=0.5\n\
+               zone_reset_frequency=0.25\nio_size=400m\n";
+    let qd1 = zones(&sim(job)).runner_resets;
+    let qd8 = zones(&sim(&format!("{job}iodepth=8\n"))).runner_resets;
+    assert!(qd1 >= 80, "{qd1}");
+    assert!(qd8 * 10 >= qd1 * 9, "depth 8: {qd8} resets, depth 1: {qd1}");
 }

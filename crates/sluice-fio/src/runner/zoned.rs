@@ -6,6 +6,26 @@
 use super::*;
 use crate::zbd::{Adjust, ZoneGeometry};
 
+/// An I/O of a zbd thread held back: the I/O as its stream gave it, whether it
+/// follows a reset the thread made for it, and the reset decided for it and not yet
+/// sent (zone, whether the I/O is itself that reset: a trim).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Held {
+    pub(super) io: IoSpec,
+    after_reset: bool,
+    reset: Option<(u32, bool)>,
+}
+
+impl Held {
+    pub(super) fn new(io: IoSpec) -> Held {
+        Held {
+            io,
+            after_reset: false,
+            reset: None,
+        }
+    }
+}
+
 impl Runner {
     /// Whether some job runs in `zonemode=zbd` (the world must give it a zoned device
     /// with [`Runner::set_zoned`]).
@@ -65,11 +85,15 @@ impl Runner {
     pub(super) fn zbd_gate(
         &mut self,
         t: u32,
-        io: IoSpec,
-        after_reset: bool,
+        held: Held,
         now: Nanos,
         port: &mut impl Port,
     ) -> Option<IoSpec> {
+        let Held {
+            io,
+            after_reset,
+            reset,
+        } = held;
         let th = &mut self.threads[t as usize];
         let j = th.job;
         let r = th.zr.expect("a zbd thread");
@@ -83,7 +107,13 @@ impl Runner {
             offset: base + io.offset,
             ..io
         };
-        match zbd.adjust(j, &r, &zone_spec, abs, after_reset) {
+        // A reset decided earlier stands (its threshold count is spent), unless
+        // another thread is resetting that zone meanwhile.
+        let adjusted = match reset {
+            Some((zone, trim)) if !zbd.resetting(zone) => Adjust::Reset { zone, trim },
+            _ => zbd.adjust(j, &r, &zone_spec, abs, after_reset),
+        };
+        match adjusted {
             Adjust::Issue(a) => {
                 let rel = IoSpec {
                     offset: a.offset - base,
@@ -111,7 +141,11 @@ impl Runner {
                     if busy {
                         zbd.wait(zone, t);
                     }
-                    th.zstash = Some((io, after_reset));
+                    th.zstash = Some(Held {
+                        io,
+                        after_reset,
+                        reset: Some((zone, trim)),
+                    });
                     return None;
                 }
                 let zs = zbd.zone_size();
@@ -128,7 +162,11 @@ impl Runner {
                     return Some(reset);
                 }
                 th.zreset = Some(zone);
-                th.zstash = Some((io, true));
+                th.zstash = Some(Held {
+                    io,
+                    after_reset: true,
+                    reset: None,
+                });
                 th.outstanding += 1;
                 let rt = &self.jobs[j as usize];
                 let req = NewRequest {
