@@ -108,7 +108,8 @@ impl CliError {
                 | sluice_sim::SimError::NoCores
                 | sluice_sim::SimError::WeightConflict(_)
                 | sluice_sim::SimError::TooManyThreads(_)
-                | sluice_sim::SimError::Limit(_) => 2,
+                | sluice_sim::SimError::Limit(_)
+                | sluice_sim::SimError::Zones(_) => 2,
                 _ => 1,
             },
             CliError::Repro(sluice_repro::ReproError::UnknownSuite { .. }) => 2,

@@ -21,6 +21,7 @@ mod run;
 mod slurm;
 mod sweep;
 mod trim;
+mod zoned;
 
 // tests/mount/*.rs name their helpers from the crate root (`crate::support`,
 // `crate::pattern`), as when tests/mount.rs was a test binary of its own.

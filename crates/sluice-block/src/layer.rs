@@ -8,6 +8,7 @@ use sluice_core::{Flow, FlowId, IoClass, Nanos, Op, QueueClass, ReqId, Request};
 use crate::meter::{Meter, NoMeter, PolicyCall};
 use crate::port::DevicePort;
 use crate::stats::{BlockStats, CounterSeries};
+use crate::zonelock::ZoneLock;
 
 /// Marks "not yet" in request times.
 const NOT_YET: Nanos = Nanos::MAX;
@@ -41,6 +42,8 @@ pub struct ReqState {
     pub op: Op,
     /// Length of the whole request.
     pub len: u32,
+    /// Its offset in the device's address space.
+    pub offset: u64,
     /// Its class now (raised by a promotion).
     pub class: IoClass,
     /// Submitted to the block layer.
@@ -60,6 +63,7 @@ impl ReqState {
         token: 0,
         op: Op::Read,
         len: 0,
+        offset: 0,
         class: IoClass::Normal,
         submit_ns: 0,
         admit_ns: 0,
@@ -82,6 +86,9 @@ pub struct Finished {
     pub op: Op,
     /// Length in bytes.
     pub len: u32,
+    /// Its offset in the address space it was submitted in (0 where a world's own
+    /// completion does not carry it: a buffered or refused I/O).
+    pub offset: u64,
     /// Its class at the end (critical if it was promoted).
     pub class: IoClass,
     /// Submitted.
@@ -150,6 +157,8 @@ pub struct BlockLayer<M: Meter = NoMeter> {
     wrr_applied: Option<[u32; 3]>,
     stats: BlockStats,
     series: CounterSeries,
+    /// Zone write locking, for a zoned device ([`BlockLayer::set_zoned`]).
+    zones: Option<Box<ZoneLock>>,
 }
 
 impl<M: Meter> std::fmt::Debug for BlockLayer<M> {
@@ -202,7 +211,22 @@ impl<M: Meter> BlockLayer<M> {
                 names,
                 ..CounterSeries::default()
             },
+            zones: None,
         }
+    }
+
+    /// The device is zoned with zones of `zone_size` bytes, every one sequential
+    /// write required: from now on every policy's writes keep zone write order (at
+    /// most one write piece in flight per zone, a zone's writes in submission order;
+    /// see `zonelock.rs`). Call before the first submission.
+    pub fn set_zoned(&mut self, zone_size: u64) {
+        self.zones = Some(Box::new(ZoneLock::new(zone_size)));
+    }
+
+    /// Write pieces held back by zone write locking so far (0 on a conventional
+    /// device).
+    pub fn zone_parked(&self) -> u64 {
+        self.zones.as_ref().map_or(0, |z| z.parked)
     }
 
     /// Tell the policy about a flow that appeared after construction (an application
@@ -306,6 +330,7 @@ impl<M: Meter> BlockLayer<M> {
             token,
             op: r.op,
             len: r.len,
+            offset: r.offset,
             class: r.class,
             submit_ns: now_ns,
             admit_ns: now_ns,
@@ -313,6 +338,9 @@ impl<M: Meter> BlockLayer<M> {
             ..ReqState::EMPTY
         };
         self.stats.submitted += 1;
+        if let Some(z) = self.zones.as_mut() {
+            z.submitted(&req);
+        }
         let c = r.class.index();
         let admitted = self.waiting[c].is_empty()
             && self
@@ -384,13 +412,22 @@ impl<M: Meter> BlockLayer<M> {
                     if self.view.inflight >= self.view.max_inflight {
                         break;
                     }
-                    let view = &self.view;
-                    let d = self
-                        .meter
-                        .time(PolicyCall::Dispatch, || self.policy.dispatch(now_ns, view));
-                    match d {
-                        Some(d) => d,
-                        None => break,
+                    if let Some(d) = self.zones.as_mut().and_then(|z| z.ready.pop_front()) {
+                        d
+                    } else {
+                        let view = &self.view;
+                        let d = self
+                            .meter
+                            .time(PolicyCall::Dispatch, || self.policy.dispatch(now_ns, view));
+                        match (d, self.zones.as_mut()) {
+                            (None, _) => break,
+                            (Some(d), None) => d,
+                            (Some(d), Some(z)) => match z.admit(d) {
+                                Some(d) => d,
+                                // Parked until its zone's turn.
+                                None => continue,
+                            },
+                        }
                     }
                 }
             };
@@ -470,6 +507,9 @@ impl<M: Meter> BlockLayer<M> {
         if !ok {
             self.stats.failed_pieces += 1;
         }
+        if let Some(z) = self.zones.as_mut() {
+            z.done(&done.req);
+        }
         self.meter
             .time(PolicyCall::Complete, || self.policy.complete(now_ns, &done));
         // A completion may free an admission slot.
@@ -492,6 +532,7 @@ impl<M: Meter> BlockLayer<M> {
             token: rs.token,
             op: rs.op,
             len: rs.len,
+            offset: rs.offset,
             class: rs.class,
             submit_ns: rs.submit_ns,
             admit_ns: rs.admit_ns,
@@ -563,6 +604,7 @@ impl<M: Meter> BlockLayer<M> {
         let queued = self.policy.queued();
         if self.view.inflight == 0
             && self.held.is_none()
+            && self.zones.as_ref().is_none_or(|z| z.ready.is_empty())
             && self.timer.is_none()
             && (queued > 0 || self.waiting() > 0)
         {

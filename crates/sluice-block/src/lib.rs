@@ -45,6 +45,7 @@ mod layer;
 mod meter;
 mod port;
 mod stats;
+mod zonelock;
 
 pub use layer::{BlockLayer, Finished, NewRequest, Piece, ReqState, Stall};
 pub use meter::{Meter, NoMeter, PolicyCall};

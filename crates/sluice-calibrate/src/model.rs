@@ -367,6 +367,7 @@ impl Model {
             }),
             service: self.service.clone(),
             flash: None,
+            zoned: None,
         }
     }
 

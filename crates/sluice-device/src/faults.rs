@@ -164,6 +164,10 @@ pub(crate) enum Fault {
     Media,
     /// Hangs until the host's timeout aborts it.
     Timeout,
+    /// Refused by the zoned namespace's checks (a write not at the write pointer, a
+    /// reset of a partial zone, …): completes with an error after its processing,
+    /// without media time. Never drawn; set by the zone checks.
+    Zone,
 }
 
 /// The device's fault stream.
@@ -252,7 +256,7 @@ mod tests {
             match d {
                 Fault::Media => media += 1,
                 Fault::Timeout => timeout += 1,
-                Fault::None => {}
+                Fault::None | Fault::Zone => {}
             }
             seq.push(d);
         }

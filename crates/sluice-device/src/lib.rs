@@ -123,6 +123,7 @@ mod port;
 mod profile;
 pub mod service;
 mod ssd;
+pub mod zns;
 
 pub use arbiter::{sq_id, Arbiter};
 pub use durability::{Contents, ContentsStats, CrashReport, CrashSpec, FlushTicket};
@@ -135,6 +136,7 @@ pub use profile::{
 };
 pub use service::{OpVariation, ServiceVariation};
 pub use ssd::{Command, DeviceCompletion, DeviceStats, NvmeSsd, SubmitError};
+pub use zns::{ZoneCond, ZoneError, ZonedConfig, Zones};
 
 // Re-exported for convenience: the vocabulary the API uses.
 pub use sluice_core::{Nanos, Op, QueueClass};

@@ -5,6 +5,7 @@
 
 use crate::ftl::FlashConfig;
 use crate::service::ServiceVariation;
+use crate::zns::ZonedConfig;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -95,6 +96,11 @@ pub struct DeviceProfile {
     /// [`crate::ftl`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flash: Option<FlashConfig>,
+    /// Zoned namespace (`[zoned]`: sequential-write-required zones with write
+    /// pointers and open/active limits; none when absent: a conventional namespace),
+    /// see [`crate::zns`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zoned: Option<ZonedConfig>,
 }
 
 /// The figures a profile promises for 4 KB random I/O. They are not inputs of the model:
@@ -494,11 +500,13 @@ const X25M_TOML: &str = include_str!("../profiles/x25m.toml");
 const MTRON_TOML: &str = include_str!("../profiles/mtron.toml");
 const VERTEX_TOML: &str = include_str!("../profiles/vertex.toml");
 const CF_TOML: &str = include_str!("../profiles/cf.toml");
+const ZNS_TOML: &str = include_str!("../profiles/zns.toml");
 
 impl DeviceProfile {
     /// Names of the builtin profiles.
-    pub const BUILTIN: &'static [&'static str] =
-        &["ull", "zssd", "nand", "x25m", "mtron", "vertex", "cf"];
+    pub const BUILTIN: &'static [&'static str] = &[
+        "ull", "zssd", "nand", "x25m", "mtron", "vertex", "cf", "zns",
+    ];
 
     /// A builtin profile by name (`None` for other names).
     pub fn builtin(name: &str) -> Option<DeviceProfile> {
@@ -510,6 +518,7 @@ impl DeviceProfile {
             "mtron" => MTRON_TOML,
             "vertex" => VERTEX_TOML,
             "cf" => CF_TOML,
+            "zns" => ZNS_TOML,
             _ => return None,
         };
         Some(

@@ -101,6 +101,8 @@ pub struct NvmeSsd {
     service: Option<Service>,
     /// Flash management (`None`: the profile has no `[flash]`).
     flash: Option<FlashState>,
+    /// The zoned namespace's zones (`None`: a conventional namespace).
+    zones: Option<crate::zns::Zones>,
     stats: DeviceStats,
 }
 
@@ -210,6 +212,7 @@ impl NvmeSsd {
             faults: None,
             service: Service::new(profile.service.as_ref(), 0),
             flash: FlashState::new(profile),
+            zones: profile.zoned.as_ref().map(crate::zns::Zones::new),
             stats: DeviceStats {
                 unit_busy_ns: vec![0; m.units as usize],
                 ..DeviceStats::default()
@@ -297,6 +300,7 @@ impl NvmeSsd {
             match (s.fault, s.op) {
                 (Fault::Media, _) => st.media_errors += 1,
                 (Fault::Timeout, _) => st.timeouts += 1,
+                (Fault::Zone, _) => {}
                 (Fault::None, OP_READ) => {
                     st.completed_reads += 1;
                     st.bytes_read += s.len as u64;
@@ -466,10 +470,29 @@ impl NvmeSsd {
             Op::Flush => OP_FLUSH,
             Op::Trim => OP_TRIM,
         };
-        let fault = match &mut self.faults {
+        let mut fault = match &mut self.faults {
             None => Fault::None,
             Some(f) => f.draw(),
         };
+        let mut unwritten = false;
+        if let Some(z) = self.zones.as_mut() {
+            // The zone checks happen in fetch order: the controller takes a zone's
+            // writes in the order it fetches them (the host keeps one in flight per
+            // zone, so that is the order it wrote them in).
+            let c = &p.cmd;
+            let refused = match c.op {
+                Op::Write => z.write(c.offset, c.len as u64).is_err(),
+                Op::Trim => z.reset(c.offset, c.len as u64).is_err(),
+                Op::Read => {
+                    unwritten = z.unwritten(c.offset, c.len as u64);
+                    false
+                }
+                Op::Flush => false,
+            };
+            if refused {
+                fault = Fault::Zone;
+            }
+        }
         self.slots[slot as usize] = Slot {
             tag: p.cmd.tag,
             qid,
@@ -486,8 +509,20 @@ impl NvmeSsd {
             self.push_event(now.max(p.submit_ns + timeout), slot, 0);
             return;
         }
+        if fault == Fault::Zone || unwritten {
+            // Refused, or a read of nothing written: the controller answers after
+            // processing the command, without media time.
+            let done = self.answer_without_media(now, op == OP_WRITE);
+            self.push_event(done + self.complete_ns, slot, 0);
+            return;
+        }
         if let Some(done) = self.service(now, slot, &p.cmd) {
             self.push_event(done + self.complete_ns, slot, 0);
         }
+    }
+
+    /// The zoned namespace (`None` for a conventional one).
+    pub fn zones(&self) -> Option<&crate::zns::Zones> {
+        self.zones.as_ref()
     }
 }

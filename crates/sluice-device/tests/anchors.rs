@@ -8,9 +8,12 @@ use sluice_device::{DeviceProfile, Op};
 const N: u64 = 200_000;
 
 fn profiles() -> Vec<DeviceProfile> {
+    // A zoned profile's random writes fail (they are not at a write pointer) and its
+    // reads of nothing written skip the media: tests/zns.rs checks its figures.
     DeviceProfile::BUILTIN
         .iter()
         .map(|n| DeviceProfile::builtin(n).unwrap())
+        .filter(|p| p.zoned.is_none())
         .collect()
 }
 

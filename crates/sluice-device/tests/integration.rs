@@ -22,3 +22,4 @@ mod shared_transfer;
 mod stalls;
 mod tails;
 mod write_figures;
+mod zns;

@@ -133,6 +133,20 @@ pub enum EngineError {
         /// The job.
         job: String,
     },
+    /// A `zonemode=zbd` job's file is not a zoned block device, or is one (which
+    /// `sluice run` does not drive yet).
+    #[error(
+        "{path} (job '{job}'): zonemode=zbd needs a zoned block device, and {what}; \
+         use zonemode=none or strided here, or run the job under sluice sim --device zns"
+    )]
+    NotZoned {
+        /// The file.
+        path: PathBuf,
+        /// The job.
+        job: String,
+        /// What the file is.
+        what: String,
+    },
     /// A block device was named without `--allow-device`.
     #[error(
         "{path} (job '{job}') is a block device; sluice run uses one only with --allow-device \

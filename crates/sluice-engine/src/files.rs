@@ -169,6 +169,35 @@ fn device_align(f: &File) -> io::Result<u32> {
     Ok(sz.max(1) as u32)
 }
 
+/// What `path` is, for a `zonemode=zbd` job: not there, a regular file, a block
+/// device whose `queue/zoned` in sysfs says `none`, or a zoned one (which `sluice run`
+/// does not drive: it would need the device's zone report and zone resets).
+fn zoned_model(path: &Path) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let m = match std::fs::metadata(path) {
+        Err(_) => return "it does not exist (sluice run would create a regular file)".into(),
+        Ok(m) => m,
+    };
+    if !m.file_type().is_block_device() {
+        return "it is a regular file, not a zoned block device".into();
+    }
+    let (major, minor) = (libc::major(m.rdev()), libc::minor(m.rdev()));
+    // A partition's queue is its disk's.
+    let sys = format!("/sys/dev/block/{major}:{minor}");
+    let model = ["queue/zoned", "../queue/zoned"]
+        .iter()
+        .find_map(|q| std::fs::read_to_string(format!("{sys}/{q}")).ok())
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|| "none".into());
+    if model == "none" {
+        format!("{sys}/queue/zoned says it is not zoned (none)")
+    } else {
+        format!(
+            "it is zoned ({model}), which sluice run does not drive yet (no zone reports or resets)"
+        )
+    }
+}
+
 /// Open `path` for direct I/O, turning EINVAL (no O_DIRECT) into [`EngineError::NoDirectIo`].
 fn open_direct(path: &Path, write: bool, job: &str) -> Result<File, EngineError> {
     OpenOptions::new()
@@ -332,8 +361,15 @@ pub fn plan(
 
     // Inspect existing files; find those to create.
     let mut create_dirs: BTreeMap<PathBuf, (u64, String)> = BTreeMap::new();
-    for f in files.iter_mut() {
+    for (i, f) in files.iter_mut().enumerate() {
         let job = f.first_job.clone();
+        if let Some(&u) = users[i].iter().find(|&&u| jobs[u].zone.zbd()) {
+            return Err(EngineError::NotZoned {
+                path: f.path.clone(),
+                job: jobs[u].name.clone(),
+                what: zoned_model(&f.path),
+            });
+        }
         match std::fs::metadata(&f.path) {
             // A missing path among the devices is a device this machine lacks (/dev/shm
             // is a memory file system, where files may be created).

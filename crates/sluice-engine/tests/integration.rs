@@ -11,3 +11,4 @@ mod engine;
 mod one_block_layer;
 mod real_policy_time;
 mod verify;
+mod zoned;

@@ -29,9 +29,11 @@ pub mod plan;
 mod runner;
 pub mod tokens;
 pub mod verify;
+pub mod zbd;
 
 pub use owner::Owner;
 pub use plan::{AddressPlan, PlannedThread};
 pub use runner::{Port, Runner, Scope, Submit, ThreadSetup, VerifyDone, WAIT_POLL_NS};
 pub use tokens::TokenFlows;
 pub use verify::Verifier;
+pub use zbd::ZoneGeometry;

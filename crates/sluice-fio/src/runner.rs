@@ -35,6 +35,11 @@ use sluice_workload::{
 use crate::latency::{LatTarget, LatVerdict};
 use crate::tokens::TokenFlows;
 use crate::verify::Verifier;
+use crate::zbd::{ZRange, Zbd};
+use sluice_workload::ZoneSpec;
+use zoned::Held;
+
+mod zoned;
 
 /// How often a waiting job of a [`Scope::Part`] runner looks whether its waitee is
 /// done (1 ms).
@@ -160,6 +165,13 @@ struct Thread {
     lat: Option<LatTarget>,
     /// Its part of fio's depth maps.
     depths: depths::ThreadDepths,
+    /// Its index within its job.
+    index: u32,
+    /// `zonemode=zbd` on a zoned device: its zones, an I/O held for a zone reset,
+    /// and the zone of its reset in flight.
+    zr: Option<ZRange>,
+    zstash: Option<Held>,
+    zreset: Option<u32>,
 }
 
 /// What the runner keeps of a job's options.
@@ -201,6 +213,8 @@ struct JobRt {
     threads: Vec<u32>,
     /// fio's steady-state detection (`ss_dur`), in a [`Scope::Whole`] runner.
     ss: Option<SteadyTrack>,
+    /// Its zone options.
+    zone: ZoneSpec,
 }
 
 /// One thread given to a runner: its job, its index within the job, where its file
@@ -234,6 +248,8 @@ pub struct Runner {
     /// for another thread of it to issue (a [`Scope::Whole`] runner's, `flow_sleep=0`).
     tokens: TokenFlows,
     blocked: Vec<Vec<u32>>,
+    /// The zones of a zoned device, for `zonemode=zbd` jobs ([`Runner::set_zoned`]).
+    zbd: Option<Zbd>,
 }
 
 impl Runner {
@@ -283,6 +299,7 @@ impl Runner {
                     Scope::Whole => s.steadystate.as_ref().map(SteadyTrack::new),
                     Scope::Part => None,
                 },
+                zone: s.zone,
             })
             .collect();
         let tokens = TokenFlows::new(specs);
@@ -317,6 +334,10 @@ impl Runner {
                         .as_ref()
                         .filter(|_| data)
                         .map(|v| Box::new(Verifier::new(v, spec.rw.writes()))),
+                    index: t.index,
+                    zr: None,
+                    zstash: None,
+                    zreset: None,
                 }
             })
             .collect();
@@ -331,6 +352,7 @@ impl Runner {
             active: 0,
             last_job_end: 0,
             stopped: false,
+            zbd: None,
         }
     }
 
@@ -566,30 +588,30 @@ impl Runner {
                 }
                 let th = &mut self.threads[t as usize];
                 let rt = &self.jobs[th.job as usize];
-                match th.source.next_with(now, rt.start_ns, th.outstanding) {
-                    NextIo::Issue(io) => {
-                        fresh = true;
-                        io
-                    }
-                    NextIo::At(at) => {
-                        self.wake_after(t, at, port);
-                        return;
-                    }
-                    NextIo::Drain => return,
-                    NextIo::Exhausted => {
-                        if let Some(v) = th.verify.as_mut() {
-                            // The final read-back starts when no write is in flight.
-                            if v.final_pending() && th.outstanding > 0 {
-                                return;
-                            }
-                            if v.start_final() {
+                if th.zreset.is_some() {
+                    // A zone reset of the thread's is in flight.
+                    return;
+                }
+                let held = match th.zstash.take() {
+                    Some(held) => held,
+                    None => match th.source.next_with(now, rt.start_ns, th.outstanding) {
+                        NextIo::Issue(io) => Held::new(io),
+                        other => {
+                            if self.not_issued(t, other, now, port) {
                                 continue;
                             }
+                            return;
                         }
-                        th.state = State::Stopping;
-                        self.maybe_thread_done(t, now, port);
-                        return;
+                    },
+                };
+                fresh = true;
+                if self.threads[t as usize].zr.is_some() && held.io.op != Op::Flush {
+                    match self.zbd_gate(t, held, now, port) {
+                        Some(io) => io,
+                        None => return,
                     }
+                } else {
+                    held.io
                 }
             };
             if fresh {
@@ -629,6 +651,34 @@ impl Runner {
                 check,
                 verify: th.verify.as_deref_mut(),
             });
+        }
+    }
+
+    /// Thread `t`'s source gave no I/O (`next`: wait for a slot, drain, or it is
+    /// exhausted): act on it. Returns whether the thread should look again at once
+    /// (a verify thread's final read-back starts).
+    fn not_issued(&mut self, t: u32, next: NextIo, now: Nanos, port: &mut impl Port) -> bool {
+        let th = &mut self.threads[t as usize];
+        match next {
+            NextIo::At(at) => {
+                self.wake_after(t, at, port);
+                false
+            }
+            NextIo::Drain | NextIo::Issue(_) => false,
+            NextIo::Exhausted => {
+                if let Some(v) = th.verify.as_mut() {
+                    // The final read-back starts when no write is in flight.
+                    if v.final_pending() && th.outstanding > 0 {
+                        return false;
+                    }
+                    if v.start_final() {
+                        return true;
+                    }
+                }
+                th.state = State::Stopping;
+                self.maybe_thread_done(t, now, port);
+                false
+            }
         }
     }
 
@@ -697,6 +747,9 @@ impl Runner {
         verify: Option<VerifyDone<'_>>,
         port: &mut impl Port,
     ) {
+        if self.threads[t as usize].zr.is_some() && self.zone_done(t, f, reaped_ns, port) {
+            return;
+        }
         if let Some(v) = verify {
             self.verify_done(t, f, v, reaped_ns, port);
         }

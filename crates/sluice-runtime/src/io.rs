@@ -351,6 +351,7 @@ impl IoState {
             token: s as u64,
             op: slot.op,
             len: 0,
+            offset: 0,
             class: IoClass::Normal,
             submit_ns: 0,
             admit_ns: 0,

@@ -61,6 +61,9 @@ pub enum SimError {
     /// A buffered job cannot run through the page cache as configured.
     #[error("{0}")]
     PageCache(String),
+    /// `zonemode=zbd` jobs and the device do not fit (no zones, another zone size, …).
+    #[error("{0}")]
+    Zones(String),
     /// The run is larger than sluice's limits (docs/limits.md).
     #[error("{0}")]
     Limit(#[from] sluice_workload::LimitError),
@@ -124,6 +127,28 @@ pub struct SimStats {
     pub fetched_per_class: [u64; 4],
     /// The run was stopped early ([`SimConfig::stop`]); the report covers what ran.
     pub interrupted: bool,
+    /// A zoned device's zones at the end (`None` for a conventional device).
+    pub zones: Option<ZoneStats>,
+}
+
+/// A zoned device's zones at the end of a run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ZoneStats {
+    /// Each zone's write pointer, relative to the zone's start.
+    pub write_pointers: Vec<u64>,
+    /// Zones the device reset (a trim of whole zones).
+    pub resets: u64,
+    /// Of those, the resets zbd jobs' threads sent themselves (full zones,
+    /// `zone_reset_threshold`), not their trims.
+    pub runner_resets: u64,
+    /// Commands the device refused (a write off the write pointer, …).
+    pub errors: u64,
+    /// Zones the device closed to open another.
+    pub implicit_closes: u64,
+    /// The most zones open, and active, at once.
+    pub peak_open: u32,
+    /// See `peak_open`.
+    pub peak_active: u32,
 }
 
 /// The result of one run.

@@ -31,6 +31,6 @@ pub mod events;
 mod port;
 mod sim;
 
-pub use config::{LittleCheck, SimConfig, SimError, SimOutput, SimStats};
+pub use config::{LittleCheck, SimConfig, SimError, SimOutput, SimStats, ZoneStats};
 pub use port::{flash_facts, SimPort};
 pub use sim::run;

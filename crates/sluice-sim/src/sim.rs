@@ -10,7 +10,7 @@ use sluice_metrics::{
 };
 use sluice_workload::{flows_of, JobSpec};
 
-use crate::config::{LittleCheck, SimConfig, SimError, SimOutput, SimStats};
+use crate::config::{LittleCheck, SimConfig, SimError, SimOutput, SimStats, ZoneStats};
 use crate::events::{Event, EventQueue};
 use crate::port::SimPort;
 
@@ -172,7 +172,7 @@ impl<'a> Sim<'a> {
                 hwq: hwq(t.global),
             })
             .collect();
-        let runner = Runner::new(specs, &job_flow, &threads, cfg.seed, Scope::Whole, false);
+        let mut runner = Runner::new(specs, &job_flow, &threads, cfg.seed, Scope::Whole, false);
 
         let setup = RunSetup::for_jobs(specs, &flows, &job_flow, cfg.interval_ns);
         let interval_ns = setup.interval_ns;
@@ -186,7 +186,30 @@ impl<'a> Sim<'a> {
             .map(|t| specs[t.job as usize].iodepth.max(1) as usize)
             .sum();
         // Preallocate for the usual depths; deeper runs grow as requests arrive.
-        let block = BlockLayer::with_meter(policy, &flows, sluice_block::NoMeter, cap.min(1 << 16));
+        let mut block =
+            BlockLayer::with_meter(policy, &flows, sluice_block::NoMeter, cap.min(1 << 16));
+        match &profile.zoned {
+            Some(z) => {
+                // Every policy keeps zone write order on a zoned device; zbd jobs
+                // write at the zones' write pointers.
+                block.set_zoned(z.zone_size_bytes);
+                let geo = sluice_fio::ZoneGeometry {
+                    zone_size: z.zone_size_bytes,
+                    capacity: z.zone_capacity_bytes,
+                    zones: z.zones,
+                    max_open: z.max_open,
+                };
+                runner.set_zoned(geo, specs).map_err(SimError::Zones)?;
+            }
+            None => {
+                if let Some(s) = specs.iter().find(|s| s.zone.zbd()) {
+                    return Err(SimError::Zones(format!(
+                        "job '{}' has zonemode=zbd, which needs a zoned device, and the device profile '{}' is not zoned; use --device zns (or a profile with a [zoned] section)",
+                        s.name, profile.name
+                    )));
+                }
+            }
+        }
 
         let buffered = Buffered::for_jobs(specs, &cfg.page_cache, &files)?;
         Ok(Sim {
@@ -438,6 +461,17 @@ impl<'a> Sim<'a> {
                 little,
                 fetched_per_class: fetched,
                 interrupted: self.interrupted,
+                zones: w.port.device.zones().map(|z| ZoneStats {
+                    write_pointers: (0..z.config().zones as usize)
+                        .map(|i| z.write_pointer(i) - i as u64 * z.config().zone_size_bytes)
+                        .collect(),
+                    resets: z.resets,
+                    runner_resets: self.runner.zone_resets(),
+                    errors: z.errors,
+                    implicit_closes: z.implicit_closes,
+                    peak_open: z.peak_open,
+                    peak_active: z.peak_active,
+                }),
             },
         }
     }

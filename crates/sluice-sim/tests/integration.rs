@@ -7,3 +7,4 @@ mod buffered;
 mod faults;
 mod sim;
 mod steadystate;
+mod zoned;

@@ -365,6 +365,8 @@ pub struct IoGen {
     /// for size-based jobs with `loops` > 1.
     loop_bytes: u64,
     next_loop: u64,
+    /// `zonemode=strided`: the window the thread's I/O stays in.
+    strided: Option<crate::zones::Strided>,
 }
 
 /// How a job's I/Os take the trim direction.
@@ -492,6 +494,7 @@ impl IoGen {
             } else {
                 u64::MAX
             },
+            strided: crate::zones::Strided::new(&job.zone),
         }
     }
 
@@ -570,7 +573,16 @@ impl IoGen {
             && hit
             && (self.perc_random[dir] >= 100
                 || self.rng.random_range(1..=100u32) <= self.perc_random[dir]);
-        let offset = if random {
+        let window = match self.strided.as_mut() {
+            Some(st) => Some(st.before(self.file_size, &mut self.cursor[f as usize][dir])),
+            None => None,
+        };
+        let offset = if let (true, Some((w, wlen))) = (random, window) {
+            // fio's strided random offsets: uniform over the window (its `last_block`
+            // is the zone range), aligned as the slot's.
+            let n = (wlen.saturating_sub(len as u64) / slot.align) + 1;
+            self.start + file_base + w + self.rng.random_range(0..n) * slot.align
+        } else if random {
             let idx = match &self.skew[dir] {
                 Some(Skew::Sequence { idx, stride, unit }) => {
                     // fio's __get_next_rand_offset_sequence: element n mod len of the
@@ -630,6 +642,9 @@ impl IoGen {
         }
         // The direction's next sequential position follows this I/O, random or not.
         self.cursor[f as usize][dir] = offset - self.start - file_base + len as u64;
+        if let Some(st) = self.strided.as_mut() {
+            st.issued(len);
+        }
         self.issued = self.issued.saturating_add(len as u64);
         self.ios += 1;
         self.dir_ios[dir] += 1;
@@ -695,6 +710,24 @@ impl IoGen {
     #[inline]
     pub fn exhausted(&self) -> bool {
         self.limit.is_some_and(|l| self.issued >= l) || self.max_ios.is_some_and(|m| self.ios >= m)
+    }
+
+    /// The job runner moved the I/O `was` (as generated) to `now` (fio's
+    /// `zbd_adjust_block`: a write to its zone's write pointer, a read into written
+    /// data): the direction's next sequential position follows the I/O where it went,
+    /// and the bytes issued count its length as issued.
+    pub fn moved(&mut self, was: IoSpec, now: IoSpec) {
+        let dir = match now.op {
+            Op::Read => 0,
+            Op::Write => 1,
+            Op::Trim => 2,
+            Op::Flush => return,
+        };
+        let rel = now.offset.saturating_sub(self.start);
+        let f = ((rel / self.file_size) as usize).min(self.cursor.len() - 1);
+        let file_base = f as u64 * self.file_size;
+        self.cursor[f][dir] = rel - file_base.min(rel) + now.len as u64;
+        self.issued = (self.issued + now.len as u64).saturating_sub(was.len as u64);
     }
 
     /// Bytes issued so far.

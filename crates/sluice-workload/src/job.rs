@@ -441,6 +441,8 @@ pub struct JobSpec {
     pub create_on_open: bool,
     /// `filename`: jobs naming the same file share one address range.
     pub filename: Option<String>,
+    /// fio's zone options (`zonemode`, `zonesize`, …; see [`crate::ZoneSpec`]).
+    pub zone: crate::ZoneSpec,
     /// Options accepted but not acted on, as written (`ioengine`, `direct`,
     /// `group_reporting`, …): sluice chooses its engine and always does direct I/O.
     pub passthrough: Vec<(String, String)>,
@@ -525,6 +527,7 @@ impl Default for JobSpec {
             flow_sleep_ns: 0,
             stonewall: false,
             filename: None,
+            zone: crate::ZoneSpec::default(),
             buffered: false,
             fsync_every: 0,
             end_fsync: false,

@@ -125,7 +125,10 @@
 //! * `nrfiles` files are laid side by side in one address space per thread (one real
 //!   file per thread for `sluice run`).
 //!
-//! Not supported: `zonemode`, `fill_device`, trim verification, per-I/O
+//! Zones: `zonemode=strided` windows are generated here; `zonemode=zbd` is parsed
+//! here and carried out by the job runner on a zoned device (`sluice_fio::zbd`).
+//!
+//! Not supported: `fill_device`, trim verification, per-I/O
 //! priorities (`cmdprio*`), `rw=…:N` modifiers, file-size ranges, `sync=1`,
 //! `sync_file_range`, `write_barrier` (see [`option_table`]).
 //!
@@ -153,6 +156,7 @@ mod steady;
 pub mod units;
 mod values;
 mod verify;
+mod zones;
 
 pub use cmdprio::{class_of_ioprio, CmdPrio, PrioDraw, PrioEntry};
 pub use error::WorkloadError;
@@ -176,6 +180,7 @@ pub use plan::{flows_of, stonewall_groups, FlowConflict};
 pub use source::{IoSource, NextIo};
 pub use steady::{Attained, SteadyMetric, SteadySpec, SteadyState, SteadyTrack};
 pub use verify::{VerifyKind, VerifySpec};
+pub use zones::{ZoneMode, ZoneSpec};
 
 #[doc(no_inline)]
 pub use sluice_core::IoClass;

@@ -19,12 +19,14 @@ use crate::units::{
 };
 use crate::values::{parse_bsrange, parse_distribution, parse_file_service, split_paths};
 use crate::verify::{parse_pattern, parse_verify_kind, VerifyKind, VerifySpec};
+use crate::zones::{parse_ratio, parse_zone_mode, zone_count, ZoneMode};
 
 mod draft;
 mod fields;
 mod finish;
 mod prio;
 mod rows;
+mod zoned;
 
 use fields::*;
 pub(crate) use rows::ACTED;
@@ -255,6 +257,20 @@ pub(crate) struct Draft {
     wait_for: Option<(String, Loc)>,
     /// Whether `direct=` or `buffered=` was given (else fio's default, `direct=0`).
     direct_given: bool,
+    /// Sizes given in zones (`size=8z`), resolved with the zone size at the end.
+    nz: ZoneCounts,
+    /// `zonemode=`, if given.
+    zonemode: Option<ZoneMode>,
+}
+
+/// Sizes given as a number of zones (fio's `size_nz`, …) and where.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ZoneCounts {
+    size: Option<(u64, Loc)>,
+    io_size: Option<(u64, Loc)>,
+    offset: Option<(u64, Loc)>,
+    offset_increment: Option<(u64, Loc)>,
+    skip: Option<(u64, Loc)>,
 }
 
 impl Draft {

@@ -172,6 +172,15 @@ impl IoSource {
         NextIo::Issue(io)
     }
 
+    /// The runner moved the I/O `was` it took from the stream to `now` (see
+    /// [`IoGen::moved`]).
+    pub fn moved(&mut self, was: IoSpec, now: IoSpec) {
+        self.gen.moved(was, now);
+        if now.op == sluice_core::Op::Write {
+            self.last_write = now.offset;
+        }
+    }
+
     /// Bytes generated so far (including an I/O held for its pacer slot).
     pub fn issued_bytes(&self) -> u64 {
         self.gen.issued_bytes()

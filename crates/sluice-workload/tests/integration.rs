@@ -10,3 +10,4 @@ mod io_options;
 mod offset_increment;
 mod parse;
 mod trim;
+mod zones;

@@ -23,6 +23,7 @@ impl DeviceProfile {
         self.check_front_end(o)?;
         self.check_parallel(o)?;
         self.check_parts(o)?;
+        self.check_zoned(o)?;
         Ok(())
     }
 
@@ -412,6 +413,48 @@ impl DeviceProfile {
         }
         if let Some(f) = &self.flash {
             f.validate(o, m, self.write_buffer.is_some())?;
+        }
+        Ok(())
+    }
+
+    /// The zones: a positive size, a capacity within it, a count, and an active
+    /// limit not below the open one.
+    fn check_zoned(&self, o: &str) -> Result<(), ProfileError> {
+        let Some(z) = &self.zoned else {
+            return Ok(());
+        };
+        positive(
+            o,
+            "zoned.zone_size_bytes",
+            z.zone_size_bytes,
+            "bytes per zone",
+        )?;
+        positive(
+            o,
+            "zoned.zone_capacity_bytes",
+            z.zone_capacity_bytes,
+            "writable bytes per zone",
+        )?;
+        positive(o, "zoned.zones", z.zones as u64, "a count")?;
+        if z.zone_capacity_bytes > z.zone_size_bytes {
+            return Err(invalid(
+                o,
+                "zoned.zone_capacity_bytes",
+                format!(
+                    "is {} but a zone is {} bytes; a zone's capacity is at most its size",
+                    z.zone_capacity_bytes, z.zone_size_bytes
+                ),
+            ));
+        }
+        if z.max_active > 0 && z.max_open > z.max_active {
+            return Err(invalid(
+                o,
+                "zoned.max_open",
+                format!(
+                    "is {} but max_active is {}; an open zone is active, so max_open is at most max_active (0: no limit)",
+                    z.max_open, z.max_active
+                ),
+            ));
         }
         Ok(())
     }

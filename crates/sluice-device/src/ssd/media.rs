@@ -51,15 +51,20 @@ impl NvmeSsd {
         self.after_front(slot, cmd, xs, fe)
     }
 
-    /// A trim (NVMe Dataset Management, deallocate): the controller processes it as a
-    /// write command without data (its range list is a few bytes), in turn on the
-    /// front end; the FTL, if any, unmaps the range at once (no media time: a
-    /// deallocate changes the map, the invalid pages are reclaimed by later GC).
-    /// Returns when it is done. Out of line: no other command's path changes.
-    #[cold]
-    #[inline(never)]
-    fn deallocate(&mut self, arrive: Nanos, cmd: &Command) -> Nanos {
-        let svc = self.write_cmd_ns;
+    /// A command the controller answers itself (a zoned command refused, a read of
+    /// nothing written): its processing on the front end, in turn, and no media time.
+    /// Returns when it is done.
+    pub(super) fn answer_without_media(&mut self, now: Nanos, write: bool) -> Nanos {
+        let svc = if write {
+            self.write_cmd_ns
+        } else {
+            self.read_cmd_ns
+        };
+        self.front_only(now + self.fetch_ns, svc)
+    }
+
+    /// `svc` on the front end for a command arriving at `arrive`, nothing else.
+    fn front_only(&mut self, arrive: Nanos, svc: Nanos) -> Nanos {
         let fs = match &mut self.sharing {
             Some(sh) => sh.process(arrive, svc).0,
             None => {
@@ -69,10 +74,22 @@ impl NvmeSsd {
             }
         };
         self.stats.front_busy_ns += svc;
+        fs + svc
+    }
+
+    /// A trim (NVMe Dataset Management, deallocate): the controller processes it as a
+    /// write command without data (its range list is a few bytes), in turn on the
+    /// front end; the FTL, if any, unmaps the range at once (no media time: a
+    /// deallocate changes the map, the invalid pages are reclaimed by later GC).
+    /// Returns when it is done. Out of line: no other command's path changes.
+    #[cold]
+    #[inline(never)]
+    fn deallocate(&mut self, arrive: Nanos, cmd: &Command) -> Nanos {
+        let done = self.front_only(arrive, self.write_cmd_ns);
         if let Some(f) = self.flash.as_mut() {
             f.ftl.trim(cmd.offset, cmd.len as u64);
         }
-        fs + svc
+        done
     }
 
     /// `controller.batch_ns`: when a command arriving at `arrive` starts its own

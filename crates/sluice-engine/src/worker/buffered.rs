@@ -51,6 +51,7 @@ impl Worker<'_> {
                 token: slot as u64,
                 op,
                 len,
+                offset: 0,
                 class,
                 submit_ns,
                 admit_ns: d.admit_ns,

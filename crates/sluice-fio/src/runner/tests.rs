@@ -80,6 +80,7 @@ fn finished(req: &NewRequest, at: Nanos, done: Nanos, class: IoClass) -> Finishe
         token: 0,
         op: req.op,
         len: req.len,
+        offset: req.offset,
         class,
         submit_ns: at,
         admit_ns: at,

@@ -178,6 +178,7 @@ impl World<'_> {
             token: io.thread as u64,
             op: io.op,
             len: io.len,
+            offset: 0,
             class: io.class,
             submit_ns: io.submit_ns,
             admit_ns: d.admit_ns,

@@ -278,6 +278,7 @@ impl Driver {
             token: t as u64,
             op: io.op,
             len: r.as_ref().map_or(io.len, |n| *n as u32),
+            offset: req.offset,
             class: req.class,
             // One store call may be several device I/Os (data, journal, FLUSH): no
             // single dispatch, so the whole call counts as time on the device.

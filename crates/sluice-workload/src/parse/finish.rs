@@ -29,6 +29,8 @@ impl Parser<'_> {
     ) -> Result<JobSpec, WorkloadError> {
         let name = d.name.clone().unwrap_or(section);
         let header = self.loc(line);
+        let mut d = d;
+        self.zones_of(&name, &mut d, &header)?;
         let rw = d.job.rw;
         let files = self.files_of(&name, &d, &header)?;
         let bs = self.block_sizes(&name, &d, rw, &files)?;

@@ -135,6 +135,12 @@ pub(crate) static ACTED: &[OptionInfo] = &[
     y("bsrange", &["blocksize_range"], "bsrange=4k-64k", "sizes drawn from MIN-MAX in multiples of MIN, with fio's probabilities, optionally `reads,writes`", |d, a| bs_table(d, a, "bsrange", parse_bsrange)),
     y("size", &[], "size=1g", "bytes of the region each thread works on (split over `nrfiles`), and the default `io_size`", |d, a| {
         no_percent(a, "a size in percent of the device", "size=1g")?;
+        if let Some(n) = zone_count(a.need()?)? {
+            d.nz.size = Some((n, a.at.clone()));
+            d.size = Some((n.max(1), a.at.clone()));
+            return Ok(());
+        }
+        d.nz.size = None;
         d.size = Some((parse_positive_size(a.need()?)?, a.at.clone()));
         Ok(())
     }),
@@ -150,6 +156,12 @@ pub(crate) static ACTED: &[OptionInfo] = &[
     y("file_service_type", &[], "file_service_type=roundrobin", "roundrobin[:N] (default), sequential or random: which file the next I/O goes to", |d, a| { d.job.file_service = parse_file_service(a.need()?)?; Ok(()) }),
     y("io_size", &["io_limit"], "io_size=10g", "bytes to transfer per thread and loop (default `size`); more than `size` wraps around", |d, a| {
         no_percent(a, "io_size in percent", "io_size=10g")?;
+        if let Some(n) = zone_count(a.need()?)? {
+            d.nz.io_size = Some((n, a.at.clone()));
+            d.io_size = Some((n.max(1), a.at.clone()));
+            return Ok(());
+        }
+        d.nz.io_size = None;
         d.io_size = Some((parse_positive_size(a.need()?)?, a.at.clone()));
         Ok(())
     }),
@@ -157,11 +169,22 @@ pub(crate) static ACTED: &[OptionInfo] = &[
     y("number_ios", &[], "number_ios=100000", "stop a thread after this many I/Os (also when the size is not yet done)", |d, a| { d.job.number_ios = a.some_uint("100000")?; Ok(()) }),
     y("offset", &[], "offset=1g", "start of the region", |d, a| {
         no_percent(a, "an offset in percent of the device", "offset=1g")?;
+        if let Some(n) = zone_count(a.need()?)? {
+            d.nz.offset = Some((n, a.at.clone()));
+            d.offset = Some((0, a.at.clone()));
+            return Ok(());
+        }
+        d.nz.offset = None;
         d.offset = Some((parse_size(a.need()?)?, a.at.clone()));
         Ok(())
     }),
     y("offset_increment", &[], "offset_increment=1g", "thread t of the job (numjobs) starts at offset + t × this, as fio's sub-jobs", |d, a| {
         no_percent(a, "an offset increment in percent of the device", "offset_increment=1g")?;
+        if let Some(n) = zone_count(a.need()?)? {
+            d.nz.offset_increment = Some((n, a.at.clone()));
+            return Ok(());
+        }
+        d.nz.offset_increment = None;
         d.job.offset_increment = parse_size(a.need()?)?;
         Ok(())
     }),
@@ -196,6 +219,23 @@ pub(crate) static ACTED: &[OptionInfo] = &[
         d.percentage_random = Some((p, a.at.clone()));
         Ok(())
     }),
+    y("zonemode", &[], "zonemode=zbd", "none; strided: I/O stays in a window of `zonerange` bytes until `zonesize` bytes were transferred, then moves on by `zonerange` + `zoneskip`; zbd: a zoned block device (sluice sim on a zoned profile such as `zns`) — writes at the zones' write pointers, reads of written data; default strided when `zonesize` is given, else none, as fio", |d, a| { d.zonemode = Some(parse_zone_mode(a.need()?)?); Ok(()) }),
+    y("zonesize", &[], "zonesize=256m", "strided: bytes transferred per window; zbd: the zone size (must be the device's; the device's when not given)", |d, a| { d.job.zone.size = parse_size(a.need()?)?; Ok(()) }),
+    y("zonerange", &[], "zonerange=256m", "strided: the window's size (default `zonesize`); ignored by zbd", |d, a| { d.job.zone.range = parse_size(a.need()?)?; Ok(()) }),
+    y("zoneskip", &[], "zoneskip=1g", "strided: bytes skipped after each window (also in zones, `2z`); zbd: must be 0", |d, a| {
+        match zone_count(a.need()?)? {
+            Some(n) => d.nz.skip = Some((n, a.at.clone())),
+            None => d.job.zone.skip = parse_size(a.need()?)?,
+        }
+        Ok(())
+    }),
+    y("zonecapacity", &[], "zonecapacity=192m", "zbd: writable bytes per zone (default the zone size); a zoned device's own capacity wins, as in fio", |d, a| { d.job.zone.capacity = parse_size(a.need()?)?; Ok(()) }),
+    y("max_open_zones", &[], "max_open_zones=8", "zbd: most zones all jobs of a file write at once (default the device's open-zone limit; 0: no limit where the device has none); above the device's limit only with `ignore_zone_limits`", |d, a| { d.job.zone.max_open = Some(a.uint("8", 0, u32::MAX as u64)?); Ok(()) }),
+    y("job_max_open_zones", &[], "job_max_open_zones=4", "zbd: most zones one job writes at once (0: no limit)", |d, a| { d.job.zone.job_max_open = a.uint("4", 0, u32::MAX as u64)?; Ok(()) }),
+    y("ignore_zone_limits", &[], "ignore_zone_limits=1", "zbd: allow `max_open_zones` above the device's limit (the device then closes zones implicitly, and refuses writes past its active-zone limit)", |d, a| { d.job.zone.ignore_limits = a.flag()?; Ok(()) }),
+    y("zone_reset_threshold", &[], "zone_reset_threshold=0.7", "zbd: when the written share of the job's zones is at least this, zones are reset as `zone_reset_frequency` says", |d, a| { d.job.zone.reset_threshold = parse_ratio(a.need()?, "0.7")?; Ok(()) }),
+    y("zone_reset_frequency", &[], "zone_reset_frequency=0.125", "zbd: past the threshold, the zone a write picks is reset first once every 1 / this writes (fio's garbage-collection simulation)", |d, a| { d.job.zone.reset_frequency = parse_ratio(a.need()?, "0.125")?; Ok(()) }),
+    y("read_beyond_wp", &[], "read_beyond_wp=1", "zbd: reads may go past a zone's write pointer (the device answers them without the media); default: reads only of written data, a job with none left ends", |d, a| { d.job.zone.read_beyond_wp = a.flag()?; Ok(()) }),
     y("prio", &[], "prio=4", "I/O priority level → weight 8 − prio", |d, a| { d.job.prio = Some(a.uint("4", 0, 7)?); Ok(()) }),
     y("prioclass", &[], "prioclass=2", "1 real time (critical), 2 best effort, 3 idle", |d, a| { d.job.prioclass = Some(a.uint("2", 0, 3)?); Ok(()) }),
     y("cmdprio_percentage", &[], "cmdprio_percentage=20", "percent of the job's I/Os (or `read,write`) issued with the priority of cmdprio_class/cmdprio, drawn per I/O as fio does: real time → the critical class, best effort → normal, idle → idle, per request (the level orders nothing: sluice's weights are per flow, and mq-deadline reads only a request's class)", prio::set_pct),
