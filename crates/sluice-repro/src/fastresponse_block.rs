@@ -220,7 +220,12 @@ fn fig15a(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
     let jobs = ctx.jobs("experiments/fastresponse-block/fig15a.fio", FIG15A)?;
     let dev = ctx.device(DEVICE)?;
     let shallow = ctx.jobs("experiments/fastresponse-block/fig12-bayes.fio", BAYES)?;
-    let runs = [(&jobs, "none"), (&jobs, "ld"), (&shallow, "none"), (&shallow, "ld")];
+    let runs = [
+        (&jobs, "none"),
+        (&jobs, "ld"),
+        (&shallow, "none"),
+        (&shallow, "ld"),
+    ];
     let outs = ctx.each(&runs, |(j, p)| ctx.sim(j, &dev, p))?;
     // Per run: the critical class's mean block part (T_Blk), device part (T_Dev), after
     // the device, and total, ns; and the most pieces in flight at the device.
@@ -232,7 +237,12 @@ fn fig15a(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
             .find(|c| c.class == IoClass::Critical)
             .expect("the experiment has a critical job");
         (
-            [c.sched_ns.mean, c.device_ns.mean, c.post_ns.mean, c.lat_ns.mean],
+            [
+                c.sched_ns.mean,
+                c.device_ns.mean,
+                c.post_ns.mean,
+                c.lat_ns.mean,
+            ],
             o.report.extra.block.peak_inflight,
         )
     };

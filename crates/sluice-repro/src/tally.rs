@@ -104,7 +104,10 @@ mod tests {
         let (b, w) = (&bare.report, &wrapped.report);
         assert_eq!(format!("{:?}", b.flows), format!("{:?}", w.flows));
         assert_eq!(format!("{:?}", b.jobs), format!("{:?}", w.jobs));
-        assert_eq!(format!("{:?}", b.extra.policy), format!("{:?}", w.extra.policy));
+        assert_eq!(
+            format!("{:?}", b.extra.policy),
+            format!("{:?}", w.extra.policy)
+        );
         assert_eq!(
             bare.stats.fetched_per_class,
             wrapped.stats.fetched_per_class
