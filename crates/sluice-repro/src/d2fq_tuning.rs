@@ -22,7 +22,8 @@ const FIG8: &str = include_str!("../../../experiments/d2fq/fig8.fio");
 
 /// Fig. 5's static H/L ratios (the paper sweeps 3 to 256).
 const HL: [u32; 8] = [3, 4, 8, 16, 32, 64, 128, 256];
-const MB: u64 = 1_000_000;
+/// The paper's MB, as sluice's default τl (1 MiB of weight-1 service) reads it.
+const MB: u64 = 1 << 20;
 
 /// One H/L ratio's run of Fig. 5.
 struct HlPoint {
@@ -88,6 +89,33 @@ pub(crate) fn fig5(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
         .collect::<Vec<_>>()
         .join("; ");
     (ctx.on_note)(&format!("fig5 sweep (H/L: …): {sweep}"));
+    let xy = |name: &str, f: &dyn Fn(&HlPoint) -> f64| sluice_metrics::XySeries {
+        name: name.to_string(),
+        points: pts.iter().map(|p| (p.hl as f64, f(p))).collect(),
+    };
+    ctx.plot(
+        "d2fq-fig5-tail",
+        "D2FQ Fig. 5: p99 read latency against the static H/L ratio (zssd)",
+        "H/L ratio",
+        "p99 (ms)",
+        &[
+            xy("fb (weight 1)", &|p| p.p99_b as f64 / 1e6),
+            xy("fa (weight 3)", &|p| p.p99_a as f64 / 1e6),
+        ],
+        true,
+    )?;
+    ctx.plot(
+        "d2fq-fig5-queues",
+        "D2FQ Fig. 5: fb's bytes per queue class against the static H/L ratio (zssd)",
+        "H/L ratio",
+        "share of fb's bytes (%)",
+        &[
+            xy("high", &|p| p.frac_b[1] * 100.0),
+            xy("medium", &|p| p.frac_b[2] * 100.0),
+            xy("low", &|p| p.frac_b[3] * 100.0),
+        ],
+        true,
+    )?;
     let first = &pts[0];
     let last = &pts[pts.len() - 1];
     let min_other = pts[1..].iter().map(|p| p.p99_b).min().unwrap_or(0);
@@ -222,8 +250,8 @@ fn tau_spec(tau_paper: u64) -> String {
 }
 
 fn mb(tau: u64) -> String {
-    if tau >= 1000 * MB {
-        format!("{} GB", tau / (1000 * MB))
+    if tau >= 1024 * MB {
+        format!("{} GB", tau / (1024 * MB))
     } else {
         format!("{} MB", tau / MB)
     }
@@ -233,7 +261,7 @@ pub(crate) fn fig7(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
     let file = "experiments/d2fq/fig7.fio";
     let jobs = ctx.jobs(file, FIG7)?;
     let dev = ctx.device("zssd")?;
-    let taus = [MB, 10 * MB, 100 * MB, 1000 * MB];
+    let taus = [MB, 10 * MB, 100 * MB, 1024 * MB];
     let cfg = SimConfig {
         interval_ns: Some(50_000_000),
         ..SimConfig::default()
