@@ -256,7 +256,7 @@ pub fn run(
 }
 
 /// The files of `mode`: a store with the fillsync geometry, or the stack's own.
-async fn mount(cfg: &FillsyncConfig, mode: Option<CommitMode>) -> Result<Fs, String> {
+pub(crate) async fn mount(cfg: &FillsyncConfig, mode: Option<CommitMode>) -> Result<Fs, String> {
     let Some(commit) = mode else {
         return Fs::mount(&FsConfig::Host).await.map_err(|e| e.to_string());
     };
@@ -360,7 +360,7 @@ async fn fillsync(fs: Fs, first: FsFile, cfg: FillsyncConfig) -> Result<Vec<u64>
 
 /// A co-runner's reads or writes: 128 KiB requests at exponentially distributed
 /// intervals of mean `mean_ms`, each after `cpu_us` of CPU.
-async fn corunner(
+pub(crate) async fn corunner(
     file: FsFile,
     stop: Rc<Cell<bool>>,
     cfg: FillsyncConfig,

@@ -25,6 +25,7 @@
 
 pub mod fillsync;
 pub mod oltp;
+pub mod readcorun;
 pub mod readrand;
 pub mod varmail;
 pub mod writefsync;

@@ -8,6 +8,8 @@
 //! | `fig11c` | Fig. 11c | weights 8/6/4/2: each share within 5 % of its weight share |
 //! | `fig6` | Fig. 6 | 1 × w1 + 7 × w3: static H/L 4 unfair, dynamic fair; the H/L it settles at |
 //! | `fig15` | Fig. 15 | flows joining in phases: dynamic keeps 1:3, static 3 does not, static 128 has a longer tail |
+//! | `fig5`, `fig7`, `fig8` | Fig. 5, 7, 8 | the H/L ratio and τl sweeps ([`crate::d2fq_tuning`]) |
+//! | `fig13`, `fig14` | Fig. 13, 14 | mean latency of Fig. 11's workloads; 10 ms bandwidth ([`crate::d2fq_latency`]) |
 //!
 //! Left out here (they need the real io_uring engine): Fig. 12/16 (CPU cost per I/O)
 //! and the real-device run. Fig. 17 (gvt tracking scalability) is the criterion
@@ -23,7 +25,7 @@ use crate::{goal_within, Ctx, Experiment, Goal, Line, ReproError, Suite};
 
 /// The policies compared for fairness in Fig. 11 (the paper's D2FQ, MQFQ and BFQ; BFQ
 /// with `max_budget` 256 sectors as the paper set it, §4.1).
-const FAIR: &[&str] = &["d2fq", "mqfq", "bfq:max_budget=256"];
+pub(crate) const FAIR: &[&str] = &["d2fq", "mqfq", "bfq:max_budget=256"];
 
 /// The suite.
 pub(crate) const SUITE: Suite = Suite {
@@ -60,12 +62,42 @@ pub(crate) const SUITE: Suite = Suite {
             file: "experiments/d2fq/fig15.fio",
             run: fig15,
         },
+        Experiment {
+            id: "fig5",
+            title: "Fig. 5: weights 3:1 under static H/L 3…256: tail latency and queue usage",
+            file: "experiments/d2fq/fig5.fio",
+            run: crate::d2fq_tuning::fig5,
+        },
+        Experiment {
+            id: "fig7",
+            title: "Fig. 7: 4/8/16 KB flows, τl 1 MB…1 GB: when equal sharing starts",
+            file: "experiments/d2fq/fig7.fio",
+            run: crate::d2fq_tuning::fig7,
+        },
+        Experiment {
+            id: "fig8",
+            title: "Fig. 8: 4/8/16 KB flows, τl 1/10/100 MB: tail latency",
+            file: "experiments/d2fq/fig8.fio",
+            run: crate::d2fq_tuning::fig8,
+        },
+        Experiment {
+            id: "fig13",
+            title: "Fig. 13: mean latency of Fig. 11's workloads under none/d2fq/mqfq/bfq",
+            file: "experiments/d2fq/fig11a.fio, fig11b.fio, fig11c.fio",
+            run: crate::d2fq_latency::fig13,
+        },
+        Experiment {
+            id: "fig14",
+            title: "Fig. 14: Fig. 11a's flows in 10 ms bins: d2fq vs mqfq",
+            file: "experiments/d2fq/fig14.fio",
+            run: crate::d2fq_latency::fig14,
+        },
     ],
 };
 
-const FIG11A: &str = include_str!("../../../experiments/d2fq/fig11a.fio");
-const FIG11B: &str = include_str!("../../../experiments/d2fq/fig11b.fio");
-const FIG11C: &str = include_str!("../../../experiments/d2fq/fig11c.fio");
+pub(crate) const FIG11A: &str = include_str!("../../../experiments/d2fq/fig11a.fio");
+pub(crate) const FIG11B: &str = include_str!("../../../experiments/d2fq/fig11b.fio");
+pub(crate) const FIG11C: &str = include_str!("../../../experiments/d2fq/fig11c.fio");
 const FIG6: &str = include_str!("../../../experiments/d2fq/fig6.fio");
 const FIG15: &str = include_str!("../../../experiments/d2fq/fig15.fio");
 
@@ -121,7 +153,7 @@ fn phase_bw(r: &RunReport, from_ns: u64, to_ns: u64) -> Vec<f64> {
         .collect()
 }
 
-fn job_p99_ns(r: &RunReport, job: &str) -> u64 {
+pub(crate) fn job_p99_ns(r: &RunReport, job: &str) -> u64 {
     r.jobs
         .iter()
         .find(|j| j.jobname == job)
@@ -146,7 +178,7 @@ fn none_and_fair(
 }
 
 /// The reports of exactly `N` runs (as many as the policies given to `sim_each`).
-fn reports<const N: usize>(outs: Vec<SimOutput>) -> [RunReport; N] {
+pub(crate) fn reports<const N: usize>(outs: Vec<SimOutput>) -> [RunReport; N] {
     let v: Vec<RunReport> = outs.into_iter().map(|o| o.report).collect();
     v.try_into()
         .unwrap_or_else(|v: Vec<RunReport>| panic!("{N} runs asked for, {} came back", v.len()))

@@ -1,5 +1,6 @@
 //! Suite `fastresponse-block`: FastResponse's Limited-Depth scheduler at the block
-//! layer (Liu et al., ICS '22, Fig. 12 block part, Fig. 14, Fig. 19a/b) on `ull`.
+//! layer (Liu et al., ICS '22, Fig. 12 block part, Fig. 14, Fig. 15(a) block part and
+//! Fig. 16, Fig. 19a/b) on `ull`.
 //!
 //! Every run reports the critical class's mean, p99 and p99.9 completion latency
 //! (`classes[critical].lat_ns`) and the co-runner's throughput (bytes/s of the
@@ -27,6 +28,7 @@ const KMEANS: &str = include_str!("../../../experiments/fastresponse-block/fig12
 const PAGERANK: &str = include_str!("../../../experiments/fastresponse-block/fig12-pagerank.fio");
 const INDEX: &str = include_str!("../../../experiments/fastresponse-block/fig12-index.fio");
 const FIG19: &str = include_str!("../../../experiments/fastresponse-block/fig19.fio");
+const FIG15A: &str = include_str!("../../../experiments/fastresponse-block/fig15a.fio");
 
 /// The suite.
 pub(crate) const SUITE: Suite = Suite {
@@ -62,6 +64,12 @@ pub(crate) const SUITE: Suite = Suite {
             title: "Fig. 12/14: readrandom beside Index (I/O-heavy)",
             file: "experiments/fastresponse-block/fig12-index.fio",
             run: |ctx| fig12(ctx, "fig12-index", INDEX, true),
+        },
+        Experiment {
+            id: "fig15a",
+            title: "Fig. 15(a)/16: a critical read's block and device parts beside Bayes, and the device depth",
+            file: "experiments/fastresponse-block/fig15a.fio",
+            run: fig15a,
         },
         Experiment {
             id: "fig19a",
@@ -202,6 +210,88 @@ fn fig12(ctx: &Ctx, id: &str, text: &str, heavy: bool) -> Result<Vec<Goal>, Repr
                 mbs(ld.other_bw),
                 100.0 * loss
             ),
+        ),
+    ])
+}
+
+/// Fig. 15(a)'s block and device parts of a critical read (§4.4) and Fig. 16's device
+/// depth, vanilla (`none`) against B-Opt (`ld`).
+fn fig15a(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
+    let jobs = ctx.jobs("experiments/fastresponse-block/fig15a.fio", FIG15A)?;
+    let dev = ctx.device(DEVICE)?;
+    let shallow = ctx.jobs("experiments/fastresponse-block/fig12-bayes.fio", BAYES)?;
+    let runs = [
+        (&jobs, "none"),
+        (&jobs, "ld"),
+        (&shallow, "none"),
+        (&shallow, "ld"),
+    ];
+    let outs = ctx.each(&runs, |(j, p)| ctx.sim(j, &dev, p))?;
+    // Per run: the critical class's mean block part (T_Blk), device part (T_Dev), after
+    // the device, and total, ns; and the most pieces in flight at the device.
+    let parts = |o: &SimOutput| {
+        let c = o
+            .report
+            .classes
+            .iter()
+            .find(|c| c.class == IoClass::Critical)
+            .expect("the experiment has a critical job");
+        (
+            [
+                c.sched_ns.mean,
+                c.device_ns.mean,
+                c.post_ns.mean,
+                c.lat_ns.mean,
+            ],
+            o.report.extra.block.peak_inflight,
+        )
+    };
+    let (none, none_depth) = parts(&outs[0]);
+    let (ld, ld_depth) = parts(&outs[1]);
+    let line = |name: &str, p: [f64; 4], depth: u32| {
+        format!(
+            "{name} T_Blk {:.1} + T_Dev {:.1} + after {:.1} = {:.1} µs, peak depth {depth}",
+            p[0] / 1e3,
+            p[1] / 1e3,
+            p[2] / 1e3,
+            p[3] / 1e3
+        )
+    };
+    let (s_none, s_none_depth) = parts(&outs[2]);
+    let (s_ld, s_ld_depth) = parts(&outs[3]);
+    let measured = format!(
+        "bursts of 96: {}; {} (Fig. 12's bursts of 16: {}; {}; T_Dev ratio {:.2})",
+        line("none", none, none_depth),
+        line("ld", ld, ld_depth),
+        line("none", s_none, s_none_depth),
+        line("ld", s_ld, s_ld_depth),
+        s_ld[1] / s_none[1].max(1.0)
+    );
+    Ok(vec![
+        Goal::new(
+            "fig15a",
+            "ld's critical T_Dev / none's ≤ 17/26 = 0.654 (Fig. 15(a): B-Opt cuts the device \
+             part from 26 µs to 17 µs)",
+            ld[1] / none[1].max(1.0),
+            Line::AtMost(17.0 / 26.0),
+            measured.clone(),
+        ),
+        Goal::new(
+            "fig15a",
+            "ld's most pieces in flight at the device ≤ 10 (Fig. 16: B-Opt sustains \
+             \"a relatively low queue depth (about 10)\")",
+            ld_depth as f64,
+            Line::AtMost(10.0),
+            measured.clone(),
+        ),
+        Goal::new(
+            "fig15a",
+            "none's most pieces in flight at the device > 160 (Fig. 16: vanilla's bursts \
+             reach \"extremely large queue depth (even over 160)\"; the bursts are sized \
+             for it: this checks the scenario)",
+            none_depth as f64,
+            Line::Above(160.0),
+            measured,
         ),
     ])
 }

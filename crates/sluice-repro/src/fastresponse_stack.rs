@@ -1,8 +1,9 @@
 //! Suite `fastresponse`: FastResponse's whole-stack synchronous write path (Li et al.,
 //! ICS '22, §4.2, Fig. 13): RocksDB's fillsync beside each co-runner of Table 1 on the
 //! journaled store, under vanilla, B-Opt, BS-Opt and BSJ-Opt
-//! (`sluice_apps::fillsync`), in the simulator; and where a critical fsync's time goes
-//! under each (§4.4, Fig. 15(b)).
+//! (`sluice_apps::fillsync`), in the simulator; where a critical fsync's time goes
+//! under each (§4.4, Fig. 15(b)); and where a critical read's time goes beside Bayes
+//! under vanilla, B-Opt and BS-Opt (§4.4, Fig. 15(a), `sluice_apps::readcorun`).
 
 use sluice_apps::fillsync::{run, Fillsync, FillsyncConfig, Latencies, Scheme};
 
@@ -10,6 +11,7 @@ use crate::{Ctx, Experiment, Goal, Line, ReproError, Suite};
 
 const FIG13: &str = include_str!("../../../experiments/fastresponse/fig13.toml");
 const FIG15: &str = include_str!("../../../experiments/fastresponse/fig15.toml");
+const FIG15A: &str = include_str!("../../../experiments/fastresponse/fig15a.toml");
 const DEVICE: &str = "ull";
 
 /// The suite.
@@ -28,6 +30,12 @@ pub(crate) const SUITE: Suite = Suite {
             title: "Fig. 15(b): where a critical fsync's time goes, beside Bayes, per scheme",
             file: "experiments/fastresponse/fig15.toml",
             run: fig15,
+        },
+        Experiment {
+            id: "fig15a",
+            title: "Fig. 15(a): where a critical read's time goes, beside Bayes, per scheme",
+            file: "experiments/fastresponse/fig15a.toml",
+            run: fig15a,
         },
     ],
 };
@@ -172,5 +180,77 @@ fn fig13(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
         Line::AtLeast(0.74),
         format!("{:.1} % ({} puts a run)", t * 100.0, cfg.puts),
     ));
+    Ok(goals)
+}
+
+fn fig15a(ctx: &Ctx) -> Result<Vec<Goal>, ReproError> {
+    use sluice_apps::readcorun::{self, ReadScheme};
+    let cfg = config(FIG15A, "experiments/fastresponse/fig15a.toml", ctx)?;
+    let schemes = ReadScheme::fig15a();
+    let pairs: Vec<_> = cfg
+        .corunner
+        .iter()
+        .flat_map(|co| schemes.iter().map(move |s| (co, s)))
+        .collect();
+    let all = ctx.each(&pairs, |(co, s)| {
+        (ctx.on_run)(&format!(
+            "readrandom beside {} under {} on {DEVICE}",
+            co.name, s.name
+        ));
+        readcorun::run(&cfg, co, s, DEVICE).map_err(|message| ReproError::App {
+            what: format!("readrandom beside {} under {}", co.name, s.name),
+            message,
+        })
+    })?;
+    let mut goals = Vec::new();
+    for (co, res) in cfg.corunner.iter().zip(all.chunks(schemes.len())) {
+        let b: Vec<_> = res.iter().map(|r| r.breakdown).collect();
+        let line = schemes
+            .iter()
+            .zip(&b)
+            .zip(res)
+            .map(|((s, b), r)| {
+                format!(
+                    "{} {:.1}/{:.1}/{:.1}+{:.1}/{:.1} = {:.1} (peak depth {})",
+                    s.name,
+                    b.block / 1e3,
+                    b.device / 1e3,
+                    b.wake / 1e3,
+                    b.sched / 1e3,
+                    b.rest / 1e3,
+                    b.total / 1e3,
+                    r.peak_depth
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        let (van, bopt, bsopt) = (&b[0], &b[1], &b[2]);
+        let measured = format!(
+            "read µs T_Blk/T_Dev/T_Sched (arrival + after the device)/rest = total: {line}"
+        );
+        let sched = |b: &sluice_apps::readcorun::ReadBreakdown| b.wake + b.sched;
+        goals.push(Goal::new(
+            "fig15a",
+            format!(
+                "{}: B-Opt's T_Dev / vanilla's ≤ 17/26 = 0.654 (Fig. 15(a): B-Opt cuts the \
+                 device part from 26 µs to 17 µs)",
+                co.name
+            ),
+            bopt.device / van.device.max(1e-9),
+            Line::AtMost(17.0 / 26.0),
+            measured.clone(),
+        ));
+        goals.push(Goal::new(
+            "fig15a",
+            format!(
+                "{}: BS-Opt's T_Sched / B-Opt's ≤ 7/22 = 0.318 (Fig. 15(a): BS-Opt cuts \
+                 process scheduling from 22 µs to 7 µs)",
+                co.name
+            ),
+            sched(bsopt) / sched(bopt).max(1e-9),
+            Line::AtMost(7.0 / 22.0),
+            measured,
+        ));
+    }
     Ok(goals)
 }

@@ -19,6 +19,8 @@ use std::fmt::Write as _;
 
 mod aios_stack;
 mod d2fq;
+mod d2fq_latency;
+mod d2fq_tuning;
 mod fastresponse_block;
 mod fastresponse_stack;
 pub mod fios;
@@ -26,6 +28,7 @@ mod judge;
 mod rcp_block;
 mod rcp_stack;
 pub mod runner;
+mod tally;
 
 pub use judge::{format_verdicts, judge, Line, Verdict};
 use sluice_core::policy::{self, PolicySpec};
@@ -244,18 +247,36 @@ impl Ctx<'_> {
         cfg: &SimConfig,
     ) -> Result<SimOutput, ReproError> {
         (self.on_run)(&format!("{policy} on {}", device.name));
+        let pol = self.policy(policy)?;
+        self.sim_policy(jobs, device, policy, pol, cfg)
+    }
+
+    /// A policy built from its spec (`NAME[:k=v,...]`).
+    pub fn policy(&self, spec: &str) -> Result<Box<dyn policy::Policy>, ReproError> {
         let bad = |message: String| ReproError::Policy {
-            spec: policy.to_string(),
+            spec: spec.to_string(),
             message,
         };
-        let spec: PolicySpec = policy.parse().map_err(|e| bad(format!("{e}")))?;
-        let pol = policy::build(&spec).map_err(|e| bad(format!("{e}")))?;
+        let parsed: PolicySpec = spec.parse().map_err(|e| bad(format!("{e}")))?;
+        policy::build(&parsed).map_err(|e| bad(format!("{e}")))
+    }
+
+    /// [`Ctx::sim_with`] under a policy already built (e.g. wrapped to measure it);
+    /// `label` names it in the report.
+    pub fn sim_policy(
+        &self,
+        jobs: &[JobSpec],
+        device: &DeviceProfile,
+        label: &str,
+        pol: Box<dyn policy::Policy>,
+        cfg: &SimConfig,
+    ) -> Result<SimOutput, ReproError> {
         let cfg = SimConfig {
             seed: self.seed,
             ..cfg.clone()
         };
         let mut out = sluice_sim::run(jobs, device, pol, &cfg, &mut |_| {})?;
-        out.report.policy = policy.to_string();
+        out.report.policy = label.to_string();
         Ok(out)
     }
 

@@ -1,4 +1,4 @@
-//! The `d2fq` repro suite: every goal but the known failure passes over seeds 1–5 (the
+//! The `d2fq` repro suite: every goal but the known failures passes over seeds 1–5 (the
 //! same judgement as `sluice repro d2fq`).
 
 use crate::common;
@@ -6,7 +6,7 @@ use sluice_repro::Ctx;
 
 #[test]
 fn d2fq_suite_meets_its_goals_over_seeds() {
-    let (goals, table) = common::judged("d2fq", &[]);
+    let (goals, table) = common::judged("d2fq", &["fig11a", "fig11b", "fig11c", "fig6", "fig15"]);
     // Fig. 6: Eq. 2's first step lands at 18–19, not the paper's 22 (the simulated
     // medium class takes part of the low class's need; docs/policies/d2fq.md).
     common::assert_verdicts(&goals, &table, &[("fig6", "dynamic H/L's Eq. 2 step")]);
@@ -14,6 +14,49 @@ fn d2fq_suite_meets_its_goals_over_seeds() {
     for id in ["fig11a", "fig11b", "fig11c", "fig6", "fig15"] {
         assert!(goals.iter().any(|g| g.experiment == id), "no goal for {id}");
     }
+}
+
+/// Fig. 5, 7, 8, 13 and 14 over seeds 1–5. Known failures, each for what the model
+/// lacks (docs/policies/d2fq.md, "Fig. 5, 7, 8, 13, 14"): Fig. 5's throttled flow has
+/// the same tail at H/L 16 as at 3 (it sits on the medium class, ⌈√16⌉ = 4 of high's
+/// 16); Fig. 7's dynamic ratio falls to 3–4 before τl = 1 GB is crossed and rising again
+/// needs the gap beyond τw = 2 GB; Fig. 8's τl = 1 MB lengthens the tails 4–6 × at two
+/// seeds of five only (an edge: the 4 KB flow leaves the high queues or not); Fig. 13's means are equal across policies (no
+/// scheduling CPU cost in the simulator: a saturated device at fixed depth has the same
+/// mean by Little's law); Fig. 14's MQFQ is one exact instance (no slots traded across
+/// cores, the cause the paper gives for its fluctuation).
+#[test]
+fn d2fq_tuning_and_latency_figures_over_seeds() {
+    let ids = ["fig5", "fig7", "fig8", "fig13", "fig14"];
+    let (goals, table) = common::judged("d2fq", &ids);
+    common::assert_verdicts(
+        &goals,
+        &table,
+        &[
+            ("fig5", "fb's p99 at H/L 3 / its lowest"),
+            ("fig7", "every τl, 1 GB too"),
+            ("fig8", "τl 1 MB: the largest flow's p99"),
+            ("fig13", "11a: none's mean"),
+            ("fig13", "11b: none's mean"),
+            ("fig13", "11c: none's mean"),
+            ("fig13", "11a: bfq's mean"),
+            ("fig13", "11b: bfq's mean"),
+            ("fig13", "11c: bfq's mean"),
+            ("fig14", "mqfq fluctuates more"),
+        ],
+    );
+    for id in ids {
+        assert!(goals.iter().any(|g| g.experiment == id), "no goal for {id}");
+    }
+    // What passes: Fig. 5's tail grows with the ratio and fb's high-queue use with it;
+    // Fig. 7's τl 1 MB is fair from the first bin and 1 GB not before 1 s; Fig. 8's
+    // 10 MB tail near 100 MB's; Fig. 13's throttled flows slower, d2fq ≈ mqfq;
+    // Fig. 14's d2fq even in ≥ 95 % of its 10 ms bins.
+    assert_eq!(
+        goals.iter().filter(|g| g.pass).count(),
+        goals.len() - 10,
+        "{table}"
+    );
 }
 
 /// The H/L ratio D2FQ chooses reaches the simulated device's WRR arbiter
