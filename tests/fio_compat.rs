@@ -6,7 +6,7 @@ use crate::common;
 use common::{sluice, stderr, write};
 
 const JOB: &str = "[global]\nsize=64m\nruntime=20ms\ntime_based\n\
-[r]\nrw=randread\nbs=4k\niodepth=8\nioengine=libaio\n\
+[r]\nrw=randread\nbs=4k\niodepth=8\nioengine=io_uring\n\
 [w]\nrw=randwrite\nbs=64k\nioengine=psync\n";
 
 fn json_of(args: &[&str]) -> serde_json::Value {
@@ -30,7 +30,7 @@ fn json_has_fios_top_level_and_latencies_as_fio_defines_them() {
     assert_eq!(r["groupid"], 0);
     assert_eq!(r["policy"], "none");
     assert_eq!(r["job options"]["rw"], "randread");
-    assert_eq!(r["job options"]["ioengine"], "libaio");
+    assert_eq!(r["job options"]["ioengine"], "io_uring");
     assert!(
         r["job options"].get("size").is_none(),
         "global, not the job's"

@@ -507,3 +507,35 @@ fn warnings_for_ignored_settings() {
     let e = parse_str("[j]\ntime_based\n", "w.fio", &STRICT).unwrap_err();
     assert!(e.to_string().contains("no runtime"), "{e}");
 }
+
+/// fio's engines set the depth: a synchronous engine has one I/O in flight per thread
+/// whatever `iodepth` says, and so has libaio on buffered I/O; a queueing engine, or
+/// no `ioengine` (sluice's engine queues), keeps `iodepth`. A lowered depth is said.
+#[test]
+fn a_synchronous_engine_runs_at_depth_one() {
+    let p = parse_str(
+        "[global]\nsize=4m\niodepth=16\n\
+         [ps]\nioengine=psync\ndirect=1\n\
+         [la]\nioengine=libaio\n\
+         [ld]\nioengine=libaio\ndirect=1\n\
+         [ur]\nioengine=io_uring\n\
+         [none]\ndirect=1\n\
+         [one]\nioengine=sync\niodepth=1\ndirect=1\n",
+        "t.fio",
+        &STRICT,
+    )
+    .unwrap();
+    let depth: Vec<_> = p.jobs.iter().map(|j| (j.name.as_str(), j.iodepth)).collect();
+    assert_eq!(
+        depth,
+        [("ps", 1), ("la", 1), ("ld", 16), ("ur", 16), ("none", 16), ("one", 1)]
+    );
+    let said: Vec<_> = p
+        .warnings
+        .iter()
+        .filter(|w| w.contains("runs at iodepth=1"))
+        .collect();
+    assert_eq!(said.len(), 2, "{:?}", p.warnings);
+    assert!(said[0].contains("'ps'") && said[0].contains("ioengine=psync is synchronous"));
+    assert!(said[1].contains("'la'") && said[1].contains("buffered I/O (direct=0)"));
+}

@@ -105,6 +105,7 @@ impl Parser<'_> {
         let log = |p: &Option<Option<String>>| p.clone().map(|p| p.unwrap_or_else(|| name.clone()));
         let (log_bw, log_lat, log_iops) = (log(&d.log_bw), log(&d.log_lat), log(&d.log_iops));
         let mut job = d.job;
+        self.engine_depth(&mut job, &name, line);
         job.logs.bw = log_bw;
         job.logs.lat = log_lat;
         job.logs.iops = log_iops;
@@ -137,6 +138,45 @@ impl Parser<'_> {
         // fio checks fsync first: with equal counts the sync is an fsync.
         job.sync_data_only = d.fdatasync > 0 && (d.fsync == 0 || d.fdatasync < d.fsync);
         Ok(job)
+    }
+
+    /// The depth a job's `ioengine` gives it, as in fio: a synchronous engine (`sync`,
+    /// `psync`, `vsync`, `pvsync`, `pvsync2`, `mmap`, `splice`) has one I/O in flight
+    /// per thread whatever `iodepth` says ("increasing iodepth beyond 1 will not affect
+    /// synchronous ioengines"), and so does `libaio` on buffered I/O (Linux queues
+    /// `io_submit` only for `O_DIRECT`; a buffered one returns once the I/O is done).
+    /// A job without `ioengine` keeps its `iodepth` (sluice's engine queues, as
+    /// `io_uring`; fio's default `psync` would not). Said once per job when it lowers a
+    /// given `iodepth`.
+    fn engine_depth(&mut self, job: &mut JobSpec, name: &str, line: usize) {
+        let Some(engine) = job
+            .passthrough
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "ioengine")
+            .map(|(_, v)| v.as_str())
+        else {
+            return;
+        };
+        let why = match engine {
+            "sync" | "psync" | "vsync" | "pvsync" | "pvsync2" | "mmap" | "splice" => "synchronous",
+            "libaio" if job.buffered => "synchronous on Linux for buffered I/O (direct=0)",
+            _ => return,
+        };
+        if job.iodepth > 1 {
+            self.warnings.push(format!(
+                "{}:{line}: job '{name}' runs at iodepth=1, not {}: ioengine={engine} is {why}, \
+                 as in fio (use ioengine=io_uring{} to queue)",
+                self.origin,
+                job.iodepth,
+                if engine == "libaio" {
+                    " or direct=1"
+                } else {
+                    ""
+                }
+            ));
+            job.iodepth = 1;
+        }
     }
 
     /// Files: `nrfiles` × `filesize`, side by side; `size` then defaults `io_size`.

@@ -316,7 +316,7 @@ pub(crate) static ACTED: &[OptionInfo] = &[
         d.directory = Some((dirs, a.at.clone()));
         Ok(())
     }),
-    y("ioengine", &[], "ioengine=io_uring", "local engines (sync, psync, libaio, io_uring, posixaio, pvsync, pvsync2, mmap, null, …) are accepted silently (sluice runs its own engine); network, passthrough, zoned and non-I/O engines are refused", |d, a| { d.record(a.key, Some(a.need()?)); Ok(()) }),
+    y("ioengine", &[], "ioengine=io_uring", "local engines (sync, psync, libaio, io_uring, posixaio, pvsync, pvsync2, mmap, null, …) are accepted silently (sluice runs its own engine); as in fio, the synchronous ones (sync, psync, vsync, pvsync, pvsync2, mmap, splice) and libaio on buffered I/O run at iodepth=1, with a warning when iodepth says more; network, passthrough, zoned and non-I/O engines are refused", |d, a| { d.record(a.key, Some(a.need()?)); Ok(()) }),
     directive("include", "include common.fio", "directive: the file's options, relative to the including file; nested up to 16 deep, cycles refused"),
     y("sluice_critical", &[], "sluice_critical=1", "latency-critical requests", |d, a| {
         d.critical = match a.value.map(str::trim) {
