@@ -170,7 +170,8 @@ struct Queue {
 
 #[derive(Default)]
 struct HubState {
-    queues: HashMap<(Who, Option<u16>), Arc<Queue>>,
+    /// By caller kind, then core (`None`: [`worker_core`]'s).
+    queues: HashMap<Who, Vec<Arc<Queue>>>,
     control: VecDeque<Control>,
     dispatcher: Option<Waker>,
     stopped: bool,
@@ -246,16 +247,22 @@ impl Hub {
         let stamps = [t0, self.now(), None, None, None];
         let q = {
             let mut st = self.state();
-            let key = ((**who).clone(), at);
-            match st.queues.get(&key) {
-                Some(q) => q.clone(),
+            let found = st
+                .queues
+                .get(&**who)
+                .and_then(|v| v.iter().find(|q| q.core == at).cloned());
+            match found {
+                Some(q) => q,
                 None => {
                     let q = Arc::new(Queue {
                         who: who.clone(),
                         core: at,
                         st: Mutex::new(QState::default()),
                     });
-                    st.queues.insert(key, q.clone());
+                    st.queues
+                        .entry((**who).clone())
+                        .or_default()
+                        .push(q.clone());
                     q
                 }
             }

@@ -284,10 +284,12 @@ pub async fn run(
                 unsafe { push(&mut ring, e)? };
             }
         }
-        match ring.submit() {
-            Ok(_) => {}
-            Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EBUSY)) => {}
-            Err(e) => return Err(e),
+        if !ring.submission().is_empty() {
+            match ring.submit() {
+                Ok(_) => {}
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EBUSY)) => {}
+                Err(e) => return Err(e),
+            }
         }
         let done: Vec<(u64, i32)> = ring
             .completion()
