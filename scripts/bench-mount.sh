@@ -20,7 +20,8 @@
 # `echo Y > /sys/module/fuse/parameters/enable_uring`; this script never flips it); the
 # direct part runs ROUNDS alternating rounds (each transport, then the kernel) and
 # prints medians.
-# Needs root (or fusermount3), fio, python3 and a built `target/release/sluice`.
+# Needs root (or fusermount3), fio, python3 and a built `target/release/sluice` (or the
+# binary given as SLUICE=PATH).
 set -euo pipefail
 DIR=${1:?usage: scripts/bench-mount.sh DIR [SECONDS]}
 SECS=${2:-10}
@@ -28,7 +29,7 @@ PARTS=${PARTS:-direct mixed buffered}
 ROUNDS=${ROUNDS:-3}
 TRANSPORTS=${TRANSPORTS:-dev}
 cd "$(dirname "$0")/.."
-SLUICE=$PWD/target/release/sluice
+SLUICE=${SLUICE:-$PWD/target/release/sluice}
 [ -x "$SLUICE" ] || { echo "build first: cargo build --release" >&2; exit 2; }
 command -v fio >/dev/null || { echo "fio is not installed (apt-get install fio)" >&2; exit 2; }
 if [[ " $PARTS " == *" direct "* && " $TRANSPORTS " == *" uring "* ]] &&

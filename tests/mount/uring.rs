@@ -137,9 +137,62 @@ fn uring_serves_reads_writes_and_fsyncs_through_the_ring() {
         end.stderr
     );
     let (served, others) = ring_counts(&end.stderr);
-    // 16 writes, 1 read or more, 2 fsyncs, 1 write, 1 read.
-    assert!(served >= 21, "ring data requests {served}: {}", end.stderr);
+    // 16 writes, 1 read or more, 2 fsyncs, 1 write, 1 read, the close's flush.
+    assert!(served >= 22, "ring data requests {served}: {}", end.stderr);
     assert!(others > 0, "lookups/opens through the ring: {}", end.stderr);
+    assert!(
+        !end.stderr.contains("threads still running"),
+        "every thread of the mount ended at unmount: {}",
+        end.stderr
+    );
+}
+
+/// Over the ring, a write by another user (no CAP_FSETID: the kernel marks it
+/// `FUSE_WRITE_KILL_SUIDGID`) clears set-user-ID and set-group-ID (group execute set)
+/// before it is served, and the close's FLUSH is answered by the ring (no request of
+/// the data path goes to the session).
+#[test]
+fn uring_clears_setid_bits_on_another_users_write() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(_s) = Switch::on() else { return };
+    let Some(m) = Mounted::new(&["--transport", "uring", "--cache", "0"]) else {
+        return;
+    };
+    fs::write(m.m("f"), b"0123").unwrap();
+    fs::set_permissions(m.m("f"), fs::Permissions::from_mode(0o6777)).unwrap();
+    let f = crate::cstr(&m.m("f"));
+    let code = crate::in_child(|| {
+        // SAFETY: async-signal-safe calls on a valid C string and buffer.
+        unsafe {
+            if libc::setresgid(65534, 65534, 65534) != 0
+                || libc::setresuid(65534, 65534, 65534) != 0
+            {
+                return 1;
+            }
+            let fd = libc::open(f.as_ptr(), libc::O_WRONLY);
+            if fd < 0 || libc::pwrite(fd, b"x".as_ptr().cast(), 1, 2) != 1 {
+                return 2;
+            }
+            if libc::close(fd) != 0 {
+                return 3;
+            }
+        }
+        0
+    });
+    assert_eq!(code, 0, "another user's write on the mount");
+    let mode = fs::metadata(m.b("f")).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o777, "set-user-ID and set-group-ID cleared");
+    assert_eq!(fs::read(m.b("f")).unwrap(), b"01x3");
+    let end = m.unmount();
+    assert!(end.ok, "{}", end.stderr);
+    let (served, _) = ring_counts(&end.stderr);
+    // The first write, its close's flush; the other user's write and its flush.
+    assert!(served >= 4, "ring data requests {served}: {}", end.stderr);
+    assert!(
+        !end.stderr.contains("threads still running"),
+        "{}",
+        end.stderr
+    );
 }
 
 #[test]

@@ -437,14 +437,15 @@ impl Filesystem for SluiceFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
+        let r = Answer::Fuse(reply);
         self.ops
-            .read(req.pid(), fh.0, offset, size, flags.0, Answer::Fuse(reply));
+            .read(req.pid(), fh.0, offset, size, flags.0, None, r);
     }
 
     fn write(
         &self,
         req: &Request,
-        ino: INodeNo,
+        _ino: INodeNo,
         fh: FileHandle,
         offset: u64,
         data: &[u8],
@@ -453,13 +454,10 @@ impl Filesystem for SluiceFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        if write_flags.contains(WriteFlags::FUSE_WRITE_KILL_SUIDGID) {
-            if let Err(e) = self.nodes.get(ino).and_then(|n| names::kill_setid(&n)) {
-                return reply.error(e);
-            }
-        }
+        let kill = write_flags.contains(WriteFlags::FUSE_WRITE_KILL_SUIDGID);
+        let (pid, r) = (req.pid(), Answer::Fuse(reply));
         self.ops
-            .write(req.pid(), fh.0, offset, data, flags.0, Answer::Fuse(reply));
+            .write(pid, fh.0, offset, data, flags.0, kill, None, r);
     }
 
     fn flush(
@@ -501,7 +499,7 @@ impl Filesystem for SluiceFs {
         reply: ReplyEmpty,
     ) {
         self.ops
-            .fsync(req.pid(), fh.0, datasync, Answer::Fuse(reply));
+            .fsync(req.pid(), fh.0, datasync, None, Answer::Fuse(reply));
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {

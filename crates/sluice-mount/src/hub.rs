@@ -128,9 +128,22 @@ impl Answer<ReplyEmpty> {
     }
 }
 
+/// A FUSE ring queue's task (`crate::uring`): made on its core, stopped at unmount.
+pub struct RingTask {
+    pub core: u16,
+    pub name: String,
+    pub make: Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = ()>>> + Send>,
+    /// Tells the task to end.
+    pub stop: StopRing,
+}
+
+/// Tells a ring queue's task to end.
+pub type StopRing = Box<dyn Fn() + Send>;
+
 /// What only a task may do.
 enum Control {
     Spawn(Arc<Queue>),
+    Ring(RingTask),
     Adopt {
         name: String,
         file: std::fs::File,
@@ -147,15 +160,18 @@ struct QState {
     workers: usize,
 }
 
-/// The requests of one caller kind.
+/// The requests of one caller kind (on one core, for a FUSE ring queue's requests).
 struct Queue {
     who: Arc<Who>,
+    /// Its workers' core; `None`: [`worker_core`]'s choice.
+    core: Option<u16>,
     st: Mutex<QState>,
 }
 
 #[derive(Default)]
 struct HubState {
-    queues: HashMap<Who, Arc<Queue>>,
+    /// By caller kind, then core (`None`: [`worker_core`]'s).
+    queues: HashMap<Who, Vec<Arc<Queue>>>,
     control: VecDeque<Control>,
     dispatcher: Option<Waker>,
     stopped: bool,
@@ -219,25 +235,34 @@ impl Hub {
         }
     }
 
-    /// Queue `job` for `who`'s workers.
-    pub fn submit(&self, who: &Arc<Who>, job: Job) {
+    /// Queue `job` for `who`'s workers (on core `at`, when given).
+    pub fn submit(&self, who: &Arc<Who>, at: Option<u16>, job: Job) {
         let t = self.trace.now();
-        self.submit_at(who, job, t);
+        self.submit_at(who, at, job, t);
     }
 
-    /// Queue `job` for `who`'s workers; its FUSE handler started at `t0` (traced).
-    pub fn submit_at(&self, who: &Arc<Who>, job: Job, t0: Option<Instant>) {
+    /// Queue `job` for `who`'s workers (on core `at`: a FUSE ring queue's requests are
+    /// served on the core that owns the queue); its FUSE handler started at `t0`.
+    pub fn submit_at(&self, who: &Arc<Who>, at: Option<u16>, job: Job, t0: Option<Instant>) {
         let stamps = [t0, self.now(), None, None, None];
         let q = {
             let mut st = self.state();
-            match st.queues.get(&**who) {
-                Some(q) => q.clone(),
+            let found = st
+                .queues
+                .get(&**who)
+                .and_then(|v| v.iter().find(|q| q.core == at).cloned());
+            match found {
+                Some(q) => q,
                 None => {
                     let q = Arc::new(Queue {
                         who: who.clone(),
+                        core: at,
                         st: Mutex::new(QState::default()),
                     });
-                    st.queues.insert((**who).clone(), q.clone());
+                    st.queues
+                        .entry((**who).clone())
+                        .or_default()
+                        .push(q.clone());
                     q
                 }
             }
@@ -285,7 +310,13 @@ impl Hub {
         self.control(Control::Close(df));
     }
 
-    /// End the dispatcher (the stack's run returns and reports).
+    /// Run a FUSE ring queue's task on its core (until it ends, or [`Hub::stop`]).
+    pub fn ring(&self, t: RingTask) {
+        self.control(Control::Ring(t));
+    }
+
+    /// End the dispatcher (the stack's run returns and reports), after the ring
+    /// queues' tasks.
     pub fn stop(&self) {
         self.control(Control::Stop);
     }
@@ -377,6 +408,8 @@ async fn drain(hub: &Hub) {
 /// cores.
 pub async fn dispatcher(hub: Arc<Hub>, cores: u16) {
     let mut next = 0u16;
+    // The ring queues' tasks and how to stop them.
+    let mut rings: Vec<(sluice_runtime::JoinHandle<()>, StopRing)> = Vec::new();
 
     loop {
         let c = NextControl {
@@ -386,12 +419,19 @@ pub async fn dispatcher(hub: Arc<Hub>, cores: u16) {
         .await;
         match c {
             Control::Spawn(q) => {
+                let core = q
+                    .core
+                    .unwrap_or_else(|| worker_core(q.who.class, cores, &mut next));
                 let ctx = TaskCtx::new(q.who.flow.clone())
                     .class(q.who.class)
                     .weight(q.who.weight)
-                    .core(worker_core(q.who.class, cores, &mut next));
+                    .core(core);
                 let hub = hub.clone();
                 drop(spawn_on(ctx, move || worker(hub, q)));
+            }
+            Control::Ring(t) => {
+                let ctx = TaskCtx::new(t.name).core(t.core);
+                rings.push((spawn_on(ctx, t.make), t.stop));
             }
             Control::Adopt { name, file, back } => {
                 let _ = back.send(File::adopt(&name, file));
@@ -413,6 +453,14 @@ pub async fn dispatcher(hub: Arc<Hub>, cores: u16) {
                     if let Control::Close(df) = c {
                         close_task(&hub, df);
                     }
+                }
+                // The ring queues' tasks end (unmounted: the kernel has ended their
+                // entries, or their rings go with them).
+                for (_, stop) in &rings {
+                    stop();
+                }
+                for (h, _) in rings.drain(..) {
+                    h.await;
                 }
                 drain(&hub).await;
                 return;

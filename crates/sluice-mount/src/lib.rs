@@ -361,11 +361,18 @@ pub fn serve(
     })?;
     let (done_tx, done_rx) = mpsc::channel::<std::io::Result<()>>();
     let started = if transport == Transport::Uring {
-        uring::start(fs, o, done_tx).map(|s| (s.thread, Unmounter::Own(s.target), Some(s.counts)))
+        uring::start(fs, o, hub.clone(), done_tx).map(|s| {
+            (
+                s.thread,
+                Unmounter::Own(s.target),
+                Some(s.counts),
+                s.proxy_threads,
+            )
+        })
     } else {
         fuser_session(fs, o, done_tx)
     };
-    let (fuse_thread, mut unmounter, counts) = match started {
+    let (fuse_thread, mut unmounter, counts, proxy_threads) = match started {
         Ok(s) => s,
         Err(e) => {
             hub.stop();
@@ -411,6 +418,9 @@ pub fn serve(
         // The session ended on its own (a failed INIT): the mount is ours to remove.
         let _ = uring::unmount(t, true);
     }
+    for t in proxy_threads {
+        let _ = t.join();
+    }
     for l in hub.stats.lines(true) {
         eprintln!("{l}");
     }
@@ -420,6 +430,15 @@ pub fn serve(
         .map_err(|_| MountError::Failed("the stack's thread panicked".into()))?
         .map_err(|e| MountError::Failed(format!("the stack: {e}")))?;
     hub.trace.print();
+    // Every thread of the mount has ended: the stack's (its cores, and with them the
+    // ring queues' tasks), the session's, the proxy's.
+    let left = threads_left();
+    if !left.is_empty() {
+        eprintln!(
+            "sluice mount: threads still running after unmount: {}",
+            left.join(", ")
+        );
+    }
     if let Err(e) = ended {
         eprintln!("sluice mount: the FUSE session ended with: {e}");
     }
@@ -431,11 +450,32 @@ pub fn serve(
     })
 }
 
-/// A running session: its thread, how to unmount, the ring's counts (io_uring only).
+/// The names of this process's threads, but the caller, that are the mount's own
+/// (named `sluice-…`) or fuser's (`fuse…`), as `/proc/self/task` shows them.
+pub fn threads_left() -> Vec<String> {
+    // SAFETY: a plain system call.
+    let me = unsafe { libc::gettid() }.to_string();
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    let mut v: Vec<String> = dir
+        .flatten()
+        .filter(|e| e.file_name() != me.as_str())
+        .filter_map(|e| std::fs::read_to_string(e.path().join("comm")).ok())
+        .map(|c| c.trim().to_string())
+        .filter(|c| c.starts_with("sluice-") || c.starts_with("fuse"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// A running session: its thread, how to unmount, the ring's counts and the proxy's
+/// threads (io_uring only).
 type SessionRun = (
     std::thread::JoinHandle<()>,
     Unmounter,
     Option<Arc<uring::Counts>>,
+    Vec<std::thread::JoinHandle<()>>,
 );
 
 /// Mount with fuser (`/dev/fuse` reads and writes) and run its session on a thread.
@@ -470,5 +510,32 @@ fn fuser_session(
             let _ = done.send(session.run());
         })
         .map_err(|e| MountError::Failed(format!("cannot start the FUSE thread: {e}")))?;
-    Ok((thread, Unmounter::Fuser(unmounter), None))
+    Ok((thread, Unmounter::Fuser(unmounter), None, Vec::new()))
+}
+
+#[cfg(test)]
+mod tests {
+    /// `threads_left` sees a running thread of the mount's by its name, and not once
+    /// it has been joined (what `serve` checks after unmount).
+    #[test]
+    fn threads_left_lists_the_mounts_running_threads() {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let (up_tx, up_rx) = std::sync::mpsc::channel::<()>();
+        let t = std::thread::Builder::new()
+            .name("sluice-tl-test".into())
+            .spawn(move || {
+                up_tx.send(()).unwrap();
+                let _ = rx.recv();
+            })
+            .unwrap();
+        up_rx.recv().unwrap();
+        assert!(
+            super::threads_left().iter().any(|n| n == "sluice-tl-test"),
+            "{:?}",
+            super::threads_left()
+        );
+        drop(tx);
+        t.join().unwrap();
+        assert!(!super::threads_left().iter().any(|n| n == "sluice-tl-test"));
+    }
 }

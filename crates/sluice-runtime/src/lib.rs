@@ -95,6 +95,7 @@ pub use exec::RunError;
 pub use io::{DiskImage, File, IoHandle, IoWait, FILE_SPAN, IO_ALIGN};
 pub use real::MAX_FILES;
 pub use real::RING_CAP;
+pub use real::{readable, Readable};
 pub use sluice_cache::{CacheConfig, CacheStats};
 pub use sluice_core::Op;
 pub use sluice_device::{CrashReport, CrashSpec};

@@ -32,7 +32,13 @@ use crate::io::FILE_SPAN;
 use crate::pool::BufferPool;
 
 mod files;
+mod readable;
 pub(crate) use files::{FileTable, SlotUpdate};
+pub use readable::{readable, Readable};
+
+/// The `user_data` of a [`readable`] wait's poll: this bit and its index in the core's
+/// table (pieces use their 32-bit tag, the doorbell [`BELL`]).
+const POLL_BIT: u64 = 1 << 62;
 
 /// Most files a stack can have open at once (each ring's sparse table of registered
 /// files; a closed file's slot is reused, `real/files.rs`).
@@ -237,6 +243,15 @@ pub(crate) struct CoreRing {
     pub in_ring: u32,
     /// Reaped and not yet handled (handled [`HANDLE_BATCH`] at a time).
     pub cqes: std::collections::VecDeque<(u32, i32)>,
+    /// The [`readable`] waits in the ring, by index (`None`: a free index).
+    polls: Vec<Option<std::sync::Arc<readable::PollState>>>,
+}
+
+impl Drop for CoreRing {
+    fn drop(&mut self) {
+        // Waits asked for from now on resolve to an error at once.
+        readable::WAITS.with(|w| *w.borrow_mut() = None);
+    }
 }
 
 impl CoreRing {
@@ -260,6 +275,7 @@ impl CoreRing {
                 )
             })?;
         }
+        readable::WAITS.with(|w| *w.borrow_mut() = Some(Vec::new()));
         Ok(CoreRing {
             ring,
             bell_fd: bell.raw(),
@@ -267,7 +283,15 @@ impl CoreRing {
             bell_armed: false,
             in_ring: 0,
             cqes: std::collections::VecDeque::with_capacity(2 * entries as usize),
+            polls: Vec::new(),
         })
+    }
+
+    /// Whether a task of this core waits for a descriptor (`readable`): in the ring,
+    /// or to be written to it.
+    pub(crate) fn waits_outside(&self) -> bool {
+        self.polls.iter().any(Option::is_some)
+            || readable::WAITS.with(|w| w.borrow().as_ref().is_some_and(|v| !v.is_empty()))
     }
 
     /// Apply the changes `fds` of the table of registered files to this ring (a file
@@ -298,6 +322,40 @@ impl CoreRing {
             unsafe { sq.push(&e) }.expect("ring has room: in_ring ≤ cap < entries");
             self.in_ring += 1;
         }
+        // The tasks' new `readable` waits; those the ring has no room for now wait for
+        // the next turn.
+        let waits = readable::WAITS.with(|w| w.borrow_mut().as_mut().map(std::mem::take));
+        let mut waits = waits.unwrap_or_default().into_iter();
+        for (fd, st) in waits.by_ref() {
+            let i = match self.polls.iter().position(Option::is_none) {
+                Some(i) => i,
+                None => {
+                    self.polls.push(None);
+                    self.polls.len() - 1
+                }
+            };
+            let e = io_uring::opcode::PollAdd::new(io_uring::types::Fd(fd), libc::POLLIN as u32)
+                .build()
+                .user_data(POLL_BIT | i as u64);
+            // SAFETY: a poll holds no buffer of ours.
+            if unsafe { sq.push(&e) }.is_err() {
+                readable::WAITS.with(|w| {
+                    if let Some(v) = w.borrow_mut().as_mut() {
+                        v.push((fd, st));
+                    }
+                });
+                break;
+            }
+            self.polls[i] = Some(st);
+        }
+        let rest: Vec<_> = waits.collect();
+        if !rest.is_empty() {
+            readable::WAITS.with(|w| {
+                if let Some(v) = w.borrow_mut().as_mut() {
+                    v.extend(rest);
+                }
+            });
+        }
     }
 
     /// Submit what was written; wait for a completion, the doorbell or `wait_ns` when
@@ -321,6 +379,11 @@ impl CoreRing {
             waited_idle = false;
             if c.user_data() == BELL {
                 self.bell_armed = false;
+            } else if c.user_data() & POLL_BIT != 0 {
+                let i = (c.user_data() & !POLL_BIT) as usize;
+                if let Some(st) = self.polls.get_mut(i).and_then(Option::take) {
+                    st.done(c.result());
+                }
             } else {
                 self.cqes.push_back((c.user_data() as u32, c.result()));
                 self.in_ring -= 1;

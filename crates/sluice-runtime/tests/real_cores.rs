@@ -508,3 +508,62 @@ fn an_io_issued_by_the_last_runnable_task_goes_out_at_once() {
         "the core sat out its idle timeout while the task's read or sleep was due"
     );
 }
+
+/// `readable`: a task on core 1 waits on its core's ring for a pipe that another core's
+/// task writes to later; a descriptor already readable answers at once; the wait is
+/// woken by the ring, not by polling (the waiter is blocked until the write).
+#[test]
+fn readable_wakes_a_task_on_its_own_cores_ring() {
+    let mut fds = [0i32; 2];
+    // SAFETY: a plain system call filling `fds`.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    let (rd, wr) = (fds[0], fds[1]);
+    let Some(out) = run(2, Inherit::ON, move || async move {
+        let woke = Arc::new(AtomicBool::new(false));
+        let w2 = woke.clone();
+        let h = spawn_on(TaskCtx::new("waiter").core(1), move || async move {
+            let ev = sluice_runtime::readable(rd).await.unwrap();
+            w2.store(true, Ordering::SeqCst);
+            let mut b = [0u8; 1];
+            // SAFETY: a read into our byte.
+            assert_eq!(unsafe { libc::read(rd, b.as_mut_ptr().cast(), 1) }, 1);
+            (ev, b[0])
+        });
+        for _ in 0..50 {
+            yield_now().await;
+        }
+        let before = woke.load(Ordering::SeqCst);
+        // SAFETY: a write of our byte.
+        assert_eq!(unsafe { libc::write(wr, [7u8].as_ptr().cast(), 1) }, 1);
+        let (ev, byte) = h.await;
+        // Already readable: at once.
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::write(wr, [8u8].as_ptr().cast(), 1) }, 1);
+        let again = sluice_runtime::readable(rd).await.unwrap();
+        (before, ev, byte, again)
+    }) else {
+        return;
+    };
+    let (before, ev, byte, again) = out.value;
+    assert!(!before, "the waiter woke before the pipe had data");
+    assert_ne!(ev & libc::POLLIN as u32, 0, "revents {ev:#x}");
+    assert_ne!(again & libc::POLLIN as u32, 0, "revents {again:#x}");
+    assert_eq!(byte, 7);
+    // SAFETY: our descriptors.
+    unsafe {
+        libc::close(rd);
+        libc::close(wr);
+    }
+}
+
+/// Off a real stack's core (the simulated world) `readable` says so at once.
+#[test]
+fn readable_off_a_real_core_is_unsupported() {
+    let out = Stack::builder()
+        .build()
+        .unwrap()
+        .run(|| async { sluice_runtime::readable(0).await })
+        .unwrap();
+    let e = out.value.unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::Unsupported, "{e}");
+}

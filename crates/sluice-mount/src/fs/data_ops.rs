@@ -63,7 +63,8 @@ impl SluiceFs {
                     a.size = *lock(&df2.size);
                     Ok((a, TTL))
                 });
-                self.hub.submit(&who, Job::Truncate { df, size, done });
+                self.hub
+                    .submit(&who, None, Job::Truncate { df, size, done });
             }
             _ => {
                 let r = sys::reopen(node.raw(), libc::O_WRONLY).and_then(|fd| {
@@ -94,6 +95,7 @@ impl SluiceFs {
                 let who = self.classes.who(req.pid());
                 self.hub.submit(
                     &who,
+                    None,
                     Job::Lseek {
                         df,
                         offset,
@@ -134,7 +136,9 @@ impl DataOps {
     }
 
     /// A read of `size` bytes at `offset` by thread `pid` through handle `fh`; `flags`
-    /// are the open's flags as the kernel sends them with the request.
+    /// are the open's flags as the kernel sends them with the request. `at`: the core
+    /// whose worker serves it (a ring queue's own), or `None`: the caller kind's.
+    #[allow(clippy::too_many_arguments)]
     pub fn read(
         &self,
         pid: u32,
@@ -142,6 +146,7 @@ impl DataOps {
         offset: u64,
         size: u32,
         flags: i32,
+        at: Option<u16>,
         reply: Answer<ReplyData>,
     ) {
         let t0 = self.hub.trace.now();
@@ -151,6 +156,7 @@ impl DataOps {
                 let cached = SluiceFs::cached(&df, flags);
                 self.hub.submit_at(
                     &who,
+                    at,
                     Job::Read {
                         df,
                         off: offset,
@@ -165,6 +171,9 @@ impl DataOps {
         }
     }
 
+    /// A write; `kill_setid`: the kernel's `FUSE_WRITE_KILL_SUIDGID` (the caller has no
+    /// CAP_FSETID), whose set-ID bits are cleared first (`kill_setid`).
+    #[allow(clippy::too_many_arguments)]
     pub fn write(
         &self,
         pid: u32,
@@ -172,15 +181,23 @@ impl DataOps {
         offset: u64,
         data: &[u8],
         flags: i32,
+        kill_setid: bool,
+        at: Option<u16>,
         reply: Answer<ReplyWrite>,
     ) {
         match self.handle(fh) {
             Ok((df, sync)) => {
+                if kill_setid {
+                    if let Err(e) = super::names::kill_setid_fd(df.fd.as_raw_fd()) {
+                        return reply.error(e);
+                    }
+                }
                 let who = self.classes.who(pid);
                 let sync = sync || flags & (libc::O_SYNC | libc::O_DSYNC) != 0;
                 let cached = SluiceFs::cached(&df, flags);
                 self.hub.submit(
                     &who,
+                    at,
                     Job::Write {
                         df,
                         off: offset,
@@ -195,12 +212,20 @@ impl DataOps {
         }
     }
 
-    pub fn fsync(&self, pid: u32, fh: u64, datasync: bool, reply: Answer<ReplyEmpty>) {
+    pub fn fsync(
+        &self,
+        pid: u32,
+        fh: u64,
+        datasync: bool,
+        at: Option<u16>,
+        reply: Answer<ReplyEmpty>,
+    ) {
         match self.handle(fh) {
             Ok((df, _)) => {
                 let who = self.classes.who(pid);
                 self.hub.submit(
                     &who,
+                    at,
                     Job::Fsync {
                         df,
                         datasync,
@@ -226,6 +251,7 @@ impl DataOps {
                 let who = self.classes.who(pid);
                 self.hub.submit(
                     &who,
+                    None,
                     Job::Fallocate {
                         df,
                         off: offset,

@@ -2,7 +2,7 @@
 //! and times, each on the inode's own descriptor.
 
 use std::ffi::OsString;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::{DirEntryExt, FileTypeExt};
 
 use fuser::{Errno, FileType, TimeOrNow};
@@ -98,12 +98,10 @@ pub fn set_attrs(
 /// A write by a caller without CAP_FSETID (the kernel's `FUSE_WRITE_KILL_SUIDGID`)
 /// clears set-user-ID, and set-group-ID when group execute is set (as the kernel's
 /// `should_remove_suid` does on a local file system); the daemon's own write, as root,
-/// would keep them.
-pub fn kill_setid(node: &Node) -> Result<(), Errno> {
-    if node.fmt != libc::S_IFREG {
-        return Ok(());
-    }
-    let st = sys::stat_fd(node.raw())?;
+/// would keep them. `fd`: the regular file's open backing descriptor (the data file's,
+/// which both transports' write paths hold).
+pub fn kill_setid_fd(fd: RawFd) -> Result<(), Errno> {
+    let st = sys::stat_fd(fd)?;
     let mut kill = st.st_mode & libc::S_ISUID;
     if st.st_mode & (libc::S_ISGID | libc::S_IXGRP) == libc::S_ISGID | libc::S_IXGRP {
         kill |= libc::S_ISGID;
@@ -111,10 +109,8 @@ pub fn kill_setid(node: &Node) -> Result<(), Errno> {
     if kill == 0 {
         return Ok(());
     }
-    let p = proc_path(node.raw());
-    // SAFETY: a valid C string (a regular file: nothing followed beyond it).
-    check(unsafe { libc::fchmodat(libc::AT_FDCWD, p.as_ptr(), st.st_mode & 0o7777 & !kill, 0) })
-        .map(drop)
+    // SAFETY: a plain system call on the caller's descriptor.
+    check(unsafe { libc::fchmod(fd, st.st_mode & 0o7777 & !kill) }).map(drop)
 }
 
 /// The target of the symbolic link `n`.

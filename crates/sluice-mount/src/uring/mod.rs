@@ -7,10 +7,11 @@
 //! own `/dev/fuse` descriptor) and runs fuser's session on one end of a
 //! `SOCK_SEQPACKET` socket pair; the [`Proxy`] forwards to it what comes through
 //! `/dev/fuse` (INIT, FORGET, INTERRUPT, and everything before the ring is ready)
-//! and what comes through the ring but is neither READ, WRITE nor FSYNC, and routes
-//! its replies by `unique` back to `/dev/fuse` or to the ring entry. The ring's
-//! queues (`queue`) serve READ, WRITE and FSYNC themselves through the data path the
-//! file system's handlers use ([`crate::fs::DataOps`]).
+//! and what comes through the ring but is neither READ, WRITE, FSYNC nor FLUSH, and
+//! routes its replies by `unique` back to `/dev/fuse` or to the ring entry. The ring's
+//! queues (`queue`), each a task on one of the stack's cores, serve READ, WRITE and
+//! FSYNC themselves through the data path the file system's handlers use
+//! ([`crate::fs::DataOps`]), with workers on the same core, and answer FLUSH.
 
 mod proto;
 mod queue;
@@ -26,6 +27,7 @@ use std::thread::JoinHandle;
 pub use queue::Slot;
 
 use crate::fs::SluiceFs;
+use crate::hub::{Hub, RingTask};
 use crate::{MountError, MountOptions};
 
 /// The kernel's switch (a module parameter, system-wide).
@@ -104,7 +106,7 @@ pub fn resolve(t: Transport) -> Result<Transport, MountError> {
 pub struct Counts {
     /// Read from `/dev/fuse`.
     pub dev: AtomicU64,
-    /// Through the ring, served by the queues themselves (READ, WRITE, FSYNC).
+    /// Through the ring, served by the queues themselves (READ, WRITE, FSYNC, FLUSH).
     pub ring_data: AtomicU64,
     /// Through the ring, answered by the file system's session.
     pub ring_session: AtomicU64,
@@ -314,30 +316,26 @@ fn socket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok((a, b))
 }
 
-/// Pin the calling thread to `cpu` (when it is online; else it runs anywhere).
-fn pin(cpu: usize) {
-    // SAFETY: a zeroed cpu_set_t is an empty set; plain system calls on this thread.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
-}
-
 /// What a mount over the ring leaves to [`crate::serve`].
 pub struct Started {
     /// Runs the session; sends its end on the `done` channel given to [`start`].
     pub thread: JoinHandle<()>,
+    /// The proxy's two threads (`/dev/fuse` → session, session → replies): they end
+    /// once the connection is gone and the session with it.
+    pub proxy_threads: Vec<JoinHandle<()>>,
     pub target: CString,
     pub counts: Arc<Counts>,
 }
 
-/// Mount and serve `fs` over the ring; the session's end goes to `done`.
+/// Mount and serve `fs` over the ring, its queues tasks of `hub`'s stack (queue `q` on
+/// core `q % o.cores`); the session's end goes to `done`.
 pub fn start(
     fs: SluiceFs,
     o: &MountOptions,
+    hub: Arc<Hub>,
     done: mpsc::Sender<io::Result<()>>,
 ) -> Result<Started, MountError> {
+    let cores = o.cores.max(1);
     let fs = fs.with_uring();
     let ops = fs.ops();
     let granted = fs.uring_granted.clone();
@@ -364,9 +362,9 @@ pub fn start(
     };
     let (init_tx, init_rx) = mpsc::channel();
     let p = proxy.clone();
-    spawn("sluice-fuse-dev".into(), Box::new(move || p.dev_loop()))?;
+    let dev_thread = spawn("sluice-fuse-dev".into(), Box::new(move || p.dev_loop()))?;
     let p = proxy.clone();
-    spawn(
+    let reply_thread = spawn(
         "sluice-fuse-reply".into(),
         Box::new(move || p.reply_loop(init_tx)),
     )?;
@@ -386,25 +384,21 @@ pub fn start(
             if init_rx.recv().is_ok() && granted.load(Ordering::SeqCst) {
                 let payload = 1 << 20;
                 for q in 0..queues {
-                    let sh = match queue::Shared::new(q as u16, ENTRIES, payload) {
-                        Ok(s) => s,
-                        Err(e) => {
-                            eprintln!("sluice mount: FUSE ring queue {q}: {e}");
-                            break;
-                        }
-                    };
-                    let (ops, proxy) = (ops.clone(), proxy.clone());
-                    let r = std::thread::Builder::new()
-                        .name(format!("sluice-ring-{q}"))
-                        .spawn(move || {
-                            pin(q);
-                            if let Err(e) = queue::run(dev_fd, sh, ops, proxy) {
-                                eprintln!("sluice mount: FUSE ring queue {q}: {e}");
-                            }
-                        });
-                    if let Err(e) = r {
-                        eprintln!("sluice mount: FUSE ring queue {q}: {e}");
-                    }
+                    let sh = queue::Shared::new(q as u16, ENTRIES, payload);
+                    let (ops, proxy, sh2) = (ops.clone(), proxy.clone(), sh.clone());
+                    let core = (q % cores as usize) as u16;
+                    hub.ring(RingTask {
+                        core,
+                        name: format!("fuse-ring-{q}"),
+                        make: Box::new(move || {
+                            Box::pin(async move {
+                                if let Err(e) = queue::run(dev_fd, sh, ops, proxy, core).await {
+                                    eprintln!("sluice mount: FUSE ring queue {q}: {e}");
+                                }
+                            })
+                        }),
+                        stop: Box::new(move || sh2.stop()),
+                    });
                 }
             } else {
                 eprintln!(
@@ -417,6 +411,7 @@ pub fn start(
     )?;
     Ok(Started {
         thread,
+        proxy_threads: vec![dev_thread, reply_thread],
         target,
         counts,
     })

@@ -25,9 +25,10 @@ pub const OUT_HEADER: usize = 16;
 pub const FUSE_READ: u32 = 15;
 pub const FUSE_WRITE: u32 = 16;
 pub const FUSE_FSYNC: u32 = 20;
+pub const FUSE_FLUSH: u32 = 25;
 pub const FUSE_DESTROY: u32 = 38;
-/// `fuse_write_in.write_flags`: clear set-user/group-ID (the file system's own handler
-/// does it, so such a write goes through it).
+/// `fuse_write_in.write_flags`: clear set-user/group-ID before the write (the caller
+/// lacks CAP_FSETID).
 pub const FUSE_WRITE_KILL_SUIDGID: u32 = 1 << 2;
 /// `fuse_fsync_in.fsync_flags`: data only.
 pub const FUSE_FSYNC_FDATASYNC: u32 = 1;

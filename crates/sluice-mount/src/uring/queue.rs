@@ -1,19 +1,25 @@
-//! One queue of the kernel's FUSE ring: a thread with its own io_uring (128-byte SQEs)
-//! whose entries — a 288-byte header buffer and a payload buffer each — are
-//! registered on the `/dev/fuse` descriptor (`IORING_OP_URING_CMD`,
-//! `FUSE_IO_URING_CMD_REGISTER`). The kernel completes an entry's command when it has
-//! put a request in its buffers; the thread decodes READ, WRITE and FSYNC and hands
-//! them to the stack itself ([`DataOps`], the functions the file system's handlers
-//! call), and gives every other request to the file system's session through the
-//! proxy. Whoever answers writes the reply into the entry's buffers ([`Slot`]) and
-//! queues the entry for `FUSE_IO_URING_CMD_COMMIT_AND_FETCH`, which the thread submits
-//! (woken through an eventfd): the kernel takes the reply and refills the entry.
-//! The workers on the stack's cores never block on the ring.
+//! One queue of the kernel's FUSE ring, owned by a task on one of the stack's cores:
+//! its own io_uring (128-byte SQEs) whose entries — a 288-byte header buffer and a
+//! payload buffer each — are registered on the `/dev/fuse` descriptor
+//! (`IORING_OP_URING_CMD`, `FUSE_IO_URING_CMD_REGISTER`). The kernel completes an
+//! entry's command when it has put a request in its buffers; the task waits for that
+//! on its core's own ring ([`sluice_runtime::readable`] of this ring's descriptor), so
+//! the core that serves the request is the thread the kernel wakes — no thread of the
+//! queue's own, no hand-over between threads. READ, WRITE and FSYNC go to worker tasks
+//! of the caller's class on the same core ([`DataOps`], the functions the file
+//! system's handlers call); FLUSH is answered at once (as the handler does); every
+//! other request goes to the file system's session through the proxy. Whoever answers
+//! writes the reply into the entry's buffers ([`Slot`]), queues the entry for
+//! `FUSE_IO_URING_CMD_COMMIT_AND_FETCH` and wakes the task, which submits the commits:
+//! the kernel takes the reply and refills the entry.
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::future::Future;
+use std::os::fd::{AsRawFd, RawFd};
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 
 use fuser::Errno;
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
@@ -26,9 +32,6 @@ use crate::hub::Answer;
 fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
-
-/// The eventfd read's `user_data` (entries use their index).
-const WAKE: u64 = u64::MAX;
 
 /// A zeroed buffer of `len` bytes, written through raw pointers by the queue's thread
 /// and by whoever holds the entry's [`Slot`] — never both at once: the kernel hands
@@ -78,10 +81,11 @@ pub struct Shared {
     iovecs: Vec<[libc::iovec; 2]>,
     /// Entries answered: (index, unique) to commit.
     commits: Mutex<Vec<(u16, u64)>>,
-    wake: OwnedFd,
-    /// The queue's thread is about to wait or waiting in the kernel: an answerer
-    /// writes the eventfd (else the thread sees the commit before it waits).
-    asleep: AtomicBool,
+    /// The queue's task, when it waits.
+    waker: Mutex<Option<Waker>>,
+    /// Set at unmount: the task ends (its ring dropped: the kernel cancels what is
+    /// left of its commands).
+    stop: AtomicBool,
 }
 
 // SAFETY: the buffers are only touched by the owner of their entry (the queue's thread
@@ -91,12 +95,7 @@ unsafe impl Send for Shared {}
 unsafe impl Sync for Shared {}
 
 impl Shared {
-    pub fn new(qid: u16, entries: usize, payload: usize) -> std::io::Result<Arc<Shared>> {
-        // SAFETY: a plain system call.
-        let efd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
-        if efd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+    pub fn new(qid: u16, entries: usize, payload: usize) -> Arc<Shared> {
         let headers: Vec<Buf> = (0..entries).map(|_| Buf::new(HEADER_LEN)).collect();
         let payloads: Vec<Buf> = (0..entries).map(|_| Buf::new(payload)).collect();
         let iovecs = headers
@@ -115,16 +114,27 @@ impl Shared {
                 ]
             })
             .collect();
-        Ok(Arc::new(Shared {
+        Arc::new(Shared {
             qid,
             headers,
             payloads,
             iovecs,
             commits: Mutex::new(Vec::new()),
-            // SAFETY: a new descriptor of ours.
-            wake: unsafe { OwnedFd::from_raw_fd(efd) },
-            asleep: AtomicBool::new(false),
-        }))
+            waker: Mutex::new(None),
+            stop: AtomicBool::new(false),
+        })
+    }
+
+    fn wake(&self) {
+        if let Some(w) = locked(&self.waker).take() {
+            w.wake();
+        }
+    }
+
+    /// End the queue's task (at unmount).
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.wake();
     }
 }
 
@@ -168,11 +178,7 @@ impl Slot {
         ));
         h[PAYLOAD_SZ..PAYLOAD_SZ + 4].copy_from_slice(&(n as u32).to_le_bytes());
         locked(&self.sh.commits).push((self.ent, self.unique));
-        if self.sh.asleep.swap(false, Ordering::SeqCst) {
-            let one = 1u64.to_ne_bytes();
-            // SAFETY: an 8-byte write to our eventfd (it cannot block below 2^64-1).
-            unsafe { libc::write(self.sh.wake.as_raw_fd(), one.as_ptr().cast(), 8) };
-        }
+        self.sh.wake();
     }
 
     pub fn error(self, e: Errno) {
@@ -211,41 +217,65 @@ fn command(dev: RawFd, sh: &Shared, cmd: u32, i: usize, commit_id: u64) -> squeu
     unsafe { std::mem::transmute::<[u8; 128], squeue::Entry128>(raw) }
 }
 
+/// The queue's task waits for an answer to commit, a request in its ring (the ring's
+/// descriptor readable: a completion), or the stop.
+struct Next<'a> {
+    sh: &'a Shared,
+    ring_fd: RawFd,
+    /// The poll of the ring's descriptor on the core's ring, kept across waits (one at
+    /// a time).
+    readable: &'a mut Option<sluice_runtime::Readable>,
+}
+
+impl Future for Next<'_> {
+    type Output = std::io::Result<()>;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        *locked(&self.sh.waker) = Some(cx.waker().clone());
+        if self.sh.stop.load(Ordering::SeqCst) || !locked(&self.sh.commits).is_empty() {
+            return Poll::Ready(Ok(()));
+        }
+        let fd = self.ring_fd;
+        let r = self
+            .readable
+            .get_or_insert_with(|| sluice_runtime::readable(fd));
+        match Pin::new(r).poll(cx) {
+            Poll::Ready(r) => {
+                *self.readable = None;
+                Poll::Ready(r.map(drop))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
 /// Serve queue `sh` on `/dev/fuse` descriptor `dev` until the kernel ends every entry
-/// (unmount). `ops`: the data path; `proxy`: the session for every other request.
-pub fn run(dev: RawFd, sh: Arc<Shared>, ops: DataOps, proxy: Arc<Proxy>) -> std::io::Result<()> {
+/// (unmount) or [`Shared::stop`]; a task on core `core` (the workers of its requests
+/// run there too). `ops`: the data path; `proxy`: the session for every other request.
+pub async fn run(
+    dev: RawFd,
+    sh: Arc<Shared>,
+    ops: DataOps,
+    proxy: Arc<Proxy>,
+    core: u16,
+) -> std::io::Result<()> {
     let n = sh.headers.len();
     let size = (2 * n + 2).next_power_of_two() as u32;
-    // Only this thread submits: the kernel may run the requests' delivery (task work)
-    // when this thread waits, not by interrupting it (Linux 6.1+; plain otherwise).
-    let mut ring: IoUring<squeue::Entry128, cqueue::Entry> = match IoUring::builder()
-        .setup_single_issuer()
-        .setup_defer_taskrun()
-        .build(size)
-    {
-        Ok(r) => r,
-        Err(_) => IoUring::builder().build(size)?,
-    };
-    let mut wake_buf = [0u8; 8];
-    let wake_read = |buf: &mut [u8; 8]| {
-        squeue::Entry128::from(
-            opcode::Read::new(types::Fd(sh.wake.as_raw_fd()), buf.as_mut_ptr(), 8)
-                .build()
-                .user_data(WAKE),
-        )
-    };
-    // SAFETY: the iovecs and buffers live in `sh` as long as the ring; the eventfd's
-    // 8-byte buffer lives on this frame, which outlives the ring's use of it (the loop
-    // below returns only when the ring is dropped).
+    // A plain ring: the kernel delivers each request (task work of this thread, which
+    // submitted the command) by waking the core's thread wherever it waits — in its
+    // own ring, for the poll of this one.
+    let mut ring: IoUring<squeue::Entry128, cqueue::Entry> = IoUring::builder().build(size)?;
+    let ring_fd = ring.as_raw_fd();
+    // SAFETY: the iovecs and buffers live in `sh` as long as the ring (the ring is
+    // dropped first, below, and `sh` is kept by every slot besides).
     unsafe {
         for i in 0..n {
             push(&mut ring, command(dev, &sh, proto::CMD_REGISTER, i, 0))?;
         }
-        push(&mut ring, wake_read(&mut wake_buf))?;
     }
     let mut live = vec![true; n];
     let mut alive = n;
-    while alive > 0 {
+    let mut readable = None;
+    while alive > 0 && !sh.stop.load(Ordering::SeqCst) {
         let commits = std::mem::take(&mut *locked(&sh.commits));
         for (i, unique) in commits {
             if live[i as usize] {
@@ -254,32 +284,18 @@ pub fn run(dev: RawFd, sh: Arc<Shared>, ops: DataOps, proxy: Arc<Proxy>) -> std:
                 unsafe { push(&mut ring, e)? };
             }
         }
-        // Waiting only when no answer came in since the commits were taken (see
-        // `Shared::asleep`); else submit what there is and go round.
-        sh.asleep.store(true, Ordering::SeqCst);
-        let want = if locked(&sh.commits).is_empty() {
-            1
-        } else {
-            sh.asleep.store(false, Ordering::SeqCst);
-            0
-        };
-        let r = ring.submit_and_wait(want);
-        sh.asleep.store(false, Ordering::SeqCst);
-        match r {
-            Ok(_) => {}
-            Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
-            Err(e) => return Err(e),
+        if !ring.submission().is_empty() {
+            match ring.submit() {
+                Ok(_) => {}
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EBUSY)) => {}
+                Err(e) => return Err(e),
+            }
         }
         let done: Vec<(u64, i32)> = ring
             .completion()
             .map(|c| (c.user_data(), c.result()))
             .collect();
-        for (ud, res) in done {
-            if ud == WAKE {
-                // SAFETY: as above.
-                unsafe { push(&mut ring, wake_read(&mut wake_buf))? };
-                continue;
-            }
+        for &(ud, res) in &done {
             let i = ud as usize;
             if res < 0 {
                 // The connection ended (-ENOTCONN at unmount, -ECANCELED), or a
@@ -297,9 +313,22 @@ pub fn run(dev: RawFd, sh: Arc<Shared>, ops: DataOps, proxy: Arc<Proxy>) -> std:
                 }
                 continue;
             }
-            serve_entry(&sh, i, &ops, &proxy);
+            serve_entry(&sh, i, &ops, &proxy, core);
+        }
+        if done.is_empty() {
+            Next {
+                sh: &sh,
+                ring_fd,
+                readable: &mut readable,
+            }
+            .await?;
+        } else {
+            // Let the workers just handed requests run before the next look.
+            sluice_runtime::yield_now().await;
         }
     }
+    *locked(&sh.waker) = None;
+    drop(ring);
     Ok(())
 }
 
@@ -315,8 +344,8 @@ unsafe fn push(
     Ok(())
 }
 
-/// Entry `i` holds a request: serve it.
-fn serve_entry(sh: &Arc<Shared>, i: usize, ops: &DataOps, proxy: &Proxy) {
+/// Entry `i` holds a request: serve it (data requests on core `core`).
+fn serve_entry(sh: &Arc<Shared>, i: usize, ops: &DataOps, proxy: &Proxy, core: u16) {
     // SAFETY: the kernel handed entry `i` to user space with this completion; the
     // slot made below owns it from here.
     let (h, p) = unsafe { (sh.headers[i].bytes(), sh.payloads[i].bytes()) };
@@ -333,21 +362,45 @@ fn serve_entry(sh: &Arc<Shared>, i: usize, ops: &DataOps, proxy: &Proxy) {
         proto::FUSE_READ => {
             proxy.counts.note_ring(true);
             let r = proto::read_in(op);
-            ops.read(ih.pid, r.fh, r.offset, r.size, r.flags, Answer::Ring(slot));
+            let at = Some(core);
+            ops.read(
+                ih.pid,
+                r.fh,
+                r.offset,
+                r.size,
+                r.flags,
+                at,
+                Answer::Ring(slot),
+            );
         }
-        proto::FUSE_WRITE
-            if proto::write_in(op).write_flags & proto::FUSE_WRITE_KILL_SUIDGID == 0 =>
-        {
+        proto::FUSE_WRITE => {
             proxy.counts.note_ring(true);
             let w = proto::write_in(op);
             let n = (w.size as usize).min(payload_sz);
-            ops.write(ih.pid, w.fh, w.offset, &p[..n], w.flags, Answer::Ring(slot));
+            let kill = w.write_flags & proto::FUSE_WRITE_KILL_SUIDGID != 0;
+            let (data, at) = (&p[..n], Some(core));
+            ops.write(
+                ih.pid,
+                w.fh,
+                w.offset,
+                data,
+                w.flags,
+                kill,
+                at,
+                Answer::Ring(slot),
+            );
         }
         proto::FUSE_FSYNC => {
             proxy.counts.note_ring(true);
             let (fh, flags) = proto::fsync_in(op);
             let datasync = flags & proto::FUSE_FSYNC_FDATASYNC != 0;
-            ops.fsync(ih.pid, fh, datasync, Answer::Ring(slot));
+            ops.fsync(ih.pid, fh, datasync, Some(core), Answer::Ring(slot));
+        }
+        proto::FUSE_FLUSH => {
+            // As the file system's handler: close(2) of a local file writes nothing
+            // back (the last close of the file does, in the stack).
+            proxy.counts.note_ring(true);
+            slot.reply(0, &[]);
         }
         _ => {
             proxy.counts.note_ring(false);

@@ -227,7 +227,9 @@ fn turns(sh: &Arc<Shared>, c: u16, main: u32, ring: &mut CoreRing) -> Result<(),
             crate::io::batch::reserve(inner);
             start_round(inner, ci, &mut round, &mut sent);
             let deadline = inner.events.peek().map(|std::cmp::Reverse((t, _, _))| *t);
-            if round.is_empty() && ring.cqes.is_empty() {
+            // A core with a task waiting on its ring for a descriptor of the outside
+            // (`readable`) is not idle: that wait can wake it.
+            if round.is_empty() && ring.cqes.is_empty() && !ring.waits_outside() {
                 inner.idle[ci] = true;
                 // Every core waits in its ring, and none has a task to run (a core's
                 // flag is from its last turn: a task queued on it since then, whose

@@ -56,6 +56,18 @@ impl Wake for TaskWaker {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(self.id);
+        // The task's own core, waking it from its own thread (a task of its round, or
+        // a completion it reaps): it looks at this list in its next turn before it can
+        // wait again, so no doorbell (an eventfd write, and a completion to re-arm).
+        let own = MY_CORE.with(|m| m.get()) == self.core
+            && CURRENT.with(|c| {
+                c.borrow()
+                    .as_ref()
+                    .is_some_and(|sh| Arc::ptr_eq(&sh.wakes, &self.list))
+            });
+        if own {
+            return;
+        }
         if let Some(b) = self.list.bells.get(self.core as usize) {
             b.ring();
         }
