@@ -34,9 +34,27 @@ pub fn resolve_fill(jobs: &[JobSpec], dir: &Path) -> Result<Option<Vec<JobSpec>>
             None => dir.join(format!("{}.{t}.0", jobs[j].name)),
         }
     };
-    let resolved =
-        sluice_fio::fill::resolve(jobs, path, |f| room(&f.key).map_err(|e| e.to_string()))
-            .map_err(|e| EngineError::Fill(e.to_string()))?;
+    // The other files the run creates take their space first (they are laid out
+    // before the run): per file system (its device number), the bytes they need.
+    let plan = sluice_fio::AddressPlan::new(jobs, path);
+    let mut others: std::collections::BTreeMap<u64, u64> = Default::default();
+    for f in &plan.files {
+        if f.users.iter().any(|&u| jobs[u].fill_device) || f.key.exists() {
+            continue;
+        }
+        if let Some(dev) = parent_dev(&f.key) {
+            *others.entry(dev).or_default() += f.size;
+        }
+    }
+    let resolved = sluice_fio::fill::resolve(jobs, path, |f| {
+        let r = room(&f.key).map_err(|e| e.to_string())?;
+        let taken = parent_dev(&f.key)
+            .and_then(|d| others.get(&d))
+            .copied()
+            .unwrap_or(0);
+        Ok(r.saturating_sub(taken))
+    })
+    .map_err(|e| EngineError::Fill(e.to_string()))?;
     let Some(mut out) = resolved else {
         return Ok(None);
     };
@@ -49,6 +67,16 @@ pub fn resolve_fill(jobs: &[JobSpec], dir: &Path) -> Result<Option<Vec<JobSpec>>
         }
     }
     Ok(Some(out))
+}
+
+/// The device number of the file system `p` is (or would be created) on.
+fn parent_dev(p: &Path) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let parent = p
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::metadata(parent).ok().map(|m| m.dev())
 }
 
 fn is_block_device(p: &Path) -> bool {

@@ -129,3 +129,25 @@ fn the_write_phase_ends_at_enospc_without_an_error() {
     );
     drop(files);
 }
+
+#[test]
+fn the_files_laid_out_first_take_their_space_from_the_room() {
+    let fs = match SmallFs::mount() {
+        Ok(f) => f,
+        Err(why) => {
+            eprintln!("fill_device test skipped: {why}");
+            return;
+        }
+    };
+    let given = jobs(&format!(
+        "[other]\nrw=read\nsize=2m\nfilename=other\n{SCAN}"
+    ));
+    let resolved = sluice_engine::resolve_fill(&given, fs.path())
+        .expect("resolves")
+        .expect("a fill_device job");
+    let room = resolved[2].size;
+    assert!(
+        room > 5 << 20 && room <= 6 << 20,
+        "8 MiB less the 2 MiB laid out first: {room}"
+    );
+}
