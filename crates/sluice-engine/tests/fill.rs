@@ -151,3 +151,15 @@ fn the_files_laid_out_first_take_their_space_from_the_room() {
         "8 MiB less the 2 MiB laid out first: {room}"
     );
 }
+
+#[test]
+fn a_reading_fill_job_is_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = jobs("[r]\nrw=read\nfill_device=1\n");
+    let e = sluice_engine::resolve_fill(&j, dir.path()).unwrap_err();
+    assert!(e.to_string().contains("does not write"), "{e}");
+    let none = jobs("[w]\nrw=write\nsize=1m\n");
+    assert!(sluice_engine::resolve_fill(&none, dir.path())
+        .unwrap()
+        .is_none());
+}
