@@ -135,6 +135,13 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
     }
     sluice::cli::check_log_names(&jobs, &specs)?;
     if let Some(fs) = crate::cmd_fs::store_of(args.fs.as_deref())? {
+        if let Some(j) = jobs.iter().find(|j| j.fill_device) {
+            return Err(CliError::Usage(format!(
+                "job '{}' has fill_device=1, which the journaled store (--fs) does not do \
+                 yet: run it on files (without --fs) or under sluice sim",
+                j.name
+            )));
+        }
         return run_on_store(&args, &jobs, &fs, &specs);
     }
     for w in sluice::cli::raw_file_warnings(&jobs) {
@@ -168,6 +175,12 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
     let started = Instant::now();
     let mut lay_bar: Option<ProgressBar> = None;
     let mut announced: Option<PathBuf> = None;
+    // fio's fill_device: sizes from the free space, read once, before any file is
+    // created (prepare and run both take the resolved jobs).
+    let jobs = match engine::resolve_fill(&jobs, &cfg.directory)? {
+        Some(resolved) => resolved,
+        None => jobs,
+    };
     let files = engine::prepare(&jobs, &cfg, &stop, &mut |path, done, total| {
         if !args.out.quiet && announced.as_deref() != Some(path) {
             announced = Some(path.to_path_buf());

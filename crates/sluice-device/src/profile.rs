@@ -503,6 +503,18 @@ const CF_TOML: &str = include_str!("../profiles/cf.toml");
 const ZNS_TOML: &str = include_str!("../profiles/zns.toml");
 
 impl DeviceProfile {
+    /// The bytes the host can address, when the profile says: the flash translation
+    /// layer's `logical_bytes`, or a zoned device's `zones × zone_size_bytes`. A
+    /// profile with neither has no end (its device never runs out of space).
+    pub fn capacity_bytes(&self) -> Option<u64> {
+        if let Some(f) = &self.flash {
+            return Some(f.logical_bytes);
+        }
+        self.zoned
+            .as_ref()
+            .map(|z| z.zone_size_bytes.saturating_mul(z.zones as u64))
+    }
+
     /// Names of the builtin profiles.
     pub const BUILTIN: &'static [&'static str] = &[
         "ull", "zssd", "nand", "x25m", "mtron", "vertex", "cf", "zns",

@@ -14,6 +14,9 @@ pub enum EngineError {
     /// A buffered job (`direct=0`) cannot run through the page cache as configured.
     #[error("{0}")]
     Buffered(String),
+    /// `fill_device` jobs cannot fill their files as asked.
+    #[error("{0}")]
+    Fill(String),
     /// The job list was empty.
     #[error("no jobs to run")]
     NoJobs,

@@ -64,6 +64,10 @@ pub struct PlannedFile {
     pub base: u64,
     /// The first job that uses it (for messages).
     pub first_job: String,
+    /// A `fill_device` job writes it until its file system has no space: it is
+    /// created empty (not pre-filled), its size is not asked of the free space, and
+    /// an existing one may be smaller than its size (`crate::fill`).
+    pub fill: bool,
 }
 
 /// Every file of a run and which thread uses which.
@@ -355,6 +359,7 @@ pub fn plan(
             align: FALLBACK_ALIGN,
             base: 0,
             first_job: jobs[f.users[0]].name.clone(),
+            fill: f.users.iter().any(|&u| jobs[u].fill_device),
         })
         .collect();
     let users: Vec<Vec<usize>> = addr.files.iter().map(|f| f.users.clone()).collect();
@@ -442,7 +447,7 @@ pub fn plan(
                     f.align = dio_align(&file).unwrap_or(FALLBACK_ALIGN);
                     m.len()
                 };
-                if size < f.size {
+                if size < f.size && !f.fill {
                     return Err(EngineError::TooSmall {
                         path: f.path.clone(),
                         job,
@@ -478,7 +483,7 @@ pub fn plan(
     for d in create_dirs.keys() {
         let need: u64 = files
             .iter()
-            .filter(|f| f.create && f.path.parent() == Some(d.as_path()))
+            .filter(|f| f.create && !f.fill && f.path.parent() == Some(d.as_path()))
             .map(|f| f.size)
             .sum();
         let dev = std::fs::metadata(d)
@@ -602,7 +607,7 @@ impl FileSet {
             .plan
             .files
             .iter()
-            .filter(|f| f.create)
+            .filter(|f| f.create && !f.fill)
             .map(|f| f.size)
             .sum();
         let mut done = 0u64;
@@ -626,6 +631,10 @@ impl FileSet {
                     }
                 })?;
             set.created.push(f.path.clone());
+            if f.fill {
+                // fill_device: its job writes it until the file system is full.
+                continue;
+            }
             let mut off = 0u64;
             let mut chunk_no = 0u64;
             while off < f.size {

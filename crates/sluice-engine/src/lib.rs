@@ -52,6 +52,7 @@ mod early;
 mod error;
 mod extra;
 mod files;
+mod fill;
 mod groups;
 mod ptime;
 mod ring;
@@ -69,6 +70,7 @@ use sluice_workload::{flows_of, stonewall_groups, JobSpec};
 
 pub use error::EngineError;
 pub use files::{free_bytes, plan, FilePlan, FileSet, PlannedFile};
+pub use fill::resolve_fill;
 
 use device::{DevState, Doorbell, RingPort};
 use groups::{coordinate, worker_thread, GroupSync};

@@ -171,6 +171,10 @@ pub(crate) struct Worker<'a> {
     slot_offset: Vec<u64>,
     /// Request slot → its read is checked by the thread's verifier.
     slot_check: Vec<bool>,
+    /// A write of the slot's request found no space (ENOSPC/EDQUOT): the piece, kept
+    /// until the request is done, when the runner says whether that ends a
+    /// `fill_device` job (no error) or is an error (`sluice_fio::fill`).
+    slot_nospace: Vec<Option<(Op, u32, u64, i32)>>,
     free_slots: Vec<u32>,
     /// Requests the job threads issued this turn, for the block layer.
     new_reqs: Vec<(NewRequest, u32)>,
@@ -453,7 +457,18 @@ impl<'a> Worker<'a> {
                 let ok = res >= 0 && (matches!(p.op, Op::Flush | Op::Trim) || res as u32 == p.len);
                 let token = dev.block.request(p.id).token;
                 if let (false, Owner::Job(slot)) = (ok, Owner::of(token)) {
-                    self.note_error(slot, p.op, p.len, p.offset, res);
+                    // No space: ENOSPC/EDQUOT, or a write cut short (the file system
+                    // took what it had room for).
+                    let nospace = if res < 0 {
+                        sluice_fio::fill::is_fill_end(-res)
+                    } else {
+                        (res as u32) < p.len
+                    };
+                    if p.op == Op::Write && nospace {
+                        self.slot_nospace[slot as usize] = Some((p.op, p.len, p.offset, res));
+                    } else {
+                        self.note_error(slot, p.op, p.len, p.offset, res);
+                    }
                 }
                 self.in_ring -= 1;
                 if let Some(f) = dev.complete(t_dev, tag, ok) {
@@ -523,6 +538,11 @@ impl<'a> Worker<'a> {
         let t_reap = self.clock();
         let slot = f.token as u32;
         let t = self.slot_thread[slot as usize];
+        if let Some((op, len, offset, res)) = self.slot_nospace[slot as usize].take() {
+            if !self.with_runner(|r, _| r.space_ran_out(t)) {
+                self.note_error(slot, op, len, offset, res);
+            }
+        }
         self.free_slots.push(slot);
         self.outstanding -= 1;
         self.res.ios += 1;

@@ -8,6 +8,7 @@ mod common;
 mod buffered;
 mod early_end;
 mod engine;
+mod fill;
 mod one_block_layer;
 mod real_policy_time;
 mod verify;

@@ -22,6 +22,7 @@
 //! sample) and hands it the completions. It never reads a clock, sleeps or spawns.
 #![warn(missing_docs, missing_debug_implementations)]
 
+pub mod fill;
 pub mod front;
 pub mod latency;
 mod owner;

@@ -172,6 +172,9 @@ struct Thread {
     zr: Option<ZRange>,
     zstash: Option<Held>,
     zreset: Option<u32>,
+    /// `fill_device`: a write of the thread's found no space (ENOSPC, EDQUOT): the
+    /// thread is done, without an error (see [`crate::fill`]).
+    filled: bool,
 }
 
 /// What the runner keeps of a job's options.
@@ -190,6 +193,8 @@ struct JobOpts {
     wait_for: Option<u32>,
     /// fio's `flow_sleep`.
     flow_sleep_ns: Nanos,
+    /// `fill_device`: running out of space ends the job, not as an error.
+    fill: bool,
 }
 
 #[derive(Debug)]
@@ -284,6 +289,7 @@ impl Runner {
                     numjobs: s.numjobs,
                     wait_for: s.wait_for.map(|w| w as u32),
                     flow_sleep_ns: s.flow_sleep_ns,
+                    fill: s.fill_device,
                 },
                 flow: job_flow[j],
                 class: s.class,
@@ -320,6 +326,7 @@ impl Runner {
                     tok: tokens.of(spec).map(|f| (f, spec.token_flow)),
                     tok_count: 0,
                     lat: LatTarget::new(spec),
+                    filled: false,
                     depths: Default::default(),
                     prio: PrioDraw::new(
                         &spec.cmdprio,
@@ -400,6 +407,17 @@ impl Runner {
     /// Thread `t`'s job.
     pub fn job_of(&self, t: u32) -> u32 {
         self.threads[t as usize].job
+    }
+
+    /// A write of thread `t` failed for want of space (ENOSPC or EDQUOT, the world
+    /// says which): with `fill_device` that is the end fio's job waits for, and the
+    /// request's completion ends the thread without an error (returns `true`); else
+    /// it is an error as any other (`false`).
+    pub fn space_ran_out(&mut self, t: u32) -> bool {
+        let th = &mut self.threads[t as usize];
+        let fill = self.jobs[th.job as usize].opts.fill;
+        th.filled |= fill;
+        fill
     }
 
     /// Bytes thread `t` has issued.
@@ -764,6 +782,17 @@ impl Runner {
             _ => LatVerdict::Go,
         };
         let job = th.job as usize;
+        if !f.ok && th.filled {
+            // fio's fill_device: ENOSPC ends the job (its error cleared); the I/O
+            // that found no space moved nothing and takes no sample.
+            th.source.end_now();
+            th.wake_at = None;
+            if th.state == State::Running {
+                th.state = State::Stopping;
+            }
+            self.maybe_thread_done(t, reaped_ns, port);
+            return;
+        }
         if verdict != LatVerdict::Go {
             // The search ended the thread (its depth found, or depth 1 missed the
             // target: an error, as fio's ETIMEDOUT): it issues nothing more.

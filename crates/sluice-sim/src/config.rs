@@ -64,6 +64,9 @@ pub enum SimError {
     /// `zonemode=zbd` jobs and the device do not fit (no zones, another zone size, …).
     #[error("{0}")]
     Zones(String),
+    /// `fill_device` jobs and the device do not fit (no room, a file past the end).
+    #[error("{0}")]
+    Fill(String),
     /// The run is larger than sluice's limits (docs/limits.md).
     #[error("{0}")]
     Limit(#[from] sluice_workload::LimitError),

@@ -121,6 +121,39 @@ pub fn run(
     cfg: &SimConfig,
     progress: &mut dyn FnMut(f64),
 ) -> Result<SimOutput, SimError> {
+    // fio's fill_device: the filling job's file reaches to the device's end (files
+    // sit side by side in one address space: its room is the capacity past its base).
+    let key = |j: usize, t: u32| match &jobs[j].filename {
+        Some(f) => f.clone(),
+        None => format!("\u{0}{j}.{t}"),
+    };
+    let cap = profile.capacity_bytes();
+    let resolved = sluice_fio::fill::resolve(jobs, key, |f| {
+        let Some(cap) = cap else {
+            return Err(format!(
+                "the device profile '{}' gives no capacity (only [flash] logical_bytes or \
+                 [zoned] zones do), so its device never runs out of space; use --device nand \
+                 or zns, or a profile with a [flash] section",
+                profile.name
+            ));
+        };
+        cap.checked_sub(f.base).filter(|&r| r > 0).ok_or_else(|| {
+            format!(
+                "its file starts at byte {} of the {cap}-byte device: there is no room left",
+                f.base
+            )
+        })
+    })
+    .map_err(|e| SimError::Fill(e.to_string()))?;
+    if let Some(r) = &resolved {
+        let plan = AddressPlan::new(r, |j, t| match &r[j].filename {
+            Some(f) => f.clone(),
+            None => format!("\u{0}{j}.{t}"),
+        });
+        let cap = cap.unwrap_or(u64::MAX);
+        sluice_fio::fill::check_within(r, &plan, cap).map_err(|e| SimError::Fill(e.to_string()))?;
+    }
+    let jobs = resolved.as_deref().unwrap_or(jobs);
     let mut sim = Sim::new(jobs, profile, policy, cfg)?;
     sim.run(progress)?;
     Ok(sim.finish())

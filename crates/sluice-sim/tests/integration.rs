@@ -5,6 +5,7 @@
 
 mod buffered;
 mod faults;
+mod fill;
 mod sim;
 mod steadystate;
 mod zoned;

@@ -340,6 +340,15 @@ pub struct JobSpec {
     pub file_service: FileService,
     /// Bytes to transfer per thread and loop (`io_size`/`io_limit`; `None`: `size`).
     pub io_size: Option<u64>,
+    /// Whether the job file gave the region's size (`size`, `filesize`); else `size`
+    /// is the 1 GiB default, which a file's known size replaces (a job reading a file
+    /// that a `fill_device` job filled reads what was written, as fio's).
+    pub size_given: bool,
+    /// `fill_device`/`fill_fs`: the job's file reaches to the end of the space the
+    /// world has (the simulated device's capacity; the file system's free space under
+    /// `sluice run`, or a block device's size), and the job ends there, as fio's at
+    /// ENOSPC/EDQUOT, without an error (see `sluice_fio::fill`).
+    pub fill_device: bool,
     /// How many times the job's I/O is repeated (`loops`, default 1).
     pub loops: u32,
     /// Stop each thread after this many I/Os (`number_ios`).
@@ -490,6 +499,8 @@ impl Default for JobSpec {
             nrfiles: 1,
             file_service: FileService::RoundRobin(1),
             io_size: None,
+            size_given: false,
+            fill_device: false,
             loops: 1,
             number_ios: None,
             distribution: [Distribution::Uniform, Distribution::Uniform],

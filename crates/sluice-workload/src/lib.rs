@@ -128,7 +128,7 @@
 //! Zones: `zonemode=strided` windows are generated here; `zonemode=zbd` is parsed
 //! here and carried out by the job runner on a zoned device (`sluice_fio::zbd`).
 //!
-//! Not supported: `fill_device`, trim verification, per-I/O
+//! Not supported: trim verification, per-I/O
 //! priorities (`cmdprio*`), `rw=…:N` modifiers, file-size ranges, `sync=1`,
 //! `sync_file_range`, `write_barrier` (see [`option_table`]).
 //!

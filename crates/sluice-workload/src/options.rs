@@ -249,7 +249,6 @@ static OTHERS: &[OptionInfo] = &[
     o("thinktime_spin", &[], Refused, "thinktime_spin=10us", "not supported yet: sluice's thinktime is idle time"),
     o("thinktime_iotime", &[], Refused, "thinktime_iotime=1s", "not supported yet: sluice thinks after every I/O"),
     o("file_append", &[], Refused, "file_append=1", "not supported: give offset instead"),
-    o("fill_device", &["fill_fs"], Refused, "fill_device=1", "the simulator never runs out of space; give size instead"),
     o("exec_prerun", &[], Refused, "exec_prerun=cmd", "sluice runs no commands from a job file"),
     o("exec_postrun", &[], Refused, "exec_postrun=cmd", "sluice runs no commands from a job file"),
     o("trim_percentage", &[], Refused, "trim_percentage=10", "verify-related (trims of written blocks, then a verify of the trimmed ranges); sluice does not verify trims"),

@@ -102,6 +102,7 @@ impl<'a> Worker<'a> {
             slot_thread: vec![0; slots],
             slot_offset: vec![0; slots],
             slot_check: vec![false; slots],
+            slot_nospace: vec![None; slots],
             free_slots: (0..slots as u32).rev().collect(),
             new_reqs: Vec::with_capacity(slots),
             new_front: Vec::new(),

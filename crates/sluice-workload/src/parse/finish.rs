@@ -120,6 +120,7 @@ impl Parser<'_> {
         job.wait_for = wait_for;
         job.bs = bs;
         job.size = files.region;
+        job.size_given = d.size.is_some() || d.filesize.is_some();
         job.nrfiles = files.nrfiles;
         job.io_size = files.io_size;
         job.distribution = distribution;
