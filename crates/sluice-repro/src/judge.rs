@@ -289,10 +289,16 @@ pub fn format_verdicts(verdicts: &[Verdict]) -> String {
             } else {
                 "the median misses the line".to_string()
             };
+            // The suite too: two suites may have a figure of the same number.
+            let at = if v.suite.is_empty() {
+                v.experiment.clone()
+            } else {
+                format!("{} {}", v.suite, v.experiment)
+            };
             let _ = writeln!(
                 s,
                 "  {} — {}: {} against {} ({why}; values {})",
-                v.experiment,
+                at,
                 v.goal,
                 spread(v),
                 v.line.describe(),
