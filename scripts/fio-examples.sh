@@ -14,6 +14,11 @@
 #                             counts as running when it had started its I/O.
 #   SLUICE=path/to/sluice     the binary (default: target/release/sluice, built here).
 #
+# Under `sluice sim` an example with zonemode=zbd runs on the zoned profile `zns`, one
+# with fill_device on `nand` (a profile with a capacity); the others on the default.
+# Under `sluice run` a fill_device example writes until its file system is full, so it
+# runs only in FILL_DIR (e.g. a small tmpfs: mount -t tmpfs -o size=16m tmpfs DIR).
+#
 # Safety: `sluice run` works only on files it creates in RUN_DIR. Examples that name an
 # absolute path outside /dev (filename=/data/x, directory=/mnt/ssd) are not run there;
 # those naming a device are run, and sluice refuses them (no --allow-device is given).
@@ -71,12 +76,25 @@ total=0
 for f in "$EXAMPLES"/*.fio; do
     name=$(basename "$f")
     total=$((total + 1))
-    sim=$(try sim "$f" "$SIM_SECS")
+    # The simulated device an example needs: a zoned one for zonemode=zbd, one with a
+    # capacity (the default ull has none) for fill_device.
+    dev=()
+    if grep -qE '^\s*zonemode\s*=\s*zbd' "$f"; then
+        dev=(--device zns)
+    elif grep -qE '^\s*fill_(device|fs)\s*=\s*(1|true)' "$f"; then
+        dev=(--device nand)
+    fi
+    sim=$(try sim "$f" "$SIM_SECS" "${dev[@]}")
     # Absolute paths outside /dev would put files outside RUN_DIR: not run.
     outside=$(grep -hE '^\s*(filename|directory|filename_format)\s*=\s*/' "$f" |
         sed -E 's/^\s*[a-z_]+\s*=\s*//' | grep -v '^/dev/' | head -1 || true)
     if [ -n "$outside" ]; then
         run="not run: names $outside, outside the test directory"
+    elif [ ${#dev[@]} -gt 0 ] && [ "${dev[1]}" = nand ] && [ -z "${FILL_DIR:-}" ]; then
+        # fill_device writes until its file system is full: only on one made for it.
+        run="not run: fill_device would fill RUN_DIR's file system; give FILL_DIR=a small file system to run it"
+    elif [ ${#dev[@]} -gt 0 ] && [ "${dev[1]}" = nand ]; then
+        run=$(try run "$f" "$RUN_SECS" --directory "$FILL_DIR")
     else
         run=$(try run "$f" "$RUN_SECS" --directory "$RUN_DIR")
     fi
