@@ -525,10 +525,21 @@ fn a_synchronous_engine_runs_at_depth_one() {
         &STRICT,
     )
     .unwrap();
-    let depth: Vec<_> = p.jobs.iter().map(|j| (j.name.as_str(), j.iodepth)).collect();
+    let depth: Vec<_> = p
+        .jobs
+        .iter()
+        .map(|j| (j.name.as_str(), j.iodepth))
+        .collect();
     assert_eq!(
         depth,
-        [("ps", 1), ("la", 1), ("ld", 16), ("ur", 16), ("none", 16), ("one", 1)]
+        [
+            ("ps", 1),
+            ("la", 1),
+            ("ld", 16),
+            ("ur", 16),
+            ("none", 16),
+            ("one", 1)
+        ]
     );
     let said: Vec<_> = p
         .warnings
