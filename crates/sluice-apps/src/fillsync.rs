@@ -25,7 +25,7 @@ use std::rc::Rc;
 
 use serde::Deserialize;
 use sluice_runtime::{
-    cpu, now, sleep, spawn, CacheConfig, File, Inherit, IoClass, Stack, TaskCtx, Wakeup,
+    cpu, now, sleep, spawn, CacheConfig, File, Inherit, IoClass, JoinHandle, Stack, TaskCtx, Wakeup,
 };
 use sluice_store::{CommitMode, Fs, FsConfig, FsFile, FsyncBreakdown, Geometry, Store};
 
@@ -292,24 +292,7 @@ async fn workload(cfg: FillsyncConfig, co: CoRunner, scheme: Scheme) -> Result<F
     }
     let log = fs.create("log0").await.map_err(err)?;
     let stop = Rc::new(Cell::new(false));
-    let mut tasks = Vec::new();
-    for t in 0..cfg.corunner_tasks {
-        let file = fs.create(&format!("{}{t}", co.name)).await.map_err(err)?;
-        // Its file exists before it is read.
-        file.write_buffered(0, &vec![1u8; FILE as usize])
-            .await
-            .map_err(err)?;
-        for write in [false, true] {
-            let (file, stop, cfg) = (file.clone(), stop.clone(), cfg.clone());
-            let mean_ms = if write { co.write_ms } else { co.read_ms };
-            let seed = cfg.seed ^ ((t as u64) << 8) ^ write as u64;
-            tasks.push(spawn(
-                TaskCtx::new(format!("{}{t}-{}", co.name, if write { "w" } else { "r" }))
-                    .flow(co.name.clone()),
-                corunner(file, stop, cfg, mean_ms, write, seed),
-            ));
-        }
-    }
+    let tasks = spawn_corunners(&fs, &co, &cfg, &stop).await?;
     sleep(cfg.warmup_ms * MS).await;
     let put = spawn(
         TaskCtx::new("fillsync").class(IoClass::Critical),
@@ -356,6 +339,35 @@ async fn fillsync(fs: Fs, first: FsFile, cfg: FillsyncConfig) -> Result<Vec<u64>
         lat.push(now() - arrival);
     }
     Ok(lat)
+}
+
+/// The co-runner's tasks: per file (`corunner_tasks` of them, each written out first, so
+/// it exists before it is read) a reader and a writer, until `stop` is set.
+pub(crate) async fn spawn_corunners(
+    fs: &Fs,
+    co: &CoRunner,
+    cfg: &FillsyncConfig,
+    stop: &Rc<Cell<bool>>,
+) -> Result<Vec<JoinHandle<Result<(), String>>>, String> {
+    let err = |e: std::io::Error| e.to_string();
+    let mut tasks = Vec::new();
+    for t in 0..cfg.corunner_tasks {
+        let file = fs.create(&format!("{}{t}", co.name)).await.map_err(err)?;
+        file.write_buffered(0, &vec![1u8; FILE as usize])
+            .await
+            .map_err(err)?;
+        for write in [false, true] {
+            let (file, stop, cfg) = (file.clone(), stop.clone(), cfg.clone());
+            let mean_ms = if write { co.write_ms } else { co.read_ms };
+            let seed = cfg.seed ^ ((t as u64) << 8) ^ write as u64;
+            tasks.push(spawn(
+                TaskCtx::new(format!("{}{t}-{}", co.name, if write { "w" } else { "r" }))
+                    .flow(co.name.clone()),
+                corunner(file, stop, cfg, mean_ms, write, seed),
+            ));
+        }
+    }
+    Ok(tasks)
 }
 
 /// A co-runner's reads or writes: 128 KiB requests at exponentially distributed

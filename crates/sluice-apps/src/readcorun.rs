@@ -24,7 +24,7 @@ use std::rc::Rc;
 use sluice_runtime::{now, sleep, spawn, Inherit, IoClass, Stack, TaskCtx, Wakeup};
 use sluice_store::{CommitMode, FsFile};
 
-use crate::fillsync::{corunner, mount, CoRunner, FillsyncConfig, Latencies};
+use crate::fillsync::{mount, spawn_corunners, CoRunner, FillsyncConfig, Latencies};
 
 const MS: u64 = 1_000_000;
 const US: u64 = 1_000;
@@ -164,23 +164,7 @@ async fn workload(cfg: FillsyncConfig, co: CoRunner) -> Result<Reads, String> {
         .map_err(err)?;
     db.fsync().await.map_err(err)?;
     let stop = Rc::new(Cell::new(false));
-    let mut tasks = Vec::new();
-    for t in 0..cfg.corunner_tasks {
-        let file = fs.create(&format!("{}{t}", co.name)).await.map_err(err)?;
-        file.write_buffered(0, &vec![1u8; FILE as usize])
-            .await
-            .map_err(err)?;
-        for write in [false, true] {
-            let (file, stop, cfg) = (file.clone(), stop.clone(), cfg.clone());
-            let mean_ms = if write { co.write_ms } else { co.read_ms };
-            let seed = cfg.seed ^ ((t as u64) << 8) ^ write as u64;
-            tasks.push(spawn(
-                TaskCtx::new(format!("{}{t}-{}", co.name, if write { "w" } else { "r" }))
-                    .flow(co.name.clone()),
-                corunner(file, stop, cfg, mean_ms, write, seed),
-            ));
-        }
-    }
+    let tasks = spawn_corunners(&fs, &co, &cfg, &stop).await?;
     sleep(cfg.warmup_ms * MS).await;
     let reader = spawn(
         TaskCtx::new("readrandom").class(IoClass::Critical),

@@ -85,20 +85,7 @@ impl IoDepths {
     }
 
     fn pct(counts: &[u64; 7], keys: &[&'static str; 7]) -> LatBuckets {
-        let total: u64 = counts.iter().sum();
-        LatBuckets(
-            keys.iter()
-                .zip(counts)
-                .map(|(k, &c)| {
-                    let p = if total > 0 {
-                        c as f64 * 100.0 / total as f64
-                    } else {
-                        0.0
-                    };
-                    (*k, p)
-                })
-                .collect(),
-        )
+        LatBuckets::percent(keys, counts, counts.iter().sum())
     }
 
     /// fio's `iodepth_level`.

@@ -140,6 +140,27 @@ fn options_map<S: Serializer>(opts: &[(String, String)], s: S) -> Result<S::Ok, 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LatBuckets(pub Vec<(&'static str, f64)>);
 
+impl LatBuckets {
+    /// Each of `counts` as a percentage of `total` (0 when `total` is 0), keyed by
+    /// `names` in order.
+    pub(crate) fn percent(names: &[&'static str], counts: &[u64], total: u64) -> LatBuckets {
+        LatBuckets(
+            names
+                .iter()
+                .zip(counts)
+                .map(|(n, &c)| {
+                    let p = if total > 0 {
+                        c as f64 * 100.0 / total as f64
+                    } else {
+                        0.0
+                    };
+                    (*n, p)
+                })
+                .collect(),
+        )
+    }
+}
+
 impl Serialize for LatBuckets {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(Some(self.0.len()))?;

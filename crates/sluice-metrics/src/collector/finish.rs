@@ -48,20 +48,7 @@ impl Collector {
                 };
                 let total: u64 = acc.lat_buckets.iter().sum();
                 let pct = |r: std::ops::Range<usize>, names: &[&'static str]| {
-                    LatBuckets(
-                        names
-                            .iter()
-                            .zip(&acc.lat_buckets[r])
-                            .map(|(n, &c)| {
-                                let p = if total > 0 {
-                                    c as f64 * 100.0 / total as f64
-                                } else {
-                                    0.0
-                                };
-                                (*n, p)
-                            })
-                            .collect(),
-                    )
+                    LatBuckets::percent(names, &acc.lat_buckets[r], total)
                 };
                 const TEN: [&str; 10] = [
                     "2", "4", "10", "20", "50", "100", "250", "500", "750", "1000",
