@@ -239,7 +239,7 @@ static OTHERS: &[OptionInfo] = &[
     q("sync_file_range", &[], NotYet, &[], "sync_file_range=wait_before:8", SYNC),
     q("pre_read", &[], NotYet, OFF, "pre_read=1", SYNC),
     // ------------------------------------------------------------- refused
-    o("verify_async", &[], Refused, "verify_async=1", "not supported: sluice checks each whole block (verify, verify_pattern, do_verify, verify_backlog, verify_fatal)"),
+    o("verify_async", &[], NoEffect, "verify_async=4", "which threads compute the checks: sluice checks each block as its read completes, in its own workers; the results are the same"),
     o("verify_only", &[], Refused, "verify_only", "not supported: sluice checks each whole block (verify, verify_pattern, do_verify, verify_backlog, verify_fatal)"),
     o("verify_state_save", &[], Refused, "verify_state_save=0", "not supported: sluice checks each whole block (verify, verify_pattern, do_verify, verify_backlog, verify_fatal)"),
     q("verify_write_sequence", &[], Refused, OFF, "verify_write_sequence=1", "sluice's verify header carries the write sequence number but does not check it (as fio with verify_write_sequence=0)"),

@@ -550,3 +550,21 @@ fn a_synchronous_engine_runs_at_depth_one() {
     assert!(said[0].contains("'ps'") && said[0].contains("ioengine=psync is synchronous"));
     assert!(said[1].contains("'la'") && said[1].contains("buffered I/O (direct=0)"));
 }
+
+/// `verify_async` only says which of fio's threads compute the checks: accepted, with
+/// the one no-effect warning.
+#[test]
+fn verify_async_is_accepted_with_a_warning() {
+    let p = parse_str(
+        "[v]\nrw=randrw\ndirect=1\nsize=1m\nverify=crc32c\nverify_async=4\n",
+        "t.fio",
+        &STRICT,
+    )
+    .unwrap();
+    assert!(p.jobs[0].verify.is_some());
+    assert!(
+        p.warnings.iter().any(|w| w.contains("verify_async")),
+        "{:?}",
+        p.warnings
+    );
+}
