@@ -25,7 +25,8 @@ use std::rc::Rc;
 
 use serde::Deserialize;
 use sluice_runtime::{
-    cpu, now, sleep, spawn, CacheConfig, File, Inherit, IoClass, JoinHandle, Stack, TaskCtx, Wakeup,
+    cpu, now, sleep, spawn, CacheConfig, File, Inherit, IoClass, JoinHandle, Stack, StackBuilder,
+    TaskCtx, Wakeup,
 };
 use sluice_store::{CommitMode, Fs, FsConfig, FsFile, FsyncBreakdown, Geometry, Store};
 
@@ -225,16 +226,7 @@ pub fn run(
     real: Option<&std::path::Path>,
 ) -> Result<Fillsync, String> {
     cfg.check()?;
-    // FastResponse has no priority inheritance (RCP's): a critical task's wait for
-    // another task or its I/O raises nothing, so the schemes run without it.
-    let mut b = Stack::builder()
-        .device(device)
-        .policy(scheme.policy)
-        .wakeup(scheme.wakeup)
-        .inherit(Inherit::OFF)
-        .cores(cfg.cores)
-        .seed(cfg.seed)
-        .max_sim_ns(600_000 * MS);
+    let mut b = stack_builder(cfg, scheme.policy, scheme.wakeup, device);
     if let Some(dir) = real {
         b = b.directory(dir).cores(1);
     }
@@ -339,6 +331,25 @@ async fn fillsync(fs: Fs, first: FsFile, cfg: FillsyncConfig) -> Result<Vec<u64>
         lat.push(now() - arrival);
     }
     Ok(lat)
+}
+
+/// The stack of a FastResponse scheme for `cfg` on `device`. FastResponse has no
+/// priority inheritance (RCP's): a critical task's wait for another task or its I/O
+/// raises nothing, so the schemes run without it.
+pub(crate) fn stack_builder(
+    cfg: &FillsyncConfig,
+    policy: &str,
+    wakeup: Wakeup,
+    device: &str,
+) -> StackBuilder {
+    Stack::builder()
+        .device(device)
+        .policy(policy)
+        .wakeup(wakeup)
+        .inherit(Inherit::OFF)
+        .cores(cfg.cores)
+        .seed(cfg.seed)
+        .max_sim_ns(600_000 * MS)
 }
 
 /// The co-runner's tasks: per file (`corunner_tasks` of them, each written out first, so

@@ -21,10 +21,10 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
-use sluice_runtime::{now, sleep, spawn, Inherit, IoClass, Stack, TaskCtx, Wakeup};
+use sluice_runtime::{now, sleep, spawn, IoClass, TaskCtx, Wakeup};
 use sluice_store::{CommitMode, FsFile};
 
-use crate::fillsync::{mount, spawn_corunners, CoRunner, FillsyncConfig, Latencies};
+use crate::fillsync::{mount, spawn_corunners, stack_builder, CoRunner, FillsyncConfig, Latencies};
 
 const MS: u64 = 1_000_000;
 const US: u64 = 1_000;
@@ -109,14 +109,7 @@ pub fn run(
     device: &str,
 ) -> Result<ReadCorun, String> {
     cfg.check()?;
-    let b = Stack::builder()
-        .device(device)
-        .policy(scheme.policy)
-        .wakeup(scheme.wakeup)
-        .inherit(Inherit::OFF)
-        .cores(cfg.cores)
-        .seed(cfg.seed)
-        .max_sim_ns(600_000 * MS);
+    let b = stack_builder(cfg, scheme.policy, scheme.wakeup, device);
     let (c, co) = (cfg.clone(), co.clone());
     let out = b
         .build()
