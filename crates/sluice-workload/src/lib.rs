@@ -109,7 +109,9 @@
 //!   block of the file, a drawn block already done gives way to the next free one,
 //!   and a block that would overlap done ones is cut to the free extent (so with
 //!   `bssplit`/`bsrange` the mean block is below the table's). The map starts afresh
-//!   at each loop and when a time-based job has done every block. `norandommap`, a
+//!   at each loop and when every block is done (fio: when a time-based job's map is
+//!   full; a size-based job there has issued its `size`, except with a larger
+//!   `io_size`, where fio ends the file and sluice goes on with a fresh map). `norandommap`, a
 //!   non-uniform `random_distribution`, a `blockalign` other than the smallest block
 //!   size and `zonemode=strided` draw with replacement; `random_generator=lfsr`
 //!   (fio: no map, each block once by the LFSR) keeps the map. A size-based job ends
