@@ -115,9 +115,10 @@ impl Sizes {
 const GOLDEN_RATIO_64: u64 = 0x61C8_8646_80B5_83EB;
 
 /// The I/O stream of one thread of a job: directions by `rwmixread`, sizes by
-/// `bs`/`bssplit`/`bsrange`, offsets random (uniform or fio's `random_distribution`,
-/// aligned to the drawn size) or sequential with wrap-around, over `nrfiles` files side
-/// by side. Same job, indices and seed → same stream.
+/// `bs`/`bssplit`/`bsrange`, offsets random (uniform, keeping fio's random map unless
+/// `norandommap`, or fio's `random_distribution`; aligned to the drawn size) or
+/// sequential with wrap-around, over `nrfiles` files side by side. Same job, indices
+/// and seed → same stream.
 ///
 /// `next_io` does not allocate.
 #[derive(Clone, Debug)]
