@@ -335,6 +335,7 @@ fn deal(jobs: &[JobSpec], files: &FileSet, n_workers: usize) -> Vec<WorkerPlan> 
             index,
             threads: Vec::new(),
             fds: Vec::new(),
+            cache_files: Vec::new(),
         })
         .collect();
     let mut fixed_of: Vec<Vec<Option<u32>>> = vec![vec![None; fplan.files.len()]; n_workers];
@@ -360,6 +361,31 @@ fn deal(jobs: &[JobSpec], files: &FileSet, n_workers: usize) -> Vec<WorkerPlan> 
             global += 1;
         }
     }
+    // The page cache's files on every worker: its writeback goes out on whichever
+    // worker is running (a file's own workers may have ended their jobs while a writer
+    // elsewhere waits for room in the cache).
+    let mut global = 0usize;
+    let mut cached: Vec<usize> = Vec::new();
+    for s in jobs {
+        for _ in 0..s.numjobs {
+            let fi = fplan.thread_file[global] as usize;
+            if s.buffered && !cached.contains(&fi) {
+                cached.push(fi);
+            }
+            global += 1;
+        }
+    }
+    for (w, p) in plans.iter_mut().enumerate() {
+        for &fi in &cached {
+            let fixed = *fixed_of[w][fi].get_or_insert_with(|| {
+                use std::os::fd::AsRawFd;
+                p.fds.push(files.file(fi).as_raw_fd());
+                (p.fds.len() - 1) as u32
+            });
+            p.cache_files
+                .push((fplan.files[fi].base, fixed, fplan.files[fi].device));
+        }
+    }
     plans
 }
 
@@ -373,21 +399,25 @@ fn front_of(
     n_workers: usize,
 ) -> Result<Option<buffered::EngineFront>, EngineError> {
     let mut front_files: Vec<sluice_fio::front::FrontFile> = Vec::new();
+    // Every worker has every cache file open (`deal`), so the cache's I/O may go out
+    // on any of them (the first 64: `FrontFile::open_on` is a bit set; the rest use
+    // the file's own queue, the first worker with a thread on it).
+    let open_on = if n_workers >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << n_workers) - 1
+    };
     for p in plans {
         for t in &p.threads {
-            if !jobs[t.job as usize].buffered {
+            if !jobs[t.job as usize].buffered || front_files.iter().any(|f| f.base == t.base) {
                 continue;
             }
-            let bit = if p.index < 64 { 1u64 << p.index } else { 0 };
-            match front_files.iter_mut().find(|f| f.base == t.base) {
-                Some(f) => f.open_on |= bit,
-                None => front_files.push(sluice_fio::front::FrontFile {
-                    base: t.base,
-                    flow: job_flow[t.job as usize],
-                    hwq: p.index as u16,
-                    open_on: bit,
-                }),
-            }
+            front_files.push(sluice_fio::front::FrontFile {
+                base: t.base,
+                flow: job_flow[t.job as usize],
+                hwq: p.index as u16,
+                open_on,
+            });
         }
     }
     if front_files.is_empty() {
