@@ -154,6 +154,18 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
              whole threads; give 1..={threads}"
         )));
     }
+    let (page_cache, host_default) = args.cache.front_config_on_host()?;
+    if let (Some(bytes), false, true) = (
+        host_default,
+        args.out.quiet,
+        jobs.iter().any(|j| j.buffered),
+    ) {
+        eprintln!(
+            "sluice: page cache of {} MiB for the buffered jobs (a quarter of the available \
+             memory; --page-cache sets it)",
+            bytes >> 20
+        );
+    }
     let cfg = EngineConfig {
         directory: args.directory.clone(),
         workers: args.workers.map(|w| w as usize),
@@ -165,7 +177,7 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
         ring_cap: args.ring_cap,
         wrr_weights: parse_wrr(&args.wrr)?,
         submit_batch: args.submit_batch,
-        page_cache: args.cache.front_config()?,
+        page_cache,
     };
 
     // Ctrl-C (or SIGTERM) once: stop and report what was measured; twice: exit now.
