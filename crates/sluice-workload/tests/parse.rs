@@ -503,9 +503,12 @@ fn warnings_for_ignored_settings() {
     let p = parse_str("[j]\nwrite_barrier=4\n", "w.fio", &STRICT).unwrap();
     assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
     assert!(p.warnings[0].starts_with("w.fio:2: option 'write_barrier': "));
-    // A time-based job without a runtime would never end: refused (issue 17).
-    let e = parse_str("[j]\ntime_based\n", "w.fio", &STRICT).unwrap_err();
-    assert!(e.to_string().contains("no runtime"), "{e}");
+    // A time-based job without a runtime: fio says time_based needs a runtime and
+    // runs the job once over its size; so does sluice, with a warning.
+    let p = parse_str("[j]\nsize=1m\ntime_based\n", "w.fio", &STRICT).unwrap();
+    assert!(!p.jobs[0].time_based);
+    assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
+    assert!(p.warnings[0].contains("no runtime: time_based is ignored"), "{:?}", p.warnings);
 }
 
 /// fio's engines set the depth: a synchronous engine has one I/O in flight per thread

@@ -91,16 +91,15 @@ impl Parser<'_> {
             }
         };
         if d.job.time_based && d.job.runtime_ns.is_none() {
-            // fio itself needs a runtime for a time-based job to end.
-            return Err(WorkloadError::Option {
-                origin: self.origin.to_string(),
-                line,
-                option: "time_based".into(),
-                message: format!(
-                    "job '{name}' is time_based but has no runtime, so it would never end; \
-                     add runtime= (e.g. runtime=10s) or remove time_based"
-                ),
-            });
+            // fio (`fixup_options`): "time_based requires a runtime/timeout setting",
+            // and the job runs as if time_based were not set (once over its size).
+            self.warnings.push(format!(
+                "{}:{line}: job '{name}' is time_based but has no runtime: time_based is \
+                 ignored, as in fio (the job ends after its size); add runtime= (e.g. \
+                 runtime=10s) to run for a time",
+                self.origin
+            ));
+            d.job.time_based = false;
         }
         let log = |p: &Option<Option<String>>| p.clone().map(|p| p.unwrap_or_else(|| name.clone()));
         let (log_bw, log_lat, log_iops) = (log(&d.log_bw), log(&d.log_lat), log(&d.log_iops));

@@ -192,7 +192,7 @@ pub(crate) static ACTED: &[OptionInfo] = &[
     y("iodepth", &[], "iodepth=32", "I/Os in flight per thread", |d, a| { d.job.iodepth = a.uint("32", 1, 65535)?; Ok(()) }),
     y("numjobs", &[], "numjobs=4", "threads of the job (one flow)", |d, a| { d.job.numjobs = a.uint("4", 1, 65535)?; Ok(()) }),
     y("runtime", &["timeout"], "runtime=30s", "time limit", |d, a| { d.job.runtime_ns = Some(a.time(TimeUnit::Seconds)?).filter(|&t| t > 0); Ok(()) }),
-    y("time_based", &[], "time_based", "run for `runtime` (required), wrapping around", |d, a| { d.job.time_based = a.flag()?; Ok(()) }),
+    y("time_based", &[], "time_based", "run for `runtime`, wrapping around; without a runtime it is ignored with a warning, as fio does (fio: \"time_based requires a runtime\"), and the job runs once over its size", |d, a| { d.job.time_based = a.flag()?; Ok(()) }),
     y("ramp_time", &[], "ramp_time=5s", "warm-up excluded from results; rate pacing starts afresh when it ends, as in fio", |d, a| { d.job.ramp_ns = a.time(TimeUnit::Seconds)?; Ok(()) }),
     y("startdelay", &[], "startdelay=1s", "delay before the job starts", |d, a| { d.job.startdelay_ns = a.time(TimeUnit::Seconds)?; Ok(()) }),
     y("thinktime", &[], "thinktime=100us", "pause after each completion", |d, a| { d.job.thinktime_ns = a.time(TimeUnit::Micros)?; Ok(()) }),
