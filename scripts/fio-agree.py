@@ -9,7 +9,10 @@ groups reported, and the JSON fields present per job.
 
     scripts/fio-agree.py EXAMPLES_DIR [EXAMPLE.fio ...]
 
-    RUN_SECS=10 ROUNDS=2 SLUICE=target/release/sluice FIO=fio
+    RUN_SECS=10 ROUNDS=2 SLUICE=target/release/sluice FIO=fio SLUICE_ARGS="..."
+
+SLUICE_ARGS are more options for `sluice run` (e.g. `--single-dirty-limit`, Linux's one
+dirty limit for every writer, where sluice's default is RCP's class-aware limits).
 
 Examples naming an absolute path outside the temporary directory are skipped (neither
 tool writes outside it). Prints a markdown table (docs/workloads.md carries it) and
@@ -18,6 +21,7 @@ the count that agree.
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -28,6 +32,7 @@ RUN_SECS = int(os.environ.get("RUN_SECS", "10"))
 ROUNDS = int(os.environ.get("ROUNDS", "2"))
 SLUICE = os.path.abspath(os.environ.get("SLUICE", "target/release/sluice"))
 FIO = os.environ.get("FIO", "fio")
+SLUICE_ARGS = shlex.split(os.environ.get("SLUICE_ARGS", ""))
 TOL = 0.15
 
 
@@ -120,7 +125,7 @@ def main():
                         cmd = [FIO, "--output-format=json", "--output=" + out, path]
                     else:
                         cmd = [SLUICE, "run", path, "--policy", "none", "--quiet",
-                               "--directory", work, "--json", out]
+                               "--directory", work, "--json", out] + SLUICE_ARGS
                     rc, err = run(cmd, work)
                     sys.stdout.flush()
                     got = load(out)
