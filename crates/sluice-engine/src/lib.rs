@@ -56,6 +56,7 @@ mod fill;
 mod groups;
 mod ptime;
 mod ring;
+mod slab;
 mod worker;
 
 use std::path::PathBuf;

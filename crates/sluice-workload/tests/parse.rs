@@ -508,7 +508,11 @@ fn warnings_for_ignored_settings() {
     let p = parse_str("[j]\nsize=1m\ntime_based\n", "w.fio", &STRICT).unwrap();
     assert!(!p.jobs[0].time_based);
     assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
-    assert!(p.warnings[0].contains("no runtime: time_based is ignored"), "{:?}", p.warnings);
+    assert!(
+        p.warnings[0].contains("no runtime: time_based is ignored"),
+        "{:?}",
+        p.warnings
+    );
 }
 
 /// fio's engines set the depth: a synchronous engine has one I/O in flight per thread

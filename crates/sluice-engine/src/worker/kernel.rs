@@ -110,14 +110,16 @@ impl Worker<'_> {
 
     /// Hand the SQEs written so far to the kernel without waiting for a completion.
     pub(super) fn submit_now(&mut self) -> Result<(), EngineError> {
+        // No system call when this turn wrote no SQE (a buffered job's I/O the page
+        // cache completed at once needs none).
+        if self.ring.submission().is_empty() {
+            return Ok(());
+        }
         self.res.enters += 1;
-        self.ring
-            .submit()
-            .map_err(|source| EngineError::RingFailed {
-                worker: self.index,
-                source,
-            })?;
-        Ok(())
+        sluice_uring::submit(&mut self.ring).map_err(|source| EngineError::RingFailed {
+            worker: self.index,
+            source,
+        })
     }
 
     pub(super) fn note_error(&mut self, slot: u32, op: Op, len: u32, offset: u64, res: i32) {
