@@ -21,7 +21,6 @@ mod class;
 mod data;
 mod fs;
 mod hub;
-mod lock;
 mod node;
 mod stats;
 mod sys;

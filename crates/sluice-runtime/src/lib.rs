@@ -99,7 +99,10 @@ pub use real::{readable, Readable};
 pub use sluice_cache::{CacheConfig, CacheStats};
 pub use sluice_core::Op;
 pub use sluice_device::{CrashReport, CrashSpec};
-pub use sync::{Condvar, LockFuture, Mutex, MutexGuard, RwLock, RwReadGuard, RwWriteGuard};
+pub use sync::{
+    Condvar, LockFuture, Mutex, MutexGuard, RangeAcquire, RangeGuard, RangeLock, RwLock,
+    RwReadGuard, RwWriteGuard,
+};
 pub use task::{
     charge, cpu, current_base_class, current_class, now, restart_wait_tally, set_class, sleep,
     spawn, spawn_on, throttle_pause, yield_now, BoostGuard, Cpu, JoinHandle, Sleep, TaskHandle,
