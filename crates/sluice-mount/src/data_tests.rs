@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex};
 use sluice_runtime::{spawn_on, File, Stack, TaskCtx};
 
 use super::{read, write, DataFile};
-use crate::hub::worker_core;
 
 fn with_file<F, Fut>(body: F) -> Vec<u8>
 where
@@ -131,29 +130,6 @@ fn writes_past_the_end_leave_the_exact_length_and_reads_stop_there() {
     assert_eq!(data.len(), 5001);
     assert_eq!(&data[..4096], &[7u8; 4096][..]);
     assert_eq!(data[5000], b'x');
-}
-
-/// Critical workers have core 0 to themselves once there are two cores; the others are
-/// dealt over the rest; one core takes everyone.
-#[test]
-fn critical_workers_get_their_own_core() {
-    use sluice_core::IoClass;
-    let mut next = 0;
-    assert_eq!(worker_core(IoClass::Critical, 1, &mut next), 0);
-    assert_eq!(worker_core(IoClass::Idle, 1, &mut next), 0);
-    assert_eq!(worker_core(IoClass::Critical, 3, &mut next), 0);
-    let dealt: Vec<u16> = (0..4)
-        .map(|i| {
-            let class = if i % 2 == 0 {
-                IoClass::Idle
-            } else {
-                IoClass::Normal
-            };
-            worker_core(class, 3, &mut next)
-        })
-        .collect();
-    assert_eq!(dealt, [1, 2, 1, 2]);
-    assert_eq!(worker_core(IoClass::Critical, 3, &mut next), 0);
 }
 
 /// RCP's inheritance through the data path's range locks (FAST '17 §4.2), on the

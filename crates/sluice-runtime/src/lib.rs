@@ -270,12 +270,24 @@ impl Stack {
         };
         if let Some(c) = cache {
             // A real stack's tasks spawned here have their futures on this thread, which
-            // runs core 0: the flusher is placed there (in simulation, dealt as before).
-            let ctx = match &self.device {
-                DeviceChoice::Simulated(_) => cache::flusher_ctx(),
-                DeviceChoice::Directory(_) => cache::flusher_ctx().core(0),
-            };
-            sh.spawn(ctx, Box::pin(cache::flusher(c)));
+            // runs core 0: the flusher is placed there, or sent to its core's thread
+            // (`flusher_core`; in simulation, dealt as before).
+            match &self.device {
+                DeviceChoice::Simulated(_) => {
+                    sh.spawn(cache::flusher_ctx(), Box::pin(cache::flusher(c)));
+                }
+                DeviceChoice::Directory(_) => match self.b.flusher_core % b.cores.max(1) {
+                    0 => {
+                        sh.spawn(cache::flusher_ctx().core(0), Box::pin(cache::flusher(c)));
+                    }
+                    core => {
+                        sh.spawn_on(
+                            cache::flusher_ctx().core(core),
+                            Box::new(move || -> exec::TaskFuture { Box::pin(cache::flusher(c)) }),
+                        );
+                    }
+                },
+            }
         }
         Ok((sh, main_id, slot))
     }
