@@ -10,28 +10,42 @@
 //!
 //! * `/dev/fuse`: a request's worker is on [`worker_core`]'s core: 0 for critical
 //!   callers, the others dealt round robin over 1..N.
-//! * FUSE over io_uring: queue `q`'s task is on [`ring_queue_core`] (1..N); a request
-//!   is served by a worker on its queue's core (no thread hop), except a critical
-//!   caller's, which goes to core 0 ([`ring_request_core`]): the only cross-core wake
-//!   on the ring's path, and only for critical requests.
+//! * FUSE over io_uring: queue `q`'s task is on core `q mod N` ([`ring_queue_core`]:
+//!   the kernel delivers a request to the thread that owns its queue, the queue of the
+//!   CPU its caller runs on), and every request is served by a worker on its queue's
+//!   core, a critical caller's too ([`ring_request_core`]): no thread hop. Handing a
+//!   critical caller's request to core 0 (one cross-core wake, critical requests only)
+//!   was measured and made the critical reader's p99 worse beside bulk writers (it is
+//!   delivered on its queue's core anyway, and its reply goes back there to be
+//!   committed: two wakes across cores instead of none), so the ring keeps the core
+//!   that received the request.
 //! * The page cache's flusher (non-critical, flow `writeback`) on [`flusher_core`]: the
 //!   last core.
 //!
 //! With one core everything is on core 0.
 //!
-//! `SLUICE_MOUNT_PLACEMENT=per-queue` (read once at start) gives the rule this one
-//! replaced, for measuring one against the other with the same binary: ring queue `q`
-//! on core `q mod N` with every request of the queue served there, the flusher on core
-//! 0 (the `/dev/fuse` rule is the same in both).
+//! `SLUICE_MOUNT_PLACEMENT` (read once at start) gives the other rules measured, with
+//! the same binary (docs/mount.md): `per-queue`, the rule this one replaced (the
+//! flusher on core 0); `critical-core-0` (a critical caller's ring request served on
+//! core 0); `queues-off-0` (that, and the ring queues' tasks kept off core 0, on cores
+//! 1..N: every request then reaches the daemon through a bulk core). Both ring
+//! variants made the critical reader's p99 worse. The `/dev/fuse` rule is the same in
+//! all.
 
 use sluice_core::IoClass;
 
 /// The placement rules.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Placement {
-    /// Core 0 for the critical callers only (the default).
+    /// The flusher off core 0; ring requests on their queue's core (the default).
     #[default]
     Split,
+    /// [`Placement::Split`] with a critical caller's ring request served on core 0
+    /// (`SLUICE_MOUNT_PLACEMENT=critical-core-0`; measured worse).
+    CriticalCore0,
+    /// [`Placement::CriticalCore0`] with the ring queues' tasks off core 0 too
+    /// (`SLUICE_MOUNT_PLACEMENT=queues-off-0`; measured worse).
+    QueuesOff0,
     /// The earlier rule (`SLUICE_MOUNT_PLACEMENT=per-queue`).
     PerQueue,
 }
@@ -41,6 +55,8 @@ impl Placement {
     pub fn from_env() -> Placement {
         match std::env::var("SLUICE_MOUNT_PLACEMENT").as_deref() {
             Ok("per-queue") => Placement::PerQueue,
+            Ok("queues-off-0") => Placement::QueuesOff0,
+            Ok("critical-core-0") => Placement::CriticalCore0,
             _ => Placement::Split,
         }
     }
@@ -61,21 +77,23 @@ pub(crate) fn worker_core(class: IoClass, cores: u16, next: &mut u16) -> u16 {
     c
 }
 
-/// The core of FUSE ring queue `q`'s task: over cores 1..N with two or more cores.
+/// The core of FUSE ring queue `q`'s task: `q mod N` (over cores 1..N with
+/// [`Placement::QueuesOff0`]).
 pub(crate) fn ring_queue_core(p: Placement, q: usize, cores: u16) -> u16 {
     let cores = cores.max(1) as usize;
     match p {
-        Placement::Split if cores >= 2 => (1 + q % (cores - 1)) as u16,
+        Placement::QueuesOff0 if cores >= 2 => (1 + q % (cores - 1)) as u16,
         _ => (q % cores) as u16,
     }
 }
 
 /// The core whose worker serves a request of class `class` that came through a ring
-/// queue owned by core `queue_core`: `None` (the workers [`worker_core`] places: core
-/// 0) for a critical caller, else the queue's own core.
+/// queue owned by core `queue_core`: the queue's own core (with
+/// [`Placement::CriticalCore0`] and [`Placement::QueuesOff0`], `None` for a critical
+/// caller: the workers [`worker_core`] places, core 0).
 pub(crate) fn ring_request_core(p: Placement, class: IoClass, queue_core: u16) -> Option<u16> {
     match p {
-        Placement::Split if class == IoClass::Critical => None,
+        Placement::CriticalCore0 | Placement::QueuesOff0 if class == IoClass::Critical => None,
         _ => Some(queue_core),
     }
 }
@@ -83,7 +101,7 @@ pub(crate) fn ring_request_core(p: Placement, class: IoClass, queue_core: u16) -
 /// The page cache flusher's core: the last one (not core 0) with two or more cores.
 pub fn flusher_core(p: Placement, cores: u16) -> u16 {
     match p {
-        Placement::Split => cores.max(1) - 1,
+        Placement::Split | Placement::CriticalCore0 | Placement::QueuesOff0 => cores.max(1) - 1,
         Placement::PerQueue => 0,
     }
 }
@@ -114,18 +132,26 @@ mod tests {
         assert_eq!(worker_core(IoClass::Critical, 3, &mut next), 0);
     }
 
-    /// Over the ring the same rule: no queue's task, no non-critical request and not
-    /// the flusher on core 0 with two or more cores; critical requests go there.
+    /// Over the ring a request stays on its queue's core (but under the variants that
+    /// were measured); the flusher is not on core 0 with two or more cores.
     #[test]
     fn the_ring_and_the_flusher_keep_off_the_critical_core() {
         let s = Placement::Split;
         let queues: Vec<u16> = (0..4).map(|q| ring_queue_core(s, q, 2)).collect();
+        assert_eq!(queues, [0, 1, 0, 1]);
+        assert_eq!(ring_request_core(s, IoClass::Critical, 1), Some(1));
+        let c0 = Placement::CriticalCore0;
+        assert_eq!(ring_queue_core(c0, 1, 2), 1);
+        assert_eq!(ring_request_core(c0, IoClass::Critical, 1), None);
+        assert_eq!(ring_request_core(c0, IoClass::Normal, 1), Some(1));
+        let off0 = Placement::QueuesOff0;
+        let queues: Vec<u16> = (0..4).map(|q| ring_queue_core(off0, q, 2)).collect();
         assert_eq!(queues, [1, 1, 1, 1]);
-        let queues: Vec<u16> = (0..4).map(|q| ring_queue_core(s, q, 3)).collect();
+        let queues: Vec<u16> = (0..4).map(|q| ring_queue_core(off0, q, 3)).collect();
         assert_eq!(queues, [1, 2, 1, 2]);
-        assert_eq!(ring_queue_core(s, 3, 1), 0);
-        assert_eq!(ring_request_core(s, IoClass::Critical, 1), None);
-        assert_eq!(ring_request_core(s, IoClass::Normal, 2), Some(2));
+        assert_eq!(ring_queue_core(off0, 3, 1), 0);
+        assert_eq!(ring_request_core(off0, IoClass::Critical, 1), None);
+        assert_eq!(ring_request_core(off0, IoClass::Normal, 2), Some(2));
         assert_eq!(ring_request_core(s, IoClass::Idle, 1), Some(1));
         assert_eq!(
             (flusher_core(s, 1), flusher_core(s, 2), flusher_core(s, 4)),
