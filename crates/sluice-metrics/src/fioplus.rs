@@ -70,6 +70,19 @@ impl PlatHist {
         self.counts[plat_index(v)] += 1;
     }
 
+    /// Add `o`'s counts.
+    pub(crate) fn merge(&mut self, o: &PlatHist) {
+        if o.counts.is_empty() {
+            return;
+        }
+        if self.counts.is_empty() {
+            self.counts = vec![0; PLAT_NR];
+        }
+        for (a, b) in self.counts.iter_mut().zip(&o.counts) {
+            *a += b;
+        }
+    }
+
     /// json+'s `bins`: bucket value → count, non-empty buckets.
     pub(crate) fn bins(&self) -> BTreeMap<u64, u64> {
         self.counts

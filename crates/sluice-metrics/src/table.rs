@@ -119,7 +119,7 @@ pub fn print_table(runs: &[RunReport], out: &mut dyn Write) -> io::Result<()> {
             "policy {}: {:.3} s measured, {} jobs, {} flows",
             r.policy,
             r.duration_ns as f64 / 1e9,
-            r.jobs.len(),
+            r.entries.len(),
             r.flows.len()
         )?;
     }
@@ -145,19 +145,29 @@ pub fn print_table(runs: &[RunReport], out: &mut dyn Write) -> io::Result<()> {
     ]);
     // fio's `err=` of the job line: failed I/Os (under `--faults`, or a real device's
     // errors), a column only when a job has some.
-    let errors = runs.iter().any(|r| r.jobs.iter().any(|j| j.error > 0));
+    let errors = runs.iter().any(|r| r.entries.iter().any(|j| j.error > 0));
     if errors {
         cols.push(("err", true));
     }
     let mut t = Table::new(&cols, multi);
-    let names = union_names(
-        runs.iter()
-            .map(|r| r.jobs.iter().map(|j| j.jobname.as_str()).collect()),
-    );
-    for name in &names {
+    // fio's entries: a job's threads reported one by one share its name; the k-th
+    // entry of a name in one run stands beside the k-th of it in another.
+    let mut keys: Vec<(&str, usize)> = Vec::new();
+    for r in runs {
+        for (i, j) in r.entries.iter().enumerate() {
+            let k = r.entries[..i]
+                .iter()
+                .filter(|e| e.jobname == j.jobname)
+                .count();
+            if !keys.contains(&(j.jobname.as_str(), k)) {
+                keys.push((j.jobname.as_str(), k));
+            }
+        }
+    }
+    for &(name, k) in &keys {
         let per_run: Vec<_> = runs
             .iter()
-            .map(|r| (r, r.jobs.iter().find(|j| j.jobname == *name)))
+            .map(|r| (r, r.entries.iter().filter(|j| j.jobname == name).nth(k)))
             .collect();
         let class = per_run
             .iter()
@@ -217,7 +227,7 @@ pub fn print_table(runs: &[RunReport], out: &mut dyn Write) -> io::Result<()> {
 fn classes_add_something(runs: &[RunReport]) -> bool {
     runs.iter().any(|r| {
         r.classes.iter().any(|c| {
-            let jobs: Vec<_> = r.jobs.iter().filter(|j| j.class == c.class).collect();
+            let jobs: Vec<_> = r.entries.iter().filter(|j| j.class == c.class).collect();
             let ios: u64 = jobs
                 .iter()
                 .flat_map(|j| j.dirs())
