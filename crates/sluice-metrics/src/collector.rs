@@ -211,7 +211,7 @@ struct Dir {
     /// fio's completion latency: reaped − dispatch, with fio's json+ bins.
     clat: Lat,
     /// `(bytes, I/Os)` per bandwidth bin (the flows' bins), for fio's `bw_min`, …
-    bins: Vec<(u64, u64)>,
+    bins: bins::Bins,
 }
 
 /// fio's bandwidth and IOPS samples of one direction: one per bandwidth bin wholly
@@ -248,7 +248,7 @@ impl Dir {
             bytes: 0,
             lat: Breakdown::new(true, true),
             clat: Lat::with_plat(),
-            bins: Vec::new(),
+            bins: bins::Bins::default(),
         }
     }
 
@@ -258,13 +258,7 @@ impl Dir {
         self.bytes += o.bytes;
         self.lat.merge(&o.lat);
         self.clat.merge(&o.clat);
-        if o.bins.len() > self.bins.len() {
-            self.bins.resize(o.bins.len(), (0, 0));
-        }
-        for (a, b) in self.bins.iter_mut().zip(&o.bins) {
-            a.0 += b.0;
-            a.1 += b.1;
-        }
+        self.bins.merge(&o.bins);
     }
 
     /// The samples of bins `first..last` (each `interval_ns` wide).
@@ -273,11 +267,11 @@ impl Dir {
             return BwStats::default();
         }
         let secs = interval_ns as f64 / 1e9;
-        let (bw, iops): (Vec<f64>, Vec<f64>) = (first..last)
-            .map(|b| {
-                let (bytes, ios) = self.bins.get(b).copied().unwrap_or((0, 0));
-                (bytes as f64 / 1024.0 / secs, ios as f64 / secs)
-            })
+        let (bw, iops): (Vec<f64>, Vec<f64>) = self
+            .bins
+            .dense(first, last)
+            .into_iter()
+            .map(|(bytes, ios)| (bytes as f64 / 1024.0 / secs, ios as f64 / secs))
             .unzip();
         let (bw_mean, bw_dev) = mean_dev(&bw);
         let (iops_mean, iops_dev) = mean_dev(&iops);
@@ -778,11 +772,7 @@ impl Collector {
         dir.bytes += bytes;
         dir.lat.add(lat, sched, device, post);
         dir.clat.add(clat);
-        if bin >= dir.bins.len() {
-            dir.bins.resize(bin + 1, (0, 0));
-        }
-        dir.bins[bin].0 += bytes;
-        dir.bins[bin].1 += 1;
+        dir.bins.add(bin, bytes);
 
         self.flows[fi].ios += 1;
         self.flows[fi].bytes += bytes;
@@ -815,11 +805,7 @@ impl Collector {
         }
         for j in &mut self.units {
             for d in &mut j.dirs {
-                d.bins = d
-                    .bins
-                    .chunks(2)
-                    .map(|c| c.iter().fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1)))
-                    .collect();
+                d.bins.coarsen();
             }
         }
         self.interval_ns *= 2;
@@ -827,6 +813,7 @@ impl Collector {
     }
 }
 
+mod bins;
 mod finish;
 
 #[cfg(test)]

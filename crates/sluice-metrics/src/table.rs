@@ -1,6 +1,7 @@
 //! The run report as text tables: jobs, classes, flows and fairness.
 
-use crate::report::{DirReport, LatReport, RunReport};
+use crate::report::{DirReport, JobReport, LatReport, RunReport};
+use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
 
 use crate::Table;
@@ -153,21 +154,27 @@ pub fn print_table(runs: &[RunReport], out: &mut dyn Write) -> io::Result<()> {
     // fio's entries: a job's threads reported one by one share its name; the k-th
     // entry of a name in one run stands beside the k-th of it in another.
     let mut keys: Vec<(&str, usize)> = Vec::new();
+    let mut known: HashSet<(&str, usize)> = HashSet::new();
+    let mut by_key: Vec<HashMap<(&str, usize), &JobReport>> = Vec::new();
     for r in runs {
-        for (i, j) in r.entries.iter().enumerate() {
-            let k = r.entries[..i]
-                .iter()
-                .filter(|e| e.jobname == j.jobname)
-                .count();
-            if !keys.contains(&(j.jobname.as_str(), k)) {
-                keys.push((j.jobname.as_str(), k));
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        let mut m = HashMap::new();
+        for j in &r.entries {
+            let n = seen.entry(j.jobname.as_str()).or_default();
+            let key = (j.jobname.as_str(), *n);
+            *n += 1;
+            m.insert(key, j);
+            if known.insert(key) {
+                keys.push(key);
             }
         }
+        by_key.push(m);
     }
     for &(name, k) in &keys {
         let per_run: Vec<_> = runs
             .iter()
-            .map(|r| (r, r.entries.iter().filter(|j| j.jobname == name).nth(k)))
+            .zip(&by_key)
+            .map(|(r, m)| (r, m.get(&(name, k)).copied()))
             .collect();
         let class = per_run
             .iter()
