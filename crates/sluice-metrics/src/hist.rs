@@ -108,7 +108,7 @@ impl LatHist {
             if self.few_add(i, n) {
                 return;
             }
-            self.to_span();
+            self.make_span();
         }
         let mut j = i.wrapping_sub(self.base);
         if j >= self.counts.len() {
@@ -133,7 +133,7 @@ impl LatHist {
     }
 
     /// The list becomes the span (nothing to do in a span already).
-    fn to_span(&mut self) {
+    fn make_span(&mut self) {
         let (Some(first), Some(last)) = (self.few.first(), self.few.last()) else {
             return;
         };
@@ -150,7 +150,7 @@ impl LatHist {
             std::borrow::Cow::Borrowed(self)
         } else {
             let mut h = self.clone();
-            h.to_span();
+            h.make_span();
             std::borrow::Cow::Owned(h)
         }
     }
@@ -202,7 +202,7 @@ impl LatHist {
             return;
         }
         if !other.counts.is_empty() {
-            self.to_span();
+            self.make_span();
             self.cover(other.base, other.base + other.counts.len());
             let at = other.base - self.base;
             for (c, o) in self.counts[at..].iter_mut().zip(&other.counts) {
