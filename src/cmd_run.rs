@@ -327,7 +327,7 @@ fn cpu_fields(
 ) {
     let wall = st.wall_ns.max(1) as f64;
     let d = |a: libc::c_long, b: libc::c_long| (a - b).max(0) as u64;
-    for j in &mut report.jobs {
+    for j in report.jobs.iter_mut().chain(&mut report.entries) {
         j.usr_cpu = st.cpu_user_ns as f64 * 100.0 / wall;
         j.sys_cpu = st.cpu_sys_ns as f64 * 100.0 / wall;
         j.ctx = d(after.ru_nvcsw, before.ru_nvcsw) + d(after.ru_nivcsw, before.ru_nivcsw);

@@ -266,12 +266,20 @@ impl Port for Worker<'_> {
         self.samples.push(*s);
     }
 
-    fn record_error(&mut self, job: usize, op: Op) {
+    fn record_error(&mut self, job: usize, thread: u32, op: Op) {
         self.sh
             .collector
             .lock()
             .expect("collector lock")
-            .record_error(job, op);
+            .record_thread_error(job, thread, op);
+    }
+
+    fn thread_end(&mut self, job: usize, thread: u32, at: Nanos) {
+        self.sh
+            .collector
+            .lock()
+            .expect("collector lock")
+            .thread_done(job, thread, at);
     }
 
     fn job_done(&mut self, job: usize, at: Nanos) {

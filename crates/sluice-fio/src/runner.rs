@@ -108,10 +108,18 @@ pub trait Port {
     }
     /// One completed I/O.
     fn record(&mut self, s: &Sample);
-    /// An error of `job` that produced no sample (a failed verify check).
-    fn record_error(&mut self, job: usize, op: Op);
+    /// An error of thread `thread` (its index within the job) of `job` that
+    /// produced no sample (a failed verify check).
+    fn record_error(&mut self, job: usize, thread: u32, op: Op);
     /// Job `job` ended at `at` (called once per end; the first call counts).
     fn job_done(&mut self, job: usize, at: Nanos);
+    /// Thread `thread` (its index within the job) of job `job` is done at `at`:
+    /// its I/O issued and drained (fio reports it as a job of its own, whose runtime
+    /// ends there; [`Collector::thread_done`]). Called before the job's
+    /// [`Port::job_done`] when it is the job's last.
+    ///
+    /// [`Collector::thread_done`]: sluice_metrics::Collector::thread_done
+    fn thread_end(&mut self, job: usize, thread: u32, at: Nanos);
     /// Job `job` ended and has `exitall`: end `others`, the jobs of its group still
     /// running here, now. (A [`Scope::Part`] world ends them in every part.)
     fn exit_all(&mut self, job: u32, others: &[u32]);
@@ -513,31 +521,25 @@ impl Runner {
     ///
     /// [`Collector::add_depths`]: sluice_metrics::Collector::add_depths
     /// [`Collector::set_latency_depth`]: sluice_metrics::Collector::set_latency_depth
-    pub(crate) fn queue_facts(&self) -> impl Iterator<Item = (usize, IoDepths, Option<u32>)> + '_ {
-        self.jobs
-            .iter()
-            .enumerate()
-            .filter(|(_, rt)| rt.here)
-            .map(|(j, rt)| {
-                let mut d = IoDepths::default();
-                let mut lat = None;
-                for &t in &rt.threads {
-                    let th = &self.threads[t as usize];
-                    d.add(&th.depths.total());
-                    if let Some(l) = &th.lat {
-                        lat = Some(lat.map_or(l.depth(), |x: u32| x.max(l.depth())));
-                    }
-                }
-                (j, d, lat)
-            })
+    pub(crate) fn queue_facts(
+        &self,
+    ) -> impl Iterator<Item = (usize, u32, IoDepths, Option<u32>)> + '_ {
+        self.threads.iter().map(|th| {
+            (
+                th.job as usize,
+                th.index,
+                th.depths.total(),
+                th.lat.as_ref().map(|l| l.depth()),
+            )
+        })
     }
 
     /// Give the collector what [`Runner::queue_facts`] says.
     pub fn report_queue_facts(&self, c: &mut sluice_metrics::Collector) {
-        for (j, d, lat) in self.queue_facts() {
-            c.add_depths(j, &d);
+        for (j, t, d, lat) in self.queue_facts() {
+            c.add_depths(j, t, &d);
             if let Some(depth) = lat {
-                c.set_latency_depth(j, depth);
+                c.set_latency_depth(j, t, depth);
             }
         }
     }

@@ -77,8 +77,12 @@ impl Port for World<'_> {
         self.collector.record(s);
     }
 
-    fn record_error(&mut self, job: usize, op: Op) {
-        self.collector.record_error(job, op);
+    fn thread_end(&mut self, job: usize, thread: u32, at: Nanos) {
+        self.collector.thread_done(job, thread, at);
+    }
+
+    fn record_error(&mut self, job: usize, thread: u32, op: Op) {
+        self.collector.record_thread_error(job, thread, op);
     }
 
     fn job_done(&mut self, job: usize, at: Nanos) {

@@ -362,6 +362,10 @@ pub struct JobSpec {
     pub rate_process: RateProcess,
     /// When this job ends, every job of its stonewall group ends (`exitall`).
     pub exitall: bool,
+    /// fio's `group_reporting`: the report sums the threads (and, as fio, the jobs
+    /// of its stonewall group that follow it with `group_reporting` too) into one
+    /// entry; without it each of its `numjobs` threads is an entry of its own.
+    pub group_reporting: bool,
     /// Data verification (`verify=`…): acted on by `sluice run`; the simulator carries
     /// no data.
     pub verify: Option<VerifySpec>,
@@ -507,6 +511,7 @@ impl Default for JobSpec {
             percentage_random: [100, 100],
             rate_process: RateProcess::Linear,
             exitall: false,
+            group_reporting: false,
             verify: None,
             logs: LogSpec::default(),
             steadystate: None,

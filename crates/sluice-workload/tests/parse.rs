@@ -452,9 +452,8 @@ fn sluice_attributes_and_shared_flows() {
     assert!(compaction.stonewall);
     assert_eq!(compaction.rw, RwMode::Write);
     assert_eq!(compaction.bs.write, BlockSize::Fixed(128 << 10));
-    assert!(compaction
-        .passthrough
-        .contains(&("group_reporting".to_string(), "1".to_string())));
+    // group_reporting from [global] reaches every job.
+    assert!(fg.group_reporting && compaction.group_reporting);
 }
 
 #[test]
