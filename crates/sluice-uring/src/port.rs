@@ -226,6 +226,7 @@ mod tests {
             hwq,
             parts: 1,
             fua: false,
+            placement: 0,
         };
         Dispatch { req, queue }
     }
