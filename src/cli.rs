@@ -109,7 +109,8 @@ impl CliError {
                 | sluice_sim::SimError::WeightConflict(_)
                 | sluice_sim::SimError::TooManyThreads(_)
                 | sluice_sim::SimError::Limit(_)
-                | sluice_sim::SimError::Zones(_) => 2,
+                | sluice_sim::SimError::Zones(_)
+                | sluice_sim::SimError::Placement(_) => 2,
                 _ => 1,
             },
             CliError::Repro(sluice_repro::ReproError::UnknownSuite { .. }) => 2,
@@ -171,8 +172,12 @@ impl CliError {
 pub fn load_jobs(
     path: Option<&Path>,
     ignore_unknown: bool,
+    sections: &[String],
 ) -> Result<(Vec<JobSpec>, Vec<String>), CliError> {
-    let opts = ParseOptions { ignore_unknown };
+    let opts = ParseOptions {
+        ignore_unknown,
+        sections: sections.to_vec(),
+    };
     let parsed = match path {
         Some(p) => sluice_workload::parse_file(p, &opts)?,
         None => sluice_workload::parse_str(DEFAULT_JOB, DEFAULT_JOB_NAME, &opts)?,
@@ -324,6 +329,10 @@ pub struct OutputArgs {
     /// Treat unknown job-file options as warnings instead of errors.
     #[arg(long)]
     pub ignore_unknown: bool,
+    /// Run only this job section of the job file (with its [global]), as fio's
+    /// `--section`; repeat it for several. The other sections are not read.
+    #[arg(long, value_name = "NAME")]
+    pub section: Vec<String>,
     /// No progress bar and no run summary on stderr.
     #[arg(long, short = 'q')]
     pub quiet: bool,

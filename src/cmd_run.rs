@@ -107,13 +107,14 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
         }
         (Some(job), None) => {
             args.out.check_inputs(&[job])?;
-            load_jobs(Some(job), args.out.ignore_unknown)?
+            load_jobs(Some(job), args.out.ignore_unknown, &args.out.section)?
         }
         (None, Some(text)) => sluice::jobset::parse_with_sets(
             text,
             sluice::cmdline_job::ORIGIN,
             &sluice::workload::ParseOptions {
                 ignore_unknown: args.out.ignore_unknown,
+                sections: args.out.section.clone(),
             },
             &[],
         )?,

@@ -235,6 +235,7 @@ pub fn prepare(
     let workers = worker_count(jobs, cfg)?;
     check_size(jobs, workers)?;
     flows_of(jobs)?;
+    check_placement(jobs)?;
     let plan = files::plan(
         jobs,
         &cfg.directory,
@@ -245,6 +246,21 @@ pub fn prepare(
     // Every worker's ring is sized for the device-wide cap: can the kernel give it?
     drop(ring::new_ring(ring::ring_entries(ring_cap(jobs, cfg)))?);
     FileSet::prepare(plan, cfg.keep_files, stop, progress)
+}
+
+/// Refuse FDP jobs (their placement IDs need NVMe passthrough writes) and jobs that
+/// need metadata or protection information (a namespace formatted with it).
+fn check_placement(jobs: &[JobSpec]) -> Result<(), EngineError> {
+    if let Some(j) = jobs.iter().find(|j| j.placement.fdp) {
+        return Err(EngineError::Placement(j.name.clone()));
+    }
+    match sluice_workload::metadata_refusal(
+        jobs,
+        "`sluice run`'s files and block I/O have none (no NVMe passthrough)",
+    ) {
+        Some(e) => Err(EngineError::Metadata(e)),
+        None => Ok(()),
+    }
 }
 
 /// Most memory of I/O buffers one worker may pin (its threads' iodepth × the largest
@@ -479,6 +495,7 @@ pub fn run_with(
     if jobs.is_empty() {
         return Err(EngineError::NoJobs);
     }
+    check_placement(jobs)?;
     let n_threads = total_threads(jobs)? as usize;
     let n_workers = worker_count(jobs, cfg)?;
     check_size(jobs, n_workers)?;

@@ -29,7 +29,8 @@ use sluice_block::{Finished, NewRequest};
 use sluice_core::{FlowId, IoClass, Nanos, Op};
 use sluice_metrics::{IoDepths, Sample};
 use sluice_workload::{
-    stonewall_groups, stream_seed, IoSource, IoSpec, JobSpec, NextIo, PrioDraw, SteadyTrack,
+    stonewall_groups, stream_seed, IoSource, IoSpec, JobSpec, NextIo, PlacementDraw, PrioDraw,
+    SteadyTrack,
 };
 
 use crate::latency::{LatTarget, LatVerdict};
@@ -166,6 +167,8 @@ struct Thread {
     verify: Option<Box<Verifier>>,
     /// fio's per-I/O priorities (`cmdprio_*`): the class of each I/O drawn high.
     prio: Option<PrioDraw>,
+    /// NVMe FDP (`fdp=1`): each write's placement ID ([`Runner::set_placement`]).
+    place: Option<PlacementDraw>,
     /// fio's token flow (`flow`): the flow, the thread's weight and its I/O count.
     tok: Option<(usize, u32)>,
     tok_count: u64,
@@ -263,6 +266,8 @@ pub struct Runner {
     blocked: Vec<Vec<u32>>,
     /// The zones of a zoned device, for `zonemode=zbd` jobs ([`Runner::set_zoned`]).
     zbd: Option<Zbd>,
+    /// The run's seed (the threads' streams, placement draws).
+    seed: u64,
 }
 
 impl Runner {
@@ -340,6 +345,7 @@ impl Runner {
                         &spec.cmdprio,
                         stream_seed(seed, spec.randseed, t.job as usize, t.index),
                     ),
+                    place: None,
                     outstanding: 0,
                     iodepth: spec.iodepth.max(1),
                     state: State::Idle,
@@ -368,7 +374,38 @@ impl Runner {
             last_job_end: 0,
             stopped: false,
             zbd: None,
+            seed,
         }
+    }
+
+    /// The device offers `handles` NVMe FDP reclaim unit handles (placement IDs
+    /// `0..handles`; 0: no FDP): each thread of an `fdp=1` job of `specs` (the specs
+    /// the runner was made with) gets its placement draw. An error names the job and
+    /// the fix: a device without FDP, a `plids` index past its handles.
+    pub fn set_placement(
+        &mut self,
+        handles: u32,
+        specs: &[JobSpec],
+        device: &str,
+    ) -> Result<(), String> {
+        for th in &mut self.threads {
+            let spec = &specs[th.job as usize];
+            if !spec.placement.fdp {
+                continue;
+            }
+            let seed = stream_seed(self.seed, spec.randseed, th.job as usize, th.index);
+            th.place = PlacementDraw::new(&spec.placement, handles, seed).map_err(|e| {
+                if handles == 0 {
+                    format!(
+                        "job '{}' has fdp=1, which needs a device with NVMe Flexible Data Placement, and the device profile '{device}' has none; use --device nand (or a profile with [flash] fdp_ruhs)",
+                        spec.name
+                    )
+                } else {
+                    format!("job '{}' (plids): {e} (device profile '{device}')", spec.name)
+                }
+            })?;
+        }
+        Ok(())
     }
 
     /// The number of stonewall groups.

@@ -248,6 +248,15 @@ impl<'a> Sim<'a> {
             }
         }
 
+        runner
+            .set_placement(profile.fdp_ruhs(), specs, &profile.name)
+            .map_err(SimError::Placement)?;
+        if let Some(e) = sluice_workload::metadata_refusal(
+            specs,
+            "sluice's simulated devices have no metadata or PI format",
+        ) {
+            return Err(SimError::Placement(e));
+        }
         let buffered = Buffered::for_jobs(specs, &cfg.page_cache, &files)?;
         Ok(Sim {
             specs,

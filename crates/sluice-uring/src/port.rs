@@ -268,6 +268,7 @@ mod tests {
             hwq,
             parts: 1,
             fua: false,
+            placement: 0,
         };
         Dispatch { req, queue }
     }

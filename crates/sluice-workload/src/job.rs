@@ -456,6 +456,12 @@ pub struct JobSpec {
     pub filename: Option<String>,
     /// fio's zone options (`zonemode`, `zonesize`, …; see [`crate::ZoneSpec`]).
     pub zone: crate::ZoneSpec,
+    /// NVMe Flexible Data Placement of the job's writes (`fdp`, `plids`, …; see
+    /// [`crate::PlacementSpec`]).
+    pub placement: crate::PlacementSpec,
+    /// End-to-end protection options (`md_per_io_size`, `pi_chk`, …), parsed; every
+    /// world refuses a job that needs them (see [`crate::PiSpec`]).
+    pub pi: crate::PiSpec,
     /// Options accepted but not acted on, as written (`ioengine`, `direct`,
     /// `group_reporting`, …): sluice chooses its engine and always does direct I/O.
     pub passthrough: Vec<(String, String)>,
@@ -544,6 +550,8 @@ impl Default for JobSpec {
             stonewall: false,
             filename: None,
             zone: crate::ZoneSpec::default(),
+            placement: crate::PlacementSpec::default(),
+            pi: crate::PiSpec::default(),
             buffered: false,
             fsync_every: 0,
             end_fsync: false,

@@ -10,6 +10,7 @@ use sluice_workload::{
 
 const STRICT: ParseOptions = ParseOptions {
     ignore_unknown: false,
+    sections: Vec::new(),
 };
 
 fn fixture(name: &str) -> PathBuf {
@@ -119,6 +120,7 @@ fn unknown_option_is_a_warning_with_ignore_unknown() {
         &path,
         &ParseOptions {
             ignore_unknown: true,
+            sections: Vec::new(),
         },
     )
     .unwrap();

@@ -95,6 +95,11 @@ impl Runner {
                 .as_mut()
                 .and_then(|p| p.draw(io.op, io.len))
                 .map_or(rt.class, |e| e.io_class(rt.class));
+            // fio's `dp_fill_dspec_data`: writes only.
+            let placement = match th.place.as_mut() {
+                Some(p) if io.op == Op::Write => p.draw(),
+                _ => 0,
+            };
             let req = NewRequest {
                 flow: rt.flow,
                 op: io.op,
@@ -103,6 +108,7 @@ impl Runner {
                 class,
                 hwq: th.hwq,
                 fua: false,
+                placement,
             };
             port.submit(Submit {
                 thread: t,

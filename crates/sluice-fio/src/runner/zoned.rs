@@ -177,6 +177,7 @@ impl Runner {
                     class: rt.class,
                     hwq: th.hwq,
                     fua: false,
+                    placement: 0,
                 };
                 port.submit(Submit {
                     thread: t,

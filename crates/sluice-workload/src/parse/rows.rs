@@ -54,6 +54,12 @@ fn no_percent(a: &Arg, what: &str, ex: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// `apptag`, `apptag_mask`: a 16-bit number (decimal, `0x` hexadecimal).
+fn tag16(v: &str) -> Result<u16, String> {
+    let n = num(v)?;
+    u16::try_from(n).map_err(|_| format!("'{v}' is above 0xffff; a PI application tag has 16 bits"))
+}
+
 /// `write_bw_log`, `write_lat_log`, `write_iops_log`: a prefix, `None` when bare.
 fn log_prefix(a: &Arg) -> Option<String> {
     match a.value.map(str::trim) {
@@ -237,6 +243,25 @@ pub(crate) static ACTED: &[OptionInfo] = &[
     y("zone_reset_threshold", &[], "zone_reset_threshold=0.7", "zbd: when the written share of the job's zones is at least this, zones are reset as `zone_reset_frequency` says", |d, a| { d.job.zone.reset_threshold = parse_ratio(a.need()?, "0.7")?; Ok(()) }),
     y("zone_reset_frequency", &[], "zone_reset_frequency=0.125", "zbd: past the threshold, the zone a write picks is reset first once every 1 / this writes (fio's garbage-collection simulation)", |d, a| { d.job.zone.reset_frequency = parse_ratio(a.need()?, "0.125")?; Ok(()) }),
     y("read_beyond_wp", &[], "read_beyond_wp=1", "zbd: reads may go past a zone's write pointer (the device answers them without the media); default: reads only of written data, a job with none left ends", |d, a| { d.job.zone.read_beyond_wp = a.flag()?; Ok(()) }),
+    y("fdp", &[], "fdp=1", "NVMe Flexible Data Placement: each write carries a placement ID (reclaim unit handle) chosen by `plid_select` from `plids`; sluice sim on a profile with FDP (`nand`: 8 handles) gives each handle its own write point, so data of different handles never share an erase block; an FDP job does direct I/O (passthrough commands, no page cache); `sluice run` refuses it (it issues no NVMe passthrough)", |d, a| { d.fdp = Some((a.flag()?, a.at.clone())); Ok(()) }),
+    y("dataplacement", &["data_placement"], "dataplacement=fdp", "none (the default) or fdp (as `fdp=1`); streams (NVMe streams directives) is refused: not modelled", |d, a| {
+        let v = a.need()?.trim();
+        let fdp = match v {
+            "none" => false,
+            "fdp" => true,
+            "streams" => return Err("'streams': NVMe streams directives are not modelled by sluice's devices; use dataplacement=fdp (with a profile that has FDP, e.g. --device nand) or none".into()),
+            o => return Err(format!("'{o}': give none, fdp or streams")),
+        };
+        d.dataplacement = Some((fdp, a.at.clone()));
+        Ok(())
+    }),
+    y("plid_select", &["fdp_pli_select"], "plid_select=random", "how each write's placement ID is chosen from `plids`: roundrobin (the default, in turn per thread) or random (uniform, from the thread's seeded stream); scheme is refused", |d, a| { d.job.placement.select = parse_plid_select(a.need()?)?; Ok(()) }),
+    y("plids", &["fdp_pli"], "plids=0,2-4", "the placement ID indices a job's writes may use, as fio (indices into the device's handles, sorted; at most 128); default all of the device's; an index not below the device's handle count is refused", |d, a| { d.job.placement.ids = parse_plids(a.need()?)?; Ok(()) }),
+    y("md_per_io_size", &[], "md_per_io_size=64", "bytes of separate metadata buffer per I/O (default 0); above 0 it needs a namespace formatted with separate metadata, which neither sluice's simulated devices nor `sluice run`'s files have: refused", |d, a| { d.job.pi.md_per_io_size = num(a.need()?)?; Ok(()) }),
+    y("pi_act", &[], "pi_act=0", "protection information action (default 1, the controller's); pi_act=0 (fio generates and checks PI) needs a namespace formatted with protection information, which sluice's devices and files lack: refused", |d, a| { d.job.pi.pi_act = a.flag()?; Ok(()) }),
+    y("pi_chk", &[], "pi_chk=GUARD,REFTAG", "protection information checks (GUARD, REFTAG, APPTAG); any needs a namespace formatted with PI, which sluice's devices and files lack: refused", |d, a| { d.job.pi.pi_chk = parse_pi_chk(a.need()?)?; Ok(()) }),
+    y("apptag", &[], "apptag=0x1234", "the PI application tag (default 0x1234), checked only with pi_chk=APPTAG (refused)", |d, a| { d.job.pi.apptag = tag16(a.need()?)?; Ok(()) }),
+    y("apptag_mask", &[], "apptag_mask=0xffff", "the PI application tag mask (default 0xffff), used only with pi_chk=APPTAG (refused)", |d, a| { d.job.pi.apptag_mask = tag16(a.need()?)?; Ok(()) }),
     y("prio", &[], "prio=4", "I/O priority level → weight 8 − prio", |d, a| { d.job.prio = Some(a.uint("4", 0, 7)?); Ok(()) }),
     y("prioclass", &[], "prioclass=2", "1 real time (critical), 2 best effort, 3 idle", |d, a| { d.job.prioclass = Some(a.uint("2", 0, 3)?); Ok(()) }),
     y("cmdprio_percentage", &[], "cmdprio_percentage=20", "percent of the job's I/Os (or `read,write`) issued with the priority of cmdprio_class/cmdprio, drawn per I/O as fio does: real time → the critical class, best effort → normal, idle → idle, per request (the level orders nothing: sluice's weights are per flow, and mq-deadline reads only a request's class)", prio::set_pct),
