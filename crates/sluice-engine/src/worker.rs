@@ -390,12 +390,15 @@ impl<'a> Worker<'a> {
     /// which wait for it) — unless it is the last one and pieces are still in its
     /// outbox (`false`: go round once more).
     fn leave_port(&mut self) -> bool {
-        let left = self
-            .dev
-            .lock()
-            .expect("device lock")
-            .port
-            .leave(self.index, &mut self.to_wake);
+        let mut dev = self.dev.lock().expect("device lock");
+        // The last worker stays while the block layer holds requests (the page cache's
+        // writeback, held by the policy or a timer): their pages are under writeback,
+        // not dirty, so the write-out after the run would pass them over.
+        if !dev.port.others_live(self.index) && dev.block.live() > 0 {
+            return false;
+        }
+        let left = dev.port.leave(self.index, &mut self.to_wake);
+        drop(dev);
         for w in self.to_wake.drain(..) {
             self.bells[w].ring();
         }

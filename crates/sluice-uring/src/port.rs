@@ -176,6 +176,11 @@ impl RingPort {
         }
     }
 
+    /// Whether an owner other than `me` has not left.
+    pub fn others_live(&self, me: usize) -> bool {
+        (0..self.outbox.len()).any(|w| w != me && !self.left[w])
+    }
+
     /// Owner `me` takes its outbox again (an engine worker starting its next stonewall
     /// group).
     pub fn rejoin(&mut self, me: usize) {
