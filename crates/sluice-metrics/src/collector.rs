@@ -695,8 +695,8 @@ impl Collector {
 }
 
 mod bins;
-mod setup;
 mod finish;
+mod setup;
 
 #[cfg(test)]
 mod tests;
