@@ -356,18 +356,26 @@ fn deal(jobs: &[JobSpec], files: &FileSet, n_workers: usize) -> Vec<WorkerPlan> 
         })
         .collect();
     let mut fixed_of: Vec<Vec<Option<u32>>> = vec![vec![None; fplan.files.len()]; n_workers];
+    // Worker `w`'s fixed-file index of file `fi`, registering it on first use.
+    let mut fixed = |plans: &mut [WorkerPlan], w: usize, fi: usize| -> u32 {
+        *fixed_of[w][fi].get_or_insert_with(|| {
+            use std::os::fd::AsRawFd;
+            plans[w].fds.push(files.file(fi).as_raw_fd());
+            (plans[w].fds.len() - 1) as u32
+        })
+    };
+    // The page cache's files, registered on every worker below.
+    let mut cached: Vec<usize> = Vec::new();
     let mut global = 0u32;
     for (j, s) in jobs.iter().enumerate() {
         for t in 0..s.numjobs {
             let w = global as usize % n_workers;
             let fi = fplan.thread_file[global as usize] as usize;
-            let p = &mut plans[w];
-            let fixed = *fixed_of[w][fi].get_or_insert_with(|| {
-                use std::os::fd::AsRawFd;
-                p.fds.push(files.file(fi).as_raw_fd());
-                (p.fds.len() - 1) as u32
-            });
-            p.threads.push(PlannedThread {
+            if s.buffered && !cached.contains(&fi) {
+                cached.push(fi);
+            }
+            let fixed = fixed(&mut plans, w, fi);
+            plans[w].threads.push(PlannedThread {
                 global,
                 job: j as u32,
                 index: t,
@@ -381,25 +389,11 @@ fn deal(jobs: &[JobSpec], files: &FileSet, n_workers: usize) -> Vec<WorkerPlan> 
     // The page cache's files on every worker: its writeback goes out on whichever
     // worker is running (a file's own workers may have ended their jobs while a writer
     // elsewhere waits for room in the cache).
-    let mut global = 0usize;
-    let mut cached: Vec<usize> = Vec::new();
-    for s in jobs {
-        for _ in 0..s.numjobs {
-            let fi = fplan.thread_file[global] as usize;
-            if s.buffered && !cached.contains(&fi) {
-                cached.push(fi);
-            }
-            global += 1;
-        }
-    }
-    for (w, p) in plans.iter_mut().enumerate() {
+    for w in 0..n_workers {
         for &fi in &cached {
-            let fixed = *fixed_of[w][fi].get_or_insert_with(|| {
-                use std::os::fd::AsRawFd;
-                p.fds.push(files.file(fi).as_raw_fd());
-                (p.fds.len() - 1) as u32
-            });
-            p.cache_files
+            let fixed = fixed(&mut plans, w, fi);
+            plans[w]
+                .cache_files
                 .push((fplan.files[fi].base, fixed, fplan.files[fi].device));
         }
     }
