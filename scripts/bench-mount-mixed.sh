@@ -25,7 +25,8 @@ mixed() { # DIR TAG
 import json, sys
 d = json.load(open(sys.argv[1])); c = d["jobs"][0]["read"]
 b = sum(j["write"]["bw"] for j in d["jobs"][1:]) / 1024
-p = c["lat_ns"]["percentile"]
+# fio gives completion-latency percentiles (clat_ns) unless lat_percentiles=1.
+p = c["lat_ns"].get("percentile") or c["clat_ns"]["percentile"]
 print(f"{sys.argv[2]:<16} load {sys.argv[3]:>5} crit IOPS {c['iops']:6.0f} "
       f"p50 {p['50.000000']/1000:7.1f} p99 {p['99.000000']/1000:7.1f} us bulk {b:5.0f} MiB/s")
 PY

@@ -132,8 +132,9 @@ transports = sys.argv[4].split()
 if "buffered" in parts:
     def one(name, rw):
         d = json.load(open(os.path.join(out, name + ".json")))["jobs"][0][rw]
-        return d["iops"], d["lat_ns"]["percentile"].get("50.000000", 0) / 1000, \
-            d["lat_ns"]["percentile"].get("99.000000", 0) / 1000
+        # fio gives completion-latency percentiles (clat_ns) unless lat_percentiles=1.
+        p = d["lat_ns"].get("percentile") or d["clat_ns"].get("percentile", {})
+        return d["iops"], p.get("50.000000", 0) / 1000, p.get("99.000000", 0) / 1000
     print(f"buffered 4 KiB random I/O, psync QD1, {rounds} alternating rounds, medians")
     print(f"{'run':<22}{'IOPS':>10}{'p50 us':>10}{'p99 us':>10}")
     med = {}

@@ -3,13 +3,19 @@
 files (issue 41): each example that runs in both worlds on this machine is run by fio
 and by sluice on files in a fresh temporary directory, alternating which goes first
 (ROUNDS rounds), each stopped with Ctrl-C (SIGINT) after RUN_SECS seconds if still
-running. Per job, read+write IOPS and bandwidth (the mean over the rounds) are compared;
-a job agrees when both are within 15 %. Also compared: the number of jobs and of
-groups reported, and the JSON fields present per job.
+running. fio's report entries are compared one to one, in order (a `numjobs` job
+without `group_reporting` is one entry per thread, with the job's name, in both):
+per entry, read+write IOPS and bandwidth (the mean over the rounds); an entry agrees
+when both are within 15 %. A different number of entries, other names in order or a
+different number of groups is reported as a difference of the example; the JSON
+fields present per entry are compared too.
 
     scripts/fio-agree.py EXAMPLES_DIR [EXAMPLE.fio ...]
 
-    RUN_SECS=10 ROUNDS=2 SLUICE=target/release/sluice FIO=fio
+    RUN_SECS=10 ROUNDS=2 SLUICE=target/release/sluice FIO=fio SLUICE_ARGS="..."
+
+SLUICE_ARGS are more options for `sluice run` (e.g. `--single-dirty-limit`, Linux's one
+dirty limit for every writer, where sluice's default is RCP's class-aware limits).
 
 Examples naming an absolute path outside the temporary directory are skipped (neither
 tool writes outside it). Prints a markdown table (docs/workloads.md carries it) and
@@ -18,6 +24,7 @@ the count that agree.
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -28,6 +35,7 @@ RUN_SECS = int(os.environ.get("RUN_SECS", "10"))
 ROUNDS = int(os.environ.get("ROUNDS", "2"))
 SLUICE = os.path.abspath(os.environ.get("SLUICE", "target/release/sluice"))
 FIO = os.environ.get("FIO", "fio")
+SLUICE_ARGS = shlex.split(os.environ.get("SLUICE_ARGS", ""))
 TOL = 0.15
 
 
@@ -72,7 +80,8 @@ def run(cmd, cwd):
 
 
 def load(path):
-    """fio-style JSON: {job name: (iops, bw KiB/s, groupid, fields)}."""
+    """fio-style JSON: its entries in order, each (name, iops, bw KiB/s, groupid,
+    fields)."""
     try:
         text = open(path).read()
     except OSError:
@@ -83,14 +92,24 @@ def load(path):
         d = json.loads(text)
     except ValueError:
         return None
-    out = {}
+    out = []
     for j in d.get("jobs", []):
         iops = sum(j.get(k, {}).get("iops", 0.0) for k in ("read", "write", "trim"))
         bw = sum(j.get(k, {}).get("bw", 0) for k in ("read", "write", "trim"))
-        prev = out.get(j["jobname"])
-        if prev:  # numjobs without group_reporting: fio lists each thread
-            iops, bw = iops + prev[0], bw + prev[1]
-        out[j["jobname"]] = (iops, bw, j.get("groupid", 0), set(j.keys()))
+        out.append((j["jobname"], iops, bw, j.get("groupid", 0), set(j.keys())))
+    return out
+
+
+def labels(entries):
+    """Each entry's label: its name, with `#k` for the k-th of a name that several
+    entries share (a job's threads)."""
+    names = [e[0] for e in entries]
+    seen = {}
+    out = []
+    for n in names:
+        k = seen.get(n, 0)
+        seen[n] = k + 1
+        out.append(n if names.count(n) == 1 else f"{n}#{k + 1}")
     return out
 
 
@@ -100,9 +119,9 @@ def main():
         sys.exit(2)
     ex_dir = sys.argv[1]
     names = sys.argv[2:] or sorted(f for f in os.listdir(ex_dir) if f.endswith(".fio"))
-    print("| example | job | fio IOPS | sluice IOPS | fio MiB/s | sluice MiB/s | agrees |")
+    print("| example | entry | fio IOPS | sluice IOPS | fio MiB/s | sluice MiB/s | agrees |")
     print("|---|---|---|---|---|---|---|")
-    agree = total = 0
+    agree = total = differ = 0
     for name in names:
         path = os.path.join(ex_dir, name)
         if outside(path):
@@ -120,7 +139,7 @@ def main():
                         cmd = [FIO, "--output-format=json", "--output=" + out, path]
                     else:
                         cmd = [SLUICE, "run", path, "--policy", "none", "--quiet",
-                               "--directory", work, "--json", out]
+                               "--directory", work, "--json", out] + SLUICE_ARGS
                     rc, err = run(cmd, work)
                     sys.stdout.flush()
                     got = load(out)
@@ -135,34 +154,41 @@ def main():
         if failed:
             print(f"| `{name}` | — | | | | | not compared: {failed} |")
             continue
-        fio_jobs = res["fio"][0]
-        sl_jobs = res["sluice"][0]
-        if set(fio_jobs) != set(sl_jobs):
-            print(f"| `{name}` | — | | | | | jobs differ: fio {sorted(fio_jobs)}, sluice {sorted(sl_jobs)} |")
+        fio_e = res["fio"][0]
+        sl_e = res["sluice"][0]
+        counts = [len(x) for x in res["fio"] + res["sluice"]]
+        if len(set(counts)) != 1 or [e[0] for e in fio_e] != [e[0] for e in sl_e]:
+            print(f"| `{name}` | — | | | | | entries differ: fio {len(fio_e)} "
+                  f"{[e[0] for e in fio_e]}, sluice {len(sl_e)} {[e[0] for e in sl_e]} |")
+            differ += 1
             continue
-        for job in sorted(fio_jobs):
+        groups = (len({e[3] for e in fio_e}), len({e[3] for e in sl_e}))
+        for k, label in enumerate(labels(fio_e)):
             def mean(tool, i):
-                v = [x[job][i] for x in res[tool] if job in x]
+                v = [x[k][i] for x in res[tool]]
                 return sum(v) / len(v)
-            fi, si = mean("fio", 0), mean("sluice", 0)
-            fb, sb = mean("fio", 1) / 1024, mean("sluice", 1) / 1024
+            fi, si = mean("fio", 1), mean("sluice", 1)
+            fb, sb = mean("fio", 2) / 1024, mean("sluice", 2) / 1024
             if fi < 1 and si < 1:
                 # Neither did I/O in RUN_SECS (both were laying out the files).
-                print(f"| `{name}` | {job} | 0 | 0 | 0 | 0 | not measured: no I/O in {RUN_SECS} s |")
+                print(f"| `{name}` | {label} | 0 | 0 | 0 | 0 | not measured: no I/O in {RUN_SECS} s |")
                 continue
             ok = all(abs(s - f) <= TOL * max(f, 1e-9) for f, s in ((fi, si), (fb, sb)))
             notes = []
-            if fio_jobs[job][2] != sl_jobs[job][2]:
-                notes.append(f"group {fio_jobs[job][2]} vs {sl_jobs[job][2]}")
-            missing = fio_jobs[job][3] - sl_jobs[job][3]
+            if fio_e[k][3] != sl_e[k][3]:
+                notes.append(f"group {fio_e[k][3]} vs {sl_e[k][3]}")
+            if k == 0 and groups[0] != groups[1]:
+                notes.append(f"groups: fio {groups[0]}, sluice {groups[1]}")
+            missing = fio_e[k][4] - sl_e[k][4]
             if missing:
                 notes.append("JSON fields sluice lacks: " + ", ".join(sorted(missing)[:6]))
             total += 1
             agree += ok
             verdict = ("yes" if ok else "no") + ("; " + "; ".join(notes) if notes else "")
-            print(f"| `{name}` | {job} | {fi:.0f} | {si:.0f} | {fb:.1f} | {sb:.1f} | {verdict} |")
+            print(f"| `{name}` | {label} | {fi:.0f} | {si:.0f} | {fb:.1f} | {sb:.1f} | {verdict} |")
     print()
-    print(f"jobs compared: {total}; within 15 % in IOPS and bandwidth: {agree}")
+    print(f"entries compared: {total}; within 15 % in IOPS and bandwidth: {agree}; "
+          f"examples whose entries differ in number or names: {differ}")
 
 
 if __name__ == "__main__":

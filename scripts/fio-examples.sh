@@ -15,7 +15,10 @@
 #   SLUICE=path/to/sluice     the binary (default: target/release/sluice, built here).
 #
 # Under `sluice sim` an example with zonemode=zbd runs on the zoned profile `zns`, one
-# with fill_device on `nand` (a profile with a capacity); the others on the default.
+# with fill_device on `nand` (a profile with a capacity), one with fdp=1 on `nand` (a
+# profile with NVMe Flexible Data Placement); the others on the default. An example
+# whose header comment says how to run it with `--section=NAME` (fio's xnvme examples)
+# is run with that section in both worlds.
 # Under `sluice run` a fill_device example writes until its file system is full, so it
 # runs only in FILL_DIR (e.g. a small tmpfs: mount -t tmpfs -o size=16m tmpfs DIR).
 #
@@ -79,24 +82,32 @@ for f in "$EXAMPLES"/*.fio; do
     # The simulated device an example needs: a zoned one for zonemode=zbd, one with a
     # capacity (the default ull has none) for fill_device.
     dev=()
+    fill=
     if grep -qE '^\s*zonemode\s*=\s*zbd' "$f"; then
         dev=(--device zns)
     elif grep -qE '^\s*fill_(device|fs)\s*=\s*(1|true)' "$f"; then
         dev=(--device nand)
+        fill=1
+    elif grep -qE '^\s*(fdp\s*=\s*(1|true)|data_?placement\s*=\s*fdp)' "$f"; then
+        dev=(--device nand)
     fi
-    sim=$(try sim "$f" "$SIM_SECS" "${dev[@]}")
+    # fio's `--section` as the example's own comment gives it (`;   --section=default`).
+    sec=()
+    s=$(grep -m1 -oE '^;\s*--section=[A-Za-z0-9_-]+' "$f" | sed 's/.*=//' || true)
+    [ -n "$s" ] && sec=(--section "$s")
+    sim=$(try sim "$f" "$SIM_SECS" "${dev[@]}" "${sec[@]}")
     # Absolute paths outside /dev would put files outside RUN_DIR: not run.
     outside=$(grep -hE '^\s*(filename|directory|filename_format)\s*=\s*/' "$f" |
         sed -E 's/^\s*[a-z_]+\s*=\s*//' | grep -v '^/dev/' | head -1 || true)
     if [ -n "$outside" ]; then
         run="not run: names $outside, outside the test directory"
-    elif [ ${#dev[@]} -gt 0 ] && [ "${dev[1]}" = nand ] && [ -z "${FILL_DIR:-}" ]; then
+    elif [ -n "$fill" ] && [ -z "${FILL_DIR:-}" ]; then
         # fill_device writes until its file system is full: only on one made for it.
         run="not run: fill_device would fill RUN_DIR's file system; give FILL_DIR=a small file system to run it"
-    elif [ ${#dev[@]} -gt 0 ] && [ "${dev[1]}" = nand ]; then
-        run=$(try run "$f" "$RUN_SECS" --directory "$FILL_DIR")
+    elif [ -n "$fill" ]; then
+        run=$(try run "$f" "$RUN_SECS" --directory "$FILL_DIR" "${sec[@]}")
     else
-        run=$(try run "$f" "$RUN_SECS" --directory "$RUN_DIR")
+        run=$(try run "$f" "$RUN_SECS" --directory "$RUN_DIR" "${sec[@]}")
     fi
     [[ $sim == ok* ]] && sim_ok=$((sim_ok + 1))
     [[ $run == ok* ]] && run_ok=$((run_ok + 1))

@@ -6,7 +6,10 @@ use std::path::Path;
 use sluice_core::policy::{ParamError, PolicyError, PolicySpec};
 use sluice_workload::{JobSpec, ParseOptions, WorkloadError};
 
+mod cache;
 mod logs;
+
+pub use cache::{host_page_cache, CacheArgs};
 pub use logs::{check_log_names, check_log_prefixes};
 
 /// sluice's embedded default job: a latency-critical 4 KB random reader beside
@@ -109,7 +112,8 @@ impl CliError {
                 | sluice_sim::SimError::WeightConflict(_)
                 | sluice_sim::SimError::TooManyThreads(_)
                 | sluice_sim::SimError::Limit(_)
-                | sluice_sim::SimError::Zones(_) => 2,
+                | sluice_sim::SimError::Zones(_)
+                | sluice_sim::SimError::Placement(_) => 2,
                 _ => 1,
             },
             CliError::Repro(sluice_repro::ReproError::UnknownSuite { .. }) => 2,
@@ -171,8 +175,12 @@ impl CliError {
 pub fn load_jobs(
     path: Option<&Path>,
     ignore_unknown: bool,
+    sections: &[String],
 ) -> Result<(Vec<JobSpec>, Vec<String>), CliError> {
-    let opts = ParseOptions { ignore_unknown };
+    let opts = ParseOptions {
+        ignore_unknown,
+        sections: sections.to_vec(),
+    };
     let parsed = match path {
         Some(p) => sluice_workload::parse_file(p, &opts)?,
         None => sluice_workload::parse_str(DEFAULT_JOB, DEFAULT_JOB_NAME, &opts)?,
@@ -324,6 +332,10 @@ pub struct OutputArgs {
     /// Treat unknown job-file options as warnings instead of errors.
     #[arg(long)]
     pub ignore_unknown: bool,
+    /// Run only this job section of the job file (with its [global]), as fio's
+    /// `--section`; repeat it for several. The other sections are not read.
+    #[arg(long, value_name = "NAME")]
+    pub section: Vec<String>,
     /// No progress bar and no run summary on stderr.
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -710,99 +722,17 @@ mod tests {
         );
         assert!(parse_policy_list(&["x=1".to_string()]).is_err());
     }
-}
 
-/// The page cache of buffered jobs (`direct=0`), options `sim` and `run` share.
-#[derive(clap::Args, Debug, Clone)]
-pub struct CacheArgs {
-    /// Size of sluice's page cache for buffered jobs (`direct=0`), e.g. `64m`, `1g`.
-    #[arg(long, value_name = "SIZE", default_value = CacheArgs::PAGE_CACHE)]
-    pub page_cache: String,
-    /// Dirty ratios of the page cache: `NORMAL,CRITICAL` (RCP's class-aware limits:
-    /// non-critical writers may dirty up to NORMAL of the cache, critical ones up to
-    /// CRITICAL), in percent.
-    #[arg(long, value_name = "N%,C%", default_value = CacheArgs::DIRTY_RATIO)]
-    pub dirty_ratio: String,
-    /// One dirty limit for every writer (the CRITICAL ratio), as Linux: the baseline of
-    /// RCP's class-aware limits.
-    #[arg(long)]
-    pub single_dirty_limit: bool,
-}
-
-impl Default for CacheArgs {
-    /// The command line's defaults.
-    fn default() -> Self {
-        CacheArgs {
-            page_cache: Self::PAGE_CACHE.into(),
-            dirty_ratio: Self::DIRTY_RATIO.into(),
-            single_dirty_limit: false,
-        }
-    }
-}
-
-impl CacheArgs {
-    /// `--page-cache`'s default.
-    pub const PAGE_CACHE: &'static str = "64m";
-    /// `--dirty-ratio`'s default.
-    pub const DIRTY_RATIO: &'static str = "1%,20%";
-
-    /// The options as given on a command line, those left at their defaults left out.
-    pub fn to_args(&self) -> Vec<String> {
-        let mut a = Vec::new();
-        if self.page_cache != Self::PAGE_CACHE {
-            a.extend(["--page-cache".to_string(), self.page_cache.clone()]);
-        }
-        if self.dirty_ratio != Self::DIRTY_RATIO {
-            a.extend(["--dirty-ratio".to_string(), self.dirty_ratio.clone()]);
-        }
-        if self.single_dirty_limit {
-            a.push("--single-dirty-limit".into());
-        }
-        a
-    }
-
-    /// The buffered front's settings.
-    pub fn front_config(&self) -> Result<sluice_fio::front::FrontConfig, CliError> {
-        let bytes = sluice_workload::units::parse_size(&self.page_cache)
-            .map_err(|e| CliError::Usage(format!("--page-cache {}: {e}", self.page_cache)))?;
-        let pct = |s: &str| -> Result<f64, CliError> {
-            let v = s.trim().trim_end_matches('%');
-            v.parse::<f64>().map(|x| x / 100.0).map_err(|_| {
-                CliError::Usage(format!(
-                    "--dirty-ratio {}: cannot read '{s}' as a percentage; write e.g. 1%,20%",
-                    self.dirty_ratio
-                ))
-            })
-        };
-        let (n, c) = self.dirty_ratio.split_once(',').ok_or_else(|| {
-            CliError::Usage(format!(
-                "--dirty-ratio {}: give two ratios NORMAL,CRITICAL, e.g. 1%,20%",
-                self.dirty_ratio
-            ))
-        })?;
-        let mut cfg = sluice_fio::front::FrontConfig::default();
-        cfg.cache.pages = (bytes / sluice_cache::PAGE) as usize;
-        cfg.cache.dirty_ratio_normal = pct(n)?;
-        cfg.cache.dirty_ratio_critical = pct(c)?;
-        cfg.cache.class_limits = !self.single_dirty_limit;
-        cfg.cache
-            .validate()
-            .map_err(|e| CliError::Usage(format!("--page-cache/--dirty-ratio: {e}")))?;
-        Ok(cfg)
-    }
-
-    /// The journaled store's read cache for the jobs on `--fs`, in 4 KiB blocks:
-    /// `--page-cache`'s size, as raw files' buffered jobs get a page cache of it. The
-    /// dirty ratios are refused there: the store's buffer has its own limits (`+rcp`).
-    pub fn store_read_cache(&self) -> Result<usize, CliError> {
-        if self.dirty_ratio != Self::DIRTY_RATIO || self.single_dirty_limit {
-            return Err(CliError::Usage(
-                "--dirty-ratio/--single-dirty-limit with --fs: the store's buffer has its own \
-                 limits of buffered data (add +rcp to --fs for RCP's class-aware ones); drop \
-                 them, or run without --fs (raw files)"
-                    .into(),
-            ));
-        }
-        Ok(self.front_config()?.cache.pages)
+    #[test]
+    fn run_s_page_cache_is_a_quarter_of_available_memory() {
+        let info = "MemTotal:       24000000 kB\nMemAvailable:   23477892 kB\n";
+        // 23 477 892 KiB / 4 = 5 869 473 KiB, down to whole MiB: 5 731 MiB.
+        assert_eq!(host_page_cache(Some(info.into())), 5731 << 20);
+        assert_eq!(
+            host_page_cache(Some("MemAvailable: 100000 kB".into())),
+            64 << 20
+        );
+        assert_eq!(host_page_cache(Some("garbage".into())), 64 << 20);
+        assert_eq!(host_page_cache(None), 64 << 20);
     }
 }

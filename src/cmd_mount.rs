@@ -77,6 +77,7 @@ pub fn cmd_mount(args: MountArgs) -> Result<(), CliError> {
         output: None,
         plot: None,
         ignore_unknown: false,
+        section: Vec::new(),
         quiet: args.quiet,
     };
     out.check()?;

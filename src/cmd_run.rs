@@ -107,13 +107,14 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
         }
         (Some(job), None) => {
             args.out.check_inputs(&[job])?;
-            load_jobs(Some(job), args.out.ignore_unknown)?
+            load_jobs(Some(job), args.out.ignore_unknown, &args.out.section)?
         }
         (None, Some(text)) => sluice::jobset::parse_with_sets(
             text,
             sluice::cmdline_job::ORIGIN,
             &sluice::workload::ParseOptions {
                 ignore_unknown: args.out.ignore_unknown,
+                sections: args.out.section.clone(),
             },
             &[],
         )?,
@@ -154,6 +155,18 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
              whole threads; give 1..={threads}"
         )));
     }
+    let (page_cache, host_default) = args.cache.front_config_on_host()?;
+    if let (Some(bytes), false, true) = (
+        host_default,
+        args.out.quiet,
+        jobs.iter().any(|j| j.buffered),
+    ) {
+        eprintln!(
+            "sluice: page cache of {} MiB for the buffered jobs (a quarter of the available \
+             memory; --page-cache sets it)",
+            bytes >> 20
+        );
+    }
     let cfg = EngineConfig {
         directory: args.directory.clone(),
         workers: args.workers.map(|w| w as usize),
@@ -165,7 +178,7 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
         ring_cap: args.ring_cap,
         wrr_weights: parse_wrr(&args.wrr)?,
         submit_batch: args.submit_batch,
-        page_cache: args.cache.front_config()?,
+        page_cache,
     };
 
     // Ctrl-C (or SIGTERM) once: stop and report what was measured; twice: exit now.
@@ -315,7 +328,7 @@ fn cpu_fields(
 ) {
     let wall = st.wall_ns.max(1) as f64;
     let d = |a: libc::c_long, b: libc::c_long| (a - b).max(0) as u64;
-    for j in &mut report.jobs {
+    for j in report.jobs.iter_mut().chain(&mut report.entries) {
         j.usr_cpu = st.cpu_user_ns as f64 * 100.0 / wall;
         j.sys_cpu = st.cpu_sys_ns as f64 * 100.0 / wall;
         j.ctx = d(after.ru_nvcsw, before.ru_nvcsw) + d(after.ru_nivcsw, before.ru_nivcsw);

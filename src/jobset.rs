@@ -255,9 +255,13 @@ fn relocate_warning(
 pub fn load_jobs_with_sets(
     path: Option<&Path>,
     ignore_unknown: bool,
+    sections: &[String],
     sets: &[JobSet],
 ) -> Result<(Vec<JobSpec>, Vec<String>), CliError> {
-    let opts = ParseOptions { ignore_unknown };
+    let opts = ParseOptions {
+        ignore_unknown,
+        sections: sections.to_vec(),
+    };
     match path {
         Some(p) => {
             let text = sluice_workload::read_text(p).map_err(|source| WorkloadError::Io {

@@ -234,10 +234,16 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
             sluice::cmdline_job::ORIGIN,
             &sluice::workload::ParseOptions {
                 ignore_unknown: args.out.ignore_unknown,
+                sections: args.out.section.clone(),
             },
             &sets,
         )?,
-        None => load_jobs_with_sets(args.job.as_deref(), args.out.ignore_unknown, &sets)?,
+        None => load_jobs_with_sets(
+            args.job.as_deref(),
+            args.out.ignore_unknown,
+            &args.out.section,
+            &sets,
+        )?,
     };
     for w in &warnings {
         sluice::cli::warn(w);

@@ -295,6 +295,7 @@ impl Sweep {
     pub fn jobs(&self, cell: &Cell) -> Result<(Vec<JobSpec>, Vec<String>), CliError> {
         let opts = ParseOptions {
             ignore_unknown: self.ignore_unknown,
+            ..ParseOptions::default()
         };
         parse_with_sets(&self.text, &self.origin, &opts, &self.sets(cell))
     }

@@ -68,16 +68,33 @@ fn the_report_does_not_grow_with_the_run() {
 }
 
 #[test]
-fn a_time_based_job_without_runtime_is_refused() {
+fn a_time_based_job_without_runtime_runs_once_with_a_warning() {
+    // fio 3.33: "time_based requires a runtime/timeout setting", and the job runs once
+    // over its size (it was refused here before issue 41; before issue 17 it ran for
+    // ever).
     let dir = tempfile::tempdir().unwrap();
     let job = write(
         dir.path(),
         "tb.fio",
-        "[w]\nrw=randread\ntime_based\nsize=1m\n",
+        "[w]\nrw=randread\ntime_based\nsize=1m\ndirect=1\n",
     );
-    refused(
-        &sluice(&["sim", &job, "-q"]),
-        &["tb.fio:", "time_based", "runtime="],
+    let o = sluice(&[
+        "sim",
+        &job,
+        "--json",
+        &dir.path().join("o.json").to_string_lossy(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("tb.fio:1: job 'w' is time_based but has no runtime"),
+        "{}",
+        stderr(&o)
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("o.json")).unwrap()).unwrap();
+    assert_eq!(
+        v["jobs"][0]["read"]["total_ios"], 256,
+        "once over 1 MiB of 4 KiB reads"
     );
 }
 

@@ -16,7 +16,7 @@ use sluice::sim::SimConfig;
 
 /// (p50, p99) of the critical reader's completion latency under `none`, ns.
 fn reader_p50_p99(profile: &DeviceProfile) -> (f64, f64) {
-    let (jobs, _) = load_jobs(None, false).expect("the default job parses");
+    let (jobs, _) = load_jobs(None, false, &[]).expect("the default job parses");
     let spec: PolicySpec = "none".parse().expect("policy");
     let out = simulate(&jobs, profile, &spec, &SimConfig::default(), &mut |_| {})
         .expect("the default job runs");

@@ -111,7 +111,13 @@ fn what_each_example_says_and_does() {
     );
     // norandommap is acted on (offsets with replacement), so it does not warn.
     assert!(p.jobs.iter().all(|j| j.norandommap));
-    for opt in ["group_reporting", "gtod_reduce"] {
+    // group_reporting has its effect: one entry per group.
+    assert!(
+        !p.warnings.iter().any(|w| w.contains("'group_reporting'")),
+        "{:?}",
+        p.warnings
+    );
+    for opt in ["gtod_reduce"] {
         assert_eq!(
             p.warnings
                 .iter()
@@ -150,6 +156,14 @@ fn what_each_example_says_and_does() {
         out.report.logs[1].entries.len() as u64,
         out.report.jobs[0].read.total_ios,
         "an entry per I/O"
+    );
+    // group_reporting: the group's two jobs are one entry, under the first's name.
+    let e = &out.report.entries;
+    assert_eq!(e.len(), 1);
+    assert_eq!((e[0].jobname.as_str(), e[0].threads), ("zipf", 2));
+    assert_eq!(
+        e[0].read.total_ios,
+        out.report.jobs[0].read.total_ios + out.report.jobs[1].read.total_ios
     );
 
     // include, ${VAR}, arithmetic, files, loops.

@@ -10,6 +10,7 @@ mod calibrate;
 mod cli;
 mod default_tails;
 mod doc_commands;
+mod fdp;
 mod fio_compat;
 mod fio_examples;
 mod fs_store;

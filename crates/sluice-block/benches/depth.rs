@@ -43,6 +43,7 @@ fn closed_loop(policy: &str, depth: u64, ops: u64) -> u64 {
         class: IoClass::Normal,
         hwq: 0,
         fua: false,
+        placement: 0,
     };
     for i in 0..depth {
         b.submit(0, r(i), i);

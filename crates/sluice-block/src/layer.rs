@@ -31,6 +31,8 @@ pub struct NewRequest {
     pub hwq: u16,
     /// Force unit access for a write ([`Request::fua`]).
     pub fua: bool,
+    /// A write's placement identifier ([`Request::placement`]; 0: none).
+    pub placement: u8,
 }
 
 /// The block layer's record of one request (indexed by its [`ReqId`]).
@@ -324,6 +326,7 @@ impl<M: Meter> BlockLayer<M> {
             hwq: r.hwq,
             parts: 1,
             fua: r.fua,
+            placement: r.placement,
         };
         let rs = &mut self.reqs[idx as usize];
         *rs = ReqState {

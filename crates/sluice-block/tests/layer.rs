@@ -57,6 +57,7 @@ fn req(class: IoClass, len: u32) -> NewRequest {
         class,
         hwq: 0,
         fua: false,
+        placement: 0,
     }
 }
 

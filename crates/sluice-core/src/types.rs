@@ -186,6 +186,11 @@ pub struct Request {
     /// completes only once its data is durable, whatever the device's volatile write
     /// cache holds. Ignored for reads and flushes.
     pub fua: bool,
+    /// NVMe Flexible Data Placement: the placement identifier of a write, i.e. the
+    /// reclaim unit handle whose open reclaim unit takes its data (0, the default
+    /// handle, for a write without one; ignored for other commands). fio's
+    /// `fdp`/`plids` choose it (`dspec`).
+    pub placement: u8,
 }
 
 impl Request {

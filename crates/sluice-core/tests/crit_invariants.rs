@@ -111,6 +111,7 @@ impl Engine {
                     hwq,
                     parts: 1,
                     fua: false,
+                    placement: 0,
                 };
                 self.next_id += 1;
                 self.submit(r);

@@ -21,6 +21,7 @@ fn req(id: u64, flow: u32, op: Op) -> Request {
         hwq: 0,
         parts: 1,
         fua: false,
+        placement: 0,
     }
 }
 

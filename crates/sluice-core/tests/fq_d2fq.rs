@@ -23,6 +23,7 @@ fn req(id: u64, flow: u32, len: u32) -> Request {
         hwq: (id % 4) as u16,
         parts: 1,
         fua: false,
+        placement: 0,
     }
 }
 

@@ -17,6 +17,7 @@ fn req(id: u64, flow: u32, len: u32, hwq: u16, op: Op) -> Request {
         hwq,
         parts: 1,
         fua: false,
+        placement: 0,
     }
 }
 

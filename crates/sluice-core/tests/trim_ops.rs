@@ -29,6 +29,7 @@ fn req(id: u64, op: Op, class: IoClass) -> Request {
         hwq: 0,
         parts: 1,
         fua: false,
+        placement: 0,
     }
 }
 

@@ -30,6 +30,16 @@
 //!   keeps its data (the map has no finer grain). A unit whose write is still in the
 //!   buffer is unmapped too, and mapped again by that write's destage (a trim does not
 //!   cancel a buffered write; in fio's trim-then-write order the write comes after).
+//! * **Flexible Data Placement** (NVMe TP4146, `fdp_ruhs` reclaim unit handles): each
+//!   die keeps one *write point* (open block) per reclaim unit handle (RUH); a host
+//!   write tagged with placement identifier `h` (one reclaim group: the PID is the
+//!   handle's index) programs into handle `h`'s open block, a write without one into
+//!   handle 0's. A block belongs to the handle that opened it, and GC copies its valid
+//!   units into that handle's open block (the spec's *persistently isolated* handles),
+//!   so data of different lifetimes never share an erase block: a block of short-lived
+//!   data is all invalid when it is collected, and long-lived data is never copied with
+//!   it. Here a reclaim unit is one erase block of a die. Without FDP (every write on
+//!   handle 0) the map behaves exactly as with one write point.
 //! * **Write amplification** = (host units programmed + units copied by GC) / host
 //!   units programmed.
 //! * **Preconditioning.** With `precondition = true` (the default) the device starts as
@@ -42,202 +52,12 @@
 //!   a read all of whose units are in the buffer is served from DRAM
 //!   (`buffer_reads`).
 //!
-//! Memory: `4·lpns + 4·ppns + lpns` bytes (8 GiB of 4 KiB units: ≈ 19 MiB), allocated
+//! Memory: `4·lpns + 4·ppns + lpns` bytes (and a byte per erase block: its handle) (8 GiB of 4 KiB units: ≈ 19 MiB), allocated
 //! once; nothing per command.
 
-use crate::profile::ProfileError;
-use serde::{Deserialize, Serialize};
+mod config;
 
-/// The `[flash]` section: flash management for profiles that opt in (needs a
-/// `[write_buffer]`, `media.erase_ns`, `write_placement = "round_robin"`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FlashConfig {
-    /// Size of the simulated logical space, bytes (a multiple of `map_bytes`; offsets
-    /// wrap modulo it). The mapping table is sized by it.
-    pub logical_bytes: u64,
-    /// Mapping unit, bytes (4096: the usual 4 KiB page-level map).
-    #[serde(default = "default_map_bytes")]
-    pub map_bytes: u32,
-    /// Mapping units per erase block (pages per block × page / map_bytes).
-    pub block_units: u32,
-    /// Spare physical space as a fraction of the logical space (0.07 = 7 %).
-    pub over_provisioning: f64,
-    /// Garbage collection runs on a die while it has fewer free blocks than this.
-    #[serde(default = "default_gc_free_blocks")]
-    pub gc_free_blocks: u32,
-    /// Start as after a sequential fill of the whole logical space (default true).
-    #[serde(default = "yes")]
-    pub precondition: bool,
-    /// The dies of a channel share its bus (`media.geometry.channels` buses, unit `u` on
-    /// channel `u mod channels`; default true).
-    #[serde(default = "yes")]
-    pub channel_bus: bool,
-    /// Reads whose data is still in the write buffer are served from DRAM (default
-    /// true).
-    #[serde(default = "yes")]
-    pub buffer_reads: bool,
-}
-
-fn default_map_bytes() -> u32 {
-    4096
-}
-fn default_gc_free_blocks() -> u32 {
-    2
-}
-fn yes() -> bool {
-    true
-}
-
-/// The largest logical space a profile may simulate: 64 GiB (≈ 150 MiB of tables at
-/// 4 KiB units).
-const MAX_LOGICAL_BYTES: u64 = 64 << 30;
-
-/// The most the FTL's tables may take, bytes (512 MiB): the forward and reverse maps
-/// (4 B per logical and per physical unit), the buffered counts (1 B per logical unit)
-/// and per erase block its valid count and free-stack entry (8 B). The shipped `nand`
-/// takes ≈ 19 MiB.
-pub const MAX_TABLE_BYTES: u64 = 512 << 20;
-
-impl FlashConfig {
-    /// Check the ranges and what `[flash]` needs from the rest of the profile.
-    pub(crate) fn validate(
-        &self,
-        origin: &str,
-        media: &crate::profile::Media,
-        has_buffer: bool,
-    ) -> Result<(), ProfileError> {
-        let units = media.units;
-        let has_erase = media.erase_ns.is_some();
-        let round_robin = media.write_placement == crate::profile::WritePlacement::RoundRobin;
-        let has_geometry = media.geometry.is_some();
-        let stripe_bytes = media.stripe_bytes;
-        let bad = |field: &str, problem: String| ProfileError::Invalid {
-            origin: origin.to_string(),
-            field: field.to_string(),
-            problem,
-        };
-        if !has_buffer {
-            return Err(bad("flash", "needs a [write_buffer] section: host writes reach flash through its destage programs".into()));
-        }
-        if !has_erase {
-            return Err(bad(
-                "media.erase_ns",
-                "is missing; [flash] needs the block erase time".into(),
-            ));
-        }
-        if !round_robin {
-            return Err(bad(
-                "media.write_placement",
-                "must be \"round_robin\" with [flash] (the FTL writes out of place)".into(),
-            ));
-        }
-        if self.channel_bus && !has_geometry {
-            return Err(bad("flash.channel_bus", "is true but the profile has no [media.geometry] giving the channels; add it or set channel_bus = false".into()));
-        }
-        if self.map_bytes < 512 || !self.map_bytes.is_power_of_two() {
-            return Err(bad(
-                "flash.map_bytes",
-                format!(
-                    "is {}; use a power of two of at least 512 (4096 is usual)",
-                    self.map_bytes
-                ),
-            ));
-        }
-        let m = self.map_bytes as u64;
-        if self.logical_bytes == 0
-            || self.logical_bytes > MAX_LOGICAL_BYTES
-            || !self.logical_bytes.is_multiple_of(m)
-        {
-            return Err(bad(
-                "flash.logical_bytes",
-                format!(
-                    "is {}; give a multiple of map_bytes ({m}) up to {MAX_LOGICAL_BYTES} (64 GiB), e.g. 8589934592",
-                    self.logical_bytes
-                ),
-            ));
-        }
-        if self.block_units == 0 || self.block_units > 1 << 16 {
-            return Err(bad(
-                "flash.block_units",
-                format!(
-                    "is {}; give the mapping units per erase block, 1..=65536 (e.g. 256 pages of 8 KiB / 4 KiB = 512)",
-                    self.block_units
-                ),
-            ));
-        }
-        if !(0.0..=1.0).contains(&self.over_provisioning) {
-            return Err(bad(
-                "flash.over_provisioning",
-                format!(
-                    "is {}; give the spare fraction in 0..=1 (0.07 = 7 %)",
-                    self.over_provisioning
-                ),
-            ));
-        }
-        if self.gc_free_blocks == 0 {
-            return Err(bad(
-                "flash.gc_free_blocks",
-                "is 0; garbage collection needs at least one free block (2 is usual)".into(),
-            ));
-        }
-        let g = Geometry::of(self, units);
-        let blocks = g.blocks_per_die as u64 * units as u64;
-        let ppns = blocks * self.block_units as u64;
-        let table = 4 * g.lpns + 4 * ppns + g.lpns + 8 * blocks;
-        if table > MAX_TABLE_BYTES || ppns >= NONE as u64 {
-            return Err(bad(
-                "flash.map_bytes",
-                format!(
-                    "{} with logical_bytes = {}, over_provisioning = {} and block_units = {} \
-                     gives {} MiB of mapping tables ({ppns} physical units); the limit is \
-                     {} MiB: raise map_bytes or block_units, or lower logical_bytes",
-                    self.map_bytes,
-                    self.logical_bytes,
-                    self.over_provisioning,
-                    self.block_units,
-                    table >> 20,
-                    MAX_TABLE_BYTES >> 20
-                ),
-            ));
-        }
-        let spare = g.blocks_per_die as u64 * units as u64 * self.block_units as u64 - g.lpns;
-        let need = (self.gc_free_blocks as u64 + 2) * units as u64 * self.block_units as u64;
-        if spare < need {
-            return Err(bad(
-                "flash.over_provisioning",
-                format!(
-                    "is {} but leaves {spare} spare mapping units; garbage collection needs at least (gc_free_blocks + 2) blocks per die = {need}: raise it, or logical_bytes, or lower block_units",
-                    self.over_provisioning
-                ),
-            ));
-        }
-        if self.precondition {
-            // The fill places `media.stripe_bytes` of consecutive units per die in turn
-            // (as LBA striping): with stripes large against the logical space, the
-            // first dies get more than their share, and each die needs its own spare.
-            let per = (stripe_bytes / self.map_bytes).max(1) as u64;
-            let stripes = g.lpns.div_ceil(per);
-            let busiest = (stripes.div_ceil(units as u64) * per).min(g.lpns);
-            let room = g.blocks_per_die as u64 * self.block_units as u64;
-            let need = (self.gc_free_blocks as u64 + 2) * self.block_units as u64;
-            if busiest + need > room {
-                return Err(bad(
-                    "media.stripe_bytes",
-                    format!(
-                        "is {stripe_bytes}: a preconditioned fill of {} bytes in stripes of \
-                         that size over {units} units puts {busiest} mapping units on the \
-                         first die, which holds {room} and needs {need} of them spare for \
-                         garbage collection; lower stripe_bytes (a page, e.g. 8192), raise \
-                         logical_bytes or over_provisioning, or set precondition = false",
-                        self.logical_bytes
-                    ),
-                ));
-            }
-        }
-        Ok(())
-    }
-}
+pub use config::{FlashConfig, MAX_RUHS, MAX_TABLE_BYTES};
 
 /// Sizes derived from the configuration.
 #[derive(Clone, Copy, Debug)]
@@ -306,14 +126,18 @@ pub(crate) struct Ftl {
     block_units: u32,
     blocks_per_die: u32,
     gc_free_blocks: u32,
+    /// Write points per die: the reclaim unit handles (1 without FDP).
+    handles: u32,
     fwd: Vec<u32>,
     rev: Vec<u32>,
     /// Valid units per block (global block index = die · blocks_per_die + block).
     valid: Vec<u32>,
     /// Per die: free blocks (global indices), used as a stack.
     free: Vec<Vec<u32>>,
-    /// Per die: the active block and its next unit.
+    /// Per die and handle (`die · handles + h`): the open block and its next unit.
     active: Vec<(u32, u32)>,
+    /// Per block: the handle whose write point opened it (GC copies its data there).
+    owner: Vec<u8>,
     /// Per LPN: buffered pieces covering it not yet destaged (saturating).
     buffered: Vec<u8>,
     pub(crate) stats: FlashStats,
@@ -327,6 +151,7 @@ impl Ftl {
         let blocks = g.blocks_per_die as usize * dies as usize;
         let ppns = blocks * c.block_units as usize;
         assert!(ppns < NONE as usize, "flash too large for 32-bit PPNs");
+        let handles = c.fdp_ruhs.clamp(1, MAX_RUHS);
         let mut f = Ftl {
             map_shift: c.map_bytes.trailing_zeros(),
             lpns: g.lpns,
@@ -334,6 +159,7 @@ impl Ftl {
             block_units: c.block_units,
             blocks_per_die: g.blocks_per_die,
             gc_free_blocks: c.gc_free_blocks,
+            handles,
             fwd: vec![NONE; g.lpns as usize],
             rev: vec![NONE; ppns],
             valid: vec![0; blocks],
@@ -344,7 +170,8 @@ impl Ftl {
                     (b0..b0 + g.blocks_per_die).rev().collect()
                 })
                 .collect(),
-            active: vec![(NONE, 0); dies as usize],
+            active: vec![(NONE, 0); dies as usize * handles as usize],
+            owner: vec![0; blocks],
             buffered: vec![0; g.lpns as usize],
             stats: FlashStats {
                 logical_units: g.lpns,
@@ -356,7 +183,7 @@ impl Ftl {
             let per = stripe_units.max(1);
             for l in 0..g.lpns as u32 {
                 let d = l / per % dies;
-                let p = f.alloc(d);
+                let p = f.alloc(d, 0);
                 f.fwd[l as usize] = p;
                 f.rev[p as usize] = l;
                 f.valid[(p / f.block_units) as usize] += 1;
@@ -410,10 +237,16 @@ impl Ftl {
         (0..n).all(|i| self.buffered[((first + i) % self.lpns) as usize] > 0)
     }
 
-    /// Program the buffered piece `[offset, offset + len)` on `die`: garbage-collect
-    /// first if the die is short of free blocks, then map its units there. Returns the
-    /// GC work done.
-    pub(crate) fn program(&mut self, die: u32, offset: u64, len: u64) -> GcWork {
+    /// Program the buffered piece `[offset, offset + len)` on `die` through handle
+    /// `ruh`'s write point (0: no placement; callers keep `ruh` below
+    /// [`Ftl::handles`]): garbage-collect first if the die is short of free blocks,
+    /// then map its units there. Returns the GC work done.
+    pub(crate) fn program(&mut self, die: u32, offset: u64, len: u64, ruh: u32) -> GcWork {
+        debug_assert!(
+            ruh < self.handles,
+            "placement handle {ruh} past the device's"
+        );
+        let ruh = ruh.min(self.handles - 1);
         let mut work = GcWork::default();
         while self.free[die as usize].len() < self.gc_free_blocks as usize {
             match self.collect(die) {
@@ -428,7 +261,7 @@ impl Ftl {
         for i in 0..n {
             let l = ((first + i) % self.lpns) as usize;
             self.invalidate(l);
-            let p = self.alloc_any(die);
+            let p = self.alloc_any(die, ruh);
             self.fwd[l] = p;
             self.rev[p as usize] = l as u32;
             self.valid[(p / self.block_units) as usize] += 1;
@@ -464,17 +297,25 @@ impl Ftl {
         }
     }
 
-    /// Greedy GC of one block of `die`: the block (neither free nor active) with the
-    /// fewest valid units; `None` when no block would gain space.
+    /// Whether block `b` of `die` is a write point's open block.
+    fn is_open(&self, die: u32, b: u32) -> bool {
+        let h0 = (die * self.handles) as usize;
+        self.active[h0..h0 + self.handles as usize]
+            .iter()
+            .any(|&(a, _)| a == b)
+    }
+
+    /// Greedy GC of one block of `die`: the block (neither free nor open) with the
+    /// fewest valid units, copied into its owner handle's write point; `None` when no
+    /// block would gain space.
     fn collect(&mut self, die: u32) -> Option<GcWork> {
         let b0 = die * self.blocks_per_die;
-        let active = self.active[die as usize].0;
         let mut victim = NONE;
         let mut least = self.block_units;
         // Free blocks have no valid unit but are not victims; a victim must have an
         // invalid unit (fewer valid units than a block), or collecting it gains nothing.
         for b in b0..b0 + self.blocks_per_die {
-            if b == active || self.free[die as usize].contains(&b) {
+            if self.is_open(die, b) || self.free[die as usize].contains(&b) {
                 continue;
             }
             let v = self.valid[b as usize];
@@ -483,7 +324,11 @@ impl Ftl {
                 victim = b;
             }
         }
-        if victim == NONE || least > self.room(die) {
+        if victim == NONE {
+            return None;
+        }
+        let ruh = self.owner[victim as usize] as u32;
+        if least > self.room(die, ruh) {
             return None;
         }
         let base = victim * self.block_units;
@@ -495,7 +340,7 @@ impl Ftl {
             }
             self.rev[u as usize] = NONE;
             self.valid[victim as usize] -= 1;
-            let p = self.alloc(die);
+            let p = self.alloc(die, ruh);
             self.fwd[l as usize] = p;
             self.rev[p as usize] = l;
             self.valid[(p / self.block_units) as usize] += 1;
@@ -506,25 +351,28 @@ impl Ftl {
         Some(GcWork { copies, erases: 1 })
     }
 
-    /// The next unit of `die`'s active block, opening a free block when it is full.
+    /// The next unit of handle `ruh`'s open block on `die`, opening a free block when
+    /// it is full.
     /// # Panics
     /// If the die has neither room nor a free block (callers keep GC ahead of this).
-    fn alloc(&mut self, die: u32) -> u32 {
-        let (b, next) = self.active[die as usize];
+    fn alloc(&mut self, die: u32, ruh: u32) -> u32 {
+        let w = (die * self.handles + ruh) as usize;
+        let (b, next) = self.active[w];
         if b != NONE && next < self.block_units {
-            self.active[die as usize].1 += 1;
+            self.active[w].1 += 1;
             return b * self.block_units + next;
         }
         let nb = self.free[die as usize]
             .pop()
             .expect("FTL: a die ran out of free blocks (over-provisioning checked by validate)");
-        self.active[die as usize] = (nb, 1);
+        self.active[w] = (nb, 1);
+        self.owner[nb as usize] = ruh as u8;
         nb * self.block_units
     }
 
-    /// Units `die` can still write without collecting.
-    fn room(&self, die: u32) -> u32 {
-        let (b, next) = self.active[die as usize];
+    /// Units handle `ruh` can still write on `die` without collecting.
+    fn room(&self, die: u32, ruh: u32) -> u32 {
+        let (b, next) = self.active[(die * self.handles + ruh) as usize];
         let in_active = if b == NONE {
             0
         } else {
@@ -533,19 +381,19 @@ impl Ftl {
         in_active + self.free[die as usize].len() as u32 * self.block_units
     }
 
-    fn has_room(&self, die: u32) -> bool {
-        self.room(die) > 0
+    fn has_room(&self, die: u32, ruh: u32) -> bool {
+        self.room(die, ruh) > 0
     }
 
     /// A unit on `die`, or — if GC could not free one there (every block of the die
     /// fully valid, which uniform writes make vanishingly rare) — on the next die that
     /// has room. Some die always has room: physical space exceeds logical space by
     /// more than a block per die (checked by `validate`).
-    fn alloc_any(&mut self, die: u32) -> u32 {
+    fn alloc_any(&mut self, die: u32, ruh: u32) -> u32 {
         for k in 0..self.dies {
             let d = (die + k) % self.dies;
-            if self.has_room(d) {
-                return self.alloc(d);
+            if self.has_room(d, ruh) {
+                return self.alloc(d, ruh);
             }
         }
         unreachable!("FTL: no die has room although physical space exceeds logical space")
@@ -553,140 +401,4 @@ impl Ftl {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn cfg(logical_units: u64, block_units: u32, op: f64, precondition: bool) -> FlashConfig {
-        FlashConfig {
-            logical_bytes: logical_units * 4096,
-            map_bytes: 4096,
-            block_units,
-            over_provisioning: op,
-            gc_free_blocks: 2,
-            precondition,
-            channel_bus: false,
-            buffer_reads: true,
-        }
-    }
-
-    fn check(f: &Ftl) {
-        // Every mapped LPN's unit points back at it; valid counts agree.
-        let mut valid = vec![0u32; f.valid.len()];
-        for (l, &p) in f.fwd.iter().enumerate() {
-            if p != NONE {
-                assert_eq!(f.rev[p as usize], l as u32);
-                valid[(p / f.block_units) as usize] += 1;
-            }
-        }
-        assert_eq!(valid, f.valid);
-    }
-
-    #[test]
-    fn preconditioned_map_is_full_and_consistent() {
-        let f = Ftl::new(&cfg(4096, 64, 0.25, true), 4, 1);
-        assert!(f.fwd.iter().all(|&p| p != NONE));
-        check(&f);
-        assert_eq!(f.die_of(0), Some(0));
-        assert_eq!(f.die_of(4096), Some(1));
-    }
-
-    #[test]
-    fn random_overwrites_amplify_and_keep_the_map_consistent() {
-        // 64 logical blocks per die, 80 physical: 16 spare, 2 kept free.
-        let mut f = Ftl::new(&cfg(16384, 64, 0.25, true), 4, 1);
-        let mut x = 88172645463325252u64;
-        for i in 0..200_000u64 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let lpn = x % 16384;
-            f.buffer_in(lpn * 4096, 4096);
-            f.program((i % 4) as u32, lpn * 4096, 4096);
-            f.buffer_out(lpn * 4096, 4096);
-        }
-        check(&f);
-        let wa = f.stats.write_amplification();
-        // Greedy GC with ≈ 20 % usable spare under uniform random writes: WA ≈ 2–3.
-        assert!(wa > 1.2 && wa < 3.5, "WA {wa}");
-        assert!(f.stats.gc_erases > 0);
-        assert!(f.buffered.iter().all(|&b| b == 0));
-    }
-
-    #[test]
-    fn trimmed_units_are_unmapped_and_gc_copies_fewer() {
-        // The same random overwrites, with and without a trim of half the space
-        // first: the trimmed drive's victims hold fewer valid units.
-        let run = |trim: bool| {
-            let mut f = Ftl::new(&cfg(4096, 64, 0.1, true), 4, 1);
-            if trim {
-                f.trim(0, 2048 * 4096);
-                assert_eq!(f.stats.trimmed_units, 2048);
-                assert!(f.fwd[..2048].iter().all(|&p| p == NONE));
-            }
-            let mut x = 7u64;
-            for _ in 0..20_000 {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                let l = 2048 + (x >> 33) % 2048;
-                f.program((l % 4) as u32, l * 4096, 4096);
-            }
-            check(&f);
-            f.stats.write_amplification()
-        };
-        let (plain, trimmed) = (run(false), run(true));
-        assert!(trimmed < plain, "trimmed WA {trimmed} vs {plain}");
-        assert!(trimmed < 1.3, "{trimmed}");
-    }
-
-    #[test]
-    fn a_partly_covered_unit_keeps_its_data() {
-        let mut f = Ftl::new(&cfg(64, 16, 0.5, true), 1, 1);
-        f.trim(2048, 3 * 4096);
-        // Units 1 and 2 are wholly inside [2 KiB, 14 KiB); 0 and 3 only partly.
-        assert_eq!(f.stats.trimmed_units, 2);
-        assert!(f.fwd[0] != NONE && f.fwd[3] != NONE);
-        assert!(f.fwd[1] == NONE && f.fwd[2] == NONE);
-        check(&f);
-    }
-
-    #[test]
-    fn sequential_overwrites_need_no_copies() {
-        let mut f = Ftl::new(&cfg(4096, 64, 0.25, true), 4, 1);
-        for round in 0..3u64 {
-            for l in 0..4096u64 {
-                f.program(((l + round) % 4) as u32, l * 4096, 4096);
-            }
-        }
-        check(&f);
-        // Whole blocks are invalidated before they are collected.
-        assert!(f.stats.write_amplification() < 1.05, "{:?}", f.stats);
-    }
-
-    #[test]
-    fn buffered_reads_are_tracked() {
-        let mut f = Ftl::new(&cfg(1024, 64, 0.5, false), 2, 1);
-        assert_eq!(f.die_of(0), None);
-        f.buffer_in(8192, 8192);
-        assert!(f.all_buffered(8192, 8192));
-        assert!(!f.all_buffered(4096, 8192));
-        f.program(1, 8192, 8192);
-        assert!(
-            f.all_buffered(8192, 4096),
-            "in the buffer until its program ends"
-        );
-        f.buffer_out(8192, 8192);
-        assert!(!f.all_buffered(8192, 4096));
-        assert_eq!(f.die_of(8192), Some(1));
-    }
-
-    #[test]
-    fn too_little_spare_is_refused() {
-        let c = cfg(4096, 512, 0.01, true);
-        let mut m = crate::DeviceProfile::builtin("nand").unwrap().media;
-        m.units = 4;
-        m.geometry = None;
-        let e = c.validate("x", &m, true).unwrap_err().to_string();
-        assert!(e.contains("over_provisioning"), "{e}");
-    }
-}
+mod tests;

@@ -166,6 +166,7 @@ mod tests {
             offset: 0,
             len: 4096,
             fua: false,
+            placement: 0,
         };
         assert!(matches!(d.submit(0, 8, cmd), Err(SubmitError::BadQueue)));
         assert_eq!(d.sq_free(8), 0);

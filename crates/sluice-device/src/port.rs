@@ -65,6 +65,7 @@ impl DevicePort for SimPort {
             offset: d.req.offset,
             len: d.req.len,
             fua: d.req.fua,
+            placement: d.req.placement,
         };
         self.device
             .submit(now_ns, qid, cmd)

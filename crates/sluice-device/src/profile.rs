@@ -515,6 +515,13 @@ impl DeviceProfile {
             .map(|z| z.zone_size_bytes.saturating_mul(z.zones as u64))
     }
 
+    /// The NVMe Flexible Data Placement reclaim unit handles the device offers (its
+    /// placement identifiers are `0..n`, one reclaim group); 0 when it has no FDP
+    /// (no `[flash]`, or `[flash] fdp_ruhs` absent or 0). See [`crate::ftl`].
+    pub fn fdp_ruhs(&self) -> u32 {
+        self.flash.as_ref().map_or(0, |f| f.fdp_ruhs)
+    }
+
     /// Names of the builtin profiles.
     pub const BUILTIN: &'static [&'static str] = &[
         "ull", "zssd", "nand", "x25m", "mtron", "vertex", "cf", "zns",

@@ -88,6 +88,7 @@ fn urgent_is_fetched_before_weighted() {
                 offset: tag as u64 * 4096,
                 len: 4096,
                 fua: false,
+                placement: 0,
             },
         )
         .unwrap();

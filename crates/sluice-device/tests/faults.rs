@@ -46,6 +46,7 @@ fn a_timed_out_command_completes_failed_at_submit_plus_the_timeout() {
             offset: tag as u64 * 4096,
             len: 4096,
             fua: false,
+            placement: 0,
         };
         d.submit(1_000 * tag as u64, q, cmd).unwrap();
     }

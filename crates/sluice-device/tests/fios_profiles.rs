@@ -158,6 +158,7 @@ fn write_units_hold_the_whole_group() {
         offset,
         len: 4096,
         fua: false,
+        placement: 0,
     };
     ssd.submit(0, q, cmd(1, Op::Write, 0)).unwrap();
     // A read on another unit (stripe 3) right after.

@@ -33,6 +33,7 @@ fn sustained_writes(p: &DeviceProfile, qd: u32, windows: usize, per: u64) -> Vec
             offset: rng.below(span) * 4096,
             len: 4096,
             fua: false,
+            placement: 0,
         }
     };
     for _ in 0..qd {
@@ -109,6 +110,7 @@ fn reads_of_buffered_data_come_from_dram() {
             offset: 1 << 20,
             len: 4096,
             fua: false,
+            placement: 0,
         };
         ssd.advance(at, &mut out);
         ssd.submit(at, qid, c).unwrap();

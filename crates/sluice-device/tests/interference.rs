@@ -88,6 +88,7 @@ fn one(ssd: &mut NvmeSsd, at: u64, op: Op, tag: u32) -> (u64, u64) {
         offset: 0,
         len: 4096,
         fua: false,
+        placement: 0,
     };
     ssd.submit(at, qid, cmd).unwrap();
     let mut out = Vec::new();

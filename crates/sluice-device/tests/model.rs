@@ -78,6 +78,7 @@ fn cmd(tag: u32, op: Op, offset: u64, len: u32) -> Command {
         offset,
         len,
         fua: false,
+        placement: 0,
     }
 }
 

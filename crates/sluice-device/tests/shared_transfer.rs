@@ -92,6 +92,7 @@ fn small_behind_large(p: &DeviceProfile) -> DeviceCompletion {
             offset: u64::from(i) << 20,
             len: 32768,
             fua: false,
+            placement: 0,
         };
         ssd.submit(0, big, c).unwrap();
     }
@@ -101,6 +102,7 @@ fn small_behind_large(p: &DeviceProfile) -> DeviceCompletion {
         offset: 64 << 20,
         len: 4096,
         fua: false,
+        placement: 0,
     };
     ssd.submit(0, small, c).unwrap();
     let mut out = Vec::new();

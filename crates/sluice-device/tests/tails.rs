@@ -23,6 +23,7 @@ fn qd1_reads(p: &DeviceProfile, n: usize, seed: u64) -> Vec<u64> {
             offset: (x % (1 << 20)) * 4096,
             len: 4096,
             fua: false,
+            placement: 0,
         };
         ssd.submit(now, qid, c).unwrap();
         // Internal events (the shared link's) may come before the completion.

@@ -14,6 +14,7 @@ fn one(ssd: &mut NvmeSsd, now: u64, op: Op, offset: u64, len: u32) -> (bool, u64
         offset,
         len,
         fua: false,
+        placement: 0,
     };
     ssd.submit(now, qid, cmd).unwrap();
     let mut out = Vec::new();

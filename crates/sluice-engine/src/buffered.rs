@@ -12,8 +12,8 @@ use sluice_fio::front::{Alloc, Front, FrontConfig, FrontDone, FrontFile, IoBuf};
 
 use std::os::unix::fs::FileExt;
 
-use crate::buf::AlignedBuf;
 use crate::files::FileSet;
+use crate::slab::{CacheBuf, Slab};
 use crate::EngineError;
 
 /// A job I/O's data: its slot buffer.
@@ -33,14 +33,17 @@ impl IoBuf for SlotData {
     }
 }
 
-/// Page-aligned buffers for the cache.
+/// Page-aligned buffers for the cache: its frames from a slab of pre-faulted chunks
+/// ([`crate::slab`]), runs of pages from the heap.
 #[derive(Debug, Default)]
-pub(crate) struct DmaAlloc;
+pub(crate) struct DmaAlloc {
+    slab: Slab,
+}
 
 impl Alloc for DmaAlloc {
-    type Buf = AlignedBuf;
-    fn alloc(&mut self, len: usize) -> AlignedBuf {
-        AlignedBuf::new(len)
+    type Buf = CacheBuf;
+    fn alloc(&mut self, len: usize) -> CacheBuf {
+        self.slab.buf(len)
     }
 }
 
@@ -57,7 +60,7 @@ pub(crate) struct EngineFront {
 impl EngineFront {
     pub(crate) fn new(cfg: FrontConfig, files: Vec<FrontFile>, workers: usize) -> EngineFront {
         EngineFront {
-            front: Front::new(cfg, files, DmaAlloc),
+            front: Front::new(cfg, files, DmaAlloc::default()),
             done: Vec::new(),
             boxes: vec![Vec::new(); workers],
         }

@@ -155,6 +155,7 @@ mod tests {
                 class: IoClass::Normal,
                 hwq: 0,
                 fua,
+                placement: 0,
             };
             dev.block.submit(0, r, i as u64);
         }

@@ -20,6 +20,18 @@ pub enum EngineError {
     /// The job list was empty.
     #[error("no jobs to run")]
     NoJobs,
+    /// A job asks for NVMe Flexible Data Placement (`fdp=1`), which needs write
+    /// commands with a placement directive: NVMe passthrough, which `sluice run` does
+    /// not issue.
+    #[error(
+        "job '{0}' has fdp=1: placement IDs need NVMe passthrough writes to an FDP \
+         namespace (fio's io_uring_cmd, xnvme on /dev/ngXnY), which `sluice run` does \
+         not issue; run it under `sluice sim --device nand`"
+    )]
+    Placement(String),
+    /// A job asks for metadata or protection information (`md_per_io_size`, …).
+    #[error("{0}")]
+    Metadata(String),
     /// `--workers 0`.
     #[error("--workers must be at least 1")]
     NoWorkers,

@@ -56,6 +56,7 @@ mod fill;
 mod groups;
 mod ptime;
 mod ring;
+mod slab;
 mod worker;
 
 use std::path::PathBuf;
@@ -234,6 +235,7 @@ pub fn prepare(
     let workers = worker_count(jobs, cfg)?;
     check_size(jobs, workers)?;
     flows_of(jobs)?;
+    check_placement(jobs)?;
     let plan = files::plan(
         jobs,
         &cfg.directory,
@@ -244,6 +246,21 @@ pub fn prepare(
     // Every worker's ring is sized for the device-wide cap: can the kernel give it?
     drop(ring::new_ring(ring::ring_entries(ring_cap(jobs, cfg)))?);
     FileSet::prepare(plan, cfg.keep_files, stop, progress)
+}
+
+/// Refuse FDP jobs (their placement IDs need NVMe passthrough writes) and jobs that
+/// need metadata or protection information (a namespace formatted with it).
+fn check_placement(jobs: &[JobSpec]) -> Result<(), EngineError> {
+    if let Some(j) = jobs.iter().find(|j| j.placement.fdp) {
+        return Err(EngineError::Placement(j.name.clone()));
+    }
+    match sluice_workload::metadata_refusal(
+        jobs,
+        "`sluice run`'s files and block I/O have none (no NVMe passthrough)",
+    ) {
+        Some(e) => Err(EngineError::Metadata(e)),
+        None => Ok(()),
+    }
 }
 
 /// Most memory of I/O buffers one worker may pin (its threads' iodepth × the largest
@@ -335,21 +352,30 @@ fn deal(jobs: &[JobSpec], files: &FileSet, n_workers: usize) -> Vec<WorkerPlan> 
             index,
             threads: Vec::new(),
             fds: Vec::new(),
+            cache_files: Vec::new(),
         })
         .collect();
     let mut fixed_of: Vec<Vec<Option<u32>>> = vec![vec![None; fplan.files.len()]; n_workers];
+    // Worker `w`'s fixed-file index of file `fi`, registering it on first use.
+    let mut fixed = |plans: &mut [WorkerPlan], w: usize, fi: usize| -> u32 {
+        *fixed_of[w][fi].get_or_insert_with(|| {
+            use std::os::fd::AsRawFd;
+            plans[w].fds.push(files.file(fi).as_raw_fd());
+            (plans[w].fds.len() - 1) as u32
+        })
+    };
+    // The page cache's files, registered on every worker below.
+    let mut cached: Vec<usize> = Vec::new();
     let mut global = 0u32;
     for (j, s) in jobs.iter().enumerate() {
         for t in 0..s.numjobs {
             let w = global as usize % n_workers;
             let fi = fplan.thread_file[global as usize] as usize;
-            let p = &mut plans[w];
-            let fixed = *fixed_of[w][fi].get_or_insert_with(|| {
-                use std::os::fd::AsRawFd;
-                p.fds.push(files.file(fi).as_raw_fd());
-                (p.fds.len() - 1) as u32
-            });
-            p.threads.push(PlannedThread {
+            if s.buffered && !cached.contains(&fi) {
+                cached.push(fi);
+            }
+            let fixed = fixed(&mut plans, w, fi);
+            plans[w].threads.push(PlannedThread {
                 global,
                 job: j as u32,
                 index: t,
@@ -358,6 +384,17 @@ fn deal(jobs: &[JobSpec], files: &FileSet, n_workers: usize) -> Vec<WorkerPlan> 
                 device: fplan.files[fi].device,
             });
             global += 1;
+        }
+    }
+    // The page cache's files on every worker: its writeback goes out on whichever
+    // worker is running (a file's own workers may have ended their jobs while a writer
+    // elsewhere waits for room in the cache).
+    for w in 0..n_workers {
+        for &fi in &cached {
+            let fixed = fixed(&mut plans, w, fi);
+            plans[w]
+                .cache_files
+                .push((fplan.files[fi].base, fixed, fplan.files[fi].device));
         }
     }
     plans
@@ -373,21 +410,25 @@ fn front_of(
     n_workers: usize,
 ) -> Result<Option<buffered::EngineFront>, EngineError> {
     let mut front_files: Vec<sluice_fio::front::FrontFile> = Vec::new();
+    // Every worker has every cache file open (`deal`), so the cache's I/O may go out
+    // on any of them (the first 64: `FrontFile::open_on` is a bit set; the rest use
+    // the file's own queue, the first worker with a thread on it).
+    let open_on = if n_workers >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << n_workers) - 1
+    };
     for p in plans {
         for t in &p.threads {
-            if !jobs[t.job as usize].buffered {
+            if !jobs[t.job as usize].buffered || front_files.iter().any(|f| f.base == t.base) {
                 continue;
             }
-            let bit = if p.index < 64 { 1u64 << p.index } else { 0 };
-            match front_files.iter_mut().find(|f| f.base == t.base) {
-                Some(f) => f.open_on |= bit,
-                None => front_files.push(sluice_fio::front::FrontFile {
-                    base: t.base,
-                    flow: job_flow[t.job as usize],
-                    hwq: p.index as u16,
-                    open_on: bit,
-                }),
-            }
+            front_files.push(sluice_fio::front::FrontFile {
+                base: t.base,
+                flow: job_flow[t.job as usize],
+                hwq: p.index as u16,
+                open_on,
+            });
         }
     }
     if front_files.is_empty() {
@@ -448,6 +489,7 @@ pub fn run_with(
     if jobs.is_empty() {
         return Err(EngineError::NoJobs);
     }
+    check_placement(jobs)?;
     let n_threads = total_threads(jobs)? as usize;
     let n_workers = worker_count(jobs, cfg)?;
     check_size(jobs, n_workers)?;

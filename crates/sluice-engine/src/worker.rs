@@ -90,6 +90,10 @@ pub(crate) struct WorkerPlan {
     pub threads: Vec<PlannedThread>,
     /// The files this worker registers, in fixed-file order.
     pub fds: Vec<RawFd>,
+    /// The page cache's files (buffered jobs' files), registered by every worker so
+    /// that any running worker can issue the cache's I/O: (base, fixed index, block
+    /// device).
+    pub cache_files: Vec<(u64, u32, bool)>,
 }
 
 /// Settings every worker shares.
@@ -164,6 +168,8 @@ pub(crate) struct Worker<'a> {
     slot_len: usize,
     fixed_bufs: bool,
     threads: Vec<Thread>,
+    /// The page cache's files: (base, fixed index, block device).
+    cache_files: Vec<(u64, u32, bool)>,
     /// Request slot → the thread that owns it.
     slot_thread: Vec<u32>,
     /// Request slot → the request's offset (a piece's place in the slot's buffer is
@@ -260,12 +266,20 @@ impl Port for Worker<'_> {
         self.samples.push(*s);
     }
 
-    fn record_error(&mut self, job: usize, op: Op) {
+    fn record_error(&mut self, job: usize, thread: u32, op: Op) {
         self.sh
             .collector
             .lock()
             .expect("collector lock")
-            .record_error(job, op);
+            .record_thread_error(job, thread, op);
+    }
+
+    fn thread_end(&mut self, job: usize, thread: u32, at: Nanos) {
+        self.sh
+            .collector
+            .lock()
+            .expect("collector lock")
+            .thread_done(job, thread, at);
     }
 
     fn job_done(&mut self, job: usize, at: Nanos) {
@@ -330,6 +344,11 @@ impl<'a> Worker<'a> {
     /// Run this worker's jobs of stonewall group `g`, which started at `group_start`.
     pub(crate) fn run_group(&mut self, g: usize, group_start: Nanos) -> Result<(), EngineError> {
         self.cur_group = g;
+        self.dev
+            .lock()
+            .expect("device lock")
+            .port
+            .rejoin(self.index);
         self.with_runner(|r, w| r.start_group(g, group_start, w));
         self.clock();
         self.last_flush = self.now;
@@ -343,7 +362,11 @@ impl<'a> Worker<'a> {
             self.sync(None)?;
             // The page cache's own I/O in this ring ends before the worker does (its
             // buffers stay the cache's until their completions are reaped).
-            if self.runner().active() == 0 && self.outstanding == 0 && self.in_ring == 0 {
+            if self.runner().active() == 0
+                && self.outstanding == 0
+                && self.in_ring == 0
+                && self.leave_port()
+            {
                 break;
             }
             if self.new_front.is_empty() {
@@ -360,6 +383,26 @@ impl<'a> Worker<'a> {
         }
         self.flush();
         Ok(())
+    }
+
+    /// This worker's jobs of the group are done: it stops taking its outbox (the page
+    /// cache's writeback queued for its queue goes out on the workers still running,
+    /// which wait for it) — unless it is the last one and pieces are still in its
+    /// outbox (`false`: go round once more).
+    fn leave_port(&mut self) -> bool {
+        let mut dev = self.dev.lock().expect("device lock");
+        // The last worker stays while the block layer holds requests (the page cache's
+        // writeback, held by the policy or a timer): their pages are under writeback,
+        // not dirty, so the write-out after the run would pass them over.
+        if !dev.port.others_live(self.index) && dev.block.live() > 0 {
+            return false;
+        }
+        let left = dev.port.leave(self.index, &mut self.to_wake);
+        drop(dev);
+        for w in self.to_wake.drain(..) {
+            self.bells[w].ring();
+        }
+        left
     }
 
     /// The run is over: this worker's facts.

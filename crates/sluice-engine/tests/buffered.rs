@@ -127,3 +127,32 @@ fn a_time_based_job_gives_its_end_fsync_when_its_runtime_ends() {
         assert_eq!(r.extra.page_cache.expect("a page cache").flushes, 2);
     }
 }
+
+/// A writer waiting for room in the cache is not left waiting for writeback queued
+/// for a worker whose jobs have ended: `b` dirties pages of its file and ends; `a`,
+/// on the other worker, writes on past the dirty limit, which `b`'s pages count
+/// towards. Their writeback once stayed with `b`'s ended worker and `a` waited for
+/// ever (fio's `dedupe-global` example hung this way); now the running worker issues
+/// it (every worker has the cache's files open).
+#[test]
+fn a_writer_is_not_left_waiting_on_an_ended_workers_writeback() {
+    for round in 0..3 {
+        let dir = tempfile::tempdir().unwrap();
+        let Some(out) = run(
+            "[a]\ndirect=0\nrw=write\nbs=4k\nsize=48m\nfilename=a\n\
+             [b]\ndirect=0\nrw=write\nbs=4k\nsize=4m\nfilename=b\n",
+            2,
+            dir.path(),
+        ) else {
+            return;
+        };
+        let r = &out.report;
+        assert_eq!(r.jobs[0].write.total_ios, 12 * 1024, "round {round}");
+        assert_eq!(r.jobs[1].write.total_ios, 1024, "round {round}");
+        let pc = r.extra.page_cache.expect("a page cache");
+        assert!(
+            pc.cache.throttled > 0,
+            "a's writer reached the dirty limit: {pc:?}"
+        );
+    }
+}

@@ -29,7 +29,8 @@ use sluice_block::{Finished, NewRequest};
 use sluice_core::{FlowId, IoClass, Nanos, Op};
 use sluice_metrics::{IoDepths, Sample};
 use sluice_workload::{
-    stonewall_groups, stream_seed, IoSource, IoSpec, JobSpec, NextIo, PrioDraw, SteadyTrack,
+    stonewall_groups, stream_seed, IoSource, IoSpec, JobSpec, NextIo, PlacementDraw, PrioDraw,
+    SteadyTrack,
 };
 
 use crate::latency::{LatTarget, LatVerdict};
@@ -108,10 +109,18 @@ pub trait Port {
     }
     /// One completed I/O.
     fn record(&mut self, s: &Sample);
-    /// An error of `job` that produced no sample (a failed verify check).
-    fn record_error(&mut self, job: usize, op: Op);
+    /// An error of thread `thread` (its index within the job) of `job` that
+    /// produced no sample (a failed verify check).
+    fn record_error(&mut self, job: usize, thread: u32, op: Op);
     /// Job `job` ended at `at` (called once per end; the first call counts).
     fn job_done(&mut self, job: usize, at: Nanos);
+    /// Thread `thread` (its index within the job) of job `job` is done at `at`:
+    /// its I/O issued and drained (fio reports it as a job of its own, whose runtime
+    /// ends there; [`Collector::thread_done`]). Called before the job's
+    /// [`Port::job_done`] when it is the job's last.
+    ///
+    /// [`Collector::thread_done`]: sluice_metrics::Collector::thread_done
+    fn thread_end(&mut self, job: usize, thread: u32, at: Nanos);
     /// Job `job` ended and has `exitall`: end `others`, the jobs of its group still
     /// running here, now. (A [`Scope::Part`] world ends them in every part.)
     fn exit_all(&mut self, job: u32, others: &[u32]);
@@ -158,6 +167,8 @@ struct Thread {
     verify: Option<Box<Verifier>>,
     /// fio's per-I/O priorities (`cmdprio_*`): the class of each I/O drawn high.
     prio: Option<PrioDraw>,
+    /// NVMe FDP (`fdp=1`): each write's placement ID ([`Runner::set_placement`]).
+    place: Option<PlacementDraw>,
     /// fio's token flow (`flow`): the flow, the thread's weight and its I/O count.
     tok: Option<(usize, u32)>,
     tok_count: u64,
@@ -255,6 +266,8 @@ pub struct Runner {
     blocked: Vec<Vec<u32>>,
     /// The zones of a zoned device, for `zonemode=zbd` jobs ([`Runner::set_zoned`]).
     zbd: Option<Zbd>,
+    /// The run's seed (the threads' streams, placement draws).
+    seed: u64,
 }
 
 impl Runner {
@@ -332,6 +345,7 @@ impl Runner {
                         &spec.cmdprio,
                         stream_seed(seed, spec.randseed, t.job as usize, t.index),
                     ),
+                    place: None,
                     outstanding: 0,
                     iodepth: spec.iodepth.max(1),
                     state: State::Idle,
@@ -360,7 +374,38 @@ impl Runner {
             last_job_end: 0,
             stopped: false,
             zbd: None,
+            seed,
         }
+    }
+
+    /// The device offers `handles` NVMe FDP reclaim unit handles (placement IDs
+    /// `0..handles`; 0: no FDP): each thread of an `fdp=1` job of `specs` (the specs
+    /// the runner was made with) gets its placement draw. An error names the job and
+    /// the fix: a device without FDP, a `plids` index past its handles.
+    pub fn set_placement(
+        &mut self,
+        handles: u32,
+        specs: &[JobSpec],
+        device: &str,
+    ) -> Result<(), String> {
+        for th in &mut self.threads {
+            let spec = &specs[th.job as usize];
+            if !spec.placement.fdp {
+                continue;
+            }
+            let seed = stream_seed(self.seed, spec.randseed, th.job as usize, th.index);
+            th.place = PlacementDraw::new(&spec.placement, handles, seed).map_err(|e| {
+                if handles == 0 {
+                    format!(
+                        "job '{}' has fdp=1, which needs a device with NVMe Flexible Data Placement, and the device profile '{device}' has none; use --device nand (or a profile with [flash] fdp_ruhs)",
+                        spec.name
+                    )
+                } else {
+                    format!("job '{}' (plids): {e} (device profile '{device}')", spec.name)
+                }
+            })?;
+        }
+        Ok(())
     }
 
     /// The number of stonewall groups.
@@ -513,31 +558,25 @@ impl Runner {
     ///
     /// [`Collector::add_depths`]: sluice_metrics::Collector::add_depths
     /// [`Collector::set_latency_depth`]: sluice_metrics::Collector::set_latency_depth
-    pub(crate) fn queue_facts(&self) -> impl Iterator<Item = (usize, IoDepths, Option<u32>)> + '_ {
-        self.jobs
-            .iter()
-            .enumerate()
-            .filter(|(_, rt)| rt.here)
-            .map(|(j, rt)| {
-                let mut d = IoDepths::default();
-                let mut lat = None;
-                for &t in &rt.threads {
-                    let th = &self.threads[t as usize];
-                    d.add(&th.depths.total());
-                    if let Some(l) = &th.lat {
-                        lat = Some(lat.map_or(l.depth(), |x: u32| x.max(l.depth())));
-                    }
-                }
-                (j, d, lat)
-            })
+    pub(crate) fn queue_facts(
+        &self,
+    ) -> impl Iterator<Item = (usize, u32, IoDepths, Option<u32>)> + '_ {
+        self.threads.iter().map(|th| {
+            (
+                th.job as usize,
+                th.index,
+                th.depths.total(),
+                th.lat.as_ref().map(|l| l.depth()),
+            )
+        })
     }
 
     /// Give the collector what [`Runner::queue_facts`] says.
     pub fn report_queue_facts(&self, c: &mut sluice_metrics::Collector) {
-        for (j, d, lat) in self.queue_facts() {
-            c.add_depths(j, &d);
+        for (j, t, d, lat) in self.queue_facts() {
+            c.add_depths(j, t, &d);
             if let Some(depth) = lat {
-                c.set_latency_depth(j, depth);
+                c.set_latency_depth(j, t, depth);
             }
         }
     }

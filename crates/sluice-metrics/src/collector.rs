@@ -18,126 +18,15 @@ const NO_BIN: (Nanos, Nanos, usize) = (1, 0, 0);
 /// Bandwidth bin used when [`RunSetup::interval_ns`] is 0.
 pub const DEFAULT_INTERVAL_NS: Nanos = 100_000_000;
 
-/// What the collector needs to know about a run before it starts.
-#[derive(Clone, Debug, Default)]
-pub struct RunSetup {
-    /// The jobs, indexed by [`Sample::job`].
-    pub jobs: Vec<JobInfo>,
-    /// The flows, indexed by [`JobInfo::flow`].
-    pub flows: Vec<FlowInfo>,
-    /// Width of one bandwidth-over-time bin; 0 means 100 ms. [`RunSetup::interval_for`]
-    /// picks one from the planned run length.
-    pub interval_ns: Nanos,
-    /// The `[global]` options as written (fio's `global options`).
-    pub global_options: Vec<(String, String)>,
-}
-
-impl RunSetup {
-    /// A bandwidth bin for a run of `duration_ns`: a 200th of it, clamped to 1 ms … 1 s.
-    pub fn interval_for(duration_ns: Nanos) -> Nanos {
-        (duration_ns / 200).clamp(1_000_000, 1_000_000_000)
-    }
-
-    /// The setup of a run of `jobs` whose flows are `flows` (job `j` in flow
-    /// `job_flow[j]`, as [`sluice_workload::flows_of`] gives them). The bandwidth bin is
-    /// `interval_ns`, or [`RunSetup::interval_for`] the longest job's expected length
-    /// (start delay + ramp + runtime, 1 s for a job without a runtime).
-    pub fn for_jobs(
-        jobs: &[JobSpec],
-        flows: &[Flow],
-        job_flow: &[FlowId],
-        interval_ns: Option<Nanos>,
-    ) -> RunSetup {
-        const NO_RUNTIME_NS: Nanos = 1_000_000_000;
-        let expected_ns = jobs
-            .iter()
-            .map(|s| s.startdelay_ns + s.ramp_ns + s.runtime_ns.unwrap_or(NO_RUNTIME_NS))
-            .max()
-            .unwrap_or(NO_RUNTIME_NS);
-        let groups = sluice_workload::stonewall_groups(jobs);
-        RunSetup {
-            jobs: jobs
-                .iter()
-                .zip(job_flow)
-                .zip(groups)
-                .map(|((s, f), group)| JobInfo {
-                    name: s.name.clone(),
-                    flow: f.index(),
-                    class: s.class,
-                    threads: s.numjobs,
-                    options: s.job_options.clone(),
-                    group,
-                    latency: crate::LatencyTarget {
-                        latency_depth: s.iodepth,
-                        latency_target: s.latency_target_ns.unwrap_or(0) / 1000,
-                        latency_percentile: if s.latency_target_ns.is_some() {
-                            s.latency_percentile
-                        } else {
-                            100.0
-                        },
-                        latency_window: s.latency_window_ns / 1000,
-                    },
-                })
-                .collect(),
-            flows: flows
-                .iter()
-                .map(|f| FlowInfo {
-                    name: f.name.clone(),
-                    weight: f.weight,
-                    latency_only: jobs
-                        .iter()
-                        .zip(job_flow)
-                        .filter(|(_, jf)| **jf == f.id)
-                        .all(|(s, _)| s.class == IoClass::Critical),
-                })
-                .collect(),
-            interval_ns: interval_ns.unwrap_or_else(|| RunSetup::interval_for(expected_ns)),
-            global_options: jobs
-                .first()
-                .map(|j| j.global_options.clone())
-                .unwrap_or_default(),
-        }
-    }
-}
-
-/// One job (one fio job section).
-#[derive(Clone, Debug)]
-pub struct JobInfo {
-    /// The job's name (`jobname` in the report).
-    pub name: String,
-    /// Index of the job's flow in [`RunSetup::flows`].
-    pub flow: usize,
-    /// The job's I/O class.
-    pub class: IoClass,
-    /// How many threads (fio `numjobs`) issue the job's I/O; reported only.
-    pub threads: u32,
-    /// The job section's own options as written (fio's `job options`).
-    pub options: Vec<(String, String)>,
-    /// Its stonewall group (fio's `groupid`; 0 for a run without groups).
-    pub group: usize,
-    /// Its latency-target figures as the job file gives them (the depth its
-    /// `iodepth`; [`Collector::set_latency_depth`] gives the one a search settled on).
-    pub latency: crate::LatencyTarget,
-}
-
-/// One flow (tenant).
-#[derive(Clone, Debug)]
-pub struct FlowInfo {
-    /// The flow's name.
-    pub name: String,
-    /// Its proportional-share weight (at least 1; 0 is treated as 1).
-    pub weight: u32,
-    /// All its jobs are critical: it is served for latency, not for a bandwidth share,
-    /// so it is left out of the weight shares and the fairness index (a critical reader
-    /// beside bulk writers is not a fairness failure).
-    pub latency_only: bool,
-}
+pub use setup::{FlowInfo, JobInfo, RunSetup};
 
 /// One completed I/O, with the four instants of its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sample {
     /// Index of the job in [`RunSetup::jobs`].
     pub job: usize,
+    /// The thread's index within its job (`0..numjobs`; 0 for a job of one thread).
+    pub thread: u32,
     /// Read, write or flush.
     pub op: Op,
     /// The request's class (normally the job's).
@@ -203,7 +92,7 @@ struct Dir {
     /// fio's completion latency: reaped − dispatch, with fio's json+ bins.
     clat: Lat,
     /// `(bytes, I/Os)` per bandwidth bin (the flows' bins), for fio's `bw_min`, …
-    bins: Vec<(u64, u64)>,
+    bins: bins::Bins,
 }
 
 /// fio's bandwidth and IOPS samples of one direction: one per bandwidth bin wholly
@@ -240,8 +129,17 @@ impl Dir {
             bytes: 0,
             lat: Breakdown::new(true, true),
             clat: Lat::with_plat(),
-            bins: Vec::new(),
+            bins: bins::Bins::default(),
         }
+    }
+
+    /// Add `o`'s samples (another thread's of the same direction).
+    fn merge(&mut self, o: &Dir) {
+        self.ios += o.ios;
+        self.bytes += o.bytes;
+        self.lat.merge(&o.lat);
+        self.clat.merge(&o.clat);
+        self.bins.merge(&o.bins);
     }
 
     /// The samples of bins `first..last` (each `interval_ns` wide).
@@ -250,11 +148,11 @@ impl Dir {
             return BwStats::default();
         }
         let secs = interval_ns as f64 / 1e9;
-        let (bw, iops): (Vec<f64>, Vec<f64>) = (first..last)
-            .map(|b| {
-                let (bytes, ios) = self.bins.get(b).copied().unwrap_or((0, 0));
-                (bytes as f64 / 1024.0 / secs, ios as f64 / secs)
-            })
+        let (bw, iops): (Vec<f64>, Vec<f64>) = self
+            .bins
+            .dense(first, last)
+            .into_iter()
+            .map(|(bytes, ios)| (bytes as f64 / 1024.0 / secs, ios as f64 / secs))
             .unzip();
         let (bw_mean, bw_dev) = mean_dev(&bw);
         let (iops_mean, iops_dev) = mean_dev(&iops);
@@ -377,6 +275,30 @@ impl JobAcc {
             latency_depth: None,
         }
     }
+
+    /// Add `o`'s counts (another thread's, or another job's of the same report
+    /// entry): sums, merged histograms, the earlier start, the later end.
+    fn merge(&mut self, o: &JobAcc) {
+        for (a, b) in self.dirs.iter_mut().zip(&o.dirs) {
+            a.merge(b);
+        }
+        self.admit.merge(&o.admit);
+        self.mixed |= o.mixed;
+        self.errors += o.errors;
+        for (a, b) in self.lat_buckets.iter_mut().zip(&o.lat_buckets) {
+            *a += b;
+        }
+        self.start_ns = self.start_ns.min(o.start_ns);
+        self.done_ns = match (self.done_ns, o.done_ns) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            _ => None,
+        };
+        self.depths.add(&o.depths);
+        self.latency_depth = match (self.latency_depth, o.latency_depth) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -397,6 +319,15 @@ struct ClassAcc {
 }
 
 impl ClassAcc {
+    fn new() -> ClassAcc {
+        ClassAcc {
+            ios: 0,
+            bytes: 0,
+            lat: Breakdown::new(true, false),
+            admit: Lat::new(true),
+        }
+    }
+
     /// Add the samples `job` holds (all of this class).
     fn fold(&mut self, job: &JobAcc) {
         for d in &job.dirs {
@@ -422,10 +353,24 @@ fn dir_index(op: Op) -> usize {
 ///
 /// Indexing: [`Sample::job`] must be an index into [`RunSetup::jobs`] and every
 /// [`JobInfo::flow`] an index into [`RunSetup::flows`]; otherwise the collector panics.
+///
+/// # Units
+/// The counts are kept per *unit*: each thread of a job with several threads and
+/// without `group_reporting` is a unit of its own (fio reports it as a job of its
+/// own), any other job is one unit. [`Collector::finish`] merges units into fio's
+/// report entries and into one report per job section.
 #[derive(Debug, Clone)]
 pub struct Collector {
     setup: RunSetup,
-    jobs: Vec<JobAcc>,
+    /// The units' counts (see the type's documentation), job by job.
+    units: Vec<JobAcc>,
+    /// Per job: its first unit and whether each of its threads is a unit.
+    unit_base: Vec<usize>,
+    split: Vec<bool>,
+    /// Per unit: its job.
+    unit_job: Vec<usize>,
+    /// Per job: when it ended ([`Collector::job_done`]).
+    job_done_ns: Vec<Option<Nanos>>,
     flows: Vec<FlowAcc>,
     /// Per class, the samples of another class than their job's (a promoted request);
     /// a class's figures are these and those of its jobs' own samples.
@@ -462,39 +407,84 @@ impl Collector {
         } else {
             setup.interval_ns
         };
-        let jobs = setup.jobs.iter().map(|_| JobAcc::new(0)).collect();
-        let flows = vec![FlowAcc::default(); setup.flows.len()];
-        let class = || ClassAcc {
-            ios: 0,
-            bytes: 0,
-            lat: Breakdown::new(true, false),
-            admit: Lat::new(true),
-        };
-        Collector {
-            setup,
-            jobs,
-            flows,
-            classes: [class(), class(), class()],
+        let mut c = Collector {
+            units: Vec::new(),
+            unit_base: Vec::new(),
+            split: Vec::new(),
+            unit_job: Vec::new(),
+            job_done_ns: Vec::new(),
+            flows: vec![FlowAcc::default(); setup.flows.len()],
+            classes: std::array::from_fn(|_| ClassAcc::new()),
             origin_ns: 0,
             interval_ns,
             last_bin: NO_BIN,
             logs: None,
             steady: Vec::new(),
+            setup: RunSetup::default(),
+        };
+        let mut setup = setup;
+        let jobs = std::mem::take(&mut setup.jobs);
+        c.setup = setup;
+        for j in jobs {
+            c.push_job(j, 0);
+        }
+        c
+    }
+
+    /// Add job `job` and its units, whose windows start at `start_ns`.
+    fn push_job(&mut self, job: JobInfo, start_ns: Nanos) -> usize {
+        let j = self.setup.jobs.len();
+        let split = job.threads > 1 && !job.group_reporting;
+        let n = if split { job.threads as usize } else { 1 };
+        self.unit_base.push(self.units.len());
+        self.split.push(split);
+        self.job_done_ns.push(None);
+        for _ in 0..n {
+            self.units.push(JobAcc::new(start_ns));
+            self.unit_job.push(j);
+        }
+        self.setup.jobs.push(job);
+        j
+    }
+
+    /// The unit of thread `thread` of job `job`.
+    #[inline]
+    fn unit(&self, job: usize, thread: u32) -> usize {
+        let base = self.unit_base[job];
+        if self.split[job] {
+            let n = self.setup.jobs[job].threads;
+            debug_assert!(thread < n, "thread {thread} of a job of {n}");
+            base + thread.min(n - 1) as usize
+        } else {
+            base
         }
     }
 
-    /// Add `d` to job `job`'s depth maps (a runner's, at the end of the run; a world
-    /// with several runners adds each).
-    pub fn add_depths(&mut self, job: usize, d: &crate::IoDepths) {
-        if let Some(a) = self.jobs.get_mut(job) {
-            a.depths.add(d);
+    /// The units of job `job`.
+    fn units_of(&self, job: usize) -> std::ops::Range<usize> {
+        let end = self
+            .unit_base
+            .get(job + 1)
+            .copied()
+            .unwrap_or(self.units.len());
+        self.unit_base[job]..end
+    }
+
+    /// Add `d` to the depth maps of thread `thread` of job `job` (a runner's, at the
+    /// end of the run).
+    pub fn add_depths(&mut self, job: usize, thread: u32, d: &crate::IoDepths) {
+        if job < self.setup.jobs.len() {
+            let u = self.unit(job, thread);
+            self.units[u].depths.add(d);
         }
     }
 
-    /// Job `job`'s latency-target search settled on `depth` (fio's `latency_depth`;
-    /// with several threads, the deepest).
-    pub fn set_latency_depth(&mut self, job: usize, depth: u32) {
-        if let Some(a) = self.jobs.get_mut(job) {
+    /// The latency-target search of thread `thread` of job `job` settled on `depth`
+    /// (fio's `latency_depth`; threads reported together give the deepest).
+    pub fn set_latency_depth(&mut self, job: usize, thread: u32, depth: u32) {
+        if job < self.setup.jobs.len() {
+            let u = self.unit(job, thread);
+            let a = &mut self.units[u];
             a.latency_depth = Some(a.latency_depth.map_or(depth, |d| d.max(depth)));
         }
     }
@@ -531,9 +521,7 @@ impl Collector {
             "job {} names an unknown flow",
             job.name
         );
-        self.setup.jobs.push(job);
-        self.jobs.push(JobAcc::new(self.origin_ns));
-        self.setup.jobs.len() - 1
+        self.push_job(job, self.origin_ns)
     }
 
     /// The bandwidth bin width in use.
@@ -548,8 +536,8 @@ impl Collector {
     pub fn set_window(&mut self, start_ns: Nanos) {
         self.origin_ns = start_ns;
         self.last_bin = NO_BIN;
-        for j in &mut self.jobs {
-            j.start_ns = start_ns;
+        for u in &mut self.units {
+            u.start_ns = start_ns;
         }
     }
 
@@ -557,24 +545,54 @@ impl Collector {
     /// `ramp_time`). Its runtime counts from there. Samples it completes before the run's
     /// origin (set by [`Collector::set_window`]) land in the first bandwidth bin.
     pub fn set_job_window(&mut self, job: usize, start_ns: Nanos) {
-        self.jobs[job].start_ns = start_ns;
+        for u in self.units_of(job) {
+            self.units[u].start_ns = start_ns;
+        }
     }
 
     /// Job `job` finished (a size-based job completed its bytes) at `now_ns`: its runtime
     /// ends there instead of at the end of the run. The first call wins.
+    /// Its threads reported on their own end there too, unless they ended before
+    /// ([`Collector::thread_done`]).
     pub fn job_done(&mut self, job: usize, now_ns: Nanos) {
-        let j = &mut self.jobs[job];
-        if j.done_ns.is_none() {
-            j.done_ns = Some(now_ns);
+        if self.job_done_ns[job].is_none() {
+            self.job_done_ns[job] = Some(now_ns);
+        }
+        for u in self.units_of(job) {
+            let u = &mut self.units[u];
+            if u.done_ns.is_none() {
+                u.done_ns = Some(now_ns);
+            }
         }
     }
 
-    /// Count an error of job `job` that produced no sample (e.g. a failed submission).
-    /// `op` is accepted for the engines' convenience; errors are counted per job, as fio's
-    /// `error` field.
+    /// Thread `thread` of job `job` is done at `now_ns` (its share of a size-based
+    /// job, before the job's last thread): as fio's, the runtime of its own report
+    /// entry ends there (threads reported together end with their job). The first
+    /// call, or [`Collector::job_done`], wins.
+    pub fn thread_done(&mut self, job: usize, thread: u32, now_ns: Nanos) {
+        if !self.split[job] {
+            return;
+        }
+        let u = self.unit(job, thread);
+        let u = &mut self.units[u];
+        if u.done_ns.is_none() {
+            u.done_ns = Some(now_ns);
+        }
+    }
+
+    /// Count an error of job `job` that produced no sample (e.g. a failed submission),
+    /// against its first thread. `op` is accepted for the engines' convenience; errors
+    /// are counted per job, as fio's `error` field.
     pub fn record_error(&mut self, job: usize, op: Op) {
+        self.record_thread_error(job, 0, op);
+    }
+
+    /// Count an error of thread `thread` of job `job` that produced no sample.
+    pub fn record_thread_error(&mut self, job: usize, thread: u32, op: Op) {
         let _ = op;
-        self.jobs[job].errors += 1;
+        let u = self.unit(job, thread);
+        self.units[u].errors += 1;
     }
 
     /// Record one completed I/O. O(1); allocates only when a histogram or the bandwidth
@@ -583,7 +601,8 @@ impl Collector {
     /// treated as zero-length parts (saturating subtraction).
     #[inline]
     pub fn record(&mut self, s: &Sample) {
-        let job = &mut self.jobs[s.job];
+        let unit = self.unit(s.job, s.thread);
+        let job = &mut self.units[unit];
         if s.reaped_ns < job.start_ns {
             return;
         }
@@ -627,18 +646,14 @@ impl Collector {
         } else {
             self.find_bin(rel)
         };
-        let job = &mut self.jobs[s.job];
+        let job = &mut self.units[unit];
         job.lat_buckets[lat_bucket(clat)] += 1;
         let dir = &mut job.dirs[dir_index(s.op)];
         dir.ios += 1;
         dir.bytes += bytes;
         dir.lat.add(lat, sched, device, post);
         dir.clat.add(clat);
-        if bin >= dir.bins.len() {
-            dir.bins.resize(bin + 1, (0, 0));
-        }
-        dir.bins[bin].0 += bytes;
-        dir.bins[bin].1 += 1;
+        dir.bins.add(bin, bytes);
 
         self.flows[fi].ios += 1;
         self.flows[fi].bytes += bytes;
@@ -669,13 +684,9 @@ impl Collector {
             let merged: Vec<u64> = f.bins.chunks(2).map(|c| c.iter().sum()).collect();
             f.bins = merged;
         }
-        for j in &mut self.jobs {
+        for j in &mut self.units {
             for d in &mut j.dirs {
-                d.bins = d
-                    .bins
-                    .chunks(2)
-                    .map(|c| c.iter().fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1)))
-                    .collect();
+                d.bins.coarsen();
             }
         }
         self.interval_ns *= 2;
@@ -683,7 +694,9 @@ impl Collector {
     }
 }
 
+mod bins;
 mod finish;
+mod setup;
 
 #[cfg(test)]
 mod tests;

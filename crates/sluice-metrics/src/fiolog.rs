@@ -360,6 +360,7 @@ mod tests {
     fn sample(job: usize, op: Op, bytes: u32, submit: u64, dispatch: u64, reaped: u64) -> Sample {
         Sample {
             job,
+            thread: 0,
             op,
             class: IoClass::Normal,
             bytes,

@@ -50,24 +50,64 @@ pub fn plat_value(i: usize) -> u64 {
     base + (((2 * k + 1) << error_bits) >> 1)
 }
 
-/// Counts per fio bucket (allocated at the first sample: most directions of most jobs
-/// never see one).
+/// Counts per fio bucket, kept for the range of buckets seen only (in whole groups of
+/// [`PLAT_VAL`]): a run of many threads reported one by one keeps one per thread and
+/// direction, and a thread's latencies span a few groups of the 29.
 #[derive(Clone, Debug)]
 pub(crate) struct PlatHist {
+    /// The bucket of `counts[0]`.
+    base: usize,
     counts: Vec<u64>,
 }
 
 impl PlatHist {
     pub(crate) fn new() -> PlatHist {
-        PlatHist { counts: Vec::new() }
+        PlatHist {
+            base: 0,
+            counts: Vec::new(),
+        }
+    }
+
+    /// Make the counts cover buckets `lo..hi`.
+    fn cover(&mut self, lo: usize, hi: usize) {
+        let g = PLAT_VAL as usize;
+        let lo = lo / g * g;
+        let hi = hi.div_ceil(g) * g;
+        if self.counts.is_empty() {
+            self.base = lo;
+            self.counts = vec![0; hi - lo];
+            return;
+        }
+        if lo < self.base {
+            let mut v = vec![0; self.base - lo];
+            v.extend_from_slice(&self.counts);
+            self.counts = v;
+            self.base = lo;
+        }
+        if hi > self.base + self.counts.len() {
+            self.counts.resize(hi - self.base, 0);
+        }
     }
 
     #[inline]
     pub(crate) fn add(&mut self, v: u64) {
-        if self.counts.is_empty() {
-            self.counts = vec![0; PLAT_NR];
+        let i = plat_index(v);
+        if i < self.base || i >= self.base + self.counts.len() {
+            self.cover(i, i + 1);
         }
-        self.counts[plat_index(v)] += 1;
+        self.counts[i - self.base] += 1;
+    }
+
+    /// Add `o`'s counts.
+    pub(crate) fn merge(&mut self, o: &PlatHist) {
+        if o.counts.is_empty() {
+            return;
+        }
+        self.cover(o.base, o.base + o.counts.len());
+        let at = o.base - self.base;
+        for (a, b) in self.counts[at..].iter_mut().zip(&o.counts) {
+            *a += b;
+        }
     }
 
     /// json+'s `bins`: bucket value → count, non-empty buckets.
@@ -76,7 +116,7 @@ impl PlatHist {
             .iter()
             .enumerate()
             .filter(|(_, c)| **c > 0)
-            .map(|(i, c)| (plat_value(i), *c))
+            .map(|(i, c)| (plat_value(self.base + i), *c))
             .collect()
     }
 }
@@ -116,6 +156,26 @@ mod tests {
         // Beyond the last group: the last bucket.
         assert_eq!(plat_index(u64::MAX), PLAT_NR - 1);
         assert_eq!(plat_index(1 << 40), PLAT_NR - 1);
+    }
+
+    #[test]
+    fn counts_kept_for_the_range_seen_give_the_bins_of_all() {
+        let vals = [5u64, 700, 90_000, 3, 2_000_000_000, 1 << 40, 700];
+        let (mut a, mut b, mut all) = (PlatHist::new(), PlatHist::new(), PlatHist::new());
+        for (k, &v) in vals.iter().enumerate() {
+            if k % 2 == 0 {
+                a.add(v)
+            } else {
+                b.add(v)
+            }
+            all.add(v);
+        }
+        assert!(a.counts.len() < PLAT_NR);
+        let mut m = b.clone();
+        m.merge(&a);
+        assert_eq!(m.bins(), all.bins());
+        assert_eq!(all.bins().values().sum::<u64>(), vals.len() as u64);
+        assert_eq!(all.bins()[&plat_value(plat_index(700))], 2);
     }
 
     #[test]

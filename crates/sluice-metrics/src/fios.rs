@@ -193,6 +193,7 @@ mod tests {
                     threads: 1,
                     options: Vec::new(),
                     group: 0,
+                    group_reporting: false,
                     latency: crate::LatencyTarget::default(),
                 })
                 .collect(),
@@ -213,6 +214,7 @@ mod tests {
                 let submit = reaped - lat[j];
                 c.record(&Sample {
                     job: j,
+                    thread: 0,
                     op: if reads[j] { Op::Read } else { Op::Write },
                     class: IoClass::Normal,
                     bytes: 4096,

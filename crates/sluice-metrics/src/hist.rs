@@ -62,6 +62,13 @@ const MAX_INDEX: usize = ((LZ_BASE as usize) << HALF_MAG) + (u64::MAX >> LZ_BASE
 /// Counts are kept in spans of whole chunks of indices.
 const CHUNK: usize = 64;
 
+/// A histogram starts as a short list of (index, count) and becomes a span at its
+/// [`FEW`]-th distinct index or its [`FEW_VALUES`]-th value: a run of many threads
+/// reported one by one keeps one per thread and latency part, most with a few values
+/// over a wide span.
+const FEW: usize = 16;
+const FEW_VALUES: u64 = 1024;
+
 /// Counts of latency values in HdrHistogram's buckets (3 significant digits).
 ///
 /// Only the span of indices between the smallest and the largest value recorded is
@@ -75,6 +82,8 @@ pub(crate) struct LatHist {
     /// Counts of the indices `base..base + counts.len()`.
     counts: Vec<u64>,
     total: u64,
+    /// Before the span: (index, count), by index ([`FEW`]).
+    few: Vec<(u32, u64)>,
 }
 
 impl LatHist {
@@ -82,12 +91,68 @@ impl LatHist {
     #[inline]
     pub(crate) fn record(&mut self, v: u64) {
         let i = index_of(v);
+        let j = i.wrapping_sub(self.base);
+        if j < self.counts.len() {
+            self.counts[j] += 1;
+            self.total += 1;
+        } else {
+            self.add_n(i, 1);
+        }
+    }
+
+    /// Count `n` values of index `i`: in the list while it is one, else in the span.
+    #[cold]
+    #[inline(never)]
+    fn add_n(&mut self, i: usize, n: u64) {
+        if self.counts.is_empty() {
+            if self.few_add(i, n) {
+                return;
+            }
+            self.make_span();
+        }
         let mut j = i.wrapping_sub(self.base);
         if j >= self.counts.len() {
             j = self.widen(i);
         }
-        self.counts[j] += 1;
-        self.total += 1;
+        self.counts[j] += n;
+        self.total += n;
+    }
+
+    /// Count `n` values of index `i` in the list, if it stays short; whether it did.
+    fn few_add(&mut self, i: usize, n: u64) -> bool {
+        if self.total + n >= FEW_VALUES {
+            return false;
+        }
+        match self.few.binary_search_by_key(&(i as u32), |e| e.0) {
+            Ok(k) => self.few[k].1 += n,
+            Err(_) if self.few.len() >= FEW => return false,
+            Err(k) => self.few.insert(k, (i as u32, n)),
+        }
+        self.total += n;
+        true
+    }
+
+    /// The list becomes the span (nothing to do in a span already).
+    fn make_span(&mut self) {
+        let (Some(first), Some(last)) = (self.few.first(), self.few.last()) else {
+            return;
+        };
+        self.cover(first.0 as usize, last.0 as usize + 1);
+        for &(i, c) in &self.few {
+            self.counts[i as usize - self.base] += c;
+        }
+        self.few = Vec::new();
+    }
+
+    /// This histogram as a span (a copy while it is a list).
+    fn spanned(&self) -> std::borrow::Cow<'_, LatHist> {
+        if self.few.is_empty() {
+            std::borrow::Cow::Borrowed(self)
+        } else {
+            let mut h = self.clone();
+            h.make_span();
+            std::borrow::Cow::Owned(h)
+        }
     }
 
     /// Widen the span to index `i`, doubling it on that side; returns `i`'s place.
@@ -130,7 +195,14 @@ impl LatHist {
 
     /// Add `other`'s counts.
     pub(crate) fn merge(&mut self, other: &LatHist) {
+        if !other.few.is_empty() {
+            for &(i, c) in &other.few {
+                self.add_n(i as usize, c);
+            }
+            return;
+        }
         if !other.counts.is_empty() {
+            self.make_span();
             self.cover(other.base, other.base + other.counts.len());
             let at = other.base - self.base;
             for (c, o) in self.counts[at..].iter_mut().zip(&other.counts) {
@@ -148,6 +220,8 @@ impl LatHist {
     /// The values at `percentiles` (0..=100), ascending, as HdrHistogram's
     /// `value_at_percentile` gives them; one pass over the counts.
     pub(crate) fn values_at_percentiles(&self, percentiles: &[f64]) -> Vec<u64> {
+        let h = self.spanned();
+        let (base, counts, total) = (h.base, &h.counts, h.total);
         let mut out = Vec::with_capacity(percentiles.len());
         // The walk: `cum` counts the values at the indices below `base + j`.
         let mut j = 0;
@@ -161,16 +235,16 @@ impl LatHist {
                 cum = 0;
             }
             prev = q;
-            let target = ((q * self.total as f64).ceil() as u64).max(1);
+            let target = ((q * total as f64).ceil() as u64).max(1);
             let at = loop {
                 if cum >= target && j > 0 {
                     // The previous index already reached the target.
-                    break Some(self.base + j - 1);
+                    break Some(base + j - 1);
                 }
-                if j == self.counts.len() {
+                if j == counts.len() {
                     break None;
                 }
-                cum += self.counts[j];
+                cum += counts[j];
                 j += 1;
             };
             out.push(match at {
@@ -183,12 +257,15 @@ impl LatHist {
     }
 
     /// The recorded buckets in value order: (highest equivalent value, count).
-    pub(crate) fn recorded(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.counts
+    pub(crate) fn recorded(&self) -> impl Iterator<Item = (u64, u64)> {
+        let h = self.spanned();
+        h.counts
             .iter()
             .enumerate()
             .filter(|(_, c)| **c > 0)
-            .map(|(j, c)| (highest_equivalent(value_of(self.base + j)), *c))
+            .map(|(j, c)| (highest_equivalent(value_of(h.base + j)), *c))
+            .collect::<Vec<_>>()
+            .into_iter()
     }
 }
 
@@ -233,12 +310,32 @@ mod tests {
         for v in [465_000, 466_000, 470_000, 460_000] {
             h.record(v);
         }
+        // A few values: a list, whatever their span.
+        assert_eq!((h.few.len(), h.counts.len()), (4, 0));
+        h.record(0);
+        h.record(u64::MAX);
+        assert_eq!((h.few.len(), h.counts.len()), (6, 0));
+        assert_eq!(h.values_at_percentiles(&[50.0]), [465_151]);
+        // More distinct values: the span, over the list's values.
+        for k in 0..FEW as u64 {
+            h.record(466_000 + 1000 * k);
+        }
+        assert!(h.few.is_empty());
+        assert_eq!((h.base, h.base + h.counts.len()), (0, MAX_INDEX + 1));
+        assert_eq!(h.recorded().map(|(_, c)| c).sum::<u64>(), 6 + FEW as u64);
+        let mut h = LatHist::default();
+        for v in [465_000, 466_000, 470_000, 460_000] {
+            for _ in 0..FEW_VALUES / 4 {
+                h.record(v);
+            }
+        }
+        assert!(h.few.is_empty(), "many values: the span");
         assert!(h.counts.len() <= 2 * CHUNK, "{}", h.counts.len());
         // Far below and far above: the span widens both ways, within the index range.
         h.record(0);
         h.record(u64::MAX);
         assert_eq!((h.base, h.base + h.counts.len()), (0, MAX_INDEX + 1));
-        assert_eq!(h.recorded().map(|(_, c)| c).sum::<u64>(), 6);
+        assert_eq!(h.recorded().map(|(_, c)| c).sum::<u64>(), FEW_VALUES + 2);
     }
 
     #[test]

@@ -63,7 +63,7 @@ impl Lat {
     }
 
     /// Add `other`'s samples: exact sums, and the histogram if this one keeps one (then
-    /// `other` must keep one too). The json+ bins are not merged.
+    /// `other` must keep one too); the json+ bins when both keep them.
     pub(crate) fn merge(&mut self, other: &Lat) {
         self.n += other.n;
         self.sum += other.sum;
@@ -77,6 +77,9 @@ impl Lat {
                     .as_ref()
                     .expect("merging into a histogram needs one"),
             );
+        }
+        if let (Some(p), Some(o)) = (&mut self.plat, &other.plat) {
+            p.merge(o);
         }
     }
 

@@ -11,6 +11,11 @@
 //!   per [`IoClass`] a latency histogram, so latency-critical and other I/O can be shown
 //!   apart. Recording is O(1) and allocates only when a histogram or the bandwidth series
 //!   has to grow (amortised, a bounded number of times), never per sample.
+//! * Each thread of a job with several threads (fio's `numjobs`) is counted on its own
+//!   unless the job has `group_reporting`: the report carries fio's entries
+//!   ([`RunReport::entries`]: a thread an entry, or a stonewall group's jobs in one with
+//!   `group_reporting`, as fio's `stat.c`) and one report per job section
+//!   ([`RunReport::jobs`], its threads summed, for sluice's own readers).
 //! * [`Collector::finish`] turns the counters into a [`RunReport`]: serde-serialisable
 //!   with fio's JSON field names where the meaning is the same (`jobname`, `read`,
 //!   `io_bytes`, `bw_bytes`, `bw` in KiB/s, `iops`, `runtime` in ms, `total_ios`,

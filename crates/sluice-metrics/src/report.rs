@@ -20,10 +20,18 @@ pub struct RunReport {
     pub policy: String,
     /// Length of the measurement window (end minus window start), ns.
     pub duration_ns: u64,
-    /// One entry per job, in job order (in the JSON document they are fio's top-level
-    /// `jobs`, each with its run's `policy`, not repeated in the run's object).
+    /// One report per job section, in job order, its `numjobs` threads summed (what
+    /// sluice's own experiments and sweeps read by job name).
     #[serde(skip)]
     pub jobs: Vec<JobReport>,
+    /// fio's report entries, in job order (in the JSON document they are fio's
+    /// top-level `jobs`, each with its run's `policy`, not repeated in the run's
+    /// object; the tables and terse lines show them too): each thread of a job with
+    /// `numjobs` > 1 is an entry of its own (the job's name and `groupid`), unless
+    /// `group_reporting` merges the jobs of a stonewall group into one entry with the
+    /// first job's name. A run without either has the same entries as `jobs`.
+    #[serde(skip)]
+    pub entries: Vec<JobReport>,
     /// One entry per flow, in flow order.
     pub flows: Vec<FlowReport>,
     /// One entry per I/O class that a job uses or that completed I/O, most urgent first.
@@ -175,7 +183,7 @@ impl RunReport {
     /// Remove fio's json+ bins (`clat_ns.bins`) from every job: the JSON then is fio's
     /// plain `json` shape.
     pub fn drop_bins(&mut self) {
-        for j in &mut self.jobs {
+        for j in self.jobs.iter_mut().chain(&mut self.entries) {
             for d in [&mut j.read, &mut j.write, &mut j.trim, &mut j.sync] {
                 d.clat_ns.bins = None;
                 d.lat_ns.bins = None;
@@ -485,11 +493,11 @@ fn document(runs: &[RunReport]) -> Document<'_> {
             .iter()
             .scan(0, |first, r| {
                 let base = *first;
-                *first += r.jobs.iter().map(|j| j.group + 1).max().unwrap_or(1);
+                *first += r.entries.iter().map(|j| j.group + 1).max().unwrap_or(1);
                 Some((base, r))
             })
             .flat_map(|(base, r)| {
-                r.jobs.iter().map(move |j| JobEntry {
+                r.entries.iter().map(move |j| JobEntry {
                     jobname: &j.jobname,
                     groupid: base + j.group,
                     policy: &r.policy,

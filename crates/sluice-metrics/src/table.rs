@@ -1,6 +1,7 @@
 //! The run report as text tables: jobs, classes, flows and fairness.
 
-use crate::report::{DirReport, LatReport, RunReport};
+use crate::report::{DirReport, JobReport, LatReport, RunReport};
+use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
 
 use crate::Table;
@@ -119,7 +120,7 @@ pub fn print_table(runs: &[RunReport], out: &mut dyn Write) -> io::Result<()> {
             "policy {}: {:.3} s measured, {} jobs, {} flows",
             r.policy,
             r.duration_ns as f64 / 1e9,
-            r.jobs.len(),
+            r.entries.len(),
             r.flows.len()
         )?;
     }
@@ -145,19 +146,35 @@ pub fn print_table(runs: &[RunReport], out: &mut dyn Write) -> io::Result<()> {
     ]);
     // fio's `err=` of the job line: failed I/Os (under `--faults`, or a real device's
     // errors), a column only when a job has some.
-    let errors = runs.iter().any(|r| r.jobs.iter().any(|j| j.error > 0));
+    let errors = runs.iter().any(|r| r.entries.iter().any(|j| j.error > 0));
     if errors {
         cols.push(("err", true));
     }
     let mut t = Table::new(&cols, multi);
-    let names = union_names(
-        runs.iter()
-            .map(|r| r.jobs.iter().map(|j| j.jobname.as_str()).collect()),
-    );
-    for name in &names {
+    // fio's entries: a job's threads reported one by one share its name; the k-th
+    // entry of a name in one run stands beside the k-th of it in another.
+    let mut keys: Vec<(&str, usize)> = Vec::new();
+    let mut known: HashSet<(&str, usize)> = HashSet::new();
+    let mut by_key: Vec<HashMap<(&str, usize), &JobReport>> = Vec::new();
+    for r in runs {
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        let mut m = HashMap::new();
+        for j in &r.entries {
+            let n = seen.entry(j.jobname.as_str()).or_default();
+            let key = (j.jobname.as_str(), *n);
+            *n += 1;
+            m.insert(key, j);
+            if known.insert(key) {
+                keys.push(key);
+            }
+        }
+        by_key.push(m);
+    }
+    for &(name, k) in &keys {
         let per_run: Vec<_> = runs
             .iter()
-            .map(|r| (r, r.jobs.iter().find(|j| j.jobname == *name)))
+            .zip(&by_key)
+            .map(|(r, m)| (r, m.get(&(name, k)).copied()))
             .collect();
         let class = per_run
             .iter()
@@ -217,7 +234,7 @@ pub fn print_table(runs: &[RunReport], out: &mut dyn Write) -> io::Result<()> {
 fn classes_add_something(runs: &[RunReport]) -> bool {
     runs.iter().any(|r| {
         r.classes.iter().any(|c| {
-            let jobs: Vec<_> = r.jobs.iter().filter(|j| j.class == c.class).collect();
+            let jobs: Vec<_> = r.entries.iter().filter(|j| j.class == c.class).collect();
             let ios: u64 = jobs
                 .iter()
                 .flat_map(|j| j.dirs())

@@ -87,7 +87,7 @@ fn job_line(out: &mut String, groupid: usize, j: &JobReport) {
 pub fn terse(runs: &[RunReport]) -> String {
     let mut out = String::new();
     for (g, r) in runs.iter().enumerate() {
-        for j in &r.jobs {
+        for j in &r.entries {
             job_line(&mut out, g, j);
         }
     }

@@ -15,6 +15,7 @@ pub(crate) fn setup(flows: &[(&str, u32)], jobs: &[(&str, usize, IoClass)]) -> R
                 threads: 1,
                 options: Vec::new(),
                 group: 0,
+                group_reporting: false,
                 latency: crate::LatencyTarget::default(),
             })
             .collect(),
@@ -43,6 +44,7 @@ pub(crate) fn sample(
     let submit = reaped - sched - device - post;
     Sample {
         job,
+        thread: 0,
         op,
         class: IoClass::Normal,
         bytes,

@@ -11,19 +11,31 @@
 //! The backing files are `O_DIRECT`: a request is widened to whole [`BLOCK`]s. A read
 //! reads the widened range and replies the part asked for, cut at the file's end as
 //! the daemon knows it. A write that does not cover whole blocks reads its first and
-//! last blocks (read-modify-write) under a range lock ([`crate::lock`]); a write past
+//! last blocks (read-modify-write) under a range lock (below); a write past
 //! the end cuts the file back to its true end with `ftruncate` under a lock to the end
 //! of the address space, so the file never stays a block too long.
+//!
+//! # Range locks and inheritance (RCP, FAST '17 §4.2)
+//! Two writes touching the same block, or a write racing a truncation at the end, would
+//! lose one another's bytes: each takes the range it reads and writes (to the end of the
+//! address space when it moves the end of the file) before it starts, and overlapping
+//! ranges wait their turn (an aligned write too, so a read-modify-write never puts back
+//! old bytes of a block it covers). Reads take none: a block is written whole. The
+//! ranges are the runtime's [`RangeLock`] (one per data file, of the stack's level):
+//! each held range records its holder task, so a critical caller's write waiting behind
+//! a background read-modify-write of the same block boosts that task — its reads and
+//! writes already queued in the block layer are promoted to the critical class, the
+//! I/O it issues while it holds the range is critical, and the boost ends when it
+//! releases the range — as a critical fsync promotes the flusher's queued writeback.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::{Arc, Mutex};
 
 use fuser::{Errno, ReplyAttr};
-use sluice_runtime::{Activity, DmaBuffer, File, IoOptions, Op, FILE_SPAN};
+use sluice_runtime::{Activity, DmaBuffer, File, IoOptions, Op, RangeGuard, RangeLock, FILE_SPAN};
 
 use crate::cached;
 use crate::hub::{Job, Stamps};
-use crate::lock::{RangeGuard, RangeLocks};
 use crate::sys;
 use crate::trace::Trace;
 
@@ -45,7 +57,8 @@ pub struct DataFile {
     /// The file's length as the daemon knows it (the backing file's, except for a
     /// moment after a write past the end, before it is cut back).
     pub size: Mutex<u64>,
-    pub locks: Arc<RangeLocks>,
+    /// The byte ranges held by its writes, truncations and fallocates ([`range_locks`]).
+    pub locks: RangeLock,
     pub writable: bool,
     /// The stack has a page cache (`--cache`): callers without `O_DIRECT` go through
     /// it, and fsync, truncation, fallocate and the last close write it back first.
@@ -90,6 +103,13 @@ impl DataFile {
     pub(crate) fn set_size(&self, s: u64) {
         *self.size.lock().unwrap_or_else(|e| e.into_inner()) = s;
     }
+}
+
+/// A data file's range locks: the stack's own (RCP's kernel level: a critical waiter
+/// boosts the holder whenever the stack's inheritance is on), named in the report's
+/// table of where critical tasks waited.
+pub fn range_locks() -> RangeLock {
+    RangeLock::new_stack_level().named("mount block ranges")
 }
 
 pub(crate) fn floor(x: u64) -> u64 {
@@ -185,7 +205,7 @@ pub(crate) async fn read(
 /// block past the end) holds from the block of the end onward; any other its blocks (an
 /// aligned write too: a read-modify-write of a block it covers must not put old bytes
 /// back; a buffered write, so that a truncation never races it).
-pub(crate) async fn lock_write(df: &DataFile, off: u64, end: u64) -> RangeGuard {
+pub(crate) async fn lock_write(df: &DataFile, off: u64, end: u64) -> RangeGuard<'_> {
     let (a0, a1) = (floor(off), ceil(end));
     loop {
         let size = df.size();

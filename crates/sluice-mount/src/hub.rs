@@ -15,11 +15,11 @@ use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
 use fuser::{Errno, ReplyData, ReplyEmpty, ReplyLseek, ReplyWrite};
-use sluice_core::IoClass;
 use sluice_runtime::{spawn_on, File, TaskCtx};
 
 use crate::class::Who;
 use crate::data::{run, AttrDone, DataFile};
+use crate::placement::{worker_core, Placement};
 use crate::stats::Stats;
 use crate::trace::Trace;
 
@@ -193,6 +193,8 @@ pub struct Hub {
     files: Mutex<Vec<Arc<DataFile>>>,
     /// Closes under way (their write-back running).
     closing: Arc<AtomicUsize>,
+    /// Where the daemon's work runs on the cores ([`crate::placement`]).
+    pub placement: Placement,
 }
 
 impl std::fmt::Debug for Hub {
@@ -208,6 +210,7 @@ impl Hub {
         Hub {
             trace: Trace::from_env(),
             stats: Stats::every(stats),
+            placement: Placement::from_env(),
             ..Hub::default()
         }
     }
@@ -347,24 +350,6 @@ impl Future for NextControl<'_> {
         }
         Poll::Pending
     }
-}
-
-/// The core a new worker of class `class` runs on, with `cores` cores: with two or
-/// more, the critical callers' workers have core 0 to themselves (with the dispatcher,
-/// which does little) and every other worker is dealt round robin over cores 1..N
-/// (`*next` counts them). A critical read then never waits for its core behind a round
-/// of bulk writers' tasks (their 128 KiB copies, their completions and dispatches), nor
-/// for that core's thread to get a CPU while it works for them.
-pub(crate) fn worker_core(class: IoClass, cores: u16, next: &mut u16) -> u16 {
-    if cores < 2 {
-        return 0;
-    }
-    if class == IoClass::Critical {
-        return 0;
-    }
-    let c = 1 + *next % (cores - 1);
-    *next = next.wrapping_add(1);
-    c
 }
 
 /// Close `df` in a task of its own (the write-back of its dirty pages may take a

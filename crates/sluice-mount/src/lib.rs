@@ -21,8 +21,8 @@ mod class;
 mod data;
 mod fs;
 mod hub;
-mod lock;
 mod node;
+mod placement;
 mod stats;
 mod sys;
 mod trace;
@@ -297,6 +297,7 @@ pub fn serve(
         let hub = hub.clone();
         let (backing, policy, cores) = (o.backing.clone(), o.policy.clone(), o.cores);
         let ring_cap = o.ring_cap;
+        let flusher = placement::flusher_core(hub.placement, o.cores);
         // Pages of 4 KiB (the cache's page; `IO_ALIGN` is the 512-byte sector).
         let pages = (o.cache / data::BLOCK) as usize;
         std::thread::Builder::new()
@@ -305,7 +306,8 @@ pub fn serve(
                 let mut b = sluice_runtime::Stack::builder()
                     .directory(&backing)
                     .policy(&policy)
-                    .cores(cores);
+                    .cores(cores)
+                    .flusher_core(flusher);
                 if let Some(cap) = ring_cap {
                     b = b.ring_cap(cap);
                 }

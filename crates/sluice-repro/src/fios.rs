@@ -120,6 +120,7 @@ fn standalone_ns(profile: &DeviceProfile, op: Op, len: u32, n: u64) -> f64 {
             offset,
             len,
             fua: false,
+            placement: 0,
         };
         ssd.submit(now, qid, cmd).expect("an empty queue has room");
         while out.is_empty() {

@@ -42,6 +42,8 @@ pub struct StackBuilder {
     pub(crate) write_existing: bool,
     /// Real backend: most commands in the cores' rings at once (`None`: [`crate::RING_CAP`]).
     pub(crate) ring_cap: Option<u32>,
+    /// Real backend: the core of the page cache's flusher (modulo the cores).
+    pub(crate) flusher_core: u16,
 }
 
 /// The real backend's registered buffer pool by default: 256 slots of 64 KiB (16 MiB).
@@ -69,6 +71,7 @@ impl Default for StackBuilder {
             buffer_pool: None,
             write_existing: false,
             ring_cap: None,
+            flusher_core: 0,
         }
     }
 }
@@ -226,6 +229,15 @@ impl StackBuilder {
     /// ```
     pub fn cache(mut self, cfg: CacheConfig) -> StackBuilder {
         self.cache = Some(cfg);
+        self
+    }
+
+    /// Real backend: the core the page cache's flusher runs on (default 0, the main
+    /// task's; taken modulo the cores). A program that keeps core 0 for its critical
+    /// tasks (`sluice mount`) puts the non-critical flusher elsewhere. In simulation the
+    /// flusher is dealt to a core as every task is.
+    pub fn flusher_core(mut self, core: u16) -> StackBuilder {
+        self.flusher_core = core;
         self
     }
 

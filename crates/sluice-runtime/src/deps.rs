@@ -102,6 +102,9 @@ pub(crate) enum Dep {
     Cond(u32),
     /// The end of another task.
     Join(u32),
+    /// A byte range of a range lock (index into `Deps::ranges`; the range is the
+    /// waiter's entry there).
+    Range(u32),
     /// An I/O slot.
     Io(u32),
     /// Paused at the page cache's admission (over its dirty limit): RCP's third
@@ -140,10 +143,40 @@ pub(crate) struct CondState {
     pub name: &'static str,
 }
 
+/// A byte-range lock's held ranges and waiters ([`crate::RangeLock`]).
+#[derive(Debug, Default)]
+pub(crate) struct RangeState {
+    /// Held ranges: `[start, end)`, the holder task, the guard's id.
+    pub held: Vec<(u64, u64, u32, u64)>,
+    /// Waiting tasks and the range each wants.
+    pub waiters: Vec<(u32, u64, u64)>,
+    /// The next guard's id.
+    pub next: u64,
+    /// A lock of the stack itself (RCP's kernel level), not the application's.
+    pub stack: bool,
+    /// Its name in the table of waits ("" unnamed).
+    pub name: &'static str,
+}
+
+impl RangeState {
+    /// The tasks holding a range that overlaps waiter `t`'s (none if `t` waits not).
+    pub fn blockers(&self, t: u32) -> impl Iterator<Item = u32> + '_ {
+        let want = self.waiters.iter().find(|w| w.0 == t).map(|w| (w.1, w.2));
+        self.held
+            .iter()
+            .filter(move |h| want.is_some_and(|(s, e)| h.0 < e && s < h.1))
+            .map(|h| h.2)
+    }
+}
+
 /// The dependency graph's state.
 #[derive(Debug, Default)]
 pub(crate) struct Deps {
     pub locks: Vec<LockState>,
+    /// Byte-range locks; a dropped lock's entry is reused (`free_ranges`): a file
+    /// system makes one per open file.
+    pub ranges: Vec<RangeState>,
+    pub free_ranges: Vec<u32>,
     pub conds: Vec<CondState>,
     /// Blocked tasks (those with an edge).
     pub blocked: TaskSet,
@@ -208,6 +241,11 @@ pub(crate) fn refresh(deps: &mut Deps, g: &mut impl Graph, sw: Inherit, now: Nan
                     let ls = &deps.locks[l as usize];
                     sc.next.extend(ls.owner);
                     sc.next.extend(ls.readers.iter().copied());
+                }
+                // A byte-range lock: only the holders of a range overlapping the
+                // waiter's block it (RCP §4.2.1, as a lock's owner).
+                Dep::Range(r) if sw.locks && sw.at_level(deps.ranges[r as usize].stack) => {
+                    sc.next.extend(deps.ranges[r as usize].blockers(t));
                 }
                 Dep::Cond(c) if sw.condvars && sw.at_level(deps.conds[c as usize].stack) => {
                     let cs = &deps.conds[c as usize];

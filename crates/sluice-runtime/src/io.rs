@@ -229,6 +229,7 @@ impl IoState {
             threads: 1,
             options: Vec::new(),
             group: 0,
+            group_reporting: false,
             latency: sluice_metrics::LatencyTarget::default(),
         });
         self.jobs.insert((flow.0, activity), j);

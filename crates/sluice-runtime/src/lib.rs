@@ -99,7 +99,10 @@ pub use real::{readable, Readable};
 pub use sluice_cache::{CacheConfig, CacheStats};
 pub use sluice_core::Op;
 pub use sluice_device::{CrashReport, CrashSpec};
-pub use sync::{Condvar, LockFuture, Mutex, MutexGuard, RwLock, RwReadGuard, RwWriteGuard};
+pub use sync::{
+    Condvar, LockFuture, Mutex, MutexGuard, RangeAcquire, RangeGuard, RangeLock, RwLock,
+    RwReadGuard, RwWriteGuard,
+};
 pub use task::{
     charge, cpu, current_base_class, current_class, now, restart_wait_tally, set_class, sleep,
     spawn, spawn_on, throttle_pause, yield_now, BoostGuard, Cpu, JoinHandle, Sleep, TaskHandle,
@@ -267,12 +270,24 @@ impl Stack {
         };
         if let Some(c) = cache {
             // A real stack's tasks spawned here have their futures on this thread, which
-            // runs core 0: the flusher is placed there (in simulation, dealt as before).
-            let ctx = match &self.device {
-                DeviceChoice::Simulated(_) => cache::flusher_ctx(),
-                DeviceChoice::Directory(_) => cache::flusher_ctx().core(0),
-            };
-            sh.spawn(ctx, Box::pin(cache::flusher(c)));
+            // runs core 0: the flusher is placed there, or sent to its core's thread
+            // (`flusher_core`; in simulation, dealt as before).
+            match &self.device {
+                DeviceChoice::Simulated(_) => {
+                    sh.spawn(cache::flusher_ctx(), Box::pin(cache::flusher(c)));
+                }
+                DeviceChoice::Directory(_) => match self.b.flusher_core % b.cores.max(1) {
+                    0 => {
+                        sh.spawn(cache::flusher_ctx().core(0), Box::pin(cache::flusher(c)));
+                    }
+                    core => {
+                        sh.spawn_on(
+                            cache::flusher_ctx().core(core),
+                            Box::new(move || -> exec::TaskFuture { Box::pin(cache::flusher(c)) }),
+                        );
+                    }
+                },
+            }
         }
         Ok((sh, main_id, slot))
     }

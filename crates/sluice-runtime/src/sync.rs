@@ -23,6 +23,9 @@ use sluice_core::IoClass;
 use crate::deps::{CondState, Dep, LockState};
 use crate::exec::{self, with, Inner};
 
+mod range;
+pub use range::{RangeAcquire, RangeGuard, RangeLock};
+
 /// The id of a primitive not yet registered: an application's (user-level) …
 const UNREGISTERED: u32 = u32::MAX;
 /// … or one of the stack's own (RCP's kernel-level: `new_stack_level`). The level

@@ -11,6 +11,7 @@ mod deadlock_real;
 mod file_slots;
 mod inherit_prop;
 mod names;
+mod range_lock;
 mod real;
 mod real_cores;
 mod runtime;

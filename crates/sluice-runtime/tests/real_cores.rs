@@ -399,12 +399,24 @@ fn a_task_queued_on_an_idle_core_is_not_taken_for_a_deadlock() {
 /// fsync, then every byte read back through the cache and found on the file.
 #[test]
 fn one_page_cache_serves_the_tasks_of_several_real_cores() {
+    shared_cache_on_two_cores(0);
+}
+
+/// The same with the flusher on core 1 (`StackBuilder::flusher_core`, as `sluice
+/// mount` keeps core 0 for critical callers): its future is made on core 1's thread.
+#[test]
+fn the_flusher_serves_the_cache_from_another_core() {
+    shared_cache_on_two_cores(1);
+}
+
+fn shared_cache_on_two_cores(flusher: u16) {
     const TASKS: u64 = 6;
     const PAGES: u64 = 48;
     let dir = tempfile::tempdir().unwrap();
     let s = Stack::builder()
         .directory(dir.path())
         .cores(2)
+        .flusher_core(flusher)
         .policy("rcp")
         .cache(sluice_runtime::CacheConfig {
             pages: 32,

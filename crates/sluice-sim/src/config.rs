@@ -64,6 +64,10 @@ pub enum SimError {
     /// `zonemode=zbd` jobs and the device do not fit (no zones, another zone size, …).
     #[error("{0}")]
     Zones(String),
+    /// Jobs ask for an NVMe feature the device lacks: `fdp=1` (no FDP, a placement ID
+    /// index past its reclaim unit handles), metadata or protection information.
+    #[error("{0}")]
+    Placement(String),
     /// `fill_device` jobs and the device do not fit (no room, a file past the end).
     #[error("{0}")]
     Fill(String),

@@ -77,8 +77,12 @@ impl Port for World<'_> {
         self.collector.record(s);
     }
 
-    fn record_error(&mut self, job: usize, op: Op) {
-        self.collector.record_error(job, op);
+    fn thread_end(&mut self, job: usize, thread: u32, at: Nanos) {
+        self.collector.thread_done(job, thread, at);
+    }
+
+    fn record_error(&mut self, job: usize, thread: u32, op: Op) {
+        self.collector.record_thread_error(job, thread, op);
     }
 
     fn job_done(&mut self, job: usize, at: Nanos) {
@@ -244,6 +248,15 @@ impl<'a> Sim<'a> {
             }
         }
 
+        runner
+            .set_placement(profile.fdp_ruhs(), specs, &profile.name)
+            .map_err(SimError::Placement)?;
+        if let Some(e) = sluice_workload::metadata_refusal(
+            specs,
+            "sluice's simulated devices have no metadata or PI format",
+        ) {
+            return Err(SimError::Placement(e));
+        }
         let buffered = Buffered::for_jobs(specs, &cfg.page_cache, &files)?;
         Ok(Sim {
             specs,

@@ -8,10 +8,13 @@ use sluice_sim::{run, SimConfig, SimError, SimOutput};
 use sluice_workload::{parse_str, ParseOptions};
 
 /// The nand profile cut to a 2 GiB logical space (its flash map still leaves the
-/// spare blocks garbage collection needs).
+/// spare blocks garbage collection needs, without FDP: 4 spare blocks per die hold no
+/// part-written block for each of 8 placement handles).
 fn small_nand() -> DeviceProfile {
     let mut p = DeviceProfile::resolve("nand").unwrap();
-    p.flash.as_mut().expect("nand has [flash]").logical_bytes = 2 << 30;
+    let f = p.flash.as_mut().expect("nand has [flash]");
+    f.logical_bytes = 2 << 30;
+    f.fdp_ruhs = 0;
     p
 }
 

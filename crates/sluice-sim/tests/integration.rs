@@ -8,4 +8,5 @@ mod faults;
 mod fill;
 mod sim;
 mod steadystate;
+mod threads;
 mod zoned;

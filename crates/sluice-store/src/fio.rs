@@ -223,6 +223,20 @@ pub fn check(jobs: &[JobSpec], fs: &FsConfig) -> Result<FioPlan, FioError> {
                 v.kind.name()
             )));
         }
+        if j.placement.fdp {
+            return Err(bad(
+                "fdp=1: the store's files have no NVMe placement IDs (FDP needs passthrough \
+                 writes to an FDP namespace); remove it, or run without --fs under \
+                 `sluice sim --device nand`"
+                    .into(),
+            ));
+        }
+        if let Some(e) = sluice_workload::metadata_refusal(
+            std::slice::from_ref(j),
+            "the store's files have none",
+        ) {
+            return Err(FioError::Jobs(e));
+        }
         if j.steadystate.is_some() {
             return Err(bad(
                 "steadystate: not supported on the store path; remove it, or run without --fs"

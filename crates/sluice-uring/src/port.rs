@@ -64,6 +64,9 @@ pub struct RingPort {
     outbox: Vec<Vec<u32>>,
     /// Per owner: its doorbell was rung since it last drained its outbox.
     notified: Vec<bool>,
+    /// Per owner: it has left ([`RingPort::leave`]); what reaches its outbox is taken
+    /// by the next owner that takes its own.
+    left: Vec<bool>,
     /// Commands sent to the rings per queue class (urgent, high, medium, low).
     pub fetched: [u64; 4],
     /// Commands that went out as soon as they came (nothing staged, room under the cap).
@@ -100,6 +103,7 @@ impl RingPort {
                 .map(|_| Vec::with_capacity(max_inflight as usize))
                 .collect(),
             notified: vec![false; owners as usize],
+            left: vec![false; owners as usize],
             fetched: [0; 4],
             fast_path: 0,
             weights,
@@ -123,21 +127,64 @@ impl RingPort {
     }
 
     /// Hand owner `me`'s outbox to `f` (piece tags, in the order they left the
-    /// arbiter) and empty it; push to `wake` the other owners whose outbox turned
-    /// non-empty since they last looked (their doorbells are to be rung, outside the
-    /// lock).
+    /// arbiter) and empty it, then the outboxes of the owners that left (their pieces
+    /// can go out on any ring: see [`RingPort::leave`]); push to `wake` the other
+    /// owners whose outbox turned non-empty since they last looked (their doorbells
+    /// are to be rung, outside the lock).
     pub fn take_outbox(&mut self, me: usize, mut f: impl FnMut(u32), wake: &mut Vec<usize>) {
-        for &tag in &self.outbox[me] {
-            f(tag);
+        for w in 0..self.outbox.len() {
+            if w == me || self.left[w] {
+                for &tag in &self.outbox[w] {
+                    f(tag);
+                }
+                self.outbox[w].clear();
+                self.notified[w] = false;
+            }
         }
-        self.outbox[me].clear();
-        self.notified[me] = false;
         for w in 0..self.outbox.len() {
             if w != me && !self.outbox[w].is_empty() && !self.notified[w] {
                 self.notified[w] = true;
                 wake.push(w);
             }
         }
+    }
+
+    /// Owner `me` stops taking its outbox (an engine worker whose jobs all ended:
+    /// its ring has nothing in flight). Pieces of its queue may still come — a page
+    /// cache's writeback the block layer queued while `me` ran — and are handed to
+    /// whichever owner takes its outbox next; so they must be pieces every owner can
+    /// issue. Refused (`false`, nothing changed) when `me` is the last owner and its
+    /// outbox holds pieces: it must take them first. Otherwise `true`, and `wake`
+    /// names an owner to take what its outbox still holds, if anything.
+    pub fn leave(&mut self, me: usize, wake: &mut Vec<usize>) -> bool {
+        debug_assert!(!self.left[me], "owner {me} left twice");
+        let other = (0..self.outbox.len()).find(|&w| w != me && !self.left[w]);
+        let pending = !self.outbox[me].is_empty();
+        match (pending, other) {
+            (true, None) => false,
+            (true, Some(w)) => {
+                self.left[me] = true;
+                if !wake.contains(&w) {
+                    wake.push(w);
+                }
+                true
+            }
+            (false, _) => {
+                self.left[me] = true;
+                true
+            }
+        }
+    }
+
+    /// Whether an owner other than `me` has not left.
+    pub fn others_live(&self, me: usize) -> bool {
+        (0..self.outbox.len()).any(|w| w != me && !self.left[w])
+    }
+
+    /// Owner `me` takes its outbox again (an engine worker starting its next stonewall
+    /// group).
+    pub fn rejoin(&mut self, me: usize) {
+        self.left[me] = false;
     }
 
     /// Stage `tag` in the submission queue `sq`.
@@ -226,6 +273,7 @@ mod tests {
             hwq,
             parts: 1,
             fua: false,
+            placement: 0,
         };
         Dispatch { req, queue }
     }
@@ -364,5 +412,45 @@ mod tests {
         // Every class is served (none starves behind a weight of 0), in round order
         // from medium, where the first command left the round.
         assert_eq!(order, vec![9, 1, 2]);
+    }
+
+    /// A piece of a queue whose owner left goes out with the next owner that takes its
+    /// outbox (the engine's page cache queued writeback for a worker that then ended:
+    /// it once stayed in the left worker's outbox for ever, and a writer waiting for
+    /// room in the cache waited with it).
+    #[test]
+    fn a_left_owners_pieces_go_to_the_next_taker() {
+        let mut p = RingPort::new(2, 1, 64, D2FQ_WEIGHTS);
+        p.try_submit(0, 5, &dispatch(0, QueueClass::Medium)); // fills the cap
+        p.try_submit(0, 6, &dispatch(1, QueueClass::Medium)); // staged for owner 1
+        let mut wake = Vec::new();
+        assert!(p.leave(1, &mut wake));
+        assert!(wake.is_empty(), "nothing was in its outbox");
+        let mut got = Vec::new();
+        p.take_outbox(0, |t| got.push(t), &mut wake);
+        assert_eq!(got, vec![5]);
+        p.command_done(); // tag 6 reaches owner 1's outbox
+        got.clear();
+        p.take_outbox(0, |t| got.push(t), &mut wake);
+        assert_eq!(got, vec![6], "owner 0 takes what reached the left owner");
+        assert!(wake.is_empty(), "the left owner is never woken");
+    }
+
+    /// The last owner does not leave while its outbox holds pieces; one that leaves
+    /// with pieces in its outbox names another owner to wake.
+    #[test]
+    fn leaving_with_pieces_waits_or_wakes_another() {
+        let mut p = RingPort::new(2, 4, 64, D2FQ_WEIGHTS);
+        p.try_submit(0, 1, &dispatch(1, QueueClass::Medium));
+        let mut wake = Vec::new();
+        assert!(p.leave(1, &mut wake));
+        assert_eq!(wake, vec![0]);
+        let mut q = RingPort::new(2, 4, 64, D2FQ_WEIGHTS);
+        assert!(q.leave(0, &mut wake));
+        q.try_submit(0, 2, &dispatch(1, QueueClass::Medium));
+        assert!(
+            !q.leave(1, &mut Vec::new()),
+            "the last owner takes its pieces first"
+        );
     }
 }

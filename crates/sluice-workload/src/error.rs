@@ -38,6 +38,14 @@ pub enum WorkloadError {
         /// File name (or other origin) of the text.
         origin: String,
     },
+    /// fio's `--section` names no job section of the text.
+    #[error("{origin}: --section {sections} names no job section of the file; give a section's name as in its [header]")]
+    NoSection {
+        /// File name (or other origin) of the text.
+        origin: String,
+        /// The names given, as the message lists them.
+        sections: String,
+    },
     /// The job file could not be read.
     #[error("{}: cannot read the job file: {source}", path.display())]
     Io {

@@ -366,6 +366,10 @@ pub struct JobSpec {
     pub rate_process: RateProcess,
     /// When this job ends, every job of its stonewall group ends (`exitall`).
     pub exitall: bool,
+    /// fio's `group_reporting`: the report sums the threads (and, as fio, the jobs
+    /// of its stonewall group that follow it with `group_reporting` too) into one
+    /// entry; without it each of its `numjobs` threads is an entry of its own.
+    pub group_reporting: bool,
     /// Data verification (`verify=`…): acted on by `sluice run`; the simulator carries
     /// no data.
     pub verify: Option<VerifySpec>,
@@ -456,6 +460,12 @@ pub struct JobSpec {
     pub filename: Option<String>,
     /// fio's zone options (`zonemode`, `zonesize`, …; see [`crate::ZoneSpec`]).
     pub zone: crate::ZoneSpec,
+    /// NVMe Flexible Data Placement of the job's writes (`fdp`, `plids`, …; see
+    /// [`crate::PlacementSpec`]).
+    pub placement: crate::PlacementSpec,
+    /// End-to-end protection options (`md_per_io_size`, `pi_chk`, …), parsed; every
+    /// world refuses a job that needs them (see [`crate::PiSpec`]).
+    pub pi: crate::PiSpec,
     /// Options accepted but not acted on, as written (`ioengine`, `direct`,
     /// `group_reporting`, …): sluice chooses its engine and always does direct I/O.
     pub passthrough: Vec<(String, String)>,
@@ -512,6 +522,7 @@ impl Default for JobSpec {
             percentage_random: [100, 100],
             rate_process: RateProcess::Linear,
             exitall: false,
+            group_reporting: false,
             verify: None,
             logs: LogSpec::default(),
             steadystate: None,
@@ -544,6 +555,8 @@ impl Default for JobSpec {
             stonewall: false,
             filename: None,
             zone: crate::ZoneSpec::default(),
+            placement: crate::PlacementSpec::default(),
+            pi: crate::PiSpec::default(),
             buffered: false,
             fsync_every: 0,
             end_fsync: false,

@@ -159,6 +159,7 @@ mod job;
 mod limits;
 mod options;
 mod parse;
+mod placement;
 mod plan;
 mod source;
 mod steady;
@@ -184,6 +185,10 @@ pub use options::{
 };
 pub use parse::{
     buffered_note, parse_file, parse_str, parse_str_with, ParseOptions, Parsed, Warning,
+};
+pub use placement::{
+    metadata_refusal, parse_pi_chk, parse_plid_select, parse_plids, PiSpec, PlacementDraw,
+    PlacementSpec, PlidSelect,
 };
 pub use plan::{flows_of, stonewall_groups, FlowConflict};
 pub use source::{IoSource, NextIo};

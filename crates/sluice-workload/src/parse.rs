@@ -12,6 +12,7 @@ use crate::job::{
     weight_from_prio, BlockSize, BsEntry, Distribution, JobSpec, RateProcess, RwMode, RwModifier,
 };
 use crate::options::{engine_class, lookup, option_table, EngineClass, OptionInfo, Support};
+use crate::placement::{num, parse_pi_chk, parse_plid_select, parse_plids};
 use crate::steady::{parse_steadystate, SteadyMetric, SteadySpec};
 use crate::units::{
     parse_bool, parse_percent_ppm, parse_positive_size, parse_size, parse_time, parse_uint,
@@ -32,11 +33,15 @@ use fields::*;
 pub(crate) use rows::ACTED;
 
 /// How strictly to parse.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ParseOptions {
     /// Turn unknown options, and options sluice refuses, into warnings instead of
     /// errors (the CLI's `--ignore-unknown`).
     pub ignore_unknown: bool,
+    /// fio's `--section`: only these job sections (and `[global]`) are read; the lines
+    /// of the others are skipped unread, as fio skips them (their `${VAR}`s are not
+    /// expanded). Empty: every section.
+    pub sections: Vec<String>,
 }
 
 /// A warning, formatted like an error (`file:line: option 'x': …`).
@@ -122,6 +127,12 @@ pub fn parse_str_with(
     }
     p.origin = main;
     p.finish_section()?;
+    if p.jobs.is_empty() && !opts.sections.is_empty() {
+        return Err(WorkloadError::NoSection {
+            origin: origin.to_string(),
+            sections: opts.sections.join(", --section "),
+        });
+    }
     if p.jobs.is_empty() {
         return Err(WorkloadError::NoJobs {
             origin: origin.to_string(),
@@ -261,6 +272,9 @@ pub(crate) struct Draft {
     nz: ZoneCounts,
     /// `zonemode=`, if given.
     zonemode: Option<ZoneMode>,
+    /// `fdp=` and `dataplacement=` (FDP or none), if given, and where.
+    fdp: Option<(bool, Loc)>,
+    dataplacement: Option<(bool, Loc)>,
 }
 
 /// Sizes given as a number of zones (fio's `size_nz`, …) and where.
@@ -299,6 +313,8 @@ pub(crate) type Setter = fn(&mut Draft, &Arg<'_>) -> Result<(), String>;
 enum Section {
     None,
     Global,
+    /// A job section fio's `--section` leaves out: its lines are not read.
+    Skipped,
     Job {
         name: String,
         line: usize,
@@ -452,6 +468,10 @@ impl Parser<'_> {
             self.finish_section()?;
             self.section = if name == "global" {
                 Section::Global
+            } else if !self.opts.sections.is_empty()
+                && !self.opts.sections.iter().any(|n| n == name)
+            {
+                Section::Skipped
             } else {
                 let mut draft = Box::new(self.global.clone());
                 // As fio: a `name=` in [global] does not rename the jobs; the section's
@@ -463,6 +483,9 @@ impl Parser<'_> {
                     draft,
                 }
             };
+            return Ok(());
+        }
+        if matches!(self.section, Section::Skipped) {
             return Ok(());
         }
         let (key, value) = match s.split_once('=') {
@@ -509,7 +532,7 @@ impl Parser<'_> {
         // value of a repeated option).
         let written = (key.to_string(), value.unwrap_or("").to_string());
         match &mut self.section {
-            Section::None => {}
+            Section::None | Section::Skipped => {}
             Section::Global => {
                 let o = &mut self.global.job.global_options;
                 o.retain(|(k, _)| *k != written.0);
@@ -523,7 +546,7 @@ impl Parser<'_> {
         }
         let at = self.loc(line);
         let result = match &mut self.section {
-            Section::None => Ok(()),
+            Section::None | Section::Skipped => Ok(()),
             Section::Global => self.global.apply(key, value, &at),
             Section::Job { draft, .. } => draft.apply(key, value, &at),
         };
@@ -579,7 +602,7 @@ impl Parser<'_> {
     /// Record an option accepted without action in the section's passthrough list.
     fn record(&mut self, key: &str, value: Option<&str>) {
         let draft = match &mut self.section {
-            Section::None => return,
+            Section::None | Section::Skipped => return,
             Section::Global => &mut self.global,
             Section::Job { draft, .. } => draft,
         };
@@ -590,7 +613,10 @@ impl Parser<'_> {
         if let Section::Job { name, line, draft } =
             std::mem::replace(&mut self.section, Section::None)
         {
-            if !draft.direct_given {
+            // An FDP job's writes are passthrough commands: no page cache to name.
+            let fdp = draft.fdp.as_ref().is_some_and(|f| f.0)
+                || draft.dataplacement.as_ref().is_some_and(|f| f.0);
+            if !draft.direct_given && !fdp {
                 self.implicit_buffered.push(name.clone());
             }
             let job = self.finish_job(name, line, *draft)?;

@@ -11,9 +11,11 @@ use sluice_workload::{
 
 const STRICT: ParseOptions = ParseOptions {
     ignore_unknown: false,
+    sections: Vec::new(),
 };
 const LAX: ParseOptions = ParseOptions {
     ignore_unknown: true,
+    sections: Vec::new(),
 };
 
 fn parsed(text: &str) -> sluice_workload::Parsed {

@@ -7,6 +7,7 @@ use sluice_workload::{parse_str, IoClass, JobSpec, ParseOptions, PrioDraw, Workl
 
 const STRICT: ParseOptions = ParseOptions {
     ignore_unknown: false,
+    sections: Vec::new(),
 };
 
 fn jobs(text: &str) -> Vec<JobSpec> {
@@ -209,4 +210,81 @@ fn verify_write_sequence_off_is_what_sluice_does_and_atomic_is_refused() {
 fn a_global_name_does_not_rename_the_jobs_as_in_fio() {
     let j = jobs("[global]\nname=g\n[s]\n[t]\nname=own\n");
     assert_eq!((j[0].name.as_str(), j[1].name.as_str()), ("s", "own"));
+}
+
+#[test]
+fn fdp_options_parse_as_fio_reads_them() {
+    let j = &jobs("[global]\nfdp=1\nfdp_pli=5,4,1-2\n[a]\nrw=randwrite\n")[0];
+    assert!(j.placement.fdp);
+    assert_eq!(j.placement.ids, [1, 2, 4, 5], "sorted, as fio's qsort");
+    assert_eq!(j.placement.select, sluice_workload::PlidSelect::RoundRobin);
+    assert!(!j.buffered, "FDP writes are passthrough: no page cache");
+    let j = &jobs("[a]\nrw=write\ndataplacement=fdp\nplid_select=random\nplids=0x3\n")[0];
+    assert!(j.placement.fdp);
+    assert_eq!(j.placement.ids, [3]);
+    assert_eq!(j.placement.select, sluice_workload::PlidSelect::Random);
+    let j = &jobs("[a]\nrw=write\nplids=1\n")[0];
+    assert!(
+        !j.placement.fdp && j.buffered,
+        "plids alone ask for nothing, as in fio"
+    );
+    let e = err("[a]\nrw=write\nfdp=1\nplids=4-2\n").to_string();
+    assert!(
+        e.contains("option 'plids'") && e.contains("low-high"),
+        "{e}"
+    );
+    let e = err("[a]\nrw=write\nfdp=1\nplid_select=scheme\n").to_string();
+    assert!(e.contains("dp_scheme"), "{e}");
+    let e = err("[a]\nrw=write\ndp_scheme=/tmp/s\n").to_string();
+    assert!(e.contains("dp_scheme"), "{e}");
+}
+
+#[test]
+fn protection_options_parse_and_a_job_that_needs_them_is_refused() {
+    let j =
+        &jobs("[a]\nrw=write\napptag=0x0234\napptag_mask=0xFF00\npi_act=1\nmd_per_io_size=0\n")[0];
+    assert_eq!((j.pi.apptag, j.pi.apptag_mask), (0x234, 0xff00));
+    assert_eq!(j.pi.needs_metadata(), None);
+    let e = err("[a]\nrw=write\napptag=0x10000\n").to_string();
+    assert!(e.contains("16 bits"), "{e}");
+    let e = err("[a]\nrw=write\npi_chk=GUARD,BAD\n").to_string();
+    assert!(e.contains("'BAD'"), "{e}");
+    for (opt, text) in [
+        ("md_per_io_size", "md_per_io_size=64"),
+        ("pi_chk", "pi_chk=GUARD"),
+        ("pi_act", "pi_act=0"),
+    ] {
+        let j = jobs(&format!("[a]\nrw=write\n{text}\n"));
+        let e = sluice_workload::metadata_refusal(&j, "here: none").unwrap();
+        assert!(
+            e.contains(&format!("({opt})")) && e.contains("job 'a'"),
+            "{e}"
+        );
+        assert!(e.contains("metadata/PI; here: none"), "{e}");
+    }
+}
+
+#[test]
+fn section_reads_only_the_named_jobs_and_global() {
+    let opts = ParseOptions {
+        ignore_unknown: false,
+        sections: vec!["b".into()],
+    };
+    let p = parse_str(
+        "[global]\nsize=1m\n[a]\nrw=${UNSET_IN_THIS_TEST}\n[b]\nrw=write\n",
+        "t.fio",
+        &opts,
+    )
+    .unwrap();
+    assert_eq!(p.jobs.len(), 1);
+    assert_eq!((p.jobs[0].name.as_str(), p.jobs[0].size), ("b", 1 << 20));
+    let none = ParseOptions {
+        sections: vec!["c".into()],
+        ..opts
+    };
+    let e = parse_str("[a]\nrw=write\n", "t.fio", &none).unwrap_err();
+    assert!(
+        e.to_string().contains("--section c names no job section"),
+        "{e}"
+    );
 }

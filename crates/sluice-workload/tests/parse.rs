@@ -10,6 +10,7 @@ use sluice_workload::{
 
 const STRICT: ParseOptions = ParseOptions {
     ignore_unknown: false,
+    sections: Vec::new(),
 };
 
 fn fixture(name: &str) -> PathBuf {
@@ -119,6 +120,7 @@ fn unknown_option_is_a_warning_with_ignore_unknown() {
         &path,
         &ParseOptions {
             ignore_unknown: true,
+            sections: Vec::new(),
         },
     )
     .unwrap();
@@ -452,9 +454,8 @@ fn sluice_attributes_and_shared_flows() {
     assert!(compaction.stonewall);
     assert_eq!(compaction.rw, RwMode::Write);
     assert_eq!(compaction.bs.write, BlockSize::Fixed(128 << 10));
-    assert!(compaction
-        .passthrough
-        .contains(&("group_reporting".to_string(), "1".to_string())));
+    // group_reporting from [global] reaches every job.
+    assert!(fg.group_reporting && compaction.group_reporting);
 }
 
 #[test]
@@ -503,9 +504,16 @@ fn warnings_for_ignored_settings() {
     let p = parse_str("[j]\nwrite_barrier=4\n", "w.fio", &STRICT).unwrap();
     assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
     assert!(p.warnings[0].starts_with("w.fio:2: option 'write_barrier': "));
-    // A time-based job without a runtime would never end: refused (issue 17).
-    let e = parse_str("[j]\ntime_based\n", "w.fio", &STRICT).unwrap_err();
-    assert!(e.to_string().contains("no runtime"), "{e}");
+    // A time-based job without a runtime: fio says time_based needs a runtime and
+    // runs the job once over its size; so does sluice, with a warning.
+    let p = parse_str("[j]\nsize=1m\ntime_based\n", "w.fio", &STRICT).unwrap();
+    assert!(!p.jobs[0].time_based);
+    assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
+    assert!(
+        p.warnings[0].contains("no runtime: time_based is ignored"),
+        "{:?}",
+        p.warnings
+    );
 }
 
 /// fio's engines set the depth: a synchronous engine has one I/O in flight per thread

@@ -322,6 +322,7 @@ mod tests {
             hwq,
             parts: 1,
             fua: false,
+            placement: 0,
         }
     }
 

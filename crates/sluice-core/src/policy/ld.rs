@@ -348,6 +348,7 @@ mod tests {
             hwq,
             parts: 1,
             fua: false,
+            placement: 0,
         }
     }
 

@@ -60,6 +60,7 @@ mod tests {
             hwq: 0,
             parts: 1,
             fua: false,
+            placement: 0,
         }
     }
 

@@ -393,6 +393,7 @@ mod tests {
             hwq: 0,
             parts: 1,
             fua: false,
+            placement: 0,
         }
     }
 

@@ -6,8 +6,9 @@ use sluice_core::Nanos;
 
 impl NvmeSsd {
     /// Admit a write's data into the buffer at `at`: queue its pieces for destaging
-    /// and return its acknowledgement time.
-    pub(super) fn admit(&mut self, at: Nanos, offset: u64, len: u32) -> Nanos {
+    /// (each with the write's placement handle `ruh`) and return its acknowledgement
+    /// time.
+    pub(super) fn admit(&mut self, at: Nanos, offset: u64, len: u32, ruh: u8) -> Nanos {
         let mut b = self.buffer.take().expect("buffer");
         b.used += len as u64;
         b.admitted_bytes += len as u64;
@@ -21,7 +22,7 @@ impl NvmeSsd {
             let piece = pos;
             let (unit, bytes) = self.next_piece(&mut pos, &mut left, round_robin, true);
             let u = unit as usize;
-            b.pending[u].push_back((at, piece, bytes as u32));
+            b.pending[u].push_back((at, piece, bytes as u32, ruh));
             if !b.programming[u] {
                 self.start_program(&mut b, u, at);
             }
@@ -37,7 +38,7 @@ impl NvmeSsd {
     /// Start the next pending program on unit `u` (not before `now`, its data, or the
     /// unit's committed work).
     pub(super) fn start_program(&mut self, b: &mut BufferState, u: usize, now: Nanos) {
-        let Some((ready, offset, bytes)) = b.pending[u].pop_front() else {
+        let Some((ready, offset, bytes, ruh)) = b.pending[u].pop_front() else {
             b.programming[u] = false;
             return;
         };
@@ -46,7 +47,7 @@ impl NvmeSsd {
         let begin = now.max(ready).max(self.unit_free[u]);
         let mut start = begin;
         if self.flash.is_some() {
-            start += self.collect_garbage(u as u32, offset, bytes);
+            start += self.collect_garbage(u as u32, offset, bytes, ruh);
         }
         // The data crosses the die's channel (shared with the other dies on it when
         // `[flash] channel_bus`), then the die programs it.
@@ -93,7 +94,7 @@ impl NvmeSsd {
             let at = w.ready.max(t);
             self.stats.buffer_full_waits += 1;
             self.stats.buffer_wait_ns += at - w.ready;
-            let ack = self.admit(at, w.offset, w.len);
+            let ack = self.admit(at, w.offset, w.len, w.placement);
             self.push_event(ack + self.complete_ns, w.slot, 0);
         }
     }

@@ -53,12 +53,12 @@ impl NvmeSsd {
     }
 
     /// Garbage-collect on die `u` before programming `[offset, offset + bytes)` there
-    /// and map the piece; returns the die time the collection takes (copy-back reads
+    /// through placement handle `ruh`'s write point, and map the piece; returns the die time the collection takes (copy-back reads
     /// and programs, erases; see [`crate::ftl`]).
-    pub(super) fn collect_garbage(&mut self, u: u32, offset: u64, bytes: u32) -> Nanos {
+    pub(super) fn collect_garbage(&mut self, u: u32, offset: u64, bytes: u32, ruh: u8) -> Nanos {
         let f = self.flash.as_mut().expect("flash");
         f.programming[u as usize] = (offset, bytes);
-        let w = f.ftl.program(u, offset, bytes as u64);
+        let w = f.ftl.program(u, offset, bytes as u64, ruh as u32);
         if w.copies == 0 && w.erases == 0 {
             return 0;
         }

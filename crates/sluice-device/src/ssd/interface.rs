@@ -17,6 +17,10 @@ pub struct Command {
     /// Force unit access: a write bypasses the volatile write buffer and completes when
     /// its data is on the media (ignored for reads and flushes).
     pub fua: bool,
+    /// A write's placement identifier (NVMe FDP's DSPEC with DTYPE 2): the reclaim
+    /// unit handle whose write point takes its data on a profile with `[flash]
+    /// fdp_ruhs`; 0 (the default handle) without one.
+    pub placement: u8,
 }
 
 /// A completed command.

@@ -99,6 +99,7 @@ impl Link {
                     offset: 0,
                     len: 0,
                     fua: false,
+                    placement: 0,
                 };
                 slots as usize
             ],
@@ -283,6 +284,7 @@ mod tests {
             offset: 0,
             len: 4096,
             fua: false,
+            placement: 0,
         }
     }
 

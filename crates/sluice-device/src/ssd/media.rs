@@ -211,13 +211,14 @@ impl NvmeSsd {
             Op::Write => {
                 let b = self.buffer.as_mut().expect("buffer");
                 if b.waiters.is_empty() && (b.used + len <= b.capacity || b.used == 0) {
-                    Some(self.admit(fe, cmd.offset, cmd.len))
+                    Some(self.admit(fe, cmd.offset, cmd.len, cmd.placement))
                 } else {
                     b.waiters.push_back(BufferWaiter {
                         slot,
                         ready: fe,
                         offset: cmd.offset,
                         len: cmd.len,
+                        placement: cmd.placement,
                     });
                     None
                 }

@@ -69,6 +69,8 @@ pub(super) struct BufferWaiter {
     pub(super) ready: Nanos,
     pub(super) offset: u64,
     pub(super) len: u32,
+    /// Its placement handle (FDP; 0 without).
+    pub(super) placement: u8,
 }
 
 /// A flush waiting for destaging.
@@ -94,8 +96,9 @@ pub(super) struct BufferState {
     pub(super) flushes: VecDeque<FlushWaiter>,
     pub(super) admitted_bytes: u64,
     pub(super) destaged_bytes: u64,
-    /// Per unit: pieces (ready time, offset, bytes) waiting to be programmed.
-    pub(super) pending: Vec<VecDeque<(Nanos, u64, u32)>>,
+    /// Per unit: pieces (ready time, offset, bytes, placement handle) waiting to be
+    /// programmed.
+    pub(super) pending: Vec<VecDeque<(Nanos, u64, u32, u8)>>,
     /// Per unit: a program is in progress (its end event is in the heap).
     pub(super) programming: Vec<bool>,
 }

@@ -76,6 +76,7 @@ pub fn closed_loop(
             offset: rng.below(slots) * s.len as u64,
             len: s.len,
             fua: false,
+            placement: 0,
         }
     };
     // qid -> stream index (streams use distinct qids).

@@ -19,13 +19,14 @@ impl Worker<'_> {
             let (fd, buf, file_off, fixed, device);
             match o.buf {
                 OutBuf::Front { addr, base } => {
-                    // The page cache's own I/O: its file is open in this worker (the
-                    // file's queue), its buffer is the cache's (not registered).
-                    let th = self
-                        .threads
+                    // The page cache's own I/O: every worker has its files open
+                    // (`WorkerPlan::cache_files`); its buffer is the cache's (not
+                    // registered).
+                    let &(_, file, dev) = self
+                        .cache_files
                         .iter()
-                        .find(|t| t.file_base == base)
-                        .expect("a cache file's I/O goes to a worker that has it open");
+                        .find(|f| f.0 == base)
+                        .expect("every worker registers the cache's files");
                     // A FLUSH (the cache's fsync of the file) has no offset: it reaches
                     // here at offset 0, below any file but the first's base.
                     let off = if o.op == Op::Flush {
@@ -33,8 +34,8 @@ impl Worker<'_> {
                     } else {
                         o.offset - base
                     };
-                    (fd, file_off, buf, fixed) = (th.file, off, addr as *mut u8, None);
-                    device = th.device;
+                    (fd, file_off, buf, fixed) = (file, off, addr as *mut u8, None);
+                    device = dev;
                 }
                 OutBuf::Slot(slot) => {
                     let th = &self.threads[self.slot_thread[slot as usize] as usize];
@@ -109,14 +110,16 @@ impl Worker<'_> {
 
     /// Hand the SQEs written so far to the kernel without waiting for a completion.
     pub(super) fn submit_now(&mut self) -> Result<(), EngineError> {
+        // No system call when this turn wrote no SQE (a buffered job's I/O the page
+        // cache completed at once needs none).
+        if self.ring.submission().is_empty() {
+            return Ok(());
+        }
         self.res.enters += 1;
-        self.ring
-            .submit()
-            .map_err(|source| EngineError::RingFailed {
-                worker: self.index,
-                source,
-            })?;
-        Ok(())
+        sluice_uring::submit(&mut self.ring).map_err(|source| EngineError::RingFailed {
+            worker: self.index,
+            source,
+        })
     }
 
     pub(super) fn note_error(&mut self, slot: u32, op: Op, len: u32, offset: u64, res: i32) {

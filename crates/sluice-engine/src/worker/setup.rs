@@ -99,6 +99,7 @@ impl<'a> Worker<'a> {
             slot_len,
             fixed_bufs,
             threads,
+            cache_files: plan.cache_files.clone(),
             slot_thread: vec![0; slots],
             slot_offset: vec![0; slots],
             slot_check: vec![false; slots],

@@ -107,6 +107,7 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
             class,
             hwq: self.queue_of(file),
             fua: false,
+            placement: 0,
         };
         self.send(cx, r, Kind::Read { waiter }, file, first, n, Some(buf));
     }
@@ -293,6 +294,7 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
             class,
             hwq: self.queue_of(file),
             fua: false,
+            placement: 0,
         };
         self.send(cx, r, Kind::Command { waiter: i }, file, 0, 0, None);
         Some(Blocked::Reads)
@@ -347,6 +349,7 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
             class,
             hwq: self.queue_of(file),
             fua: false,
+            placement: 0,
         };
         self.send(cx, r, Kind::Command { waiter: i }, file, 0, 0, None);
         Some(Blocked::Reads)
@@ -393,6 +396,7 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
             class,
             hwq: self.queue_of(first.file),
             fua: false,
+            placement: 0,
         };
         self.stats.device_writes += 1;
         let seq = self.send(

@@ -95,6 +95,11 @@ impl Runner {
                 .as_mut()
                 .and_then(|p| p.draw(io.op, io.len))
                 .map_or(rt.class, |e| e.io_class(rt.class));
+            // fio's `dp_fill_dspec_data`: writes only.
+            let placement = match th.place.as_mut() {
+                Some(p) if io.op == Op::Write => p.draw(),
+                _ => 0,
+            };
             let req = NewRequest {
                 flow: rt.flow,
                 op: io.op,
@@ -103,6 +108,7 @@ impl Runner {
                 class,
                 hwq: th.hwq,
                 fua: false,
+                placement,
             };
             port.submit(Submit {
                 thread: t,
@@ -246,7 +252,7 @@ impl Runner {
             // The search ended the thread (its depth found, or depth 1 missed the
             // target: an error, as fio's ETIMEDOUT): it issues nothing more.
             if verdict == LatVerdict::Fatal {
-                port.record_error(job, f.op);
+                port.record_error(job, th.index, f.op);
             }
             th.source.end_now();
             th.wake_at = None;
@@ -262,6 +268,7 @@ impl Runner {
             }
             port.record(&Sample {
                 job,
+                thread: self.threads[t as usize].index,
                 op: f.op,
                 // The block layer's class at the end (a promotion raises it).
                 class: f.class,
@@ -299,6 +306,7 @@ impl Runner {
     ) {
         let th = &mut self.threads[t as usize];
         let job = th.job as usize;
+        let index = th.index;
         let Some(v) = th.verify.as_mut() else {
             return;
         };
@@ -319,7 +327,7 @@ impl Runner {
         let failed = result.is_err();
         v.record(result, d.offset, f.len);
         if failed {
-            port.record_error(job, Op::Read);
+            port.record_error(job, index, Op::Read);
             if v.fatal() && self.jobs[job].ended_ns.is_none() {
                 self.end_job(job as u32, now, port);
             }

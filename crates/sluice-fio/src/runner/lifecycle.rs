@@ -165,6 +165,7 @@ impl Runner {
         }
         th.state = State::Done;
         self.active -= 1;
+        port.thread_end(th.job as usize, th.index, now);
         if let Some((f, w)) = th.tok {
             // fio's flow_put: the thread's count and weight leave the flow.
             let c = th.tok_count as i64;

@@ -36,7 +36,8 @@ impl Port for Script {
     fn record(&mut self, s: &Sample) {
         self.samples.push(*s);
     }
-    fn record_error(&mut self, _job: usize, _op: Op) {}
+    fn record_error(&mut self, _job: usize, _thread: u32, _op: Op) {}
+    fn thread_end(&mut self, _job: usize, _thread: u32, _at: Nanos) {}
     fn job_done(&mut self, job: usize, at: Nanos) {
         self.done.push((job, at));
     }
@@ -410,8 +411,8 @@ fn the_depth_maps_count_as_fios() {
     }
     let facts: Vec<_> = r.queue_facts().collect();
     assert_eq!(facts.len(), 1);
-    let (job, d, lat) = &facts[0];
-    assert_eq!((*job, *lat), (0, None));
+    let (job, thread, d, lat) = &facts[0];
+    assert_eq!((*job, *thread, *lat), (0, 0, None));
     // 8 I/Os: depths 1, 2, 3, 4 at the start (buckets 1, 2–3, 4–7), then 4 more each
     // at depth 4.
     assert_eq!(d.level, [1, 2, 5, 0, 0, 0, 0]);

@@ -126,7 +126,7 @@ impl Runner {
             }
             Adjust::Eof(err) => {
                 if err.is_some() {
-                    port.record_error(j as usize, io.op);
+                    port.record_error(j as usize, th.index, io.op);
                 }
                 th.source.end_now();
                 th.state = State::Stopping;
@@ -177,6 +177,7 @@ impl Runner {
                     class: rt.class,
                     hwq: th.hwq,
                     fua: false,
+                    placement: 0,
                 };
                 port.submit(Submit {
                     thread: t,

@@ -69,3 +69,106 @@ fn bandwidth_bins_are_the_direct_binning_at_the_final_width() {
         );
     }
 }
+
+/// A run of jobs `(name, threads, group, group_reporting)`: thread `t` of each job
+/// completes `10 · (t + 1)` reads of 4 KiB at 1 ms spacing; a thread is done at its
+/// last read, the job at its last thread's.
+fn threaded(jobs: &[(&str, u32, usize, bool)]) -> RunReport {
+    let mut s = setup(&[("f", 1)], &[]);
+    for &(name, threads, group, gr) in jobs {
+        s.jobs.push(JobInfo {
+            name: name.into(),
+            flow: 0,
+            class: IoClass::Normal,
+            threads,
+            options: Vec::new(),
+            group,
+            group_reporting: gr,
+            latency: crate::LatencyTarget::default(),
+        });
+    }
+    let mut c = Collector::new(s);
+    for (j, &(_, threads, _, _)) in jobs.iter().enumerate() {
+        let mut job_end = 0;
+        for t in 0..threads {
+            let n = 10 * (t as u64 + 1);
+            for i in 1..=n {
+                let mut s = sample(j, Op::Read, 4096, i * MS, (0, 20 * US, 0));
+                s.thread = t;
+                c.record(&s);
+            }
+            c.thread_done(j, t, n * MS);
+            job_end = n * MS;
+        }
+        c.job_done(j, job_end);
+    }
+    c.finish(100 * MS, "none")
+}
+
+#[test]
+fn each_thread_of_a_job_is_an_entry_of_its_own_without_group_reporting() {
+    let r = threaded(&[("a", 4, 0, false)]);
+    assert_eq!(r.entries.len(), 4, "fio lists each of numjobs=4's threads");
+    for (t, e) in r.entries.iter().enumerate() {
+        assert_eq!(e.jobname, "a");
+        assert_eq!(e.group, 0);
+        assert_eq!(e.threads, 1);
+        let n = 10 * (t as u64 + 1);
+        assert_eq!(e.read.total_ios, n);
+        // Its own runtime: its window's start (0) to its last read.
+        assert_eq!(e.runtime_ns, n * MS);
+        assert!((e.read.iops - 1000.0).abs() < 1e-6, "{}", e.read.iops);
+    }
+    // The job section's report sums them, up to the job's end.
+    assert_eq!(r.jobs.len(), 1);
+    assert_eq!(r.jobs[0].read.total_ios, 100);
+    assert_eq!(r.jobs[0].runtime_ns, 40 * MS);
+    assert_eq!(r.jobs[0].threads, 4);
+    // fio's json: one object per entry.
+    let v = crate::to_json(std::slice::from_ref(&r));
+    assert_eq!(v["jobs"].as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn group_reporting_sums_a_groups_jobs_into_one_entry() {
+    let r = threaded(&[("a", 4, 0, true)]);
+    assert_eq!(r.entries.len(), 1);
+    let e = &r.entries[0];
+    assert_eq!((e.jobname.as_str(), e.threads), ("a", 4));
+    assert_eq!(e.read.total_ios, 100);
+    // The runtime is the longest thread's, the IOPS all of theirs over it.
+    assert_eq!(e.runtime_ns, 40 * MS);
+    assert!((e.read.iops - 2500.0).abs() < 1e-6, "{}", e.read.iops);
+    // fio's rule: every job of the group with group_reporting joins the entry, under
+    // the first one's name; another group, or a job without it, opens an entry.
+    let r = threaded(&[
+        ("a", 2, 0, true),
+        ("b", 1, 0, true),
+        ("c", 2, 1, true),
+        ("d", 2, 1, false),
+    ]);
+    let names: Vec<(&str, u32, u64)> = r
+        .entries
+        .iter()
+        .map(|e| (e.jobname.as_str(), e.threads, e.read.total_ios))
+        .collect();
+    assert_eq!(
+        names,
+        [("a", 3, 40), ("c", 2, 30), ("d", 1, 10), ("d", 1, 20)]
+    );
+    assert_eq!(r.jobs.len(), 4, "one report per job section still");
+}
+
+#[test]
+fn thread_entries_merge_back_into_the_job_exactly() {
+    // The job section's report is the same whether its threads were counted apart or
+    // together (group_reporting): histograms merge exactly.
+    let apart = threaded(&[("a", 3, 0, false)]);
+    let together = threaded(&[("a", 3, 0, true)]);
+    let json = |r: &RunReport| serde_json::to_value(&r.jobs[0]).unwrap();
+    assert_eq!(json(&apart), json(&together));
+    assert_eq!(
+        serde_json::to_value(&together.entries[0]).unwrap(),
+        json(&together)
+    );
+}

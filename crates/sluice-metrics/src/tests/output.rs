@@ -171,7 +171,7 @@ fn one_shape_whatever_the_number_of_runs() {
     // A job's stonewall group is its groupid; a later run numbers after the groups of
     // the runs before it.
     let mut grouped = [small_run("none", 80 * US), small_run("d2fq", 40 * US)];
-    grouped[0].jobs[1].group = 1;
+    grouped[0].entries[1].group = 1;
     let jobs = to_json(&grouped)["jobs"].clone();
     let ids: Vec<_> = jobs
         .as_array()

@@ -18,7 +18,7 @@ use fuser::{
 
 use super::{lock, Handle, SluiceFs, TTL};
 use crate::attr::attr;
-use crate::class::Classifier;
+use crate::class::{Classifier, Who};
 use crate::data::attr_after;
 use crate::data::DataFile;
 use crate::hub::Job;
@@ -135,9 +135,15 @@ impl DataOps {
             .ok_or(Errno::EBADF)
     }
 
+    /// The core whose worker serves a request of `who` that came through the ring queue
+    /// of core `at` (`None`: from `/dev/fuse`): [`crate::placement`]'s rule.
+    fn core(&self, who: &Who, at: Option<u16>) -> Option<u16> {
+        at.and_then(|c| crate::placement::ring_request_core(self.hub.placement, who.class, c))
+    }
+
     /// A read of `size` bytes at `offset` by thread `pid` through handle `fh`; `flags`
     /// are the open's flags as the kernel sends them with the request. `at`: the core
-    /// whose worker serves it (a ring queue's own), or `None`: the caller kind's.
+    /// of the ring queue it came through, or `None` (`/dev/fuse`).
     #[allow(clippy::too_many_arguments)]
     pub fn read(
         &self,
@@ -156,7 +162,7 @@ impl DataOps {
                 let cached = SluiceFs::cached(&df, flags);
                 self.hub.submit_at(
                     &who,
-                    at,
+                    self.core(&who, at),
                     Job::Read {
                         df,
                         off: offset,
@@ -197,7 +203,7 @@ impl DataOps {
                 let cached = SluiceFs::cached(&df, flags);
                 self.hub.submit(
                     &who,
-                    at,
+                    self.core(&who, at),
                     Job::Write {
                         df,
                         off: offset,
@@ -225,7 +231,7 @@ impl DataOps {
                 let who = self.classes.who(pid);
                 self.hub.submit(
                     &who,
-                    at,
+                    self.core(&who, at),
                     Job::Fsync {
                         df,
                         datasync,

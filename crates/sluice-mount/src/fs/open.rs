@@ -83,7 +83,7 @@ impl SluiceFs {
             file,
             fd: dup,
             size: Mutex::new(size),
-            locks: Arc::default(),
+            locks: crate::data::range_locks(),
             writable,
             cache: self.cache,
             closed: Arc::default(),

@@ -328,7 +328,7 @@ pub struct Started {
 }
 
 /// Mount and serve `fs` over the ring, its queues tasks of `hub`'s stack (queue `q` on
-/// core `q % o.cores`); the session's end goes to `done`.
+/// core [`crate::placement::ring_queue_core`]); the session's end goes to `done`.
 pub fn start(
     fs: SluiceFs,
     o: &MountOptions,
@@ -386,7 +386,7 @@ pub fn start(
                 for q in 0..queues {
                     let sh = queue::Shared::new(q as u16, ENTRIES, payload);
                     let (ops, proxy, sh2) = (ops.clone(), proxy.clone(), sh.clone());
-                    let core = (q % cores as usize) as u16;
+                    let core = crate::placement::ring_queue_core(hub.placement, q, cores);
                     hub.ring(RingTask {
                         core,
                         name: format!("fuse-ring-{q}"),

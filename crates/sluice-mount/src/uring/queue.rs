@@ -6,8 +6,8 @@
 //! on its core's own ring ([`sluice_runtime::readable`] of this ring's descriptor), so
 //! the core that serves the request is the thread the kernel wakes — no thread of the
 //! queue's own, no hand-over between threads. READ, WRITE and FSYNC go to worker tasks
-//! of the caller's class on the same core ([`DataOps`], the functions the file
-//! system's handlers call); FLUSH is answered at once (as the handler does); every
+//! of the caller's class on the same core (`crate::placement`) ([`DataOps`], the
+//! functions the file system's handlers call); FLUSH is answered at once (as the handler does); every
 //! other request goes to the file system's session through the proxy. Whoever answers
 //! writes the reply into the entry's buffers ([`Slot`]), queues the entry for
 //! `FUSE_IO_URING_CMD_COMMIT_AND_FETCH` and wakes the task, which submits the commits:
@@ -250,7 +250,7 @@ impl Future for Next<'_> {
 
 /// Serve queue `sh` on `/dev/fuse` descriptor `dev` until the kernel ends every entry
 /// (unmount) or [`Shared::stop`]; a task on core `core` (the workers of its requests
-/// run there too). `ops`: the data path; `proxy`: the session for every other request.
+/// run there too: `crate::placement::ring_request_core`). `ops`: the data path; `proxy`: the session for every other request.
 pub async fn run(
     dev: RawFd,
     sh: Arc<Shared>,

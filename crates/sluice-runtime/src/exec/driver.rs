@@ -116,7 +116,10 @@ impl Shared {
         let mut inner = self.lock();
         let t = inner.spawn_task(ctx, None, &self.wakes);
         let core = inner.tasks[t as usize].core;
-        if me == ALL_CORES || me == core {
+        // Outside a run (ALL_CORES): in simulation every core is this thread; a real
+        // stack not yet running will run core 0 on this thread, the others on theirs.
+        let here = me == core || (me == ALL_CORES && (!inner.threaded() || core == 0));
+        if here {
             drop(inner);
             put_local(t, make());
         } else {

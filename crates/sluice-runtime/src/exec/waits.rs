@@ -18,7 +18,7 @@ use crate::deps::{Dep, Deps};
 pub(crate) struct Site {
     /// `stack` (the I/O stack's own objects and I/O: RCP's kernel level) or `app`.
     pub level: &'static str,
-    /// `lock`, `condvar`, `join`, `own I/O`, `others' I/O` (a request another task
+    /// `lock`, `range lock`, `condvar`, `join`, `own I/O`, `others' I/O` (a request another task
     /// issued, e.g. a page under writeback: Linux's `PG_writeback`), `dirty throttle`
     /// (the page cache's admission: `balance_dirty_pages`).
     pub kind: &'static str,
@@ -61,6 +61,14 @@ pub(crate) fn site(deps: &Deps, t: u32, dep: Dep, issuer: impl Fn(u32) -> u32) -
                 level: level(l.stack),
                 kind: "lock",
                 name: l.name,
+            }
+        }
+        Dep::Range(r) => {
+            let r = &deps.ranges[r as usize];
+            Site {
+                level: level(r.stack),
+                kind: "range lock",
+                name: r.name,
             }
         }
         Dep::Cond(c) => {

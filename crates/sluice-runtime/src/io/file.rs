@@ -332,6 +332,7 @@ pub(crate) fn issue(
         class,
         hwq: core,
         fua: opts.fua,
+        placement: 0,
     };
     // The submission's CPU (system call, block layer, driver), on the submitting core.
     let cost = if opts.lean {

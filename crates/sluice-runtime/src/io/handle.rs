@@ -115,6 +115,7 @@ impl IoHandle {
             self.slot,
             Sample {
                 job: r.job,
+                thread: 0,
                 op: r.op,
                 class: f.class,
                 bytes: r.len,
@@ -249,6 +250,7 @@ impl Future for IoHandle {
             io.release(s);
             io.collector.record(&Sample {
                 job,
+                thread: 0,
                 op,
                 class: f.class,
                 bytes: len,

@@ -149,8 +149,20 @@ impl Port for Handle {
         }
     }
 
-    fn record_error(&mut self, job: usize, op: Op) {
-        self.0.sh.collector.borrow_mut().record_error(job, op);
+    fn thread_end(&mut self, job: usize, thread: u32, at: Nanos) {
+        self.0
+            .sh
+            .collector
+            .borrow_mut()
+            .thread_done(job, thread, at);
+    }
+
+    fn record_error(&mut self, job: usize, thread: u32, op: Op) {
+        self.0
+            .sh
+            .collector
+            .borrow_mut()
+            .record_thread_error(job, thread, op);
     }
 
     fn job_done(&mut self, job: usize, at: Nanos) {

@@ -91,20 +91,26 @@ impl Parser<'_> {
             }
         };
         if d.job.time_based && d.job.runtime_ns.is_none() {
-            // fio itself needs a runtime for a time-based job to end.
-            return Err(WorkloadError::Option {
-                origin: self.origin.to_string(),
-                line,
-                option: "time_based".into(),
-                message: format!(
-                    "job '{name}' is time_based but has no runtime, so it would never end; \
-                     add runtime= (e.g. runtime=10s) or remove time_based"
-                ),
-            });
+            // fio (`fixup_options`): "time_based requires a runtime/timeout setting",
+            // and the job runs as if time_based were not set (once over its size).
+            self.warnings.push(format!(
+                "{}:{line}: job '{name}' is time_based but has no runtime: time_based is \
+                 ignored, as in fio (the job ends after its size); add runtime= (e.g. \
+                 runtime=10s) to run for a time",
+                self.origin
+            ));
+            d.job.time_based = false;
         }
         let log = |p: &Option<Option<String>>| p.clone().map(|p| p.unwrap_or_else(|| name.clone()));
         let (log_bw, log_lat, log_iops) = (log(&d.log_bw), log(&d.log_lat), log(&d.log_iops));
+        let fdp = self.fdp_of(&name, &d)?;
         let mut job = d.job;
+        job.placement.fdp = fdp;
+        if fdp {
+            // FDP writes are NVMe passthrough commands (fio's io_uring_cmd, xnvme):
+            // no page cache sees them.
+            job.buffered = false;
+        }
         self.engine_depth(&mut job, &name, line);
         job.logs.bw = log_bw;
         job.logs.lat = log_lat;
@@ -177,6 +183,20 @@ impl Parser<'_> {
                 }
             ));
             job.iodepth = 1;
+        }
+    }
+
+    /// Whether the job's writes carry FDP placement IDs: `fdp=1` (not with an explicit
+    /// `dataplacement=none`, as fio's `fixup_options`) or `dataplacement=fdp`.
+    fn fdp_of(&self, name: &str, d: &Draft) -> Result<bool, WorkloadError> {
+        match (&d.fdp, &d.dataplacement) {
+            (Some((true, at)), Some((false, _))) => Err(self.option_err_at(
+                at,
+                "fdp",
+                format!("job '{name}' has fdp=1 and dataplacement=none, which fio refuses as incompatible; remove one"),
+            )),
+            (Some((true, _)), _) | (_, Some((true, _))) => Ok(true),
+            _ => Ok(false),
         }
     }
 

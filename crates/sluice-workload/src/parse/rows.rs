@@ -54,6 +54,12 @@ fn no_percent(a: &Arg, what: &str, ex: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// `apptag`, `apptag_mask`: a 16-bit number (decimal, `0x` hexadecimal).
+fn tag16(v: &str) -> Result<u16, String> {
+    let n = num(v)?;
+    u16::try_from(n).map_err(|_| format!("'{v}' is above 0xffff; a PI application tag has 16 bits"))
+}
+
 /// `write_bw_log`, `write_lat_log`, `write_iops_log`: a prefix, `None` when bare.
 fn log_prefix(a: &Arg) -> Option<String> {
     match a.value.map(str::trim) {
@@ -193,7 +199,7 @@ pub(crate) static ACTED: &[OptionInfo] = &[
     y("iodepth", &[], "iodepth=32", "I/Os in flight per thread", |d, a| { d.job.iodepth = a.uint("32", 1, 65535)?; Ok(()) }),
     y("numjobs", &[], "numjobs=4", "threads of the job (one flow)", |d, a| { d.job.numjobs = a.uint("4", 1, 65535)?; Ok(()) }),
     y("runtime", &["timeout"], "runtime=30s", "time limit", |d, a| { d.job.runtime_ns = Some(a.time(TimeUnit::Seconds)?).filter(|&t| t > 0); Ok(()) }),
-    y("time_based", &[], "time_based", "run for `runtime` (required), wrapping around", |d, a| { d.job.time_based = a.flag()?; Ok(()) }),
+    y("time_based", &[], "time_based", "run for `runtime`, wrapping around; without a runtime it is ignored with a warning, as fio does (fio: \"time_based requires a runtime\"), and the job runs once over its size", |d, a| { d.job.time_based = a.flag()?; Ok(()) }),
     y("ramp_time", &[], "ramp_time=5s", "warm-up excluded from results; rate pacing starts afresh when it ends, as in fio", |d, a| { d.job.ramp_ns = a.time(TimeUnit::Seconds)?; Ok(()) }),
     y("startdelay", &[], "startdelay=1s", "delay before the job starts", |d, a| { d.job.startdelay_ns = a.time(TimeUnit::Seconds)?; Ok(()) }),
     y("thinktime", &[], "thinktime=100us", "pause after each completion", |d, a| { d.job.thinktime_ns = a.time(TimeUnit::Micros)?; Ok(()) }),
@@ -238,6 +244,25 @@ pub(crate) static ACTED: &[OptionInfo] = &[
     y("zone_reset_threshold", &[], "zone_reset_threshold=0.7", "zbd: when the written share of the job's zones is at least this, zones are reset as `zone_reset_frequency` says", |d, a| { d.job.zone.reset_threshold = parse_ratio(a.need()?, "0.7")?; Ok(()) }),
     y("zone_reset_frequency", &[], "zone_reset_frequency=0.125", "zbd: past the threshold, the zone a write picks is reset first once every 1 / this writes (fio's garbage-collection simulation)", |d, a| { d.job.zone.reset_frequency = parse_ratio(a.need()?, "0.125")?; Ok(()) }),
     y("read_beyond_wp", &[], "read_beyond_wp=1", "zbd: reads may go past a zone's write pointer (the device answers them without the media); default: reads only of written data, a job with none left ends", |d, a| { d.job.zone.read_beyond_wp = a.flag()?; Ok(()) }),
+    y("fdp", &[], "fdp=1", "NVMe Flexible Data Placement: each write carries a placement ID (reclaim unit handle) chosen by `plid_select` from `plids`; sluice sim on a profile with FDP (`nand`: 8 handles) gives each handle its own write point, so data of different handles never share an erase block; an FDP job does direct I/O (passthrough commands, no page cache); `sluice run` refuses it (it issues no NVMe passthrough)", |d, a| { d.fdp = Some((a.flag()?, a.at.clone())); Ok(()) }),
+    y("dataplacement", &["data_placement"], "dataplacement=fdp", "none (the default) or fdp (as `fdp=1`); streams (NVMe streams directives) is refused: not modelled", |d, a| {
+        let v = a.need()?.trim();
+        let fdp = match v {
+            "none" => false,
+            "fdp" => true,
+            "streams" => return Err("'streams': NVMe streams directives are not modelled by sluice's devices; use dataplacement=fdp (with a profile that has FDP, e.g. --device nand) or none".into()),
+            o => return Err(format!("'{o}': give none, fdp or streams")),
+        };
+        d.dataplacement = Some((fdp, a.at.clone()));
+        Ok(())
+    }),
+    y("plid_select", &["fdp_pli_select"], "plid_select=random", "how each write's placement ID is chosen from `plids`: roundrobin (the default, in turn per thread) or random (uniform, from the thread's seeded stream); scheme is refused", |d, a| { d.job.placement.select = parse_plid_select(a.need()?)?; Ok(()) }),
+    y("plids", &["fdp_pli"], "plids=0,2-4", "the placement ID indices a job's writes may use, as fio (indices into the device's handles, sorted; at most 128); default all of the device's; an index not below the device's handle count is refused", |d, a| { d.job.placement.ids = parse_plids(a.need()?)?; Ok(()) }),
+    y("md_per_io_size", &[], "md_per_io_size=64", "bytes of separate metadata buffer per I/O (default 0); above 0 it needs a namespace formatted with separate metadata, which neither sluice's simulated devices nor `sluice run`'s files have: refused", |d, a| { d.job.pi.md_per_io_size = num(a.need()?)?; Ok(()) }),
+    y("pi_act", &[], "pi_act=0", "protection information action (default 1, the controller's); pi_act=0 (fio generates and checks PI) needs a namespace formatted with protection information, which sluice's devices and files lack: refused", |d, a| { d.job.pi.pi_act = a.flag()?; Ok(()) }),
+    y("pi_chk", &[], "pi_chk=GUARD,REFTAG", "protection information checks (GUARD, REFTAG, APPTAG); any needs a namespace formatted with PI, which sluice's devices and files lack: refused", |d, a| { d.job.pi.pi_chk = parse_pi_chk(a.need()?)?; Ok(()) }),
+    y("apptag", &[], "apptag=0x1234", "the PI application tag (default 0x1234), checked only with pi_chk=APPTAG (refused)", |d, a| { d.job.pi.apptag = tag16(a.need()?)?; Ok(()) }),
+    y("apptag_mask", &[], "apptag_mask=0xffff", "the PI application tag mask (default 0xffff), used only with pi_chk=APPTAG (refused)", |d, a| { d.job.pi.apptag_mask = tag16(a.need()?)?; Ok(()) }),
     y("prio", &[], "prio=4", "I/O priority level → weight 8 − prio", |d, a| { d.job.prio = Some(a.uint("4", 0, 7)?); Ok(()) }),
     y("prioclass", &[], "prioclass=2", "1 real time (critical), 2 best effort, 3 idle", |d, a| { d.job.prioclass = Some(a.uint("2", 0, 3)?); Ok(()) }),
     y("cmdprio_percentage", &[], "cmdprio_percentage=20", "percent of the job's I/Os (or `read,write`) issued with the priority of cmdprio_class/cmdprio, drawn per I/O as fio does: real time → the critical class, best effort → normal, idle → idle, per request (the level orders nothing: sluice's weights are per flow, and mq-deadline reads only a request's class)", prio::set_pct),
@@ -263,7 +288,8 @@ pub(crate) static ACTED: &[OptionInfo] = &[
     y("latency_run", &[], "latency_run=1", "keep searching for the depth instead of ending at the one found", |d, a| { d.job.latency_run = a.flag()?; Ok(()) }),
     y("stonewall", &["wait_for_previous"], "stonewall", "wait for all earlier jobs to finish first", |d, a| { d.job.stonewall = a.flag()?; Ok(()) }),
     y("exitall", &[], "exitall", "when this job ends, every job of its stonewall group ends (both worlds)", |d, a| { d.job.exitall = a.flag()?; Ok(()) }),
-    y("direct", &[], "direct=0", "direct=1 goes around the cache; direct=0 (the default, as fio's) reads and writes through sluice's page cache (class-aware dirty limits, lazy indexing, writeback) in both worlds, sized by --page-cache", |d, a| { d.job.buffered = !a.flag()?; d.direct_given = true; Ok(()) }),
+    y("group_reporting", &[], "group_reporting", "report a stonewall group's jobs and threads as one entry (the first job's name, the members summed; runtime the longest), as fio; without it each of a job's `numjobs` threads is an entry of its own (same `jobname` and `groupid`) in the JSON, terse and table output", |d, a| { d.job.group_reporting = a.flag()?; Ok(()) }),
+    y("direct", &[], "direct=0", "direct=1 goes around the cache; direct=0 (the default, as fio's) reads and writes through sluice's page cache (class-aware dirty limits, lazy indexing, writeback) in both worlds, sized by --page-cache (64 MiB under `sluice sim`, a quarter of available memory under `sluice run`)", |d, a| { d.job.buffered = !a.flag()?; d.direct_given = true; Ok(()) }),
     y("buffered", &[], "buffered=1", "the opposite of direct: buffered=1 goes through sluice's page cache", |d, a| { d.job.buffered = a.flag()?; d.direct_given = true; Ok(()) }),
     y("fsync", &[], "fsync=32", "a sync after every N writes, once the thread's I/Os in flight have completed: writeback of the file's dirty pages (buffered jobs) then a device flush; reported in the sync section", |d, a| { d.fsync = a.uint("32", 0, u32::MAX as u64)?; Ok(()) }),
     y("fdatasync", &[], "fdatasync=32", "as fsync (a raw file has no metadata to leave out; the journaled store, `--fs`, does fdatasync); with both, the more frequent applies", |d, a| { d.fdatasync = a.uint("32", 0, u32::MAX as u64)?; Ok(()) }),

@@ -1,0 +1,167 @@
+//! Where the daemon's work runs on the stack's cores — one rule for both transports.
+//!
+//! With two or more cores, **core 0 is the critical callers'**: their worker tasks run
+//! there (beside the dispatcher, which does little), and nothing else the daemon does
+//! in bulk — the non-critical callers' workers, the FUSE ring queues' tasks, the page
+//! cache's flusher — is put on it. So a critical request never waits for its core
+//! behind a round of bulk writers' tasks (their 128 KiB copies, completions and
+//! dispatches) nor for that core's thread to get a CPU while it works for them
+//! (measured in docs/mount.md, "Where the time went").
+//!
+//! * `/dev/fuse`: a request's worker is on [`worker_core`]'s core: 0 for critical
+//!   callers, the others dealt round robin over 1..N.
+//! * FUSE over io_uring: queue `q`'s task is on core `q mod N` ([`ring_queue_core`]:
+//!   the kernel delivers a request to the thread that owns its queue, the queue of the
+//!   CPU its caller runs on), and every request is served by a worker on its queue's
+//!   core, a critical caller's too ([`ring_request_core`]): no thread hop. Handing a
+//!   critical caller's request to core 0 (one cross-core wake, critical requests only)
+//!   was measured and made the critical reader's p99 worse beside bulk writers (it is
+//!   delivered on its queue's core anyway, and its reply goes back there to be
+//!   committed: two wakes across cores instead of none), so the ring keeps the core
+//!   that received the request.
+//! * The page cache's flusher (non-critical, flow `writeback`) on [`flusher_core`]: the
+//!   last core.
+//!
+//! With one core everything is on core 0.
+//!
+//! `SLUICE_MOUNT_PLACEMENT` (read once at start) gives the other rules measured, with
+//! the same binary (docs/mount.md): `per-queue`, the rule this one replaced (the
+//! flusher on core 0); `critical-core-0` (a critical caller's ring request served on
+//! core 0); `queues-off-0` (that, and the ring queues' tasks kept off core 0, on cores
+//! 1..N: every request then reaches the daemon through a bulk core). Both ring
+//! variants made the critical reader's p99 worse. The `/dev/fuse` rule is the same in
+//! all.
+
+use sluice_core::IoClass;
+
+/// The placement rules.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Placement {
+    /// The flusher off core 0; ring requests on their queue's core (the default).
+    #[default]
+    Split,
+    /// [`Placement::Split`] with a critical caller's ring request served on core 0
+    /// (`SLUICE_MOUNT_PLACEMENT=critical-core-0`; measured worse).
+    CriticalCore0,
+    /// [`Placement::CriticalCore0`] with the ring queues' tasks off core 0 too
+    /// (`SLUICE_MOUNT_PLACEMENT=queues-off-0`; measured worse).
+    QueuesOff0,
+    /// The earlier rule (`SLUICE_MOUNT_PLACEMENT=per-queue`).
+    PerQueue,
+}
+
+impl Placement {
+    /// From `SLUICE_MOUNT_PLACEMENT` (`per-queue`; anything else or unset: the default).
+    pub fn from_env() -> Placement {
+        match std::env::var("SLUICE_MOUNT_PLACEMENT").as_deref() {
+            Ok("per-queue") => Placement::PerQueue,
+            Ok("queues-off-0") => Placement::QueuesOff0,
+            Ok("critical-core-0") => Placement::CriticalCore0,
+            _ => Placement::Split,
+        }
+    }
+}
+
+/// The core a new worker of class `class` runs on, with `cores` cores: with two or
+/// more, the critical callers' workers have core 0 to themselves and every other worker
+/// is dealt round robin over cores 1..N (`*next` counts them).
+pub(crate) fn worker_core(class: IoClass, cores: u16, next: &mut u16) -> u16 {
+    if cores < 2 {
+        return 0;
+    }
+    if class == IoClass::Critical {
+        return 0;
+    }
+    let c = 1 + *next % (cores - 1);
+    *next = next.wrapping_add(1);
+    c
+}
+
+/// The core of FUSE ring queue `q`'s task: `q mod N` (over cores 1..N with
+/// [`Placement::QueuesOff0`]).
+pub(crate) fn ring_queue_core(p: Placement, q: usize, cores: u16) -> u16 {
+    let cores = cores.max(1) as usize;
+    match p {
+        Placement::QueuesOff0 if cores >= 2 => (1 + q % (cores - 1)) as u16,
+        _ => (q % cores) as u16,
+    }
+}
+
+/// The core whose worker serves a request of class `class` that came through a ring
+/// queue owned by core `queue_core`: the queue's own core (with
+/// [`Placement::CriticalCore0`] and [`Placement::QueuesOff0`], `None` for a critical
+/// caller: the workers [`worker_core`] places, core 0).
+pub(crate) fn ring_request_core(p: Placement, class: IoClass, queue_core: u16) -> Option<u16> {
+    match p {
+        Placement::CriticalCore0 | Placement::QueuesOff0 if class == IoClass::Critical => None,
+        _ => Some(queue_core),
+    }
+}
+
+/// The page cache flusher's core: the last one (not core 0) with two or more cores.
+pub fn flusher_core(p: Placement, cores: u16) -> u16 {
+    match p {
+        Placement::Split | Placement::CriticalCore0 | Placement::QueuesOff0 => cores.max(1) - 1,
+        Placement::PerQueue => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Critical workers have core 0 to themselves once there are two cores; the others
+    /// are dealt over the rest; one core takes everyone.
+    #[test]
+    fn critical_workers_get_their_own_core() {
+        let mut next = 0;
+        assert_eq!(worker_core(IoClass::Critical, 1, &mut next), 0);
+        assert_eq!(worker_core(IoClass::Idle, 1, &mut next), 0);
+        assert_eq!(worker_core(IoClass::Critical, 3, &mut next), 0);
+        let dealt: Vec<u16> = (0..4)
+            .map(|i| {
+                let class = if i % 2 == 0 {
+                    IoClass::Idle
+                } else {
+                    IoClass::Normal
+                };
+                worker_core(class, 3, &mut next)
+            })
+            .collect();
+        assert_eq!(dealt, [1, 2, 1, 2]);
+        assert_eq!(worker_core(IoClass::Critical, 3, &mut next), 0);
+    }
+
+    /// Over the ring a request stays on its queue's core (but under the variants that
+    /// were measured); the flusher is not on core 0 with two or more cores.
+    #[test]
+    fn the_ring_and_the_flusher_keep_off_the_critical_core() {
+        let s = Placement::Split;
+        let queues: Vec<u16> = (0..4).map(|q| ring_queue_core(s, q, 2)).collect();
+        assert_eq!(queues, [0, 1, 0, 1]);
+        assert_eq!(ring_request_core(s, IoClass::Critical, 1), Some(1));
+        let c0 = Placement::CriticalCore0;
+        assert_eq!(ring_queue_core(c0, 1, 2), 1);
+        assert_eq!(ring_request_core(c0, IoClass::Critical, 1), None);
+        assert_eq!(ring_request_core(c0, IoClass::Normal, 1), Some(1));
+        let off0 = Placement::QueuesOff0;
+        let queues: Vec<u16> = (0..4).map(|q| ring_queue_core(off0, q, 2)).collect();
+        assert_eq!(queues, [1, 1, 1, 1]);
+        let queues: Vec<u16> = (0..4).map(|q| ring_queue_core(off0, q, 3)).collect();
+        assert_eq!(queues, [1, 2, 1, 2]);
+        assert_eq!(ring_queue_core(off0, 3, 1), 0);
+        assert_eq!(ring_request_core(off0, IoClass::Critical, 1), None);
+        assert_eq!(ring_request_core(off0, IoClass::Normal, 2), Some(2));
+        assert_eq!(ring_request_core(s, IoClass::Idle, 1), Some(1));
+        assert_eq!(
+            (flusher_core(s, 1), flusher_core(s, 2), flusher_core(s, 4)),
+            (0, 1, 3)
+        );
+        // The rule it replaced.
+        let o = Placement::PerQueue;
+        let queues: Vec<u16> = (0..4).map(|q| ring_queue_core(o, q, 2)).collect();
+        assert_eq!(queues, [0, 1, 0, 1]);
+        assert_eq!(ring_request_core(o, IoClass::Critical, 1), Some(1));
+        assert_eq!(flusher_core(o, 4), 0);
+    }
+}
