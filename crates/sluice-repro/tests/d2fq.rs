@@ -9,19 +9,33 @@ fn d2fq_suite_meets_its_goals_over_seeds() {
     let (goals, table) = common::judged("d2fq", &["fig11a", "fig11b", "fig11c", "fig6", "fig15"]);
     // Fig. 6: Eq. 2's first step lands at 18–19, not the paper's 22 (the simulated
     // medium class takes part of the low class's need; docs/policies/d2fq.md).
-    common::assert_verdicts(&goals, &table, &[("fig6", "dynamic H/L's Eq. 2 step")]);
+    // Fig. 15: with fio's random map (the generator's default since 2026-11-28; the
+    // job file has no norandommap, nor does the paper say it used one), the dynamic
+    // ratio ends phase 3 at 11 (10–17) instead of 17 and a weight-3 flow is off 3 ×
+    // base by up to 28 %: two goals that passed with offsets drawn with replacement
+    // fail (docs/policies/d2fq.md). Recorded as failures, the goals unchanged.
+    common::assert_verdicts(
+        &goals,
+        &table,
+        &[
+            ("fig6", "dynamic H/L's Eq. 2 step"),
+            ("fig15", "dynamic: every weight-3 flow within 10 %"),
+            ("fig15", "dynamic H/L at the end of phase 3"),
+        ],
+    );
     // Every figure of the suite is checked.
     for id in ["fig11a", "fig11b", "fig11c", "fig6", "fig15"] {
         assert!(goals.iter().any(|g| g.experiment == id), "no goal for {id}");
     }
 }
 
-/// Fig. 5, 7, 8, 13 and 14 over seeds 1–5. Known failures, each for what the model
+/// Fig. 5, 7, 8, 13 and 14 over seeds 1–5 (Fig. 8's τl = 1 MB, an edge where the 4 KB
+/// flow leaves the high queues or not, passes since fio's random map: 4 seeds of 5).
+/// Known failures, each for what the model
 /// lacks (docs/policies/d2fq.md, "Fig. 5, 7, 8, 13, 14"): Fig. 5's throttled flow has
 /// the same tail at H/L 16 as at 3 (it sits on the medium class, ⌈√16⌉ = 4 of high's
 /// 16); Fig. 7's dynamic ratio falls to 3–4 before τl = 1 GB is crossed and rising again
-/// needs the gap beyond τw = 2 GB; Fig. 8's τl = 1 MB lengthens the tails 4–6 × at two
-/// seeds of five only (an edge: the 4 KB flow leaves the high queues or not); Fig. 13's means are equal across policies (no
+/// needs the gap beyond τw = 2 GB; Fig. 13's means are equal across policies (no
 /// scheduling CPU cost in the simulator: a saturated device at fixed depth has the same
 /// mean by Little's law); Fig. 14's MQFQ is one exact instance (no slots traded across
 /// cores, the cause the paper gives for its fluctuation).
@@ -35,7 +49,6 @@ fn d2fq_tuning_and_latency_figures_over_seeds() {
         &[
             ("fig5", "fb's p99 at H/L 3 / its lowest"),
             ("fig7", "every τl, 1 GB too"),
-            ("fig8", "τl 1 MB: the largest flow's p99"),
             ("fig13", "11a: none's mean"),
             ("fig13", "11b: none's mean"),
             ("fig13", "11c: none's mean"),
@@ -50,11 +63,11 @@ fn d2fq_tuning_and_latency_figures_over_seeds() {
     }
     // What passes: Fig. 5's tail grows with the ratio and fb's high-queue use with it;
     // Fig. 7's τl 1 MB is fair from the first bin and 1 GB not before 1 s; Fig. 8's
-    // 10 MB tail near 100 MB's; Fig. 13's throttled flows slower, d2fq ≈ mqfq;
+    // 1 MB tail 3.7 × or more of 100 MB's, 10 MB's near it; Fig. 13's throttled flows slower, d2fq ≈ mqfq;
     // Fig. 14's d2fq even in ≥ 95 % of its 10 ms bins.
     assert_eq!(
         goals.iter().filter(|g| g.pass).count(),
-        goals.len() - 10,
+        goals.len() - 9,
         "{table}"
     );
 }

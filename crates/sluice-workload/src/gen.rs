@@ -7,7 +7,9 @@ use sluice_core::{Nanos, Op};
 use crate::job::{BlockSize, Distribution, FileService, JobSpec, RateProcess, RwMode, RwModifier};
 use crate::units::PPM;
 
+mod randommap;
 mod skew;
+use randommap::FileMaps;
 use skew::Skew;
 
 /// One I/O to issue. `offset` is relative to the start of the thread's address space
@@ -113,9 +115,10 @@ impl Sizes {
 const GOLDEN_RATIO_64: u64 = 0x61C8_8646_80B5_83EB;
 
 /// The I/O stream of one thread of a job: directions by `rwmixread`, sizes by
-/// `bs`/`bssplit`/`bsrange`, offsets random (uniform or fio's `random_distribution`,
-/// aligned to the drawn size) or sequential with wrap-around, over `nrfiles` files side
-/// by side. Same job, indices and seed → same stream.
+/// `bs`/`bssplit`/`bsrange`, offsets random (uniform, keeping fio's random map unless
+/// `norandommap`, or fio's `random_distribution`; aligned to the drawn size) or
+/// sequential with wrap-around, over `nrfiles` files side by side. Same job, indices
+/// and seed → same stream.
 ///
 /// `next_io` does not allocate.
 #[derive(Clone, Debug)]
@@ -173,6 +176,8 @@ pub struct IoGen {
     next_loop: u64,
     /// `zonemode=strided`: the window the thread's I/O stays in.
     strided: Option<crate::zones::Strided>,
+    /// fio's random map per file (`None`: drawn with replacement, `norandommap`).
+    maps: Option<FileMaps>,
 }
 
 /// How a job's I/Os take the trim direction.
@@ -241,7 +246,13 @@ impl IoGen {
             }
         }
         let loop_bytes = job.io_size.unwrap_or(job.size).max(1);
+        let dirs = match trim {
+            TrimMode::None => [read_pct > 0, read_pct < 100, false],
+            TrimMode::All => [false, false, true],
+            TrimMode::Seq | TrimMode::Rand => [false, true, true],
+        };
         IoGen {
+            maps: FileMaps::for_job(job, dirs, file_size, nfiles),
             rng,
             random,
             read_pct,
@@ -332,9 +343,19 @@ impl IoGen {
     /// The next I/O. Sequential modes run through each file and start again at its
     /// beginning when the next block would not fit; random modes pick a position
     /// aligned to the drawn block size (absolute alignment when the file holds such a
-    /// block) uniformly or by the job's distribution, with replacement (fio's
-    /// `norandommap`); `percentage_random` below 100 makes some of a random job's I/Os
-    /// continue sequentially from the direction's last I/O.
+    /// block) uniformly or by the job's distribution; `percentage_random` below 100
+    /// makes some of a random job's I/Os continue sequentially from the direction's
+    /// last I/O.
+    ///
+    /// Uniform random offsets keep fio's random map unless the job has `norandommap`
+    /// (see `gen/randommap.rs`): no block of the smallest block size is done twice
+    /// until every block of the file has been (then the map starts afresh, as it does
+    /// at every loop); a drawn block already done gives way to the next free one; an
+    /// I/O that would overlap done blocks is cut to the free extent, so its length is
+    /// a multiple of the smallest block size, not always a size of `bs`/`bssplit`.
+    /// With `norandommap`, a non-uniform `random_distribution`, a `blockalign` other
+    /// than the smallest block size, or `zonemode=strided`, offsets are drawn with
+    /// replacement.
     #[inline]
     pub fn next_io(&mut self) -> IoSpec {
         let (dir, slot, f) = match self.trim {
@@ -358,7 +379,7 @@ impl IoGen {
                 (dir, *self.sizes[dir].pick(&mut self.rng), f)
             }
         };
-        let len = slot.len;
+        let mut len = slot.len;
         if self.trim == TrimMode::Rand && dir == 1 {
             return self.write_after_trim(f, len);
         }
@@ -416,7 +437,16 @@ impl IoGen {
                     (p.saturating_sub(slot.base) / slot.align).min(slot.positions - 1)
                 }
             };
-            file_base + slot.base + idx * slot.align
+            let at = file_base + slot.base + idx * slot.align;
+            match (&mut self.maps, &self.skew[dir]) {
+                (Some(maps), None) => {
+                    let rel = at - self.start - file_base;
+                    let (rel, cut) = maps.place(f, rel, len, self.file_size);
+                    len = cut;
+                    self.start + file_base + rel
+                }
+                _ => at,
+            }
         } else if !hit && self.identical {
             // rw_sequencer=identical: the last I/O's offset again (0 before any).
             self.last_start[f as usize][dir].unwrap_or(self.start + file_base)
@@ -462,6 +492,9 @@ impl IoGen {
             self.next_loop = self.next_loop.saturating_add(self.loop_bytes);
             for c in &mut self.cursor {
                 *c = [0; 3];
+            }
+            if let Some(m) = self.maps.as_mut() {
+                m.reset();
             }
             self.file = 0;
             self.file_left = match self.service {

@@ -325,6 +325,10 @@ pub struct JobSpec {
     /// `blockalign`: random offsets are multiples of this `[reads, writes]` (0: of the
     /// drawn block size, fio's default).
     pub blockalign: [u32; 2],
+    /// `norandommap`: random offsets are drawn with replacement. Off by default, as in
+    /// fio: a random job keeps fio's random map (no block repeats until every block of
+    /// the file is done; see [`crate::IoGen`]).
+    pub norandommap: bool,
     /// Percent of reads in mixed modes (default 50).
     pub rwmixread: u8,
     /// Block sizes per direction; default 4 KiB.
@@ -502,6 +506,7 @@ impl Default for JobSpec {
             rw_modifier: RwModifier::None,
             rw_identical: false,
             blockalign: [0, 0],
+            norandommap: false,
             sequence_stride: false,
             rwmixread: 50,
             bs: BlockSizes::default(),

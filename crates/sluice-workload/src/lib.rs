@@ -104,10 +104,19 @@
 //!
 //! * One job section is one flow by default, and its `numjobs` threads share that flow.
 //! * `size` defaults to 1 GiB instead of being required.
-//! * Random I/O is drawn with replacement (as fio's `norandommap`), so a size-based
-//!   random job issues `size` bytes but need not touch every block. A size-based job
-//!   ends once it has issued at least `size` bytes; the last I/O may pass `size` by
-//!   less than a block.
+//! * Random I/O keeps fio's random map, as fio does by default: a uniform random job
+//!   does not repeat a block (of its smallest block size) until it has done every
+//!   block of the file, a drawn block already done gives way to the next free one,
+//!   and a block that would overlap done ones is cut to the free extent (so with
+//!   `bssplit`/`bsrange` the mean block is below the table's). The map starts afresh
+//!   at each loop and when every block is done (fio: when a time-based job's map is
+//!   full; a size-based job there has issued its `size`, except with a larger
+//!   `io_size`, where fio ends the file and sluice goes on with a fresh map). `norandommap`, a
+//!   non-uniform `random_distribution`, a `blockalign` other than the smallest block
+//!   size and `zonemode=strided` draw with replacement; `random_generator=lfsr`
+//!   (fio: no map, each block once by the LFSR) keeps the map. A size-based job ends
+//!   once it has issued at least `size` bytes; the last I/O may pass `size` by less
+//!   than a block.
 //! * Mixed modes choose each I/O's direction independently at random with the
 //!   `rwmixread` probability; sequential mixed jobs keep one position per direction.
 //! * Random offsets are aligned to the drawn block size (absolutely when the region

@@ -14,7 +14,7 @@ fn job(text: &str) -> JobSpec {
 
 #[test]
 fn bssplit_empirical_distribution() {
-    let j = job("[j]\nrw=randread\nsize=16m\nbssplit=4k/50:8k/30:64k/20\n");
+    let j = job("[j]\nrw=randread\nsize=16m\nbssplit=4k/50:8k/30:64k/20\nnorandommap\n");
     let mut g = IoGen::new(&j, 0, 0, 7);
     let n = 100_000;
     let mut counts = [0u32; 3];
@@ -56,7 +56,7 @@ fn rwmix_empirical_ratio() {
 
 #[test]
 fn mixed_directions_use_their_own_block_sizes() {
-    let j = job("[j]\nrw=randrw\nbs=4k,64k\nsize=1m\n");
+    let j = job("[j]\nrw=randrw\nbs=4k,64k\nsize=1m\nnorandommap\n");
     let mut g = IoGen::new(&j, 0, 0, 3);
     for _ in 0..1000 {
         let io = g.next_io();
@@ -84,6 +84,9 @@ fn split_job(offset: u64, size: u64, entries: &[(u32, u32)], seed_mix: u8) -> Jo
             write: BlockSize::Split(table),
             trim: BlockSize::Fixed(4096),
         },
+        // The drawing itself: fio's random map would cut blocks to free extents
+        // (tests/randommap.rs).
+        norandommap: true,
         ..JobSpec::default()
     }
 }
@@ -477,7 +480,7 @@ fn io_size_loops_and_number_ios_end_a_thread() {
 
 #[test]
 fn bsrange_draws_multiples_of_the_minimum() {
-    let j = job("[j]\nrw=randread\nsize=64m\nbsrange=4k-16k\n");
+    let j = job("[j]\nrw=randread\nsize=64m\nbsrange=4k-16k\nnorandommap\n");
     let mut g = IoGen::new(&j, 0, 0, 2);
     let mut counts = std::collections::BTreeMap::new();
     let n = 40_000;

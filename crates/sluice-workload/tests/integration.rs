@@ -9,5 +9,6 @@ mod gen;
 mod io_options;
 mod offset_increment;
 mod parse;
+mod randommap;
 mod trim;
 mod zones;

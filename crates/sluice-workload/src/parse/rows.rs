@@ -137,6 +137,7 @@ pub(crate) static ACTED: &[OptionInfo] = &[
         }
         Ok(())
     }),
+    y("norandommap", &[], "norandommap", "random offsets drawn with replacement; without it (fio's default) a random job keeps fio's random map: no block repeats until all are done, a taken block gives way to the next free one, a block overlapping done ones is cut to the free extent", |d, a| { d.job.norandommap = a.flag()?; Ok(()) }),
     y("bssplit", &[], "bssplit=4k/50:64k/50", "block-size table, optionally `reads,writes`", |d, a| bs_table(d, a, "bssplit", parse_bssplit)),
     y("bsrange", &["blocksize_range"], "bsrange=4k-64k", "sizes drawn from MIN-MAX in multiples of MIN, with fio's probabilities, optionally `reads,writes`", |d, a| bs_table(d, a, "bsrange", parse_bsrange)),
     y("size", &[], "size=1g", "bytes of the region each thread works on (split over `nrfiles`), and the default `io_size`", |d, a| {
