@@ -54,7 +54,7 @@ struct Slot {
     base: u64,
     /// How many aligned positions there are (at least 1).
     positions: u64,
-    /// The step between positions: the size, or `blockalign`.
+    /// The step between positions: `blockalign` (default the smallest size).
     align: u64,
 }
 
@@ -65,11 +65,18 @@ struct Sizes {
 }
 
 impl Sizes {
-    /// `align`: fio's `blockalign` (0: each size aligns to itself).
+    /// `align`: fio's `blockalign`; 0 (unset) is fio's default, the direction's
+    /// smallest block size (`fixup_options`: `ba[ddir] = min_bs[ddir]`), so with
+    /// mixed sizes a large block may start at any multiple of the smallest.
     fn new(bs: &BlockSize, start: u64, end: u64, align: u32) -> Sizes {
         let table: Vec<(u32, u32)> = match bs {
             BlockSize::Fixed(n) => vec![(*n, PPM)],
             BlockSize::Split(t) => t.iter().map(|e| (e.len, e.ppm)).collect(),
+        };
+        let align = if align > 0 {
+            align
+        } else {
+            bs.min_len().max(1)
         };
         let mut cum = 0u32;
         let slots = table
@@ -77,7 +84,7 @@ impl Sizes {
             .map(|(len, ppm)| {
                 cum = cum.saturating_add(ppm);
                 let l = (len as u64).max(1);
-                let a = if align > 0 { align as u64 } else { l };
+                let a = align as u64;
                 // Align to the block size (or blockalign) in absolute terms when the
                 // region holds at least one such block, else relative to its start.
                 let aligned = start.div_ceil(a).saturating_mul(a);
@@ -116,7 +123,8 @@ const GOLDEN_RATIO_64: u64 = 0x61C8_8646_80B5_83EB;
 
 /// The I/O stream of one thread of a job: directions by `rwmixread`, sizes by
 /// `bs`/`bssplit`/`bsrange`, offsets random (uniform, keeping fio's random map unless
-/// `norandommap`, or fio's `random_distribution`; aligned to the drawn size) or
+/// `norandommap`, or fio's `random_distribution`; aligned to `blockalign`, by default
+/// the direction's smallest size) or
 /// sequential with wrap-around, over `nrfiles` files side by side. Same job, indices
 /// and seed → same stream.
 ///
@@ -342,8 +350,8 @@ impl IoGen {
 
     /// The next I/O. Sequential modes run through each file and start again at its
     /// beginning when the next block would not fit; random modes pick a position
-    /// aligned to the drawn block size (absolute alignment when the file holds such a
-    /// block) uniformly or by the job's distribution; `percentage_random` below 100
+    /// aligned to `blockalign` — by default, as fio, the direction's smallest block
+    /// size (absolute alignment when the file holds such a block) — uniformly or by the job's distribution; `percentage_random` below 100
     /// makes some of a random job's I/Os continue sequentially from the direction's
     /// last I/O.
     ///

@@ -94,8 +94,8 @@ fn split_job(offset: u64, size: u64, entries: &[(u32, u32)], seed_mix: u8) -> Jo
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
-    /// Random offsets are aligned to the I/O's size and the whole I/O lies in
-    /// [offset, offset+size).
+    /// Random offsets are aligned to the smallest of the sizes (fio's default
+    /// `blockalign`, its `min_bs`) and the whole I/O lies in [offset, offset+size).
     #[test]
     fn random_offsets_aligned_and_inside(
         offset_blocks in 0u64..1_000_000,
@@ -119,7 +119,7 @@ proptest! {
             prop_assert!(io.offset + io.len as u64 <= offset + size, "{io:?} past the end");
             // Absolute alignment when the region holds an aligned block (always here:
             // size >= 64 KiB = the largest block), so both forms hold.
-            prop_assert_eq!(io.offset % io.len as u64, 0, "{:?} unaligned", io);
+            prop_assert_eq!(io.offset % a.min(b) as u64, 0, "{:?} unaligned", io);
         }
     }
 
@@ -483,12 +483,20 @@ fn bsrange_draws_multiples_of_the_minimum() {
     let j = job("[j]\nrw=randread\nsize=64m\nbsrange=4k-16k\nnorandommap\n");
     let mut g = IoGen::new(&j, 0, 0, 2);
     let mut counts = std::collections::BTreeMap::new();
+    let mut off_own_size = 0;
     let n = 40_000;
     for _ in 0..n {
         let io = g.next_io();
-        assert_eq!(io.offset % io.len as u64, 0);
+        // fio's default blockalign is the smallest size: a 16 KiB block may start at
+        // any 4 KiB boundary, not only at multiples of 16 KiB.
+        assert_eq!(io.offset % 4096, 0);
+        off_own_size += usize::from(io.offset % io.len as u64 != 0);
         *counts.entry(io.len).or_insert(0u32) += 1;
     }
+    assert!(
+        off_own_size > n / 4,
+        "{off_own_size} of {n} off their own size"
+    );
     assert_eq!(
         counts.keys().copied().collect::<Vec<_>>(),
         vec![4096, 8192, 12288, 16384]

@@ -128,7 +128,7 @@ pub(crate) static ACTED: &[OptionInfo] = &[
         }
         Ok(())
     }),
-    y("blockalign", &["ba"], "blockalign=4k", "random offsets are multiples of this (`read,write`) instead of the drawn block size, as fio", |d, a| {
+    y("blockalign", &["ba"], "blockalign=4k", "random offsets are multiples of this (`read,write`); default, as fio, the direction's smallest block size (`bssplit`/`bsrange`: a large block may start at any multiple of the smallest)", |d, a| {
         let (parts, _) = a.dirs()?;
         for (dir, part) in parts.iter().enumerate() {
             if let Some(p) = part {
