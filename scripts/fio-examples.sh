@@ -168,6 +168,14 @@ try() {
     fi
 }
 
+# A row's result with a note added: "ok (NOTE)", "ok (stopped at 15 s; NOTE)".
+annotate() {
+    case $1 in
+    *\)) echo "${1%)}; $2)" ;;
+    *) echo "$1 ($2)" ;;
+    esac
+}
+
 sim_ok=0
 run_ok=0
 total=0
@@ -193,6 +201,7 @@ for f in "$EXAMPLES"/*.fio; do
     s=$(grep -m1 -oE '^;\s*--section=[A-Za-z0-9_-]+' "$f" | sed 's/.*=//' || true)
     [ -n "$s" ] && sec=(--section "$s")
     sim=$(try sim "$f" "$SIM_SECS" "${dev[@]}" "${sec[@]}" --quiet)
+    [ ${#dev[@]} -gt 0 ] && [[ $sim == ok* ]] && sim=$(annotate "$sim" "\`${dev[*]}\`")
     # Absolute paths and devices go into the test directory (a zoned example keeps its
     # device: it needs one).
     job=$f
@@ -214,15 +223,13 @@ for f in "$EXAMPLES"/*.fio; do
         run="not run: fill_device would fill RUN_DIR's file system; give FILL_DIR=a small file system to run it"
     elif [ -n "$fill" ]; then
         run=$(try run "$job" "$RUN_SECS" --directory "$FILL_DIR" "${sec[@]}")
+        run=$(annotate "$run" "in FILL_DIR, $(df -h --output=size,fstype "$FILL_DIR" | tail -1 | awk '{print $1 " " $2}')")
     else
         run=$(try run "$job" "$RUN_SECS" --directory "$RUN_DIR" "${sec[@]}")
     fi
     # The mapping is worth a word unless the example stopped on its engine.
     if [ -n "$note" ] && [[ $run != "no: option 'ioengine'"* ]]; then
-        case $run in
-        *\)) run="${run%)}; $note)" ;;
-        *) run="$run ($note)" ;;
-        esac
+        run=$(annotate "$run" "$note")
     fi
     [[ $sim == ok* ]] && sim_ok=$((sim_ok + 1))
     [[ $run == ok* ]] && run_ok=$((run_ok + 1))
