@@ -194,7 +194,9 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
         Some(resolved) => resolved,
         None => jobs,
     };
+    let mut laid_bytes = 0u64;
     let files = engine::prepare(&jobs, &cfg, &stop, &mut |path, done, total| {
+        laid_bytes = done;
         if !args.out.quiet && announced.as_deref() != Some(path) {
             announced = Some(path.to_path_buf());
             if lay_bar.is_none() {
@@ -222,6 +224,17 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
     };
     if let Some(b) = lay_bar {
         b.finish_and_clear();
+    }
+    // The end of the lay-out, as fio's "Laying out IO file" has one: the jobs' I/O
+    // begins now (a script timing the I/O, scripts/fio-examples.sh, starts its clock).
+    if !args.out.quiet && announced.is_some() {
+        let secs = started.elapsed().as_secs_f64();
+        eprintln!(
+            "sluice: laid out {} file(s), {:.2} GiB, in {secs:.1} s ({:.0} MiB/s)",
+            files.created().len(),
+            laid_bytes as f64 / (1u64 << 30) as f64,
+            laid_bytes as f64 / (1u64 << 20) as f64 / secs.max(1e-9),
+        );
     }
     for w in &files.plan().warnings {
         sluice::cli::warn(w);

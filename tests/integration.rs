@@ -19,6 +19,7 @@ mod layout;
 mod mount;
 mod offset_increment;
 mod run;
+mod run_targets;
 mod slurm;
 mod sweep;
 mod trim;

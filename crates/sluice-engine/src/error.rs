@@ -199,13 +199,26 @@ pub enum EngineError {
         /// Bytes needed.
         need: u64,
     },
-    /// Neither a regular file nor a block device.
-    #[error("{path} (job '{job}') is neither a regular file nor a block device")]
+    /// Neither a regular file nor a block device (nor /dev/null, /dev/zero).
+    #[error(
+        "{path} (job '{job}') is neither a regular file nor a block device (of the character \
+         devices only /dev/null and /dev/zero are taken)"
+    )]
     NotAFile {
         /// The path.
         path: PathBuf,
         /// The job.
         job: String,
+    },
+    /// A job's I/O that /dev/null or /dev/zero cannot serve (`files::kernel_dev`).
+    #[error("{path} (job '{job}'): {what}")]
+    KernelDevice {
+        /// The device.
+        path: PathBuf,
+        /// The job.
+        job: String,
+        /// Why, and what to do.
+        what: &'static str,
     },
     /// The io_uring instance could not be created.
     #[error("cannot create an io_uring with {entries} entries: {source}; {hint}")]

@@ -32,6 +32,9 @@ use sluice_workload::{BlockSize, JobSpec};
 use crate::buf::AlignedBuf;
 use crate::error::EngineError;
 
+mod kernel_dev;
+pub use kernel_dev::KernelDev;
+
 /// `f_type` of tmpfs in `statfs`.
 const TMPFS_MAGIC: i64 = 0x0102_1994;
 /// `f_type` of ramfs in `statfs`.
@@ -55,6 +58,8 @@ pub struct PlannedFile {
     pub create: bool,
     /// Whether it is a block device.
     pub device: bool,
+    /// `/dev/null` or `/dev/zero` (`kernel_dev`): opened without O_DIRECT, no size.
+    pub kernel_dev: Option<KernelDev>,
     /// Whether some job writes to it.
     pub writes: bool,
     /// Its logical block size (direct-I/O offset alignment), bytes.
@@ -355,6 +360,7 @@ pub fn plan(
             size: f.size,
             create: false,
             device: false,
+            kernel_dev: None,
             writes: f.writes,
             align: FALLBACK_ALIGN,
             base: 0,
@@ -407,6 +413,23 @@ pub fn plan(
                 create_dirs.entry(parent).or_insert((0, job));
             }
             Err(e) => return Err(io_err(&f.path, &job, e)),
+            Ok(m) if KernelDev::of(&m).is_some() => {
+                let dev = KernelDev::of(&m).expect("checked");
+                for &u in &users[i] {
+                    dev.check(&f.path, &jobs[u])?;
+                }
+                f.kernel_dev = Some(dev);
+                warnings.push(format!(
+                    "job '{job}': {} is the kernel's {} device, no storage: the run measures \
+                     the kernel and sluice (opened without O_DIRECT, which it does not take)",
+                    f.path.display(),
+                    if dev == KernelDev::Null {
+                        "null"
+                    } else {
+                        "zero"
+                    },
+                ));
+            }
             Ok(m) => {
                 let ft = m.file_type();
                 if ft.is_block_device() {
@@ -544,7 +567,7 @@ pub fn plan(
         }
     }
 
-    for f in &files {
+    for f in files.iter().filter(|f| f.kernel_dev.is_none()) {
         let at = if f.create {
             f.path.parent().unwrap_or(dir)
         } else {
@@ -666,7 +689,11 @@ impl FileSet {
             progress(&f.path, done, total);
         }
         for f in &set.plan.files {
-            let file = open_direct(&f.path, f.writes, &f.first_job)?;
+            let file = if f.kernel_dev.is_some() {
+                kernel_dev::open(&f.path, f.writes).map_err(|e| io_err(&f.path, &f.first_job, e))?
+            } else {
+                open_direct(&f.path, f.writes, &f.first_job)?
+            };
             set.files.push(file);
         }
         Ok(set)
