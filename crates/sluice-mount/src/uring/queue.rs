@@ -1,5 +1,5 @@
-//! One core's share of the entries of a queue of the kernel's FUSE ring (every core
-//! owns some of every queue's entries by default: `crate::placement::ring_entry_cores`),
+//! One core's share of the entries of a queue of the kernel's FUSE ring (all of them,
+//! or with `SLUICE_MOUNT_PLACEMENT=spread` a part: `crate::placement::ring_entry_cores`),
 //! registered by a task on that core through its own io_uring (128-byte SQEs); the
 //! entries — a 288-byte header buffer and a
 //! payload buffer each — are registered on the `/dev/fuse` descriptor
