@@ -42,6 +42,19 @@ use crate::sys::{self, check, component};
 /// How long the kernel keeps names and attributes (every change goes through us).
 const TTL: Duration = Duration::from_secs(1);
 
+/// The most asynchronous requests the kernel keeps outstanding at the daemon
+/// (`fuse_init_out.max_background`). A program's asynchronous direct I/O on the mount
+/// (io_uring, libaio: FUSE's `FUSE_ASYNC_DIO`) goes to the daemon as background
+/// requests, and the kernel holds back every one past this limit in its own FIFO — so
+/// at fuser's default (16, the congestion threshold 12) an io_uring QD32 reader never
+/// had more than 16 reads at the daemon, and a critical caller's asynchronous request
+/// could queue in the kernel behind bulk ones, unseen by the policy. 256: above the
+/// stack's commands in flight ([`sluice_runtime::RING_CAP`] 255) and the ring's
+/// entries (32 per queue); the kernel lets root set it (an unprivileged mount is
+/// capped at `/sys/module/fuse/parameters/max_user_bgreq`). The congestion threshold
+/// stays fuser's ¾ of it.
+pub(crate) const MAX_BACKGROUND: u16 = 256;
+
 struct Handle {
     df: Arc<DataFile>,
     /// Its key in `SluiceFs::files`.
@@ -128,6 +141,7 @@ impl Filesystem for SluiceFs {
             let _ = config.add_capabilities(f);
         }
         let _ = config.set_max_write(1 << 20);
+        let _ = config.set_max_background(MAX_BACKGROUND);
         if self.uring {
             let granted = config
                 .add_capabilities(InitFlags::FUSE_OVER_IO_URING)

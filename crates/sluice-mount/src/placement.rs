@@ -10,26 +10,29 @@
 //!
 //! * `/dev/fuse`: a request's worker is on [`worker_core`]'s core: 0 for critical
 //!   callers, the others dealt round robin over 1..N.
-//! * FUSE over io_uring: queue `q`'s task is on core `q mod N` ([`ring_queue_core`]:
-//!   the kernel delivers a request to the thread that owns its queue, the queue of the
-//!   CPU its caller runs on), and every request is served by a worker on its queue's
-//!   core, a critical caller's too ([`ring_request_core`]): no thread hop. Handing a
-//!   critical caller's request to core 0 (one cross-core wake, critical requests only)
-//!   was measured and made the critical reader's p99 worse beside bulk writers (it is
-//!   delivered on its queue's core anyway, and its reply goes back there to be
-//!   committed: two wakes across cores instead of none), so the ring keeps the core
-//!   that received the request.
+//! * FUSE over io_uring: queue `q`'s entries are registered by a task on core `q mod N`
+//!   ([`ring_queue_core`]: the kernel delivers a request to the thread that registered
+//!   the entry it took, of the queue of the CPU its caller runs on), and every request
+//!   is served by a worker on that core, a critical caller's too
+//!   ([`ring_request_core`]): no thread hop. Handing a critical caller's request to
+//!   core 0 (one cross-core wake, critical requests only) was measured and made the
+//!   critical reader's p99 worse beside bulk writers (its reply goes back to the
+//!   entry's core to be committed: two wakes across cores instead of none), so the
+//!   ring keeps the core that received the request. Dealing every queue's entries over
+//!   all the cores (`spread`, below) served one busy caller's requests on every core
+//!   and gained IOPS at QD32, but made the critical reader's tail worse beside bulk
+//!   writers: not the default.
 //! * The page cache's flusher (non-critical, flow `writeback`) on [`flusher_core`]: the
 //!   last core.
 //!
 //! With one core everything is on core 0.
 //!
 //! `SLUICE_MOUNT_PLACEMENT` (read once at start) gives the other rules measured, with
-//! the same binary (docs/mount.md): `per-queue`, the rule this one replaced (the
+//! the same binary (docs/mount.md): `spread`, every queue's entries dealt over all
+//! the cores ([`ring_entry_cores`]); `per-queue`, the rule this one replaced (the
 //! flusher on core 0); `critical-core-0` (a critical caller's ring request served on
 //! core 0); `queues-off-0` (that, and the ring queues' tasks kept off core 0, on cores
-//! 1..N: every request then reaches the daemon through a bulk core). Both ring
-//! variants made the critical reader's p99 worse. The `/dev/fuse` rule is the same in
+//! 1..N: every request then reaches the daemon through a bulk core). These two made the critical reader's p99 worse. The `/dev/fuse` rule is the same in
 //! all.
 
 use sluice_core::IoClass;
@@ -40,6 +43,11 @@ pub enum Placement {
     /// The flusher off core 0; ring requests on their queue's core (the default).
     #[default]
     Split,
+    /// [`Placement::Split`] with every ring queue's entries dealt over all the cores, a
+    /// ring request served on the core of the entry it came in
+    /// (`SLUICE_MOUNT_PLACEMENT=spread`: more IOPS from one busy caller, a worse tail
+    /// for a critical caller beside bulk ones; measured in docs/mount.md).
+    Spread,
     /// [`Placement::Split`] with a critical caller's ring request served on core 0
     /// (`SLUICE_MOUNT_PLACEMENT=critical-core-0`; measured worse).
     CriticalCore0,
@@ -57,6 +65,7 @@ impl Placement {
             Ok("per-queue") => Placement::PerQueue,
             Ok("queues-off-0") => Placement::QueuesOff0,
             Ok("critical-core-0") => Placement::CriticalCore0,
+            Ok("spread") => Placement::Spread,
             _ => Placement::Split,
         }
     }
@@ -87,6 +96,18 @@ pub(crate) fn ring_queue_core(p: Placement, q: usize, cores: u16) -> u16 {
     }
 }
 
+/// The cores that own entries of FUSE ring queue `q`, each with a task and an io_uring
+/// of its own: the one core [`ring_queue_core`], or with [`Placement::Spread`] every
+/// core (the kernel gives a request to the first free entry of its caller's CPU's
+/// queue and delivers it to the thread that registered that entry, so one queue's
+/// requests are served on every core with no hand-over between them).
+pub(crate) fn ring_entry_cores(p: Placement, q: usize, cores: u16) -> Vec<u16> {
+    match p {
+        Placement::Spread => (0..cores.max(1)).collect(),
+        _ => vec![ring_queue_core(p, q, cores)],
+    }
+}
+
 /// The core whose worker serves a request of class `class` that came through a ring
 /// queue owned by core `queue_core`: the queue's own core (with
 /// [`Placement::CriticalCore0`] and [`Placement::QueuesOff0`], `None` for a critical
@@ -101,7 +122,9 @@ pub(crate) fn ring_request_core(p: Placement, class: IoClass, queue_core: u16) -
 /// The page cache flusher's core: the last one (not core 0) with two or more cores.
 pub fn flusher_core(p: Placement, cores: u16) -> u16 {
     match p {
-        Placement::Split | Placement::CriticalCore0 | Placement::QueuesOff0 => cores.max(1) - 1,
+        Placement::Split | Placement::Spread | Placement::CriticalCore0 | Placement::QueuesOff0 => {
+            cores.max(1) - 1
+        }
         Placement::PerQueue => 0,
     }
 }
@@ -157,6 +180,15 @@ mod tests {
             (flusher_core(s, 1), flusher_core(s, 2), flusher_core(s, 4)),
             (0, 1, 3)
         );
+        // A queue's entries on its one core; on every core with `spread`.
+        assert_eq!(ring_entry_cores(s, 1, 2), [1]);
+        assert_eq!(ring_entry_cores(s, 2, 2), [0]);
+        let sp = Placement::Spread;
+        assert_eq!(ring_entry_cores(sp, 1, 2), [0, 1]);
+        assert_eq!(ring_entry_cores(sp, 0, 1), [0]);
+        assert_eq!(ring_request_core(sp, IoClass::Critical, 1), Some(1));
+        assert_eq!(flusher_core(sp, 2), 1);
+        assert_eq!(ring_entry_cores(off0, 0, 2), [1]);
         // The rule it replaced.
         let o = Placement::PerQueue;
         let queues: Vec<u16> = (0..4).map(|q| ring_queue_core(o, q, 2)).collect();

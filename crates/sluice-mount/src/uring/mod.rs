@@ -32,8 +32,11 @@ use crate::{MountError, MountOptions};
 
 /// The kernel's switch (a module parameter, system-wide).
 pub const ENABLE: &str = "/sys/module/fuse/parameters/enable_uring";
-/// Entries per queue (requests in flight per CPU).
+/// Entries per queue (requests in flight per CPU), dealt over the cores that own
+/// entries of it ([`crate::placement::ring_entry_cores`]).
 const ENTRIES: usize = 32;
+/// The fewest entries a core owns of a queue.
+const MIN_ENTRIES: usize = 8;
 /// fuser's session threads (as with `/dev/fuse`).
 const SESSION_THREADS: usize = 2;
 /// The largest request or reply through the socket pair (1 MiB writes, and headers).
@@ -327,8 +330,9 @@ pub struct Started {
     pub counts: Arc<Counts>,
 }
 
-/// Mount and serve `fs` over the ring, its queues tasks of `hub`'s stack (queue `q` on
-/// core [`crate::placement::ring_queue_core`]); the session's end goes to `done`.
+/// Mount and serve `fs` over the ring, its queues' entries owned by tasks of `hub`'s
+/// stack (queue `q`'s on the cores [`crate::placement::ring_entry_cores`]); the
+/// session's end goes to `done`.
 pub fn start(
     fs: SluiceFs,
     o: &MountOptions,
@@ -384,21 +388,25 @@ pub fn start(
             if init_rx.recv().is_ok() && granted.load(Ordering::SeqCst) {
                 let payload = 1 << 20;
                 for q in 0..queues {
-                    let sh = queue::Shared::new(q as u16, ENTRIES, payload);
-                    let (ops, proxy, sh2) = (ops.clone(), proxy.clone(), sh.clone());
-                    let core = crate::placement::ring_queue_core(hub.placement, q, cores);
-                    hub.ring(RingTask {
-                        core,
-                        name: format!("fuse-ring-{q}"),
-                        make: Box::new(move || {
-                            Box::pin(async move {
-                                if let Err(e) = queue::run(dev_fd, sh, ops, proxy, core).await {
-                                    eprintln!("sluice mount: FUSE ring queue {q}: {e}");
-                                }
-                            })
-                        }),
-                        stop: Box::new(move || sh2.stop()),
-                    });
+                    let owners = crate::placement::ring_entry_cores(hub.placement, q, cores);
+                    // The queue's entries dealt over its cores (at least MIN_ENTRIES each).
+                    let entries = (ENTRIES / owners.len()).max(MIN_ENTRIES);
+                    for core in owners {
+                        let sh = queue::Shared::new(q as u16, entries, payload);
+                        let (ops, proxy, sh2) = (ops.clone(), proxy.clone(), sh.clone());
+                        hub.ring(RingTask {
+                            core,
+                            name: format!("fuse-ring-{q}"),
+                            make: Box::new(move || {
+                                Box::pin(async move {
+                                    if let Err(e) = queue::run(dev_fd, sh, ops, proxy, core).await {
+                                        eprintln!("sluice mount: FUSE ring queue {q}: {e}");
+                                    }
+                                })
+                            }),
+                            stop: Box::new(move || sh2.stop()),
+                        });
+                    }
                 }
             } else {
                 eprintln!(

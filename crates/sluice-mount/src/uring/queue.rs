@@ -1,5 +1,7 @@
-//! One queue of the kernel's FUSE ring, owned by a task on one of the stack's cores:
-//! its own io_uring (128-byte SQEs) whose entries — a 288-byte header buffer and a
+//! One core's share of the entries of a queue of the kernel's FUSE ring (all of them,
+//! or with `SLUICE_MOUNT_PLACEMENT=spread` a part: `crate::placement::ring_entry_cores`),
+//! registered by a task on that core through its own io_uring (128-byte SQEs); the
+//! entries — a 288-byte header buffer and a
 //! payload buffer each — are registered on the `/dev/fuse` descriptor
 //! (`IORING_OP_URING_CMD`, `FUSE_IO_URING_CMD_REGISTER`). The kernel completes an
 //! entry's command when it has put a request in its buffers; the task waits for that
