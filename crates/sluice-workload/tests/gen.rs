@@ -490,7 +490,7 @@ fn bsrange_draws_multiples_of_the_minimum() {
         // fio's default blockalign is the smallest size: a 16 KiB block may start at
         // any 4 KiB boundary, not only at multiples of 16 KiB.
         assert_eq!(io.offset % 4096, 0);
-        off_own_size += usize::from(io.offset % io.len as u64 != 0);
+        off_own_size += usize::from(!io.offset.is_multiple_of(io.len as u64));
         *counts.entry(io.len).or_insert(0u32) += 1;
     }
     assert!(
