@@ -33,6 +33,8 @@ pub struct NewRequest {
     pub fua: bool,
     /// A write's placement identifier ([`Request::placement`]; 0: none).
     pub placement: u8,
+    /// An atomic (untorn) write ([`Request::atomic`]): never split into pieces.
+    pub atomic: bool,
 }
 
 /// The block layer's record of one request (indexed by its [`ReqId`]).
@@ -327,6 +329,7 @@ impl<M: Meter> BlockLayer<M> {
             parts: 1,
             fua: r.fua,
             placement: r.placement,
+            atomic: r.atomic,
         };
         let rs = &mut self.reqs[idx as usize];
         *rs = ReqState {

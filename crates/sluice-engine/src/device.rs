@@ -156,6 +156,7 @@ mod tests {
                 hwq: 0,
                 fua,
                 placement: 0,
+                atomic: false,
             };
             dev.block.submit(0, r, i as u64);
         }

@@ -109,6 +109,7 @@ impl Runner {
                 hwq: th.hwq,
                 fua: false,
                 placement,
+                atomic: false,
             };
             port.submit(Submit {
                 thread: t,

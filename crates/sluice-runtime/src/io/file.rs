@@ -333,6 +333,7 @@ pub(crate) fn issue(
         hwq: core,
         fua: opts.fua,
         placement: 0,
+        atomic: false,
     };
     // The submission's CPU (system call, block layer, driver), on the submitting core.
     let cost = if opts.lean {
