@@ -344,6 +344,7 @@ impl<M: Meter> BlockLayer<M> {
             ..ReqState::EMPTY
         };
         self.stats.submitted += 1;
+        self.stats.atomic_writes += req.is_atomic_write() as u64;
         if let Some(z) = self.zones.as_mut() {
             z.submitted(&req);
         }
@@ -470,6 +471,14 @@ impl<M: Meter> BlockLayer<M> {
         debug_assert!(self.pieces[tag as usize].is_none());
         let rs = &mut self.reqs[d.req.id.0 as usize];
         debug_assert!(rs.live, "dispatch of an unknown request {:?}", d.req.id);
+        // An atomic write goes as one piece (`Request::split` keeps it whole, as blk-mq
+        // never splits a `REQ_ATOMIC` bio): a policy that cut one would let a power
+        // failure tear it between its pieces.
+        debug_assert!(
+            !(d.req.is_atomic_write() && (d.req.parts > 1 || d.req.len != rs.len)),
+            "an atomic write was split: {:?}",
+            d.req
+        );
         if rs.dispatch_ns == NOT_YET {
             rs.dispatch_ns = now_ns;
             rs.remaining = d.req.parts.max(1);

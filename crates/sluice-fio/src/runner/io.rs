@@ -109,7 +109,8 @@ impl Runner {
                 hwq: th.hwq,
                 fua: false,
                 placement,
-                atomic: false,
+                // fio's `atomic=1`: `RWF_ATOMIC` on each write (reads are plain).
+                atomic: rt.opts.atomic && io.op == Op::Write,
             };
             port.submit(Submit {
                 thread: t,
