@@ -72,10 +72,10 @@ fn an_atomic_write_is_not_split_where_a_plain_one_is() {
 #[test]
 fn a_write_over_the_devices_atomic_write_unit_is_refused_naming_it() {
     let text = "[big]\nrw=randwrite\nbs=16k\ndirect=1\natomic=1\nsize=16m\n";
-    let e = sim_on(text, &DeviceProfile::builtin("ull").unwrap(), "none")
-        .err()
-        .expect("refused")
-        .to_string();
+    let Err(e) = sim_on(text, &DeviceProfile::builtin("ull").unwrap(), "none") else {
+        panic!("a 16 KiB atomic write on a 4 KiB unit should be refused");
+    };
+    let e = e.to_string();
     assert!(e.contains("job 'big'") && e.contains("16KiB"), "{e}");
     assert!(e.contains("512B..4KiB") && e.contains("'ull'"), "{e}");
     assert!(e.contains("controller.atomic_write_bytes"), "{e}");

@@ -66,24 +66,24 @@ pub fn check_job(job: &JobSpec) -> Option<String> {
             show_size(max)
         ))
     };
-    if job.offset % max != 0 {
+    if !job.offset.is_multiple_of(max) {
         return misaligned("offset", job.offset);
     }
-    if job.numjobs > 1 && job.offset_increment % max != 0 {
+    if job.numjobs > 1 && !job.offset_increment.is_multiple_of(max) {
         return misaligned("offset_increment", job.offset_increment);
     }
     let align = job.blockalign[1] as u64;
-    if align > 0 && align % max != 0 {
+    if align > 0 && !align.is_multiple_of(max) {
         return misaligned("blockalign (for writes)", align);
     }
     if job.nrfiles > 1 {
         let file = job.size / job.nrfiles as u64;
-        if file % max != 0 {
+        if !file.is_multiple_of(max) {
             return misaligned("the file size (size / nrfiles)", file);
         }
     }
     if let RwModifier::SeqAdd(n) = job.rw_modifier {
-        if n.unsigned_abs() % max != 0 {
+        if !n.unsigned_abs().is_multiple_of(max) {
             return misaligned("the rw modifier ':N'", n.unsigned_abs());
         }
     }
@@ -135,8 +135,8 @@ impl AtomicLimits {
         for s in atomic_write_sizes(job) {
             if s > self.max || s < self.min {
                 return Err(format!(
-                    "job '{name}' has atomic=1 with a write size of {}, outside {what}'s \
-                     atomic write unit {}..{}; use a bs within it",
+                    "job '{name}' has atomic=1 with a write size of {}, outside the atomic \
+                     write unit of {what}, {}..{}; use a bs within it",
                     show_size(s as u64),
                     show_size(self.min as u64),
                     show_size(self.max as u64)

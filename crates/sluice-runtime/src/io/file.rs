@@ -298,7 +298,7 @@ fn check_atomic(
         return Ok(());
     }
     let (min, max) = p.device.profile().atomic_write_unit();
-    if len.is_power_of_two() && (min..=max).contains(&len) && offset % len as u64 == 0 {
+    if len.is_power_of_two() && (min..=max).contains(&len) && offset.is_multiple_of(len as u64) {
         return Ok(());
     }
     Err(io::Error::new(
