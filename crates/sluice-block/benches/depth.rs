@@ -44,6 +44,7 @@ fn closed_loop(policy: &str, depth: u64, ops: u64) -> u64 {
         hwq: 0,
         fua: false,
         placement: 0,
+        atomic: false,
     };
     for i in 0..depth {
         b.submit(0, r(i), i);

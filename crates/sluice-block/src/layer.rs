@@ -33,6 +33,8 @@ pub struct NewRequest {
     pub fua: bool,
     /// A write's placement identifier ([`Request::placement`]; 0: none).
     pub placement: u8,
+    /// An atomic (untorn) write ([`Request::atomic`]): never split into pieces.
+    pub atomic: bool,
 }
 
 /// The block layer's record of one request (indexed by its [`ReqId`]).
@@ -327,6 +329,7 @@ impl<M: Meter> BlockLayer<M> {
             parts: 1,
             fua: r.fua,
             placement: r.placement,
+            atomic: r.atomic,
         };
         let rs = &mut self.reqs[idx as usize];
         *rs = ReqState {
@@ -341,6 +344,7 @@ impl<M: Meter> BlockLayer<M> {
             ..ReqState::EMPTY
         };
         self.stats.submitted += 1;
+        self.stats.atomic_writes += req.is_atomic_write() as u64;
         if let Some(z) = self.zones.as_mut() {
             z.submitted(&req);
         }
@@ -467,6 +471,14 @@ impl<M: Meter> BlockLayer<M> {
         debug_assert!(self.pieces[tag as usize].is_none());
         let rs = &mut self.reqs[d.req.id.0 as usize];
         debug_assert!(rs.live, "dispatch of an unknown request {:?}", d.req.id);
+        // An atomic write goes as one piece (`Request::split` keeps it whole, as blk-mq
+        // never splits a `REQ_ATOMIC` bio): a policy that cut one would let a power
+        // failure tear it between its pieces.
+        debug_assert!(
+            !(d.req.is_atomic_write() && (d.req.parts > 1 || d.req.len != rs.len)),
+            "an atomic write was split: {:?}",
+            d.req
+        );
         if rs.dispatch_ns == NOT_YET {
             rs.dispatch_ns = now_ns;
             rs.remaining = d.req.parts.max(1);

@@ -16,7 +16,9 @@
 //!   │   is full, or the port has no room (then the dispatch is held   │
 //!   │   and offered first next time)                                  │
 //!   │ pieces: each dispatch gets a tag (piece slot); a split request  │
-//!   │   completes when its last piece does (`Request::parts`)         │
+//!   │   completes when its last piece does (`Request::parts`); an     │
+//!   │   atomic write (`Request::atomic`, REQ_ATOMIC) is never split,  │
+//!   │   and nothing merges requests                                   │
 //!   │ promotion: admission-waiting → class raised, asked again;       │
 //!   │   queued → Policy::promote (RCP's I/O priority inheritance)     │
 //!   │ WRR: Policy::wrr_weights polled after every pump and pushed to  │

@@ -34,6 +34,14 @@ pub struct BlockStats {
     pub held: u64,
     /// Times the policy's wanted WRR weights changed and were pushed to the port.
     pub wrr_changes: u64,
+    /// Atomic (untorn, `REQ_ATOMIC`) writes submitted: each went to the device as
+    /// one piece (absent from the JSON when none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub atomic_writes: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Most rows a [`CounterSeries`] keeps: past it, every other row is dropped and only

@@ -58,6 +58,7 @@ fn req(class: IoClass, len: u32) -> NewRequest {
         hwq: 0,
         fua: false,
         placement: 0,
+        atomic: false,
     }
 }
 

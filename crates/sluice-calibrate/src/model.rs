@@ -328,6 +328,9 @@ impl Model {
                 // The fitted closed forms are those of one command at a time.
                 transfer: Transfer::Fifo,
                 batch_ns: self.batch_ns,
+                // Not measured (calibration times I/O; it does not read the device's
+                // atomic write unit): the default.
+                atomic_write_bytes: None,
             },
             media: Media {
                 units: self.units,

@@ -28,6 +28,7 @@ mod tests {
             parts: 1,
             fua: false,
             placement: 0,
+            atomic: false,
         }
     }
 
@@ -56,5 +57,24 @@ mod tests {
     fn flush_is_never_split() {
         let f = req(0, Op::Flush);
         assert_eq!(f.split(4096).count(), 1);
+    }
+
+    /// An atomic write of 64 KiB stays whole where a plain one of the same size is cut
+    /// into 4 KiB pieces (blk-mq's rule for `REQ_ATOMIC`); an atomic read is a read.
+    #[test]
+    fn an_atomic_write_is_never_split() {
+        let plain = req(64 << 10, Op::Write);
+        assert_eq!(plain.split(4096).count(), 16);
+        let atomic = Request {
+            atomic: true,
+            ..plain
+        };
+        let pieces: Vec<Request> = atomic.split(4096).collect();
+        assert_eq!(pieces, vec![atomic]);
+        let read = Request {
+            atomic: true,
+            ..req(64 << 10, Op::Read)
+        };
+        assert_eq!(read.split(4096).count(), 16);
     }
 }

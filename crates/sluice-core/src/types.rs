@@ -191,12 +191,32 @@ pub struct Request {
     /// handle, for a write without one; ignored for other commands). fio's
     /// `fdp`/`plids` choose it (`dspec`).
     pub placement: u8,
+    /// An atomic (untorn) write: Linux's `REQ_ATOMIC` from `RWF_ATOMIC`, fio's
+    /// `atomic=1`. Its data reaches the media all or nothing, also across a power
+    /// failure (NVMe: a write within the namespace's atomic write unit, AWUPF/NAWUPF).
+    /// It is therefore never split into pieces (see [`Request::split`]); a layer that
+    /// merged requests would have to keep a merge with one within the device's atomic
+    /// limit — sluice's block layer merges nothing. Ignored for reads, flushes, trims.
+    pub atomic: bool,
 }
 
 impl Request {
+    /// Whether this is an atomic write (a write with [`Request::atomic`]): one that
+    /// no layer may split.
+    #[inline]
+    pub fn is_atomic_write(&self) -> bool {
+        self.atomic && self.op == Op::Write
+    }
+
     /// Split the request into pieces of at most `piece_len` bytes in LBA order, each
     /// carrying the parent's id and the number of pieces. A request no longer than
-    /// `piece_len` (or a flush or trim) comes back whole.
+    /// `piece_len` (or a flush, a trim or an atomic write) comes back whole.
+    ///
+    /// An atomic write stays whole as Linux's blk-mq keeps a `REQ_ATOMIC` bio whole
+    /// (`bio_split_rw_at` refuses to split one): pieces would reach the device as
+    /// separate commands, each atomic on its own but not together, so a power failure
+    /// could tear the write between them. Its size was checked against the device's
+    /// atomic write unit when the job was set up.
     ///
     /// # Panics
     /// If `piece_len` is zero, or the request would need more than `u16::MAX` pieces.
@@ -204,7 +224,10 @@ impl Request {
         assert!(piece_len > 0, "split size must be positive");
         // A trim stays whole too: Linux caps a discard by the device's (large)
         // max_discard_sectors, not by the data transfer size.
-        let n = if matches!(self.op, Op::Flush | Op::Trim) || self.len <= piece_len {
+        let n = if matches!(self.op, Op::Flush | Op::Trim)
+            || self.is_atomic_write()
+            || self.len <= piece_len
+        {
             1
         } else {
             self.len.div_ceil(piece_len)

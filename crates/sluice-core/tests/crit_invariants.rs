@@ -112,6 +112,7 @@ impl Engine {
                     parts: 1,
                     fua: false,
                     placement: 0,
+                    atomic: false,
                 };
                 self.next_id += 1;
                 self.submit(r);

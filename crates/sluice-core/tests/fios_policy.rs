@@ -22,6 +22,7 @@ fn req(id: u64, flow: u32, op: Op) -> Request {
         parts: 1,
         fua: false,
         placement: 0,
+        atomic: false,
     }
 }
 

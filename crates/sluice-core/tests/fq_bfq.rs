@@ -25,6 +25,7 @@ fn req(id: u64, flow: u32, len: u32, offset: u64) -> Request {
         parts: 1,
         fua: false,
         placement: 0,
+        atomic: false,
     }
 }
 

@@ -24,6 +24,7 @@ fn req(id: u64, flow: u32, len: u32) -> Request {
         parts: 1,
         fua: false,
         placement: 0,
+        atomic: false,
     }
 }
 

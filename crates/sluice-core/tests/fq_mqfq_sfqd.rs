@@ -18,6 +18,7 @@ fn req(id: u64, flow: u32, len: u32, hwq: u16, op: Op) -> Request {
         parts: 1,
         fua: false,
         placement: 0,
+        atomic: false,
     }
 }
 

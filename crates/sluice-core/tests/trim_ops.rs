@@ -30,6 +30,7 @@ fn req(id: u64, op: Op, class: IoClass) -> Request {
         parts: 1,
         fua: false,
         placement: 0,
+        atomic: false,
     }
 }
 

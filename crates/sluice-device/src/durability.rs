@@ -18,7 +18,10 @@
 //!   this model's memory;
 //! - every other write — acknowledged and unflushed, or still in flight at the crash —
 //!   **survives or is lost, chosen by the seed**, optionally **torn** at sector
-//!   (512 B) granularity (each sector of a torn write survives on its own).
+//!   (512 B) granularity (each sector of a torn write survives on its own);
+//! - an **atomic** write (`RWF_ATOMIC`, NVMe's atomic write unit AWUPF: the host
+//!   checked it fits the device's `atomic_write_bytes`) is never torn: it survives
+//!   whole or is lost whole, whatever `CrashSpec::torn` says.
 //!
 //! Writes are replayed onto the durable image in completion order, so a later write
 //! that survives lands on top of an earlier one whatever happened to the earlier one.
@@ -95,6 +98,8 @@ struct Pending {
     /// Durable already (FUA, or destaged), but behind an older write that is not, so
     /// not yet folded into the durable image.
     durable: bool,
+    /// An atomic write: all or nothing at a crash.
+    atomic: bool,
 }
 
 /// The mark a FLUSH takes when it is submitted: writes completed before it.
@@ -200,6 +205,12 @@ impl Contents {
 
     /// A write of `data` at `addr` completed (with `fua`: durable now).
     pub fn write_done(&mut self, addr: u64, data: &[u8], fua: bool) {
+        self.write_done_as(addr, data, fua, false);
+    }
+
+    /// A write completed, `atomic` when it was an atomic write (never torn by a
+    /// crash: see the module text).
+    pub fn write_done_as(&mut self, addr: u64, data: &[u8], fua: bool, atomic: bool) {
         self.current.write(addr, data);
         self.stats.writes += 1;
         self.stats.fua_writes += fua as u64;
@@ -216,6 +227,7 @@ impl Contents {
             addr,
             data: data.into(),
             durable: fua,
+            atomic,
         });
         // The cache holds at most its capacity: the oldest unflushed writes have been
         // destaged to make room.
@@ -287,14 +299,14 @@ impl Contents {
     }
 
     /// The power goes. Writes that are not durable — the acknowledged ones held in
-    /// the volatile cache and `in_flight` (address, data) writes that had not completed
-    /// — survive, are lost or (with `spec.torn`) are torn, each by a draw from
-    /// `spec.seed`; everything is replayed in order onto the durable image, which
-    /// becomes what the device reads from now on.
+    /// the volatile cache and `in_flight` (address, data, atomic) writes that had not
+    /// completed — survive, are lost or (with `spec.torn`, unless atomic) are torn,
+    /// each by a draw from `spec.seed`; everything is replayed in order onto the
+    /// durable image, which becomes what the device reads from now on.
     pub fn crash<'a>(
         &mut self,
         spec: CrashSpec,
-        in_flight: impl IntoIterator<Item = (u64, &'a [u8])>,
+        in_flight: impl IntoIterator<Item = (u64, &'a [u8], bool)>,
     ) -> CrashReport {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(spec.seed);
         let mut report = CrashReport::default();
@@ -302,15 +314,18 @@ impl Contents {
         let pending = std::mem::take(&mut self.pending);
         let acked = pending
             .iter()
-            .map(|p| (p.addr, &p.data[..], p.durable, false));
-        let flying = in_flight.into_iter().map(|(a, d)| (a, d, false, true));
-        for (addr, data, durable, in_flight) in acked.chain(flying) {
+            .map(|p| (p.addr, &p.data[..], p.durable, false, p.atomic));
+        let flying = in_flight
+            .into_iter()
+            .map(|(a, d, atomic)| (a, d, false, true, atomic));
+        for (addr, data, durable, in_flight, atomic) in acked.chain(flying) {
             if durable {
                 image.write(addr, data);
                 continue;
             }
             report.in_flight += in_flight as u64;
-            let kinds = if spec.torn { 3 } else { 2 };
+            // An atomic write is all or nothing (NVMe AWUPF): no third kind.
+            let kinds = if spec.torn && !atomic { 3 } else { 2 };
             match rng.random_range(0..kinds) {
                 0 => report.lost += 1,
                 1 => {
@@ -412,7 +427,10 @@ mod tests {
         let run = |seed| {
             let mut m = Contents::new(Some(1 << 20));
             m.write_done(0, &[9; 4096], false);
-            let r = m.crash(CrashSpec { seed, torn: true }, [(8192, &[5u8; 4096][..])]);
+            let r = m.crash(
+                CrashSpec { seed, torn: true },
+                [(8192, &[5u8; 4096][..], false)],
+            );
             (r, read(&m, 0, 4096), read(&m, 8192, 4096))
         };
         let mut saw_torn = false;
@@ -426,5 +444,34 @@ mod tests {
             saw_torn |= r.torn > 0;
         }
         assert!(saw_torn);
+    }
+
+    /// The same writes as atomic ones are never torn: each survives or is lost whole,
+    /// acknowledged or in flight, over seeds that tear the plain ones.
+    #[test]
+    fn atomic_writes_survive_or_are_lost_whole() {
+        let (mut whole, mut lost) = (0, 0);
+        for seed in 0..64 {
+            let mut m = Contents::new(Some(1 << 20));
+            m.write_done_as(0, &[9; 4096], false, true);
+            let r = m.crash(
+                CrashSpec { seed, torn: true },
+                [(8192, &[5u8; 4096][..], true)],
+            );
+            assert_eq!(r.torn, 0, "seed {seed}");
+            for (addr, v) in [(0, 9u8), (8192, 5u8)] {
+                let got = read(&m, addr, 4096);
+                assert!(
+                    got == vec![v; 4096] || got == vec![0; 4096],
+                    "seed {seed}: torn"
+                );
+                if got[0] == v {
+                    whole += 1;
+                } else {
+                    lost += 1;
+                }
+            }
+        }
+        assert!(whole > 0 && lost > 0, "the seed chose both ways");
     }
 }

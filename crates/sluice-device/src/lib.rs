@@ -132,7 +132,8 @@ pub use ftl::{FlashConfig, FlashStats};
 pub use port::SimPort;
 pub use profile::{
     Arbitration, ArbitrationKind, Burst, Controller, DeviceProfile, FrontEnd, Geometry, Media,
-    Nominal, ProfileError, Transfer, WriteBuffer, WritePlacement, MAX_PROFILE_BYTES,
+    Nominal, ProfileError, Transfer, WriteBuffer, WritePlacement, ATOMIC_WRITE_MIN_BYTES,
+    DEFAULT_ATOMIC_WRITE_BYTES, MAX_PROFILE_BYTES,
 };
 pub use service::{OpVariation, ServiceVariation};
 pub use ssd::{Command, DeviceCompletion, DeviceStats, NvmeSsd, SubmitError};

@@ -183,7 +183,24 @@ pub struct Controller {
     /// "Batches"). Needs `transfer = "fifo"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch_ns: Option<u64>,
+    /// The largest write the device never tears at a power failure, bytes: NVMe's
+    /// Atomic Write Unit Power Fail (AWUPF, or the namespace's NAWUPF), which Linux
+    /// reports as `atomic_write_unit_max_bytes` and `RWF_ATOMIC` writes (fio's
+    /// `atomic=1`) must fit. Absent: [`DEFAULT_ATOMIC_WRITE_BYTES`] (left out of the
+    /// TOML then). A power of two from 512 (one logical block) up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub atomic_write_bytes: Option<u32>,
 }
+
+/// The atomic write unit of a profile that gives none (`controller.atomic_write_bytes`):
+/// 4 KiB, the NVMe AWUPF of 7 at sluice's 512-byte logical blocks — one mapping unit
+/// of the modelled FTLs (`[flash] page_bytes`-sized updates are mapped and programmed
+/// whole), and what common NVMe SSDs report (most give AWUPF so that one 4 KiB block
+/// is atomic). Linux's smallest atomic write is one logical block (512 bytes).
+pub const DEFAULT_ATOMIC_WRITE_BYTES: u32 = 4096;
+
+/// The smallest atomic write: one logical block (Linux's `atomic_write_unit_min_bytes`).
+pub const ATOMIC_WRITE_MIN_BYTES: u32 = 512;
 
 /// How the shared front end combines a command's processing time (`read_cmd_ns` |
 /// `write_cmd_ns`) with its host transfer (`len / bus`).
@@ -520,6 +537,18 @@ impl DeviceProfile {
     /// (no `[flash]`, or `[flash] fdp_ruhs` absent or 0). See [`crate::ftl`].
     pub fn fdp_ruhs(&self) -> u32 {
         self.flash.as_ref().map_or(0, |f| f.fdp_ruhs)
+    }
+
+    /// The device's atomic write unit, bytes: the sizes an atomic (untorn, `RWF_ATOMIC`)
+    /// write may have, `(min, max)` — one logical block up to
+    /// `controller.atomic_write_bytes` ([`DEFAULT_ATOMIC_WRITE_BYTES`] when absent).
+    pub fn atomic_write_unit(&self) -> (u32, u32) {
+        (
+            ATOMIC_WRITE_MIN_BYTES,
+            self.controller
+                .atomic_write_bytes
+                .unwrap_or(DEFAULT_ATOMIC_WRITE_BYTES),
+        )
     }
 
     /// Names of the builtin profiles.

@@ -49,6 +49,8 @@ pub(crate) struct Outgoing {
     pub op: sluice_core::Op,
     /// A write with force unit access (durable when it completes).
     pub fua: bool,
+    /// An atomic write (`RWF_ATOMIC`, fio's `atomic=1`).
+    pub atomic: bool,
     /// Device address space offset of the piece.
     pub offset: u64,
     pub len: u32,
@@ -114,6 +116,7 @@ impl DevState {
                     buf,
                     op: p.req.op,
                     fua: p.req.fua,
+                    atomic: p.req.is_atomic_write(),
                     offset: p.req.offset,
                     len: p.req.len,
                 });
@@ -156,6 +159,7 @@ mod tests {
                 hwq: 0,
                 fua,
                 placement: 0,
+                atomic: false,
             };
             dev.block.submit(0, r, i as u64);
         }

@@ -29,6 +29,10 @@ pub enum EngineError {
          not issue; run it under `sluice sim --device nand`"
     )]
     Placement(String),
+    /// An `atomic=1` job's writes do not fit its file's atomic write unit (none, or a
+    /// size outside it; `statx` `STATX_WRITE_ATOMIC`).
+    #[error("{0}")]
+    Atomic(String),
     /// A job asks for metadata or protection information (`md_per_io_size`, …).
     #[error("{0}")]
     Metadata(String),

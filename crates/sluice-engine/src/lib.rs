@@ -45,6 +45,7 @@
 //! [`EngineStats::errors`], never dropped.
 #![warn(missing_docs, missing_debug_implementations)]
 
+mod atomic;
 mod buf;
 mod buffered;
 mod device;
@@ -242,6 +243,8 @@ pub fn prepare(
         cfg.allow_device,
         cfg.allow_write_existing,
     )?;
+    // atomic=1: the files' atomic write units, before anything is laid out.
+    atomic::check(jobs, &plan)?;
     let _ = workers;
     // Every worker's ring is sized for the device-wide cap: can the kernel give it?
     drop(ring::new_ring(ring::ring_entries(ring_cap(jobs, cfg)))?);

@@ -5,6 +5,7 @@
 
 mod common;
 
+mod atomic;
 mod buffered;
 mod early_end;
 mod engine;

@@ -206,6 +206,8 @@ struct JobOpts {
     flow_sleep_ns: Nanos,
     /// `fill_device`: running out of space ends the job, not as an error.
     fill: bool,
+    /// `atomic=1`: its writes are atomic (`Request::atomic`, `RWF_ATOMIC`).
+    atomic: bool,
 }
 
 #[derive(Debug)]
@@ -303,6 +305,7 @@ impl Runner {
                     wait_for: s.wait_for.map(|w| w as u32),
                     flow_sleep_ns: s.flow_sleep_ns,
                     fill: s.fill_device,
+                    atomic: s.atomic,
                 },
                 flow: job_flow[j],
                 class: s.class,

@@ -201,6 +201,11 @@ pub struct SimFacts {
     /// Flash management on a profile with `[flash]` (write amplification, GC time).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device_flash: Option<DeviceFlash>,
+    /// The device's atomic write unit, bytes (`controller.atomic_write_bytes`, NVMe
+    /// AWUPF), when a job wrote with `atomic=1` (the count is the block layer's
+    /// `atomic_writes`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_atomic_write_bytes: Option<u32>,
     /// Little's law: time-average requests in the system.
     pub littles_law_l: f64,
     /// Little's law: λ·W from the per-request latencies.

@@ -143,6 +143,13 @@ pub struct IoOptions {
     /// Force unit access for a write: it completes once durable, past the device's
     /// volatile write cache (NVMe FUA; `RWF_DSYNC` on a real file). Ignored for reads.
     pub fua: bool,
+    /// An atomic (untorn) write: `RWF_ATOMIC` on a real file, all or nothing at a
+    /// simulated crash (NVMe's atomic write unit). Its length must be a power of two
+    /// within the device's atomic write unit and its offset a multiple of it, else the
+    /// write fails with `InvalidInput` (the simulated device's
+    /// `controller.atomic_write_bytes`; on a real file the kernel decides, `EINVAL` or
+    /// `EOPNOTSUPP`). Ignored for reads.
+    pub atomic: bool,
     /// Submitted by AIOS's read path: the simulated host charges `lean_submit_ns` for it
     /// instead of `submit_ns` (the request still goes through the stack's block layer).
     pub(crate) lean: bool,
@@ -171,6 +178,12 @@ impl IoOptions {
     /// Force unit access (a write is durable when it completes).
     pub fn fua(mut self, fua: bool) -> IoOptions {
         self.fua = fua;
+        self
+    }
+
+    /// An atomic write (see [`IoOptions::atomic`]).
+    pub fn atomic(mut self, atomic: bool) -> IoOptions {
+        self.atomic = atomic;
         self
     }
 }

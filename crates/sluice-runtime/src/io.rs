@@ -92,6 +92,8 @@ struct IoSlot {
     promoted: bool,
     /// A write with force unit access.
     fua: bool,
+    /// An atomic write (`IoOptions::atomic`): never torn by a simulated crash.
+    atomic: bool,
     /// A flush: the writes it covers (those completed before it was submitted).
     ticket: Option<FlushTicket>,
     /// Simulation: the request, until the submitting core has spent the CPU that sends
@@ -295,9 +297,9 @@ impl IoState {
                 }
                 Op::Write => {
                     let buf = self.slots[s].buf.take().expect("a write has its buffer");
-                    let fua = self.slots[s].fua;
+                    let (fua, atomic) = (self.slots[s].fua, self.slots[s].atomic);
                     self.contents
-                        .write_done(base + offset, &buf[..len as usize], fua);
+                        .write_done_as(base + offset, &buf[..len as usize], fua, atomic);
                     self.slots[s].buf = Some(buf);
                     n = len as usize;
                 }
@@ -434,6 +436,7 @@ impl IoState {
                     promoted: false,
                     pending: None,
                     fua: false,
+                    atomic: false,
                     ticket: None,
                     refused: None,
                 });
@@ -491,7 +494,11 @@ impl IoState {
         let in_flight = self.slots.iter().filter_map(|s| {
             let flying = s.live && s.done.is_none() && s.op == Op::Write;
             let buf = s.buf.as_ref().filter(|_| flying)?;
-            Some((s.file as u64 * FILE_SPAN + s.offset, &buf[..s.len as usize]))
+            Some((
+                s.file as u64 * FILE_SPAN + s.offset,
+                &buf[..s.len as usize],
+                s.atomic,
+            ))
         });
         let report = self.contents.crash(spec, in_flight);
         let image = DiskImage {

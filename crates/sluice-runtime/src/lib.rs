@@ -342,6 +342,8 @@ impl Shared {
                 device_wrr_weights: block.wrr_applied(),
                 device_faults: None,
                 device_flash: sluice_metrics::DeviceFlash::of(dev),
+                device_atomic_write_bytes: (block.stats().atomic_writes > 0)
+                    .then(|| dev.profile().atomic_write_unit().1),
                 littles_law_l: 0.0,
                 littles_law_lambda_w: 0.0,
             }),

@@ -93,6 +93,8 @@ pub(crate) struct Outgoing {
     len: u32,
     /// A write with FUA (durable when it completes).
     fua: bool,
+    /// An atomic write (`RWF_ATOMIC`; `IoOptions::atomic`).
+    atomic: bool,
     fixed: u32,
 }
 
@@ -184,6 +186,7 @@ impl RealPort {
                     buf: ptr + (req.offset - req_off) as usize,
                     len: req.len,
                     fua: req.fua,
+                    atomic: req.is_atomic_write(),
                     fixed,
                 });
             },
@@ -423,6 +426,7 @@ impl Outgoing {
             tag: self.tag,
             // The runtime's real files are regular files.
             block_device: false,
+            atomic: self.atomic,
         }
     }
 }
@@ -455,13 +459,14 @@ mod tests {
                     buf: 0x2000,
                     len: 4096,
                     fua,
+                    atomic: false,
                     fixed,
                 };
                 let v = inspect(&sqe(&o.piece()));
                 let is_fixed = fixed != NOT_FIXED;
                 assert_eq!(
                     v.meaning(),
-                    meaning(op, fua, is_fixed, false),
+                    meaning(op, fua, false, is_fixed, false),
                     "{op:?} fua {fua}"
                 );
                 assert_eq!(v.op_flags, flags, "{op:?} fua {fua}");

@@ -5,6 +5,7 @@
 
 mod common;
 
+mod atomic;
 mod cache;
 mod crash;
 mod deadlock_real;

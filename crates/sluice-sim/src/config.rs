@@ -68,6 +68,10 @@ pub enum SimError {
     /// index past its reclaim unit handles), metadata or protection information.
     #[error("{0}")]
     Placement(String),
+    /// `atomic=1` jobs and the device's atomic write unit do not fit (a write size
+    /// over `controller.atomic_write_bytes`).
+    #[error("{0}")]
+    Atomic(String),
     /// `fill_device` jobs and the device do not fit (no room, a file past the end).
     #[error("{0}")]
     Fill(String),

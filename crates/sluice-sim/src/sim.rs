@@ -251,6 +251,18 @@ impl<'a> Sim<'a> {
         runner
             .set_placement(profile.fdp_ruhs(), specs, &profile.name)
             .map_err(SimError::Placement)?;
+        // fio's `atomic=1`: each write must fit the device's atomic write unit (NVMe
+        // AWUPF, the profile's `controller.atomic_write_bytes`), as Linux checks an
+        // `RWF_ATOMIC` write against `atomic_write_unit_{min,max}_bytes`.
+        let (min, max) = profile.atomic_write_unit();
+        let limits = sluice_workload::AtomicLimits { min, max };
+        let what = format!(
+            "the device profile '{}' (controller.atomic_write_bytes)",
+            profile.name
+        );
+        for s in specs {
+            limits.check(s, &what).map_err(SimError::Atomic)?;
+        }
         if let Some(e) = sluice_workload::metadata_refusal(
             specs,
             "sluice's simulated devices have no metadata or PI format",
@@ -492,6 +504,11 @@ impl<'a> Sim<'a> {
                     timeouts: w.port.device.stats().timeouts,
                 }),
                 device_flash: crate::port::flash_facts(&w.port.device),
+                device_atomic_write_bytes: self
+                    .specs
+                    .iter()
+                    .any(|s| s.atomic && s.rw.writes())
+                    .then(|| w.port.device.profile().atomic_write_unit().1),
                 littles_law_l: round6(l),
                 littles_law_lambda_w: round6(lambda_w),
             }),

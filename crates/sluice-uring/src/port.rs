@@ -274,6 +274,7 @@ mod tests {
             parts: 1,
             fua: false,
             placement: 0,
+            atomic: false,
         };
         Dispatch { req, queue }
     }

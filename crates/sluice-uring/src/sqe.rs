@@ -44,6 +44,17 @@
 //! cannot discard answers `EOPNOTSUPP`, a kernel before 6.12 `EINVAL` — the job's I/O
 //! errors say so.
 //!
+//! # Atomic writes = `RWF_ATOMIC`
+//! A write of fio's `atomic=1` (`Request::atomic`, Linux's `REQ_ATOMIC`) carries
+//! `RWF_ATOMIC` (0x40, Linux 6.11): the kernel sends it to the device as one command
+//! within the device's atomic write unit (NVMe AWUPF) and never splits it, so a power
+//! failure leaves all of its data or none. The kernel refuses it (`EINVAL`) unless the
+//! file was opened `O_DIRECT`, its length is a power of two within
+//! `statx`'s `stx_atomic_write_unit_min`..`_max` and its offset a multiple of its length;
+//! `EOPNOTSUPP` where the file or device has no atomic writes. The engine checks those
+//! limits before the run (`sluice-engine`'s `atomic`), so a refusal comes as one line
+//! at set-up, not as an I/O error per write. With FUA both flags are set.
+//!
 //! # Reads
 //! A read carries no flag: an NVMe read with FUA (read from media, not the device's
 //! cache) has no file counterpart, so a read's FUA bit is ignored.
@@ -72,6 +83,8 @@ pub struct Piece {
     pub tag: u32,
     /// The file is a block device (a TRIM is a discard, not a punched hole).
     pub block_device: bool,
+    /// An atomic write (`RWF_ATOMIC`; ignored for other operations).
+    pub atomic: bool,
 }
 
 /// What an SQE asks of the kernel: its opcode and the flags of that opcode
@@ -92,18 +105,20 @@ pub const TRIM_FALLOCATE_MODE: u32 =
 
 /// `rw_flags` of a write with FUA.
 pub const FUA_RW_FLAGS: u32 = libc::RWF_DSYNC as u32;
+/// `rw_flags` of an atomic write: `RWF_ATOMIC` (0x40).
+pub const ATOMIC_RW_FLAGS: u32 = libc::RWF_ATOMIC as u32;
 /// `fsync_flags` of a FLUSH: `IORING_FSYNC_DATASYNC`, an `fdatasync`.
 pub const FLUSH_FSYNC_FLAGS: u32 = 1;
 /// `BLOCK_URING_CMD_DISCARD`, `_IO(0x12, 0)` (Linux's `uapi/linux/fs.h`): a block
 /// device's discard through io_uring.
 pub const BLOCK_URING_CMD_DISCARD: u32 = 0x12 << 8;
 
-/// The SQE of a block-layer `op` (with FUA `fua`; through a registered buffer when
-/// `fixed`; on a block device when `block_device`): READ → read; WRITE → write, with
-/// `RWF_DSYNC` when FUA; FLUSH → `fdatasync` of the file; TRIM →
+/// The SQE of a block-layer `op` (with FUA `fua`; atomic when `atomic`; through a
+/// registered buffer when `fixed`; on a block device when `block_device`): READ →
+/// read; WRITE → write, with `RWF_DSYNC` when FUA and `RWF_ATOMIC` when atomic; FLUSH → `fdatasync` of the file; TRIM →
 /// `fallocate(PUNCH_HOLE | KEEP_SIZE)` on a file, `BLOCK_URING_CMD_DISCARD` on a block
 /// device (its `cmd_op` in `op_flags`; module text: why).
-pub fn meaning(op: Op, fua: bool, fixed: bool, block_device: bool) -> Meaning {
+pub fn meaning(op: Op, fua: bool, atomic: bool, fixed: bool, block_device: bool) -> Meaning {
     if op == Op::Trim && block_device {
         return Meaning {
             opcode: opcode::UringCmd16::CODE,
@@ -113,19 +128,24 @@ pub fn meaning(op: Op, fua: bool, fixed: bool, block_device: bool) -> Meaning {
     let (opcode, op_flags) = match (op, fixed) {
         (Op::Read, false) => (opcode::Read::CODE, 0),
         (Op::Read, true) => (opcode::ReadFixed::CODE, 0),
-        (Op::Write, false) => (opcode::Write::CODE, if fua { FUA_RW_FLAGS } else { 0 }),
-        (Op::Write, true) => (opcode::WriteFixed::CODE, if fua { FUA_RW_FLAGS } else { 0 }),
+        (Op::Write, false) => (opcode::Write::CODE, write_flags(fua, atomic)),
+        (Op::Write, true) => (opcode::WriteFixed::CODE, write_flags(fua, atomic)),
         (Op::Flush, _) => (opcode::Fsync::CODE, FLUSH_FSYNC_FLAGS),
         (Op::Trim, _) => (opcode::Fallocate::CODE, TRIM_FALLOCATE_MODE),
     };
     Meaning { opcode, op_flags }
 }
 
+/// `rw_flags` of a write: `RWF_DSYNC` for FUA, `RWF_ATOMIC` for an atomic write.
+fn write_flags(fua: bool, atomic: bool) -> u32 {
+    (if fua { FUA_RW_FLAGS } else { 0 }) | (if atomic { ATOMIC_RW_FLAGS } else { 0 })
+}
+
 /// The SQE of piece `p`: its registered file, offset, buffer and length, the opcode and
 /// flags [`meaning`] gives, `user_data` = its tag.
 pub fn sqe(p: &Piece) -> squeue::Entry {
     let fd = types::Fixed(p.file);
-    let m = meaning(p.op, p.fua, p.buf_index.is_some(), p.block_device);
+    let m = meaning(p.op, p.fua, p.atomic, p.buf_index.is_some(), p.block_device);
     let rw = m.op_flags as i32;
     let e = match (p.op, p.buf_index) {
         (Op::Read, Some(i)) => opcode::ReadFixed::new(fd, p.buf, p.len, i)
@@ -243,6 +263,7 @@ mod tests {
             buf_index,
             tag: 17,
             block_device: false,
+            atomic: false,
         }
     }
 
@@ -283,7 +304,7 @@ mod tests {
                 op_flags: flags,
             };
             assert_eq!(
-                meaning(op, fua, idx.is_some(), false),
+                meaning(op, fua, false, idx.is_some(), false),
                 want,
                 "{op:?} fua {fua}"
             );
@@ -296,6 +317,32 @@ mod tests {
                 0,
                 "a registered file"
             );
+        }
+    }
+
+    /// An atomic write carries `RWF_ATOMIC` (0x40) in `rw_flags`, with `RWF_DSYNC`
+    /// when it is also FUA; the flag means nothing for a read.
+    #[test]
+    fn an_atomic_write_carries_rwf_atomic() {
+        assert_eq!(ATOMIC_RW_FLAGS, 0x40);
+        let dsync = libc::RWF_DSYNC as u32;
+        for (op, fua, idx, flags) in [
+            (Op::Write, false, None, 0x40),
+            (Op::Write, true, None, 0x40 | dsync),
+            (Op::Write, false, Some(5), 0x40),
+            (Op::Read, false, None, 0),
+        ] {
+            let p = Piece {
+                atomic: true,
+                ..piece(op, fua, idx)
+            };
+            let v = inspect(&sqe(&p));
+            assert_eq!(
+                v.meaning().op_flags,
+                flags,
+                "{op:?} fua {fua} fixed {idx:?}"
+            );
+            assert_eq!(meaning(op, fua, true, idx.is_some(), false), v.meaning());
         }
     }
 
@@ -320,7 +367,7 @@ mod tests {
             opcode: opcode::UringCmd16::CODE,
             op_flags: BLOCK_URING_CMD_DISCARD,
         };
-        assert_eq!(meaning(Op::Trim, false, false, true), want);
+        assert_eq!(meaning(Op::Trim, false, false, false, true), want);
         assert_eq!(BLOCK_URING_CMD_DISCARD, 0x1200, "_IO(0x12, 0)");
         let e = sqe(&p);
         // SAFETY: as in `inspect`: 64 initialised bytes.
@@ -339,8 +386,8 @@ mod tests {
         );
         // Other operations on a block device are as on a file.
         assert_eq!(
-            meaning(Op::Write, true, false, true),
-            meaning(Op::Write, true, false, false)
+            meaning(Op::Write, true, false, false, true),
+            meaning(Op::Write, true, false, false, false)
         );
     }
 

@@ -49,6 +49,7 @@ fn fua_writes_and_a_flush_complete_on_a_real_file() {
         buf_index,
         tag,
         block_device: false,
+        atomic: false,
     };
     let steps = [
         // A FUA write from the registered buffer (plain when it could not be).

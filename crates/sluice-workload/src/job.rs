@@ -442,6 +442,9 @@ pub struct JobSpec {
     pub stonewall: bool,
     /// Buffered I/O through sluice's page cache (`direct=0`, `buffered=1`).
     pub buffered: bool,
+    /// fio's `atomic=1`: every write is an atomic (untorn) write, `RWF_ATOMIC` (see
+    /// [`crate::check_atomic_job`] and [`crate::AtomicLimits`]); implies direct I/O.
+    pub atomic: bool,
     /// A sync after every this many writes (`fsync=N`, `fdatasync=N`; 0: none).
     pub fsync_every: u32,
     /// A sync when the thread is done (`end_fsync`, `fsync_on_close`).
@@ -558,6 +561,7 @@ impl Default for JobSpec {
             placement: crate::PlacementSpec::default(),
             pi: crate::PiSpec::default(),
             buffered: false,
+            atomic: false,
             fsync_every: 0,
             end_fsync: false,
             sync_data_only: false,

@@ -150,6 +150,7 @@
 //! [fio]: https://fio.readthedocs.io/en/latest/fio_doc.html
 #![warn(missing_docs, missing_debug_implementations)]
 
+mod atomic;
 mod cmdprio;
 mod error;
 mod expr;
@@ -168,6 +169,7 @@ mod values;
 mod verify;
 mod zones;
 
+pub use atomic::{atomic_write_sizes, check_job as check_atomic_job, AtomicLimits};
 pub use cmdprio::{class_of_ioprio, CmdPrio, PrioDraw, PrioEntry};
 pub use error::WorkloadError;
 pub use gen::{stream_seed, IoGen, IoSpec, Pacer};

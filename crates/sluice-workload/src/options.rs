@@ -243,7 +243,6 @@ static OTHERS: &[OptionInfo] = &[
     o("verify_state_save", &[], Refused, "verify_state_save=0", "not supported: sluice checks each whole block (verify, verify_pattern, do_verify, verify_backlog, verify_fatal)"),
     q("verify_write_sequence", &[], Refused, OFF, "verify_write_sequence=1", "sluice's verify header carries the write sequence number but does not check it (as fio with verify_write_sequence=0)"),
     o("dp_scheme", &[], Refused, "dp_scheme=/path/scheme", "placement IDs by offset range from a scheme file (plid_select=scheme) are not supported; use plids with plid_select=roundrobin or random"),
-    q("atomic", &[], Refused, OFF, "atomic=1", "atomic (untorn) direct writes, RWF_ATOMIC, are not modelled by the simulator nor issued by `sluice run`"),
     o("ramp_size", &[], Refused, "ramp_size=1g", "not supported yet: use ramp_time"),
     o("thinktime_blocks", &[], Refused, "thinktime_blocks=8", "not supported yet: sluice thinks after every I/O"),
     o("thinktime_spin", &[], Refused, "thinktime_spin=10us", "not supported yet: sluice's thinktime is idle time"),

@@ -275,6 +275,8 @@ pub(crate) struct Draft {
     /// `fdp=` and `dataplacement=` (FDP or none), if given, and where.
     fdp: Option<(bool, Loc)>,
     dataplacement: Option<(bool, Loc)>,
+    /// `atomic=`, if given, and where.
+    atomic: Option<(bool, Loc)>,
 }
 
 /// Sizes given as a number of zones (fio's `size_nz`, …) and where.

@@ -3,6 +3,7 @@
 //! `autotests = false` in Cargo.toml, so a new file in tests/ runs only once it is
 //! listed below (the root package's `tests/layout.rs` checks that none is left out).
 
+mod atomic;
 mod docs;
 mod fio_options;
 mod gen;

@@ -186,7 +186,7 @@ fn verify_checksums_and_interval() {
 }
 
 #[test]
-fn verify_write_sequence_off_is_what_sluice_does_and_atomic_is_refused() {
+fn verify_write_sequence_off_is_what_sluice_does() {
     let p = parse_str(
         "[a]\nrw=write\nverify=crc32c\nverify_write_sequence=0\n",
         "t.fio",
@@ -197,7 +197,6 @@ fn verify_write_sequence_off_is_what_sluice_does_and_atomic_is_refused() {
     assert!(err("[a]\nverify_write_sequence=1\n")
         .to_string()
         .contains("does not check it"));
-    assert!(err("[a]\natomic=1\n").to_string().contains("RWF_ATOMIC"));
     let p = parse_str("[a]\nverify_dump=1\n", "t.fio", &STRICT).unwrap();
     assert!(
         p.warnings.iter().any(|w| w.contains("no dump files")),

@@ -323,6 +323,7 @@ mod tests {
             parts: 1,
             fua: false,
             placement: 0,
+            atomic: false,
         }
     }
 

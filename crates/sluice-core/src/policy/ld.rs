@@ -349,6 +349,7 @@ mod tests {
             parts: 1,
             fua: false,
             placement: 0,
+            atomic: false,
         }
     }
 

@@ -61,6 +61,7 @@ mod tests {
             parts: 1,
             fua: false,
             placement: 0,
+            atomic: false,
         }
     }
 

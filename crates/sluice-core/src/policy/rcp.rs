@@ -253,7 +253,12 @@ impl Policy for RcpPolicy {
                 0 => 1,
                 s => req.len.div_ceil(s),
             };
-            if pieces > 1 && pieces <= u16::MAX as u32 && !matches!(req.op, Op::Flush | Op::Trim) {
+            // An atomic write stays whole (`Request::split`): no piece count to keep.
+            if pieces > 1
+                && pieces <= u16::MAX as u32
+                && !matches!(req.op, Op::Flush | Op::Trim)
+                && !req.is_atomic_write()
+            {
                 if let Some(Some(a)) = self.admitted.get_mut(req.id.0 as usize) {
                     a.1 = pieces as u16;
                 }
@@ -394,6 +399,7 @@ mod tests {
             parts: 1,
             fua: false,
             placement: 0,
+            atomic: false,
         }
     }
 
@@ -706,5 +712,28 @@ mod tests {
             .counters()
             .iter()
             .any(|c| c.0 == Counter::SplitRequests));
+    }
+
+    /// An atomic write that `split` would cut goes whole: one dispatch of its full
+    /// length, the slot back with it, no split counted.
+    #[test]
+    fn an_atomic_write_is_not_split() {
+        let mut p = RcpPolicy::new(8, 8, 1, DEFAULT_STARVE_NS);
+        p.split = 128 << 10;
+        let big = Request {
+            len: 512 << 10,
+            op: Op::Write,
+            atomic: true,
+            ..req(1, IoClass::Normal)
+        };
+        admit_enqueue(&mut p, 0, big);
+        let v = DeviceView::default();
+        let d = p.dispatch(0, &v).unwrap().req;
+        assert_eq!((d.len, d.parts, d.atomic), (512 << 10, 1, true));
+        assert!(p.dispatch(0, &v).is_none());
+        p.complete(1, &done(d, true));
+        assert_eq!(p.held(), (0, 0), "the whole request gave the slot back");
+        assert!(p.counters().contains(&(Counter::SplitRequests, 0.0)));
+        assert_eq!(p.nc_inflight, 0);
     }
 }

@@ -76,6 +76,18 @@ impl DeviceProfile {
     /// The controller's queues.
     fn check_controller(&self, o: &str) -> Result<(), ProfileError> {
         let c = &self.controller;
+        if let Some(a) = c.atomic_write_bytes {
+            if a < 512 || !a.is_power_of_two() {
+                return Err(invalid(
+                    o,
+                    "controller.atomic_write_bytes",
+                    format!(
+                        "is {a}; the atomic write unit (NVMe AWUPF) is a power of two of at \
+                         least 512 bytes (one logical block), e.g. 4096 or 16384"
+                    ),
+                ));
+            }
+        }
         positive(
             o,
             "controller.max_outstanding",

@@ -166,6 +166,7 @@ fn piece(
         buf_index: fixed,
         tag: o.tag,
         block_device: false,
+        atomic: o.atomic,
     }
 }
 
@@ -199,13 +200,14 @@ mod tests {
                 buf: OutBuf::Slot(2),
                 op,
                 fua,
+                atomic: false,
                 offset: 4096,
                 len: 512,
             };
             let v = inspect(&sqe(&piece(&o, 1, std::ptr::null_mut(), 4096, Some(2))));
             assert_eq!(
                 v.meaning(),
-                meaning(op, fua, true, false),
+                meaning(op, fua, false, true, false),
                 "{op:?} fua {fua}"
             );
             assert_eq!(
@@ -223,7 +225,7 @@ mod tests {
             let v = inspect(&sqe(&piece(&o, 1, std::ptr::null_mut(), 4096, None)));
             assert_eq!(
                 v.meaning(),
-                meaning(op, fua, false, false),
+                meaning(op, fua, false, false, false),
                 "{op:?} fua {fua}"
             );
             assert_eq!(v.meaning().op_flags, flags, "{op:?} fua {fua}");

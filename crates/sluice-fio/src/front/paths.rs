@@ -108,6 +108,7 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
             hwq: self.queue_of(file),
             fua: false,
             placement: 0,
+            atomic: false,
         };
         self.send(cx, r, Kind::Read { waiter }, file, first, n, Some(buf));
     }
@@ -295,6 +296,7 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
             hwq: self.queue_of(file),
             fua: false,
             placement: 0,
+            atomic: false,
         };
         self.send(cx, r, Kind::Command { waiter: i }, file, 0, 0, None);
         Some(Blocked::Reads)
@@ -350,6 +352,7 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
             hwq: self.queue_of(file),
             fua: false,
             placement: 0,
+            atomic: false,
         };
         self.send(cx, r, Kind::Command { waiter: i }, file, 0, 0, None);
         Some(Blocked::Reads)
@@ -397,6 +400,7 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
             hwq: self.queue_of(first.file),
             fua: false,
             placement: 0,
+            atomic: false,
         };
         self.stats.device_writes += 1;
         let seq = self.send(

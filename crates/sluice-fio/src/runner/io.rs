@@ -109,6 +109,8 @@ impl Runner {
                 hwq: th.hwq,
                 fua: false,
                 placement,
+                // fio's `atomic=1`: `RWF_ATOMIC` on each write (reads are plain).
+                atomic: rt.opts.atomic && io.op == Op::Write,
             };
             port.submit(Submit {
                 thread: t,

@@ -178,6 +178,7 @@ impl Runner {
                     hwq: th.hwq,
                     fua: false,
                     placement: 0,
+                    atomic: false,
                 };
                 port.submit(Submit {
                     thread: t,

@@ -280,6 +280,38 @@ pub(crate) struct Issue {
     fixed: Option<(usize, u32)>,
 }
 
+/// An atomic write on the simulated device must fit its atomic write unit
+/// (`controller.atomic_write_bytes`): a power of two within it, aligned to its
+/// length — Linux's rules for `RWF_ATOMIC`, which refuses the others with `EINVAL`.
+/// On real files the kernel checks (and refuses) itself.
+fn check_atomic(
+    port: &crate::io::Port,
+    op: Op,
+    offset: u64,
+    len: u32,
+    atomic: bool,
+) -> io::Result<()> {
+    let crate::io::Port::Sim(p) = port else {
+        return Ok(());
+    };
+    if !atomic || op != Op::Write {
+        return Ok(());
+    }
+    let (min, max) = p.device.profile().atomic_write_unit();
+    if len.is_power_of_two() && (min..=max).contains(&len) && offset.is_multiple_of(len as u64) {
+        return Ok(());
+    }
+    Err(io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!(
+            "an atomic write of {len} bytes at offset {offset}: it must be a power of two \
+             within the device's atomic write unit ({min}..={max} bytes, profile '{}' \
+             controller.atomic_write_bytes) and aligned to its length",
+            p.device.profile().name
+        ),
+    ))
+}
+
 /// Submit `r` for task `t` into slot `slot` (a reserved one, or `None`: a new one)
 /// under the lock: the file's checks, the request to the block layer with the task's
 /// flow and effective class, the slot, the task as its issuer (and waiter when
@@ -296,6 +328,9 @@ pub(crate) fn issue(
 ) -> Result<u32, (io::Error, Option<DmaBuffer>)> {
     let (op, offset, len, opts) = (r.op, r.offset, r.len, r.opts);
     if let Err(e) = inner.io.files[r.file as usize].check(op, opts.writeback) {
+        return Err((e, buf));
+    }
+    if let Err(e) = check_atomic(&inner.io.port, op, offset, len, opts.atomic) {
         return Err((e, buf));
     }
     let now = inner.now;
@@ -333,6 +368,7 @@ pub(crate) fn issue(
         hwq: core,
         fua: opts.fua,
         placement: 0,
+        atomic: opts.atomic && op == Op::Write,
     };
     // The submission's CPU (system call, block layer, driver), on the submitting core.
     let cost = if opts.lean {
@@ -381,6 +417,7 @@ pub(crate) fn issue(
         done: None,
         promoted: false,
         fua: opts.fua && op == Op::Write,
+        atomic: opts.atomic && op == Op::Write,
         ticket: (op == Op::Flush).then(|| io.contents.flush_start()),
         pending,
         refused: None,

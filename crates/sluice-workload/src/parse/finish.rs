@@ -111,6 +111,14 @@ impl Parser<'_> {
             // no page cache sees them.
             job.buffered = false;
         }
+        if let Some((true, _)) = d.atomic {
+            job.atomic = true;
+            // fio: "O_ATOMIC implies O_DIRECT"; a job that asked for buffered I/O is
+            // refused below instead of silently changed.
+            if !d.direct_given {
+                job.buffered = false;
+            }
+        }
         self.engine_depth(&mut job, &name, line);
         job.logs.bw = log_bw;
         job.logs.lat = log_lat;
@@ -144,6 +152,9 @@ impl Parser<'_> {
         };
         // fio checks fsync first: with equal counts the sync is an fsync.
         job.sync_data_only = d.fdatasync > 0 && (d.fsync == 0 || d.fdatasync < d.fsync);
+        if let (Some((_, at)), Some(msg)) = (&d.atomic, crate::atomic::check_job(&job)) {
+            return Err(self.option_err_at(at, "atomic", msg));
+        }
         Ok(job)
     }
 
