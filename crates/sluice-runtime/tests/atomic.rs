@@ -64,22 +64,7 @@ fn crashes(atomic: bool) -> (u64, u64) {
             .run_until_crash(at, CrashSpec { seed, torn: true }, move || workload(atomic))
             .unwrap();
         torn += out.crash.torn;
-        let blocks = builder(seed)
-            .image(out.image)
-            .build()
-            .unwrap()
-            .run(|| async {
-                let f = File::open("data").await.unwrap();
-                let mut v = Vec::new();
-                for b in 0..TASKS * WRITES {
-                    let (r, buf) = f.read_at(DmaBuffer::new(BLOCK), b * BLOCK as u64).await;
-                    r.unwrap();
-                    v.push((b, buf.to_vec()));
-                }
-                v
-            })
-            .unwrap()
-            .value;
+        let blocks = crate::common::read_back(builder(seed), out.image, TASKS * WRITES, BLOCK);
         for (b, data) in blocks {
             let whole = data == pattern(b) || data.iter().all(|&x| x == 0);
             torn_blocks += !whole as u64;

@@ -106,22 +106,7 @@ fn a_crash_keeps_exactly_what_was_flushed() {
         let log = log.borrow();
         // Recover: a new stack on the image reads every block back.
         let image = out.image.clone();
-        let blocks: Vec<(u64, Vec<u8>)> = builder(seed)
-            .image(image)
-            .build()
-            .unwrap()
-            .run(|| async {
-                let f = File::open("data").await.unwrap();
-                let mut v = Vec::new();
-                for b in 0..TASKS * WRITES {
-                    let (r, buf) = f.read_at(DmaBuffer::new(BLOCK), b * BLOCK as u64).await;
-                    r.unwrap();
-                    v.push((b, buf.to_vec()));
-                }
-                v
-            })
-            .unwrap()
-            .value;
+        let blocks = crate::common::read_back(builder(seed), image, TASKS * WRITES, BLOCK);
         for (b, data) in blocks {
             let want = pattern(b);
             if log.durable.contains(&b) {
