@@ -5,36 +5,10 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
-use sluice_runtime::{
-    now, sleep, spawn, DmaBuffer, File, Inherit, IoOptions, Op, RangeLock, Stack, TaskCtx,
-};
+use sluice_runtime::{now, sleep, spawn, DmaBuffer, File, Inherit, RangeLock, Stack, TaskCtx};
 
 const MS: u64 = 1_000_000;
 const US: u64 = 1_000;
-
-/// A writer that keeps `depth` 128 KiB writes outstanding on its own file for `for_ns`.
-async fn saturate(name: &'static str, depth: usize, for_ns: u64) {
-    let f = File::create(name).await.unwrap();
-    let end = now() + for_ns;
-    let mut handles = std::collections::VecDeque::new();
-    let mut off = 0u64;
-    while now() < end {
-        while handles.len() < depth {
-            handles.push_back(f.submit(
-                Op::Write,
-                DmaBuffer::new(128 << 10),
-                off,
-                IoOptions::new(),
-            ));
-            off = (off + (128 << 10)) % (1 << 30);
-        }
-        let (r, _) = handles.pop_front().unwrap().await;
-        r.unwrap();
-    }
-    for h in handles {
-        h.await.0.unwrap();
-    }
-}
 
 /// Two background tasks each hold a range of one file — `[0, 4096)` and `[8192,
 /// 12288)` — while their 4 KiB write sits in the block layer behind a saturating
@@ -49,7 +23,10 @@ fn range_inversion(inherit: Inherit) -> (u64, sluice_metrics::RunReport) {
         .unwrap()
         .run(|| async {
             let lock = Rc::new(RangeLock::new_stack_level().named("file ranges"));
-            let writer = spawn(TaskCtx::new("writer"), saturate("bulk", 32, 20 * MS));
+            let writer = spawn(
+                TaskCtx::new("writer"),
+                crate::common::saturate("bulk", 32, 20 * MS),
+            );
             let holders: Vec<_> = [0u64, 8192]
                 .into_iter()
                 .map(|at| {

@@ -13,30 +13,6 @@ use sluice_runtime::{
 const MS: u64 = 1_000_000;
 const US: u64 = 1_000;
 
-/// A writer that keeps `depth` 128 KiB writes outstanding on its own file for `for_ns`.
-async fn saturate(name: &'static str, depth: usize, for_ns: u64) {
-    let f = File::create(name).await.unwrap();
-    let end = now() + for_ns;
-    let mut handles = std::collections::VecDeque::new();
-    let mut off = 0u64;
-    while now() < end {
-        while handles.len() < depth {
-            handles.push_back(f.submit(
-                Op::Write,
-                DmaBuffer::new(128 << 10),
-                off,
-                IoOptions::new(),
-            ));
-            off = (off + (128 << 10)) % (1 << 30);
-        }
-        let (r, _) = handles.pop_front().unwrap().await;
-        r.unwrap();
-    }
-    for h in handles {
-        h.await.0.unwrap();
-    }
-}
-
 /// RCP's priority inversion: a critical task needs lock L, which a background task holds
 /// while its 4 KiB write sits in the block layer behind a saturating writer's backlog.
 /// Returns how long the critical task waited for L, in ns.
@@ -66,7 +42,7 @@ fn inversion_at(
             });
             let writer = spawn(
                 TaskCtx::new("writer").activity(Activity::COMPACTION),
-                saturate("bulk", 32, 20 * MS),
+                crate::common::saturate("bulk", 32, 20 * MS),
             );
             let l = lock.clone();
             let bg = spawn(
@@ -185,7 +161,10 @@ fn a_transitive_chain_of_three_is_followed_and_can_be_switched_off() {
             .run(|| async {
                 let l1 = Rc::new(Mutex::new(()));
                 let l2 = Rc::new(Mutex::new(()));
-                let writer = spawn(TaskCtx::new("writer"), saturate("bulk", 32, 20 * MS));
+                let writer = spawn(
+                    TaskCtx::new("writer"),
+                    crate::common::saturate("bulk", 32, 20 * MS),
+                );
                 let (l2b, l1a, l2a) = (l2.clone(), l1.clone(), l2.clone());
                 // b takes L2 and writes (queued behind the writer for ~2 ms); a takes
                 // L1 and waits for L2; crit then waits for L1.
@@ -240,7 +219,10 @@ fn condition_variable_helpers_inherit() {
             .unwrap()
             .run(|| async {
                 let state = Rc::new((Mutex::new(0u32), Condvar::new()));
-                let writer = spawn(TaskCtx::new("writer"), saturate("bulk", 32, 20 * MS));
+                let writer = spawn(
+                    TaskCtx::new("writer"),
+                    crate::common::saturate("bulk", 32, 20 * MS),
+                );
                 let s = state.clone();
                 // The logger signalled the condition once before (so it is a helper),
                 // then writes (queued behind the writer) before it signals again.
@@ -289,7 +271,10 @@ fn a_critical_waiter_promotes_another_tasks_outstanding_io() {
             .build()
             .unwrap()
             .run(|| async {
-                let writer = spawn(TaskCtx::new("writer"), saturate("bulk", 32, 20 * MS));
+                let writer = spawn(
+                    TaskCtx::new("writer"),
+                    crate::common::saturate("bulk", 32, 20 * MS),
+                );
                 sleep(2 * MS).await;
                 let f = File::create("page").await.unwrap();
                 // A background write of the page a critical reader then needs.

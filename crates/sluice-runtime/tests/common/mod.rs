@@ -1,6 +1,6 @@
 //! Helpers the runtime's tests share (real-file skips, crash read-backs).
 
-use sluice_runtime::{DiskImage, DmaBuffer, File, RuntimeError, StackBuilder};
+use sluice_runtime::{now, DiskImage, DmaBuffer, File, IoOptions, Op, RuntimeError, StackBuilder};
 
 /// Whether `e` says io_uring cannot be set up here (the test then says so and returns).
 pub fn skip(e: &RuntimeError) -> bool {
@@ -37,4 +37,29 @@ pub fn read_back(
         })
         .unwrap()
         .value
+}
+
+/// A writer that keeps `depth` 128 KiB writes outstanding on its own file for `for_ns`.
+#[allow(dead_code)] // the `hot_path` bench includes this module too and does not use it
+pub async fn saturate(name: &'static str, depth: usize, for_ns: u64) {
+    let f = File::create(name).await.unwrap();
+    let end = now() + for_ns;
+    let mut handles = std::collections::VecDeque::new();
+    let mut off = 0u64;
+    while now() < end {
+        while handles.len() < depth {
+            handles.push_back(f.submit(
+                Op::Write,
+                DmaBuffer::new(128 << 10),
+                off,
+                IoOptions::new(),
+            ));
+            off = (off + (128 << 10)) % (1 << 30);
+        }
+        let (r, _) = handles.pop_front().unwrap().await;
+        r.unwrap();
+    }
+    for h in handles {
+        h.await.0.unwrap();
+    }
 }
