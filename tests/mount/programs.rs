@@ -296,7 +296,7 @@ fn kill_9_after_fsync_loses_nothing_and_the_dead_mount_says_how_to_clean_up() {
     let e = loop {
         match fs::metadata(&m.mnt) {
             Err(e) => break e,
-            Ok(_) if t0.elapsed() < std::time::Duration::from_secs(60) => {
+            Ok(_) if t0.elapsed() < std::time::Duration::from_secs(300) => {
                 std::thread::sleep(std::time::Duration::from_millis(10))
             }
             Ok(_) => panic!("the mount of the killed daemon still answers"),
