@@ -17,8 +17,8 @@ pub struct MountArgs {
     /// Scheduling policy `NAME[:key=value,...]` of the mount's block layer.
     #[arg(long, short = 'p', default_value = "none")]
     policy: String,
-    /// Rules file (TOML, `[[rule]]` tables) matching process name, command line, uid or
-    /// cgroup to a class, weight and flow; see docs/mount.md.
+    /// Rules file (TOML, `[[rule]]` tables) matching process name, command line, uid,
+    /// cgroup or file path to a class, weight and flow; see docs/mount.md.
     #[arg(long, value_name = "FILE")]
     classes: Option<PathBuf>,
     /// The stack's cores (threads, each with its own io_uring); default: the machine's.

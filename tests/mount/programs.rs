@@ -193,6 +193,50 @@ fn callers_classes_and_rules_reach_the_tables() {
 }
 
 #[test]
+fn path_rules_class_a_files_io_whoever_issues_it() {
+    if !support::fuse_ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("classes.toml");
+    fs::write(
+        &rules,
+        "[[rule]]\npath = \"wal/*\"\nclass = \"critical\"\nflow = \"wal\"\n",
+    )
+    .unwrap();
+    let Some(m) = Mounted::new(&[
+        "--policy",
+        "rcp",
+        "--cache",
+        "0",
+        "--classes",
+        rules.to_str().unwrap(),
+    ]) else {
+        return;
+    };
+    fs::create_dir(m.m("wal")).unwrap();
+    // The same process (this test) writes both files, with no I/O priority set.
+    fs::write(m.m("wal/000001"), vec![7u8; 64 << 10]).unwrap();
+    fs::write(m.m("table"), vec![9u8; 64 << 10]).unwrap();
+    let wal_backing = m.b("wal/000001");
+    let end = m.unmount();
+    assert!(end.ok, "{}", end.stderr);
+    let json = end.json.expect("--json written at unmount");
+    let jobs = json["jobs"].as_array().unwrap();
+    let wal: Vec<_> = jobs.iter().filter(|j| j["flow"] == "wal").collect();
+    assert!(
+        !wal.is_empty() && wal.iter().all(|j| j["class"] == "critical"),
+        "the log's writes in flow 'wal', critical: {jobs:?}"
+    );
+    assert!(
+        jobs.iter()
+            .any(|j| j["flow"] != "wal" && j["class"] == "normal"),
+        "the table's writes keep the caller's own class: {jobs:?}"
+    );
+    assert_eq!(fs::read(wal_backing).unwrap(), vec![7u8; 64 << 10]);
+}
+
+#[test]
 fn bad_input_gets_a_clear_error() {
     if !support::fuse_ready() {
         return;

@@ -10,18 +10,27 @@
 //!    → critical, `restrict-to-be` → a critical caller becomes normal, `idle` → idle)
 //!    and `io.weight` (`default N`: weight N / 25, so the default 100 is 4);
 //! 3. the first rule of `--classes FILE` that matches (process name, a part of the
-//!    command line, uid, cgroup prefix): its class, weight and flow.
+//!    command line, uid, cgroup prefix, and the path of the file the request is on — a
+//!    glob relative to the mount's root): its class, weight and flow.
 //!
 //! The flow (the tenant that `d2fq`, `bfq`, `fios` share the device among by weight) is
 //! the cgroup when the caller is in one below the root, else the process
 //! (`comm.tgid`). An answer is kept per thread for [`TTL`], so a thread's requests cost
 //! one hash look-up, and an `ionice` of a running thread is seen within that time.
+//!
+//! Path rules: a file's path is matched once, when it is opened ([`Classifier::paths`]:
+//! the name its backing inode has then, relative to BACKING; a file with several hard
+//! links is matched by the one it was reached through, as `/proc/self/fd` names it),
+//! giving the open a bit set of the path rules it satisfies; a request is classed by
+//! (thread, that set), cached as above. So `pg_wal/*` can make every write to
+//! PostgreSQL's log critical whichever process issues it.
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use globset::{GlobBuilder, GlobMatcher};
 use serde::Deserialize;
 use sluice_core::IoClass;
 
@@ -59,13 +68,22 @@ pub struct Rule {
     pub uid: Option<u32>,
     /// A prefix of the cgroup v2 path (`/system.slice/postgresql.service`).
     pub cgroup: Option<String>,
+    /// A glob over the file's path relative to the mount's root (`pg_wal/*`,
+    /// `**/*.log`; `*` does not cross a `/`, `**` does).
+    pub path: Option<String>,
     /// `critical`, `normal` or `idle`.
     pub class: Option<String>,
     /// The weight, 1 to 1000.
     pub weight: Option<u32>,
     /// The flow (tenant) name.
     pub flow: Option<String>,
+    /// `path`, compiled by [`parse_rules`].
+    #[serde(skip)]
+    glob: Option<GlobMatcher>,
 }
+
+/// Rules that match on a path: at most this many (one bit each in an open's set).
+pub const MAX_PATH_RULES: usize = 64;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -92,13 +110,36 @@ pub fn load_rules(path: &Path) -> Result<Vec<Rule>, String> {
 
 /// Parse the text of a classes file (`[[rule]]` tables).
 pub fn parse_rules(text: &str) -> Result<Vec<Rule>, String> {
-    let f: RulesFile = toml::from_str(text).map_err(|e| e.to_string())?;
-    for (i, r) in f.rule.iter().enumerate() {
+    let mut f: RulesFile = toml::from_str(text).map_err(|e| e.to_string())?;
+    for (i, r) in f.rule.iter_mut().enumerate() {
         let n = i + 1;
-        if r.comm.is_none() && r.cmdline.is_none() && r.uid.is_none() && r.cgroup.is_none() {
+        if r.comm.is_none()
+            && r.cmdline.is_none()
+            && r.uid.is_none()
+            && r.cgroup.is_none()
+            && r.path.is_none()
+        {
             return Err(format!(
-                "rule {n} matches everything: give at least one of comm, cmdline, uid, cgroup"
+                "rule {n} matches everything: give at least one of comm, cmdline, uid, cgroup, path"
             ));
+        }
+        if let Some(p) = &r.path {
+            if p.starts_with('/') {
+                return Err(format!(
+                    "rule {n}: path '{p}' is absolute: give it relative to the mount's root, \
+                     e.g. 'pg_wal/*'"
+                ));
+            }
+            if i >= MAX_PATH_RULES {
+                return Err(format!(
+                    "rule {n} matches on path: only the first {MAX_PATH_RULES} rules may"
+                ));
+            }
+            let g = GlobBuilder::new(p)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| format!("rule {n}: path '{p}': {e}"))?;
+            r.glob = Some(g.compile_matcher());
         }
         if r.class.is_none() && r.weight.is_none() && r.flow.is_none() {
             return Err(format!(
@@ -199,8 +240,9 @@ fn cgroup_file(cg: &str, name: &str) -> Option<String> {
     std::fs::read_to_string(p).ok()
 }
 
-/// The answer for a process (`prio`: the thread's I/O priority).
-pub fn classify(p: &Proc, prio: Option<(u32, u32)>, rules: &[Rule]) -> Who {
+/// The answer for a process (`prio`: the thread's I/O priority) on a file whose path
+/// satisfies the path rules in `paths` (bit i: rule i; see [`Classifier::paths`]).
+pub fn classify(p: &Proc, prio: Option<(u32, u32)>, rules: &[Rule], paths: u64) -> Who {
     let (mut class, mut weight) = from_ioprio(prio, p.nice);
     let in_cgroup = p.cgroup != "/" && !p.cgroup.is_empty();
     if in_cgroup {
@@ -231,7 +273,12 @@ pub fn classify(p: &Proc, prio: Option<(u32, u32)>, rules: &[Rule]) -> Who {
     } else {
         format!("{}.{}", p.comm, p.tgid)
     };
-    if let Some(r) = rules.iter().find(|r| matches(r, p)) {
+    let on_path = |i: usize, r: &Rule| r.glob.is_none() || paths & (1 << i) != 0;
+    if let Some((_, r)) = rules
+        .iter()
+        .enumerate()
+        .find(|&(i, r)| on_path(i, r) && matches(r, p))
+    {
         if let Some(c) = r.class.as_deref().and_then(parse_class) {
             class = c;
         }
@@ -260,44 +307,83 @@ fn matches(r: &Rule, p: &Proc) -> bool {
             .is_none_or(|c| p.cgroup.starts_with(c.as_str()))
 }
 
-/// The per-thread cache of answers.
+/// The path rules (bit i: rule i) that `rel`, a path relative to the mount's root,
+/// satisfies.
+pub fn path_bits(rules: &[Rule], rel: &Path) -> u64 {
+    rules
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.glob.as_ref().is_some_and(|g| g.is_match(rel)))
+        .fold(0, |m, (i, _)| m | 1 << i)
+}
+
+/// An answer and when it was found, by (thread, path rules of the open).
+type Answers = HashMap<(u32, u64), (Instant, Arc<Who>)>;
+
+/// The per-thread (and per path-rule set) cache of answers.
 #[derive(Debug)]
 pub struct Classifier {
     rules: Vec<Rule>,
-    cache: Mutex<HashMap<u32, (Instant, Arc<Who>)>>,
+    /// BACKING as `/proc/self/fd` names it (paths are matched relative to it).
+    root: std::path::PathBuf,
+    cache: Mutex<Answers>,
 }
 
 impl Classifier {
-    pub fn new(rules: Vec<Rule>) -> Classifier {
+    /// `root`: the backing directory's path, as `/proc/self/fd` names its descriptor.
+    pub fn new(rules: Vec<Rule>, root: std::path::PathBuf) -> Classifier {
         Classifier {
             rules,
+            root,
             cache: Mutex::new(HashMap::new()),
         }
     }
 
-    /// The answer for thread `tid` (0: the kernel itself).
-    pub fn who(&self, tid: u32) -> Arc<Who> {
+    /// The path rules satisfied by the file open as descriptor `fd` (any descriptor of
+    /// its backing inode): its name now, relative to BACKING. 0 when no rule has a path
+    /// (nothing is read then), or the file has no name (unlinked) or none under BACKING.
+    pub fn paths(&self, fd: std::os::fd::RawFd) -> u64 {
+        if self.rules.iter().all(|r| r.glob.is_none()) {
+            return 0;
+        }
+        std::fs::read_link(format!("/proc/self/fd/{fd}"))
+            .ok()
+            .and_then(|p| {
+                let rel = p.strip_prefix(&self.root).ok()?.to_path_buf();
+                // An unlinked inode's link ends in " (deleted)": it has no path.
+                let deleted = rel
+                    .file_name()
+                    .is_some_and(|n| n.as_encoded_bytes().ends_with(b" (deleted)"));
+                (!deleted).then(|| path_bits(&self.rules, &rel))
+            })
+            .unwrap_or(0)
+    }
+
+    /// The answer for thread `tid` (0: the kernel itself) on a file whose open
+    /// satisfied the path rules `paths` ([`Classifier::paths`]).
+    pub fn who(&self, tid: u32, paths: u64) -> Arc<Who> {
         if tid == 0 {
             return Arc::new(Who::kernel());
         }
         let now = Instant::now();
+        let key = (tid, paths);
         {
             let c = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some((at, w)) = c.get(&tid) {
+            if let Some((at, w)) = c.get(&key) {
                 if now.duration_since(*at) < TTL {
                     return w.clone();
                 }
             }
         }
         let who = Arc::new(match read_proc(tid) {
-            Some(p) => classify(&p, ioprio(tid), &self.rules),
+            Some(p) => classify(&p, ioprio(tid), &self.rules, paths),
             None => Who::kernel(),
         });
         let mut c = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         if c.len() > 4096 {
             c.retain(|_, (at, _)| now.duration_since(*at) < TTL);
         }
-        c.insert(tid, (now, who.clone()));
+        c.insert(key, (now, who.clone()));
         who
     }
 }
@@ -339,10 +425,10 @@ mod tests {
             cgroup: "/".into(),
             ..Proc::default()
         };
-        let w = classify(&p, Some((2, 4)), &rules);
+        let w = classify(&p, Some((2, 4)), &rules, 0);
         assert_eq!((w.class, w.flow.as_str()), (IoClass::Idle, "pg-bg"));
         p.cmdline = "postgres: app db [local] SELECT".into();
-        let w = classify(&p, Some((2, 4)), &rules);
+        let w = classify(&p, Some((2, 4)), &rules, 0);
         assert_eq!(
             (w.class, w.weight, w.flow.as_str()),
             (IoClass::Critical, 8, "postgres.7")
@@ -364,8 +450,96 @@ mod tests {
         let tid = unsafe { libc::gettid() } as u32;
         let p = read_proc(tid).expect("our own /proc entry");
         assert_eq!(p.tgid, std::process::id());
-        let c = Classifier::new(Vec::new());
-        let a = c.who(tid);
-        assert!(Arc::ptr_eq(&a, &c.who(tid)), "cached per thread");
+        let c = Classifier::new(Vec::new(), "/".into());
+        let a = c.who(tid, 0);
+        assert!(Arc::ptr_eq(&a, &c.who(tid, 0)), "cached per thread");
+    }
+
+    #[test]
+    fn path_rules_match_the_files_path_and_the_caller() {
+        let rules = parse_rules(
+            r#"
+            [[rule]]
+            path = "pg_wal/*"
+            class = "critical"
+            flow = "wal"
+            [[rule]]
+            comm = "postgres"
+            path = "**/*.tmp"
+            class = "idle"
+            [[rule]]
+            comm = "postgres"
+            class = "normal"
+            weight = 2
+            "#,
+        )
+        .unwrap();
+        let bits = |p: &str| path_bits(&rules, Path::new(p));
+        assert_eq!(bits("pg_wal/000001"), 0b001);
+        // `*` does not cross a `/`; `**` does.
+        assert_eq!(bits("pg_wal/archive/000001"), 0);
+        assert_eq!(bits("base/1/t.tmp"), 0b010);
+        assert_eq!(bits("x.tmp"), 0b010);
+        assert_eq!(bits("base/1/16384"), 0);
+        let p = Proc {
+            tgid: 9,
+            comm: "postgres".into(),
+            cgroup: "/".into(),
+            ..Proc::default()
+        };
+        let who = |paths| classify(&p, Some((2, 4)), &rules, paths);
+        assert_eq!(
+            (who(0b001).class, who(0b001).flow.as_str()),
+            (IoClass::Critical, "wal")
+        );
+        assert_eq!(who(0b010).class, IoClass::Idle);
+        assert_eq!((who(0).class, who(0).weight), (IoClass::Normal, 2));
+        // A path rule still needs its other matchers: another process's temp file.
+        let other = Proc {
+            comm: "cp".into(),
+            ..p.clone()
+        };
+        let w = classify(&other, Some((2, 4)), &rules, 0b010);
+        assert_eq!((w.class, w.weight), (IoClass::Normal, 4));
+    }
+
+    #[test]
+    fn bad_path_rules_are_refused_with_the_rule_named() {
+        let one =
+            |path: &str| parse_rules(&format!("[[rule]]\npath = {path:?}\nclass = \"idle\"\n"));
+        assert!(one("/var/lib/x")
+            .unwrap_err()
+            .contains("relative to the mount's root"));
+        assert!(one("a/[b").unwrap_err().contains("rule 1: path 'a/[b'"));
+        let many: String = (0..=MAX_PATH_RULES)
+            .map(|i| format!("[[rule]]\npath = \"f{i}\"\nclass = \"idle\"\n"))
+            .collect();
+        assert!(parse_rules(&many)
+            .unwrap_err()
+            .contains(&format!("rule {} matches on path", MAX_PATH_RULES + 1)));
+    }
+
+    #[test]
+    fn an_open_files_path_is_read_from_its_descriptor() {
+        use std::os::fd::AsRawFd;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("pg_wal")).unwrap();
+        let rules = parse_rules("[[rule]]\npath = \"pg_wal/*\"\nclass = \"critical\"\n").unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let c = Classifier::new(rules, root);
+        let wal = std::fs::File::create(dir.path().join("pg_wal/1")).unwrap();
+        let data = std::fs::File::create(dir.path().join("data")).unwrap();
+        assert_eq!(c.paths(wal.as_raw_fd()), 1);
+        assert_eq!(c.paths(data.as_raw_fd()), 0);
+        // Renamed while open: the name it has now.
+        std::fs::rename(dir.path().join("data"), dir.path().join("pg_wal/2")).unwrap();
+        assert_eq!(c.paths(data.as_raw_fd()), 1);
+        // Unlinked: no path.
+        std::fs::remove_file(dir.path().join("pg_wal/1")).unwrap();
+        assert_eq!(c.paths(wal.as_raw_fd()), 0);
+        let tid = unsafe { libc::gettid() } as u32;
+        assert_eq!(c.who(tid, 1).class, IoClass::Critical);
+        let own = from_ioprio(ioprio(tid), read_proc(tid).unwrap().nice).0;
+        assert_eq!(c.who(tid, 0).class, own);
     }
 }

@@ -60,7 +60,13 @@ struct Handle {
     /// Its key in `SluiceFs::files`.
     key: (u64, u64),
     sync: bool,
+    /// The path rules of `--classes` its file's name satisfied at open.
+    paths: u64,
 }
+
+/// What a request needs of its handle: the data file, whether the open asked for
+/// `O_SYNC`/`O_DSYNC`, and its path rules ([`crate::class::Classifier::paths`]).
+type Opened = (Arc<DataFile>, bool, u64);
 
 /// An open data file and its opens.
 type OpenData = (Arc<DataFile>, u32);

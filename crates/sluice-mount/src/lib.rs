@@ -347,10 +347,13 @@ pub fn serve(
     }
 
     let cache = o.cache > 0;
+    // BACKING as the kernel names it: path rules match file paths relative to it.
+    let root_path = std::fs::read_link(format!("/proc/self/fd/{}", root.as_raw_fd()))
+        .unwrap_or_else(|_| o.backing.clone());
     let fs = fs::SluiceFs::new(
         root,
         hub.clone(),
-        class::Classifier::new(rules),
+        class::Classifier::new(rules, root_path),
         direct,
         cache,
     )

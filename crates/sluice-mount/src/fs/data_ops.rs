@@ -20,7 +20,6 @@ use super::{lock, Handle, SluiceFs, TTL};
 use crate::attr::attr;
 use crate::class::{Classifier, Who};
 use crate::data::attr_after;
-use crate::data::DataFile;
 use crate::hub::Job;
 use crate::hub::{Answer, Hub};
 use crate::node::Node;
@@ -49,12 +48,17 @@ impl SluiceFs {
         size: u64,
         reply: ReplyAttr,
     ) {
-        let df = fh
-            .and_then(|fh| self.handle(fh).ok().map(|h| h.0))
+        let opened = fh.and_then(|fh| self.handle(fh).ok());
+        let paths = match &opened {
+            Some(h) => h.2,
+            None => self.classes.paths(node.raw()),
+        };
+        let df = opened
+            .map(|h| h.0)
             .or_else(|| lock(&self.files).get(&node.key).map(|e| e.0.clone()));
         match df {
             Some(df) if df.writable => {
-                let who = self.classes.who(req.pid());
+                let who = self.classes.who(req.pid(), paths);
                 let n2 = node.clone();
                 let df2 = df.clone();
                 let done = attr_after(reply, move || {
@@ -91,8 +95,8 @@ impl SluiceFs {
         reply: ReplyLseek,
     ) {
         match self.handle(fh) {
-            Ok((df, _)) if df.cache => {
-                let who = self.classes.who(req.pid());
+            Ok((df, _, paths)) if df.cache => {
+                let who = self.classes.who(req.pid(), paths);
                 self.hub.submit(
                     &who,
                     None,
@@ -104,7 +108,7 @@ impl SluiceFs {
                     },
                 );
             }
-            Ok((df, _)) => {
+            Ok((df, _, _)) => {
                 // SAFETY: a plain system call on our descriptor (SEEK_DATA / SEEK_HOLE
                 // of the backing file; its own position is not used by the data path).
                 let r = unsafe { libc::lseek(df.fd.as_raw_fd(), offset, whence) };
@@ -128,10 +132,10 @@ pub struct DataOps {
 }
 
 impl DataOps {
-    fn handle(&self, fh: u64) -> Result<(Arc<DataFile>, bool), Errno> {
+    pub(super) fn handle(&self, fh: u64) -> Result<super::Opened, Errno> {
         lock(&self.handles)
             .get(&fh)
-            .map(|h| (h.df.clone(), h.sync))
+            .map(|h| (h.df.clone(), h.sync, h.paths))
             .ok_or(Errno::EBADF)
     }
 
@@ -157,8 +161,8 @@ impl DataOps {
     ) {
         let t0 = self.hub.trace.now();
         match self.handle(fh) {
-            Ok((df, _)) => {
-                let who = self.classes.who(pid);
+            Ok((df, _, paths)) => {
+                let who = self.classes.who(pid, paths);
                 let cached = SluiceFs::cached(&df, flags);
                 self.hub.submit_at(
                     &who,
@@ -192,13 +196,13 @@ impl DataOps {
         reply: Answer<ReplyWrite>,
     ) {
         match self.handle(fh) {
-            Ok((df, sync)) => {
+            Ok((df, sync, paths)) => {
                 if kill_setid {
                     if let Err(e) = super::names::kill_setid_fd(df.fd.as_raw_fd()) {
                         return reply.error(e);
                     }
                 }
-                let who = self.classes.who(pid);
+                let who = self.classes.who(pid, paths);
                 let sync = sync || flags & (libc::O_SYNC | libc::O_DSYNC) != 0;
                 let cached = SluiceFs::cached(&df, flags);
                 self.hub.submit(
@@ -227,8 +231,8 @@ impl DataOps {
         reply: Answer<ReplyEmpty>,
     ) {
         match self.handle(fh) {
-            Ok((df, _)) => {
-                let who = self.classes.who(pid);
+            Ok((df, _, paths)) => {
+                let who = self.classes.who(pid, paths);
                 self.hub.submit(
                     &who,
                     self.core(&who, at),
@@ -253,8 +257,8 @@ impl DataOps {
         reply: Answer<ReplyEmpty>,
     ) {
         match self.handle(fh) {
-            Ok((df, _)) => {
-                let who = self.classes.who(pid);
+            Ok((df, _, paths)) => {
+                let who = self.classes.who(pid, paths);
                 self.hub.submit(
                     &who,
                     None,

@@ -180,11 +180,8 @@ impl SluiceFs {
         }
     }
 
-    pub(super) fn handle(&self, fh: FileHandle) -> Result<(Arc<DataFile>, bool), Errno> {
-        lock(&self.handles)
-            .get(&fh.0)
-            .map(|h| (h.df.clone(), h.sync))
-            .ok_or(Errno::EBADF)
+    pub(super) fn handle(&self, fh: FileHandle) -> Result<super::Opened, Errno> {
+        self.ops.handle(fh.0)
     }
 
     /// Whether a read or write with the open's `flags` (as the kernel sends them with
@@ -196,10 +193,21 @@ impl SluiceFs {
         df.cache && df.writable && flags & libc::O_DIRECT == 0
     }
 
+    /// A new open of `df` (backing inode `key`); the path rules its file's name
+    /// satisfies now are read once, here.
     pub(super) fn new_handle(&self, (df, key): (Arc<DataFile>, (u64, u64)), flags: i32) -> u64 {
         let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
         let sync = flags & (libc::O_SYNC | libc::O_DSYNC) != 0;
-        lock(&self.handles).insert(fh, Handle { df, key, sync });
+        let paths = self.classes.paths(df.fd.as_raw_fd());
+        lock(&self.handles).insert(
+            fh,
+            Handle {
+                df,
+                key,
+                sync,
+                paths,
+            },
+        );
         fh
     }
 
