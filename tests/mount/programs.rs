@@ -454,7 +454,7 @@ fn sigterm_unmounts_and_prints_the_tables() {
 /// live view's lines name both classes with a non-zero rate (the last, partial interval
 /// is printed at unmount, so the test needs no wait).
 #[test]
-fn stats_show_each_class_that_did_io() {
+fn stats_show_each_flow_and_class_that_did_io() {
     if !support::fuse_ready() {
         eprintln!("SKIPPED: FUSE missing");
         return;
@@ -486,6 +486,16 @@ fn stats_show_each_class_that_did_io() {
     assert!(rate("normal") > 0.0, "no normal line: {}", end.stderr);
     if support::on_path("ionice") {
         assert!(rate("idle") > 0.0, "no idle line: {}", end.stderr);
+        // Each line names its flow: here the process, `comm.pid`.
+        assert!(
+            end.stderr.lines().any(|l| l.starts_with("sluice stats:")
+                && l.contains(" idle ")
+                && l.split_whitespace()
+                    .last()
+                    .is_some_and(|f| f.starts_with("cat."))),
+            "the idle line names cat's flow: {}",
+            end.stderr
+        );
     }
     assert!(!end.stderr.contains("critical"), "{}", end.stderr);
 }

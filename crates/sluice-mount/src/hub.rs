@@ -484,7 +484,7 @@ async fn worker(hub: Arc<Hub>, q: Arc<Queue>) {
         ts[4] = hub.now();
         hub.trace.record(q.who.class, &ts);
         if let (Some(a), Some(b)) = (ts[1], ts[4]) {
-            hub.stats.record(q.who.class, bytes, b.duration_since(a));
+            hub.stats.record(&q.who, bytes, b.duration_since(a));
         }
     }
 }
