@@ -332,6 +332,31 @@ impl<S: RingSqe> CoreRing<S> {
     /// Write the SQEs of `out` (and re-arm the doorbell's read).
     pub(crate) fn push(&mut self, out: &[Outgoing]) {
         let mut sq = self.ring.submission();
+        // The tasks' commands first (and their new sinks): a command is often the reply
+        // a caller waits for (FUSE's commit), which should not wait behind the turn's
+        // I/O in the enter's submission. They take only the room the pieces and the
+        // doorbell leave; the rest go with the next turn.
+        let room = (sq.capacity() - sq.len()).saturating_sub(out.len() + 1);
+        cmd::CMDS.with(|c| {
+            let mut c = c.borrow_mut();
+            let Some(st) = c.as_mut() else { return };
+            self.sinks.append(&mut st.new_sinks);
+            let mut written = 0;
+            for (e, sink, key) in st.pending.iter().take(room) {
+                let ud = CMD_BIT | u64::from(*sink) << 32 | u64::from(*key);
+                let Some(e) = S::command(e.clone().user_data(ud)) else {
+                    break;
+                };
+                // SAFETY: the command's submitter keeps what it points at alive until
+                // its completion reached its sink, or the ring is gone (`Commands::submit`).
+                if unsafe { sq.push(&e) }.is_err() {
+                    break;
+                }
+                written += 1;
+            }
+            st.pending.drain(..written);
+            st.in_ring += written as u32;
+        });
         if !self.bell_armed {
             let e = S::from(doorbell_read(self.bell_fd, &mut self.bell_buf));
             // SAFETY: the buffer is boxed and lives as long as the ring; one entry is
@@ -381,28 +406,6 @@ impl<S: RingSqe> CoreRing<S> {
                 }
             });
         }
-        // The tasks' commands (and their new sinks); those the ring has no room for now
-        // go with the next turn.
-        cmd::CMDS.with(|c| {
-            let mut c = c.borrow_mut();
-            let Some(st) = c.as_mut() else { return };
-            self.sinks.append(&mut st.new_sinks);
-            let mut written = 0;
-            for (e, sink, key) in &st.pending {
-                let ud = CMD_BIT | u64::from(*sink) << 32 | u64::from(*key);
-                let Some(e) = S::command(e.clone().user_data(ud)) else {
-                    break;
-                };
-                // SAFETY: the command's submitter keeps what it points at alive until
-                // its completion reached its sink, or the ring is gone (`Commands::submit`).
-                if unsafe { sq.push(&e) }.is_err() {
-                    break;
-                }
-                written += 1;
-            }
-            st.pending.drain(..written);
-            st.in_ring += written as u32;
-        });
     }
 
     /// Submit what was written; wait for a completion, the doorbell or `wait_ns` when
