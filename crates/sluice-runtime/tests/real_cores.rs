@@ -580,11 +580,14 @@ fn readable_off_a_real_core_is_unsupported() {
     assert_eq!(e.kind(), std::io::ErrorKind::Unsupported, "{e}");
 }
 
+/// A completion: key, result, the thread it came on.
+type Done = (u32, i32, String);
+
 /// A sink that keeps its commands' completions and the thread each came on, and wakes
 /// the task that waits for them.
 #[derive(Default)]
 struct Kept {
-    done: std::sync::Mutex<(Vec<(u32, i32, String)>, Option<std::task::Waker>)>,
+    done: std::sync::Mutex<(Vec<Done>, Option<std::task::Waker>)>,
 }
 
 impl sluice_runtime::CmdSink for Kept {
@@ -602,7 +605,7 @@ impl sluice_runtime::CmdSink for Kept {
 struct Completions<'a>(&'a Kept, usize);
 
 impl Future for Completions<'_> {
-    type Output = Vec<(u32, i32, String)>;
+    type Output = Vec<Done>;
     fn poll(
         self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,

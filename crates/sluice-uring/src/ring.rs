@@ -214,8 +214,8 @@ mod tests {
         submit_and_wait(&ring, None).unwrap();
         assert_eq!(ring.completion().next().map(|c| c.user_data()), Some(9));
         submit(&mut ring).unwrap();
-        assert!(<squeue::Entry128 as RingSqe>::BIG);
-        assert!(!<squeue::Entry as RingSqe>::BIG);
+        const { assert!(<squeue::Entry128 as RingSqe>::BIG) };
+        const { assert!(!<squeue::Entry as RingSqe>::BIG) };
         assert!(squeue::Entry::command(nop.clone()).is_none());
         assert!(squeue::Entry128::command(nop).is_some());
     }
