@@ -7,6 +7,10 @@
 //! backing I/O, and its requests arrive with the core's own completions (on a ring
 //! with deferred task work: when the core waits, as many as are ready at once).
 //!
+//! A command in the ring takes no SQE once submitted, only a CQE when it completes: a
+//! core may hold more of them than its ring's entries (the kernel keeps completions
+//! past a full queue, `IORING_FEAT_NODROP`, and an enter that reaps flushes them).
+//!
 //! The stack's rings take 128-byte SQEs only when asked for
 //! ([`crate::StackBuilder::uring_commands`]); [`commands`] refuses otherwise. The real
 //! world only: in simulation there is no ring.
