@@ -297,6 +297,8 @@ pub fn serve(
         let hub = hub.clone();
         let (backing, policy, cores) = (o.backing.clone(), o.policy.clone(), o.cores);
         let ring_cap = o.ring_cap;
+        // FUSE over io_uring's commands go on the cores' own rings (128-byte SQEs).
+        let uring = transport == Transport::Uring;
         let flusher = placement::flusher_core(hub.placement, o.cores);
         // Pages of 4 KiB (the cache's page; `IO_ALIGN` is the 512-byte sector).
         let pages = (o.cache / data::BLOCK) as usize;
@@ -307,7 +309,8 @@ pub fn serve(
                     .directory(&backing)
                     .policy(&policy)
                     .cores(cores)
-                    .flusher_core(flusher);
+                    .flusher_core(flusher)
+                    .uring_commands(uring);
                 if let Some(cap) = ring_cap {
                     b = b.ring_cap(cap);
                 }

@@ -44,6 +44,8 @@ pub struct StackBuilder {
     pub(crate) ring_cap: Option<u32>,
     /// Real backend: the core of the page cache's flusher (modulo the cores).
     pub(crate) flusher_core: u16,
+    /// Real backend: the cores' rings take 128-byte SQEs.
+    pub(crate) uring_commands: bool,
 }
 
 /// The real backend's registered buffer pool by default: 256 slots of 64 KiB (16 MiB).
@@ -72,6 +74,7 @@ impl Default for StackBuilder {
             write_existing: false,
             ring_cap: None,
             flusher_core: 0,
+            uring_commands: false,
         }
     }
 }
@@ -238,6 +241,15 @@ impl StackBuilder {
     /// flusher is dealt to a core as every task is.
     pub fn flusher_core(mut self, core: u16) -> StackBuilder {
         self.flusher_core = core;
+        self
+    }
+
+    /// Real backend: the cores' rings take 128-byte SQEs (`IORING_SETUP_SQE128`, Linux
+    /// 5.19+), so that a task can submit io_uring commands with an 80-byte argument on
+    /// its core's ring ([`crate::commands`]: FUSE over io_uring's, `sluice mount`).
+    /// Default off: 64-byte SQEs. In simulation there are no rings: ignored.
+    pub fn uring_commands(mut self, on: bool) -> StackBuilder {
+        self.uring_commands = on;
         self
     }
 

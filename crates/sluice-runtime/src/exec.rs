@@ -219,6 +219,8 @@ pub(crate) struct ExecConfig {
     pub costs: CostTable,
     pub read_path: crate::ReadPath,
     pub interval_ns: Nanos,
+    /// Real backend: the cores' rings take 128-byte SQEs (tasks' io_uring commands).
+    pub uring_commands: bool,
 }
 
 pub(crate) struct Inner {

@@ -95,7 +95,7 @@ pub use exec::RunError;
 pub use io::{DiskImage, File, IoHandle, IoWait, FILE_SPAN, IO_ALIGN};
 pub use real::MAX_FILES;
 pub use real::RING_CAP;
-pub use real::{readable, Readable};
+pub use real::{commands, readable, CmdSink, Commands, Readable};
 pub use sluice_cache::{CacheConfig, CacheStats};
 pub use sluice_core::Op;
 pub use sluice_device::{CrashReport, CrashSpec};
@@ -254,6 +254,7 @@ impl Stack {
             costs: b.costs,
             read_path: b.read_path,
             interval_ns: b.interval_ns,
+            uring_commands: b.uring_commands,
         };
         let sh = Shared::new(Inner::new(cfg, io, b.helper_window_ns), bells, pool);
         let slot: Rc<RefCell<Option<Fut::Output>>> = Rc::new(RefCell::new(None));

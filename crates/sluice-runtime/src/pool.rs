@@ -83,7 +83,10 @@ impl BufferPool {
     ///
     /// # Safety
     /// The pool must outlive the ring's use of the registration.
-    pub(crate) unsafe fn register(&self, ring: &io_uring::IoUring) -> std::io::Result<usize> {
+    pub(crate) unsafe fn register<S: io_uring::squeue::EntryMarker>(
+        &self,
+        ring: &io_uring::IoUring<S>,
+    ) -> std::io::Result<usize> {
         // SAFETY: the caller keeps the pool, and so its region, alive that long.
         unsafe { sluice_uring::register_slots(ring, &self.region, self.slot_len) }
     }

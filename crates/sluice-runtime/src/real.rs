@@ -22,23 +22,29 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use io_uring::IoUring;
 use sluice_block::{BlockLayer, DevicePort, Finished};
 use sluice_core::policy::Dispatch;
 use sluice_core::{Nanos, Op};
 use sluice_uring::{doorbell_read, Doorbell, RingPort, BELL, D2FQ_WEIGHTS};
+use sluice_uring::{Ring, RingSqe};
 
 use crate::io::FILE_SPAN;
 use crate::pool::BufferPool;
 
+mod cmd;
 mod files;
 mod readable;
+pub use cmd::{commands, CmdSink, Commands};
 pub(crate) use files::{FileTable, SlotUpdate};
 pub use readable::{readable, Readable};
 
 /// The `user_data` of a [`readable`] wait's poll: this bit and its index in the core's
 /// table (pieces use their 32-bit tag, the doorbell [`BELL`]).
 const POLL_BIT: u64 = 1 << 62;
+
+/// The `user_data` of a task's command ([`commands`]): this bit, its sink's index
+/// (bits 32..61) and its key (bits 0..32).
+const CMD_BIT: u64 = 1 << 61;
 
 /// Most files a stack can have open at once (each ring's sparse table of registered
 /// files; a closed file's slot is reused, `real/files.rs`).
@@ -235,10 +241,12 @@ impl DevicePort for RealPort {
     }
 }
 
-/// What a core's thread owns: its ring, the pending read of its doorbell, the
-/// completions it reaped and has not handled yet.
-pub(crate) struct CoreRing {
-    ring: IoUring,
+/// What a core's thread owns: its ring (of 64- or 128-byte SQEs, `S`), the pending
+/// read of its doorbell, the completions it reaped and has not handled yet.
+pub(crate) struct CoreRing<S: RingSqe> {
+    /// Dropped first (fields drop in order): the kernel cancels the commands still in
+    /// it while their sinks, below, still keep what they point at.
+    ring: Ring<S>,
     bell_fd: RawFd,
     bell_buf: Box<u64>,
     bell_armed: bool,
@@ -248,21 +256,26 @@ pub(crate) struct CoreRing {
     pub cqes: std::collections::VecDeque<(u32, i32)>,
     /// The [`readable`] waits in the ring, by index (`None`: a free index).
     polls: Vec<Option<std::sync::Arc<readable::PollState>>>,
+    /// The sinks of the tasks' commands, by index ([`commands`]).
+    sinks: Vec<Arc<dyn CmdSink>>,
+    /// Scratch: the commands' completions of one enter (sink, key, result).
+    cmd_done: Vec<(u32, u32, i32)>,
 }
 
-impl Drop for CoreRing {
+impl<S: RingSqe> Drop for CoreRing<S> {
     fn drop(&mut self) {
-        // Waits asked for from now on resolve to an error at once.
+        // Waits asked for from now on resolve to an error at once; commands are refused.
         readable::WAITS.with(|w| *w.borrow_mut() = None);
+        cmd::CMDS.with(|c| *c.borrow_mut() = None);
     }
 }
 
-impl CoreRing {
+impl<S: RingSqe> CoreRing<S> {
     /// A ring with the doorbell `bell`, a sparse file table, and `pool`'s slots
     /// registered as its fixed buffers.
-    pub(crate) fn new(bell: &Doorbell, pool: Option<&BufferPool>) -> Result<CoreRing, String> {
+    pub(crate) fn new(bell: &Doorbell, pool: Option<&BufferPool>) -> Result<CoreRing<S>, String> {
         let entries = sluice_uring::ring_entries(RING_CAP);
-        let ring = sluice_uring::new_ring(entries).map_err(|e| e.to_string())?;
+        let ring = sluice_uring::new_ring_of::<S>(entries).map_err(|e| e.to_string())?;
         ring.submitter()
             .register_files_sparse(MAX_FILES)
             .map_err(|e| format!("cannot register a file table with the ring: {e}"))?;
@@ -279,6 +292,7 @@ impl CoreRing {
             })?;
         }
         readable::WAITS.with(|w| *w.borrow_mut() = Some(Vec::new()));
+        cmd::CMDS.with(|c| *c.borrow_mut() = Some(cmd::CmdState::new(S::BIG)));
         Ok(CoreRing {
             ring,
             bell_fd: bell.raw(),
@@ -287,6 +301,8 @@ impl CoreRing {
             in_ring: 0,
             cqes: std::collections::VecDeque::with_capacity(2 * entries as usize),
             polls: Vec::new(),
+            sinks: Vec::new(),
+            cmd_done: Vec::new(),
         })
     }
 
@@ -295,6 +311,11 @@ impl CoreRing {
     pub(crate) fn waits_outside(&self) -> bool {
         self.polls.iter().any(Option::is_some)
             || readable::WAITS.with(|w| w.borrow().as_ref().is_some_and(|v| !v.is_empty()))
+            || cmd::CMDS.with(|c| {
+                c.borrow()
+                    .as_ref()
+                    .is_some_and(|st| st.in_ring > 0 || !st.pending.is_empty())
+            })
     }
 
     /// Apply the changes `fds` of the table of registered files to this ring (a file
@@ -311,15 +332,40 @@ impl CoreRing {
     /// Write the SQEs of `out` (and re-arm the doorbell's read).
     pub(crate) fn push(&mut self, out: &[Outgoing]) {
         let mut sq = self.ring.submission();
+        // The tasks' commands first (and their new sinks): a command is often the reply
+        // a caller waits for (FUSE's commit), which should not wait behind the turn's
+        // I/O in the enter's submission. They take only the room the pieces and the
+        // doorbell leave; the rest go with the next turn.
+        let room = (sq.capacity() - sq.len()).saturating_sub(out.len() + 1);
+        cmd::CMDS.with(|c| {
+            let mut c = c.borrow_mut();
+            let Some(st) = c.as_mut() else { return };
+            self.sinks.append(&mut st.new_sinks);
+            let mut written = 0;
+            for (e, sink, key) in st.pending.iter().take(room) {
+                let ud = CMD_BIT | u64::from(*sink) << 32 | u64::from(*key);
+                let Some(e) = S::command(e.clone().user_data(ud)) else {
+                    break;
+                };
+                // SAFETY: the command's submitter keeps what it points at alive until
+                // its completion reached its sink, or the ring is gone (`Commands::submit`).
+                if unsafe { sq.push(&e) }.is_err() {
+                    break;
+                }
+                written += 1;
+            }
+            st.pending.drain(..written);
+            st.in_ring += written as u32;
+        });
         if !self.bell_armed {
-            let e = doorbell_read(self.bell_fd, &mut self.bell_buf);
+            let e = S::from(doorbell_read(self.bell_fd, &mut self.bell_buf));
             // SAFETY: the buffer is boxed and lives as long as the ring; one entry is
             // always left for it (commands in all rings ≤ RING_CAP < entries).
             unsafe { sq.push(&e) }.expect("an entry is reserved for the doorbell");
             self.bell_armed = true;
         }
         for o in out {
-            let e = sluice_uring::sqe(&o.piece());
+            let e = S::from(sluice_uring::sqe(&o.piece()));
             // SAFETY: the buffer is owned by the I/O slot until its completion is
             // handled; the file is registered; commands in all rings ≤ RING_CAP < entries.
             unsafe { sq.push(&e) }.expect("ring has room: in_ring ≤ cap < entries");
@@ -340,6 +386,7 @@ impl CoreRing {
             let e = io_uring::opcode::PollAdd::new(io_uring::types::Fd(fd), libc::POLLIN as u32)
                 .build()
                 .user_data(POLL_BIT | i as u64);
+            let e = S::from(e);
             // SAFETY: a poll holds no buffer of ours.
             if unsafe { sq.push(&e) }.is_err() {
                 readable::WAITS.with(|w| {
@@ -382,6 +429,10 @@ impl CoreRing {
             waited_idle = false;
             if c.user_data() == BELL {
                 self.bell_armed = false;
+            } else if c.user_data() & CMD_BIT != 0 {
+                let ud = c.user_data() & !CMD_BIT;
+                self.cmd_done
+                    .push(((ud >> 32) as u32, ud as u32, c.result()));
             } else if c.user_data() & POLL_BIT != 0 {
                 let i = (c.user_data() & !POLL_BIT) as usize;
                 if let Some(st) = self.polls.get_mut(i).and_then(Option::take) {
@@ -391,6 +442,22 @@ impl CoreRing {
                 self.cqes.push_back((c.user_data() as u32, c.result()));
                 self.in_ring -= 1;
             }
+        }
+        if !self.cmd_done.is_empty() {
+            let n = self.cmd_done.len() as u32;
+            cmd::CMDS.with(|c| {
+                if let Some(st) = c.borrow_mut().as_mut() {
+                    st.in_ring -= n;
+                }
+            });
+            // The sinks run outside every borrow: they may submit commands.
+            let mut done = std::mem::take(&mut self.cmd_done);
+            for (sink, key, res) in done.drain(..) {
+                if let Some(s) = self.sinks.get(sink as usize) {
+                    s.done(key, res);
+                }
+            }
+            self.cmd_done = done;
         }
         Ok(waited_idle)
     }

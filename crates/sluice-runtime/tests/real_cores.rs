@@ -579,3 +579,119 @@ fn readable_off_a_real_core_is_unsupported() {
     let e = out.value.unwrap_err();
     assert_eq!(e.kind(), std::io::ErrorKind::Unsupported, "{e}");
 }
+
+/// A completion: key, result, the thread it came on.
+type Done = (u32, i32, String);
+
+/// A sink that keeps its commands' completions and the thread each came on, and wakes
+/// the task that waits for them.
+#[derive(Default)]
+struct Kept {
+    done: std::sync::Mutex<(Vec<Done>, Option<std::task::Waker>)>,
+}
+
+impl sluice_runtime::CmdSink for Kept {
+    fn done(&self, key: u32, res: i32) {
+        let name = std::thread::current().name().unwrap_or("").to_string();
+        let mut d = self.done.lock().unwrap();
+        d.0.push((key, res, name));
+        if let Some(w) = d.1.take() {
+            w.wake();
+        }
+    }
+}
+
+/// Until `k` holds `n` completions.
+struct Completions<'a>(&'a Kept, usize);
+
+impl Future for Completions<'_> {
+    type Output = Vec<Done>;
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let mut d = self.0.done.lock().unwrap();
+        if d.0.len() >= self.1 {
+            return std::task::Poll::Ready(d.0.clone());
+        }
+        d.1 = Some(cx.waker().clone());
+        std::task::Poll::Pending
+    }
+}
+
+/// `commands`: a task on core 1 submits three commands (NOPs in 128-byte SQEs) on its
+/// core's ring; their completions reach its sink on that core's thread, with their keys;
+/// another thread may not submit them.
+#[test]
+fn commands_complete_to_their_sink_on_the_cores_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Stack::builder()
+        .directory(dir.path())
+        .direct(false)
+        .cores(2)
+        .uring_commands(true)
+        .build()
+        .unwrap();
+    let out = s.run(|| async {
+        spawn_on(TaskCtx::new("cmds").core(1), || async {
+            let kept = Arc::new(Kept::default());
+            let cmds = sluice_runtime::commands(kept.clone()).unwrap();
+            assert_eq!(cmds.core(), 1);
+            assert!(cmds.here());
+            for key in [7u32, 8, 9] {
+                let nop = io_uring::opcode::Nop::new().build();
+                // SAFETY: a NOP points at nothing.
+                unsafe { cmds.submit(nop.into(), key) }.unwrap();
+            }
+            let elsewhere = std::thread::spawn(move || {
+                let nop = io_uring::opcode::Nop::new().build();
+                // SAFETY: as above (refused anyway).
+                (cmds.here(), unsafe { cmds.submit(nop.into(), 1) }.is_err())
+            })
+            .join()
+            .unwrap();
+            (Completions(&kept, 3).await, elsewhere)
+        })
+        .await
+    });
+    let out = match out {
+        Ok(o) => o,
+        Err(e) if skip(&e) => return,
+        Err(e) => panic!("{e}"),
+    };
+    let (mut done, elsewhere) = out.value;
+    done.sort();
+    let keys: Vec<(u32, i32)> = done.iter().map(|d| (d.0, d.1)).collect();
+    assert_eq!(keys, [(7, 0), (8, 0), (9, 0)]);
+    assert!(done.iter().all(|d| d.2 == "sluice-core-1"), "{done:?}");
+    assert_eq!(elsewhere, (false, true));
+}
+
+/// Without `uring_commands` (64-byte SQEs), and off a real stack's core, `commands` is
+/// refused and says why.
+#[test]
+fn commands_need_128_byte_rings() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Stack::builder()
+        .directory(dir.path())
+        .direct(false)
+        .cores(1)
+        .build()
+        .unwrap();
+    let out = s.run(|| async { sluice_runtime::commands(Arc::new(Kept::default())).err() });
+    match out {
+        Ok(o) => {
+            let e = o.value.expect("refused");
+            assert!(e.to_string().contains("uring_commands(true)"), "{e}");
+        }
+        Err(e) if skip(&e) => {}
+        Err(e) => panic!("{e}"),
+    }
+    let out = Stack::builder()
+        .build()
+        .unwrap()
+        .run(|| async { sluice_runtime::commands(Arc::new(Kept::default())).err() })
+        .unwrap();
+    let e = out.value.expect("refused");
+    assert_eq!(e.kind(), std::io::ErrorKind::Unsupported, "{e}");
+}

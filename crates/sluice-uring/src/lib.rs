@@ -7,7 +7,7 @@
 //!
 //! * [`new_ring`] / [`ring_entries`]: ring set-up with the flags a single submitter
 //!   wants (`SINGLE_ISSUER`, `COOP_TASKRUN`, `DEFER_TASKRUN`; plain on older kernels)
-//!   and a size that never overflows; [`submit`] and [`submit_and_wait`], which tell a
+//!   and a size that never overflows ([`new_ring_of`]: 128-byte SQEs too, [`RingSqe`]); [`submit`] and [`submit_and_wait`], which tell a
 //!   ring's failure from a wait that just ended;
 //! * [`AlignedBuf`]: page-aligned memory that never moves, cut into the slots a ring
 //!   registers as its fixed buffers ([`AlignedBuf::iovecs`]);
@@ -38,7 +38,10 @@ pub mod sqe;
 pub use buf::{AlignedBuf, BUF_ALIGN};
 pub use doorbell::{doorbell_read, Doorbell, BELL};
 pub use port::{RingPort, BURST, D2FQ_WEIGHTS};
-pub use ring::{new_ring, register_slots, ring_entries, ring_hint, submit, submit_and_wait};
+pub use ring::{
+    new_ring, new_ring_of, register_slots, ring_entries, ring_hint, submit, submit_and_wait, Ring,
+    RingSqe,
+};
 pub use sqe::{inspect, meaning, sqe, Meaning, Piece, SqeView};
 
 /// A ring or a doorbell could not be set up.

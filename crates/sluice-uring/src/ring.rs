@@ -2,7 +2,8 @@
 
 use std::io;
 
-use io_uring::{types, IoUring};
+use io_uring::squeue::{self, EntryMarker};
+use io_uring::{cqueue, types, IoUring};
 
 use crate::{AlignedBuf, UringError};
 
@@ -12,7 +13,14 @@ use crate::{AlignedBuf, UringError};
 /// (that work runs when the owner enters the ring), Linux 6.1+ — then plain set-up for
 /// older kernels.
 pub fn new_ring(entries: u32) -> Result<IoUring, UringError> {
-    let lean = IoUring::builder()
+    new_ring_of(entries)
+}
+
+/// [`new_ring`] with SQEs of type `S`: 64 bytes ([`squeue::Entry`]) or 128
+/// ([`squeue::Entry128`], `IORING_SETUP_SQE128`: what `IORING_OP_URING_CMD` commands
+/// with a long argument need, as FUSE over io_uring's; Linux 5.19+).
+pub fn new_ring_of<S: EntryMarker>(entries: u32) -> Result<IoUring<S>, UringError> {
+    let lean = IoUring::<S>::builder()
         .setup_single_issuer()
         .setup_coop_taskrun()
         .setup_defer_taskrun()
@@ -24,7 +32,9 @@ pub fn new_ring(entries: u32) -> Result<IoUring, UringError> {
     };
     match lean {
         Ok(r) => Ok(r),
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => IoUring::new(entries).map_err(refused),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+            IoUring::<S>::builder().build(entries).map_err(refused)
+        }
         Err(source) => Err(refused(source)),
     }
 }
@@ -37,8 +47,8 @@ pub fn new_ring(entries: u32) -> Result<IoUring, UringError> {
 /// # Safety
 /// `region` must outlive every use of the registration: keep it until the ring is
 /// dropped (or its buffers unregistered).
-pub unsafe fn register_slots(
-    ring: &IoUring,
+pub unsafe fn register_slots<S: EntryMarker>(
+    ring: &IoUring<S>,
     region: &AlignedBuf,
     slot_len: usize,
 ) -> io::Result<usize> {
@@ -63,7 +73,7 @@ pub fn ring_entries(cap: u32) -> u32 {
 /// short of memory for the moment (`EBUSY`, `EAGAIN`: the caller reaps and comes
 /// back) are no errors: the owner's loop looks at its completions, doorbell and
 /// deadlines after every enter anyway. Any other error is the ring's failure.
-pub fn submit_and_wait(ring: &IoUring, wait_ns: Option<u64>) -> io::Result<()> {
+pub fn submit_and_wait<S: EntryMarker>(ring: &IoUring<S>, wait_ns: Option<u64>) -> io::Result<()> {
     let r = match wait_ns {
         None => ring.submit_and_wait(1),
         Some(ns) => {
@@ -81,7 +91,7 @@ pub fn submit_and_wait(ring: &IoUring, wait_ns: Option<u64>) -> io::Result<()> {
 /// Submit what the ring holds without waiting (no system call when it holds nothing);
 /// `EBUSY`, `EAGAIN` and `EINTR` are no errors (the SQEs stay and go with the next
 /// enter).
-pub fn submit(ring: &mut IoUring) -> io::Result<()> {
+pub fn submit<S: EntryMarker>(ring: &mut IoUring<S>) -> io::Result<()> {
     if ring.submission().is_empty() {
         return Ok(());
     }
@@ -102,6 +112,32 @@ fn benign(r: io::Result<usize>) -> io::Result<()> {
         Err(e) => Err(e),
     }
 }
+
+/// The SQE type of a ring: 64 bytes, or 128 (`IORING_SETUP_SQE128`), which also takes
+/// the commands that need it (`IORING_OP_URING_CMD` with an 80-byte argument).
+pub trait RingSqe: EntryMarker {
+    /// Whether the ring's SQEs are 128 bytes.
+    const BIG: bool;
+    /// `e` as this ring's SQE: `None` on a ring of 64-byte SQEs.
+    fn command(e: squeue::Entry128) -> Option<Self>;
+}
+
+impl RingSqe for squeue::Entry {
+    const BIG: bool = false;
+    fn command(_: squeue::Entry128) -> Option<Self> {
+        None
+    }
+}
+
+impl RingSqe for squeue::Entry128 {
+    const BIG: bool = true;
+    fn command(e: squeue::Entry128) -> Option<Self> {
+        Some(e)
+    }
+}
+
+/// A ring of either SQE size, with 16-byte CQEs.
+pub type Ring<S> = IoUring<S, cqueue::Entry>;
 
 /// Why the kernel refused to create a ring, and how to fix it.
 pub fn ring_hint(e: &io::Error) -> &'static str {
@@ -165,6 +201,23 @@ mod tests {
         // Nothing in flight: the shortest bound (1 µs) ends in ETIME, which is no error.
         submit_and_wait(&ring, Some(0)).unwrap();
         assert!(ring.completion().next().is_none());
+    }
+
+    /// A ring of 128-byte SQEs takes a 64-byte one's opcodes (widened) and says it is
+    /// big; a 64-byte ring has no room for a 128-byte command.
+    #[test]
+    fn a_ring_of_128_byte_sqes_runs_the_same_opcodes() {
+        let mut ring = new_ring_of::<squeue::Entry128>(8).unwrap();
+        let nop = squeue::Entry128::from(io_uring::opcode::Nop::new().build().user_data(9));
+        // SAFETY: a NOP touches no memory.
+        unsafe { ring.submission().push(&nop) }.unwrap();
+        submit_and_wait(&ring, None).unwrap();
+        assert_eq!(ring.completion().next().map(|c| c.user_data()), Some(9));
+        submit(&mut ring).unwrap();
+        const { assert!(<squeue::Entry128 as RingSqe>::BIG) };
+        const { assert!(!<squeue::Entry as RingSqe>::BIG) };
+        assert!(squeue::Entry::command(nop.clone()).is_none());
+        assert!(squeue::Entry128::command(nop).is_some());
     }
 
     #[test]

@@ -392,14 +392,17 @@ pub fn start(
                     // The queue's entries dealt over its cores (at least MIN_ENTRIES each).
                     let entries = (ENTRIES / owners.len()).max(MIN_ENTRIES);
                     for core in owners {
-                        let sh = queue::Shared::new(q as u16, entries, payload);
-                        let (ops, proxy, sh2) = (ops.clone(), proxy.clone(), sh.clone());
+                        let (ops, proxy) = (ops.clone(), proxy.clone());
+                        let sh = queue::Shared::new(
+                            q as u16, entries, payload, dev_fd, core, ops, proxy,
+                        );
+                        let sh2 = sh.clone();
                         hub.ring(RingTask {
                             core,
                             name: format!("fuse-ring-{q}"),
                             make: Box::new(move || {
                                 Box::pin(async move {
-                                    if let Err(e) = queue::run(dev_fd, sh, ops, proxy, core).await {
+                                    if let Err(e) = queue::run(sh).await {
                                         eprintln!("sluice mount: FUSE ring queue {q}: {e}");
                                     }
                                 })

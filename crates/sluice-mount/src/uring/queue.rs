@@ -1,30 +1,34 @@
 //! One core's share of the entries of a queue of the kernel's FUSE ring (all of them,
 //! or with `SLUICE_MOUNT_PLACEMENT=spread` a part: `crate::placement::ring_entry_cores`),
-//! registered by a task on that core through its own io_uring (128-byte SQEs); the
-//! entries — a 288-byte header buffer and a
-//! payload buffer each — are registered on the `/dev/fuse` descriptor
-//! (`IORING_OP_URING_CMD`, `FUSE_IO_URING_CMD_REGISTER`). The kernel completes an
-//! entry's command when it has put a request in its buffers; the task waits for that
-//! on its core's own ring ([`sluice_runtime::readable`] of this ring's descriptor), so
-//! the core that serves the request is the thread the kernel wakes — no thread of the
-//! queue's own, no hand-over between threads. READ, WRITE and FSYNC go to worker tasks
-//! of the caller's class on the same core (`crate::placement`) ([`DataOps`], the
-//! functions the file system's handlers call); FLUSH is answered at once (as the handler does); every
-//! other request goes to the file system's session through the proxy. Whoever answers
-//! writes the reply into the entry's buffers ([`Slot`]), queues the entry for
-//! `FUSE_IO_URING_CMD_COMMIT_AND_FETCH` and wakes the task, which submits the commits:
-//! the kernel takes the reply and refills the entry.
+//! each entry a 288-byte header buffer and a payload buffer, registered on the
+//! `/dev/fuse` descriptor (`IORING_OP_URING_CMD`, `FUSE_IO_URING_CMD_REGISTER`) **on
+//! the core's own io_uring** ([`sluice_runtime::commands`]: the stack's rings take
+//! 128-byte SQEs for it). The kernel completes an entry's command when it has put a
+//! request in its buffers; the completion comes with the core's own I/O completions
+//! (the ring defers that work to the core's wait: the requests ready by then come
+//! together), and the core hands it to [`Sink`], which serves the request there and
+//! then: READ, WRITE and FSYNC go to worker tasks of the caller's class on the same
+//! core (`crate::placement`) ([`DataOps`], the functions the file system's handlers
+//! call); FLUSH is answered at once (as the handler does); every other request goes to
+//! the file system's session through the proxy. Whoever answers writes the reply into
+//! the entry's buffers ([`Slot`]) and commits it with `FUSE_IO_URING_CMD_COMMIT_AND_FETCH`
+//! — on the core's thread (a worker), queued straight for the core's ring; from another
+//! thread (the session's replies), through the queue's task, which the reply wakes.
+//! The commits, the fetches and the backing I/O of a turn go with one `io_uring_enter`:
+//! no ring of the queue's own to poll and enter, no thread between the kernel and the
+//! stack.
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::future::Future;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::RawFd;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll, Waker};
 
 use fuser::Errno;
-use io_uring::{cqueue, opcode, squeue, types, IoUring};
+use io_uring::{opcode, squeue, types};
+use sluice_runtime::Commands;
 
 use super::proto::{self, InHeader, HEADER_LEN, IN_HEADER, OP_IN, OUT_HEADER, PAYLOAD_SZ};
 use super::Proxy;
@@ -74,19 +78,32 @@ impl Drop for Buf {
     }
 }
 
-/// A queue's entries and what the answerers hand back.
+/// A queue's entries on one core, what serves their requests, and what the answerers
+/// of other threads hand back.
 pub struct Shared {
     qid: u16,
+    /// The `/dev/fuse` descriptor the commands go to.
+    dev: RawFd,
+    /// The core whose ring takes the commands and whose workers serve the requests.
+    core: u16,
+    ops: DataOps,
+    proxy: Arc<Proxy>,
     headers: Vec<Buf>,
     payloads: Vec<Buf>,
     /// Each entry's `iovec[2]` {header, payload} for REGISTER.
     iovecs: Vec<[libc::iovec; 2]>,
-    /// Entries answered: (index, unique) to commit.
+    /// Each entry's command is with the kernel (registered, not ended by it).
+    live: Mutex<Vec<bool>>,
+    /// Entries live.
+    alive: AtomicUsize,
+    /// The core's ring, once the queue's task asked for it.
+    cmds: OnceLock<Commands>,
+    /// Entries answered on another thread: (index, unique) to commit.
     commits: Mutex<Vec<(u16, u64)>>,
     /// The queue's task, when it waits.
     waker: Mutex<Option<Waker>>,
-    /// Set at unmount: the task ends (its ring dropped: the kernel cancels what is
-    /// left of its commands).
+    /// Set at unmount: the task ends (what is left of its commands the kernel cancels
+    /// with the core's ring, at the stack's end).
     stop: AtomicBool,
 }
 
@@ -97,7 +114,18 @@ unsafe impl Send for Shared {}
 unsafe impl Sync for Shared {}
 
 impl Shared {
-    pub fn new(qid: u16, entries: usize, payload: usize) -> Arc<Shared> {
+    /// Queue `qid`'s `entries` entries with payloads of `payload` bytes, registered on
+    /// `/dev/fuse` descriptor `dev` by a task of core `core` ([`run`]), their requests
+    /// served through `ops` and `proxy`.
+    pub fn new(
+        qid: u16,
+        entries: usize,
+        payload: usize,
+        dev: RawFd,
+        core: u16,
+        ops: DataOps,
+        proxy: Arc<Proxy>,
+    ) -> Arc<Shared> {
         let headers: Vec<Buf> = (0..entries).map(|_| Buf::new(HEADER_LEN)).collect();
         let payloads: Vec<Buf> = (0..entries).map(|_| Buf::new(payload)).collect();
         let iovecs = headers
@@ -118,9 +146,16 @@ impl Shared {
             .collect();
         Arc::new(Shared {
             qid,
+            dev,
+            core,
+            ops,
+            proxy,
             headers,
             payloads,
             iovecs,
+            live: Mutex::new(vec![false; entries]),
+            alive: AtomicUsize::new(0),
+            cmds: OnceLock::new(),
             commits: Mutex::new(Vec::new()),
             waker: Mutex::new(None),
             stop: AtomicBool::new(false),
@@ -137,6 +172,60 @@ impl Shared {
     pub fn stop(&self) {
         self.stop.store(true, Ordering::SeqCst);
         self.wake();
+    }
+
+    /// Commit entry `i`'s reply to request `unique` (and fetch the next): straight to
+    /// the core's ring on its thread, else through the queue's task.
+    fn commit(&self, i: u16, unique: u64) {
+        if let Some(c) = self.cmds.get().filter(|c| c.here()) {
+            if !locked(&self.live)[i as usize] {
+                return;
+            }
+            let e = command(self, proto::CMD_COMMIT_AND_FETCH, i as usize, unique);
+            // SAFETY: the entry's iovecs and buffers live in `self`, which the core's
+            // ring keeps (through the sink) as long as it may use them.
+            match unsafe { c.submit(e, u32::from(i)) } {
+                Ok(()) => return,
+                Err(e) => eprintln!("sluice mount: FUSE ring queue {}: {e}", self.qid),
+            }
+        }
+        locked(&self.commits).push((i, unique));
+        self.wake();
+    }
+
+    /// Entry `i`'s command ended with `res` < 0: the entry is gone.
+    fn end(&self, i: usize, res: i32) {
+        let was = std::mem::replace(&mut locked(&self.live)[i], false);
+        if was && self.alive.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.wake();
+        }
+        // The connection ended (-ENOTCONN at unmount, -ECANCELED), or a REGISTER was
+        // refused.
+        if res != -libc::ENOTCONN && res != -libc::ECANCELED {
+            eprintln!(
+                "sluice mount: FUSE ring queue {}: entry {i}: {}",
+                self.qid,
+                std::io::Error::from_raw_os_error(-res)
+            );
+        }
+    }
+}
+
+/// Where the core's ring hands the completions of a queue's commands: an entry that
+/// holds a request is served at once, on the core's thread.
+pub struct Sink(pub Arc<Shared>);
+
+impl sluice_runtime::CmdSink for Sink {
+    fn done(&self, key: u32, res: i32) {
+        let i = key as usize;
+        if res < 0 {
+            self.0.end(i, res);
+        } else if self.0.stop.load(Ordering::SeqCst) {
+            // Unmounting: the entry goes back with an error.
+            drop(slot(&self.0, i));
+        } else {
+            serve_entry(&self.0, i);
+        }
     }
 }
 
@@ -179,8 +268,7 @@ impl Slot {
             self.unique,
         ));
         h[PAYLOAD_SZ..PAYLOAD_SZ + 4].copy_from_slice(&(n as u32).to_le_bytes());
-        locked(&self.sh.commits).push((self.ent, self.unique));
-        self.sh.wake();
+        self.sh.commit(self.ent, self.unique);
     }
 
     pub fn error(self, e: Errno) {
@@ -205,12 +293,11 @@ impl Drop for Slot {
 }
 
 /// The SQE of `cmd` for entry `i` of queue `sh`.
-fn command(dev: RawFd, sh: &Shared, cmd: u32, i: usize, commit_id: u64) -> squeue::Entry128 {
-    let e = opcode::UringCmd80::new(types::Fd(dev), cmd)
+fn command(sh: &Shared, cmd: u32, i: usize, commit_id: u64) -> squeue::Entry128 {
+    let e = opcode::UringCmd80::new(types::Fd(sh.dev), cmd)
         .cmd(proto::cmd_req(commit_id, sh.qid))
         .addr(Some(sh.iovecs[i].as_ptr() as u64))
-        .build()
-        .user_data(i as u64);
+        .build();
     // The SQE's `len` (bytes 24..28) is the iovec count, 2, which the builder does not
     // set. SAFETY: `Entry128` is `repr(C)`, 128 bytes: `io_uring_sqe` and its tail.
     let mut raw: [u8; 128] = unsafe { std::mem::transmute(e) };
@@ -219,146 +306,76 @@ fn command(dev: RawFd, sh: &Shared, cmd: u32, i: usize, commit_id: u64) -> squeu
     unsafe { std::mem::transmute::<[u8; 128], squeue::Entry128>(raw) }
 }
 
-/// The queue's task waits for an answer to commit, a request in its ring (the ring's
-/// descriptor readable: a completion), or the stop.
-struct Next<'a> {
-    sh: &'a Shared,
-    ring_fd: RawFd,
-    /// The poll of the ring's descriptor on the core's ring, kept across waits (one at
-    /// a time).
-    readable: &'a mut Option<sluice_runtime::Readable>,
-}
+/// The queue's task waits for an answer of another thread to commit, the end of every
+/// entry, or the stop.
+struct Next<'a>(&'a Shared);
 
 impl Future for Next<'_> {
-    type Output = std::io::Result<()>;
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        *locked(&self.sh.waker) = Some(cx.waker().clone());
-        if self.sh.stop.load(Ordering::SeqCst) || !locked(&self.sh.commits).is_empty() {
-            return Poll::Ready(Ok(()));
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let sh = self.0;
+        *locked(&sh.waker) = Some(cx.waker().clone());
+        if sh.stop.load(Ordering::SeqCst)
+            || sh.alive.load(Ordering::SeqCst) == 0
+            || !locked(&sh.commits).is_empty()
+        {
+            return Poll::Ready(());
         }
-        let fd = self.ring_fd;
-        let r = self
-            .readable
-            .get_or_insert_with(|| sluice_runtime::readable(fd));
-        match Pin::new(r).poll(cx) {
-            Poll::Ready(r) => {
-                *self.readable = None;
-                Poll::Ready(r.map(drop))
-            }
-            Poll::Pending => Poll::Pending,
-        }
+        Poll::Pending
     }
 }
 
-/// Serve queue `sh` on `/dev/fuse` descriptor `dev` until the kernel ends every entry
-/// (unmount) or [`Shared::stop`]; a task on core `core` (the workers of its requests
-/// run there too: `crate::placement::ring_request_core`). `ops`: the data path; `proxy`: the session for every other request.
-pub async fn run(
-    dev: RawFd,
-    sh: Arc<Shared>,
-    ops: DataOps,
-    proxy: Arc<Proxy>,
-    core: u16,
-) -> std::io::Result<()> {
+/// Register queue `sh`'s entries on the ring of the core this task runs on (their
+/// requests are served there: [`Sink`]; their workers run there too:
+/// `crate::placement::ring_request_core`), then commit the answers given on other
+/// threads, until the kernel ends every entry (unmount) or [`Shared::stop`].
+pub async fn run(sh: Arc<Shared>) -> std::io::Result<()> {
     let n = sh.headers.len();
-    let size = (2 * n + 2).next_power_of_two() as u32;
-    // A plain ring: the kernel delivers each request (task work of this thread, which
-    // submitted the command) by waking the core's thread wherever it waits — in its
-    // own ring, for the poll of this one.
-    let mut ring: IoUring<squeue::Entry128, cqueue::Entry> = IoUring::builder().build(size)?;
-    let ring_fd = ring.as_raw_fd();
-    // SAFETY: the iovecs and buffers live in `sh` as long as the ring (the ring is
-    // dropped first, below, and `sh` is kept by every slot besides).
-    unsafe {
-        for i in 0..n {
-            push(&mut ring, command(dev, &sh, proto::CMD_REGISTER, i, 0))?;
+    let cmds = sluice_runtime::commands(Arc::new(Sink(sh.clone())))?;
+    let _ = sh.cmds.set(cmds);
+    {
+        let mut live = locked(&sh.live);
+        for (i, l) in live.iter_mut().enumerate() {
+            // SAFETY: the iovecs and buffers live in `sh`, which the core's ring keeps
+            // through the sink as long as it may use them.
+            unsafe { cmds.submit(command(&sh, proto::CMD_REGISTER, i, 0), i as u32)? };
+            *l = true;
         }
+        sh.alive.store(n, Ordering::SeqCst);
     }
-    let mut live = vec![true; n];
-    let mut alive = n;
-    let mut readable = None;
-    while alive > 0 && !sh.stop.load(Ordering::SeqCst) {
+    while sh.alive.load(Ordering::SeqCst) > 0 && !sh.stop.load(Ordering::SeqCst) {
         let commits = std::mem::take(&mut *locked(&sh.commits));
         for (i, unique) in commits {
-            if live[i as usize] {
-                let e = command(dev, &sh, proto::CMD_COMMIT_AND_FETCH, i as usize, unique);
-                // SAFETY: as above.
-                unsafe { push(&mut ring, e)? };
-            }
+            // On the core's thread: straight to its ring.
+            sh.commit(i, unique);
         }
-        if !ring.submission().is_empty() {
-            match ring.submit() {
-                Ok(_) => {}
-                Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EBUSY)) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        let done: Vec<(u64, i32)> = ring
-            .completion()
-            .map(|c| (c.user_data(), c.result()))
-            .collect();
-        for &(ud, res) in &done {
-            let i = ud as usize;
-            if res < 0 {
-                // The connection ended (-ENOTCONN at unmount, -ECANCELED), or a
-                // REGISTER was refused: the entry is gone.
-                if live[i] {
-                    live[i] = false;
-                    alive -= 1;
-                }
-                if res != -libc::ENOTCONN && res != -libc::ECANCELED {
-                    eprintln!(
-                        "sluice mount: FUSE ring queue {}: entry {i}: {}",
-                        sh.qid,
-                        std::io::Error::from_raw_os_error(-res)
-                    );
-                }
-                continue;
-            }
-            serve_entry(&sh, i, &ops, &proxy, core);
-        }
-        if done.is_empty() {
-            Next {
-                sh: &sh,
-                ring_fd,
-                readable: &mut readable,
-            }
-            .await?;
-        } else {
-            // Let the workers just handed requests run before the next look.
-            sluice_runtime::yield_now().await;
-        }
+        Next(&sh).await;
     }
     *locked(&sh.waker) = None;
-    drop(ring);
     Ok(())
 }
 
-/// SAFETY: what `e` points at stays valid until its completion.
-unsafe fn push(
-    ring: &mut IoUring<squeue::Entry128, cqueue::Entry>,
-    e: squeue::Entry128,
-) -> std::io::Result<()> {
-    // SAFETY: the caller's.
-    while unsafe { ring.submission().push(&e) }.is_err() {
-        ring.submit()?;
+/// The slot of entry `i`, which the kernel just handed to user space with a request.
+fn slot(sh: &Arc<Shared>, i: usize) -> Slot {
+    // SAFETY: the kernel handed entry `i` to user space with this completion.
+    let h = unsafe { sh.headers[i].bytes() };
+    Slot {
+        sh: sh.clone(),
+        ent: i as u16,
+        unique: InHeader::parse(h).unique,
+        done: false,
     }
-    Ok(())
 }
 
-/// Entry `i` holds a request: serve it (data requests on core `core`).
-fn serve_entry(sh: &Arc<Shared>, i: usize, ops: &DataOps, proxy: &Proxy, core: u16) {
+/// Entry `i` holds a request: serve it (data requests on the queue's core).
+fn serve_entry(sh: &Arc<Shared>, i: usize) {
+    let (ops, proxy, core) = (&sh.ops, &sh.proxy, sh.core);
     // SAFETY: the kernel handed entry `i` to user space with this completion; the
     // slot made below owns it from here.
     let (h, p) = unsafe { (sh.headers[i].bytes(), sh.payloads[i].bytes()) };
     let ih = InHeader::parse(h);
     let payload_sz = (proto::u32_at(h, PAYLOAD_SZ) as usize).min(p.len());
-    let slot = Slot {
-        sh: sh.clone(),
-        ent: i as u16,
-        unique: ih.unique,
-        done: false,
-    };
+    let slot = slot(sh, i);
     let op = &h[OP_IN..OP_IN + 128];
     match ih.opcode {
         proto::FUSE_READ => {

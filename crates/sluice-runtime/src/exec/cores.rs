@@ -37,6 +37,7 @@ use super::driver::stuck;
 use super::{Ev, Shared, TState};
 use crate::io::Port;
 use crate::real::{CoreRing, HANDLE_BATCH};
+use sluice_uring::RingSqe;
 
 /// How long an idle core waits in its ring before it looks again (ns).
 const IDLE_WAIT_NS: Nanos = 10_000_000;
@@ -129,8 +130,18 @@ fn fail(sh: &Shared, e: super::RunError) {
 }
 
 fn core_loop(sh: &Arc<Shared>, c: u16, main: u32) -> Result<(), super::RunError> {
+    // 128-byte SQEs only when asked for (tasks' io_uring commands): the one loop, for
+    // either size.
+    if sh.lock().cfg.uring_commands {
+        core_loop_of::<io_uring::squeue::Entry128>(sh, c, main)
+    } else {
+        core_loop_of::<io_uring::squeue::Entry>(sh, c, main)
+    }
+}
+
+fn core_loop_of<S: RingSqe>(sh: &Arc<Shared>, c: u16, main: u32) -> Result<(), super::RunError> {
     super::enter(sh, c);
-    let mut ring = match CoreRing::new(&sh.wakes.bells[c as usize], sh.pool.as_deref()) {
+    let mut ring = match CoreRing::<S>::new(&sh.wakes.bells[c as usize], sh.pool.as_deref()) {
         Ok(r) => r,
         Err(why) => {
             fail(sh, super::RunError::Core { core: c, why });
@@ -145,7 +156,12 @@ fn core_loop(sh: &Arc<Shared>, c: u16, main: u32) -> Result<(), super::RunError>
     Ok(())
 }
 
-fn turns(sh: &Arc<Shared>, c: u16, main: u32, ring: &mut CoreRing) -> Result<(), super::RunError> {
+fn turns<S: RingSqe>(
+    sh: &Arc<Shared>,
+    c: u16,
+    main: u32,
+    ring: &mut CoreRing<S>,
+) -> Result<(), super::RunError> {
     let ci = c as usize;
     let mut out = Vec::with_capacity(crate::real::RING_CAP as usize);
     let mut fds = Vec::new();
