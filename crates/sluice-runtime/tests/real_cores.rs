@@ -579,3 +579,43 @@ fn readable_off_a_real_core_is_unsupported() {
     let e = out.value.unwrap_err();
     assert_eq!(e.kind(), std::io::ErrorKind::Unsupported, "{e}");
 }
+
+/// A core submits the SQEs of its turn before it runs the turn's round of tasks: an I/O
+/// a task issued in the last round never waits in the ring behind this round's polls.
+/// A task that yields every round looks, each time it runs, at the SQEs its core wrote
+/// and did not submit yet, while another task writes 32 blocks one after the other (each
+/// written in the turn after the round that issued it, a round this task is in).
+#[test]
+fn a_turns_sqes_are_submitted_before_its_round_runs() {
+    let Some(out) = run(1, Inherit::ON, || async {
+        let f = Arc::new(File::create("data").await.unwrap());
+        let done = Arc::new(AtomicBool::new(false));
+        let (f2, d2) = (f.clone(), done.clone());
+        let writer = spawn(TaskCtx::new("writer"), move || async move {
+            for k in 0..32u64 {
+                let b = DmaBuffer::from_slice(&[k as u8; 4096]);
+                assert_eq!(f2.write_at(b, k * 4096).await.0.unwrap(), 4096);
+            }
+            d2.store(true, Ordering::SeqCst);
+        });
+        let looker = spawn(TaskCtx::new("looker"), move || async move {
+            let (mut polls, mut most) = (0u64, 0usize);
+            while !done.load(Ordering::SeqCst) {
+                most = most.max(sluice_runtime::diag::unsubmitted_sqes());
+                polls += 1;
+                yield_now().await;
+            }
+            (polls, most)
+        });
+        writer.await;
+        looker.await
+    }) else {
+        return;
+    };
+    let (polls, most) = out.value;
+    assert!(
+        polls >= 32,
+        "the looker ran beside the writes ({polls} polls)"
+    );
+    assert_eq!(most, 0, "an SQE waited unsubmitted while a round ran");
+}
