@@ -240,26 +240,99 @@ pub(crate) fn write_end(df: &DataFile, off: u64, len: usize) -> Result<Option<u6
     Ok(Some(end))
 }
 
+/// A write's bytes as the request brought them, copied once, into the buffer of the
+/// blocks they fall in: `buf` holds blocks `[floor(off), ceil(off + len))` with the
+/// bytes at `off - floor(off)` and zeros around them until the read-modify-write fills
+/// the partial first and last blocks. A whole-block write (a program's 128 KiB
+/// `O_DIRECT` write) goes to the backing file from this buffer: the request's bytes are
+/// copied once in the daemon, not into a vector and then into the blocks' buffer.
+pub struct WriteData {
+    buf: DmaBuffer,
+    /// Where the bytes start in `buf`.
+    at: usize,
+    len: usize,
+}
+
+impl WriteData {
+    /// `data`, written at byte `off` of the file.
+    pub fn new(off: u64, data: &[u8]) -> WriteData {
+        let a0 = floor(off);
+        match off.checked_add(data.len() as u64) {
+            // Within the stack's span: the blocks' buffer.
+            Some(end) if end <= FILE_SPAN => {
+                let at = (off - a0) as usize;
+                WriteData {
+                    buf: DmaBuffer::with_data((ceil(end) - a0) as usize, at, data),
+                    at,
+                    len: data.len(),
+                }
+            }
+            // Refused before any I/O (`write_end`: EFBIG); kept as given.
+            _ => WriteData {
+                buf: DmaBuffer::from_slice(data),
+                at: 0,
+                len: data.len(),
+            },
+        }
+    }
+
+    /// The bytes to write.
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf[self.at..self.at + self.len]
+    }
+
+    /// How many bytes.
+    #[allow(clippy::len_without_is_empty)]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+}
+
+/// Write `data` at `off` (direct: whole blocks on the backing file).
+#[cfg(test)]
 async fn write(df: &DataFile, off: u64, data: &[u8], sync: bool) -> Result<usize, Errno> {
+    write_blocks(df, off, WriteData::new(off, data), sync).await
+}
+
+async fn write_blocks(
+    df: &DataFile,
+    off: u64,
+    data: WriteData,
+    sync: bool,
+) -> Result<usize, Errno> {
     let Some(end) = write_end(df, off, data.len())? else {
         return Ok(0);
     };
     let (a0, a1) = (floor(off), ceil(end));
     let _guard = lock_write(df, off, end).await;
     let size = df.size();
-    let mut buf = DmaBuffer::new((a1 - a0) as usize);
-    // Read-modify-write of a partial first and last block (what is past the end reads
-    // as zeros).
+    let len = data.len();
+    // The blocks' buffer, the bytes already in place (`WriteData::new`, within the span
+    // as `write_end` checked).
+    let mut buf = data.buf;
+    debug_assert_eq!(buf.len() as u64, a1 - a0);
+    // Read-modify-write of a partial first and last block: their bytes outside the
+    // write's (what is past the end reads as zeros, as the buffer has them).
+    let (head, tail) = ((off - a0) as usize, (end - a0) as usize);
     if off > a0 && a0 < size {
         let (b, n) = read_blocks(df, a0, BLOCK, WRITE).await?;
-        buf[..n].copy_from_slice(&b[..n]);
+        let k = n.min(head);
+        buf[..k].copy_from_slice(&b[..k]);
+        // A write inside this one block: its bytes after the write's end too (the
+        // last block's read below is this block's, and is skipped).
+        if tail < n {
+            buf[tail..n].copy_from_slice(&b[tail..n]);
+        }
     }
     if end < a1 && (a1 - BLOCK > a0 || off == a0) && a1 - BLOCK < size {
         let (b, n) = read_blocks(df, a1 - BLOCK, BLOCK, WRITE).await?;
         let at = (a1 - BLOCK - a0) as usize;
-        buf[at..at + n].copy_from_slice(&b[..n]);
+        // The block's bytes past the write's end (the write covers this block from its
+        // start, or from before it: `head ≤ at < tail`).
+        if at + n > tail {
+            buf[tail..at + n].copy_from_slice(&b[tail - at..n]);
+        }
     }
-    buf[(off - a0) as usize..(end - a0) as usize].copy_from_slice(data);
     let (r, mut buf) = df
         .file
         .write_at_with(buf, a0, IoOptions::new().activity(WRITE))
@@ -280,7 +353,7 @@ async fn write(df: &DataFile, off: u64, data: &[u8], sync: bool) -> Result<usize
     if sync {
         fsync(df, true).await?;
     }
-    Ok(data.len())
+    Ok(len)
 }
 
 /// The file's data (and, unless `datasync`, its metadata) durable: a FLUSH through the
@@ -382,9 +455,9 @@ pub(crate) async fn run(job: Job, trace: &Trace, ts: &mut Stamps) {
             reply,
         } => {
             let r = if cached {
-                cached::write(&df, off, &data, sync).await
+                cached::write(&df, off, data.bytes(), sync).await
             } else {
-                write(&df, off, &data, sync).await
+                write_blocks(&df, off, data, sync).await
             };
             ts[3] = trace.now();
             match r {

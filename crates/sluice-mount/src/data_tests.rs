@@ -263,3 +263,29 @@ pub(crate) async fn direct_write(
 ) -> (Result<usize, fuser::Errno>, ()) {
     (write(df, off, data, false).await, ())
 }
+
+/// A write's bytes go into its blocks' buffer once; the read-modify-write fills only
+/// the bytes around them: a write inside one block, one with partial first and last
+/// blocks, and whole blocks each keep every byte they do not cover.
+#[test]
+fn partial_writes_keep_the_bytes_around_them() {
+    let data = with_file(|df| async move {
+        write(&df, 0, &[0xaa; 3 * 4096], false).await.unwrap();
+        // Inside block 0: bytes before and after it in the same block stay.
+        write(&df, 100, &[1; 50], false).await.unwrap();
+        // Blocks 1 and 2, partial at both ends.
+        write(&df, 4096 + 1000, &[2; 5000], false).await.unwrap();
+        // A whole block (no read-modify-write).
+        write(&df, 3 * 4096, &[3; 4096], false).await.unwrap();
+        // From the start of block 0, ending inside it.
+        write(&df, 0, &[4; 10], false).await.unwrap();
+    });
+    let mut want = vec![0xaau8; 4 * 4096];
+    want[100..150].fill(1);
+    want[4096 + 1000..4096 + 6000].fill(2);
+    want[3 * 4096..].fill(3);
+    want[..10].fill(4);
+    assert_eq!(data.len(), want.len());
+    let first_bad = data.iter().zip(&want).position(|(a, b)| a != b);
+    assert_eq!(first_bad, None, "a byte the writes did not cover changed");
+}

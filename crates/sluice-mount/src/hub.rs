@@ -42,7 +42,8 @@ pub enum Job {
     Write {
         df: Arc<DataFile>,
         off: u64,
-        data: Vec<u8>,
+        /// The bytes, already in the buffer of the blocks they fall in.
+        data: crate::data::WriteData,
         sync: bool,
         cached: bool,
         reply: Answer<ReplyWrite>,

@@ -28,21 +28,53 @@ impl DmaBuffer {
     /// A zeroed buffer of `len` bytes (at least 1 is allocated): from the running real
     /// stack's registered pool when it fits a free slot, from the heap otherwise.
     pub fn new(len: usize) -> DmaBuffer {
-        DmaBuffer::alloc(len, true)
+        DmaBuffer::alloc(len, true, true)
+    }
+
+    /// A buffer of `len` bytes holding `data` at byte `at` and zeros elsewhere, written
+    /// once: the bytes `data` covers are copied, not zeroed first (a 128 KiB write's
+    /// buffer costs one pass over its bytes, not two).
+    ///
+    /// ```
+    /// let b = sluice_runtime::DmaBuffer::with_data(8192, 4000, &[7u8; 100]);
+    /// assert_eq!((b[3999], b[4000], b[4099], b[4100]), (0, 7, 7, 0));
+    /// ```
+    ///
+    /// # Panics
+    /// If `data` does not fit at `at` (`at + data.len() > len`).
+    pub fn with_data(len: usize, at: usize, data: &[u8]) -> DmaBuffer {
+        let end = at
+            .checked_add(data.len())
+            .filter(|&e| e <= len)
+            .expect("with_data: the data fits the buffer");
+        let b = DmaBuffer::alloc(len, true, false);
+        let p = b.ptr.as_ptr();
+        // SAFETY: the buffer is `len` bytes and ours; `at ≤ end ≤ len`; `data` is not in
+        // it (a new allocation). Every byte is written before the buffer is handed out.
+        unsafe {
+            std::ptr::write_bytes(p, 0, at);
+            std::ptr::copy_nonoverlapping(data.as_ptr(), p.add(at), data.len());
+            std::ptr::write_bytes(p.add(end), 0, len - end);
+        }
+        b
     }
 
     /// A buffer outside the registered pool, for data held long (the page cache's
     /// pages), so it does not take the slots the I/O path needs.
     pub(crate) fn unpooled(len: usize) -> DmaBuffer {
-        DmaBuffer::alloc(len, false)
+        DmaBuffer::alloc(len, false, true)
     }
 
-    fn alloc(len: usize, pooled: bool) -> DmaBuffer {
+    /// `len` bytes, zeroed when `zero` (else the caller writes every byte before the
+    /// buffer is read: [`DmaBuffer::with_data`]).
+    fn alloc(len: usize, pooled: bool, zero: bool) -> DmaBuffer {
         let pool = pooled.then(crate::exec::current_pool).flatten();
         if let Some(pool) = pool.filter(|p| len <= p.slot_len) {
             if let Some((i, ptr)) = pool.take() {
-                // SAFETY: the slot is `slot_len ≥ len` bytes, and ours until dropped.
-                unsafe { std::ptr::write_bytes(ptr, 0, len) };
+                if zero {
+                    // SAFETY: the slot is `slot_len ≥ len` bytes, and ours until dropped.
+                    unsafe { std::ptr::write_bytes(ptr, 0, len) };
+                }
                 return DmaBuffer {
                     ptr: std::ptr::NonNull::new(ptr).expect("inside the pool's region"),
                     len,
@@ -52,8 +84,15 @@ impl DmaBuffer {
         }
         let layout = std::alloc::Layout::from_size_align(len.max(1), 4096)
             .expect("buffer size fits a layout");
-        // SAFETY: the layout has a non-zero size.
-        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        // SAFETY: the layout has a non-zero size. Without `zero` the bytes are
+        // uninitialised until the caller writes them, before any read of them.
+        let ptr = unsafe {
+            if zero {
+                std::alloc::alloc_zeroed(layout)
+            } else {
+                std::alloc::alloc(layout)
+            }
+        };
         let ptr =
             std::ptr::NonNull::new(ptr).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
         DmaBuffer {
@@ -78,9 +117,7 @@ impl DmaBuffer {
 
     /// A buffer holding a copy of `data`.
     pub fn from_slice(data: &[u8]) -> DmaBuffer {
-        let mut b = DmaBuffer::new(data.len());
-        b.copy_from_slice(data);
-        b
+        DmaBuffer::with_data(data.len(), 0, data)
     }
 }
 

@@ -695,3 +695,62 @@ fn commands_need_128_byte_rings() {
     let e = out.value.expect("refused");
     assert_eq!(e.kind(), std::io::ErrorKind::Unsupported, "{e}");
 }
+
+/// A core submits the SQEs of its turn before it runs the turn's round of tasks: an I/O
+/// a task issued in the last round never waits in the ring behind this round's polls.
+/// A writer writes 32 blocks one after the other and, just before issuing each, wakes a
+/// looker; the looker runs in the next round — the one after the turn that wrote the
+/// write's SQE — and looks at the SQEs its core wrote and did not submit yet. (The
+/// looker waits between writes rather than spinning: a core that always has a task to
+/// run never waits in its ring, where completions deferred to the ring's owner are
+/// reaped.)
+#[test]
+fn a_turns_sqes_are_submitted_before_its_round_runs() {
+    let Some(out) = run(1, Inherit::ON, || async {
+        let f = Arc::new(File::create("data").await.unwrap());
+        // (writes announced, writer done), and the looker's wake-up.
+        let st = Arc::new((Mutex::new((0u64, false)), Condvar::new()));
+        let st2 = st.clone();
+        let writer = spawn(TaskCtx::new("writer"), async move {
+            for k in 0..32u64 {
+                {
+                    let (m, cv) = &*st2;
+                    m.lock().await.0 += 1;
+                    cv.notify_all();
+                }
+                let b = DmaBuffer::from_slice(&[k as u8; 4096]);
+                assert_eq!(f.write_at(b, k * 4096).await.0.unwrap(), 4096);
+            }
+            let (m, cv) = &*st2;
+            m.lock().await.1 = true;
+            cv.notify_all();
+        });
+        let looker = spawn(TaskCtx::new("looker"), async move {
+            let (m, cv) = &*st;
+            let (mut seen, mut looks, mut most) = (0u64, 0u64, 0usize);
+            loop {
+                let mut g = m.lock().await;
+                while g.0 == seen && !g.1 {
+                    g = cv.wait(g).await;
+                }
+                if g.1 {
+                    return (looks, most);
+                }
+                seen = g.0;
+                drop(g);
+                most = most.max(sluice_runtime::diag::unsubmitted_sqes());
+                looks += 1;
+            }
+        });
+        writer.await;
+        looker.await
+    }) else {
+        return;
+    };
+    let (looks, most) = out.value;
+    assert!(
+        looks >= 16,
+        "the looker ran beside the writes ({looks} looks)"
+    );
+    assert_eq!(most, 0, "an SQE waited unsubmitted while a round ran");
+}

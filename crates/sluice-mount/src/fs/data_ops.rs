@@ -20,6 +20,7 @@ use super::{lock, Handle, SluiceFs, TTL};
 use crate::attr::attr;
 use crate::class::{Classifier, Who};
 use crate::data::attr_after;
+use crate::data::WriteData;
 use crate::hub::Job;
 use crate::hub::{Answer, Hub};
 use crate::node::Node;
@@ -211,7 +212,8 @@ impl DataOps {
                     Job::Write {
                         df,
                         off: offset,
-                        data: data.to_vec(),
+                        // Copied once, into the buffer of its blocks.
+                        data: WriteData::new(offset, data),
                         sync,
                         cached,
                         reply,

@@ -12,10 +12,12 @@
 //!    dispatched them) and the changes of the table of registered files its ring has
 //!    not applied yet (files opened, slots of closed files cleared: `real/files.rs`);
 //! 2. without the lock: apply those changes, write the SQEs, ring the doorbells of the
-//!    cores that got work, run one round of this core's run queue (the tasks runnable
-//!    at the start of the round, each polled once);
-//! 3. enter the ring: submit, and wait for a completion, the doorbell or the next timer
-//!    when nothing is runnable.
+//!    cores that got work; when there is a round to run, submit the SQEs (so the I/O the
+//!    last round issued does not wait for this round's tasks), then run one round of
+//!    this core's run queue (the tasks runnable at the start of the round, each polled
+//!    once);
+//! 3. enter the ring: submit what is left, and wait for a completion, the doorbell or
+//!    the next timer when nothing is runnable.
 //!
 //! # No lost wake-ups
 //! A core's doorbell read is armed before the core looks for work, and an eventfd keeps
@@ -274,8 +276,18 @@ fn turns<S: RingSqe>(
         ring.register(&fds).map_err(super::RunError::Ring)?;
         fds.clear();
         ring.push(&out);
+        UNSUBMITTED.with(|u| u.set(out.len()));
         out.clear();
         let ran = !round.is_empty();
+        if ran {
+            // The SQEs just written go to the kernel before the round, not after it: an
+            // I/O a task issued in the last round (a critical read among them) does not
+            // wait for this round's tasks — a bulk writer's copy, another's reply — to
+            // reach the device. The same one submission the enter below would make
+            // (none when nothing was written); the enter below then only reaps.
+            ring.enter(false, 0).map_err(super::RunError::Ring)?;
+            UNSUBMITTED.with(|u| u.set(0));
+        }
         run_round(&mut round, &mut sent, &mut outcomes);
         // 3. The ring: wait only when this core has nothing to run or to handle (a task
         // another core makes runnable from now on rings this core's doorbell). After a
@@ -284,8 +296,21 @@ fn turns<S: RingSqe>(
         // turn's first step — waiting here would leave it there until another
         // completion or the idle timeout (a 10 ms stall of every lone synchronous I/O).
         let idle = ring.enter(!ran, wait_ns).map_err(super::RunError::Ring)?;
+        UNSUBMITTED.with(|u| u.set(0));
         idle_timeout = idle && wait_ns == IDLE_WAIT_NS;
     }
+}
+
+thread_local! {
+    /// SQEs this core's thread wrote in its turn and has not submitted yet (what a task
+    /// of the round would wait behind; [`unsubmitted_sqes`]).
+    static UNSUBMITTED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// SQEs written by this core's current turn and not yet submitted to the kernel: 0
+/// while the round's tasks run (the turn submits before its round).
+pub(crate) fn unsubmitted_sqes() -> usize {
+    UNSUBMITTED.with(|u| u.get())
 }
 
 /// Under the lock: core `c`'s round is the tasks runnable now (its `next`, then its
