@@ -415,11 +415,13 @@ impl<S: RingSqe> CoreRing<S> {
     pub(crate) fn enter(&mut self, block: bool, wait_ns: Nanos) -> std::io::Result<bool> {
         let mut waited_idle = false;
         if !block || !self.cqes.is_empty() {
-            // Nothing to submit and no wait: no system call (a ring that defers its
-            // completions' work to a waiting enter would reap nothing by it either;
-            // one that does not has them in its queue already). After every round of
-            // tasks the core comes here; the I/O that round issued is submitted in the
-            // next turn's enter.
+            // No wait: submit what the turn wrote, and post the completions whose
+            // work the kernel deferred to this ring (it marks the ring when there is
+            // such work; `sluice_uring::submit` then asks for events) — a core whose
+            // tasks are runnable at every turn never waits, and without that its
+            // deferred completions would never be posted. No system call when there
+            // is neither. After every round of tasks the core comes here; the I/O that
+            // round issued is submitted in the next turn's enter.
             sluice_uring::submit(&mut self.ring)?;
         } else {
             waited_idle = self.in_ring == 0;

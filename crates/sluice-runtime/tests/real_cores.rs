@@ -754,3 +754,41 @@ fn a_turns_sqes_are_submitted_before_its_round_runs() {
     );
     assert_eq!(most, 0, "an SQE waited unsubmitted while a round ran");
 }
+
+/// A core whose tasks are runnable at every turn never waits in its ring; the
+/// completions the kernel defers to the ring's owner (`DEFER_TASKRUN`: a buffered write
+/// finished by a worker thread) still reach their task, because the enter after each
+/// round asks for them when the kernel has marked the ring. Counted, not timed: a
+/// spinner that yields in a loop stops when the writes are done, or after 2 million
+/// turns — which it reaches only if the writes waited for it to stop.
+#[test]
+fn a_core_that_never_waits_still_gets_its_completions() {
+    const BOUND: u64 = 2_000_000;
+    let Some(out) = run(1, Inherit::ON, || async {
+        let f = File::create("data").await.unwrap();
+        let done = Arc::new(AtomicBool::new(false));
+        let d2 = done.clone();
+        let spinner = spawn(TaskCtx::new("spinner"), async move {
+            let mut turns = 0u64;
+            while !d2.load(Ordering::SeqCst) && turns < BOUND {
+                yield_now().await;
+                turns += 1;
+            }
+            turns
+        });
+        for i in 0..32u64 {
+            let mut b = DmaBuffer::new(4096);
+            b.fill(i as u8);
+            f.write_at(b, i * 4096).await.0.unwrap();
+        }
+        done.store(true, Ordering::SeqCst);
+        spinner.await
+    }) else {
+        return;
+    };
+    assert!(
+        out.value < BOUND,
+        "the writes completed only after the spinner gave up ({} turns)",
+        out.value
+    );
+}

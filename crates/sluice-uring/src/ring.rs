@@ -10,8 +10,9 @@ use crate::{AlignedBuf, UringError};
 /// Create a ring with `entries` SQEs (and twice as many CQEs). Tries the flags that
 /// make a single-threaded submitter cheaper first — `SINGLE_ISSUER` (only this thread
 /// submits), `COOP_TASKRUN` (no interrupt to run completion work), `DEFER_TASKRUN`
-/// (that work runs when the owner enters the ring), Linux 6.1+ — then plain set-up for
-/// older kernels.
+/// (that work runs when the owner enters the ring asking for events), Linux 6.1+, with
+/// `TASKRUN_FLAG` (the kernel marks the ring when such work waits, so [`submit`] knows
+/// to ask) — then plain set-up for older kernels.
 pub fn new_ring(entries: u32) -> Result<IoUring, UringError> {
     new_ring_of(entries)
 }
@@ -24,6 +25,7 @@ pub fn new_ring_of<S: EntryMarker>(entries: u32) -> Result<IoUring<S>, UringErro
         .setup_single_issuer()
         .setup_coop_taskrun()
         .setup_defer_taskrun()
+        .setup_taskrun_flag()
         .build(entries);
     let refused = |source: io::Error| UringError::Ring {
         entries,
@@ -88,13 +90,22 @@ pub fn submit_and_wait<S: EntryMarker>(ring: &IoUring<S>, wait_ns: Option<u64>) 
     benign(r)
 }
 
-/// Submit what the ring holds without waiting (no system call when it holds nothing);
-/// `EBUSY`, `EAGAIN` and `EINTR` are no errors (the SQEs stay and go with the next
-/// enter).
+/// Submit what the ring holds without waiting, and post the completions whose work the
+/// kernel deferred to this ring (`DEFER_TASKRUN`: a read finished by an interrupt or
+/// a worker thread is posted only by an enter that asks for events, which the enter
+/// then does, with no minimum). No system call when the ring holds nothing and no such
+/// work waits — so an owner that never waits (its tasks runnable at every turn) still
+/// sees its completions. `EBUSY`, `EAGAIN` and `EINTR` are no errors (the SQEs stay
+/// and go with the next enter).
 pub fn submit<S: EntryMarker>(ring: &mut IoUring<S>) -> io::Result<()> {
-    if ring.submission().is_empty() {
+    let idle = {
+        let sq = ring.submission();
+        sq.is_empty() && !sq.taskrun()
+    };
+    if idle {
         return Ok(());
     }
+    // io-uring asks for events when the ring is marked (`IORING_SQ_TASKRUN`).
     benign(ring.submit())
 }
 
@@ -187,6 +198,42 @@ mod tests {
         assert_eq!(ring_entries(31), 32);
         assert_eq!(ring_entries(32), 64);
         assert_eq!(ring_entries(255), 256);
+    }
+
+    #[test]
+    fn a_submit_with_nothing_to_submit_posts_deferred_completions() {
+        let mut ring = new_ring(8).unwrap();
+        let mut fds = [0; 2];
+        // SAFETY: a plain system call filling `fds`.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        let mut buf = [0u8; 8];
+        let read = io_uring::opcode::Read::new(types::Fd(fds[0]), buf.as_mut_ptr(), 8)
+            .build()
+            .user_data(7);
+        // SAFETY: `buf` outlives the read (it completes below, before the end).
+        unsafe { ring.submission().push(&read) }.unwrap();
+        submit(&mut ring).unwrap();
+        assert!(ring.completion().is_empty(), "an empty pipe's read waits");
+        // The write completes the read: on a DEFER_TASKRUN ring its completion's work
+        // waits for this thread's next enter that asks for events.
+        // SAFETY: a plain system call on our pipe.
+        assert_eq!(unsafe { libc::write(fds[1], b"x".as_ptr().cast(), 1) }, 1);
+        submit(&mut ring).unwrap();
+        let c = ring
+            .completion()
+            .next()
+            .map(|c| (c.user_data(), c.result()));
+        assert_eq!(
+            c,
+            Some((7, 1)),
+            "the read's completion, with nothing submitted"
+        );
+        assert_eq!(buf[0], b'x');
+        // SAFETY: our descriptors.
+        unsafe {
+            libc::close(fds[0]);
+            libc::close(fds[1]);
+        }
     }
 
     #[test]
