@@ -774,9 +774,10 @@ mod tests {
         assert!(!c.class_limits);
         assert_eq!(c.dirty_limit(sluice_core::IoClass::Normal), 1_000_000);
         assert_eq!(c.background_pages(), 500_000);
-        // A limit past the cache: all of it.
+        // A limit past the cache: all of it, writeback from half of it.
         let mut small = sluice_cache::CacheConfig::default();
         t.apply(&mut small);
         assert_eq!(small.dirty_limit(sluice_core::IoClass::Normal), small.pages);
+        assert_eq!(small.background_pages(), small.pages / 2);
     }
 }

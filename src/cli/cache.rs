@@ -191,14 +191,14 @@ pub struct DirtyThresholds {
 
 impl DirtyThresholds {
     /// A page cache with Linux's one limit at these thresholds: the limit at most the
-    /// whole cache, background writeback from the background threshold (as a fraction
-    /// of the limit, at most all of it).
+    /// whole cache, background writeback from the background threshold's share of the
+    /// limit (a limit cut to the cache keeps the kernel's proportion: half, by default).
     pub fn apply(&self, cache: &mut sluice_cache::CacheConfig) {
         let size = cache.pages as u64 * sluice_cache::PAGE;
         let limit = self.limit.clamp(sluice_cache::PAGE, size);
         cache.class_limits = false;
         cache.dirty_ratio_critical = limit as f64 / size as f64;
-        cache.background = (self.background.max(1) as f64 / limit as f64).min(1.0);
+        cache.background = (self.background.max(1) as f64 / self.limit.max(1) as f64).min(1.0);
     }
 }
 
