@@ -9,7 +9,7 @@ use sluice_workload::{JobSpec, ParseOptions, WorkloadError};
 mod cache;
 mod logs;
 
-pub use cache::{host_page_cache, CacheArgs};
+pub use cache::{host_page_cache, kernel_dirty_thresholds, CacheArgs, DirtyThresholds, VmDirty};
 pub use logs::{check_log_names, check_log_prefixes};
 
 /// sluice's embedded default job: a latency-critical 4 KB random reader beside
@@ -734,5 +734,50 @@ mod tests {
         );
         assert_eq!(host_page_cache(Some("garbage".into())), 64 << 20);
         assert_eq!(host_page_cache(None), 64 << 20);
+    }
+
+    #[test]
+    fn run_s_single_dirty_limit_takes_the_kernels_thresholds() {
+        let info = "MemFree:        15000000 kB\nMemAvailable:   23000000 kB\n\
+                    Active(file):    3000000 kB\nInactive(file):  2000000 kB\n";
+        let vm = VmDirty {
+            ratio: 20,
+            background_ratio: 10,
+            bytes: 0,
+            background_bytes: 0,
+        };
+        // Dirtyable: 20 000 000 KiB; 20 % and 10 % of it.
+        let t = kernel_dirty_thresholds(info, vm).unwrap();
+        assert_eq!(
+            t,
+            DirtyThresholds {
+                limit: 4_000_000 * 1024,
+                background: 2_000_000 * 1024,
+            }
+        );
+        // The byte knobs replace the ratios; a background at or past the limit is half.
+        let bytes = VmDirty {
+            bytes: 1 << 30,
+            background_bytes: 2 << 30,
+            ..vm
+        };
+        let b = kernel_dirty_thresholds(info, bytes).unwrap();
+        assert_eq!((b.limit, b.background), (1 << 30, 1 << 29));
+        assert_eq!(kernel_dirty_thresholds("MemFree: 1 kB\n", vm), None);
+        // On a 5 GB cache: the limit is 80 % of it (not 20 %), writeback from half.
+        let mut c = sluice_cache::CacheConfig {
+            pages: 5_000_000 * 1024 / 4096,
+            class_limits: true,
+            ..Default::default()
+        };
+        t.apply(&mut c);
+        assert!(!c.class_limits);
+        assert_eq!(c.dirty_limit(sluice_core::IoClass::Normal), 1_000_000);
+        assert_eq!(c.background_pages(), 500_000);
+        // A limit past the cache: all of it, writeback from half of it.
+        let mut small = sluice_cache::CacheConfig::default();
+        t.apply(&mut small);
+        assert_eq!(small.dirty_limit(sluice_core::IoClass::Normal), small.pages);
+        assert_eq!(small.background_pages(), small.pages / 2);
     }
 }

@@ -167,6 +167,21 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
             bytes >> 20
         );
     }
+    if args.cache.single_dirty_limit
+        && args.cache.dirty_ratio == sluice::cli::CacheArgs::DIRTY_RATIO
+        && !args.out.quiet
+        && jobs.iter().any(|j| j.buffered)
+    {
+        let c = &page_cache.cache;
+        let mib = |pages: usize| (pages as u64 * sluice_cache::PAGE) >> 20;
+        eprintln!(
+            "sluice: one dirty limit of {} MiB, background writeback from {} MiB (this \
+             kernel's vm.dirty_ratio and vm.dirty_background_ratio of its dirtyable memory, \
+             at most the cache; --dirty-ratio sets a share of the cache instead)",
+            mib(c.dirty_limit(sluice_core::IoClass::Normal)),
+            mib(c.background_pages())
+        );
+    }
     let cfg = EngineConfig {
         directory: args.directory.clone(),
         workers: args.workers.map(|w| w as usize),

@@ -18,8 +18,12 @@ pub struct CacheArgs {
     /// CRITICAL), in percent.
     #[arg(long, value_name = "N%,C%", default_value = CacheArgs::DIRTY_RATIO)]
     pub dirty_ratio: String,
-    /// One dirty limit for every writer (the CRITICAL ratio), as Linux: the baseline of
-    /// RCP's class-aware limits.
+    /// One dirty limit for every writer, as Linux: the baseline of RCP's class-aware
+    /// limits. Under `sluice run` (without `--dirty-ratio`) the limit and the start of
+    /// background writeback are this machine's kernel's (`vm.dirty_ratio` and
+    /// `vm.dirty_background_ratio` of its dirtyable memory, or `vm.dirty_bytes` and
+    /// `vm.dirty_background_bytes`), at most the cache; otherwise the CRITICAL ratio of
+    /// the cache, writeback from half of it.
     #[arg(long)]
     pub single_dirty_limit: bool,
 }
@@ -70,13 +74,34 @@ impl CacheArgs {
     pub fn front_config_on_host(
         &self,
     ) -> Result<(sluice_fio::front::FrontConfig, Option<u64>), CliError> {
-        match self.page_cache {
-            Some(_) => Ok((self.front_config()?, None)),
+        let meminfo = std::fs::read_to_string("/proc/meminfo").ok();
+        let (mut cfg, default) = match self.page_cache {
+            Some(_) => (self.front_config()?, None),
             None => {
-                let bytes = host_page_cache(std::fs::read_to_string("/proc/meminfo").ok());
-                Ok((self.config_of(bytes)?, Some(bytes)))
+                let bytes = host_page_cache(meminfo.clone());
+                (self.config_of(bytes)?, Some(bytes))
+            }
+        };
+        if self.single_dirty_limit && self.dirty_ratio == Self::DIRTY_RATIO {
+            let vm = |name: &str| {
+                std::fs::read_to_string(format!("/proc/sys/vm/{name}"))
+                    .ok()
+                    .and_then(|t| t.trim().parse::<u64>().ok())
+            };
+            let knobs = VmDirty {
+                ratio: vm("dirty_ratio").unwrap_or(20),
+                background_ratio: vm("dirty_background_ratio").unwrap_or(10),
+                bytes: vm("dirty_bytes").unwrap_or(0),
+                background_bytes: vm("dirty_background_bytes").unwrap_or(0),
+            };
+            if let Some(t) = meminfo
+                .as_deref()
+                .and_then(|m| kernel_dirty_thresholds(m, knobs))
+            {
+                t.apply(&mut cfg.cache);
             }
         }
+        Ok((cfg, default))
     }
 
     fn config_of(&self, bytes: u64) -> Result<sluice_fio::front::FrontConfig, CliError> {
@@ -139,4 +164,71 @@ pub fn host_page_cache(meminfo: Option<String>) -> u64 {
         Some(kib) => ((kib * 1024 / 4) >> 20 << 20).max(floor),
         None => floor,
     }
+}
+
+/// The kernel's dirty-memory knobs (`/proc/sys/vm`): percentages, and byte counts that
+/// replace them when not 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VmDirty {
+    /// `vm.dirty_ratio`, %.
+    pub ratio: u64,
+    /// `vm.dirty_background_ratio`, %.
+    pub background_ratio: u64,
+    /// `vm.dirty_bytes` (0: the ratio counts).
+    pub bytes: u64,
+    /// `vm.dirty_background_bytes` (0: the ratio counts).
+    pub background_bytes: u64,
+}
+
+/// The kernel's global dirty thresholds, bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DirtyThresholds {
+    /// Writers are throttled up to it (`dirty_thresh`).
+    pub limit: u64,
+    /// Background writeback starts above it (`bg_thresh`).
+    pub background: u64,
+}
+
+impl DirtyThresholds {
+    /// A page cache with Linux's one limit at these thresholds: the limit at most the
+    /// whole cache, background writeback from the background threshold's share of the
+    /// limit (a limit cut to the cache keeps the kernel's proportion: half, by default).
+    pub fn apply(&self, cache: &mut sluice_cache::CacheConfig) {
+        let size = cache.pages as u64 * sluice_cache::PAGE;
+        let limit = self.limit.clamp(sluice_cache::PAGE, size);
+        cache.class_limits = false;
+        cache.dirty_ratio_critical = limit as f64 / size as f64;
+        cache.background = (self.background.max(1) as f64 / self.limit.max(1) as f64).min(1.0);
+    }
+}
+
+/// The kernel's global dirty thresholds (`mm/page-writeback.c`, `domain_dirty_limits`)
+/// from `/proc/meminfo`'s text and the knobs: of the *dirtyable memory* —
+/// `global_dirtyable_memory`: free pages plus the file LRU pages (`MemFree +
+/// Active(file) + Inactive(file)`; the kernel also subtracts its reserves, the zones'
+/// high watermarks, which meminfo does not show) — `thresh = dirty_ratio %`, `bg_thresh
+/// = dirty_background_ratio %`, each replaced by its `_bytes` knob when that is set;
+/// a background threshold at or above the limit becomes half of it. `None` when the
+/// text lacks a field.
+pub fn kernel_dirty_thresholds(meminfo: &str, vm: VmDirty) -> Option<DirtyThresholds> {
+    let kib = |name: &str| {
+        meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+    };
+    let dirtyable = (kib("MemFree")? + kib("Active(file)")? + kib("Inactive(file)")?) * 1024;
+    let of = |bytes: u64, ratio: u64| {
+        if bytes > 0 {
+            bytes
+        } else {
+            dirtyable * ratio / 100
+        }
+    };
+    let limit = of(vm.bytes, vm.ratio);
+    let mut background = of(vm.background_bytes, vm.background_ratio);
+    if background >= limit {
+        background = limit / 2;
+    }
+    Some(DirtyThresholds { limit, background })
 }

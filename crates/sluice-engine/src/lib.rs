@@ -56,6 +56,7 @@ mod files;
 mod fill;
 mod groups;
 mod ptime;
+mod queue;
 mod ring;
 mod slab;
 mod worker;
@@ -78,6 +79,7 @@ use device::{DevState, Doorbell, RingPort};
 use groups::{coordinate, worker_thread, GroupSync};
 use ptime::PolicyTime;
 use sluice_block::BlockLayer;
+use sluice_fio::front::FrontConfig;
 /// The arbiter's default weights (sluice-uring's, D2FQ's base 6).
 pub use sluice_uring::D2FQ_WEIGHTS;
 use worker::{PlannedThread, Worker, WorkerCfg, WorkerPlan, WorkerResult};
@@ -247,7 +249,12 @@ pub fn prepare(
     atomic::check(jobs, &plan)?;
     let _ = workers;
     // Every worker's ring is sized for the device-wide cap: can the kernel give it?
-    drop(ring::new_ring(ring::ring_entries(ring_cap(jobs, cfg)))?);
+    let page_cache = queue::front_config(cfg.page_cache, &plan, &buffered_files(jobs, &plan));
+    drop(ring::new_ring(ring::ring_entries(ring_cap(
+        jobs,
+        cfg,
+        &page_cache,
+    )))?);
     FileSet::prepare(plan, cfg.keep_files, stop, progress)
 }
 
@@ -300,15 +307,39 @@ fn check_size(jobs: &[JobSpec], workers: usize) -> Result<(), EngineError> {
 }
 
 /// Commands in all rings at most: `--ring-cap`, or the jobs' total `iodepth` (so the
-/// arbiter stages only what the policy splits beyond it).
-fn ring_cap(jobs: &[JobSpec], cfg: &EngineConfig) -> u32 {
+/// arbiter stages only what the policy splits beyond it) plus, with buffered jobs, the
+/// page cache's writeback requests in flight at most (`front`'s: the kernel's
+/// writeback is not bounded by a job's depth — a buffered libaio job runs at depth 1).
+fn ring_cap(jobs: &[JobSpec], cfg: &EngineConfig, front: &FrontConfig) -> u32 {
     let depth: u64 = jobs
         .iter()
         .map(|s| s.numjobs as u64 * s.iodepth.max(1) as u64)
         .sum();
+    let writeback = if jobs.iter().any(|j| j.buffered) {
+        let by_pages = front
+            .writeback_pages
+            .div_ceil(front.writeback_run_pages.max(1) as usize);
+        front.writeback_depth.throttled.min(by_pages) as u64
+    } else {
+        0
+    };
     cfg.ring_cap
-        .unwrap_or(depth.min(u32::MAX as u64) as u32)
+        .unwrap_or((depth + writeback).min(u32::MAX as u64) as u32)
         .clamp(1, MAX_RING_CAP)
+}
+
+/// Per file of `plan`: whether a buffered job's thread uses it.
+fn buffered_files(jobs: &[JobSpec], plan: &files::FilePlan) -> Vec<bool> {
+    let mut out = vec![false; plan.files.len()];
+    let threads = jobs
+        .iter()
+        .flat_map(|j| std::iter::repeat_n(j.buffered, j.numjobs as usize));
+    for (b, &f) in threads.zip(&plan.thread_file) {
+        if b {
+            out[f as usize] = true;
+        }
+    }
+    out
 }
 
 /// The largest ring cap: a ring holds the cap plus the doorbell read, and io_uring
@@ -409,7 +440,7 @@ fn front_of(
     jobs: &[JobSpec],
     job_flow: &[sluice_core::FlowId],
     plans: &[WorkerPlan],
-    cfg: &EngineConfig,
+    page_cache: FrontConfig,
     n_workers: usize,
 ) -> Result<Option<buffered::EngineFront>, EngineError> {
     let mut front_files: Vec<sluice_fio::front::FrontFile> = Vec::new();
@@ -437,9 +468,9 @@ fn front_of(
     if front_files.is_empty() {
         return Ok(None);
     }
-    check_buffered(jobs, &cfg.page_cache)?;
+    check_buffered(jobs, &page_cache)?;
     Ok(Some(buffered::EngineFront::new(
-        cfg.page_cache,
+        page_cache,
         front_files,
         n_workers,
     )))
@@ -506,7 +537,10 @@ pub fn run_with(
 
     let setup = RunSetup::for_jobs(jobs, &flows, &job_flow, cfg.interval_ns);
     let interval_ns = setup.interval_ns;
-    let cap = ring_cap(jobs, cfg);
+    // The buffered jobs' page cache writes back as the kernel's flusher would on their
+    // disk: its largest request and writeback throttling's depths (`queue`).
+    let page_cache = queue::front_config(cfg.page_cache, fplan, &buffered_files(jobs, fplan));
+    let cap = ring_cap(jobs, cfg, &page_cache);
     let wcfg = WorkerCfg {
         seed: cfg.seed,
         submit_batch: cfg.submit_batch,
@@ -519,7 +553,7 @@ pub fn run_with(
         .map(|s| s.numjobs as u64 * s.iodepth.max(1) as u64)
         .sum();
     let max_inflight = (4 * total_depth.max(cap as u64)).min(u32::MAX as u64 / 2) as u32;
-    let front = front_of(jobs, &job_flow, &plans, cfg, n_workers)?;
+    let front = front_of(jobs, &job_flow, &plans, page_cache, n_workers)?;
     let dev = Mutex::new(DevState {
         block: BlockLayer::with_meter(policy, &flows, PolicyTime::new(), total_depth as usize),
         port: RingPort::new(n_workers, cap, max_inflight, cfg.wrr_weights),
@@ -628,4 +662,43 @@ fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
         .cloned()
         .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_fio::front::WritebackDepth;
+    use sluice_workload::{parse_str, ParseOptions};
+
+    fn jobs(text: &str) -> Vec<JobSpec> {
+        parse_str(text, "test.fio", &ParseOptions::default())
+            .unwrap()
+            .jobs
+    }
+
+    #[test]
+    fn the_ring_cap_makes_room_for_the_page_caches_writeback() {
+        // Buffered libaio runs at depth 1 (as fio); the disk's writeback throttling
+        // keeps up to 8 writes in flight: the rings take 4 × 1 + 8.
+        let buffered = jobs("[w]\nrw=randwrite\nioengine=libaio\niodepth=16\nnumjobs=4\nsize=1m\n");
+        let direct = jobs("[w]\ndirect=1\nrw=randwrite\nioengine=libaio\niodepth=16\nsize=1m\n");
+        let cfg = EngineConfig::default();
+        let front = FrontConfig::default().with_queue(
+            4 << 20,
+            WritebackDepth {
+                background: 4,
+                throttled: 8,
+            },
+        );
+        assert_eq!(ring_cap(&buffered, &cfg, &front), 4 + 8);
+        assert_eq!(ring_cap(&direct, &cfg, &front), 16);
+        // Without the disk's limits: as many as the pages in flight allow (256 / 32).
+        assert_eq!(ring_cap(&buffered, &cfg, &FrontConfig::default()), 4 + 8);
+        // --ring-cap is the cap.
+        let given = EngineConfig {
+            ring_cap: Some(2),
+            ..EngineConfig::default()
+        };
+        assert_eq!(ring_cap(&buffered, &given, &front), 2);
+    }
 }

@@ -38,7 +38,11 @@
 //! pages are above [`CacheConfig::background_pages`] or a writer waits for room or
 //! pauses at its limit, in (file, page) order, in runs of contiguous dirty pages, as
 //! **non-critical** I/O charged to the file's flow (cgroup writeback charges the
-//! owner), with at most [`FrontConfig::writeback_pages`] pages in flight.
+//! owner), with at most [`FrontConfig::writeback_pages`] pages and
+//! [`FrontConfig::writeback_depth`] requests in flight, each run at most
+//! [`FrontConfig::writeback_run_pages`] pages (under `sluice run` the disk's largest
+//! request, `max_sectors_kb`, and its writeback throttling's depths, as Linux's
+//! flusher; the simulator keeps 128 KiB and no depth bound).
 //!
 //! ## The protocol
 //! The client [`submit`](Front::submit)s each I/O of a buffered job with an id of its
@@ -72,8 +76,63 @@ pub struct FrontConfig {
     pub cache: CacheConfig,
     /// Most pages under background writeback at once (256 = 1 MiB).
     pub writeback_pages: usize,
-    /// Most pages in one device read or write (32 = 128 KiB).
+    /// Most pages in one device read of missing pages (32 = 128 KiB).
     pub run_pages: u32,
+    /// Most pages in one writeback write: Linux's writeback merges a file's contiguous
+    /// dirty pages up to the device queue's `max_sectors_kb` (32 = 128 KiB, the
+    /// simulator's; `sluice run` takes the disk's, [`FrontConfig::with_queue`]).
+    pub writeback_run_pages: u32,
+    /// Most background writeback requests in flight, and the most while a writer
+    /// waits at its dirty limit or for room: Linux's writeback throttling (`blk-wbt`,
+    /// `calc_wb_limits`: `wb_background` and `wb_normal`). `usize::MAX`: no bound
+    /// but [`FrontConfig::writeback_pages`] (the simulator's).
+    pub writeback_depth: WritebackDepth,
+}
+
+/// Background writeback requests in flight at most ([`FrontConfig::writeback_depth`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WritebackDepth {
+    /// While no writer waits (Linux's `wb_background`).
+    pub background: usize,
+    /// While a writer pauses at its dirty limit or waits for room (`wb_normal`: the
+    /// flusher works for a throttled writer).
+    pub throttled: usize,
+}
+
+impl WritebackDepth {
+    /// No bound.
+    pub const UNBOUNDED: WritebackDepth = WritebackDepth {
+        background: usize::MAX,
+        throttled: usize::MAX,
+    };
+
+    /// Linux's writeback throttling on a queue of `queue_depth` requests
+    /// (`nr_requests`) with throttling on (`wbt_lat_usec` > 0): the queue's depth is
+    /// `min(RWB_DEF_DEPTH = 16, queue_depth)` (scale step 0, `rq_depth_calc_max_depth`);
+    /// `wb_normal = (depth + 1) / 2`, `wb_background = (depth + 3) / 4`, or `depth`
+    /// and 1 on a queue of at most 2 (`calc_wb_limits`). Throttling off: the queue's
+    /// depth for both.
+    pub fn of_queue(queue_depth: u32, wbt_on: bool) -> WritebackDepth {
+        let q = queue_depth.max(1) as usize;
+        if !wbt_on {
+            return WritebackDepth {
+                background: q,
+                throttled: q,
+            };
+        }
+        let depth = q.min(16);
+        if depth <= 2 {
+            WritebackDepth {
+                background: 1,
+                throttled: depth,
+            }
+        } else {
+            WritebackDepth {
+                background: depth.div_ceil(4),
+                throttled: depth.div_ceil(2),
+            }
+        }
+    }
 }
 
 impl Default for FrontConfig {
@@ -82,7 +141,25 @@ impl Default for FrontConfig {
             cache: CacheConfig::default(),
             writeback_pages: 256,
             run_pages: 32,
+            writeback_run_pages: 32,
+            writeback_depth: WritebackDepth::UNBOUNDED,
         }
+    }
+}
+
+impl FrontConfig {
+    /// The settings on a real disk whose queue takes requests of up to
+    /// `max_transfer` bytes (`max_sectors_kb`) and whose writeback is throttled to
+    /// `depth`: writeback writes of up to `max_transfer` (at least a page), `depth`
+    /// of them in flight (the pages in flight bounded by that, not by
+    /// [`FrontConfig::writeback_pages`]'s default).
+    pub fn with_queue(mut self, max_transfer: u64, depth: WritebackDepth) -> FrontConfig {
+        let pages = (max_transfer / PAGE).clamp(1, u32::MAX as u64) as u32;
+        self.writeback_run_pages = pages;
+        self.writeback_depth = depth;
+        let most = depth.throttled.saturating_mul(pages as usize);
+        self.writeback_pages = self.writeback_pages.max(most);
+        self
     }
 }
 
@@ -256,6 +333,8 @@ pub struct Front<D, A: Alloc> {
     no_room: VecDeque<u32>,
     /// Pages under writeback started by the flusher.
     wb_inflight: usize,
+    /// Writeback requests started by the flusher, in flight.
+    wb_requests: usize,
     stats: FrontStats,
     /// The queue every device request goes out on, if set ([`Front::set_issuer`]).
     issuer: Option<u16>,
@@ -281,6 +360,7 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
             rate: WritebackRate::default(),
             no_room: VecDeque::new(),
             wb_inflight: 0,
+            wb_requests: 0,
             stats: FrontStats::default(),
             issuer: None,
         }
@@ -296,7 +376,7 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
 
     /// After a real run: write every page still dirty to its file through `write`
     /// (the file, the page run's offset in the block layer's address space —
-    /// `base + index × PAGE` —, its bytes), in runs of up to `run_pages` contiguous
+    /// `base + index × PAGE` —, its bytes), in runs of up to `writeback_run_pages` contiguous
     /// pages, outside the block layer and unmeasured: fio's buffered jobs leave their
     /// data in the kernel's cache, which writes it back after they have gone, and a
     /// file sluice wrote must hold what its jobs wrote. A run `write` fails stays
@@ -309,7 +389,7 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
         const TOKEN: u64 = u64::MAX;
         while let Some((first, f0)) = self.pc.start_writeback(None) {
             let mut run = vec![(first, f0)];
-            while (run.len() as u32) < self.cfg.run_pages {
+            while (run.len() as u32) < self.cfg.writeback_run_pages {
                 let index = first.index + run.len() as u64;
                 let next = PageRange {
                     file: first.file,
@@ -455,6 +535,7 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
                 }
                 if background {
                     self.wb_inflight -= d.n as usize;
+                    self.wb_requests -= 1;
                 }
                 self.rate.written(d.n as u64, now);
                 for w in self.wb_waiters.remove(&seq).unwrap_or_default() {
@@ -546,10 +627,17 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
     /// The flusher: background writeback while dirty pages are above the background
     /// threshold or a writer waits for room or pauses at its limit.
     fn kick<M: Meter>(&mut self, cx: &mut Cx<'_, M>) {
-        while self.wb_inflight < self.cfg.writeback_pages {
-            let need = self.pc.dirty_pages() > self.pc.config().background_pages()
-                || !self.paused.is_empty()
-                || !self.no_room.is_empty();
+        loop {
+            let waiting = !self.paused.is_empty() || !self.no_room.is_empty();
+            let depth = if waiting {
+                self.cfg.writeback_depth.throttled
+            } else {
+                self.cfg.writeback_depth.background
+            };
+            if self.wb_inflight >= self.cfg.writeback_pages || self.wb_requests >= depth {
+                break;
+            }
+            let need = self.pc.dirty_pages() > self.pc.config().background_pages() || waiting;
             if !need || !self.write_back(cx, None, IoClass::Normal, FlowId(0)) {
                 break;
             }

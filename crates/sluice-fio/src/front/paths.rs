@@ -371,7 +371,7 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
             return false;
         };
         let mut frames = vec![f0];
-        while (frames.len() as u32) < self.cfg.run_pages {
+        while (frames.len() as u32) < self.cfg.writeback_run_pages {
             let next = PageRange {
                 file: first.file,
                 first: first.index + frames.len() as u64,
@@ -419,6 +419,7 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
         }
         if range.is_none() {
             self.wb_inflight += n;
+            self.wb_requests += 1;
         }
         true
     }

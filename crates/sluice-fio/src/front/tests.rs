@@ -62,6 +62,8 @@ fn cfg(pages: usize, class_limits: bool) -> FrontConfig {
         },
         writeback_pages: 4,
         run_pages: 4,
+        writeback_run_pages: 4,
+        writeback_depth: WritebackDepth::UNBOUNDED,
     }
 }
 
@@ -318,4 +320,70 @@ fn a_critical_writer_waiting_on_writeback_promotes_it() {
     assert_eq!(r.front.stats().promotions, before + 1);
     r.drain();
     assert!(r.is_done(c));
+}
+
+/// The device writes in flight: (offset, length).
+fn device_writes(r: &Rig) -> Vec<(u64, u32)> {
+    r.port
+        .inflight
+        .iter()
+        .filter(|(_, q)| q.op == Op::Write)
+        .map(|(_, q)| (q.offset, q.len))
+        .collect()
+}
+
+#[test]
+fn a_writeback_run_reaches_the_disks_largest_request_not_the_read_run() {
+    // Reads go in runs of 4 pages; the disk takes 16-page requests: 16 contiguous dirty
+    // pages are written back in one write (Linux merges up to max_sectors_kb).
+    let c = cfg(1600, false).with_queue(16 * 4096, WritebackDepth::UNBOUNDED);
+    assert_eq!((c.run_pages, c.writeback_run_pages), (4, 16));
+    let mut r = Rig::new(c, "none", 64);
+    for p in 0..16 {
+        r.write(p * 4096, 7, 4096, IoClass::Normal);
+    }
+    r.io(FrontOp::Fsync, 0, Vec::new(), IoClass::Normal);
+    assert_eq!(device_writes(&r), vec![(1 << 20, 16 * 4096)]);
+    r.drain();
+    assert_eq!(r.disk.get(&((1 << 20) + 15 * 4096)), Some(&7));
+}
+
+#[test]
+fn background_writeback_keeps_wbts_depths_in_flight() {
+    // One page per run, every other page dirty; limit 320 pages, background 160.
+    let depth = WritebackDepth {
+        background: 1,
+        throttled: 2,
+    };
+    let mut r = Rig::new(cfg(1600, false).with_queue(4096, depth), "none", 64);
+    for p in 0..200 {
+        r.write(p * 2 * 4096, 1, 4096, IoClass::Normal);
+    }
+    // Past the background threshold with no writer waiting: one write at a time.
+    assert_eq!(device_writes(&r).len(), 1);
+    assert_eq!(r.front.cache().writeback_pages(), 1);
+    // A writer at its limit pauses: the flusher works for it with the throttled depth.
+    let mut p = 200;
+    while r.front.next_timer_ns().is_none() {
+        r.write(p * 2 * 4096, 1, 4096, IoClass::Normal);
+        p += 1;
+    }
+    assert_eq!(device_writes(&r).len(), 2);
+    r.drain();
+    assert_eq!(r.front.cache().writeback_pages(), 0);
+}
+
+#[test]
+fn wbt_depths_follow_the_kernels_calc_wb_limits() {
+    let d = |q, on| {
+        let w = WritebackDepth::of_queue(q, on);
+        (w.background, w.throttled)
+    };
+    // min(16, nr_requests) = 16: wb_background 4, wb_normal 8.
+    assert_eq!(d(256, true), (4, 8));
+    assert_eq!(d(8, true), (2, 4));
+    assert_eq!(d(2, true), (1, 2));
+    assert_eq!(d(1, true), (1, 1));
+    // Throttling off: the queue's depth.
+    assert_eq!(d(64, false), (64, 64));
 }
