@@ -73,11 +73,6 @@ pub struct PlannedFile {
     /// created empty (not pre-filled), its size is not asked of the free space, and
     /// an existing one may be smaller than its size (`crate::fill`).
     pub fill: bool,
-    /// Whether a file sluice creates is written in full before the run (laid out):
-    /// when a job reads or trims it, or says `overwrite=1`. A file only written to is
-    /// allocated instead (`fallocate`, fio's `native` mode): fio's `extend_file` lays
-    /// out only for reads or `overwrite`, and for writes creates the file anew.
-    pub layout: bool,
 }
 
 /// Every file of a run and which thread uses which.
@@ -371,10 +366,6 @@ pub fn plan(
             base: 0,
             first_job: jobs[f.users[0]].name.clone(),
             fill: f.users.iter().any(|&u| jobs[u].fill_device),
-            layout: f.users.iter().any(|&u| {
-                let j = &jobs[u];
-                j.rw.reads() || j.rw.trims() || j.overwrite
-            }),
         })
         .collect();
     let users: Vec<Vec<usize>> = addr.files.iter().map(|f| f.users.clone()).collect();
@@ -639,7 +630,7 @@ impl FileSet {
             .plan
             .files
             .iter()
-            .filter(|f| f.create && !f.fill && f.layout)
+            .filter(|f| f.create && !f.fill)
             .map(|f| f.size)
             .sum();
         let mut done = 0u64;
@@ -665,13 +656,6 @@ impl FileSet {
             set.created.push(f.path.clone());
             if f.fill {
                 // fill_device: its job writes it until the file system is full.
-                continue;
-            }
-            if !f.layout {
-                allocate(&file, f.size).map_err(|source| EngineError::Prefill {
-                    path: f.path.clone(),
-                    source,
-                })?;
                 continue;
             }
             let mut off = 0u64;
@@ -729,23 +713,6 @@ impl FileSet {
     pub fn created(&self) -> &[PathBuf] {
         &self.created
     }
-}
-
-/// A new file of `size` bytes, allocated but not written (`fallocate` mode 0, fio's
-/// `fallocate=native`): reads of it return zeros. A file system that cannot allocate
-/// ahead (`EOPNOTSUPP`) gets a sparse file of that size instead, as fio goes on when its
-/// fallocate fails.
-fn allocate(file: &File, size: u64) -> io::Result<()> {
-    // SAFETY: a plain system call on our descriptor.
-    let r = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, size as libc::off_t) };
-    if r == 0 {
-        return Ok(());
-    }
-    let e = io::Error::last_os_error();
-    if e.raw_os_error() == Some(libc::EOPNOTSUPP) {
-        return file.set_len(size);
-    }
-    Err(e)
 }
 
 impl Drop for FileSet {

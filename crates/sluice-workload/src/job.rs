@@ -353,10 +353,6 @@ pub struct JobSpec {
     /// `sluice run`, or a block device's size), and the job ends there, as fio's at
     /// ENOSPC/EDQUOT, without an error (see `sluice_fio::fill`).
     pub fill_device: bool,
-    /// `overwrite`: a file `sluice run` creates for a job that only writes is laid out
-    /// (written in full) first, as for a job that reads; without it (fio's default) it
-    /// is only allocated (`fallocate`), as fio's `extend_file` does.
-    pub overwrite: bool,
     /// How many times the job's I/O is repeated (`loops`, default 1).
     pub loops: u32,
     /// Stop each thread after this many I/Os (`number_ios`).
@@ -523,7 +519,6 @@ impl Default for JobSpec {
             io_size: None,
             size_given: false,
             fill_device: false,
-            overwrite: false,
             loops: 1,
             number_ios: None,
             distribution: [Distribution::Uniform, Distribution::Uniform],

@@ -34,7 +34,7 @@ fn names_follow_fio_and_shared_files_merge() {
 #[test]
 fn prepare_lays_out_and_removes() {
     let dir = tempfile::tempdir().unwrap();
-    let j = jobs("[w]\nrw=randrw\nsize=3m\n");
+    let j = jobs("[w]\nrw=randwrite\nsize=3m\n");
     let p = plan(&j, dir.path(), false, false).unwrap();
     let stop = AtomicBool::new(false);
     let set = FileSet::prepare(p, false, &stop, &mut |_, _, _| {}).unwrap();
@@ -64,40 +64,6 @@ fn prepare_lays_out_and_removes() {
     let e = plan(&named, dir.path(), false, false).unwrap_err();
     assert!(matches!(e, EngineError::WriteExisting { .. }), "{e}");
     assert!(plan(&named, dir.path(), false, true).is_ok());
-}
-
-/// As fio's `extend_file`: a new file only written to is allocated, not written (it
-/// reads as zeros, its blocks are reserved); `overwrite=1`, or any job reading or
-/// trimming it, lays it out in full.
-#[test]
-fn a_write_only_jobs_file_is_allocated_not_laid_out() {
-    use std::os::unix::fs::MetadataExt;
-    let dir = tempfile::tempdir().unwrap();
-    let stop = AtomicBool::new(false);
-    let laid_out = |text: &str| -> (bool, u64, u64) {
-        let p = plan(&jobs(text), dir.path(), false, false).unwrap();
-        let mut wrote = 0;
-        let set = FileSet::prepare(p, false, &stop, &mut |_, done, _| wrote = done).unwrap();
-        let path = set.created()[0].clone();
-        let data = std::fs::read(&path).unwrap();
-        assert_eq!(data.len(), 3 << 20, "{text}");
-        let blocks = std::fs::metadata(&path).unwrap().blocks() * 512;
-        (data.iter().any(|&b| b != 0), blocks, wrote)
-    };
-    let (nonzero, blocks, wrote) = laid_out("[w]\nrw=randwrite\nsize=3m\n");
-    assert!(
-        !nonzero && wrote == 0,
-        "a write-only job's file is not written"
-    );
-    // Allocated where the file system can (tmpfs and ext4 can; else sparse).
-    assert!(blocks >= 3 << 20 || blocks == 0, "{blocks} bytes allocated");
-    assert!(
-        laid_out("[w]\nrw=randwrite\nsize=3m\noverwrite=1\n").0,
-        "overwrite=1"
-    );
-    assert!(laid_out("[w]\nrw=read\nsize=3m\n").0, "a reader's file");
-    // One file, a writer and a reader: laid out.
-    assert!(laid_out("[w]\nrw=write\nsize=3m\nfilename=f\n[r]\nrw=read\nsize=3m\nfilename=f\n").0);
 }
 
 #[test]

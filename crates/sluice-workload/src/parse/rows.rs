@@ -172,7 +172,6 @@ pub(crate) static ACTED: &[OptionInfo] = &[
         d.io_size = Some((parse_positive_size(a.need()?)?, a.at.clone()));
         Ok(())
     }),
-    y("overwrite", &[], "overwrite=1", "`sluice run` lays out (writes in full) a file it creates for a job that only writes, before the run; without it (fio's default) such a file is only allocated (`fallocate`), as fio does; a file a job reads or trims is always laid out", |d, a| { d.job.overwrite = a.flag()?; Ok(()) }),
     y("fill_device", &["fill_fs"], "fill_device=1", "the job's file reaches to the end of the space there is (the simulated device's capacity; under `sluice run` the file system's free space, or a block device's size) and the job ends there, as fio's at ENOSPC, with no error; only sensible with sequential writes", |d, a| { d.job.fill_device = a.flag()?; Ok(()) }),
     y("loops", &[], "loops=3", "repeat the job's I/O this many times (each loop starts sequential positions afresh)", |d, a| { d.job.loops = a.uint("3", 1, u32::MAX as u64)?; Ok(()) }),
     y("number_ios", &[], "number_ios=100000", "stop a thread after this many I/Os (also when the size is not yet done)", |d, a| { d.job.number_ios = a.some_uint("100000")?; Ok(()) }),
