@@ -147,6 +147,15 @@ impl CacheArgs {
     }
 }
 
+/// The value of field `name` of `/proc/meminfo`'s text (`MemAvailable:   23477892 kB`),
+/// in KiB; `None` when it is missing or unreadable.
+fn meminfo_kib(meminfo: &str, name: &str) -> Option<u64> {
+    meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+}
+
 /// `sluice run`'s page cache when `--page-cache` is not given: a quarter of the
 /// machine's available memory (`MemAvailable` of `/proc/meminfo`, the text given), in
 /// whole MiB, at least 64 MiB (also when the text is missing or unreadable). Linux's
@@ -155,12 +164,7 @@ impl CacheArgs {
 /// quarter.
 pub fn host_page_cache(meminfo: Option<String>) -> u64 {
     let floor = 64 << 20;
-    let avail_kib = meminfo.as_deref().and_then(|t| {
-        t.lines()
-            .find_map(|l| l.strip_prefix("MemAvailable:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-    });
-    match avail_kib {
+    match meminfo.as_deref().and_then(|t| meminfo_kib(t, "MemAvailable")) {
         Some(kib) => ((kib * 1024 / 4) >> 20 << 20).max(floor),
         None => floor,
     }
@@ -211,12 +215,7 @@ impl DirtyThresholds {
 /// a background threshold at or above the limit becomes half of it. `None` when the
 /// text lacks a field.
 pub fn kernel_dirty_thresholds(meminfo: &str, vm: VmDirty) -> Option<DirtyThresholds> {
-    let kib = |name: &str| {
-        meminfo
-            .lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-    };
+    let kib = |name: &str| meminfo_kib(meminfo, name);
     let dirtyable = (kib("MemFree")? + kib("Active(file)")? + kib("Inactive(file)")?) * 1024;
     let of = |bytes: u64, ratio: u64| {
         if bytes > 0 {
