@@ -164,7 +164,10 @@ fn meminfo_kib(meminfo: &str, name: &str) -> Option<u64> {
 /// quarter.
 pub fn host_page_cache(meminfo: Option<String>) -> u64 {
     let floor = 64 << 20;
-    match meminfo.as_deref().and_then(|t| meminfo_kib(t, "MemAvailable")) {
+    match meminfo
+        .as_deref()
+        .and_then(|t| meminfo_kib(t, "MemAvailable"))
+    {
         Some(kib) => ((kib * 1024 / 4) >> 20 << 20).max(floor),
         None => floor,
     }

@@ -116,30 +116,35 @@ pub(crate) fn sqlite_intact(args: &[&str]) -> Option<support::Ended> {
     Some(end)
 }
 
+/// A mount under `policy` with the classes file `rules` (kept in the directory returned)
+/// and no page cache: the callers' own I/O reaches the device (with one, their writes
+/// reach it as the flusher's). `None`: the test must skip.
+fn mount_with_rules(policy: &str, rules: &str) -> Option<(tempfile::TempDir, Mounted)> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("classes.toml");
+    fs::write(&path, rules).unwrap();
+    let m = Mounted::new(&[
+        "--policy",
+        policy,
+        "--cache",
+        "0",
+        "--classes",
+        path.to_str().unwrap(),
+    ])?;
+    Some((dir, m))
+}
+
 #[test]
 fn callers_classes_and_rules_reach_the_tables() {
     if !support::fuse_ready() || !support::on_path("ionice") {
         eprintln!("SKIPPED: ionice or FUSE missing");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let rules = dir.path().join("classes.toml");
-    fs::write(
-        &rules,
+    let Some((_rules, m)) = mount_with_rules(
+        "d2fq",
         "[[rule]]\ncomm = \"dd\"\ncmdline = \"of=/dev/null\"\nflow = \"never\"\nclass = \"idle\"\n\
          [[rule]]\ncomm = \"cat\"\nflow = \"readers\"\nweight = 7\n",
-    )
-    .unwrap();
-    // No page cache: the callers' own I/O reaches the device (with one, their writes
-    // reach it as the flusher's).
-    let Some(m) = Mounted::new(&[
-        "--policy",
-        "d2fq",
-        "--cache",
-        "0",
-        "--classes",
-        rules.to_str().unwrap(),
-    ]) else {
+    ) else {
         return;
     };
     let dd = |class: &str, name: &str| {
@@ -197,21 +202,10 @@ fn path_rules_class_a_files_io_whoever_issues_it() {
     if !support::fuse_ready() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let rules = dir.path().join("classes.toml");
-    fs::write(
-        &rules,
-        "[[rule]]\npath = \"wal/*\"\nclass = \"critical\"\nflow = \"wal\"\n",
-    )
-    .unwrap();
-    let Some(m) = Mounted::new(&[
-        "--policy",
+    let Some((_rules, m)) = mount_with_rules(
         "rcp",
-        "--cache",
-        "0",
-        "--classes",
-        rules.to_str().unwrap(),
-    ]) else {
+        "[[rule]]\npath = \"wal/*\"\nclass = \"critical\"\nflow = \"wal\"\n",
+    ) else {
         return;
     };
     fs::create_dir(m.m("wal")).unwrap();

@@ -14,9 +14,7 @@ const WRITES: u64 = 48;
 const BLOCK: usize = 4096;
 
 fn pattern(block: u64) -> Vec<u8> {
-    (0..BLOCK)
-        .map(|i| (block as usize * 131 + i / 512 * 7 + 1) as u8 | 1)
-        .collect()
+    crate::common::sector_pattern(block, BLOCK)
 }
 
 #[derive(Default)]

@@ -63,3 +63,13 @@ pub async fn saturate(name: &'static str, depth: usize, for_ns: u64) {
         h.await.0.unwrap();
     }
 }
+
+/// The bytes of `len`-byte block `block` in the crash tests: every 512-byte sector
+/// distinct (a torn write shows at sector grain) and no byte 0 (a lost write reads as
+/// zeros).
+#[allow(dead_code)] // the `hot_path` bench includes this module too and does not use it
+pub fn sector_pattern(block: u64, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (block as usize * 131 + i / 512 * 7 + 1) as u8 | 1)
+        .collect()
+}
