@@ -1,6 +1,6 @@
 //! Real programs (fio with verify, sqlite3), classes and tables, errors and faults.
 
-use std::fs::{self, File};
+use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::Path;
 use std::process::Command;
@@ -414,6 +414,44 @@ fn enospc_from_the_backing_fs_reaches_the_caller() {
         assert!(end.ok, "{}", end.stderr);
         fs::remove_file(small.join("big")).unwrap();
     }
+    // A sparse file longer than the file system: writes into its hole do not extend
+    // it, and through the cache they too reserve their blocks, so the `write(2)`
+    // itself says ENOSPC (before, the writes landed in the cache, the writeback failed
+    // and the writer waited at its dirty limit for room that never came).
+    fs::File::create(small.join("sparse"))
+        .unwrap()
+        .set_len(64 << 20)
+        .unwrap();
+    let m = Mounted::on(small.clone(), mnt.clone(), &["--cache", "16m"]);
+    let mut f = OpenOptions::new().write(true).open(m.m("sparse")).unwrap();
+    let chunk = vec![7u8; 256 << 10];
+    let mut written = 0u64;
+    let e = loop {
+        match f.write_all(&chunk) {
+            Ok(()) => written += chunk.len() as u64,
+            Err(e) => break e,
+        }
+        assert!(
+            written < 64 << 20,
+            "64 MiB written into a 1 MiB file system"
+        );
+    };
+    assert_eq!(
+        e.raw_os_error(),
+        Some(libc::ENOSPC),
+        "the write's own error: {e}"
+    );
+    assert!(
+        written <= 1 << 20,
+        "{written} bytes acknowledged on a 1 MiB tmpfs"
+    );
+    // What was acknowledged is there once synced.
+    f.sync_all().unwrap();
+    drop(f);
+    let end = m.unmount();
+    assert!(end.ok, "{}", end.stderr);
+    let on_backing = fs::read(small.join("sparse")).unwrap();
+    assert!(on_backing[..written as usize].iter().all(|&b| b == 7));
 }
 
 #[test]

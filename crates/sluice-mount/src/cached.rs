@@ -77,7 +77,16 @@ pub async fn write(df: &DataFile, off: u64, data: &[u8], sync: bool) -> Result<u
     let len = data.len() as u64;
     {
         let _guard = lock_write(df, off, end).await;
-        if end > df.size() {
+        let size = df.size();
+        if end > size {
+            if floor(off) > data::ceil(size) {
+                // The bytes between the old end and the write stay a hole.
+                df.may_have_holes();
+            }
+            reserve(df, off, end)?;
+        } else if df.holes.load(std::sync::atomic::Ordering::Relaxed)
+            && sys::hole_in(df.fd.as_raw_fd(), floor(off), data::ceil(end))
+        {
             reserve(df, off, end)?;
         }
         df.file
@@ -99,10 +108,11 @@ pub async fn write(df: &DataFile, off: u64, data: &[u8], sync: bool) -> Result<u
     Ok(data.len())
 }
 
-/// Space for a write that extends the file, taken on the backing file system before
-/// the write enters the cache (`fallocate` with `KEEP_SIZE`): a full file system says
-/// `ENOSPC` to the `write(2)`, as ext4's delayed allocation does, not later to a
-/// writeback. A file system without `fallocate` reserves nothing.
+/// Space for a write that extends the file or falls on a hole of it, taken on the
+/// backing file system before the write enters the cache (`fallocate` with
+/// `KEEP_SIZE`): a full file system says `ENOSPC` to the `write(2)`, as ext4's delayed
+/// allocation does, not later to a writeback (which would leave the page dirty and the
+/// writer without room). A file system without `fallocate` reserves nothing.
 fn reserve(df: &DataFile, off: u64, end: u64) -> Result<(), Errno> {
     let (a0, a1) = (floor(off), data::ceil(end));
     // SAFETY: a plain system call on our descriptor.

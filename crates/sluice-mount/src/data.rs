@@ -29,6 +29,7 @@
 //! releases the range — as a critical fsync promotes the flusher's queued writeback.
 
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
 use fuser::{Errno, ReplyAttr};
@@ -66,6 +67,11 @@ pub struct DataFile {
     /// Set once its close in the stack finished (dirty pages written back, the backing
     /// file cut to its length): a later open of the same inode waits for it.
     pub closed: Arc<Closed>,
+    /// The backing file may have holes below its length: set at open if it has one, and
+    /// by whatever may make one (a truncation up, a write past the end, a `fallocate`
+    /// that punches, zeroes or shifts). While unset, a buffered write inside the file
+    /// needs no reservation ([`cached::write`]); never cleared.
+    pub holes: AtomicBool,
 }
 
 /// A one-way flag a thread can wait for: a data file's close in the stack finished.
@@ -97,6 +103,27 @@ impl Closed {
 }
 
 impl DataFile {
+    /// A backing file open in the stack: `fd` duplicates the descriptor `file` holds,
+    /// `size` is its length.
+    pub fn new(file: File, fd: OwnedFd, size: u64, writable: bool, cache: bool) -> DataFile {
+        let holes = size > 0 && sys::hole_in(fd.as_raw_fd(), 0, size);
+        DataFile {
+            file,
+            fd,
+            size: Mutex::new(size),
+            locks: range_locks(),
+            writable,
+            cache,
+            closed: Arc::default(),
+            holes: AtomicBool::new(holes),
+        }
+    }
+
+    /// The backing file may have a hole from now on.
+    pub(crate) fn may_have_holes(&self) {
+        self.holes.store(true, Relaxed);
+    }
+
     pub(crate) fn size(&self) -> u64 {
         *self.size.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -344,6 +371,9 @@ async fn write_blocks(
     // cut it back to the new end (under the lock to the end of the address space).
     let new = size.max(end);
     if new > size {
+        if a0 > ceil(size) {
+            df.may_have_holes();
+        }
         df.set_size(new);
     }
     if a1 > new {
@@ -394,6 +424,9 @@ async fn truncate(df: &DataFile, size: u64) -> Result<(), Errno> {
         // SAFETY: a plain system call on our descriptor.
         sys::check(unsafe { libc::ftruncate(df.fd.as_raw_fd(), size as i64) })?;
     }
+    if size > old {
+        df.may_have_holes();
+    }
     df.set_size(size);
     Ok(())
 }
@@ -407,6 +440,10 @@ async fn fallocate(df: &DataFile, off: u64, len: u64, mode: i32) -> Result<(), E
     }
     // SAFETY: a plain system call on our descriptor.
     sys::check(unsafe { libc::fallocate(df.fd.as_raw_fd(), mode, off as i64, len as i64) })?;
+    // Mode 0 and KEEP_SIZE only allocate; the others punch, zero or shift ranges.
+    if mode & !libc::FALLOC_FL_KEEP_SIZE != 0 {
+        df.may_have_holes();
+    }
     let st = sys::stat_fd(df.fd.as_raw_fd())?;
     df.set_size(st.st_size as u64);
     if df.cache {

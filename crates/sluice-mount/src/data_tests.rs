@@ -54,6 +54,7 @@ where
                 writable: true,
                 cache: cache_pages > 0,
                 closed: Arc::default(),
+                holes: Default::default(),
             });
             body(df).await;
         })
@@ -167,6 +168,7 @@ fn critical_write_behind_a_background_rmw(
                 writable: true,
                 cache: false,
                 closed: Arc::default(),
+                holes: Default::default(),
             });
             let bulk_done = Rc::new(Cell::new(0u64));
             let done = bulk_done.clone();

@@ -99,3 +99,13 @@ pub fn stat_at(dir: RawFd, name: &std::ffi::CStr) -> Result<libc::stat, Errno> {
         Ok(st)
     }
 }
+
+/// Whether bytes `from..to` of the file hold a hole (`SEEK_HOLE`; an unwritten extent
+/// of `fallocate` counts as one on some file systems — harmless for the caller, which
+/// reserves). An error of the call (a file system without `SEEK_HOLE` answers the end)
+/// says yes: the caller then reserves, which is always safe.
+pub fn hole_in(fd: RawFd, from: u64, to: u64) -> bool {
+    // SAFETY: a plain system call on the caller's descriptor (its position is not used).
+    let r = unsafe { libc::lseek(fd, from as i64, libc::SEEK_HOLE) };
+    r < 0 || (r as u64) < to
+}

@@ -46,6 +46,8 @@ pub struct StackBuilder {
     pub(crate) flusher_core: u16,
     /// Real backend: the cores' rings take 128-byte SQEs.
     pub(crate) uring_commands: bool,
+    /// Simulated device: seeded command faults (media errors, timeouts).
+    pub(crate) faults: Option<sluice_device::FaultConfig>,
 }
 
 /// The real backend's registered buffer pool by default: 256 slots of 64 KiB (16 MiB).
@@ -75,6 +77,7 @@ impl Default for StackBuilder {
             ring_cap: None,
             flusher_core: 0,
             uring_commands: false,
+            faults: None,
         }
     }
 }
@@ -147,6 +150,14 @@ impl StackBuilder {
     /// Seed of the device's random streams (faults, later service-time variation).
     pub fn seed(mut self, seed: u64) -> StackBuilder {
         self.seed = seed;
+        self
+    }
+
+    /// Seeded command faults of the simulated device (media errors, timeouts; see
+    /// `sluice_device::faults`), drawn from the stack's [`seed`](Self::seed) unless the
+    /// faults name their own: the error paths of the stack above run under a seed.
+    pub fn faults(mut self, faults: sluice_device::FaultConfig) -> StackBuilder {
+        self.faults = Some(faults);
         self
     }
 
@@ -297,6 +308,12 @@ impl StackBuilder {
                     self.ring_cap.unwrap_or(0),
                     crate::RING_CAP
                 )))
+            }
+            DeviceChoice::Directory(_) if self.faults.is_some() => {
+                return Err(RuntimeError::Config(
+                    "faults(...) is for a simulated device; a real device's errors are its own"
+                        .into(),
+                ))
             }
             DeviceChoice::Directory(_) if self.image.is_some() => {
                 return Err(RuntimeError::Config(

@@ -17,6 +17,15 @@
 //!   critical limit (RCP §4.4: the cause of its block resolved; with
 //!   `Inherit::transitive` off it is boosted but sleeps its pause out).
 //!
+//! - a writeback that **fails** leaves its page dirty (fsync reports the error and a
+//!   later fsync tries again: nothing a caller wrote is dropped, unlike Linux, which
+//!   cleans the page and keeps only the error). While every writeback fails (a full or
+//!   failing backing device) the flusher retries after a growing pause
+//!   ([`RETRY_MIN_NS`] doubling to [`RETRY_MAX_NS`], the kernel's periodic writeback
+//!   interval) rather than at once, and a writer that needs room the failing writeback
+//!   cannot make — at its dirty limit, or with no clean frame left — gets the error
+//!   once [`FAILED_ROUNDS`] rounds in a row failed, instead of waiting for ever.
+//!
 //! Both worlds run this code: in simulation on the simulated device, on real files
 //! through the real backend's ring (files opened `O_DIRECT`: the host's page cache is
 //! not involved).
@@ -57,6 +66,15 @@ mod read;
 /// Most writebacks the flusher keeps in flight.
 const FLUSH_DEPTH: usize = 16;
 
+/// The flusher's first pause after a round in which every writeback failed.
+pub const RETRY_MIN_NS: sluice_core::Nanos = 100_000_000;
+/// Its longest pause: Linux's periodic writeback interval (`dirty_writeback_centisecs`,
+/// 5 s), after which the kernel's flusher looks at the dirty pages again.
+pub const RETRY_MAX_NS: sluice_core::Nanos = 5_000_000_000;
+/// Rounds in a row in which every writeback failed, after which a writer that needs
+/// room gets the error (two: the first retry after a pause failed too).
+pub const FAILED_ROUNDS: u32 = 2;
+
 /// The stack's page cache (one per stack, shared by its tasks).
 pub(crate) struct Cache {
     pc: StdMutex<PageCache<DmaBuffer>>,
@@ -69,6 +87,8 @@ pub(crate) struct Cache {
     waiting: AtomicU32,
     /// Writers pausing at their dirty limit.
     pausing: AtomicU32,
+    /// Writeback rounds in a row in which every writeback failed (0 after any success).
+    failing: AtomicU32,
     /// The device's writeback bandwidth (sets the pause).
     rate: StdMutex<WritebackRate>,
 }
@@ -119,6 +139,7 @@ impl Cache {
             work: Condvar::new_stack_level().named("flusher work"),
             waiting: AtomicU32::new(0),
             pausing: AtomicU32::new(0),
+            failing: AtomicU32::new(0),
             rate: StdMutex::new(WritebackRate::default()),
         }
     }
@@ -148,15 +169,16 @@ impl Cache {
     /// pause: a task that inherited the critical class meanwhile is judged by the
     /// critical limit, and if the inheritance reached it through a chain its pause was
     /// cut short (RCP §4.4).
-    async fn admit_dirty(&self) {
+    async fn admit_dirty(&self) -> io::Result<()> {
         let mut counted = false;
         loop {
             let class = crate::current_class();
             let pause = {
                 let mut pc = self.pc();
                 if pc.may_dirty(class) {
-                    return;
+                    return Ok(());
                 }
+                self.check_failing()?;
                 if !counted {
                     pc.note_throttled();
                     counted = true;
@@ -179,14 +201,29 @@ impl Cache {
         }
     }
 
+    /// No room can be made: the last [`FAILED_ROUNDS`] writeback rounds or more failed
+    /// in every writeback. The error a writer needing room gets then.
+    fn check_failing(&self) -> io::Result<()> {
+        let n = self.failing.load(Relaxed);
+        if n < FAILED_ROUNDS {
+            return Ok(());
+        }
+        Err(io::Error::other(format!(
+            "no room in the page cache: writeback failed in {n} rounds in a row \
+             (the dirty pages stay; fsync reports and retries)"
+        )))
+    }
+
     /// Wait until writeback has made room (or changed something worth a new look).
-    async fn wait_room(&self) {
+    async fn wait_room(&self) -> io::Result<()> {
+        self.check_failing()?;
         let g = self.lock.lock().await;
         self.waiting.fetch_add(1, Relaxed);
         self.work.notify_one();
         let g = self.room.wait(g).await;
         self.waiting.fetch_sub(1, Relaxed);
         drop(g);
+        Ok(())
     }
 
     /// Wait for the writeback of `key` tagged `t` (RCP's `PG_writeback` wait: a
@@ -245,16 +282,23 @@ impl Cache {
         }
         let n = flying.len();
         let mut first_err = None;
+        let mut failed = 0;
         for (key, t, h) in flying {
             let (r, _) = h.await;
             self.rate().written(1, crate::now());
             // A task that waited on it may have ended it already.
             self.pc().end_writeback(key, t, r.is_ok());
             if let Err(e) = r {
+                failed += 1;
                 first_err.get_or_insert(e);
             }
         }
         if n > 0 {
+            if failed == n {
+                self.failing.fetch_add(1, Relaxed);
+            } else {
+                self.failing.store(0, Relaxed);
+            }
             self.made_room().await;
         }
         first_err.map_or(Ok(n), Err)
@@ -265,6 +309,7 @@ impl Cache {
 /// background threshold or a writer waits for room.
 pub(crate) async fn flusher(cache: Arc<Cache>) {
     cache.room.register_helper();
+    let mut retry = 0;
     loop {
         {
             let mut g = cache.lock.lock().await;
@@ -272,8 +317,14 @@ pub(crate) async fn flusher(cache: Arc<Cache>) {
                 g = cache.work.wait(g).await;
             }
         }
-        // A failed writeback leaves its page dirty; it is tried again next round.
-        let _ = cache.write_back(None).await;
+        // A failed writeback leaves its page dirty; it is tried again next round — at
+        // once if some succeeded, after a growing pause while all fail.
+        if cache.write_back(None).await.is_err() && cache.failing.load(Relaxed) > 0 {
+            retry = (retry * 2).clamp(RETRY_MIN_NS, RETRY_MAX_NS);
+            crate::sleep(retry).await;
+        } else {
+            retry = 0;
+        }
     }
 }
 
@@ -361,10 +412,10 @@ impl File {
                     self.read_run(cache, key, 1, |_, _| {}).await?;
                 }
                 Step::Admit => {
-                    cache.admit_dirty().await;
+                    cache.admit_dirty().await?;
                     admitted = true;
                 }
-                Step::Room => cache.wait_room().await,
+                Step::Room => cache.wait_room().await?,
                 Step::Written { wake } => {
                     if wake {
                         cache.work.notify_one();

@@ -98,7 +98,7 @@ pub use real::RING_CAP;
 pub use real::{commands, readable, CmdSink, Commands, Readable};
 pub use sluice_cache::{CacheConfig, CacheStats};
 pub use sluice_core::Op;
-pub use sluice_device::{CrashReport, CrashSpec};
+pub use sluice_device::{CrashReport, CrashSpec, FaultConfig};
 pub use sync::{
     Condvar, LockFuture, Mutex, MutexGuard, RangeAcquire, RangeGuard, RangeLock, RwLock,
     RwReadGuard, RwWriteGuard,
@@ -217,6 +217,9 @@ impl Stack {
             DeviceChoice::Simulated(profile) => {
                 let mut ssd = NvmeSsd::new(profile, b.cores);
                 ssd.set_seed(b.seed);
+                if let Some(f) = b.faults {
+                    ssd.set_faults(f, b.seed);
+                }
                 io::Port::Sim(SimPort::new(ssd))
             }
             DeviceChoice::Directory(dir) => {

@@ -12,8 +12,8 @@ use std::rc::Rc;
 
 use rand::{Rng, SeedableRng};
 use sluice_runtime::{
-    now, sleep, spawn, Activity, CacheConfig, CacheStats, CrashSpec, DmaBuffer, File, Inherit,
-    IoOptions, Mutex, Op, ReadPath, Stack, TaskCtx,
+    now, sleep, spawn, Activity, CacheConfig, CacheStats, CrashSpec, DmaBuffer, FaultConfig, File,
+    Inherit, IoOptions, Mutex, Op, ReadPath, Stack, TaskCtx,
 };
 
 const MS: u64 = 1_000_000;
@@ -446,4 +446,63 @@ fn a_buffered_read_of_missing_pages_goes_out_in_runs_under_both_read_paths() {
     let (aios, reads, _) = run(ReadPath::Aios);
     assert_eq!(reads, 3);
     assert!(aios < vanilla, "AIOS {aios} ns, vanilla {vanilla} ns");
+}
+
+/// Every command fails (a media error on each): a writer past its dirty limit gets an
+/// error instead of pausing for ever, the flusher retries after growing pauses rather
+/// than at once, and fsync reports the failure. The run ends well within its time cap
+/// (without the fix the writer paused until the cap, the flusher retrying in a loop).
+#[test]
+fn a_writer_needing_room_gets_the_error_while_every_writeback_fails() {
+    let out = Stack::builder()
+        .device("nand")
+        .faults(FaultConfig::parse("media=1").unwrap())
+        .cache(cache(256, false))
+        .max_sim_ns(600_000 * MS)
+        .build()
+        .unwrap()
+        .run(|| async {
+            let f = File::create("f").await.unwrap();
+            let page = vec![3u8; 4096];
+            let mut written = 0u64;
+            let err = loop {
+                match f.write_buffered(written * 4096, &page).await {
+                    Ok(_) => written += 1,
+                    Err(e) => break e,
+                }
+                if written == 256 {
+                    panic!("256 pages written into a 256-page cache whose writeback fails");
+                }
+            };
+            let failed_at = now();
+            (
+                written,
+                err.to_string(),
+                f.fsync().await.is_err(),
+                failed_at,
+            )
+        })
+        .unwrap();
+    let (written, err, fsync_failed, failed_at) = out.value;
+    // The non-critical limit is 20 % of the cache (51 pages): the writer dirtied those
+    // and then waited for room only the failing writeback could make.
+    assert!((40..=60).contains(&written), "{written} pages written");
+    assert!(err.contains("writeback failed"), "{err}");
+    assert!(
+        fsync_failed,
+        "fsync of pages whose writeback fails succeeded"
+    );
+    // The flusher's rounds: one at once, then after 0.1, 0.2 s… — the writer's error
+    // comes after the second failed round, not after a minute of retries.
+    assert!(
+        failed_at < 1_000 * MS,
+        "the writer failed at {} ms",
+        failed_at / MS
+    );
+    let s = stats(&out.report);
+    assert!(
+        s.writeback_errors < 10 * 51,
+        "{} failed writebacks",
+        s.writeback_errors
+    );
 }

@@ -3,7 +3,7 @@
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use fuser::{Errno, FileHandle, FopenFlags};
 
@@ -79,15 +79,7 @@ impl SluiceFs {
             eprintln!("sluice mount: the stack refused a file: {e}");
             sys::errno_of(&e)
         })?;
-        let df = Arc::new(DataFile {
-            file,
-            fd: dup,
-            size: Mutex::new(size),
-            locks: crate::data::range_locks(),
-            writable,
-            cache: self.cache,
-            closed: Arc::default(),
-        });
+        let df = Arc::new(DataFile::new(file, dup, size, writable, self.cache));
         self.hub.register(&df);
         let old = files.insert(node.key, (df.clone(), 1));
         if let Some((old, 0)) = old {

@@ -153,7 +153,7 @@ impl File {
                 n += 1;
             } else if n == 0 {
                 // Every page is dirty or under writeback: wait for the flusher.
-                cache.wait_room().await;
+                cache.wait_room().await?;
             } else {
                 break;
             }
