@@ -59,11 +59,14 @@ pub async fn read(df: &DataFile, off: u64, size: u32) -> Result<Vec<u8>, Errno> 
         return Ok(Vec::new());
     }
     let mut out = vec![0u8; (end - off) as usize];
+    // A read fails with EIO (never ENOSPC: a reader that found no clean page to read
+    // into while the writeback keeps failing gets the writeback's failure as an I/O
+    // error, whatever room the backing file system has).
     let n = df
         .file
         .read_buffered(off, &mut out)
         .await
-        .map_err(|e| errno(df, &e))?;
+        .map_err(|e| Errno::from_i32(e.raw_os_error().unwrap_or(libc::EIO)))?;
     out.truncate(n);
     Ok(out)
 }
