@@ -17,8 +17,8 @@ const NO_BIN: (Nanos, Nanos, usize) = (1, 0, 0);
 /// Bandwidth bin used when [`RunSetup::interval_ns`] is 0.
 pub const DEFAULT_INTERVAL_NS: Nanos = 100_000_000;
 
-use acc::*;
 pub(crate) use acc::lat_bucket;
+use acc::*;
 pub use setup::{FlowInfo, JobInfo, RunSetup};
 
 /// One completed I/O, with the four instants of its life.
