@@ -36,10 +36,3 @@ pub(super) fn restore(before: &libc::cpu_set_t) {
         libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), before);
     }
 }
-
-/// The CPU the calling thread runs on now.
-#[cfg(test)]
-pub(crate) fn current_cpu() -> usize {
-    // SAFETY: no arguments.
-    unsafe { libc::sched_getcpu() as usize }
-}
