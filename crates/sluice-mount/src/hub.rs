@@ -196,6 +196,9 @@ pub struct Hub {
     closing: Arc<AtomicUsize>,
     /// Where the daemon's work runs on the cores ([`crate::placement`]).
     pub placement: Placement,
+    /// The CPUs the stack's cores are pinned to (core `c` on `cpus[c % len]`; empty: not
+    /// pinned): [`crate::placement::core_cpus`].
+    pub cpus: Vec<usize>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -208,10 +211,12 @@ impl Hub {
     /// A hub whose requests are traced when `SLUICE_MOUNT_TRACE=1`, counted for the
     /// live view every `stats` when given.
     pub fn new(stats: Option<std::time::Duration>) -> Hub {
+        let placement = Placement::from_env();
         Hub {
             trace: Trace::from_env(),
             stats: Stats::every(stats),
-            placement: Placement::from_env(),
+            placement,
+            cpus: crate::placement::core_cpus(placement, &crate::placement::allowed_cpus()),
             ..Hub::default()
         }
     }

@@ -300,6 +300,7 @@ pub fn serve(
         // FUSE over io_uring's commands go on the cores' own rings (128-byte SQEs).
         let uring = transport == Transport::Uring;
         let flusher = placement::flusher_core(hub.placement, o.cores);
+        let cpus = hub.cpus.clone();
         // Pages of 4 KiB (the cache's page; `IO_ALIGN` is the 512-byte sector).
         let pages = (o.cache / data::BLOCK) as usize;
         std::thread::Builder::new()
@@ -310,6 +311,7 @@ pub fn serve(
                     .policy(&policy)
                     .cores(cores)
                     .flusher_core(flusher)
+                    .pin_cores(cpus)
                     .uring_commands(uring);
                 if let Some(cap) = ring_cap {
                     b = b.ring_cap(cap);

@@ -46,6 +46,8 @@ pub struct StackBuilder {
     pub(crate) flusher_core: u16,
     /// Real backend: the cores' rings take 128-byte SQEs.
     pub(crate) uring_commands: bool,
+    /// Real backend: core `c`'s thread pinned to CPU `core_cpus[c % len]` (empty: unpinned).
+    pub(crate) core_cpus: Vec<usize>,
     /// Simulated device: seeded command faults (media errors, timeouts).
     pub(crate) faults: Option<sluice_device::FaultConfig>,
 }
@@ -77,6 +79,7 @@ impl Default for StackBuilder {
             ring_cap: None,
             flusher_core: 0,
             uring_commands: false,
+            core_cpus: Vec::new(),
             faults: None,
         }
     }
@@ -261,6 +264,19 @@ impl StackBuilder {
     /// Default off: 64-byte SQEs. In simulation there are no rings: ignored.
     pub fn uring_commands(mut self, on: bool) -> StackBuilder {
         self.uring_commands = on;
+        self
+    }
+
+    /// Real backend: pin core `c`'s thread to CPU `cpus[c % cpus.len()]`
+    /// (`sched_setaffinity`, for the run; core 0, the calling thread, gets its CPU mask
+    /// back at the end). Empty (the default): the cores' threads run where the scheduler
+    /// puts them. A program whose requests reach a core by the CPU their caller ran on —
+    /// FUSE over io_uring delivers a request to the thread that registered an entry of
+    /// the caller's CPU's queue (`sluice mount`) — needs to know which CPU serves it. A
+    /// CPU the process may not run on is a start error of that core. In simulation:
+    /// ignored.
+    pub fn pin_cores(mut self, cpus: Vec<usize>) -> StackBuilder {
+        self.core_cpus = cpus;
         self
     }
 

@@ -221,6 +221,8 @@ pub(crate) struct ExecConfig {
     pub interval_ns: Nanos,
     /// Real backend: the cores' rings take 128-byte SQEs (tasks' io_uring commands).
     pub uring_commands: bool,
+    /// Real backend: core `c`'s thread pinned to CPU `core_cpus[c % len]` (empty: not).
+    pub core_cpus: Vec<usize>,
 }
 
 pub(crate) struct Inner {

@@ -258,6 +258,7 @@ impl Stack {
             read_path: b.read_path,
             interval_ns: b.interval_ns,
             uring_commands: b.uring_commands,
+            core_cpus: b.core_cpus.clone(),
         };
         let sh = Shared::new(Inner::new(cfg, io, b.helper_window_ns), bells, pool);
         let slot: Rc<RefCell<Option<Fut::Output>>> = Rc::new(RefCell::new(None));

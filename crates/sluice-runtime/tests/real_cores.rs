@@ -792,3 +792,70 @@ fn a_core_that_never_waits_still_gets_its_completions() {
         out.value
     );
 }
+
+/// The calling thread's CPU mask, ascending.
+fn my_cpus() -> Vec<usize> {
+    // SAFETY: cpu_set_t is plain bits; the call writes only the given set.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        assert_eq!(
+            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set),
+            0
+        );
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
+    }
+}
+
+/// `pin_cores`: each core's thread may run only on its CPU (core 1 on the first CPU
+/// given, core 0 on the second: the order given, not the CPUs' order), and the calling
+/// thread, which was core 0, gets its mask back after the run.
+#[test]
+fn pinned_cores_run_only_on_their_cpus_and_core_0_gets_its_mask_back() {
+    let allowed = my_cpus();
+    if allowed.len() < 2 {
+        eprintln!("skipped: one CPU allowed");
+        return;
+    }
+    let cpus = vec![allowed[1], allowed[0]];
+    let dir = tempfile::tempdir().unwrap();
+    let s = Stack::builder()
+        .directory(dir.path())
+        .direct(false)
+        .cores(2)
+        .pin_cores(cpus.clone())
+        .build()
+        .unwrap();
+    let r = s.run(|| async {
+        let on0 = my_cpus();
+        let on1 = spawn_on(TaskCtx::new("one").core(1), || async { my_cpus() }).await;
+        (on0, on1)
+    });
+    let o = match r {
+        Ok(o) => o,
+        Err(e) if skip(&e) => return,
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(o.value.0, vec![cpus[0]]);
+    assert_eq!(o.value.1, vec![cpus[1]]);
+    assert_eq!(my_cpus(), allowed);
+}
+
+/// A CPU no mask can hold is the core's start error, not a panic.
+#[test]
+fn pinning_to_a_cpu_past_the_mask_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Stack::builder()
+        .directory(dir.path())
+        .direct(false)
+        .cores(2)
+        .pin_cores(vec![0, 1 << 20])
+        .build()
+        .unwrap();
+    match s.run(|| async { 1 }) {
+        Ok(_) => panic!("a core pinned to CPU 2^20 ran"),
+        Err(e) if skip(&e) => {}
+        Err(e) => assert!(e.to_string().contains("CPU 1048576"), "{e}"),
+    }
+}

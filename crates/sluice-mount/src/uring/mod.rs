@@ -388,7 +388,8 @@ pub fn start(
             if init_rx.recv().is_ok() && granted.load(Ordering::SeqCst) {
                 let payload = 1 << 20;
                 for q in 0..queues {
-                    let owners = crate::placement::ring_entry_cores(hub.placement, q, cores);
+                    let owners =
+                        crate::placement::ring_entry_cores(hub.placement, q, cores, &hub.cpus);
                     // The queue's entries dealt over its cores (at least MIN_ENTRIES each).
                     let entries = (ENTRIES / owners.len()).max(MIN_ENTRIES);
                     for core in owners {

@@ -41,6 +41,8 @@ use crate::io::Port;
 use crate::real::{CoreRing, HANDLE_BATCH};
 use sluice_uring::RingSqe;
 
+mod pin;
+
 /// How long an idle core waits in its ring before it looks again (ns).
 const IDLE_WAIT_NS: Nanos = 10_000_000;
 
@@ -132,6 +134,27 @@ fn fail(sh: &Shared, e: super::RunError) {
 }
 
 fn core_loop(sh: &Arc<Shared>, c: u16, main: u32) -> Result<(), super::RunError> {
+    let cpus = sh.lock().cfg.core_cpus.clone();
+    if cpus.is_empty() {
+        return core_loop_sized(sh, c, main);
+    }
+    let cpu = cpus[c as usize % cpus.len()];
+    let before = match pin::pin_to(cpu) {
+        Ok(before) => before,
+        Err(why) => {
+            fail(sh, super::RunError::Core { core: c, why });
+            return Ok(());
+        }
+    };
+    let r = core_loop_sized(sh, c, main);
+    // Core 0 is the caller's thread: its CPU mask back (the other threads end here).
+    if c == 0 {
+        pin::restore(&before);
+    }
+    r
+}
+
+fn core_loop_sized(sh: &Arc<Shared>, c: u16, main: u32) -> Result<(), super::RunError> {
     // 128-byte SQEs only when asked for (tasks' io_uring commands): the one loop, for
     // either size.
     if sh.lock().cfg.uring_commands {
