@@ -19,11 +19,18 @@ different number of groups is reported as a difference of the example; the JSON
 fields present per entry are compared too.
 
     scripts/fio-agree.py EXAMPLES_DIR [EXAMPLE.fio ...]
+    scripts/fio-agree.py --check     # the job-file rewrite's own checks (no I/O)
 
     RUN_SECS=10 ROUNDS=2 GRACE=180 SLUICE=target/release/sluice FIO=fio SLUICE_ARGS="..."
 
 SLUICE_ARGS are more options for `sluice run` (e.g. `--single-dirty-limit`, Linux's one
 dirty limit for every writer, where sluice's default is RCP's class-aware limits).
+
+Removing fio's files can take long: fio allocates a write-only job's file instead of
+laying it out, so its random writes leave the file in as many extents as writes, and on
+a file system mounted with `discard` each is discarded when the file is deleted (a
+10 GiB `fio-rand-write.fio` file took longer than nine minutes here). Measure such
+examples on a file system without `discard` (TMPDIR).
 
 Examples naming an absolute path outside the temporary directory are skipped (neither
 tool writes outside it). Prints a markdown table (docs/workloads.md carries it) and
@@ -164,7 +171,45 @@ def labels(entries):
     return out
 
 
+def check():
+    """The rewrite's checks: every job section gets RUN_SECS, a shorter runtime (or
+    `timeout`) of a section's own is kept after it, a longer one dropped, `[global]`
+    untouched, comments and options kept."""
+    example = """; a comment
+[global]
+timeout=60
+size=1m
+[a]
+rw=read
+[b]
+runtime=900 ; longer
+stonewall
+[c]
+timeout=1s
+"""
+    work = tempfile.mkdtemp(prefix="sluice-agree-check-")
+    try:
+        src = os.path.join(work, "in.fio")
+        with open(src, "w") as f:
+            f.write(example)
+        out, n = timed_copy(src, os.path.join(work))
+        got = open(out).read().splitlines()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    want = ["; a comment", "[global]", "timeout=60", "size=1m",
+            "[a]", f"runtime={RUN_SECS}", "rw=read",
+            "[b]", f"runtime={RUN_SECS}", "stonewall",
+            "[c]", f"runtime={RUN_SECS}"] + (["timeout=1s"] if RUN_SECS >= 1 else [])
+    assert n == 3, f"job sections counted: {n}, want 3"
+    assert got == want, f"rewrite gave {got}, want {want}"
+    assert seconds("2m") == 120 and seconds("500ms") == 0.5 and seconds("20") == 20
+    print("fio-agree checks: ok")
+
+
 def main():
+    if sys.argv[1:] == ["--check"]:
+        check()
+        return
     if len(sys.argv) < 2:
         print(__doc__)
         sys.exit(2)
