@@ -2,8 +2,16 @@
 """Agreement of `sluice run --policy none` with fio itself on fio's own example job
 files (issue 41): each example that runs in both worlds on this machine is run by fio
 and by sluice on files in a fresh temporary directory, alternating which goes first
-(ROUNDS rounds), each stopped with Ctrl-C (SIGINT) after RUN_SECS seconds if still
-running. fio's report entries are compared one to one, in order (a `numjobs` job
+(ROUNDS rounds). Both tools run the same copy of the example, written into the
+temporary directory, with `runtime=RUN_SECS` set in every job section (fio: a job
+section's own `runtime` overrides the global one, so each job section gets its own; a
+shorter `runtime`/`timeout` the example gives a section is kept), and end on their
+own: each tool's runtime counts from when a job starts its I/O, after its files are
+laid out (fio lays out every job's files before the first job starts, its default
+`create_serialize`; `sluice run` too, and its runtime clock starts after that), so both
+measure RUN_SECS per stonewall group and every group is reached. A Ctrl-C (SIGINT)
+stays only as a backstop: after RUN_SECS per job section plus GRACE seconds (layout of
+10 GiB files included), then SIGKILL 60 s later. fio's report entries are compared one to one, in order (a `numjobs` job
 without `group_reporting` is one entry per thread, with the job's name, in both):
 per entry, read+write IOPS and bandwidth (the mean over the rounds); an entry agrees
 when both are within 15 %. A different number of entries, other names in order or a
@@ -11,11 +19,18 @@ different number of groups is reported as a difference of the example; the JSON
 fields present per entry are compared too.
 
     scripts/fio-agree.py EXAMPLES_DIR [EXAMPLE.fio ...]
+    scripts/fio-agree.py --check     # the job-file rewrite's own checks (no I/O)
 
-    RUN_SECS=10 ROUNDS=2 SLUICE=target/release/sluice FIO=fio SLUICE_ARGS="..."
+    RUN_SECS=10 ROUNDS=2 GRACE=180 SLUICE=target/release/sluice FIO=fio SLUICE_ARGS="..."
 
 SLUICE_ARGS are more options for `sluice run` (e.g. `--single-dirty-limit`, Linux's one
 dirty limit for every writer, where sluice's default is RCP's class-aware limits).
+
+Removing fio's files can take long: fio allocates a write-only job's file instead of
+laying it out, so its random writes leave the file in as many extents as writes, and on
+a file system mounted with `discard` each is discarded when the file is deleted (a
+10 GiB `fio-rand-write.fio` file took longer than nine minutes here). Measure such
+examples on a file system without `discard` (TMPDIR).
 
 Examples naming an absolute path outside the temporary directory are skipped (neither
 tool writes outside it). Prints a markdown table (docs/workloads.md carries it) and
@@ -33,12 +48,11 @@ import tempfile
 
 RUN_SECS = int(os.environ.get("RUN_SECS", "10"))
 ROUNDS = int(os.environ.get("ROUNDS", "2"))
+GRACE = int(os.environ.get("GRACE", "180"))
 SLUICE = os.path.abspath(os.environ.get("SLUICE", "target/release/sluice"))
 FIO = os.environ.get("FIO", "fio")
 SLUICE_ARGS = shlex.split(os.environ.get("SLUICE_ARGS", ""))
 TOL = 0.15
-
-
 def outside(path):
     """An absolute filename/directory the example names (it is then skipped)."""
     for line in open(path, errors="replace"):
@@ -58,15 +72,59 @@ def make_dirs(path, work):
                     os.makedirs(os.path.join(work, d), exist_ok=True)
 
 
-def run(cmd, cwd):
-    """Run `cmd` in `cwd`, Ctrl-C after RUN_SECS; the exit status and its stderr.
+SECTION = re.compile(r"\s*\[([^\]]+)\]")
+RUNTIME = re.compile(r"\s*(runtime|timeout)\s*=\s*(\S+)")
+
+
+def seconds(value):
+    """fio's time value in seconds (no unit: seconds), or None when not understood."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)(us|ms|s|m|h|d)?", value.strip().lower())
+    if not m:
+        return None
+    scale = {"us": 1e-6, "ms": 1e-3, "s": 1, None: 1, "m": 60, "h": 3600, "d": 86400}
+    return float(m.group(1)) * scale[m.group(2)]
+
+
+def timed_copy(path, work):
+    """Write `path` into `work` with `runtime=RUN_SECS` in every job section (a shorter
+    runtime of the section's own is kept); the copy's path and its job sections' count.
+    The global section's runtime is left as it is: each job section's own overrides it."""
+    lines = open(path, errors="replace").read().splitlines()
+    out = []
+    sections = 0
+    cur = None  # the current section's name
+    for line in lines:
+        text = line.split(";", 1)[0].split("#", 1)[0]
+        m = SECTION.match(text)
+        if m:
+            cur = m.group(1).strip()
+            out.append(line)
+            if cur != "global":
+                sections += 1
+                out.append(f"runtime={RUN_SECS}")
+            continue
+        r = RUNTIME.match(text)
+        if r and cur is not None and cur != "global":
+            own = seconds(r.group(2))
+            if own is None or own > RUN_SECS:
+                continue  # the section's runtime=RUN_SECS stands
+        out.append(line)  # a shorter runtime of its own comes later and wins
+    copy = os.path.join(work, "job.fio")
+    with open(copy, "w") as f:
+        f.write("\n".join(out) + "\n")
+    return copy, sections
+
+
+def run(cmd, cwd, limit):
+    """Run `cmd` in `cwd`, Ctrl-C after `limit` seconds (a backstop: the job file's
+    runtimes end it before); the exit status and its stderr.
     stderr goes to a file (a helper process fio leaves behind must not hold a pipe)."""
     err_path = os.path.join(cwd, "stderr.txt")
     with open(err_path, "wb") as err:
         p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err,
                              start_new_session=True)
         try:
-            p.wait(timeout=RUN_SECS)
+            p.wait(timeout=limit)
         except subprocess.TimeoutExpired:
             os.killpg(p.pid, signal.SIGINT)
             try:
@@ -113,7 +171,45 @@ def labels(entries):
     return out
 
 
+def check():
+    """The rewrite's checks: every job section gets RUN_SECS, a shorter runtime (or
+    `timeout`) of a section's own is kept after it, a longer one dropped, `[global]`
+    untouched, comments and options kept."""
+    example = """; a comment
+[global]
+timeout=60
+size=1m
+[a]
+rw=read
+[b]
+runtime=900 ; longer
+stonewall
+[c]
+timeout=1s
+"""
+    work = tempfile.mkdtemp(prefix="sluice-agree-check-")
+    try:
+        src = os.path.join(work, "in.fio")
+        with open(src, "w") as f:
+            f.write(example)
+        out, n = timed_copy(src, os.path.join(work))
+        got = open(out).read().splitlines()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    want = ["; a comment", "[global]", "timeout=60", "size=1m",
+            "[a]", f"runtime={RUN_SECS}", "rw=read",
+            "[b]", f"runtime={RUN_SECS}", "stonewall",
+            "[c]", f"runtime={RUN_SECS}"] + (["timeout=1s"] if RUN_SECS >= 1 else [])
+    assert n == 3, f"job sections counted: {n}, want 3"
+    assert got == want, f"rewrite gave {got}, want {want}"
+    assert seconds("2m") == 120 and seconds("500ms") == 0.5 and seconds("20") == 20
+    print("fio-agree checks: ok")
+
+
 def main():
+    if sys.argv[1:] == ["--check"]:
+        check()
+        return
     if len(sys.argv) < 2:
         print(__doc__)
         sys.exit(2)
@@ -133,14 +229,15 @@ def main():
             for tool in order:
                 work = tempfile.mkdtemp(prefix="sluice-agree-")
                 make_dirs(path, work)
+                job, sections = timed_copy(path, work)
                 try:
                     out = os.path.join(work, "out.json")
                     if tool == "fio":
-                        cmd = [FIO, "--output-format=json", "--output=" + out, path]
+                        cmd = [FIO, "--output-format=json", "--output=" + out, job]
                     else:
-                        cmd = [SLUICE, "run", path, "--policy", "none", "--quiet",
+                        cmd = [SLUICE, "run", job, "--policy", "none", "--quiet",
                                "--directory", work, "--json", out] + SLUICE_ARGS
-                    rc, err = run(cmd, work)
+                    rc, err = run(cmd, work, RUN_SECS * max(sections, 1) + GRACE)
                     sys.stdout.flush()
                     got = load(out)
                     if got is None:
