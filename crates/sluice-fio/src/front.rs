@@ -65,7 +65,9 @@ pub use sluice_cache::FrontStats;
 
 use crate::Owner;
 
+mod failing;
 mod paths;
+use failing::Failing;
 #[cfg(test)]
 mod tests;
 
@@ -338,6 +340,8 @@ pub struct Front<D, A: Alloc> {
     stats: FrontStats,
     /// The queue every device request goes out on, if set ([`Front::set_issuer`]).
     issuer: Option<u16>,
+    /// Writeback that keeps failing ([`failing`]).
+    failing: Failing,
 }
 
 impl<D: IoBuf, A: Alloc> Front<D, A> {
@@ -363,6 +367,7 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
             wb_requests: 0,
             stats: FrontStats::default(),
             issuer: None,
+            failing: Failing::default(),
         }
     }
 
@@ -533,6 +538,7 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
                     };
                     self.pc.end_writeback(key, seq, f.ok);
                 }
+                self.failing.ended(f.ok, now);
                 if background {
                     self.wb_inflight -= d.n as usize;
                     self.wb_requests -= 1;
@@ -542,6 +548,9 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
                     let p = self.p(w);
                     p.times = Some(times);
                     self.attempt(&mut cx, w);
+                }
+                if self.failing.hopeless() {
+                    self.fail_waiting_for_room(&mut cx);
                 }
                 self.wake_blocked(&mut cx);
             }
@@ -571,6 +580,10 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
         };
         match blocked {
             None => self.complete(cx, i),
+            Some(Blocked::Limit | Blocked::Room) if self.failing.hopeless() => {
+                self.p(i).ok = false;
+                self.complete(cx, i);
+            }
             Some(Blocked::Reads) => {}
             Some(Blocked::Writeback(tok)) => {
                 self.wb_waiters.entry(tok).or_default().push(i);
@@ -600,9 +613,29 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
         }
     }
 
-    /// When the earliest pause at a dirty limit ends: call [`Front::fire_timer`] then.
+    /// When the earliest pause at a dirty limit ends, or the flusher's pause after a
+    /// failed writeback while job I/Os are pending: call [`Front::fire_timer`] then.
     pub fn next_timer_ns(&self) -> Option<Nanos> {
-        self.paused.first().map(|p| p.0)
+        let paused = self.paused.first().map(|p| p.0);
+        let retry = self.failing.retry_at().filter(|_| self.pending() > 0);
+        match (paused, retry) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Writeback keeps failing: every job I/O waiting for room (paused at its limit, or
+    /// for a clean page) completes with an error.
+    fn fail_waiting_for_room<M: Meter>(&mut self, cx: &mut Cx<'_, M>) {
+        let waiting: Vec<u32> = std::mem::take(&mut self.paused)
+            .into_iter()
+            .map(|(_, i)| i)
+            .chain(std::mem::take(&mut self.no_room))
+            .collect();
+        for i in waiting {
+            self.p(i).ok = false;
+            self.complete(cx, i);
+        }
     }
 
     /// The pauses that ended by `now`: those writers try again (in the order their
@@ -627,6 +660,9 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
     /// The flusher: background writeback while dirty pages are above the background
     /// threshold or a writer waits for room or pauses at its limit.
     fn kick<M: Meter>(&mut self, cx: &mut Cx<'_, M>) {
+        if !self.failing.may_issue(cx.now) {
+            return;
+        }
         loop {
             let waiting = !self.paused.is_empty() || !self.no_room.is_empty();
             let depth = if waiting {

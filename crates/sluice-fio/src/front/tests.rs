@@ -51,6 +51,8 @@ struct Rig {
     done: Vec<FrontDone>,
     now: Nanos,
     next_id: u64,
+    /// The device fails every write (a full or failing disk).
+    fail_writes: bool,
 }
 
 fn cfg(pages: usize, class_limits: bool) -> FrontConfig {
@@ -95,6 +97,7 @@ impl Rig {
             done: Vec::new(),
             now: 0,
             next_id: 0,
+            fail_writes: false,
         }
     }
 
@@ -150,7 +153,7 @@ impl Rig {
         }
         let f: Finished = self
             .block
-            .piece_done(self.now, tag, true)
+            .piece_done(self.now, tag, !(self.fail_writes && req.op == Op::Write))
             .expect("one piece");
         self.front
             .finished(self.now, &f, &mut self.block, &mut self.done);
@@ -386,4 +389,56 @@ fn wbt_depths_follow_the_kernels_calc_wb_limits() {
     assert_eq!(d(1, true), (1, 1));
     // Throttling off: the queue's depth.
     assert_eq!(d(64, false), (64, 64));
+}
+
+/// Every write fails at the device: the writers waiting for room (paused at their dirty
+/// limit) complete with an error instead of waiting for ever, and the flusher pauses
+/// between failed writebacks rather than sending them again at once (without that the
+/// loop below never ends: each failure sent the same pages again).
+#[test]
+fn writers_get_an_error_instead_of_waiting_while_every_writeback_fails() {
+    let mut r = Rig::new(cfg(64, false), "none", 64);
+    r.fail_writes = true;
+    let ids: Vec<u64> = (0..64)
+        .map(|k| r.write(k * 4096, 1, 4096, IoClass::Normal))
+        .collect();
+    let mut steps = 0;
+    let mut device_writes = 0;
+    loop {
+        while let Some(op) = r.complete_one() {
+            device_writes += u32::from(op == Op::Write);
+            steps += 1;
+            assert!(
+                steps < 10_000,
+                "writeback sent again and again without a pause"
+            );
+        }
+        let Some(t) = r.front.next_timer_ns() else {
+            break;
+        };
+        r.now = r.now.max(t);
+        r.front.fire_timer(r.now, &mut r.block, &mut r.done);
+        r.block.pump(r.now, &mut r.port);
+        steps += 1;
+        assert!(steps < 10_000, "timers fired without end");
+    }
+    assert_eq!(
+        r.front.pending(),
+        0,
+        "every write completed, none left waiting"
+    );
+    let failed = ids
+        .iter()
+        .filter(|&&id| r.done.iter().any(|d| d.id == id && !d.ok))
+        .count();
+    // The normal class's limit is 20 % of the 64 pages: the writes past it needed room.
+    assert!(failed >= 40, "{failed} of 64 writes failed");
+    assert!(
+        failed < 64,
+        "the writes under the limit went into the cache"
+    );
+    assert!(
+        device_writes > 0 && device_writes < 64,
+        "{device_writes} device writes"
+    );
 }
