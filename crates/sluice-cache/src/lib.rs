@@ -673,8 +673,10 @@ impl<B: PageData> PageCache<B> {
 }
 
 mod config;
+pub mod failing;
 mod front_stats;
 pub use config::{CacheConfig, ConfigError};
+pub use failing::Failing;
 pub use front_stats::FrontStats;
 pub mod throttle;
 

@@ -57,7 +57,7 @@ use std::collections::{HashMap, VecDeque};
 use sluice_cache::throttle::WritebackRate;
 
 use sluice_block::{BlockLayer, Finished, Meter};
-use sluice_cache::{CacheConfig, PageCache};
+use sluice_cache::{CacheConfig, Failing, PageCache};
 use sluice_cache::{PageData, PageKey, PageRange, PAGE};
 use sluice_core::{FlowId, IoClass, Nanos, ReqId};
 
@@ -65,9 +65,7 @@ pub use sluice_cache::FrontStats;
 
 use crate::Owner;
 
-mod failing;
 mod paths;
-use failing::Failing;
 #[cfg(test)]
 mod tests;
 
@@ -340,7 +338,8 @@ pub struct Front<D, A: Alloc> {
     stats: FrontStats,
     /// The queue every device request goes out on, if set ([`Front::set_issuer`]).
     issuer: Option<u16>,
-    /// Writeback that keeps failing ([`failing`]).
+    /// Writeback that keeps failing ([`sluice_cache::failing`]: each writeback
+    /// request counts).
     failing: Failing,
 }
 

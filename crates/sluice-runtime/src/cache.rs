@@ -20,11 +20,11 @@
 //! - a writeback that **fails** leaves its page dirty (fsync reports the error and a
 //!   later fsync tries again: nothing a caller wrote is dropped, unlike Linux, which
 //!   cleans the page and keeps only the error). While every writeback fails (a full or
-//!   failing backing device) the flusher retries after a growing pause
-//!   ([`RETRY_MIN_NS`] doubling to [`RETRY_MAX_NS`], the kernel's periodic writeback
-//!   interval) rather than at once, and a writer that needs room the failing writeback
-//!   cannot make — at its dirty limit, or with no clean frame left — gets the error
-//!   once [`FAILED_ROUNDS`] rounds in a row failed, instead of waiting for ever.
+//!   failing backing device) the flusher retries after a growing pause rather than at
+//!   once, and a writer that needs room the failing writeback cannot make — at its
+//!   dirty limit, or with no clean frame left — gets the error instead of waiting for
+//!   ever: [`sluice_cache::failing`]'s rule, shared with the job runner, where one
+//!   failure is a round of the flusher's whose every writeback failed.
 //!
 //! Both worlds run this code: in simulation on the simulated device, on real files
 //! through the real backend's ring (files opened `O_DIRECT`: the host's page cache is
@@ -52,7 +52,7 @@ use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::{Arc, Mutex as StdMutex, MutexGuard};
 
 use sluice_cache::throttle::WritebackRate;
-use sluice_cache::{CacheConfig, PageCache, PageKey, PageRange, WriteCheck, PAGE};
+use sluice_cache::{CacheConfig, Failing, PageCache, PageKey, PageRange, WriteCheck, PAGE};
 use sluice_core::{IoClass, Op};
 
 use crate::buffer::DmaBuffer;
@@ -66,15 +66,6 @@ mod read;
 /// Most writebacks the flusher keeps in flight.
 const FLUSH_DEPTH: usize = 16;
 
-/// The flusher's first pause after a round in which every writeback failed.
-pub const RETRY_MIN_NS: sluice_core::Nanos = 100_000_000;
-/// Its longest pause: Linux's periodic writeback interval (`dirty_writeback_centisecs`,
-/// 5 s), after which the kernel's flusher looks at the dirty pages again.
-pub const RETRY_MAX_NS: sluice_core::Nanos = 5_000_000_000;
-/// Rounds in a row in which every writeback failed, after which a writer that needs
-/// room gets the error (two: the first retry after a pause failed too).
-pub const FAILED_ROUNDS: u32 = 2;
-
 /// The stack's page cache (one per stack, shared by its tasks).
 pub(crate) struct Cache {
     pc: StdMutex<PageCache<DmaBuffer>>,
@@ -87,8 +78,9 @@ pub(crate) struct Cache {
     waiting: AtomicU32,
     /// Writers pausing at their dirty limit.
     pausing: AtomicU32,
-    /// Writeback rounds in a row in which every writeback failed (0 after any success).
-    failing: AtomicU32,
+    /// Writeback that keeps failing: a round in which every writeback failed is one
+    /// failure, a round with any success ends them.
+    failing: StdMutex<Failing>,
     /// The device's writeback bandwidth (sets the pause).
     rate: StdMutex<WritebackRate>,
 }
@@ -139,7 +131,7 @@ impl Cache {
             work: Condvar::new_stack_level().named("flusher work"),
             waiting: AtomicU32::new(0),
             pausing: AtomicU32::new(0),
-            failing: AtomicU32::new(0),
+            failing: StdMutex::new(Failing::default()),
             rate: StdMutex::new(WritebackRate::default()),
         }
     }
@@ -201,13 +193,20 @@ impl Cache {
         }
     }
 
-    /// No room can be made: the last [`FAILED_ROUNDS`] writeback rounds or more failed
-    /// in every writeback. The error a writer needing room gets then.
+    /// The state of failing writeback (held for a step only).
+    fn failing(&self) -> MutexGuard<'_, Failing> {
+        self.failing.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// No room can be made: writeback failed in every request of the last
+    /// `sluice_cache::failing::FAILED` rounds or more. The error a writer needing room
+    /// gets then.
     fn check_failing(&self) -> io::Result<()> {
-        let n = self.failing.load(Relaxed);
-        if n < FAILED_ROUNDS {
+        let f = *self.failing();
+        if !f.hopeless() {
             return Ok(());
         }
+        let n = f.run();
         Err(io::Error::other(format!(
             "no room in the page cache: writeback failed in {n} rounds in a row \
              (the dirty pages stay; fsync reports and retries)"
@@ -294,11 +293,7 @@ impl Cache {
             }
         }
         if n > 0 {
-            if failed == n {
-                self.failing.fetch_add(1, Relaxed);
-            } else {
-                self.failing.store(0, Relaxed);
-            }
+            self.failing().ended(failed < n, crate::now());
             self.made_room().await;
         }
         first_err.map_or(Ok(n), Err)
@@ -309,7 +304,6 @@ impl Cache {
 /// background threshold or a writer waits for room.
 pub(crate) async fn flusher(cache: Arc<Cache>) {
     cache.room.register_helper();
-    let mut retry = 0;
     loop {
         {
             let mut g = cache.lock.lock().await;
@@ -318,12 +312,21 @@ pub(crate) async fn flusher(cache: Arc<Cache>) {
             }
         }
         // A failed writeback leaves its page dirty; it is tried again next round — at
-        // once if some succeeded, after a growing pause while all fail.
-        if cache.write_back(None).await.is_err() && cache.failing.load(Relaxed) > 0 {
-            retry = (retry * 2).clamp(RETRY_MIN_NS, RETRY_MAX_NS);
-            crate::sleep(retry).await;
-        } else {
-            retry = 0;
+        // once if some succeeded, after the failing rule's pause while all fail.
+        let pause = {
+            let now = crate::now();
+            let mut f = cache.failing();
+            match f.retry_at() {
+                Some(t) if !f.may_issue(now) => Some(t - now),
+                _ => None,
+            }
+        };
+        match pause {
+            Some(p) => crate::sleep(p).await,
+            None => {
+                // Its error is the failing rule's to act on (an fsync reports its own).
+                let _ = cache.write_back(None).await;
+            }
         }
     }
 }
