@@ -32,9 +32,14 @@ a file system mounted with `discard` each is discarded when the file is deleted 
 10 GiB `fio-rand-write.fio` file took longer than nine minutes here). Measure such
 examples on a file system without `discard` (TMPDIR).
 
-Examples naming an absolute path outside the temporary directory are skipped (neither
-tool writes outside it). Prints a markdown table (docs/workloads.md carries it) and
-the count that agree.
+An example naming an absolute path (`filename=/tmp/testfile`, `directory=/data1`,
+`filename_format=/a/b.$jobnum`) or a device (`/dev/sda`; not `/dev/null`, `/dev/zero`)
+runs, in both tools, on the copy with each such path mapped into the temporary
+directory, as scripts/fio-examples.sh maps them for `sluice run`; neither tool writes
+outside it. When a device is mapped and the example gives no size (`size`, `filesize`,
+`io_size`, `io_limit`), the copy starts with a `[global]` section of `size=1g`
+(sluice's default for such a file; fio needs a size for a regular file). Prints a
+markdown table (docs/workloads.md carries it) and the count that agree.
 """
 import json
 import os
@@ -53,13 +58,35 @@ SLUICE = os.path.abspath(os.environ.get("SLUICE", "target/release/sluice"))
 FIO = os.environ.get("FIO", "fio")
 SLUICE_ARGS = shlex.split(os.environ.get("SLUICE_ARGS", ""))
 TOL = 0.15
-def outside(path):
-    """An absolute filename/directory the example names (it is then skipped)."""
-    for line in open(path, errors="replace"):
-        m = re.match(r"\s*(filename|directory|filename_format)\s*=\s*(/\S*)", line)
-        if m:
-            return m.group(2)
-    return None
+PATH_KEY = re.compile(r"(\s*(filename|directory|filename_format)\s*=\s*)([^\s;#]+)(.*)")
+SIZE_KEY = re.compile(r"\s*(size|filesize|io_size|io_limit)\s*=")
+
+
+def mappable(p):
+    """A path to map: absolute, but not /dev/null, /dev/zero (no file behind them) nor
+    /dev/shm (a memory file system)."""
+    return p.startswith("/") and p not in ("/dev/null", "/dev/zero") and \
+        not p.startswith("/dev/shm/")
+
+
+def map_line(line, work):
+    """`line` with each absolute path of a filename/directory/filename_format value (each
+    of a `:` list; a value with an escaped colon `\\:` is one path) mapped under
+    `work/paths`, the directories made; the line and the paths mapped."""
+    m = PATH_KEY.fullmatch(line)
+    if not m:
+        return line, []
+    key, val = m.group(2), m.group(3)
+    parts = [val] if "\\:" in val else val.split(":")
+    mapped, out = [], []
+    for p in parts:
+        if mappable(p):
+            new = os.path.join(work, "paths") + p
+            os.makedirs(new if key == "directory" else os.path.dirname(new), exist_ok=True)
+            mapped.append(p)
+            p = new
+        out.append(p)
+    return m.group(1) + ":".join(out) + m.group(4), mapped
 
 
 def make_dirs(path, work):
@@ -87,14 +114,18 @@ def seconds(value):
 
 def timed_copy(path, work):
     """Write `path` into `work` with `runtime=RUN_SECS` in every job section (a shorter
-    runtime of the section's own is kept); the copy's path and its job sections' count.
+    runtime of the section's own is kept) and its absolute paths mapped into `work`
+    (`map_line`); the copy's path, its job sections' count and the paths mapped.
     The global section's runtime is left as it is: each job section's own overrides it."""
     lines = open(path, errors="replace").read().splitlines()
     out = []
     sections = 0
+    mapped = []
+    sized = False
     cur = None  # the current section's name
     for line in lines:
         text = line.split(";", 1)[0].split("#", 1)[0]
+        sized = sized or bool(SIZE_KEY.match(text))
         m = SECTION.match(text)
         if m:
             cur = m.group(1).strip()
@@ -108,11 +139,15 @@ def timed_copy(path, work):
             own = seconds(r.group(2))
             if own is None or own > RUN_SECS:
                 continue  # the section's runtime=RUN_SECS stands
+        line, got = map_line(line, work)
+        mapped += got
         out.append(line)  # a shorter runtime of its own comes later and wins
+    if not sized and any(p.startswith("/dev/") for p in mapped):
+        out = ["[global]", "size=1g"] + out
     copy = os.path.join(work, "job.fio")
     with open(copy, "w") as f:
         f.write("\n".join(out) + "\n")
-    return copy, sections
+    return copy, sections, mapped
 
 
 def run(cmd, cwd, limit):
@@ -174,7 +209,8 @@ def labels(entries):
 def check():
     """The rewrite's checks: every job section gets RUN_SECS, a shorter runtime (or
     `timeout`) of a section's own is kept after it, a longer one dropped, `[global]`
-    untouched, comments and options kept."""
+    untouched, comments and options kept; absolute paths and devices mapped into the
+    temporary directory (not /dev/null), a size given when a device without one was."""
     example = """; a comment
 [global]
 timeout=60
@@ -192,8 +228,13 @@ timeout=1s
         src = os.path.join(work, "in.fio")
         with open(src, "w") as f:
             f.write(example)
-        out, n = timed_copy(src, os.path.join(work))
+        out, n, mapped = timed_copy(src, os.path.join(work))
         got = open(out).read().splitlines()
+        with open(src, "w") as f:
+            f.write("[a]\nfilename=/dev/sda:/dev/null:rel ; c\n[b]\ndirectory=/data1\n")
+        out, _, mapped2 = timed_copy(src, work)
+        got2 = open(out).read().splitlines()
+        made = os.path.isdir(os.path.join(work, "paths/data1"))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     want = ["; a comment", "[global]", "timeout=60", "size=1m",
@@ -201,6 +242,13 @@ timeout=1s
             "[b]", f"runtime={RUN_SECS}", "stonewall",
             "[c]", f"runtime={RUN_SECS}"] + (["timeout=1s"] if RUN_SECS >= 1 else [])
     assert n == 3, f"job sections counted: {n}, want 3"
+    assert mapped == [], f"mapped {mapped} in an example without absolute paths"
+    p = os.path.join(work, "paths")
+    want2 = ["[global]", "size=1g", "[a]", f"runtime={RUN_SECS}",
+             f"filename={p}/dev/sda:/dev/null:rel ; c", "[b]", f"runtime={RUN_SECS}",
+             f"directory={p}/data1"]
+    assert got2 == want2, f"mapped rewrite gave {got2}, want {want2}"
+    assert mapped2 == ["/dev/sda", "/data1"] and made, f"mapped {mapped2}, dirs made {made}"
     assert got == want, f"rewrite gave {got}, want {want}"
     assert seconds("2m") == 120 and seconds("500ms") == 0.5 and seconds("20") == 20
     print("fio-agree checks: ok")
@@ -220,8 +268,6 @@ def main():
     agree = total = differ = 0
     for name in names:
         path = os.path.join(ex_dir, name)
-        if outside(path):
-            continue
         res = {"fio": [], "sluice": []}
         failed = None
         for r in range(ROUNDS):
@@ -229,7 +275,7 @@ def main():
             for tool in order:
                 work = tempfile.mkdtemp(prefix="sluice-agree-")
                 make_dirs(path, work)
-                job, sections = timed_copy(path, work)
+                job, sections, _ = timed_copy(path, work)
                 try:
                     out = os.path.join(work, "out.json")
                     if tool == "fio":
