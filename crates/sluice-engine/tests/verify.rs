@@ -96,8 +96,21 @@ fn a_block_corrupted_after_the_write_is_reported_and_verify_fatal_stops_there() 
     f.write_all_at(&[b[0] ^ 0x40], at).unwrap();
     f.sync_all().unwrap();
     drop(f);
-    // 3. A read job with verify checks every block it reads: one fails.
+    // 3. A read job with verify checks every block it reads: one fails, and (fio's
+    // default, continue_on_error=none) the failed check ends the thread: only the
+    // reads it had in flight (QD4: at most three more) are checked after block 37.
     let r = jobs("[r]\nfilename=data\nrw=read\nbs=4k\nsize=1m\niodepth=4\nverify=crc32c\n");
+    let files = prepare(&r, &c).unwrap();
+    let out = run(&r, &files, &c);
+    drop(files);
+    let v = &out.stats.verify[0];
+    assert!(v.failed == 1 && (38..=41).contains(&v.checked), "{v:?}");
+    assert_eq!(out.report.jobs[0].error, 1);
+    // continue_on_error=verify: it goes on and checks every block.
+    let r = jobs(
+        "[r]\nfilename=data\nrw=read\nbs=4k\nsize=1m\niodepth=4\nverify=crc32c\n\
+         continue_on_error=verify\n",
+    );
     let files = prepare(&r, &c).unwrap();
     let out = run(&r, &files, &c);
     drop(files);

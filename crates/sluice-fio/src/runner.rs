@@ -208,6 +208,8 @@ struct JobOpts {
     fill: bool,
     /// `atomic=1`: its writes are atomic (`Request::atomic`, `RWF_ATOMIC`).
     atomic: bool,
+    /// `continue_on_error`: the failures a thread goes on after.
+    continue_on: sluice_workload::ContinueOn,
 }
 
 #[derive(Debug)]
@@ -306,6 +308,7 @@ impl Runner {
                     flow_sleep_ns: s.flow_sleep_ns,
                     fill: s.fill_device,
                     atomic: s.atomic,
+                    continue_on: s.continue_on,
                 },
                 flow: job_flow[j],
                 class: s.class,

@@ -32,8 +32,9 @@
 //!   sample of the job's `sync` section.
 //! * **Ends.** By size (the generator is exhausted), by `runtime` (nothing new is
 //!   issued after it; I/Os in flight complete, and are not counted, as in fio and the
-//!   other worlds — the end syncs are), or at an I/O error (the job ends, as fio
-//!   without `continue_on_error`; the job's `error` counts it). `stonewall` groups
+//!   other worlds — the end syncs are), or at an I/O error (the thread ends unless
+//!   `continue_on_error` names the error's kind, as fio's: the runner's rule; the
+//!   job's `error` counts it). `stonewall` groups
 //!   run one after the other; `startdelay`, `ramp_time` and `thinktime` as in
 //!   `sluice sim`.
 //! * **Stop.** A stop flag ([`FioPlan::stop_on`], set by Ctrl-C) ends every job as its

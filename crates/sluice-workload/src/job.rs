@@ -366,6 +366,8 @@ pub struct JobSpec {
     pub rate_process: RateProcess,
     /// When this job ends, every job of its stonewall group ends (`exitall`).
     pub exitall: bool,
+    /// The errors a thread goes on after (`continue_on_error`; default: none).
+    pub continue_on: crate::ContinueOn,
     /// fio's `group_reporting`: the report sums the threads (and, as fio, the jobs
     /// of its stonewall group that follow it with `group_reporting` too) into one
     /// entry; without it each of its `numjobs` threads is an entry of its own.
@@ -525,6 +527,7 @@ impl Default for JobSpec {
             percentage_random: [100, 100],
             rate_process: RateProcess::Linear,
             exitall: false,
+            continue_on: crate::ContinueOn::default(),
             group_reporting: false,
             verify: None,
             logs: LogSpec::default(),

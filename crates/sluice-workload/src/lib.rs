@@ -158,6 +158,7 @@ mod gen;
 mod include;
 mod job;
 mod limits;
+mod on_error;
 mod options;
 mod parse;
 mod placement;
@@ -178,6 +179,7 @@ pub use job::{
     weight_from_prio, BlockSize, BlockSizes, BsEntry, Distribution, FileService, JobSpec, LogSpec,
     RateProcess, RwMode, RwModifier, Zone,
 };
+pub use on_error::ContinueOn;
 pub use limits::{
     check_limits, read_text, LimitError, MAX_INFLIGHT, MAX_JOB_FILE_BYTES, MAX_STEADY_INTERVALS,
     MAX_THREADS,

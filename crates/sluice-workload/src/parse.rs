@@ -7,6 +7,7 @@ use std::rc::Rc;
 use sluice_core::IoClass;
 
 use crate::error::WorkloadError;
+use crate::on_error::ContinueOn;
 use crate::include::{expand_includes, expand_value, SrcLine};
 use crate::job::{
     weight_from_prio, BlockSize, BsEntry, Distribution, JobSpec, RateProcess, RwMode, RwModifier,

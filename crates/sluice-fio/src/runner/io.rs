@@ -250,7 +250,12 @@ impl Runner {
             self.maybe_thread_done(t, reaped_ns, port);
             return;
         }
-        if verdict != LatVerdict::Go {
+        // fio ends a thread at its first failed I/O unless `continue_on_error` names
+        // the I/O's kind (`sluice_workload::ContinueOn`); the I/O is still reported
+        // (an error of the job) and the thread drains what it has in flight.
+        let failed_stop = !f.ok && !self.jobs[job].opts.continue_on.after_io(f.op);
+        let th = &mut self.threads[t as usize];
+        if verdict != LatVerdict::Go || failed_stop {
             // The search ended the thread (its depth found, or depth 1 missed the
             // target: an error, as fio's ETIMEDOUT): it issues nothing more.
             if verdict == LatVerdict::Fatal {
@@ -332,6 +337,15 @@ impl Runner {
             port.record_error(job, index, Op::Read);
             if v.fatal() && self.jobs[job].ended_ns.is_none() {
                 self.end_job(job as u32, now, port);
+            } else if !self.jobs[job].opts.continue_on.verify {
+                // fio: a block that failed its check is an error (EILSEQ) that ends
+                // the thread unless `continue_on_error` names verify errors.
+                let th = &mut self.threads[t as usize];
+                th.source.end_now();
+                th.wake_at = None;
+                if th.state == State::Running {
+                    th.state = State::Stopping;
+                }
             }
         }
     }

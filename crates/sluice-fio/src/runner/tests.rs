@@ -435,3 +435,42 @@ fn the_depth_maps_count_as_fios() {
     assert_eq!(rep.jobs[0].iodepth_level.0[2], ("4", 62.5));
     assert_eq!(rep.jobs[0].latency.latency_depth, 4);
 }
+
+/// Run `text`'s one job over the scripted port, failing every `fail_every`-th I/O
+/// that is a write; each recorded sample's `ok`, in order.
+fn run_failing_writes(text: &str, fail_every: usize) -> Vec<bool> {
+    let specs = jobs(text);
+    let mut r = whole_runner(&specs);
+    let mut p = Script::default();
+    r.start_group(0, 0, &mut p);
+    r.wake(0, 0, &mut p);
+    let (mut t, mut n) = (0, 0);
+    while let Some((th, req)) = (!p.submits.is_empty()).then(|| p.submits.remove(0)) {
+        t += 10;
+        n += 1;
+        let mut f = finished(&req, 0, t, IoClass::Normal);
+        f.ok = !(req.op == Op::Write && n % fail_every == 0);
+        r.complete(th, &f, t, None, &mut p);
+    }
+    p.samples.iter().map(|s| s.ok).collect()
+}
+
+#[test]
+fn a_failed_io_ends_the_thread_unless_continue_on_error_names_it() {
+    let job = "[a]\nrw=randrw\nbs=4k\nsize=1m\niodepth=4\n";
+    // fio's default (none): the thread stops at the first failed write; only what it
+    // had in flight (at most iodepth − 1 more) completes after it.
+    let oks = run_failing_writes(job, 10);
+    let first = oks.iter().position(|ok| !ok).expect("a write failed");
+    assert!(oks.len() - first <= 4, "{} I/Os after the first failure", oks.len() - first - 1);
+    assert!(oks.len() < 256);
+    // Writes named: it does its whole 1 MiB, every failure counted.
+    for v in ["write", "io", "all", "1"] {
+        let oks = run_failing_writes(&format!("{job}continue_on_error={v}\n"), 10);
+        assert_eq!(oks.len(), 256, "continue_on_error={v}");
+        assert!(oks.iter().filter(|ok| !**ok).count() >= 10, "continue_on_error={v}");
+    }
+    // Only reads named: a failed write still ends it.
+    let oks = run_failing_writes(&format!("{job}continue_on_error=read\n"), 10);
+    assert!(oks.len() < 256, "continue_on_error=read: {} I/Os", oks.len());
+}

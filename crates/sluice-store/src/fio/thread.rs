@@ -271,7 +271,8 @@ impl Driver {
     }
 
     /// One request of thread `t` as a store call; its completion goes to the runner.
-    /// A failed call ends its job (as fio without `continue_on_error`), its error kept.
+    /// A failed call ends its thread unless the job's `continue_on_error` names it
+    /// (the runner decides, as fio), its error kept.
     async fn io_task(self: Rc<Driver>, t: u32, req: NewRequest, io: IoSpec) {
         let submit_ns = now();
         let r = self.io(t, io).await;
@@ -300,13 +301,9 @@ impl Driver {
             device_done_ns: reaped_ns,
             ok: r.is_ok(),
         };
-        let job = th.job as u32;
-        self.with(|run, p| {
-            run.complete(t, &f, reaped_ns, None, p);
-            if !f.ok {
-                run.end_job(job, reaped_ns, p);
-            }
-        });
+        // A failure ends the thread unless `continue_on_error` names it: the runner's
+        // rule, as in the other worlds.
+        self.with(|run, p| run.complete(t, &f, reaped_ns, None, p));
     }
 
     /// The file `f` of thread `t`, opened — or created, if its job creates its files
