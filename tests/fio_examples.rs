@@ -230,3 +230,27 @@ fn a_network_engine_stops_with_one_line() {
         "{e}"
     );
 }
+
+/// fio's `new_group` (waitfor.fio, exitwhat.fio): a new reporting group — with
+/// `group_reporting`, its jobs are an entry of their own with the next `groupid`
+/// (that the jobs still run side by side: `report_groups`' unit test).
+#[test]
+fn new_group_splits_the_report_not_the_run() {
+    let text = "[global]\ngroup_reporting\nsize=4m\nbs=4k\n\
+                [a]\nrw=read\nnumjobs=2\n[b]\nnew_group\nrw=randread\nnumjobs=2\n\
+                [c]\nrw=randread\n";
+    let jobs = sluice_workload::parse_str(text, "new_group", &ParseOptions::default())
+        .unwrap()
+        .jobs;
+    let out = sim(&jobs, 1);
+    let e = &out.report.entries;
+    let got: Vec<(&str, u32, usize)> = e
+        .iter()
+        .map(|j| (j.jobname.as_str(), j.threads, j.group))
+        .collect();
+    assert_eq!(
+        got,
+        vec![("a", 2, 0), ("b", 3, 1)],
+        "b and c summed, a alone"
+    );
+}

@@ -13,7 +13,7 @@
 //!   has to grow (amortised, a bounded number of times), never per sample.
 //! * Each thread of a job with several threads (fio's `numjobs`) is counted on its own
 //!   unless the job has `group_reporting`: the report carries fio's entries
-//!   ([`RunReport::entries`]: a thread an entry, or a stonewall group's jobs in one with
+//!   ([`RunReport::entries`]: a thread an entry, or a reporting group's jobs in one with
 //!   `group_reporting`, as fio's `stat.c`) and one report per job section
 //!   ([`RunReport::jobs`], its threads summed, for sluice's own readers).
 //! * [`Collector::finish`] turns the counters into a [`RunReport`]: serde-serialisable

@@ -28,8 +28,9 @@ pub struct RunReport {
     /// top-level `jobs`, each with its run's `policy`, not repeated in the run's
     /// object; the tables and terse lines show them too): each thread of a job with
     /// `numjobs` > 1 is an entry of its own (the job's name and `groupid`), unless
-    /// `group_reporting` merges the jobs of a stonewall group into one entry with the
-    /// first job's name. A run without either has the same entries as `jobs`.
+    /// `group_reporting` merges the jobs of a reporting group (`stonewall`, `new_group`)
+    /// into one entry with the first job's name. A run without either has the same
+    /// entries as `jobs`.
     #[serde(skip)]
     pub entries: Vec<JobReport>,
     /// One entry per flow, in flow order.
@@ -118,8 +119,8 @@ pub struct JobReport {
     /// `latency_window`.
     #[serde(flatten)]
     pub latency: crate::LatencyTarget,
-    /// The job's stonewall group (the document's `groupid` adds the groups of the runs
-    /// before).
+    /// The job's reporting group (`stonewall` or `new_group` starts one; the document's
+    /// `groupid` adds the groups of the runs before).
     #[serde(skip)]
     pub group: usize,
     /// The name of the job's flow.
@@ -452,7 +453,7 @@ pub struct FlowSeries {
     pub bw_bytes: Vec<u64>,
 }
 
-/// One job of the document: fio's `jobname` and `groupid` (the job's stonewall group;
+/// One job of the document: fio's `jobname` and `groupid` (the job's reporting group;
 /// each policy's run numbers its groups after the runs before it) and the run's
 /// `policy`, then the job's report.
 #[derive(Serialize)]

@@ -442,6 +442,8 @@ pub struct JobSpec {
     /// Wait for all earlier jobs to finish before starting (`stonewall`,
     /// `wait_for_previous`).
     pub stonewall: bool,
+    /// Start a new reporting group (`new_group`; `stonewall` does too).
+    pub new_group: bool,
     /// Buffered I/O through sluice's page cache (`direct=0`, `buffered=1`).
     pub buffered: bool,
     /// fio's `atomic=1`: every write is an atomic (untorn) write, `RWF_ATOMIC` (see
@@ -559,6 +561,7 @@ impl Default for JobSpec {
             token_flow_id: 0,
             flow_sleep_ns: 0,
             stonewall: false,
+            new_group: false,
             filename: None,
             zone: crate::ZoneSpec::default(),
             placement: crate::PlacementSpec::default(),

@@ -179,11 +179,11 @@ pub use job::{
     weight_from_prio, BlockSize, BlockSizes, BsEntry, Distribution, FileService, JobSpec, LogSpec,
     RateProcess, RwMode, RwModifier, Zone,
 };
-pub use on_error::ContinueOn;
 pub use limits::{
     check_limits, read_text, LimitError, MAX_INFLIGHT, MAX_JOB_FILE_BYTES, MAX_STEADY_INTERVALS,
     MAX_THREADS,
 };
+pub use on_error::ContinueOn;
 pub use options::{
     engine_class, option_table, options_markdown, EngineClass, OptionInfo, Support, LOCAL_ENGINES,
 };
@@ -194,7 +194,7 @@ pub use placement::{
     metadata_refusal, parse_pi_chk, parse_plid_select, parse_plids, PiSpec, PlacementDraw,
     PlacementSpec, PlidSelect,
 };
-pub use plan::{flows_of, stonewall_groups, FlowConflict};
+pub use plan::{flows_of, report_groups, stonewall_groups, FlowConflict};
 pub use source::{IoSource, NextIo};
 pub use steady::{Attained, SteadyMetric, SteadySpec, SteadyState, SteadyTrack};
 pub use verify::{VerifyKind, VerifySpec};

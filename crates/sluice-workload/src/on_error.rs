@@ -82,6 +82,9 @@ mod tests {
         assert!(ContinueOn::parse("verify").unwrap().verify);
         assert!(!none.any() && w.any());
         let e = ContinueOn::parse("sometimes").unwrap_err();
-        assert!(e.contains("sometimes") && e.contains("none, read, write, io"), "{e}");
+        assert!(
+            e.contains("sometimes") && e.contains("none, read, write, io"),
+            "{e}"
+        );
     }
 }

@@ -147,7 +147,6 @@ static OTHERS: &[OptionInfo] = &[
     // ------------------------------------------------------------- no effect
     o("thread", &[], NoEffect, "thread", "fio's threads-or-processes choice; sluice's jobs are its own threads"),
     o("threads", &[], NoEffect, "threads=1", "not an option of fio itself (fio's examples use it for `thread`); taken as `thread`"),
-    o("new_group", &[], NoEffect, "new_group", REPORT),
     o("unified_rw_reporting", &[], NoEffect, "unified_rw_reporting=1", REPORT),
     o("stats", &[], NoEffect, "stats=1", REPORT),
     o("gtod_reduce", &[], NoEffect, "gtod_reduce=1", "the simulator's clock is free and exact; the engine times every I/O"),

@@ -7,11 +7,11 @@ use std::rc::Rc;
 use sluice_core::IoClass;
 
 use crate::error::WorkloadError;
-use crate::on_error::ContinueOn;
 use crate::include::{expand_includes, expand_value, SrcLine};
 use crate::job::{
     weight_from_prio, BlockSize, BsEntry, Distribution, JobSpec, RateProcess, RwMode, RwModifier,
 };
+use crate::on_error::ContinueOn;
 use crate::options::{engine_class, lookup, option_table, EngineClass, OptionInfo, Support};
 use crate::placement::{num, parse_pi_chk, parse_plid_select, parse_plids};
 use crate::steady::{parse_steadystate, SteadyMetric, SteadySpec};

@@ -61,6 +61,23 @@ pub fn flows_of(jobs: &[JobSpec]) -> Result<(Vec<Flow>, Vec<FlowId>), FlowConfli
     Ok((flows.into_iter().map(|(f, _)| f).collect(), job_flow))
 }
 
+/// The reporting group of every job (fio's `groupid`): a job with `stonewall` or
+/// `new_group` (other than the first) starts a new one (fio's `add_job`). `new_group`
+/// changes only the report — which jobs `group_reporting` sums into one entry, and
+/// their `groupid` — not when the jobs run ([`stonewall_groups`]).
+pub fn report_groups(jobs: &[JobSpec]) -> Vec<usize> {
+    let mut g = 0;
+    jobs.iter()
+        .enumerate()
+        .map(|(j, s)| {
+            if (s.stonewall || s.new_group) && j > 0 {
+                g += 1;
+            }
+            g
+        })
+        .collect()
+}
+
 /// The stonewall group of every job: a job with `stonewall` (other than the first)
 /// starts a new group, which runs when every job of the groups before it has ended.
 pub fn stonewall_groups(jobs: &[JobSpec]) -> Vec<usize> {
@@ -120,5 +137,20 @@ mod tests {
             job("d", "d", 1, true),
         ];
         assert_eq!(stonewall_groups(&jobs), vec![0, 0, 1, 2]);
+    }
+
+    #[test]
+    fn new_group_starts_a_reporting_group_but_not_a_stonewall_one() {
+        let mut jobs = [
+            job("a", "a", 1, false),
+            job("b", "b", 1, false),
+            job("c", "c", 1, true),
+            job("d", "d", 1, false),
+        ];
+        jobs[0].new_group = true; // the first job's starts nothing, as fio's
+        jobs[1].new_group = true;
+        jobs[3].new_group = true;
+        assert_eq!(report_groups(&jobs), vec![0, 1, 2, 3]);
+        assert_eq!(stonewall_groups(&jobs), vec![0, 0, 1, 1]);
     }
 }

@@ -462,15 +462,26 @@ fn a_failed_io_ends_the_thread_unless_continue_on_error_names_it() {
     // had in flight (at most iodepth − 1 more) completes after it.
     let oks = run_failing_writes(job, 10);
     let first = oks.iter().position(|ok| !ok).expect("a write failed");
-    assert!(oks.len() - first <= 4, "{} I/Os after the first failure", oks.len() - first - 1);
+    assert!(
+        oks.len() - first <= 4,
+        "{} I/Os after the first failure",
+        oks.len() - first - 1
+    );
     assert!(oks.len() < 256);
     // Writes named: it does its whole 1 MiB, every failure counted.
     for v in ["write", "io", "all", "1"] {
         let oks = run_failing_writes(&format!("{job}continue_on_error={v}\n"), 10);
         assert_eq!(oks.len(), 256, "continue_on_error={v}");
-        assert!(oks.iter().filter(|ok| !**ok).count() >= 10, "continue_on_error={v}");
+        assert!(
+            oks.iter().filter(|ok| !**ok).count() >= 10,
+            "continue_on_error={v}"
+        );
     }
     // Only reads named: a failed write still ends it.
     let oks = run_failing_writes(&format!("{job}continue_on_error=read\n"), 10);
-    assert!(oks.len() < 256, "continue_on_error=read: {} I/Os", oks.len());
+    assert!(
+        oks.len() < 256,
+        "continue_on_error=read: {} I/Os",
+        oks.len()
+    );
 }

@@ -39,7 +39,7 @@ impl RunSetup {
             .map(|s| s.startdelay_ns + s.ramp_ns + s.runtime_ns.unwrap_or(NO_RUNTIME_NS))
             .max()
             .unwrap_or(NO_RUNTIME_NS);
-        let groups = sluice_workload::stonewall_groups(jobs);
+        let groups = sluice_workload::report_groups(jobs);
         RunSetup {
             jobs: jobs
                 .iter()
@@ -99,7 +99,8 @@ pub struct JobInfo {
     pub threads: u32,
     /// The job section's own options as written (fio's `job options`).
     pub options: Vec<(String, String)>,
-    /// Its stonewall group (fio's `groupid`; 0 for a run without groups).
+    /// Its reporting group (fio's `groupid`: a new one at each `stonewall` or
+    /// `new_group`, `sluice_workload::report_groups`; 0 for a run without groups).
     pub group: usize,
     /// fio's `group_reporting`: its threads are counted together, and the report
     /// puts them in one entry with the jobs of its group around it that have it too

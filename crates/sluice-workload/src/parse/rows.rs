@@ -286,6 +286,7 @@ pub(crate) static ACTED: &[OptionInfo] = &[
         Ok(())
     }),
     y("latency_run", &[], "latency_run=1", "keep searching for the depth instead of ending at the one found", |d, a| { d.job.latency_run = a.flag()?; Ok(()) }),
+    y("new_group", &[], "new_group", "start a new reporting group (fio's groupid: group_reporting sums a group's jobs into one entry); the jobs still run as before (stonewall waits)", |d, a| { d.job.new_group = a.flag()?; Ok(()) }),
     y("stonewall", &["wait_for_previous"], "stonewall", "wait for all earlier jobs to finish first", |d, a| { d.job.stonewall = a.flag()?; Ok(()) }),
     y("continue_on_error", &[], "continue_on_error=io", "the errors a thread goes on after: none (default: the thread ends at its first failed I/O or failed check, as fio's), read, write (also trims and syncs), io, verify, all; every failed I/O counts as EIO (sluice carries no errno)", |d, a| { d.job.continue_on = ContinueOn::parse(a.need()?)?; Ok(()) }),
     y("exitall", &[], "exitall", "when this job ends, every job of its stonewall group ends (both worlds)", |d, a| { d.job.exitall = a.flag()?; Ok(()) }),
