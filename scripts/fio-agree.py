@@ -36,9 +36,11 @@ An example naming an absolute path (`filename=/tmp/testfile`, `directory=/data1`
 `filename_format=/a/b.$jobnum`) or a device (`/dev/sda`; not `/dev/null`, `/dev/zero`)
 runs, in both tools, on the copy with each such path mapped into the temporary
 directory, as scripts/fio-examples.sh maps them for `sluice run`; neither tool writes
-outside it. When a device is mapped and the example gives no size (`size`, `filesize`,
+outside it. When a path is mapped and the example gives no size (`size`, `filesize`,
 `io_size`, `io_limit`), the copy starts with a `[global]` section of `size=1g`
-(sluice's default for such a file; fio needs a size for a regular file). Prints a
+(sluice's default for a new file; fio refuses a new regular file without a size —
+a device has one — so neither tool would otherwise run what the example means). A
+job fio reports with a non-zero `error` is marked so in the table. Prints a
 markdown table (docs/workloads.md carries it) and the count that agree.
 """
 import json
@@ -142,7 +144,7 @@ def timed_copy(path, work):
         line, got = map_line(line, work)
         mapped += got
         out.append(line)  # a shorter runtime of its own comes later and wins
-    if not sized and any(p.startswith("/dev/") for p in mapped):
+    if not sized and mapped:
         out = ["[global]", "size=1g"] + out
     copy = os.path.join(work, "job.fio")
     with open(copy, "w") as f:
@@ -174,7 +176,7 @@ def run(cmd, cwd, limit):
 
 def load(path):
     """fio-style JSON: its entries in order, each (name, iops, bw KiB/s, groupid,
-    fields)."""
+    fields, error)."""
     try:
         text = open(path).read()
     except OSError:
@@ -189,7 +191,8 @@ def load(path):
     for j in d.get("jobs", []):
         iops = sum(j.get(k, {}).get("iops", 0.0) for k in ("read", "write", "trim"))
         bw = sum(j.get(k, {}).get("bw", 0) for k in ("read", "write", "trim"))
-        out.append((j["jobname"], iops, bw, j.get("groupid", 0), set(j.keys())))
+        out.append((j["jobname"], iops, bw, j.get("groupid", 0), set(j.keys()),
+                    j.get("error", 0)))
     return out
 
 
@@ -322,6 +325,9 @@ def main():
                 notes.append(f"group {fio_e[k][3]} vs {sl_e[k][3]}")
             if k == 0 and groups[0] != groups[1]:
                 notes.append(f"groups: fio {groups[0]}, sluice {groups[1]}")
+            errs = [x[k][5] for x in res["fio"]], [x[k][5] for x in res["sluice"]]
+            if any(errs[0]) or any(errs[1]):
+                notes.append(f"error: fio {errs[0]}, sluice {errs[1]}")
             missing = fio_e[k][4] - sl_e[k][4]
             if missing:
                 notes.append("JSON fields sluice lacks: " + ", ".join(sorted(missing)[:6]))
