@@ -18,10 +18,13 @@ when both are within 15 %. A different number of entries, other names in order o
 different number of groups is reported as a difference of the example; the JSON
 fields present per entry are compared too.
 
-    scripts/fio-agree.py EXAMPLES_DIR [EXAMPLE.fio ...]
+    scripts/fio-agree.py EXAMPLES_DIR [EXAMPLE.fio[@SECTION] ...]
     scripts/fio-agree.py --check     # the job-file rewrite's own checks (no I/O)
 
     RUN_SECS=10 ROUNDS=2 GRACE=180 SLUICE=target/release/sluice FIO=fio SLUICE_ARGS="..."
+
+`EXAMPLE.fio@SECTION` runs only that job section (and `[global]`) in both tools (fio's
+`--section`; the xNVMe examples name theirs in their header comment).
 
 SLUICE_ARGS are more options for `sluice run` (e.g. `--single-dirty-limit`, Linux's one
 dirty limit for every writer, where sluice's default is RCP's class-aware limits).
@@ -269,7 +272,11 @@ def main():
     print("| example | entry | fio IOPS | sluice IOPS | fio MiB/s | sluice MiB/s | agrees |")
     print("|---|---|---|---|---|---|---|")
     agree = total = differ = 0
-    for name in names:
+    for arg in names:
+        # EXAMPLE.fio@SECTION: run only that job section (with [global]) in both
+        # tools, fio's --section (the xNVMe examples name theirs in their header).
+        name, _, section = arg.partition("@")
+        only = ["--section=" + section] if section else []
         path = os.path.join(ex_dir, name)
         res = {"fio": [], "sluice": []}
         failed = None
@@ -282,9 +289,9 @@ def main():
                 try:
                     out = os.path.join(work, "out.json")
                     if tool == "fio":
-                        cmd = [FIO, "--output-format=json", "--output=" + out, job]
+                        cmd = [FIO, "--output-format=json", "--output=" + out] + only + [job]
                     else:
-                        cmd = [SLUICE, "run", job, "--policy", "none", "--quiet",
+                        cmd = [SLUICE, "run", job] + only + ["--policy", "none", "--quiet",
                                "--directory", work, "--json", out] + SLUICE_ARGS
                     rc, err = run(cmd, work, RUN_SECS * max(sections, 1) + GRACE)
                     sys.stdout.flush()
@@ -315,7 +322,7 @@ def main():
                 return sum(v) / len(v)
             fi, si = mean("fio", 1), mean("sluice", 1)
             fb, sb = mean("fio", 2) / 1024, mean("sluice", 2) / 1024
-            if fi < 1 and si < 1:
+            if fi == 0 and si == 0 and fb == 0 and sb == 0:
                 # Neither did I/O in RUN_SECS (both were laying out the files).
                 print(f"| `{name}` | {label} | 0 | 0 | 0 | 0 | not measured: no I/O in {RUN_SECS} s |")
                 continue
