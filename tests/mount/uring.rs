@@ -195,61 +195,6 @@ fn uring_clears_setid_bits_on_another_users_write() {
     );
 }
 
-/// Over the ring a direct read is issued on its delivery, on the queue's core, for an
-/// idle worker task of the caller's kind (no task woken to issue it): the reads of an
-/// `ionice -c1` reader still reach the block layer as critical and those of an
-/// `ionice -c3` reader as idle, each in its own flow, and the transport line counts the
-/// reads issued on delivery.
-#[test]
-fn uring_reads_issued_on_delivery_keep_the_callers_class() {
-    let Some(_s) = Switch::on() else { return };
-    if !support::on_path("ionice") {
-        eprintln!("SKIPPED: ionice missing");
-        return;
-    }
-    let Some(m) = Mounted::new(&["--transport", "uring", "--cache", "0"]) else {
-        return;
-    };
-    fs::write(m.m("f"), pattern(7, 1 << 20)).unwrap();
-    for class in ["1", "3"] {
-        let st = std::process::Command::new("ionice")
-            .args(["-c", class, "dd", "bs=4k", "iflag=direct", "status=none"])
-            .arg(format!("if={}", m.m("f").display()))
-            .arg("of=/dev/null")
-            .status()
-            .unwrap();
-        assert!(st.success(), "ionice -c{class} dd");
-    }
-    let end = m.unmount();
-    assert!(end.ok, "{}", end.stderr);
-    let line = end
-        .stderr
-        .lines()
-        .find(|l| l.contains("reads issued on delivery"))
-        .unwrap_or_else(|| panic!("no count of reads issued on delivery: {}", end.stderr));
-    let issued: u64 = line
-        .split(" reads issued on delivery")
-        .next()
-        .and_then(|b| b.rsplit(' ').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no number in: {line}"));
-    // 2 × 256 reads of 4 KiB; the first of each caller kind on a core finds no worker.
-    assert!(issued >= 256, "reads issued on delivery: {line}");
-    let json = end.json.expect("--json written at unmount");
-    let jobs = json["jobs"].as_array().unwrap();
-    let reads = |class: &str| -> u64 {
-        jobs.iter()
-            .filter(|j| j["flow"].as_str().unwrap().starts_with("dd.") && j["class"] == class)
-            .map(|j| j["read"]["total_ios"].as_u64().unwrap_or(0))
-            .sum()
-    };
-    assert!(
-        reads("critical") >= 256,
-        "ionice -c1's reads critical: {jobs:?}"
-    );
-    assert!(reads("idle") >= 256, "ionice -c3's reads idle: {jobs:?}");
-}
-
 #[test]
 fn an_unknown_transport_is_refused() {
     let dir = tempfile::tempdir().unwrap();

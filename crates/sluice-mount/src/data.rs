@@ -44,7 +44,7 @@ use crate::trace::Trace;
 /// system takes it).
 pub const BLOCK: u64 = 4096;
 
-pub(crate) const READ: Activity = Activity("read");
+const READ: Activity = Activity("read");
 const WRITE: Activity = Activity("write");
 pub(crate) const SYNC: Activity = Activity("sync");
 
@@ -203,39 +203,6 @@ async fn read_blocks(
     Ok((buf, n))
 }
 
-/// What a direct read of `[off, off + size)` reads: `None` when nothing (an empty read,
-/// or at or past the end of the file), else the blocks `a0..a1` and the read's end cut
-/// at the end of the file.
-pub(crate) fn read_span(
-    df: &DataFile,
-    off: u64,
-    size: u32,
-) -> Result<Option<(u64, u64, u64)>, Errno> {
-    // A read-only descriptor's length may lag a writable one of the same inode
-    // (opened later, for writing): read it from the backing file.
-    if !df.writable {
-        df.set_size(sys::stat_fd(df.fd.as_raw_fd())?.st_size as u64);
-    }
-    let end = off.saturating_add(size as u64).min(df.size());
-    if size == 0 || off >= end {
-        return Ok(None);
-    }
-    let (a0, a1) = (floor(off), ceil(end));
-    if a1 > FILE_SPAN {
-        return Err(Errno::EFBIG);
-    }
-    Ok(Some((a0, a1, end)))
-}
-
-/// The part to reply of blocks read from `a0` (`n` bytes) for a read of `off..end`.
-pub(crate) fn read_part(off: u64, a0: u64, end: u64, n: usize) -> std::ops::Range<usize> {
-    let got = (a0 + n as u64).min(end);
-    if got <= off {
-        return 0..0;
-    }
-    (off - a0) as usize..(got - a0) as usize
-}
-
 /// The bytes of `[off, off + size)` up to the end of the file: the blocks read and the
 /// part of them to reply (no copy).
 pub(crate) async fn read(
@@ -243,11 +210,22 @@ pub(crate) async fn read(
     off: u64,
     size: u32,
 ) -> Result<(DmaBuffer, std::ops::Range<usize>), Errno> {
-    let Some((a0, a1, end)) = read_span(df, off, size)? else {
+    // A read-only descriptor's length may lag a writable one of the same inode
+    // (opened later, for writing): read it from the backing file.
+    if !df.writable {
+        df.set_size(sys::stat_fd(df.fd.as_raw_fd())?.st_size as u64);
+    }
+    let end = (off + size as u64).min(df.size());
+    if size == 0 || off >= end {
         return Ok((DmaBuffer::new(0), 0..0));
-    };
+    }
+    let (a0, a1) = (floor(off), ceil(end));
     let (buf, n) = read_blocks(df, a0, a1 - a0, READ).await?;
-    Ok((buf, read_part(off, a0, end, n)))
+    let got = (a0 + n as u64).min(end);
+    if got <= off {
+        return Ok((buf, 0..0));
+    }
+    Ok((buf, (off - a0) as usize..(got - a0) as usize))
 }
 
 /// Hold what a write of bytes `off..end` needs: a write that moves the end (its last
@@ -502,27 +480,6 @@ pub(crate) async fn run(job: Job, trace: &Trace, ts: &mut Stamps) {
             ts[3] = trace.now();
             match r {
                 Ok((buf, range)) => reply.data(&buf[range]),
-                Err(e) => reply.error(e),
-            }
-        }
-        Job::ReadStarted {
-            df,
-            off,
-            a0,
-            end,
-            io,
-            reply,
-        } => {
-            // Issued on delivery as this worker's (`Hub::start_read`); its completion
-            // woke the worker.
-            let (r, mut buf) = io.0.await;
-            let r = match r {
-                Ok(n) => Ok(n),
-                Err(_) => errno_by_retry(&df, false, &mut buf, a0),
-            };
-            ts[3] = trace.now();
-            match r {
-                Ok(n) => reply.data(&buf[read_part(off, a0, end, n)]),
                 Err(e) => reply.error(e),
             }
         }

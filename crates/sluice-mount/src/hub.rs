@@ -9,13 +9,13 @@ use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
 use fuser::{Errno, ReplyData, ReplyEmpty, ReplyLseek, ReplyWrite};
-use sluice_runtime::{spawn_on, DmaBuffer, File, IoHandle, IoOptions, TaskCtx, TaskId};
+use sluice_runtime::{spawn_on, File, TaskCtx};
 
 use crate::class::Who;
 use crate::data::{run, AttrDone, DataFile};
@@ -37,16 +37,6 @@ pub enum Job {
         size: u32,
         /// Through the page cache (the caller has no `O_DIRECT`).
         cached: bool,
-        reply: Answer<ReplyData>,
-    },
-    /// A direct read already issued for the worker that takes it ([`Hub::start_read`]):
-    /// blocks from `a0`, the part `off..end` to reply.
-    ReadStarted {
-        df: Arc<DataFile>,
-        off: u64,
-        a0: u64,
-        end: u64,
-        io: Started,
         reply: Answer<ReplyData>,
     },
     Write {
@@ -85,15 +75,6 @@ pub enum Job {
         reply: Answer<ReplyEmpty>,
     },
 }
-
-/// A read issued for a worker task on its core ([`Hub::start_read`]).
-pub struct Started(pub IoHandle);
-
-// SAFETY: an `IoHandle` stays on the core that issued it. A `Started` is made on the
-// thread of the worker's core (`File::read_for` refuses any other) and only that worker
-// takes it, from its own [`Mail`], on that thread; dropped elsewhere (the hub outliving
-// the stack) the handle leaks its buffer rather than touching the runtime.
-unsafe impl Send for Started {}
 
 /// Where a data request's answer goes: fuser's reply (the request came through a
 /// read of `/dev/fuse`) or the ring entry that brought it (`crate::uring`).
@@ -176,31 +157,8 @@ enum Control {
 #[derive(Default)]
 struct QState {
     jobs: VecDeque<(Stamps, Job)>,
-    idle: Vec<Idle>,
+    idle: Vec<Waker>,
     workers: usize,
-}
-
-/// A worker waiting for a job: its waker, and its own mailbox.
-struct Idle {
-    waker: Waker,
-    mail: Arc<Mail>,
-}
-
-/// A worker task's own mailbox: a read issued for it ([`Hub::start_read`]), which it
-/// takes before the queue's jobs. The read's completion wakes it: nobody else does.
-struct Mail {
-    task: Option<TaskId>,
-    job: Mutex<Option<(Stamps, Job)>>,
-    /// In its queue's idle list (once at most: a poll while listed is a stray wake-up).
-    listed: std::sync::atomic::AtomicBool,
-}
-
-impl Idle {
-    /// Taken off the idle list.
-    fn taken(self) -> Idle {
-        self.mail.listed.store(false, Ordering::Relaxed);
-        self
-    }
 }
 
 /// The requests of one caller kind (on one core, for a FUSE ring queue's requests).
@@ -241,8 +199,6 @@ pub struct Hub {
     /// The CPUs the stack's cores are pinned to (core `c` on `cpus[c % len]`; empty: not
     /// pinned): [`crate::placement::core_cpus`].
     pub cpus: Vec<usize>,
-    /// Direct reads issued on their delivery ([`Hub::start_read`]).
-    pub started: AtomicU64,
 }
 
 impl std::fmt::Debug for Hub {
@@ -298,77 +254,7 @@ impl Hub {
     /// served on the core that owns the queue); its FUSE handler started at `t0`.
     pub fn submit_at(&self, who: &Arc<Who>, at: Option<u16>, job: Job, t0: Option<Instant>) {
         let stamps = [t0, self.now(), None, None, None];
-        let q = self.queue(who, at);
-        self.push(&q, stamps, job);
-    }
-
-    /// A direct read of `off..end` (blocks `a0..a1`) that a FUSE ring queue's delivery
-    /// brought to core `at` — this thread, outside any task: issued at once for an idle
-    /// worker of `who` on that core ([`File::read_for`]: the read is the worker's, with
-    /// the caller's flow, class and weight in the block layer) and handed to it; the
-    /// read's completion wakes it to reply. A turn earlier than a worker woken to issue
-    /// it, and no wake-up for the delivery. Without an idle worker there, or where the
-    /// runtime refuses (dirty cached pages in the range, say), queued as any request.
-    #[allow(clippy::too_many_arguments)]
-    pub fn start_read(
-        &self,
-        who: &Arc<Who>,
-        at: u16,
-        df: Arc<DataFile>,
-        off: u64,
-        (a0, a1, end): (u64, u64, u64),
-        size: u32,
-        reply: Answer<ReplyData>,
-        t0: Option<Instant>,
-    ) {
-        let q = self.queue(who, Some(at));
-        let idle = {
-            let mut s = q.st.lock().unwrap_or_else(|e| e.into_inner());
-            let i = s.idle.iter().rposition(|i| i.mail.task.is_some());
-            i.map(|i| s.idle.swap_remove(i).taken())
-        };
-        let read = |reply| Job::Read {
-            df: df.clone(),
-            off,
-            size,
-            cached: false,
-            reply,
-        };
-        let stamps = [t0, self.now(), None, None, None];
-        let Some(w) = idle else {
-            return self.push(&q, stamps, read(reply));
-        };
-        let task = w.mail.task.expect("chosen with one");
-        let opts = IoOptions::new().activity(crate::data::READ);
-        match df
-            .file
-            .read_for(task, DmaBuffer::new((a1 - a0) as usize), a0, opts)
-        {
-            Ok(h) => {
-                self.started.fetch_add(1, Ordering::Relaxed);
-                // Taken by its worker now, for the trace: the I/O starts here.
-                let stamps = [stamps[0], stamps[1], stamps[1], None, None];
-                let job = Job::ReadStarted {
-                    df: df.clone(),
-                    off,
-                    a0,
-                    end,
-                    io: Started(h),
-                    reply,
-                };
-                *w.mail.job.lock().unwrap_or_else(|e| e.into_inner()) = Some((stamps, job));
-            }
-            Err(_) => {
-                w.mail.listed.store(true, Ordering::Relaxed);
-                q.st.lock().unwrap_or_else(|e| e.into_inner()).idle.push(w);
-                self.push(&q, stamps, read(reply));
-            }
-        }
-    }
-
-    /// The queue of `who`'s workers on core `at` (made on first use).
-    fn queue(&self, who: &Arc<Who>, at: Option<u16>) -> Arc<Queue> {
-        {
+        let q = {
             let mut st = self.state();
             let found = st
                 .queues
@@ -389,16 +275,12 @@ impl Hub {
                     q
                 }
             }
-        }
-    }
-
-    /// Queue `job` on `q` and wake or spawn a worker for it.
-    fn push(&self, q: &Arc<Queue>, stamps: Stamps, job: Job) {
+        };
         let (wake, spawn) = {
             let mut s = q.st.lock().unwrap_or_else(|e| e.into_inner());
             s.jobs.push_back((stamps, job));
             match s.idle.pop() {
-                Some(w) => (Some(w.taken().waker), false),
+                Some(w) => (Some(w), false),
                 None if s.workers < WORKERS => {
                     s.workers += 1;
                     (None, true)
@@ -410,7 +292,7 @@ impl Hub {
             w.wake();
         }
         if spawn {
-            self.control(Control::Spawn(q.clone()));
+            self.control(Control::Spawn(q));
         }
     }
 
@@ -578,27 +460,17 @@ pub async fn dispatcher(hub: Arc<Hub>, cores: u16) {
     }
 }
 
-/// The next job of queue `q` for the worker of mailbox `mail`: a read issued for it
-/// first, then the queue's.
-struct NextJob<'a>(&'a Queue, &'a Arc<Mail>);
+/// The next job of queue `q`.
+struct NextJob<'a>(&'a Queue);
 
 impl Future for NextJob<'_> {
     type Output = (Stamps, Job);
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<(Stamps, Job)> {
-        let mine = self.1.job.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(j) = mine {
-            return Poll::Ready(j);
-        }
         let mut s = self.0.st.lock().unwrap_or_else(|e| e.into_inner());
         match s.jobs.pop_front() {
             Some(j) => Poll::Ready(j),
             None => {
-                if !self.1.listed.swap(true, Ordering::Relaxed) {
-                    s.idle.push(Idle {
-                        waker: cx.waker().clone(),
-                        mail: self.1.clone(),
-                    });
-                }
+                s.idle.push(cx.waker().clone());
                 Poll::Pending
             }
         }
@@ -606,23 +478,14 @@ impl Future for NextJob<'_> {
 }
 
 async fn worker(hub: Arc<Hub>, q: Arc<Queue>) {
-    let mail = Arc::new(Mail {
-        task: sluice_runtime::current_task_id(),
-        job: Mutex::new(None),
-        listed: Default::default(),
-    });
     loop {
-        let (mut ts, job) = NextJob(&q, &mail).await;
+        let (mut ts, job) = NextJob(&q).await;
         let bytes = match &job {
             Job::Read { size, .. } => *size as u64,
-            Job::ReadStarted { off, end, .. } => end - off,
             Job::Write { data, .. } => data.len() as u64,
             _ => 0,
         };
-        // A read issued for this worker was taken at its issue (`Hub::start_read`).
-        if ts[2].is_none() {
-            ts[2] = hub.trace.now();
-        }
+        ts[2] = hub.trace.now();
         run(job, &hub.trace, &mut ts).await;
         ts[4] = hub.now();
         hub.trace.record(q.who.class, &ts);

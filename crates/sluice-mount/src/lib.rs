@@ -456,7 +456,7 @@ pub fn serve(
         report,
         direct,
         transport: transport_name,
-        transport_line: counts.map(|c| c.line(hub.started.load(Ordering::Relaxed))),
+        transport_line: counts.map(|c| c.line()),
     })
 }
 

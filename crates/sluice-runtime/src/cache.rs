@@ -103,9 +103,8 @@ fn wait_of(token: u64) -> IoWait {
     IoWait::from_parts((token >> 32) as u32, token as u32)
 }
 
-/// The stack's page cache, without the runtime's lock (fixed at build).
 fn current() -> Arc<Cache> {
-    crate::exec::current_cache().expect("checked by the caller")
+    with(|inner, _| inner.io.cache.clone()).expect("checked by the caller")
 }
 
 fn no_cache() -> io::Error {
@@ -468,7 +467,10 @@ impl File {
 
     /// After a direct write: clean cached pages of its range are stale; drop them.
     pub(crate) fn direct_written(&self, offset: u64, len: usize) {
-        if let Some(c) = crate::exec::current_cache() {
+        if !crate::exec::current_has_cache() {
+            return;
+        }
+        if let Some(c) = with(|inner, _| inner.io.cache.clone()) {
             c.pc()
                 .forget_clean(PageRange::bytes(self.id(), offset, len as u64));
         }

@@ -66,7 +66,7 @@ mod shared;
 pub(crate) mod waits;
 pub use driver::RunError;
 pub(crate) use shared::{
-    current_cache, current_has_cache, current_is_real, current_pool, current_shared, current_task,
+    current_has_cache, current_is_real, current_pool, current_shared, current_task,
     discard_stale_futures, drop_tasks, enter, leave, my_core, put_local, real_clock, real_now,
     take_local, try_with, with, InnerGuard, Shared, WakeList, ALL_CORES, MY_CORE,
 };

@@ -104,9 +104,9 @@ pub use sync::{
     RwReadGuard, RwWriteGuard,
 };
 pub use task::{
-    charge, cpu, current_base_class, current_class, current_task_id, now, restart_wait_tally,
-    set_class, sleep, spawn, spawn_on, throttle_pause, yield_now, BoostGuard, Cpu, JoinHandle,
-    Sleep, TaskHandle, TaskId, YieldNow,
+    charge, cpu, current_base_class, current_class, now, restart_wait_tally, set_class, sleep,
+    spawn, spawn_on, throttle_pause, yield_now, BoostGuard, Cpu, JoinHandle, Sleep, TaskHandle,
+    YieldNow,
 };
 
 use exec::{ExecConfig, Inner, Shared};

@@ -178,23 +178,6 @@ pub fn restart_wait_tally() {
     with(|inner, _| inner.restart_waits());
 }
 
-/// A task of a running stack as [`crate::File::read_for`] names it: its id and the
-/// core it runs on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TaskId {
-    pub(crate) id: u32,
-    pub(crate) core: u16,
-}
-
-/// The task being polled on this thread (`None` outside a task).
-pub fn current_task_id() -> Option<TaskId> {
-    let id = exec::current_task();
-    (id != u32::MAX).then(|| TaskId {
-        id,
-        core: exec::my_core(),
-    })
-}
-
 /// Virtual time now, ns since the stack started.
 pub fn now() -> Nanos {
     // Real world: the time of the core's last turn, without the lock (the same value

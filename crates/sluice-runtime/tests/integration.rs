@@ -13,7 +13,6 @@ mod file_slots;
 mod inherit_prop;
 mod names;
 mod range_lock;
-mod read_for;
 mod real;
 mod real_cores;
 mod runtime;

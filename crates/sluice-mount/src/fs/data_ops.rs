@@ -165,21 +165,9 @@ impl DataOps {
             Ok((df, _, paths)) => {
                 let who = self.classes.who(pid, paths);
                 let cached = SluiceFs::cached(&df, flags);
-                let core = self.core(&who, at);
-                if let (Some(_), Some(c), false) = (at, core, cached) {
-                    // A ring queue's delivery, on its core's thread: the read is issued
-                    // here, for a worker of the caller's kind (`Hub::start_read`).
-                    return match crate::data::read_span(&df, offset, size) {
-                        Err(e) => reply.error(e),
-                        Ok(None) => reply.data(&[]),
-                        Ok(Some(span)) => self
-                            .hub
-                            .start_read(&who, c, df, offset, span, size, reply, t0),
-                    };
-                }
                 self.hub.submit_at(
                     &who,
-                    core,
+                    self.core(&who, at),
                     Job::Read {
                         df,
                         off: offset,

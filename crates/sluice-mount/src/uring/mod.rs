@@ -125,17 +125,15 @@ impl Counts {
         c.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// "requests by transport: ..." for the end of the mount; `started`: the direct
-    /// reads issued on their delivery (`crate::hub::Hub::start_read`).
-    pub fn line(&self, started: u64) -> String {
+    /// "requests by transport: ..." for the end of the mount.
+    pub fn line(&self) -> String {
         let (d, r, s) = (
             self.dev.load(Ordering::Relaxed),
             self.ring_data.load(Ordering::Relaxed),
             self.ring_session.load(Ordering::Relaxed),
         );
         format!(
-            "sluice mount: requests by transport: io_uring {} ({r} data, {s} others; \
-             {started} reads issued on delivery), /dev/fuse {d}",
+            "sluice mount: requests by transport: io_uring {} ({r} data, {s} others), /dev/fuse {d}",
             r + s
         )
     }

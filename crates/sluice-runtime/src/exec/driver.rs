@@ -66,7 +66,7 @@ impl Shared {
         bells: Vec<sluice_uring::Doorbell>,
         pool: Option<Arc<crate::pool::BufferPool>>,
     ) -> Arc<Shared> {
-        let cache = inner.io.cache.clone();
+        let has_cache = inner.io.cache.is_some();
         let origin = match &inner.io.port {
             crate::io::Port::Real(p) => Some(p.origin()),
             crate::io::Port::Sim(_) => None,
@@ -75,7 +75,7 @@ impl Shared {
             inner: StdMutex::new(inner),
             wakes: Arc::new(WakeList::new(bells)),
             pool,
-            cache,
+            has_cache,
             origin,
             now: std::sync::atomic::AtomicU64::new(0),
         })

@@ -79,9 +79,8 @@ pub(crate) struct Shared {
     pub wakes: Arc<WakeList>,
     /// The registered buffer pool (real world).
     pub pool: Option<Arc<crate::pool::BufferPool>>,
-    /// The stack's page cache, if it has one (fixed at build: read without the lock,
-    /// so a direct I/O's coherence check takes no lock when the range is clean).
-    pub cache: Option<Arc<crate::cache::Cache>>,
+    /// Whether the stack has a page cache (fixed at build: read without the lock).
+    pub has_cache: bool,
     /// Real world: the clock's origin (read without the lock); `None` in simulation.
     pub origin: Option<std::time::Instant>,
     /// Real world: `Inner::now` as of the last turn, for `now()` without the lock.
@@ -281,12 +280,7 @@ pub(crate) fn current_pool() -> Option<Arc<crate::pool::BufferPool>> {
 /// Whether this thread's running stack has a page cache (no lock taken: the direct
 /// I/O path asks it on every read and write).
 pub(crate) fn current_has_cache() -> bool {
-    CURRENT.with(|c| c.borrow().as_ref().is_some_and(|sh| sh.cache.is_some()))
-}
-
-/// The running stack's page cache, if it has one (without the lock).
-pub(crate) fn current_cache() -> Option<Arc<crate::cache::Cache>> {
-    CURRENT.with(|c| c.borrow().as_ref().and_then(|sh| sh.cache.clone()))
+    CURRENT.with(|c| c.borrow().as_ref().is_some_and(|sh| sh.has_cache))
 }
 
 /// Whether this thread runs a real stack (no lock taken: the I/O path asks it on every

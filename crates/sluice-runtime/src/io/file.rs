@@ -187,63 +187,6 @@ impl File {
         r.map(|_| ())
     }
 
-    /// Start a read of `buf.len()` bytes at `offset` **for `task`**, from outside it:
-    /// the read is `task`'s — its flow, its effective class and weight in the block
-    /// layer, its job in the report, its issuer for inheritance — and `task` is made
-    /// its waiter, so the completion wakes it; the handle goes to `task`, which awaits
-    /// it. For a layer whose requests arrive on a core's thread outside any task (the
-    /// mount's FUSE-over-io_uring deliveries, `sluice_runtime::commands`) and would
-    /// otherwise wake a task of the caller's kind only to issue the read: the read goes
-    /// into the core's batch at once, a turn earlier than that task could issue it.
-    ///
-    /// `task` must be a task of this thread's core that waits for nothing else (parked,
-    /// not polled by a round under way) until it awaits the handle. Refused, with the
-    /// buffer back — read through the task then ([`File::read_at_with`]) — where it
-    /// cannot be done so: not on the thread of `task`'s core of a real stack, a range
-    /// direct I/O refuses, or (with a page cache) dirty pages or writebacks in flight
-    /// in the range, which a read through the task writes back or awaits first.
-    pub fn read_for(
-        &self,
-        task: crate::task::TaskId,
-        buf: DmaBuffer,
-        offset: u64,
-        opts: IoOptions,
-    ) -> Result<IoHandle, DmaBuffer> {
-        if !exec::current_is_real()
-            || exec::my_core() != task.core
-            || exec::current_task() == task.id
-            || check_io(Op::Read, offset, buf.len()).is_err()
-        {
-            return Err(buf);
-        }
-        if let Some(c) = exec::current_cache() {
-            let range = sluice_cache::PageRange::bytes(self.id, offset, buf.len() as u64);
-            let pc = c.pc();
-            if pc.dirty_in(range) || !pc.writebacks_in(range).is_empty() {
-                return Err(buf);
-            }
-        }
-        let r = Issue {
-            file: self.id,
-            op: Op::Read,
-            offset,
-            len: buf.len() as u32,
-            opts,
-            // `task` is made the waiter at the flush ([`issue`]).
-            awaited: true,
-            ptr: buf.as_ptr() as usize,
-            fixed: buf.fixed_index(),
-        };
-        let (slot, gen) = batch::take_slot().unwrap_or_else(|| {
-            with(|inner, _| crate::io::batch::reserve(inner));
-            batch::take_slot().expect("just reserved")
-        });
-        batch::push(task.id, slot, r);
-        // Not pending at its first poll: `task` may poll it after the completion (its
-        // wake-up), when the result is in the core's table.
-        Ok(IoHandle::batched(slot, gen, buf, false))
-    }
-
     /// Start an I/O and return at once; await the handle for its result. Another task
     /// may wait for it too ([`IoHandle::waiter`]): a critical waiter promotes the
     /// request (RCP's inheritance through outstanding I/O).
