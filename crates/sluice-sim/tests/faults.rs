@@ -8,11 +8,14 @@ use sluice_device::{DeviceProfile, FaultConfig};
 use sluice_sim::{run, SimConfig, SimOutput};
 use sluice_workload::{parse_str, ParseOptions};
 
-/// A critical 4 KB reader beside two 128 KB writers that LD splits into 32 KB pieces.
+/// A critical 4 KB reader beside two 128 KB writers that LD splits into 32 KB pieces;
+/// every job goes on after its failed I/Os (`continue_on_error=io`; fio's default would
+/// end a thread at its first), so the whole run's accounting is checked.
 const JOB: &str = "
 [global]
 direct=1
 size=64m
+continue_on_error=io
 [crit]
 rw=randread
 bs=4k

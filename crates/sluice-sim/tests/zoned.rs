@@ -168,12 +168,24 @@ fn a_trim_resets_a_written_zone() {
 
 #[test]
 fn a_write_off_the_write_pointer_is_an_error_of_the_job_not_a_panic() {
-    let o = sim("[w]\ndirect=1\nrw=randwrite\nbs=4k\nsize=4m\nnumber_ios=200\n");
+    // continue_on_error=write: every one of the 200 writes is issued and accounted for.
+    let o = sim(
+        "[w]\ndirect=1\nrw=randwrite\nbs=4k\nsize=4m\nnumber_ios=200\ncontinue_on_error=write\n",
+    );
     let z = zones(&o);
     assert!(z.errors > 0);
     let j = &o.report.jobs[0];
     assert_eq!(j.error, z.errors);
     assert_eq!(j.write.total_ios + j.error, 200);
+    // fio's default: the first failed write ends the thread.
+    let o = sim("[w]\ndirect=1\nrw=randwrite\nbs=4k\nsize=4m\nnumber_ios=200\n");
+    let j = &o.report.jobs[0];
+    assert!(
+        j.error >= 1 && j.write.total_ios + j.error < 200,
+        "{} + {}",
+        j.write.total_ios,
+        j.error
+    );
 }
 
 #[test]
