@@ -188,6 +188,18 @@ struct Thread {
     filled: bool,
 }
 
+impl Thread {
+    /// The thread issues nothing more (its generator ends, no wake-up); a running
+    /// thread drains what it has in flight.
+    fn stop_issuing(&mut self) {
+        self.source.end_now();
+        self.wake_at = None;
+        if self.state == State::Running {
+            self.state = State::Stopping;
+        }
+    }
+}
+
 /// What the runner keeps of a job's options.
 #[derive(Debug)]
 struct JobOpts {

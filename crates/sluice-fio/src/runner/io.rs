@@ -242,11 +242,7 @@ impl Runner {
         if !f.ok && th.filled {
             // fio's fill_device: ENOSPC ends the job (its error cleared); the I/O
             // that found no space moved nothing and takes no sample.
-            th.source.end_now();
-            th.wake_at = None;
-            if th.state == State::Running {
-                th.state = State::Stopping;
-            }
+            th.stop_issuing();
             self.maybe_thread_done(t, reaped_ns, port);
             return;
         }
@@ -340,12 +336,7 @@ impl Runner {
             } else if !self.jobs[job].opts.continue_on.verify {
                 // fio: a block that failed its check is an error (EILSEQ) that ends
                 // the thread unless `continue_on_error` names verify errors.
-                let th = &mut self.threads[t as usize];
-                th.source.end_now();
-                th.wake_at = None;
-                if th.state == State::Running {
-                    th.state = State::Stopping;
-                }
+                self.threads[t as usize].stop_issuing();
             }
         }
     }
