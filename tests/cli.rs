@@ -358,7 +358,7 @@ fn sim_faults_count_errors_and_bad_specs_are_refused() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|j| j["error"].as_u64().unwrap())
+        .map(|j| j["failed_ios"].as_u64().unwrap())
         .sum();
     assert!(errors > 0);
     // The block layer also counts failures after the jobs' time-based end, which the

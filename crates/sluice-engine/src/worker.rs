@@ -266,12 +266,12 @@ impl Port for Worker<'_> {
         self.samples.push(*s);
     }
 
-    fn record_error(&mut self, job: usize, thread: u32, op: Op) {
+    fn record_error(&mut self, job: usize, thread: u32, op: Op, errno: i32) {
         self.sh
             .collector
             .lock()
             .expect("collector lock")
-            .record_thread_error(job, thread, op);
+            .record_thread_error(job, thread, op, errno);
     }
 
     fn thread_end(&mut self, job: usize, thread: u32, at: Nanos) {

@@ -4,6 +4,7 @@
 //! at it.
 
 use crate::common;
+use sluice_metrics::errors::EILSEQ;
 
 use common::{cfg_in, jobs, prepare};
 
@@ -105,7 +106,10 @@ fn a_block_corrupted_after_the_write_is_reported_and_verify_fatal_stops_there() 
     drop(files);
     let v = &out.stats.verify[0];
     assert!(v.failed == 1 && (38..=41).contains(&v.checked), "{v:?}");
-    assert_eq!(out.report.jobs[0].error, 1);
+    // fio's JSON: the check's EILSEQ ended the thread; no `total_err` without
+    // continue_on_error.
+    let j = &out.report.jobs[0];
+    assert_eq!((j.error, j.failed_ios, j.total_err), (EILSEQ, 1, None));
     // continue_on_error=verify: it goes on and checks every block.
     let r = jobs(
         "[r]\nfilename=data\nrw=read\nbs=4k\nsize=1m\niodepth=4\nverify=crc32c\n\
@@ -121,8 +125,12 @@ fn a_block_corrupted_after_the_write_is_reported_and_verify_fatal_stops_there() 
         first.contains("file offset 151552") && first.contains("crc32c mismatch"),
         "{first}"
     );
+    // fio's JSON: the continued check is counted in `total_err`, its errno is
+    // `first_error` and (no error ended the thread) the job's `error`.
+    let j = &out.report.jobs[0];
     assert_eq!(
-        out.report.jobs[0].error, 1,
+        (j.error, j.failed_ios, j.total_err, j.first_error),
+        (EILSEQ, 1, Some(1), Some(EILSEQ)),
         "a failed check is an error of the job"
     );
     // 4. verify_fatal: the job ends at the bad block (QD1: blocks 0..=37 checked).

@@ -109,9 +109,9 @@ pub trait Port {
     }
     /// One completed I/O.
     fn record(&mut self, s: &Sample);
-    /// An error of thread `thread` (its index within the job) of `job` that
-    /// produced no sample (a failed verify check).
-    fn record_error(&mut self, job: usize, thread: u32, op: Op);
+    /// An error of kind `errno` (`sluice_metrics::errors`) of thread `thread` (its
+    /// index within the job) of `job` that produced no sample (a failed verify check).
+    fn record_error(&mut self, job: usize, thread: u32, op: Op, errno: i32);
     /// Job `job` ended at `at` (called once per end; the first call counts).
     fn job_done(&mut self, job: usize, at: Nanos);
     /// Thread `thread` (its index within the job) of job `job` is done at `at`:

@@ -290,18 +290,19 @@ impl Collector {
         }
     }
 
-    /// Count an error of job `job` that produced no sample (e.g. a failed submission),
-    /// against its first thread. `op` is accepted for the engines' convenience; errors
-    /// are counted per job, as fio's `error` field.
-    pub fn record_error(&mut self, job: usize, op: Op) {
-        self.record_thread_error(job, 0, op);
+    /// Count an error of kind `errno` ([`crate::errors`]) of job `job` that produced
+    /// no sample (e.g. a failed submission), against its first thread.
+    pub fn record_error(&mut self, job: usize, op: Op, errno: i32) {
+        self.record_thread_error(job, 0, op, errno);
     }
 
-    /// Count an error of thread `thread` of job `job` that produced no sample.
-    pub fn record_thread_error(&mut self, job: usize, thread: u32, op: Op) {
-        let _ = op;
+    /// Count an error of kind `errno` of thread `thread` of job `job` that produced no
+    /// sample (a failed verify check: `EILSEQ`; a missed latency target: `ETIMEDOUT`).
+    /// The job's `continue_on_error` sorts it as continued or thread-ending, as fio.
+    pub fn record_thread_error(&mut self, job: usize, thread: u32, op: Op, errno: i32) {
         let u = self.unit(job, thread);
-        self.units[u].errors += 1;
+        let on = &self.setup.jobs[job].continue_on;
+        self.units[u].errors.add(errno, op, on);
     }
 
     /// Record one completed I/O. O(1); allocates only when a histogram or the bandwidth
@@ -316,7 +317,9 @@ impl Collector {
             return;
         }
         if !s.ok {
-            job.errors += 1;
+            // A failed I/O: EIO, as a media error gives a Linux caller.
+            let on = &self.setup.jobs[s.job].continue_on;
+            job.errors.add(crate::errors::EIO, s.op, on);
             return;
         }
         let lat = s.reaped_ns.saturating_sub(s.submit_ns);

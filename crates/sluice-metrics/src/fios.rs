@@ -194,6 +194,7 @@ mod tests {
                     options: Vec::new(),
                     group: 0,
                     group_reporting: false,
+                    continue_on: Default::default(),
                     latency: crate::LatencyTarget::default(),
                 })
                 .collect(),

@@ -44,6 +44,7 @@
 
 mod collector;
 mod depths;
+pub mod errors;
 mod extra;
 mod fiolog;
 mod fioplus;

@@ -63,8 +63,10 @@ pub struct JobReport {
     /// The job's name.
     #[serde(skip)]
     pub jobname: String,
-    /// Failed I/Os (failed samples plus [`crate::Collector::record_error`] calls).
-    pub error: u64,
+    /// fio's `error`: the errno that ended one of the entry's threads, else (with
+    /// `continue_on_error`) the first one it went on after; 0 for none
+    /// ([`crate::errors`]).
+    pub error: i32,
     /// fio's `eta`: seconds of the job left when the report was written — 0, sluice
     /// reports when the job is over.
     pub eta: u64,
@@ -115,6 +117,14 @@ pub struct JobReport {
     pub latency_us: LatBuckets,
     /// fio's `latency_ms`: the same from 1 ms (keys in ms, the last `>=2000`).
     pub latency_ms: LatBuckets,
+    /// fio's `total_err`: the errors the entry's threads went on after; present, as
+    /// in fio, only for a job with `continue_on_error`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_err: Option<u64>,
+    /// fio's `first_error`: the errno of the first of them (0: none); present with
+    /// `total_err`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_error: Option<i32>,
     /// fio's `latency_depth`, `latency_target`, `latency_percentile`,
     /// `latency_window`.
     #[serde(flatten)]
@@ -129,6 +139,9 @@ pub struct JobReport {
     pub class: IoClass,
     /// Threads (fio `numjobs`) that issued the job's I/O.
     pub threads: u32,
+    /// sluice's own count: every failed I/O and failed check of the entry, continued
+    /// or not (fio counts the continued ones only, in `total_err`).
+    pub failed_ios: u64,
     /// The job's runtime: from its window start to its end, ns.
     pub runtime_ns: u64,
     /// fio's steady-state detection, for a job with `ss_dur`.

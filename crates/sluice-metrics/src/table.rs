@@ -144,9 +144,11 @@ pub fn print_table(runs: &[RunReport], out: &mut dyn Write) -> io::Result<()> {
         ("device", true),
         ("post", true),
     ]);
-    // fio's `err=` of the job line: failed I/Os (under `--faults`, or a real device's
-    // errors), a column only when a job has some.
-    let errors = runs.iter().any(|r| r.entries.iter().any(|j| j.error > 0));
+    // Failed I/Os and checks (`failed_ios`: under `--faults`, or a real device's
+    // errors; fio's `err=` gives the errno instead), a column only when a job has some.
+    let errors = runs
+        .iter()
+        .any(|r| r.entries.iter().any(|j| j.failed_ios > 0));
     if errors {
         cols.push(("err", true));
     }
@@ -205,7 +207,7 @@ pub fn print_table(runs: &[RunReport], out: &mut dyn Write) -> io::Result<()> {
                         let d = j.dirs().into_iter().find(|(n, _)| *n == dir).unwrap().1;
                         row.extend(dir_cells(d));
                         if errors {
-                            row.push(j.error.to_string());
+                            row.push(j.failed_ios.to_string());
                         }
                     }
                     None => row.extend(vec!["-".to_string(); 10 + usize::from(errors)]),

@@ -9,7 +9,8 @@
 //! switches, major and minor faults; I/O depth distribution (7 fields); latency
 //! distribution in µs (10) and ms (12). Version 3 has no trim section; sluice writes no
 //! disk-utilisation fields (it reads no disk statistics) and, as it does not count the
-//! depth each I/O was issued at, the depth distribution is all `0.0%`.
+//! depth each I/O was issued at, the depth distribution is all `0.0%`. A job with
+//! `continue_on_error` ends its line with `total_err;first_error`, as fio's.
 
 use crate::report::{DirReport, JobReport, LatReport, RunReport};
 use std::fmt::Write as _;
@@ -78,6 +79,10 @@ fn job_line(out: &mut String, groupid: usize, j: &JobReport) {
         for (_, p) in &b.0 {
             let _ = write!(out, ";{p:.2}%");
         }
+    }
+    // fio adds the errors it went on after, for a job with `continue_on_error`.
+    if let (Some(total), Some(first)) = (j.total_err, j.first_error) {
+        let _ = write!(out, ";{total};{first}");
     }
     out.push('\n');
 }

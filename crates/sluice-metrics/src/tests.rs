@@ -16,6 +16,7 @@ pub(crate) fn setup(flows: &[(&str, u32)], jobs: &[(&str, usize, IoClass)]) -> R
                 options: Vec::new(),
                 group: 0,
                 group_reporting: false,
+                continue_on: Default::default(),
                 latency: crate::LatencyTarget::default(),
             })
             .collect(),
@@ -267,12 +268,12 @@ fn ramp_window_excludes_early_samples() {
     c.record(&bad);
     bad.reaped_ns = 150 * MS;
     c.record(&bad);
-    c.record_error(0, Op::Write);
+    c.record_error(0, Op::Write, crate::errors::EIO);
     let r = c.finish(300 * MS, "p");
     let j = &r.jobs[0];
     assert_eq!(j.read.total_ios, 100);
     assert_eq!(j.read.lat_ns.max, 100 * US);
-    assert_eq!(j.error, 2);
+    assert_eq!((j.failed_ios, j.error), (2, crate::errors::EIO));
     assert_eq!(r.duration_ns, 200 * MS);
     assert_eq!(j.runtime_ns, 200 * MS);
     assert_eq!(j.read.runtime, 200);
@@ -413,7 +414,7 @@ fn failed_ios_show_as_err_on_the_job_line() {
     let mut bad = sample(0, Op::Read, 4096, 2 * MS, (US, 10 * US, 0));
     bad.ok = false;
     c.record(&bad);
-    c.record_error(0, Op::Read);
+    c.record_error(0, Op::Read, crate::errors::EIO);
     let mut out = Vec::new();
     print_table(&[c.finish(10 * MS, "none")], &mut out).unwrap();
     let text = String::from_utf8(out).unwrap();

@@ -232,6 +232,7 @@ impl IoState {
             options: Vec::new(),
             group: 0,
             group_reporting: false,
+            continue_on: Default::default(),
             latency: sluice_metrics::LatencyTarget::default(),
         });
         self.jobs.insert((flow.0, activity), j);

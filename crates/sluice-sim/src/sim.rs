@@ -81,8 +81,8 @@ impl Port for World<'_> {
         self.collector.thread_done(job, thread, at);
     }
 
-    fn record_error(&mut self, job: usize, thread: u32, op: Op) {
-        self.collector.record_thread_error(job, thread, op);
+    fn record_error(&mut self, job: usize, thread: u32, op: Op, errno: i32) {
+        self.collector.record_thread_error(job, thread, op, errno);
     }
 
     fn job_done(&mut self, job: usize, at: Nanos) {

@@ -60,14 +60,18 @@ fn every_request_is_accounted_for_and_ld_gets_its_tokens_back() {
     assert_eq!(block.failed_pieces, faults.media_errors + faults.timeouts);
     // Each job issued size/bs requests; each is either a completed I/O or an error.
     let crit = &r.jobs[0];
-    assert_eq!(crit.read.total_ios + crit.error, 2048);
+    assert_eq!(crit.read.total_ios + crit.failed_ios, 2048);
     let bulk = &r.jobs[1];
-    assert_eq!(bulk.write.total_ios + bulk.error, 2 * 512);
-    assert_eq!(crit.error + bulk.error, block.failed);
+    assert_eq!(bulk.write.total_ios + bulk.failed_ios, 2 * 512);
+    assert_eq!(crit.failed_ios + bulk.failed_ios, block.failed);
     // A parent fails once however many of its pieces failed: with four pieces per
     // bulk write, fewer failed parents than failed pieces.
     assert!(block.failed < block.failed_pieces, "{block:?}");
-    assert!(bulk.error > 0 && crit.error > 0);
+    assert!(bulk.failed_ios > 0 && crit.failed_ios > 0);
+    // Their jobs go on after I/O errors (continue_on_error=io): fio's `total_err`
+    // counts every one, and no error ended a thread.
+    assert_eq!(crit.total_err, Some(crit.failed_ios));
+    assert_eq!(bulk.total_err, Some(bulk.failed_ios));
     // LD returned the token of every failed piece: the whole pool is free at the end.
     assert_eq!(r.extra.counter(Counter::FreeTokens), Some(8.0));
     assert_eq!(r.extra.counter(Counter::NoncriticalInflight), Some(0.0));
@@ -79,7 +83,7 @@ fn rcp_releases_admission_slots_of_failed_requests() {
     let out = sim("rcp:nc_slots=2,slots=2", "media=0.2", 9);
     let r = &out.report;
     assert!(r.extra.block.failed > 0);
-    assert_eq!(r.jobs[0].read.total_ios + r.jobs[0].error, 2048);
+    assert_eq!(r.jobs[0].read.total_ios + r.jobs[0].failed_ios, 2048);
     assert_eq!(r.extra.counter(Counter::NoncriticalSlotsHeld), Some(0.0));
     assert_eq!(r.extra.counter(Counter::CriticalSlotsHeld), Some(0.0));
 }

@@ -6,6 +6,7 @@
 
 use sluice_core::policy::{self, PolicySpec};
 use sluice_device::DeviceProfile;
+use sluice_metrics::errors::EIO;
 use sluice_sim::{run, SimConfig, SimError, SimOutput, ZoneStats};
 use sluice_workload::{parse_str, ParseOptions};
 
@@ -175,17 +176,24 @@ fn a_write_off_the_write_pointer_is_an_error_of_the_job_not_a_panic() {
     let z = zones(&o);
     assert!(z.errors > 0);
     let j = &o.report.jobs[0];
-    assert_eq!(j.error, z.errors);
-    assert_eq!(j.write.total_ios + j.error, 200);
+    assert_eq!(j.failed_ios, z.errors);
+    assert_eq!(j.write.total_ios + j.failed_ios, 200);
+    // fio's JSON: every error was continued (`total_err`), the first one's EIO is
+    // `first_error` and the job's `error`.
+    assert_eq!(j.total_err, Some(z.errors));
+    assert_eq!((j.error, j.first_error), (EIO, Some(EIO)));
     // fio's default: the first failed write ends the thread.
     let o = sim("[w]\ndirect=1\nrw=randwrite\nbs=4k\nsize=4m\nnumber_ios=200\n");
     let j = &o.report.jobs[0];
     assert!(
-        j.error >= 1 && j.write.total_ios + j.error < 200,
+        j.failed_ios >= 1 && j.write.total_ios + j.failed_ios < 200,
         "{} + {}",
         j.write.total_ios,
-        j.error
+        j.failed_ios
     );
+    // The EIO that ended the thread is the job's `error`; no `total_err` without
+    // continue_on_error.
+    assert_eq!((j.error, j.total_err), (EIO, None));
 }
 
 #[test]

@@ -255,7 +255,7 @@ impl Runner {
             // The search ended the thread (its depth found, or depth 1 missed the
             // target: an error, as fio's ETIMEDOUT): it issues nothing more.
             if verdict == LatVerdict::Fatal {
-                port.record_error(job, th.index, f.op);
+                port.record_error(job, th.index, f.op, sluice_metrics::errors::ETIMEDOUT);
             }
             th.source.end_now();
             th.wake_at = None;
@@ -330,7 +330,7 @@ impl Runner {
         let failed = result.is_err();
         v.record(result, d.offset, f.len);
         if failed {
-            port.record_error(job, index, Op::Read);
+            port.record_error(job, index, Op::Read, sluice_metrics::errors::EILSEQ);
             if v.fatal() && self.jobs[job].ended_ns.is_none() {
                 self.end_job(job as u32, now, port);
             } else if !self.jobs[job].opts.continue_on.verify {

@@ -36,7 +36,7 @@ impl Port for Script {
     fn record(&mut self, s: &Sample) {
         self.samples.push(*s);
     }
-    fn record_error(&mut self, _job: usize, _thread: u32, _op: Op) {}
+    fn record_error(&mut self, _job: usize, _thread: u32, _op: Op, _errno: i32) {}
     fn thread_end(&mut self, _job: usize, _thread: u32, _at: Nanos) {}
     fn job_done(&mut self, job: usize, at: Nanos) {
         self.done.push((job, at));

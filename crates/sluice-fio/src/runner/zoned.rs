@@ -126,7 +126,7 @@ impl Runner {
             }
             Adjust::Eof(err) => {
                 if err.is_some() {
-                    port.record_error(j as usize, th.index, io.op);
+                    port.record_error(j as usize, th.index, io.op, sluice_metrics::errors::EINVAL);
                 }
                 th.source.end_now();
                 th.state = State::Stopping;

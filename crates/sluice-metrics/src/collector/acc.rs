@@ -209,7 +209,8 @@ pub(super) struct JobAcc {
     /// are recorded in their class's [`ClassAcc`] one by one (until then its class's
     /// figures are the job's, summed when needed).
     pub(super) mixed: bool,
-    pub(super) errors: u64,
+    /// Failed I/Os and checks, as fio counts them ([`crate::errors::Errors`]).
+    pub(super) errors: crate::errors::Errors,
     /// Completions per fio latency bucket ([`lat_bucket`]).
     pub(super) lat_buckets: [u64; LAT_BUCKETS],
     pub(super) start_ns: Nanos,
@@ -226,7 +227,7 @@ impl JobAcc {
             dirs: [Dir::new(), Dir::new(), Dir::new(), Dir::new()],
             admit: Lat::new(true),
             mixed: false,
-            errors: 0,
+            errors: crate::errors::Errors::default(),
             lat_buckets: [0; LAT_BUCKETS],
             start_ns,
             done_ns: None,
@@ -243,7 +244,7 @@ impl JobAcc {
         }
         self.admit.merge(&o.admit);
         self.mixed |= o.mixed;
-        self.errors += o.errors;
+        self.errors.merge(&o.errors);
         for (a, b) in self.lat_buckets.iter_mut().zip(&o.lat_buckets) {
             *a += b;
         }

@@ -321,7 +321,7 @@ impl Collector {
             .sum();
         JobReport {
             jobname: info.name.clone(),
-            error: acc.errors,
+            error: acc.errors.error(info.continue_on.any()),
             eta: 0,
             elapsed: runtime_ns.div_ceil(1_000_000_000),
             desc: info
@@ -353,6 +353,8 @@ impl Collector {
             latency_ns: pct(0..10, &TEN),
             latency_us: pct(10..20, &TEN),
             latency_ms: pct(20..LAT_BUCKETS, &MS),
+            total_err: info.continue_on.any().then_some(acc.errors.continued),
+            first_error: info.continue_on.any().then_some(acc.errors.first_continued),
             latency: crate::LatencyTarget {
                 latency_depth: acc.latency_depth.unwrap_or(last_info.latency.latency_depth),
                 ..last_info.latency
@@ -361,6 +363,7 @@ impl Collector {
             flow: self.setup.flows[info.flow].name.clone(),
             class: info.class,
             threads,
+            failed_ios: acc.errors.failed,
             runtime_ns,
             // fio keeps the steady state of the last member that has one.
             steadystate: units

@@ -53,6 +53,7 @@ impl RunSetup {
                     options: s.job_options.clone(),
                     group,
                     group_reporting: s.group_reporting,
+                    continue_on: s.continue_on,
                     latency: crate::LatencyTarget {
                         latency_depth: s.iodepth,
                         latency_target: s.latency_target_ns.unwrap_or(0) / 1000,
@@ -107,6 +108,9 @@ pub struct JobInfo {
     /// (see [`crate::RunReport::entries`]); without it each of its [`JobInfo::threads`]
     /// is an entry of its own.
     pub group_reporting: bool,
+    /// The errors its threads go on after (fio's `continue_on_error`): decides which
+    /// errors are counted as continued (`total_err`) and which end a thread (`error`).
+    pub continue_on: sluice_workload::ContinueOn,
     /// Its latency-target figures as the job file gives them (the depth its
     /// `iodepth`; [`Collector::set_latency_depth`] gives the one a search settled on).
     pub latency: crate::LatencyTarget,

@@ -84,6 +84,7 @@ fn threaded(jobs: &[(&str, u32, usize, bool)]) -> RunReport {
             options: Vec::new(),
             group,
             group_reporting: gr,
+            continue_on: Default::default(),
             latency: crate::LatencyTarget::default(),
         });
     }

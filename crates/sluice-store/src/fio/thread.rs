@@ -157,12 +157,12 @@ impl Port for Handle {
             .thread_done(job, thread, at);
     }
 
-    fn record_error(&mut self, job: usize, thread: u32, op: Op) {
+    fn record_error(&mut self, job: usize, thread: u32, op: Op, errno: i32) {
         self.0
             .sh
             .collector
             .borrow_mut()
-            .record_thread_error(job, thread, op);
+            .record_thread_error(job, thread, op, errno);
     }
 
     fn job_done(&mut self, job: usize, at: Nanos) {
