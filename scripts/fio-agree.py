@@ -41,8 +41,8 @@ runs, in both tools, on the copy with each such path mapped into the temporary
 directory, as scripts/fio-examples.sh maps them for `sluice run`; neither tool writes
 outside it. When a path is mapped and the example gives no size (`size`, `filesize`,
 `io_size`, `io_limit`), the copy starts with a `[global]` section of `size=1g`
-(sluice's default for a new file; fio refuses a new regular file without a size —
-a device has one — so neither tool would otherwise run what the example means). A
+(fio, and sluice as fio, refuse a new regular file without a size — a device has
+one — so neither tool would otherwise run what the example means). A
 job fio reports with a non-zero `error` is marked so in the table. Prints a
 markdown table (docs/workloads.md carries it) and the count that agree.
 """

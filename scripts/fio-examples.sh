@@ -33,8 +33,9 @@
 # a device (/dev/sda, /dev/nvme0n1, /dev/XXX; not /dev/null, /dev/zero) runs on a copy
 # of its job file with each such path mapped into a new directory of RUN_DIR
 # (/tmp/testfile -> RUN_DIR/paths.XXXX/tmp/testfile), removed at the end; its row says
-# so. A device without size= becomes a file of sluice's default size (1 GiB), and the
-# row says that too. Examples with zonemode=zbd keep their devices: a zoned device is
+# so. When a path is mapped and the job gives no size (size=, filesize=, io_size=,
+# io_limit=), the copy starts with a [global] size=1g, as scripts/fio-agree.py's copies
+# do (fio, and sluice as fio, refuse a new file without a size), and the row says so. Examples with zonemode=zbd keep their devices: a zoned device is
 # what they need, and sluice refuses them (no --allow-device is given). An example
 # whose files do not fit the free space is not run (sluice checks before it writes).
 set -euo pipefail
@@ -214,8 +215,10 @@ for f in "$EXAMPLES"/*.fio; do
     if [ -n "$mapped" ]; then
         [[ $mapped == *,* ]] && note="paths" || note="path"
         note="$note $mapped mapped into the test directory"
-        if [[ $mapped == /dev/* ]] && ! grep -qE '^\s*(size|filesize|io_size|io_limit)\s*=' "$f"; then
-            note="$note, a file of sluice's default 1 GiB (the job gives no size)"
+        if ! grep -qE '^\s*(size|filesize|io_size|io_limit)\s*=' "$f"; then
+            # A new file needs a size (fio's "you need to specify size="): 1 GiB.
+            { printf '[global]\nsize=1g\n'; cat "$job"; } >"$job.sized" && mv "$job.sized" "$job"
+            note="$note, a file of 1 GiB (size=1g: the job gives no size)"
         fi
     fi
     if [ -n "$fill" ] && [ -z "${FILL_DIR:-}" ]; then

@@ -70,6 +70,22 @@ pub enum CliError {
          exits non-zero when a job had errors)"
     )]
     IoErrors(u64),
+    /// A job's thread ended on an error (fio's exit status; [`jobs_ended`]).
+    #[error(
+        "{count} job report(s) had a thread end on an error (first: job '{job}', policy {policy}: \
+         {errno}); fio, too, exits non-zero then — give the job continue_on_error= to go on \
+         after errors"
+    )]
+    JobsEnded {
+        /// Report entries with a thread error.
+        count: usize,
+        /// The first one's job.
+        job: String,
+        /// Its run's policy.
+        policy: String,
+        /// Its errno, named.
+        errno: String,
+    },
     /// `sluice crashtest`: seeds failed (each printed with its replay command).
     #[error("{0} crash seed(s) failed; each is printed above with the command that replays it")]
     CrashtestFailed(usize),
@@ -122,7 +138,10 @@ impl CliError {
             CliError::Engine(e) => e.exit_code(),
             CliError::Calibrate(e) => e.exit_code(),
             CliError::Usage(_) => 2,
-            CliError::VerifyFailed(_) | CliError::CrashtestFailed(_) | CliError::IoErrors(_) => 1,
+            CliError::VerifyFailed(_)
+            | CliError::CrashtestFailed(_)
+            | CliError::IoErrors(_)
+            | CliError::JobsEnded { .. } => 1,
             CliError::Cell { source, .. } => source.exit_code(),
             CliError::Store(e) if e.is_input() => 2,
             CliError::Store(_) => 1,
@@ -700,6 +719,25 @@ pub fn each_policy(
         }
     }
     Ok((reports, false))
+}
+
+/// fio's exit status: a failure when a job's thread ended on an error (an error its
+/// `continue_on_error` does not name); errors the jobs went on after do not count.
+pub fn jobs_ended(reports: &[sluice_metrics::RunReport]) -> Result<(), CliError> {
+    let ended: Vec<_> = reports
+        .iter()
+        .flat_map(|r| r.entries.iter().map(move |j| (r, j)))
+        .filter(|(_, j)| j.thread_error != 0)
+        .collect();
+    match ended.first() {
+        None => Ok(()),
+        Some((r, j)) => Err(CliError::JobsEnded {
+            count: ended.len(),
+            job: j.jobname.clone(),
+            policy: r.policy.clone(),
+            errno: sluice_metrics::errors::errno_name(j.thread_error),
+        }),
+    }
 }
 
 #[cfg(test)]

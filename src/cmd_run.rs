@@ -205,6 +205,7 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
     let mut announced: Option<PathBuf> = None;
     // fio's fill_device: sizes from the free space, read once, before any file is
     // created (prepare and run both take the resolved jobs).
+    let jobs = engine::resolve_sizes(&jobs, &cfg.directory)?;
     let jobs = match engine::resolve_fill(&jobs, &cfg.directory)? {
         Some(resolved) => resolved,
         None => jobs,

@@ -344,7 +344,7 @@ fn cmd_sim(args: SimArgs) -> Result<(), CliError> {
     if interrupted {
         return Err(CliError::Interrupted);
     }
-    Ok(())
+    sluice::cli::jobs_ended(&reports)
 }
 
 /// `sluice sim --fs …`: the jobs on the journaled store of a simulated stack.

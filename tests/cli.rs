@@ -351,7 +351,14 @@ fn sim_faults_count_errors_and_bad_specs_are_refused() {
         "--json",
         json.to_str().unwrap(),
     ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    // The jobs have fio's default continue_on_error=none: a failed I/O ends its thread
+    // and, as fio's, the run exits 1 after writing its report.
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("had a thread end on an error") && stderr(&o).contains("EIO"),
+        "{}",
+        stderr(&o)
+    );
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let errors: u64 = v["jobs"]
@@ -370,6 +377,31 @@ fn sim_faults_count_errors_and_bad_specs_are_refused() {
             .unwrap()
             > 0
     );
+    // With continue_on_error=io every error is one the jobs go on after: exit 0, and
+    // fio's total_err counts them.
+    let going_on = write(
+        dir.path(),
+        "k.fio",
+        &format!("[global]\ncontinue_on_error=io\n{SHORT}"),
+    );
+    let o = sluice(&[
+        "sim",
+        &going_on,
+        "--quiet",
+        "--faults",
+        "media=0.05",
+        "--output-format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let total_err: u64 = v["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["total_err"].as_u64().unwrap())
+        .sum();
+    assert!(total_err > 0, "{v}");
     let o = sluice(&["sim", &job, "--faults", "media=1.5"]);
     assert_bad_input(&o, &["--faults", "media=1.5", "[0, 1]"]);
     let o = sluice(&["sim", &job, "--faults", "latency=1"]);

@@ -188,6 +188,16 @@ pub enum EngineError {
         /// The job.
         job: String,
     },
+    /// A job gives no size and its file cannot give one (`sluice_engine::resolve_sizes`).
+    #[error("job '{job}' gives no size=, and {path} {reason}")]
+    NoSize {
+        /// The job.
+        job: String,
+        /// Its file.
+        path: PathBuf,
+        /// Why the file gives no size, and the fix.
+        reason: String,
+    },
     /// An existing file or device is smaller than the jobs' region.
     #[error(
         "{path} has {size} bytes but job '{job}' needs {need} (offset + size); remove the file \

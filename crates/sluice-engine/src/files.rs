@@ -292,6 +292,16 @@ fn sizes(bs: &BlockSize) -> Vec<u32> {
     }
 }
 
+/// The file thread `t` of `job` uses: its `filename` (relative to `dir` unless
+/// absolute), else fio's own name `<job>.<t>.0` in `dir`.
+pub(crate) fn thread_path(job: &JobSpec, t: u32, dir: &Path) -> PathBuf {
+    match &job.filename {
+        Some(f) if Path::new(f).is_absolute() => PathBuf::from(f),
+        Some(f) => dir.join(f),
+        None => dir.join(format!("{}.{t}.0", job.name)),
+    }
+}
+
 /// Plan the files of `jobs` in `dir` and check everything that can be checked without
 /// writing: nothing is created (a probe file in each directory aside).
 pub fn plan(
@@ -330,20 +340,15 @@ pub fn plan(
     let mut warnings: Vec<String> = Vec::new();
     for job in jobs {
         for t in 0..job.numjobs {
-            paths.push(match &job.filename {
-                Some(f) if Path::new(f).is_absolute() => PathBuf::from(f),
-                Some(f) => dir.join(f),
-                None => {
-                    if job.name.contains('/') {
-                        return Err(EngineError::BadJobName {
-                            job: job.name.clone(),
-                        });
-                    }
-                    let p = dir.join(format!("{}.{t}.0", job.name));
-                    fio_named.insert(p.clone());
-                    p
+            if job.filename.is_none() {
+                if job.name.contains('/') {
+                    return Err(EngineError::BadJobName {
+                        job: job.name.clone(),
+                    });
                 }
-            });
+                fio_named.insert(thread_path(job, t, dir));
+            }
+            paths.push(thread_path(job, t, dir));
         }
     }
     let mut next = 0usize;

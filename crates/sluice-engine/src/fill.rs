@@ -27,13 +27,7 @@ pub fn resolve_fill(jobs: &[JobSpec], dir: &Path) -> Result<Option<Vec<JobSpec>>
             j.name
         )));
     }
-    let path = |j: usize, t: u32| -> PathBuf {
-        match &jobs[j].filename {
-            Some(f) if Path::new(f).is_absolute() => PathBuf::from(f),
-            Some(f) => dir.join(f),
-            None => dir.join(format!("{}.{t}.0", jobs[j].name)),
-        }
-    };
+    let path = |j: usize, t: u32| -> PathBuf { crate::files::thread_path(&jobs[j], t, dir) };
     // The other files the run creates take their space first (they are laid out
     // before the run): per file system (its device number), the bytes they need.
     let plan = sluice_fio::AddressPlan::new(jobs, path);

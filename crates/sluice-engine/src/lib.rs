@@ -58,6 +58,7 @@ mod groups;
 mod ptime;
 mod queue;
 mod ring;
+mod sizes;
 mod slab;
 mod worker;
 
@@ -74,6 +75,7 @@ use sluice_workload::{flows_of, stonewall_groups, JobSpec};
 pub use error::EngineError;
 pub use files::{free_bytes, plan, FilePlan, FileSet, PlannedFile};
 pub use fill::resolve_fill;
+pub use sizes::resolve_sizes;
 
 use device::{DevState, Doorbell, RingPort};
 use groups::{coordinate, worker_thread, GroupSync};

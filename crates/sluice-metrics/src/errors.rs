@@ -28,6 +28,17 @@ pub const EILSEQ: i32 = 84;
 /// Linux's `ETIMEDOUT`: fio's latency target missed at depth 1.
 pub const ETIMEDOUT: i32 = 110;
 
+/// The name of an errno sluice reports (`EIO`, …), or the number.
+pub fn errno_name(e: i32) -> String {
+    match e {
+        EIO => "EIO (Input/output error)".into(),
+        EINVAL => "EINVAL (Invalid argument)".into(),
+        EILSEQ => "EILSEQ (a block failed its verify check)".into(),
+        ETIMEDOUT => "ETIMEDOUT (latency target missed)".into(),
+        other => format!("errno {other}"),
+    }
+}
+
 /// The errors of one thread, or of the threads a report entry sums.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Errors {

@@ -125,6 +125,10 @@ pub struct JobReport {
     /// `total_err`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_error: Option<i32>,
+    /// The errno that ended one of the entry's threads, 0 for none (fio's thread
+    /// `error`; fio's exit status counts the threads that have one).
+    #[serde(skip)]
+    pub thread_error: i32,
     /// fio's `latency_depth`, `latency_target`, `latency_percentile`,
     /// `latency_window`.
     #[serde(flatten)]

@@ -41,7 +41,7 @@
 //! | `rwmixread`, `rwmixwrite` | percent of reads (writes) in mixed modes; the last one given wins | 50 |
 //! | `bs`, `blocksize` | block size, or `read,write[,trim]` (an empty part keeps that direction's default; a value not ended by a comma applies to the later directions too, as fio) | 4k |
 //! | `bssplit` | `4k/50:8k/30:64k/20`, optionally `reads,writes`; percentages (up to 4 decimals) must add up to 100, entries with an empty percentage (`64k/` or `64k`) share the rest equally; overrides `bs` | — |
-//! | `size` | bytes of the region each thread works on | **1 GiB** (fio requires it) |
+//! | `size` | bytes of the region each thread works on | **1 GiB** in `sluice sim`; `sluice run`: the existing file's size, a new file needs one (as fio) |
 //! | `offset` | start of the region | 0 |
 //! | `iodepth` | I/Os in flight per thread (1–65535) | 1 |
 //! | `numjobs` | threads of the job (1–65535) | 1 |

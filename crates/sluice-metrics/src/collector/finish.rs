@@ -353,6 +353,7 @@ impl Collector {
             latency_ns: pct(0..10, &TEN),
             latency_us: pct(10..20, &TEN),
             latency_ms: pct(20..LAT_BUCKETS, &MS),
+            thread_error: acc.errors.fatal,
             total_err: info.continue_on.any().then_some(acc.errors.continued),
             first_error: info.continue_on.any().then_some(acc.errors.first_continued),
             latency: crate::LatencyTarget {
