@@ -55,6 +55,11 @@
 //! woken at once, then judged again under the critical domain. The runtime does that
 //! (its dependency walk ends the pause); this module only gives the pauses.
 //!
+//! Not modelled: the per-CPU `bdp_ratelimits` and `dirty_throttle_leaks` (a task's
+//! count is exact here), the smaller call interval while `dirty_exceeded`, the
+//! smoothing of `hard_dirty_limit` (the limit is fixed), `strictlimit` and memcg
+//! domains; one departure is said at [`control::Domain::update`].
+//!
 //! `write_bw` is estimated as Linux's `wb_update_write_bandwidth` does
 //! ([`WritebackRate`]): every [`BANDWIDTH_INTERVAL_NS`] or more of writeback activity,
 //! the pages written in the interval give a rate, blended into the estimate over a
