@@ -1,19 +1,19 @@
 //! The two controls of Linux's dirty throttling: the position control (`pos_ratio`,
-//! `wb_position_ratio`) and the rate control (`dirty_ratelimit`,
-//! `wb_update_dirty_ratelimit`), for one domain (one class's limit, see the module
-//! docs of [`super`]).
+//! `wb_position_ratio`, 3.13's `bdi_position_ratio`), against one class's thresholds,
+//! and the rate control (`dirty_ratelimit`, `wb_update_dirty_ratelimit`, 3.13's
+//! `bdi_update_dirty_ratelimit`), one per cache (see the module docs of [`super`]).
 
 use sluice_core::{IoClass, Nanos};
 
 use super::BANDWIDTH_INTERVAL_NS;
 use crate::CacheConfig;
 
-/// One domain's thresholds, in pages of dirty + writeback.
+/// One class's thresholds, in pages of dirty + writeback.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Thresholds {
     /// The limit (Linux `thresh`, here also its `hard_dirty_limit`).
     pub limit: u64,
-    /// The background threshold of this domain (`bg_thresh`): the configured fraction
+    /// The background threshold of this class (`bg_thresh`): the configured fraction
     /// (`background`) of its own limit.
     pub background: u64,
     /// No pause at or below this (`dirty_freerun_ceiling`: `(bg_thresh + thresh) / 2`).
@@ -36,16 +36,10 @@ impl Thresholds {
         }
     }
 
-    /// The domain of a writer of `class` under `cfg`.
+    /// The thresholds of a writer of `class` under `cfg`.
     pub fn of(cfg: &CacheConfig, class: IoClass) -> Thresholds {
         Thresholds::new(cfg.dirty_limit(class) as u64, cfg.background)
     }
-}
-
-/// Which domain a writer of `class` is in: 0 (critical, or every writer with one limit
-/// for all) or 1 (non-critical with RCP's class limits).
-pub fn domain_of(cfg: &CacheConfig, class: IoClass) -> usize {
-    usize::from(cfg.class_limits && class != IoClass::Critical)
 }
 
 /// Linux's `wb_position_ratio` for one device: how far the writers' rate is to be
@@ -76,10 +70,12 @@ pub fn pos_ratio(t: &Thresholds, dirty: u64, write_bw: f64) -> f64 {
     pos
 }
 
-/// One domain's rate control.
+/// The rate control of a cache's device (Linux's per-`backing_dev_info`
+/// `dirty_ratelimit` and `balanced_dirty_ratelimit`): one for every class of writer;
+/// each update uses the thresholds of the writer that makes it.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Domain {
-    /// The rate every throttled task of the domain is paced at when `dirty` is at the
+pub struct RateLimit {
+    /// The rate every throttled task is paced at when `dirty` is at its class's
     /// setpoint, pages per second (Linux `dirty_ratelimit`; at first `INIT_BW`).
     pub dirty_ratelimit: u64,
     /// The last balanced rate (Linux `balanced_dirty_ratelimit`).
@@ -89,16 +85,16 @@ pub struct Domain {
     /// The cache's pages dirtied then (`dirtied_stamp`).
     dirtied_stamp: u64,
     /// `pos_ratio` over the interval so far: ∑ pos · dt (ns), the last `pos_ratio`
-    /// seen and when (see [`Domain::update`]).
+    /// seen and when (see [`RateLimit::update`]).
     pos_area: f64,
     pos_last: f64,
     pos_at: Nanos,
 }
 
-impl Default for Domain {
+impl Default for RateLimit {
     fn default() -> Self {
         let init = super::INIT_BW_PAGES as u64;
-        Domain {
+        RateLimit {
             dirty_ratelimit: init,
             balanced: init,
             stamp: None,
@@ -110,8 +106,8 @@ impl Default for Domain {
     }
 }
 
-impl Domain {
-    /// A throttled task of the domain calls in at `now`: if a `BANDWIDTH_INTERVAL` has
+impl RateLimit {
+    /// A throttled task with thresholds `t` calls in at `now`: if a `BANDWIDTH_INTERVAL` has
     /// passed since the last update, update `dirty_ratelimit` from the cache's pages
     /// dirtied so far (`dirtied`), `dirty` and `write_bw` (Linux's
     /// `wb_update_dirty_ratelimit`, called from `__wb_update_bandwidth`). A gap of more

@@ -22,7 +22,7 @@
 //!   at the limit (`pos_ratio_polynom`), times the device's linear line
 //!   (`wb_position_ratio`'s `wb_setpoint`/`x_intercept` part; one device per cache here,
 //!   so `wb_thresh = thresh`, `wb_dirty = dirty`).
-//! * `dirty_ratelimit` ([`control::Domain::update`], `wb_update_dirty_ratelimit`) is the
+//! * `dirty_ratelimit` ([`control::RateLimit::update`], `wb_update_dirty_ratelimit`) is the
 //!   rate control: every `BANDWIDTH_INTERVAL` (200 ms) a throttled task measures the
 //!   dirty rate of the whole cache and computes the balanced rate
 //!   `balanced = task_ratelimit · write_bw / dirty_rate` — the rate at which the N
@@ -35,30 +35,33 @@
 //!
 //! ## RCP's class-aware limits (FAST '17 §4.3)
 //! Each class has its own limit ([`crate::CacheConfig::dirty_limit`]: 1 % of the cache
-//! for non-critical writers, 20 % for critical ones). Here each class's limit is a
-//! *domain* of its own, as Linux's cgroup-writeback domains each have their thresholds:
-//! its background threshold is the same fraction (`background`) of its own limit, so
-//! its freerun and setpoint scale with it, and it has its own `dirty_ratelimit`. The
+//! for non-critical writers, 20 % for critical ones). RCP ran Linux 3.13 and says only
+//! that it applies "separate dirty ratios" to tasks issuing critical and non-critical
+//! writes; in 3.13 a task's thresholds are computed per call from the task
+//! (`global_dirty_limits`, which already lifts them by a quarter for real-time tasks),
+//! while the rate control is the device's: one `dirty_ratelimit` per
+//! `backing_dev_info`, updated by whichever throttled task calls in after 200 ms, with
+//! that task's thresholds (per-cgroup writeback domains, each with a rate of its own,
+//! came in 4.2). So here: a writer's thresholds are its class's — its background
+//! threshold is the same fraction (`background`) of its own limit, so its freerun and
+//! setpoint scale with it — and there is one [`control::RateLimit`] per cache. The
 //! dirty count is the cache's (every class's pages), as RCP's limits count all dirty
 //! pages. So a critical writer is throttled only past `(0.5 + 1) / 2 = 75 %` of the
 //! critical limit — background dirty data, held near the non-critical setpoint (1 % of
 //! the cache), never gets it there — while a non-critical writer is paced by its own
-//! line around 0.875 % of the cache. The rate measured (`dirty_rate`) is the whole
-//! cache's, since writeback bandwidth is shared: critical writers running free take
-//! the bandwidth and the non-critical rate falls, which is RCP's intent. With one limit
-//! for all (`class_limits` off, `--single-dirty-limit`) there is one domain and this is
-//! Linux's rule.
+//! line around 0.875 % of the cache. With one limit for all (`class_limits` off,
+//! `--single-dirty-limit`) this is Linux's rule.
 //!
 //! That a pause is a sleep matters to RCP (§4.4): a non-critical task pausing while a
 //! critical task waits on it (for a lock it holds) does not get out when writeback
 //! makes room. RCP resolves that cause: the task's class becomes critical and it is
-//! woken at once, then judged again under the critical domain. The runtime does that
+//! woken at once, then judged again under the critical thresholds. The runtime does that
 //! (its dependency walk ends the pause); this module only gives the pauses.
 //!
 //! Not modelled: the per-CPU `bdp_ratelimits` and `dirty_throttle_leaks` (a task's
 //! count is exact here), the smaller call interval while `dirty_exceeded`, the
 //! smoothing of `hard_dirty_limit` (the limit is fixed), `strictlimit` and memcg
-//! domains; one departure is said at [`control::Domain::update`].
+//! writeback domains; one departure is said at [`control::RateLimit::update`].
 //!
 //! `write_bw` is estimated as Linux's `wb_update_write_bandwidth` does
 //! ([`WritebackRate`]): every [`BANDWIDTH_INTERVAL_NS`] or more of writeback activity,

@@ -2,7 +2,7 @@
 
 use sluice_core::{IoClass, Nanos};
 
-use super::control::{domain_of, pos_ratio, Domain, Thresholds};
+use super::control::{pos_ratio, RateLimit, Thresholds};
 use super::{WritebackRate, DIRTY_POLL_THRESH, MS};
 use crate::CacheConfig;
 
@@ -53,13 +53,15 @@ pub enum Verdict {
 }
 
 /// One cache's dirty throttle: its device's writeback bandwidth, the pages dirtied, and
-/// each domain's rate control.
+/// the device's rate control — one for every class, as Linux 3.13 keeps one
+/// `dirty_ratelimit` per `backing_dev_info` whatever the thresholds of the task that
+/// updates it (see the module docs of [`super`]).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Throttle {
     rate: WritebackRate,
-    /// Pages dirtied since the start (Linux's `WB_DIRTIED`).
+    /// Pages dirtied since the start (Linux's `BDI_DIRTIED`).
     dirtied: u64,
-    domains: [Domain; 2],
+    ratelimit: RateLimit,
 }
 
 impl Throttle {
@@ -73,9 +75,9 @@ impl Throttle {
         &self.rate
     }
 
-    /// The rate control of the domain of `class` under `cfg`.
-    pub fn domain(&self, cfg: &CacheConfig, class: IoClass) -> &Domain {
-        &self.domains[domain_of(cfg, class)]
+    /// The device's rate control (`dirty_ratelimit`), the same for every class.
+    pub fn ratelimit(&self) -> &RateLimit {
+        &self.ratelimit
     }
 
     /// Writer `task` dirtied `pages` pages.
@@ -107,9 +109,11 @@ impl Throttle {
             return Verdict::Go;
         }
         let bw = self.rate.avg_pages_per_sec();
-        let dom = &mut self.domains[domain_of(cfg, class)];
-        dom.update(&t, dirty, self.dirtied, bw, now);
-        let rl = dom.dirty_ratelimit;
+        // The update uses the caller's thresholds (Linux's `bdi_update_bandwidth` gets
+        // the `dirty_thresh` and `background_thresh` of the task in
+        // `balance_dirty_pages`).
+        self.ratelimit.update(&t, dirty, self.dirtied, bw, now);
+        let rl = self.ratelimit.dirty_ratelimit;
         let task_rl = rl as f64 * pos_ratio(&t, dirty, bw);
         let max_pause = self.rate.max_pause_ns(dirty as usize);
         let (min_pause, pages) = min_pause(bw, rl, task_rl, max_pause);
@@ -174,7 +178,7 @@ fn poll_interval(dirty: u64, limit: u64) -> u64 {
 
 /// Linux's `wb_min_pause`: the shortest pause worth sleeping and the pages the task may
 /// dirty before it calls again (`nr_dirtied_pause`), from the smoothed bandwidth
-/// `bw`, the domain's `dirty_ratelimit` `rl`, the task's rate and `max_pause`.
+/// `bw`, the device's `dirty_ratelimit` `rl`, the task's rate and `max_pause`.
 ///
 /// The target pause is 10 ms for one writer, plus ~10 ms per doubling of the writers
 /// (`log2(bw) − log2(rl)`: with N writers `rl ≈ bw / N`), at most `max_pause / 2`; the

@@ -129,6 +129,60 @@ fn a_critical_writer_is_not_throttled_by_background_dirty_data() {
     );
 }
 
+#[test]
+fn the_rate_control_is_the_devices_shared_by_the_classes() {
+    // Linux 3.13 keeps one dirty_ratelimit per device whatever the thresholds of the
+    // task that updates it: a non-critical writer that dirties far faster than the
+    // device cleans, near its limit, brings the rate down, and a critical writer paced
+    // past its own freerun is then paced at the lowered rate.
+    let cfg = CacheConfig {
+        pages: 65536,
+        ..CacheConfig::default()
+    };
+    let mut th = Throttle::default();
+    let fresh = th.clone();
+    let normal = Thresholds::of(&cfg, IoClass::Normal);
+    let mut bg = Dirtier::default();
+    for i in 0..=12u64 {
+        // 100 000 pages in each 200 ms (500 000 pages/s against 100 MB/s).
+        th.dirtied(&mut bg, 100_000);
+        let _ = th.balance(
+            &mut bg,
+            &cfg,
+            IoClass::Normal,
+            normal.limit as usize - 5,
+            i * 200 * MS,
+        );
+    }
+    let rl = th.ratelimit().dirty_ratelimit;
+    assert!(
+        (rl as f64) < 0.5 * INIT_BW_PAGES,
+        "dirty_ratelimit {rl} pages/s"
+    );
+    // The critical writer at its setpoint, 512 pages dirtied since its last pause.
+    let crit = Thresholds::of(&cfg, IoClass::Critical);
+    let now = 13 * 200 * MS;
+    let pause = |th: &mut Throttle| {
+        let mut w = Dirtier {
+            nr_dirtied: 512,
+            nr_dirtied_pause: 32,
+            paused_when: Some(now),
+        };
+        match th.balance(&mut w, &cfg, IoClass::Critical, crit.setpoint as usize, now) {
+            Verdict::Pause { ns, at_limit } => {
+                assert!(!at_limit);
+                ns
+            }
+            v => panic!("{v:?}"),
+        }
+    };
+    let (shared, own) = (pause(&mut th), pause(&mut fresh.clone()));
+    assert!(
+        shared > 2 * own,
+        "critical pause {shared} ns after the non-critical updates, {own} ns fresh"
+    );
+}
+
 /// N equal writers at CPU speed against a device cleaning `bw` pages a second: pages
 /// dirtied per writer over the second half of `secs`, and the final rate.
 fn run_writers(n: usize, bw: f64, secs: u64) -> (Vec<u64>, Throttle, u64) {
@@ -179,7 +233,7 @@ fn the_rate_converges_to_write_bw_over_n_and_equal_writers_get_equal_shares() {
     for n in [1usize, 4] {
         let (counted, th, dirty) = run_writers(n, bw, 40);
         let cfg = linux(65536);
-        let rl = th.domain(&cfg, IoClass::Normal).dirty_ratelimit as f64;
+        let rl = th.ratelimit().dirty_ratelimit as f64;
         let want = bw / n as f64;
         assert!(
             (rl - want).abs() < 0.15 * want,
