@@ -25,8 +25,10 @@
 //! **critical** one while it is below `20 %` (both tunable). A background writer
 //! cannot fill the cache, and a critical writer is not throttled by background dirty
 //! data. With `class_limits` off, every writer gets the critical (single) ratio: the
-//! Linux baseline. A writer at its limit pauses for [`throttle`]'s time (Linux's
-//! `balance_dirty_pages` sleeps; it does not wait for room) and asks again; a task
+//! Linux baseline. Writers are paced by [`throttle`], Linux's dirty-ratelimit control
+//! (`balance_dirty_pages`: above a class's freerun point every writer pauses for the
+//! pages it dirtied at one shared rate; at the limit it sleeps the max pause — it does
+//! not wait for room — and asks again); a task
 //! whose class is raised while it pauses (RCP §4.4: inheritance reaching a task
 //! blocked at the cache's admission) is woken by the runtime and judged by its new
 //! class.

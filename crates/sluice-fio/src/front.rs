@@ -23,10 +23,13 @@
 //!   **critical** writer that waits on a writeback **promotes** that write in the
 //!   block layer (RCP §4.4: inheritance through outstanding I/O); a partial page not
 //!   cached is read first (read-modify-write); a writer about to dirty new pages while
-//!   dirty + writeback pages are at its class's limit (RCP's class-aware dirty limits,
-//!   [`CacheConfig::dirty_limit`]) *pauses* for Linux's `balance_dirty_pages` time and
-//!   tries again ([`sluice_cache::throttle`], as the runtime's page cache does): the caller
-//!   fires the pauses' ends ([`Front::next_timer_ns`], [`Front::fire_timer`]).
+//!   *paced* by Linux's dirty-ratelimit control against its class's limit (RCP's
+//!   class-aware dirty limits, [`CacheConfig::dirty_limit`]; [`sluice_cache::throttle`],
+//!   the rule the runtime's page cache follows too): each job thread is a task with its
+//!   own `nr_dirtied`; past freerun it pauses `pages dirtied / task_ratelimit` every
+//!   `nr_dirtied_pause` pages, and at the limit it pauses `max_pause` and tries again,
+//!   before its write dirties a page. The caller fires the pauses' ends
+//!   ([`Front::next_timer_ns`], [`Front::fire_timer`]).
 //! * **fsync** (fio's `fsync=`, `fdatasync=`, `end_fsync`, `fsync_on_close`): starts
 //!   writeback of every dirty page of the file under the caller's class and flow,
 //!   waits for every writeback of the file in flight (promoting them for a critical
@@ -54,7 +57,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use sluice_cache::throttle::WritebackRate;
+use sluice_cache::throttle::{Dirtier, Throttle};
 
 use sluice_block::{BlockLayer, Finished, Meter};
 use sluice_cache::{CacheConfig, Failing, PageCache};
@@ -240,6 +243,8 @@ pub struct FrontIo<D> {
     pub class: IoClass,
     /// The issuing job's flow (its device reads and fsyncs are charged to it).
     pub flow: FlowId,
+    /// The issuing thread (the task the dirty throttle paces: one per job thread).
+    pub task: u64,
     /// The data.
     pub data: D,
 }
@@ -274,6 +279,8 @@ struct Pending<D> {
     started: bool,
     /// A write: it paused at its dirty limit at least once (counted once).
     paused: bool,
+    /// A write pausing now: at its limit (not only paced).
+    at_limit: bool,
     ok: bool,
     times: Option<(Nanos, Nanos, Nanos)>,
 }
@@ -305,8 +312,8 @@ enum Blocked {
     Reads,
     /// A writeback (token).
     Writeback(u64),
-    /// Its class's dirty limit.
-    Limit,
+    /// A pause of the dirty throttle (`at_limit`: at its class's limit).
+    Pause { ns: Nanos, at_limit: bool },
     /// Room in the cache.
     Room,
 }
@@ -327,8 +334,12 @@ pub struct Front<D, A: Alloc> {
     wb_waiters: HashMap<u64, Vec<u32>>,
     /// Writers pausing at their dirty limit: (end of the pause, job I/O), in order.
     paused: std::collections::BTreeSet<(Nanos, u32)>,
-    /// The device's writeback bandwidth (sets the pause).
-    rate: WritebackRate,
+    /// The dirty throttle (Linux's dirty-ratelimit control).
+    throttle: Throttle,
+    /// Each job thread's throttle state, by [`FrontIo::task`].
+    dirtiers: HashMap<u64, Dirtier>,
+    /// Writers in `paused` at their limit (the flusher keeps going for them).
+    limit_paused: usize,
     /// Job I/Os waiting for room in the cache.
     no_room: VecDeque<u32>,
     /// Pages under writeback started by the flusher.
@@ -360,7 +371,9 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
             next_seq: 0,
             wb_waiters: HashMap::new(),
             paused: std::collections::BTreeSet::new(),
-            rate: WritebackRate::default(),
+            throttle: Throttle::default(),
+            dirtiers: HashMap::new(),
+            limit_paused: 0,
             no_room: VecDeque::new(),
             wb_inflight: 0,
             wb_requests: 0,
@@ -492,6 +505,7 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
             redo: Vec::new(),
             started: false,
             paused: false,
+            at_limit: false,
             ok: true,
             times: None,
         };
@@ -542,7 +556,7 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
                     self.wb_inflight -= d.n as usize;
                     self.wb_requests -= 1;
                 }
-                self.rate.written(d.n as u64, now);
+                self.throttle.written(d.n as u64, now);
                 for w in self.wb_waiters.remove(&seq).unwrap_or_default() {
                     let p = self.p(w);
                     p.times = Some(times);
@@ -579,7 +593,9 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
         };
         match blocked {
             None => self.complete(cx, i),
-            Some(Blocked::Limit | Blocked::Room) if self.failing.hopeless() => {
+            Some(Blocked::Pause { at_limit: true, .. } | Blocked::Room)
+                if self.failing.hopeless() =>
+            {
                 self.p(i).ok = false;
                 self.complete(cx, i);
             }
@@ -590,14 +606,14 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
                     self.promote(cx, tok);
                 }
             }
-            Some(Blocked::Limit) => {
+            Some(Blocked::Pause { ns, at_limit }) => {
                 let p = self.p(i);
+                p.at_limit = at_limit;
                 if !std::mem::replace(&mut p.paused, true) {
                     self.pc.note_throttled();
                 }
-                let dirty = self.pc.dirty_pages() + self.pc.writeback_pages();
-                let pause = self.rate.max_pause_ns(dirty);
-                self.paused.insert((cx.now + pause, i));
+                self.limit_paused += usize::from(at_limit);
+                self.paused.insert((cx.now + ns, i));
             }
             Some(Blocked::Room) => self.no_room.push_back(i),
         }
@@ -626,6 +642,7 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
     /// Writeback keeps failing: every job I/O waiting for room (paused at its limit, or
     /// for a clean page) completes with an error.
     fn fail_waiting_for_room<M: Meter>(&mut self, cx: &mut Cx<'_, M>) {
+        self.limit_paused = 0;
         let waiting: Vec<u32> = std::mem::take(&mut self.paused)
             .into_iter()
             .map(|(_, i)| i)
@@ -651,13 +668,20 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
                 break;
             }
             self.paused.pop_first();
+            let p = self.p(i);
+            if std::mem::take(&mut p.at_limit) {
+                self.limit_paused -= 1;
+            }
             self.attempt(&mut cx, i);
         }
         self.kick(&mut cx);
     }
 
     /// The flusher: background writeback while dirty pages are above the background
-    /// threshold or a writer waits for room or pauses at its limit.
+    /// threshold or a writer waits for room or pauses at its limit. Its depth is the
+    /// throttled one while any writer pauses (Linux's `wb_recent_wait`: a dirty
+    /// throttle sleep); a writer only paced (below its limit) does not keep it going
+    /// below the background threshold.
     fn kick<M: Meter>(&mut self, cx: &mut Cx<'_, M>) {
         if !self.failing.may_issue(cx.now) {
             return;
@@ -672,7 +696,9 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
             if self.wb_inflight >= self.cfg.writeback_pages || self.wb_requests >= depth {
                 break;
             }
-            let need = self.pc.dirty_pages() > self.pc.config().background_pages() || waiting;
+            let need = self.pc.dirty_pages() > self.pc.config().background_pages()
+                || self.limit_paused > 0
+                || !self.no_room.is_empty();
             if !need || !self.write_back(cx, None, IoClass::Normal, FlowId(0)) {
                 break;
             }

@@ -8,10 +8,13 @@
 //! - a task that waits on a page **under writeback** (to change it, or in fsync)
 //!   awaits that write's [`IoWait`]: a critical waiter promotes it (RCP §5: the
 //!   `PG_writeback` wait);
-//! - a writer **throttled** at its dirty limit kicks the flusher and *pauses* for
-//!   Linux's `balance_dirty_pages` time ([`sluice_cache::throttle`]: an eighth of the
-//!   time writeback needs for what is dirty, 4 ms to 200 ms), then asks again — it
-//!   sleeps, it is not woken when room is made;
+//! - a writer is **paced** by Linux's dirty-ratelimit control against its class's limit
+//!   ([`sluice_cache::throttle`], the rule the job runner's buffered front follows too):
+//!   each task keeps its `nr_dirtied`; past freerun it pauses `pages dirtied /
+//!   task_ratelimit` every `nr_dirtied_pause` pages, and at its limit it kicks the
+//!   flusher and pauses `max_pause` (an eighth of the time writeback needs for what is
+//!   dirty, 4 ms to 200 ms), then asks again — it sleeps, it is not woken when room is
+//!   made;
 //! - a paused task that a critical task's chain of waits reaches (it holds a lock a
 //!   critical task wants, say) is boosted *and woken at once*, and asks again under the
 //!   critical limit (RCP §4.4: the cause of its block resolved; with
@@ -51,7 +54,7 @@ use std::io;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::{Arc, Mutex as StdMutex, MutexGuard};
 
-use sluice_cache::throttle::WritebackRate;
+use sluice_cache::throttle::{Throttle, Verdict};
 use sluice_cache::{CacheConfig, Failing, PageCache, PageKey, PageRange, WriteCheck, PAGE};
 use sluice_core::{IoClass, Op};
 
@@ -76,13 +79,14 @@ pub(crate) struct Cache {
     work: Condvar,
     /// Tasks waiting in `room`.
     waiting: AtomicU32,
-    /// Writers pausing at their dirty limit.
+    /// Writers pausing at their dirty limit (not those only paced below it).
     pausing: AtomicU32,
     /// Writeback that keeps failing: a round in which every writeback failed is one
     /// failure, a round with any success ends them.
     failing: StdMutex<Failing>,
-    /// The device's writeback bandwidth (sets the pause).
-    rate: StdMutex<WritebackRate>,
+    /// The dirty throttle (Linux's dirty-ratelimit control; each task's own state is
+    /// in its record, `crate::task::dirtier`).
+    throttle: StdMutex<Throttle>,
 }
 
 impl std::fmt::Debug for Cache {
@@ -132,7 +136,7 @@ impl Cache {
             waiting: AtomicU32::new(0),
             pausing: AtomicU32::new(0),
             failing: StdMutex::new(Failing::default()),
-            rate: StdMutex::new(WritebackRate::default()),
+            throttle: StdMutex::new(Throttle::default()),
         }
     }
 
@@ -151,13 +155,14 @@ impl Cache {
         }
     }
 
-    fn rate(&self) -> MutexGuard<'_, WritebackRate> {
-        self.rate.lock().unwrap_or_else(|e| e.into_inner())
+    fn throttle(&self) -> MutexGuard<'_, Throttle> {
+        self.throttle.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Wait until the calling task may dirty one more page: while dirty + writeback
-    /// pages are at its class's limit, kick the flusher and pause (Linux's
-    /// `balance_dirty_pages`), then look again. The class is read again after every
+    /// Wait until the calling task may dirty one more page (Linux's
+    /// `balance_dirty_pages`): when it has dirtied its `nr_dirtied_pause` pages since it
+    /// last called, or its class's limit is reached, ask the throttle; pause as it says
+    /// (kicking the flusher), then look again. The class is read again after every
     /// pause: a task that inherited the critical class meanwhile is judged by the
     /// critical limit, and if the inheritance reached it through a chain its pause was
     /// cut short (RCP §4.4).
@@ -165,31 +170,50 @@ impl Cache {
         let mut counted = false;
         loop {
             let class = crate::current_class();
-            let pause = {
+            let now = crate::now();
+            let mut w = crate::task::dirtier();
+            let verdict = {
                 let mut pc = self.pc();
-                if pc.may_dirty(class) {
+                let at_limit = !pc.may_dirty(class);
+                if !at_limit && !w.must_balance() {
                     return Ok(());
                 }
-                self.check_failing()?;
-                if !counted {
+                if at_limit {
+                    self.check_failing()?;
+                }
+                let dirty = pc.dirty_pages() + pc.writeback_pages();
+                let cfg = *pc.config();
+                let v = self.throttle().balance(&mut w, &cfg, class, dirty, now);
+                if !counted && v != Verdict::Go {
                     pc.note_throttled();
                     counted = true;
                 }
-                let dirty = pc.dirty_pages() + pc.writeback_pages();
-                self.rate().max_pause_ns(dirty)
+                v
+            };
+            crate::task::set_dirtier(w);
+            let Verdict::Pause {
+                ns: pause,
+                at_limit,
+            } = verdict
+            else {
+                return Ok(());
             };
             // Only a pause under the non-critical limit can be resolved by inheritance
             // (a critical task's limit would not change: it sleeps its pause out).
             let cfg = *self.pc().config();
             let resolvable = cfg.class_limits && class != IoClass::Critical;
-            self.pausing.fetch_add(1, Relaxed);
+            if at_limit {
+                self.pausing.fetch_add(1, Relaxed);
+            }
             self.work.notify_one();
             if resolvable {
                 crate::task::throttle_pause(pause).await;
             } else {
                 crate::sleep(pause).await;
             }
-            self.pausing.fetch_sub(1, Relaxed);
+            if at_limit {
+                self.pausing.fetch_sub(1, Relaxed);
+            }
         }
     }
 
@@ -284,7 +308,7 @@ impl Cache {
         let mut failed = 0;
         for (key, t, h) in flying {
             let (r, _) = h.await;
-            self.rate().written(1, crate::now());
+            self.throttle().written(1, crate::now());
             // A task that waited on it may have ended it already.
             self.pc().end_writeback(key, t, r.is_ok());
             if let Err(e) = r {
@@ -374,7 +398,11 @@ impl File {
             Read,
             Admit,
             Room,
-            Written { wake: bool },
+            /// `new`: the page became dirty.
+            Written {
+                wake: bool,
+                new: bool,
+            },
         }
         loop {
             // The check and the write it allows under one hold of the state machine:
@@ -397,11 +425,13 @@ impl File {
                             pc.write(key, off, data, None);
                             Step::Written {
                                 wake: pc.dirty_pages() > pc.config().background_pages(),
+                                new: new_dirty,
                             }
                         } else if pc.reserve() {
                             pc.write(key, off, data, Some(DmaBuffer::unpooled(PAGE as usize)));
                             Step::Written {
                                 wake: pc.dirty_pages() > pc.config().background_pages(),
+                                new: new_dirty,
                             }
                         } else {
                             Step::Room
@@ -419,7 +449,12 @@ impl File {
                     admitted = true;
                 }
                 Step::Room => cache.wait_room().await?,
-                Step::Written { wake } => {
+                Step::Written { wake, new } => {
+                    if new {
+                        let mut w = crate::task::dirtier();
+                        cache.throttle().dirtied(&mut w, 1);
+                        crate::task::set_dirtier(w);
+                    }
                     if wake {
                         cache.work.notify_one();
                     }

@@ -131,6 +131,9 @@ pub(crate) struct Task {
     /// Its pause at the cache's admission was resolved by inheritance (RCP §4.4): the
     /// pause ends at its next poll.
     pub admission_resolved: bool,
+    /// Its state in the page cache's dirty throttle (Linux's per-task `nr_dirtied`,
+    /// `nr_dirtied_pause`, `dirty_paused_when`).
+    pub dirtier: sluice_cache::throttle::Dirtier,
 }
 
 impl Task {
@@ -580,6 +583,7 @@ impl Inner {
             joiners: Vec::new(),
             admission_resolved: false,
             vtime: 0,
+            dirtier: Default::default(),
         });
         self.stats.spawned += 1;
         self.wake(id);

@@ -199,6 +199,16 @@ pub fn current_base_class() -> IoClass {
     with(|inner, t| inner.tasks[t as usize].ctx.class)
 }
 
+/// The current task's state in the page cache's dirty throttle.
+pub(crate) fn dirtier() -> sluice_cache::throttle::Dirtier {
+    with(|inner, t| inner.tasks[t as usize].dirtier)
+}
+
+/// Keep the current task's state in the dirty throttle.
+pub(crate) fn set_dirtier(d: sluice_cache::throttle::Dirtier) {
+    with(|inner, t| inner.tasks[t as usize].dirtier = d);
+}
+
 /// Change the current task's class (e.g. a worker that starts serving a request).
 pub fn set_class(class: IoClass) {
     with(|inner, t| {

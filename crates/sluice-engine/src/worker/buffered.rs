@@ -34,6 +34,8 @@ impl Worker<'_> {
             len: r.len,
             class: r.class,
             flow: r.flow,
+            // A job thread: this worker's thread index, the worker's index above it.
+            task: (self.index as u64) << 32 | self.slot_thread[slot as usize] as u64,
             data: SlotData {
                 ptr,
                 len: r.len as usize,

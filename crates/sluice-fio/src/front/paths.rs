@@ -4,6 +4,8 @@
 use sluice_block::{Meter, NewRequest};
 use sluice_core::{FlowId, IoClass, Nanos, Op};
 
+use sluice_cache::throttle::Verdict;
+
 use super::{page_part, Alloc, Blocked, Cx, Dev, Front, FrontOp, IoBuf, Kind};
 use crate::Owner;
 use sluice_cache::{FrameId, PageData, PageKey, PageRange, ReadDone, WriteCheck, PAGE};
@@ -201,8 +203,14 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
     /// the writer's dirty limit and with room for its new pages — then copy it in.
     pub(super) fn try_write<M: Meter>(&mut self, cx: &mut Cx<'_, M>, i: u32) -> Option<Blocked> {
         let p = self.p(i);
-        let (file, off, len, class, flow) =
-            (p.io.file, p.io.offset, p.io.len, p.io.class, p.io.flow);
+        let (file, off, len, class, flow, task) = (
+            p.io.file,
+            p.io.offset,
+            p.io.len,
+            p.io.class,
+            p.io.flow,
+            p.io.task,
+        );
         let range = PageRange::bytes(file, off, len as u64);
         let (mut new_dirty, mut new_pages) = (0usize, 0usize);
         for index in range.first..=range.last {
@@ -227,8 +235,19 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
                 }
             }
         }
-        if new_dirty > 0 && !self.pc.may_dirty(class) {
-            return Some(Blocked::Limit);
+        if new_dirty > 0 {
+            // Linux's balance_dirty_pages, before the pages are dirtied: when the thread
+            // has dirtied its nr_dirtied_pause pages, or its class's limit is reached.
+            let dirty = self.pc.dirty_pages() + self.pc.writeback_pages();
+            let w = self.dirtiers.entry(task).or_default();
+            if w.must_balance() || !self.pc.may_dirty(class) {
+                let cfg = *self.pc.config();
+                if let Verdict::Pause { ns, at_limit } =
+                    self.throttle.balance(w, &cfg, class, dirty, cx.now)
+                {
+                    return Some(Blocked::Pause { ns, at_limit });
+                }
+            }
         }
         // Room for the pages the write creates. A reservation may evict a clean page of
         // this very range (counted above as cached), which the write then creates too:
@@ -261,6 +280,10 @@ impl<D: IoBuf, A: Alloc> Front<D, A> {
                 None => &[],
             };
             self.pc.write(key, (lo - index * PAGE) as usize, src, fresh);
+        }
+        if new_dirty > 0 {
+            let w = self.dirtiers.entry(task).or_default();
+            self.throttle.dirtied(w, new_dirty as u64);
         }
         None
     }

@@ -53,6 +53,10 @@ struct Rig {
     next_id: u64,
     /// The device fails every write (a full or failing disk).
     fail_writes: bool,
+    /// The thread the next I/Os come from.
+    task: u64,
+    /// The device keeps no bytes (a long run).
+    no_bytes: bool,
 }
 
 fn cfg(pages: usize, class_limits: bool) -> FrontConfig {
@@ -98,6 +102,8 @@ impl Rig {
             now: 0,
             next_id: 0,
             fail_writes: false,
+            task: 0,
+            no_bytes: false,
         }
     }
 
@@ -111,6 +117,7 @@ impl Rig {
             len: data.len() as u32,
             class,
             flow: FlowId(u32::from(class != IoClass::Critical)),
+            task: self.task,
             data: Data(data),
         };
         self.front
@@ -127,17 +134,22 @@ impl Rig {
         self.done.iter().any(|d| d.id == id && d.ok)
     }
 
-    /// Complete the oldest piece at the device (moving its bytes).
+    /// Complete the oldest piece at the device (moving its bytes), a µs on.
     fn complete_one(&mut self) -> Option<Op> {
+        self.complete_at(self.now + 1000)
+    }
+
+    /// Complete the oldest piece at the device at `at`.
+    fn complete_at(&mut self, at: Nanos) -> Option<Op> {
         if self.port.inflight.is_empty() {
             return None;
         }
         let (tag, req) = self.port.inflight.remove(0);
-        self.now += 1000;
+        self.now = at;
         let crate::Owner::Front(seq) = crate::Owner::of(self.block.request(req.id).token) else {
             panic!("only the front submits here");
         };
-        if req.op != Op::Flush {
+        if req.op != Op::Flush && !self.no_bytes {
             let buf = self
                 .front
                 .device_buf(seq, req.offset)
@@ -216,6 +228,7 @@ fn a_read_copies_the_device_bytes_across_pages() {
         len: 200,
         class: IoClass::Normal,
         flow: FlowId(0),
+        task: 0,
         data: Data(vec![0; 200]),
     };
     r.front.submit(0, io, &mut r.block, &mut r.done);
@@ -441,4 +454,81 @@ fn writers_get_an_error_instead_of_waiting_while_every_writeback_fails() {
         device_writes > 0 && device_writes < 64,
         "{device_writes} device writes"
     );
+}
+
+/// `n` equal threads, each writing 4 KiB pages of its own 256 MiB of a file at
+/// random, a write every 2 µs of CPU when not held, one write in flight each, against
+/// a device that ends one request every 100 µs: the writes each completed in the
+/// second half of `secs` (30 s: the rate control takes seconds to settle).
+fn equal_writers(n: u64, secs: u64) -> Vec<u64> {
+    let mut c = cfg(16384, false);
+    c.writeback_pages = 256;
+    c.writeback_run_pages = 32;
+    let mut r = Rig::new(c, "none", 64);
+    r.no_bytes = true;
+    let end = secs * 1_000_000_000;
+    let (cpu, service) = (2_000, 100_000);
+    let mut next: Vec<Option<Nanos>> = vec![Some(0); n as usize];
+    let mut writing: HashMap<u64, usize> = HashMap::new();
+    let mut counted = vec![0u64; n as usize];
+    let mut dev_at = None;
+    let mut seed = 1u64;
+    loop {
+        if dev_at.is_none() && !r.port.inflight.is_empty() {
+            dev_at = Some(r.now + service);
+        }
+        let wr = next
+            .iter()
+            .enumerate()
+            .filter_map(|(w, t)| t.map(|t| (t, w)))
+            .min();
+        let t = [dev_at, r.front.next_timer_ns(), wr.map(|w| w.0)]
+            .into_iter()
+            .flatten()
+            .min()
+            .expect("something to do");
+        if t >= end {
+            break;
+        }
+        if dev_at == Some(t) {
+            dev_at = None;
+            r.complete_at(t);
+        } else if r.front.next_timer_ns() == Some(t) {
+            r.now = t;
+            r.front.fire_timer(t, &mut r.block, &mut r.done);
+            r.block.pump(t, &mut r.port);
+        } else {
+            let w = wr.expect("a writer").1;
+            r.now = t;
+            next[w] = None;
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let page = w as u64 * 65536 + (seed >> 33) % 65536;
+            r.task = w as u64;
+            writing.insert(r.write(page * 4096, 1, 4096, IoClass::Normal), w);
+        }
+        for d in std::mem::take(&mut r.done) {
+            let w = writing.remove(&d.id).expect("a writer's write");
+            if r.now >= end / 2 {
+                counted[w] += 1;
+            }
+            next[w] = Some(r.now + cpu);
+        }
+    }
+    counted
+}
+
+#[test]
+fn equal_writers_over_the_limit_get_equal_shares() {
+    // Linux's rule (one limit): 3 276 pages, the device cleans far less than the
+    // writers would dirty. The dirty-ratelimit control paces every thread at one rate.
+    let counted = equal_writers(4, 30);
+    let (lo, hi) = (
+        *counted.iter().min().unwrap(),
+        *counted.iter().max().unwrap(),
+    );
+    eprintln!("writes per thread: {counted:?}");
+    assert!(lo > 1000, "{counted:?}");
+    assert!(hi as f64 <= 1.06 * lo as f64, "shares {counted:?}");
 }

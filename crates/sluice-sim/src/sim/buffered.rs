@@ -117,6 +117,7 @@ impl World<'_> {
             len: io.len,
             class: req.class,
             flow: req.flow,
+            task: t as u64,
             data: (),
         };
         b.front.submit(self.now, fio, &mut self.block, &mut b.done);
