@@ -1,5 +1,5 @@
-//! Ending jobs early across workers: fio's `exitall` (a job's end ends its stonewall
-//! group) and `steadystate` (a job ends once its rate is steady).
+//! Ending jobs early across workers: fio's `exitall` (a job's end ends the jobs its
+//! `exit_what` names) and `steadystate` (a job ends once its rate is steady).
 //!
 //! A job's threads may be spread over several workers, so the decision is device-wide:
 //! workers add their jobs' completed I/Os to [`EarlyEnd`]'s counters when they hand
@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use sluice_core::Nanos;
 use sluice_metrics::SteadyReport;
-use sluice_workload::{JobSpec, SteadyTrack};
+use sluice_workload::{exit_targets, JobSpec, SteadyTrack};
 
 /// Per job: the end flag and completed I/Os and bytes, over all workers.
 #[derive(Debug)]
@@ -24,7 +24,8 @@ pub(crate) struct EarlyEnd {
     lat_ns: Vec<AtomicU64>,
     /// Job → stonewall group.
     group: Vec<usize>,
-    exitall: Vec<bool>,
+    /// Job → the jobs its end ends (`exitall`, `exit_what`).
+    exits: Vec<Vec<usize>>,
 }
 
 impl EarlyEnd {
@@ -35,7 +36,7 @@ impl EarlyEnd {
             bytes: jobs.iter().map(|_| AtomicU64::new(0)).collect(),
             lat_ns: jobs.iter().map(|_| AtomicU64::new(0)).collect(),
             group: group.to_vec(),
-            exitall: jobs.iter().map(|j| j.exitall).collect(),
+            exits: (0..jobs.len()).map(|j| exit_targets(jobs, j)).collect(),
         }
     }
 
@@ -64,15 +65,10 @@ impl EarlyEnd {
         self.lat_ns[j].fetch_add(lat_ns, Ordering::Relaxed);
     }
 
-    /// Job `j` ended: with `exitall`, flag every job of its stonewall group.
+    /// Job `j` ended: flag the jobs it ends ([`exit_targets`]: `exitall`, `exit_what`).
     pub(crate) fn job_ended(&self, j: usize) {
-        if !self.exitall[j] {
-            return;
-        }
-        for (k, g) in self.group.iter().enumerate() {
-            if *g == self.group[j] {
-                self.stop[k].store(true, Ordering::Relaxed);
-            }
+        for &k in &self.exits[j] {
+            self.stop[k].store(true, Ordering::Relaxed);
         }
     }
 }

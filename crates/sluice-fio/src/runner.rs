@@ -29,8 +29,8 @@ use sluice_block::{Finished, NewRequest};
 use sluice_core::{FlowId, IoClass, Nanos, Op};
 use sluice_metrics::{IoDepths, Sample};
 use sluice_workload::{
-    stonewall_groups, stream_seed, IoSource, IoSpec, JobSpec, NextIo, PlacementDraw, PrioDraw,
-    SteadyTrack,
+    exit_targets, stonewall_groups, stream_seed, IoSource, IoSpec, JobSpec, NextIo, PlacementDraw,
+    PrioDraw, SteadyTrack,
 };
 
 use crate::latency::{LatTarget, LatVerdict};
@@ -121,7 +121,8 @@ pub trait Port {
     ///
     /// [`Collector::thread_done`]: sluice_metrics::Collector::thread_done
     fn thread_end(&mut self, job: usize, thread: u32, at: Nanos);
-    /// Job `job` ended and has `exitall`: end `others`, the jobs of its group still
+    /// Job `job` ended and ends others (`exitall`, `exit_what`: [`exit_targets`]): end
+    /// `others`, those of them still
     /// running here, now. (A [`Scope::Part`] world ends them in every part.)
     fn exit_all(&mut self, job: u32, others: &[u32]);
     /// Whether every thread of `job` is done over the whole run (for `wait_for` in a
@@ -207,7 +208,8 @@ struct JobOpts {
     ramp_ns: Nanos,
     runtime_ns: Option<Nanos>,
     thinktime_ns: Nanos,
-    exitall: bool,
+    /// The jobs its end ends (`exitall`, `exit_what`).
+    exits: Vec<u32>,
     time_based: bool,
     /// Bytes per thread, and threads (for the progress).
     size: u64,
@@ -312,7 +314,10 @@ impl Runner {
                     ramp_ns: s.ramp_ns,
                     runtime_ns: s.runtime_ns,
                     thinktime_ns: s.thinktime_ns,
-                    exitall: s.exitall,
+                    exits: exit_targets(specs, j)
+                        .into_iter()
+                        .map(|k| k as u32)
+                        .collect(),
                     time_based: s.time_based,
                     size: s.size,
                     numjobs: s.numjobs,

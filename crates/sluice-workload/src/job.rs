@@ -364,8 +364,10 @@ pub struct JobSpec {
     pub percentage_random: [u8; 2],
     /// How paced I/Os are spaced.
     pub rate_process: RateProcess,
-    /// When this job ends, every job of its stonewall group ends (`exitall`).
+    /// `exitall`: jobs end others when they end ([`crate::exit_targets`]).
     pub exitall: bool,
+    /// Which jobs (`exit_what`).
+    pub exit_what: crate::ExitWhat,
     /// The errors a thread goes on after (`continue_on_error`; default: none).
     pub continue_on: crate::ContinueOn,
     /// fio's `group_reporting`: the report sums the threads (and, as fio, the jobs
@@ -529,6 +531,7 @@ impl Default for JobSpec {
             percentage_random: [100, 100],
             rate_process: RateProcess::Linear,
             exitall: false,
+            exit_what: crate::ExitWhat::Group,
             continue_on: crate::ContinueOn::default(),
             group_reporting: false,
             verify: None,

@@ -194,7 +194,7 @@ pub use placement::{
     metadata_refusal, parse_pi_chk, parse_plid_select, parse_plids, PiSpec, PlacementDraw,
     PlacementSpec, PlidSelect,
 };
-pub use plan::{flows_of, report_groups, stonewall_groups, FlowConflict};
+pub use plan::{exit_targets, flows_of, report_groups, stonewall_groups, ExitWhat, FlowConflict};
 pub use source::{IoSource, NextIo};
 pub use steady::{Attained, SteadyMetric, SteadySpec, SteadyState, SteadyTrack};
 pub use verify::{VerifyKind, VerifySpec};

@@ -221,7 +221,6 @@ static OTHERS: &[OptionInfo] = &[
     o("rate_min", &["ratemin"], NoEffect, "rate_min=1m", "sluice never ends a job for running below a rate; compare the reported bandwidth with it"),
     o("rate_iops_min", &[], NoEffect, "rate_iops_min=100", "sluice never ends a job for running below a rate; compare the reported IOPS with it"),
     o("rate_cycle", &["ratecycle"], NoEffect, "rate_cycle=1000", "the averaging window of rate_min, which has no effect"),
-    o("exit_what", &[], NoEffect, "exit_what=group", "exitall always ends the job's stonewall group"),
     o("unit_base", &[], NoEffect, "unit_base=8", REPORT),
     o("fadvise_hint", &[], NoEffect, "fadvise_hint=0", "sluice's page cache takes no access hints (its read-ahead is none, its eviction a clock over all pages)"),
     o("filetype", &[], NoEffect, "filetype=file", "sluice inspects its files itself"),

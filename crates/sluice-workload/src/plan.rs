@@ -78,6 +78,40 @@ pub fn report_groups(jobs: &[JobSpec]) -> Vec<usize> {
         .collect()
 }
 
+/// What a job's end ends when `exitall` is set (fio's `exit_what`, its
+/// `TERMINATE_GROUP` / `TERMINATE_STONEWALL` / `TERMINATE_ALL`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ExitWhat {
+    /// The jobs of its reporting group (fio's default: `fio_terminate_threads` ends
+    /// the jobs whose `groupid` is the ending job's; `new_group` starts one).
+    #[default]
+    Group,
+    /// Every job running: its stonewall group (only one runs at a time).
+    Stonewall,
+    /// Every job. (fio's later stonewall groups then never start; sluice still runs
+    /// them — not done.)
+    All,
+}
+
+/// The jobs that job `j`'s end ends (`j` not among them), as fio's
+/// `fio_terminate_threads(td->groupid, td->o.exit_what)` at a thread's end. fio's
+/// `exitall` is one flag for the whole run (`exitall_on_terminate`, set by any job's
+/// `exitall`), so with it on any job every job's end ends others, each by its own
+/// `exit_what`; without `exitall` nothing is ended.
+pub fn exit_targets(jobs: &[JobSpec], j: usize) -> Vec<usize> {
+    if !jobs.iter().any(|s| s.exitall) {
+        return Vec::new();
+    }
+    let (report, stonewall) = (report_groups(jobs), stonewall_groups(jobs));
+    let same: &[usize] = match jobs[j].exit_what {
+        ExitWhat::Group => &report,
+        ExitWhat::Stonewall | ExitWhat::All => &stonewall,
+    };
+    (0..jobs.len())
+        .filter(|&k| k != j && same[k] == same[j])
+        .collect()
+}
+
 /// The stonewall group of every job: a job with `stonewall` (other than the first)
 /// starts a new group, which runs when every job of the groups before it has ended.
 pub fn stonewall_groups(jobs: &[JobSpec]) -> Vec<usize> {

@@ -141,18 +141,20 @@ impl Runner {
         self.jobs[j].end_ns
     }
 
-    /// fio's `exitall`: when job `j` ends, so does every other job of its group.
+    /// fio's `exitall`: when job `j` ends, so do the jobs its `exit_what` names
+    /// ([`sluice_workload::exit_targets`]) that have not ended.
     pub(super) fn exit_all(&mut self, j: u32, port: &mut impl Port) {
-        if !self.jobs[j as usize].opts.exitall {
+        if self.jobs[j as usize].opts.exits.is_empty() {
             return;
         }
-        let g = self.jobs[j as usize].group;
-        let others: Vec<u32> = self.groups[g]
+        let others: Vec<u32> = self.jobs[j as usize]
+            .opts
+            .exits
             .iter()
             .copied()
             .filter(|&k| {
                 let rt = &self.jobs[k as usize];
-                k != j && rt.here && !rt.done && rt.ended_ns.is_none()
+                rt.here && !rt.done && rt.ended_ns.is_none()
             })
             .collect();
         port.exit_all(j, &others);

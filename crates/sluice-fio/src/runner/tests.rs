@@ -485,3 +485,32 @@ fn a_failed_io_ends_the_thread_unless_continue_on_error_names_it() {
         oks.len()
     );
 }
+
+#[test]
+fn exitall_on_one_job_is_for_every_job_and_exit_what_names_whom_it_ends() {
+    // fio's `exitall` is one flag of the run (`exitall_on_terminate`): b's `exitall`
+    // makes a's end end the others too.
+    let specs = jobs("[a]\nrw=read\nbs=4k\nsize=8k\n[b]\nrw=read\nbs=4k\nsize=1m\nexitall\n");
+    let mut r = whole_runner(&specs);
+    let mut p = Script::default();
+    r.start_group(0, 0, &mut p);
+    r.end_job(0, 1_000, &mut p);
+    assert_eq!(p.exits, vec![(0, vec![1])]);
+    // exit_what=group (the default) ends the reporting group, which `new_group`
+    // splits; `stonewall` ends every job running (the stonewall group).
+    let file = "[global]\nrw=read\nbs=4k\nsize=1m\nexitall\n[a]\n[b]\nnew_group\n[c]\n";
+    let specs = jobs(file);
+    let mut r = whole_runner(&specs);
+    let mut p = Script::default();
+    r.start_group(0, 0, &mut p);
+    r.end_job(0, 1_000, &mut p);
+    assert!(p.exits.is_empty(), "a is alone in its reporting group");
+    r.end_job(1, 2_000, &mut p);
+    assert_eq!(p.exits, vec![(1, vec![2])]);
+    let specs = jobs(&file.replace("[a]\n", "[a]\nexit_what=stonewall\n"));
+    let mut r = whole_runner(&specs);
+    let mut p = Script::default();
+    r.start_group(0, 0, &mut p);
+    r.end_job(0, 1_000, &mut p);
+    assert_eq!(p.exits, vec![(0, vec![1, 2])]);
+}

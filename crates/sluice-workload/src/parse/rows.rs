@@ -289,7 +289,16 @@ pub(crate) static ACTED: &[OptionInfo] = &[
     y("new_group", &[], "new_group", "start a new reporting group (fio's groupid: group_reporting sums a group's jobs into one entry); the jobs still run as before (stonewall waits)", |d, a| { d.job.new_group = a.flag()?; Ok(()) }),
     y("stonewall", &["wait_for_previous"], "stonewall", "wait for all earlier jobs to finish first", |d, a| { d.job.stonewall = a.flag()?; Ok(()) }),
     y("continue_on_error", &[], "continue_on_error=io", "the errors a thread goes on after: none (default: the thread ends at its first failed I/O or failed check, as fio's), read, write (also trims and syncs), io, verify, all; every failed I/O counts as EIO (sluice carries no errno)", |d, a| { d.job.continue_on = ContinueOn::parse(a.need()?)?; Ok(()) }),
-    y("exitall", &[], "exitall", "when this job ends, every job of its stonewall group ends (both worlds)", |d, a| { d.job.exitall = a.flag()?; Ok(()) }),
+    y("exitall", &[], "exitall", "when a job ends, the jobs `exit_what` names end (both worlds); as fio's, one setting for the whole run: `exitall` on any job applies to every job", |d, a| { d.job.exitall = a.flag()?; Ok(()) }),
+    y("exit_what", &[], "exit_what=stonewall", "what a job's end ends under `exitall`: group (default: its reporting group, which `new_group` splits), stonewall (every running job: its stonewall group) or all (every job; fio's later groups then never start, sluice's still run)", |d, a| {
+        d.job.exit_what = match a.need()?.trim().to_ascii_lowercase().as_str() {
+            "group" => crate::ExitWhat::Group,
+            "stonewall" => crate::ExitWhat::Stonewall,
+            "all" => crate::ExitWhat::All,
+            v => return Err(format!("cannot read '{v}' as exit_what; use group, stonewall or all")),
+        };
+        Ok(())
+    }),
     y("group_reporting", &[], "group_reporting", "report a stonewall group's jobs and threads as one entry (the first job's name, the members summed; runtime the longest), as fio; without it each of a job's `numjobs` threads is an entry of its own (same `jobname` and `groupid`) in the JSON, terse and table output", |d, a| { d.job.group_reporting = a.flag()?; Ok(()) }),
     y("atomic", &[], "atomic=1", "every write is an atomic (untorn) write, all or nothing also across a power failure: `RWF_ATOMIC` under `sluice run` (refused where the file or device reports no atomic write unit, statx `STATX_WRITE_ATOMIC`), an NVMe write within the simulated profile's `atomic_write_bytes` under `sluice sim`; the block layer never splits one. Direct I/O (implied, as fio; direct=0 refused); each write size a power of two, naturally aligned, within the device's atomic write unit, else the job is refused", |d, a| { d.atomic = Some((a.flag()?, a.at.clone())); Ok(()) }),
     y("direct", &[], "direct=0", "direct=1 goes around the cache; direct=0 (the default, as fio's) reads and writes through sluice's page cache (class-aware dirty limits, lazy indexing, writeback) in both worlds, sized by --page-cache (64 MiB under `sluice sim`, a quarter of available memory under `sluice run`)", |d, a| { d.job.buffered = !a.flag()?; d.direct_given = true; Ok(()) }),
