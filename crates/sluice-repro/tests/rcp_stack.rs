@@ -26,21 +26,35 @@ fn fig4_checkpoints_as_often_but_the_gain_and_the_log_miss() {
     );
 }
 
-/// Fig. 6's tail and Table 2's longest waits: both pass.
+/// Fig. 6's tail and Table 2's longest waits: the waits pass; the tail misses 0.1
+/// (0.130) since the page cache paces writers as Linux 3.13 does — none's checkpointer
+/// sleeps short paced pauses instead of one long pause at the limit, so none's p99
+/// falls (docs/runtime.md, docs/whole-stack.md).
 #[test]
-fn fig6_full_stack_cuts_the_rate_controlled_tail_and_the_longest_waits() {
+fn fig6_full_stack_cuts_the_longest_waits_but_not_the_tail_to_a_tenth() {
     let (g, table) = common::judged("rcp", &["fig6"]);
     assert_eq!(g.len(), 2, "{table}");
-    common::assert_verdicts(&g, &table, &[]);
+    common::assert_verdicts(&g, &table, &[("fig6", "rcp p99 / none's")]);
 }
 
-/// Fig. 10 on Fig. 4's setup: every component costs throughput when off, in the paper's
-/// 7–33 % but for user-level handling, which costs 37–38 % (docs/whole-stack.md).
+/// Fig. 10 on Fig. 4's setup: only "no cache limits" costs throughput in the paper's
+/// 7–33 %; with Linux's dirty pacing the block layer costs less (4–5 %), and without
+/// kernel-level inheritance, transitivity or user-level handling the checkpointer's
+/// paced pauses under buffer locks cost more (35–45 %) — docs/runtime.md.
 #[test]
 fn fig10_one_component_off_at_a_time_on_fig4s_setup() {
     let (g, table) = common::judged("rcp", &["fig10"]);
     assert_eq!(g.len(), 5, "{table}");
-    common::assert_verdicts(&g, &table, &[("fig10", "no user-level:")]);
+    common::assert_verdicts(
+        &g,
+        &table,
+        &[
+            ("fig10", "no block layer:"),
+            ("fig10", "no kernel-level:"),
+            ("fig10", "no user-level:"),
+            ("fig10", "no transitivity:"),
+        ],
+    );
 }
 
 /// A short run of the full stack: 4 clients on an 8 MiB database.
