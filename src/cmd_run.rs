@@ -203,8 +203,9 @@ pub fn cmd_run(args: RunArgs) -> Result<(), CliError> {
     let started = Instant::now();
     let mut lay_bar: Option<ProgressBar> = None;
     let mut announced: Option<PathBuf> = None;
-    // fio's fill_device: sizes from the free space, read once, before any file is
-    // created (prepare and run both take the resolved jobs).
+    // fio's sizes: a job without size= takes its file's; fill_device's from the free
+    // space, read once, before any file is created (prepare and run both take the
+    // resolved jobs).
     let jobs = engine::resolve_sizes(&jobs, &cfg.directory)?;
     let jobs = match engine::resolve_fill(&jobs, &cfg.directory)? {
         Some(resolved) => resolved,
